@@ -42,7 +42,8 @@ def get_spark(app_name: str = "acidflow", master: str | None = None, **conf: str
     if active is not None:
         return active
     builder = SparkSession.builder.appName(app_name)
-    if master or not os.environ.get("SPARK_SUBMIT_OPTS_SET_BY_SUBMIT"):
+    # Under spark-submit the JVM gateway already exists (PYSPARK_GATEWAY_PORT) and carries --master.
+    if master or not os.environ.get("PYSPARK_GATEWAY_PORT"):
         builder = builder.master(master or os.environ.get("ACIDFLOW_SPARK_MASTER", "local[2]"))
     defaults = {
         "spark.sql.session.timeZone": "UTC",
