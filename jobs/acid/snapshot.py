@@ -294,6 +294,34 @@ def _partition_arrays(plan_pcols, ppath: str, n: int) -> list[pa.Array]:
     return out
 
 
+def check_acid_version(tfs: TableFS, info: "acid_files.FileInfo",
+                       cache: dict[str, int] | None = None) -> None:
+    """Trino's ACID version rule for files inside base/delta directories: the directory's
+    ``_orc_acid_version`` must be >= 2, or else the file footer's ``hive.acid.version`` must be
+    (Trino ``OrcPageSourceFactory``; Hive 3 writes both, Hive 3 fixtures carry only the footer).
+
+    Raises:
+        jobs.acid.files.AcidFileError: neither says version 2 (a pre-Hive-3 or non-ACID file
+            where ACID data is expected).
+    """
+    directory = posixpath.dirname(info.path)
+    cache = {} if cache is None else cache
+    if directory not in cache:
+        cache[directory] = acid_files.read_acid_version(tfs, directory)
+    if cache[directory] >= acid_files.ACID_VERSION:
+        return
+    raw = info.metadata.get(acid_files.ACID_VERSION_KEY, b"")
+    try:
+        version = int(raw.decode() or "0")
+    except ValueError:
+        version = 0
+    if version < acid_files.ACID_VERSION:
+        raise acid_files.AcidFileError(
+            "Hive transactional tables are supported since Hive 3.0. Expected "
+            f"`{acid_files.ACID_VERSION_KEY}` in ORC metadata of {info.path} to be >=2 but was "
+            f"{raw.decode() or '<empty>'}")
+
+
 def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
               partition_columns: list[tuple[str, str]], valid: ValidWriteIdList, *,
               row_id: bool = False, file_name: bool = False) -> Iterator[pa.RecordBatch]:
@@ -308,8 +336,11 @@ def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
     targets = [htypes.arrow_type(t) for _, t in columns]
     names = [n for n, _ in columns]
     out_schema = ReadPlan("", columns, partition_columns, valid, [], {}).output_schema(row_id, file_name)
+    dir_versions: dict[str, int] = {}
     for df in task.data_files:
         info = acid_files.file_info(tfs, df.path)
+        if df.kind != "original":
+            check_acid_version(tfs, info, dir_versions)
         acid = info.is_acid
         src_names = info.row_schema.names
         mapping = _map_columns(src_names, names, positional=acid)
