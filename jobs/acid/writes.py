@@ -566,7 +566,7 @@ def _write_deletes(spark, table, spec: _WriteSpec, matched) -> list[dict]:
     from pyspark.sql import types as T
 
     pnames = [c.name for c in table.partition_columns]
-    decode = F.udf(decode_bucket_id, T.IntegerType())
+    decode = F.udf(lambda prop: decode_bucket_id(prop), T.IntegerType())
     df = matched.select(*pnames, decode("bprop").alias(BUCKET_COL), "owid", "bprop", "rowid")
     df = df.repartition(*pnames, BUCKET_COL).sortWithinPartitions(
         *pnames, BUCKET_COL, "owid", "bprop", "rowid")
