@@ -1,0 +1,773 @@
+"""Hive bucket ids: the ACID ``bucket`` property codec and Hive's CLUSTERED BY hash.
+
+Pure Python, no Spark, no project imports. Two independent pieces live here:
+
+* :class:`BucketCodec` -- packs a bucket (writer) id and a statement id into the 32-bit
+  ``bucket`` field of an ACID event (``RecordIdentifier`` bucket property), following Hive's
+  ``ql/src/java/org/apache/hadoop/hive/ql/io/BucketCodec.java`` (design spec section 4).
+* :func:`bucket_hash_code` / :func:`bucket_number` / :func:`hive_bucket` -- which bucket a row of
+  a ``CLUSTERED BY (...) INTO n BUCKETS`` table belongs to, following Hive's
+  ``serde/.../objectinspector/ObjectInspectorUtils.java`` (``getBucketHashCode`` +
+  ``hashCodeMurmur`` for ``bucketing_version=2``, ``getBucketHashCodeOld`` + ``hashCode`` for
+  ``bucketing_version=1``) and ``storage-api/.../Murmur3.java`` (design spec section 10).
+
+All hash results are Java ``int`` values, i.e. Python ints in ``[-2**31, 2**31 - 1]``.
+
+Hive column types are given as Hive type strings (case-insensitive, parameters allowed):
+``tinyint smallint int integer bigint boolean float double string varchar(n) char(n) date
+timestamp decimal(p,s) binary``. ``decimal`` alone means ``decimal(10,0)`` as in Hive.
+
+Python values accepted per type (``None`` is SQL NULL and hashes to 0 for every type):
+
+* integer types: ``int`` (``bool`` counts as 0/1); must fit the Hive type's range.
+* ``boolean``: ``bool`` or ``int`` (non-zero is true).
+* ``float`` / ``double``: ``float`` or ``int``; ``float`` values are first rounded to IEEE
+  binary32 like a Java ``(float)`` cast (overflow gives infinity).
+* ``string`` / ``varchar(n)`` / ``char(n)``: ``str`` (hashed as UTF-8) or UTF-8 ``bytes``.
+  ``varchar(n)``/``char(n)`` values longer than ``n`` code points are truncated as Hive does
+  when it converts a value to the column type; ``char`` hashes ignore trailing spaces.
+* ``binary``: ``bytes`` / ``bytearray`` / ``memoryview``.
+* ``date``: ``datetime.date`` (a ``datetime.datetime`` uses its date part) or ``int`` days since
+  1970-01-01 (proleptic Gregorian, like Hive 3's ``Date``).
+* ``timestamp``: naive ``datetime.datetime`` read as a UTC wall clock (Hive 3 timestamps have no
+  zone); an object with a ``nanosecond`` attribute (``pandas.Timestamp``) contributes its
+  nanoseconds; a ``datetime.date`` means midnight. Aware datetimes are refused (``ValueError``):
+  convert them to the intended wall clock first.
+* ``decimal(p,s)``: ``decimal.Decimal``, ``int``, ``str`` or ``float`` (through ``repr``);
+  rounded HALF_UP to scale ``s`` as Hive's ``enforcePrecisionScale`` does; a value that then
+  needs more than ``p - s`` integer digits raises ``ValueError`` (Hive would store NULL).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import decimal as _decimal
+import enum
+import math
+import numbers
+import re
+import struct
+from functools import lru_cache
+from typing import Any, Callable, Sequence
+
+__all__ = [
+    "BucketCodec",
+    "encode_bucket_property",
+    "decode_bucket_id",
+    "decode_statement_id",
+    "murmur3_32",
+    "bucket_hash_code",
+    "bucket_number",
+    "hive_bucket",
+    "MURMUR3_DEFAULT_SEED",
+    "MAX_BUCKET_ID",
+    "MAX_STATEMENT_ID",
+]
+
+_M32 = 0xFFFFFFFF
+_M64 = 0xFFFFFFFFFFFFFFFF
+
+# ---------------------------------------------------------------------------------------------
+# Bucket property codec (Hive BucketCodec)
+# ---------------------------------------------------------------------------------------------
+
+_VERSION_SHIFT = 29  # bits 31..29 hold the codec version
+_BUCKET_SHIFT = 16  # V1: bits 27..16 hold the bucket / writer id
+_BUCKET_MASK = 0x0FFF0000
+_STATEMENT_MASK = 0x00000FFF
+MAX_BUCKET_ID = 0xFFF  #: largest bucket / writer id a V1 property can carry (4095)
+MAX_STATEMENT_ID = 0xFFF  #: largest statement id a V1 property can carry (4095)
+_MAX_V0_BUCKET_ID = (1 << _VERSION_SHIFT) - 1  # a V0 value must keep its top 3 bits at 000
+
+
+def _check_property(prop: Any) -> int:
+    """Validate a bucket property and return it as an unsigned 32-bit int."""
+    if isinstance(prop, bool) or not isinstance(prop, int):
+        raise TypeError(f"bucket property must be an int, got {type(prop).__name__}")
+    if not -(1 << 31) <= prop <= _M32:
+        raise ValueError(f"bucket property {prop} does not fit in 32 bits")
+    return prop & _M32
+
+
+def _check_id(name: str, value: Any, maximum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if not 0 <= value <= maximum:
+        raise ValueError(f"{name} out of range: {value} (allowed 0..{maximum})")
+    return value
+
+
+class BucketCodec(enum.Enum):
+    """Codec of the ACID ``bucket`` column (the ``RecordIdentifier`` bucket property).
+
+    Mirrors Hive's ``org.apache.hadoop.hive.ql.io.BucketCodec`` enum. The top three bits of the
+    32-bit property give the codec version:
+
+    * ``V0`` (before Hive 3): the whole value is the bucket id, the statement id is always 0.
+    * ``V1`` (Hive 3+, what Hive writes): ``001`` version bits, 1 reserved bit, 12 bits bucket /
+      writer id (0..4095) at bits 27..16, 4 reserved bits, 12 bits statement id (0..4095) at
+      bits 11..0. Bucket 0 statement 0 is ``536870912``; bucket 2 is ``537001984``;
+      bucket 5 statement 3 is ``537198595``.
+
+    Members carry their numeric version as ``.value`` (0 or 1). Properties are accepted as
+    signed (Java ``int``) or unsigned 32-bit values; encoded properties are returned as
+    non-negative ints (always below ``2**31`` for V0 and V1).
+    """
+
+    V0 = 0
+    V1 = 1
+
+    @property
+    def version(self) -> int:
+        """The numeric codec version stored in bits 31..29 (0 or 1)."""
+        return self.value
+
+    def encode(self, bucket_id: int, statement_id: int = 0) -> int:
+        """Pack a bucket (writer) id and a statement id into a bucket property.
+
+        Follows ``BucketCodec.encode``: V1 gives ``(1 << 29) | (bucket_id << 16) |
+        max(0, statement_id)``; V0 returns ``bucket_id`` unchanged.
+
+        Args:
+            bucket_id: Hive bucket number (bucketed tables) or writer / task id (unbucketed
+                tables). V1: 0..4095; V0: 0..2**29-1.
+            statement_id: 0-based statement id within the transaction; negative values mean
+                "none" and encode as 0 (as Hive does). V1: at most 4095; V0 cannot store one,
+                so it must be <= 0.
+        Returns:
+            The bucket property as a non-negative int.
+        Raises:
+            ValueError: an id is out of range.
+            TypeError: an id is not an int.
+        """
+        if isinstance(statement_id, bool) or not isinstance(statement_id, int):
+            raise TypeError(f"statement_id must be an int, got {type(statement_id).__name__}")
+        statement_id = max(0, statement_id)
+        if self is BucketCodec.V0:
+            _check_id("bucket_id", bucket_id, _MAX_V0_BUCKET_ID)
+            if statement_id:
+                raise ValueError(
+                    f"statement_id out of range for codec V0: {statement_id} (V0 stores none)"
+                )
+            return bucket_id
+        _check_id("bucket_id", bucket_id, MAX_BUCKET_ID)
+        _check_id("statement_id", statement_id, MAX_STATEMENT_ID)
+        return (self.value << _VERSION_SHIFT) | (bucket_id << _BUCKET_SHIFT) | statement_id
+
+    def decode_writer_id(self, prop: int) -> int:
+        """Bucket id (bucketed tables) or writer id (unbucketed) of a property of this codec.
+
+        Follows ``BucketCodec.decodeWriterId``: V1 reads bits 27..16, V0 returns the value.
+        The version bits are not checked (use :meth:`for_property` to pick the codec).
+
+        Raises:
+            TypeError / ValueError: ``prop`` is not an int that fits in 32 bits.
+        """
+        unsigned = _check_property(prop)
+        if self is BucketCodec.V0:
+            return unsigned - (1 << 32) if unsigned & 0x80000000 else unsigned
+        return (unsigned & _BUCKET_MASK) >> _BUCKET_SHIFT
+
+    def decode_statement_id(self, prop: int) -> int:
+        """Statement id of a property of this codec (always 0 for V0).
+
+        Follows ``BucketCodec.decodeStatementId``: V1 reads bits 11..0.
+
+        Raises:
+            TypeError / ValueError: ``prop`` is not an int that fits in 32 bits.
+        """
+        unsigned = _check_property(prop)
+        if self is BucketCodec.V0:
+            return 0
+        return unsigned & _STATEMENT_MASK
+
+    @staticmethod
+    def determine_version(prop: int) -> "BucketCodec":
+        """The codec a bucket property was written with, from its top three bits.
+
+        Follows ``BucketCodec.determineVersion`` / ``getCodec``.
+
+        Raises:
+            ValueError: the version bits are neither 0 nor 1 (or ``prop`` does not fit in
+                32 bits).
+            TypeError: ``prop`` is not an int.
+        """
+        unsigned = _check_property(prop)
+        version = unsigned >> _VERSION_SHIFT
+        if version == 0:
+            return BucketCodec.V0
+        if version == 1:
+            return BucketCodec.V1
+        raise ValueError(
+            f"Illegal 'bucket' format: version {version} in bucket property {prop}"
+            " (only codec versions 0 and 1 exist)"
+        )
+
+    @staticmethod
+    def for_property(prop: int) -> "BucketCodec":
+        """Alias of :meth:`determine_version`."""
+        return BucketCodec.determine_version(prop)
+
+
+def encode_bucket_property(bucket_id: int, statement_id: int = 0) -> int:
+    """V1 bucket property for ``bucket_id`` and ``statement_id`` (what Hive 3 writes).
+
+    Same as ``BucketCodec.V1.encode``; e.g. ``encode_bucket_property(0) == 536870912``.
+
+    Raises:
+        ValueError: ``bucket_id`` or ``statement_id`` is above 4095 or ``bucket_id`` < 0.
+    """
+    return BucketCodec.V1.encode(bucket_id, statement_id)
+
+
+def decode_bucket_id(prop: int) -> int:
+    """Bucket (writer) id of a V0 or V1 bucket property, the codec chosen by its version bits.
+
+    Raises:
+        ValueError: unknown codec version or a value that does not fit in 32 bits.
+    """
+    return BucketCodec.determine_version(prop).decode_writer_id(prop)
+
+
+def decode_statement_id(prop: int) -> int:
+    """Statement id of a V0 (always 0) or V1 bucket property.
+
+    Raises:
+        ValueError: unknown codec version or a value that does not fit in 32 bits.
+    """
+    return BucketCodec.determine_version(prop).decode_statement_id(prop)
+
+
+# ---------------------------------------------------------------------------------------------
+# Murmur3 (Hive storage-api org.apache.hive.common.util.Murmur3)
+# ---------------------------------------------------------------------------------------------
+
+MURMUR3_DEFAULT_SEED = 104729  #: ``Murmur3.DEFAULT_SEED``, the seed Hive bucketing uses
+
+_C1 = 0xCC9E2D51
+_C2 = 0x1B873593
+_N = 0xE6546B64
+_FMIX1 = 0x85EBCA6B
+_FMIX2 = 0xC2B2AE35
+
+
+def _to_int32(x: int) -> int:
+    x &= _M32
+    return x - 0x100000000 if x & 0x80000000 else x
+
+
+def _to_int64(x: int) -> int:
+    x &= _M64
+    return x - 0x10000000000000000 if x & 0x8000000000000000 else x
+
+
+def murmur3_32(data: bytes, seed: int = MURMUR3_DEFAULT_SEED) -> int:
+    """32-bit Murmur3 exactly as Hive's ``Murmur3.hash32(byte[], int length, int seed)``.
+
+    Four-byte blocks are read little-endian like reference MurmurHash3_x86_32, but the 1-3 tail
+    bytes are sign-extended before they are combined (Hive's Java code omits ``& 0xff`` there),
+    so the result differs from textbook Murmur3 whenever a tail byte is >= 0x80.
+
+    Args:
+        data: the bytes to hash (``bytes``, ``bytearray`` or ``memoryview``).
+        seed: 32-bit seed, default 104729 (``Murmur3.DEFAULT_SEED``).
+    Returns:
+        The hash as a signed 32-bit int.
+    Raises:
+        TypeError: ``data`` is not bytes-like.
+    """
+    if not isinstance(data, bytes):
+        if isinstance(data, (bytearray, memoryview)):
+            data = bytes(data)
+        else:
+            raise TypeError(f"murmur3_32 needs bytes, got {type(data).__name__}")
+    length = len(data)
+    h = seed & _M32
+    nblocks = length >> 2
+    if nblocks:
+        for (k,) in struct.iter_unpack("<I", data[: nblocks << 2]):
+            k = (k * _C1) & _M32
+            k = ((k << 15) | (k >> 17)) & _M32
+            k = (k * _C2) & _M32
+            h ^= k
+            h = ((h << 13) | (h >> 19)) & _M32
+            h = (h * 5 + _N) & _M32
+    rest = length & 3
+    if rest:
+        i = nblocks << 2
+        k1 = 0
+        # Java: byte values are sign-extended ints before shifting (the quirk).
+        if rest == 3:
+            b = data[i + 2]
+            k1 ^= (b - 256 if b & 0x80 else b) << 16
+        if rest >= 2:
+            b = data[i + 1]
+            k1 ^= (b - 256 if b & 0x80 else b) << 8
+        b = data[i]
+        k1 ^= b - 256 if b & 0x80 else b
+        k1 &= _M32
+        k1 = (k1 * _C1) & _M32
+        k1 = ((k1 << 15) | (k1 >> 17)) & _M32
+        k1 = (k1 * _C2) & _M32
+        h ^= k1
+    h ^= length
+    h ^= h >> 16
+    h = (h * _FMIX1) & _M32
+    h ^= h >> 13
+    h = (h * _FMIX2) & _M32
+    h ^= h >> 16
+    return _to_int32(h)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hive types
+# ---------------------------------------------------------------------------------------------
+
+_TYPE_RE = re.compile(
+    r"^\s*([a-z_]+)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*$", re.IGNORECASE
+)
+_INT_RANGES = {
+    "tinyint": (-(1 << 7), (1 << 7) - 1),
+    "smallint": (-(1 << 15), (1 << 15) - 1),
+    "int": (-(1 << 31), (1 << 31) - 1),
+    "bigint": (-(1 << 63), (1 << 63) - 1),
+}
+_ALIASES = {"integer": "int"}
+_NO_PARAMS = {"tinyint", "smallint", "int", "bigint", "boolean", "float", "double", "string",
+              "date", "timestamp", "binary"}
+_MAX_CHAR_LENGTH = 255  # HiveChar.MAX_CHAR_LENGTH
+_MAX_VARCHAR_LENGTH = 65535  # HiveVarchar.MAX_VARCHAR_LENGTH
+_MAX_DECIMAL_PRECISION = 38  # HiveDecimal.MAX_PRECISION
+
+
+@lru_cache(maxsize=256)
+def _parse_type(hive_type: str) -> tuple[str, int, int]:
+    """``'Decimal(10, 2)'`` -> ``('decimal', 10, 2)``; unused parameters are 0."""
+    if not isinstance(hive_type, str):
+        raise TypeError(f"hive type must be a str, got {type(hive_type).__name__}")
+    m = _TYPE_RE.match(hive_type)
+    if not m:
+        raise ValueError(f"unsupported or malformed Hive type {hive_type!r}")
+    name = _ALIASES.get(m.group(1).lower(), m.group(1).lower())
+    p1 = None if m.group(2) is None else int(m.group(2))
+    p2 = None if m.group(3) is None else int(m.group(3))
+    if name in _NO_PARAMS:
+        if p1 is not None:
+            raise ValueError(f"Hive type {name} takes no parameters: {hive_type!r}")
+        return (name, 0, 0)
+    if name in ("char", "varchar"):
+        limit = _MAX_CHAR_LENGTH if name == "char" else _MAX_VARCHAR_LENGTH
+        if p1 is None or p2 is not None or not 1 <= p1 <= limit:
+            raise ValueError(f"{name} needs one length in 1..{limit}: {hive_type!r}")
+        return (name, p1, 0)
+    if name == "decimal":
+        precision = 10 if p1 is None else p1
+        scale = 0 if p2 is None else p2
+        if not 1 <= precision <= _MAX_DECIMAL_PRECISION or not 0 <= scale <= precision:
+            raise ValueError(
+                f"decimal precision must be 1..38 and scale 0..precision: {hive_type!r}"
+            )
+        return (name, precision, scale)
+    raise ValueError(f"unsupported Hive type for bucketing: {hive_type!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Value conversion (Python value -> what the Hive writable holds)
+# ---------------------------------------------------------------------------------------------
+
+
+def _as_int(value: Any, name: str) -> int:
+    if not isinstance(value, numbers.Integral):  # int, bool, numpy integers
+        raise TypeError(f"{name} value must be an int, got {type(value).__name__}: {value!r}")
+    value = int(value)
+    lo, hi = _INT_RANGES[name]
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} value out of range: {value} (allowed {lo}..{hi})")
+    return value
+
+
+def _as_bool(value: Any) -> bool:
+    if not isinstance(value, numbers.Integral):  # bool, int, numpy integers
+        if getattr(getattr(value, "dtype", None), "kind", None) == "b":  # numpy booleans
+            return bool(value)
+        raise TypeError(f"boolean value must be a bool, got {type(value).__name__}: {value!r}")
+    return bool(value)
+
+
+def _as_double(value: Any, name: str) -> float:
+    if isinstance(value, float):
+        return value
+    if isinstance(value, numbers.Real):  # int, numpy floats and ints
+        return float(value)
+    raise TypeError(f"{name} value must be a float, got {type(value).__name__}: {value!r}")
+
+
+def _float_to_int_bits(value: float) -> int:
+    """Java ``Float.floatToIntBits((float) value)`` as a signed 32-bit int."""
+    if math.isnan(value):
+        return 0x7FC00000  # the canonical NaN floatToIntBits returns
+    try:
+        packed = struct.pack(">f", value)
+    except OverflowError:  # Java's (float) cast overflows to infinity
+        packed = struct.pack(">f", math.copysign(math.inf, value))
+    return struct.unpack(">i", packed)[0]
+
+
+def _double_to_long_bits(value: float) -> int:
+    """Java ``Double.doubleToLongBits(value)`` as a signed 64-bit int."""
+    if math.isnan(value):
+        return 0x7FF8000000000000
+    return struct.unpack(">q", struct.pack(">d", value))[0]
+
+
+def _as_utf8(value: Any, name: str) -> bytes:
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"{name} value must be a str, got {type(value).__name__}: {value!r}")
+
+
+def _truncate_chars(value: Any, length: int, name: str) -> bytes:
+    """Value as UTF-8 after Hive's length enforcement (truncate to ``length`` code points)."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        value = bytes(value).decode("utf-8")
+    if not isinstance(value, str):
+        raise TypeError(f"{name} value must be a str, got {type(value).__name__}: {value!r}")
+    return value[:length].encode("utf-8")
+
+
+def _char_bytes(value: Any, length: int) -> bytes:
+    """CHAR(n): truncated to n code points, then trailing spaces (U+0020 only) removed."""
+    return _truncate_chars(value, length, "char").rstrip(b" ")
+
+
+def _as_binary(value: Any) -> bytes:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"binary value must be bytes, got {type(value).__name__}: {value!r}")
+
+
+_EPOCH_DATE = _dt.date(1970, 1, 1)
+_EPOCH_DATETIME = _dt.datetime(1970, 1, 1)
+
+
+def _as_epoch_day(value: Any) -> int:
+    if isinstance(value, _dt.datetime):
+        value = value.date()
+    if isinstance(value, _dt.date):
+        return (value - _EPOCH_DATE).days
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not -(1 << 31) <= value < (1 << 31):
+            raise ValueError(f"date value out of range: {value} days since 1970-01-01")
+        return value
+    raise TypeError(f"date value must be a datetime.date, got {type(value).__name__}: {value!r}")
+
+
+def _as_epoch_seconds_nanos(value: Any) -> tuple[int, int]:
+    """(seconds since 1970-01-01 00:00 UTC wall clock, nanos 0..999999999)."""
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is not None and value.tzinfo.utcoffset(value) is not None:
+            raise ValueError(
+                f"timestamp value must be a naive datetime (Hive timestamps have no zone): {value!r}"
+            )
+        delta = value.replace(tzinfo=None) - _EPOCH_DATETIME
+        nanos = delta.microseconds * 1000 + int(getattr(value, "nanosecond", 0) or 0)
+        return delta.days * 86400 + delta.seconds, nanos
+    if isinstance(value, _dt.date):
+        return (value - _EPOCH_DATE).days * 86400, 0
+    raise TypeError(
+        f"timestamp value must be a datetime.datetime, got {type(value).__name__}: {value!r}"
+    )
+
+
+_DEC_CONTEXT = _decimal.Context(prec=200, rounding=_decimal.ROUND_HALF_UP,
+                                Emax=_decimal.MAX_EMAX, Emin=_decimal.MIN_EMIN)
+
+
+def _as_unscaled_decimal(value: Any, precision: int, scale: int) -> tuple[int, int]:
+    """(unscaled, scale) of the value as Hive's HiveDecimal holds it in a decimal(p,s) column.
+
+    Rounded HALF_UP to ``scale`` digits, checked against ``precision``, then with trailing
+    fractional zeros removed (HiveDecimal never keeps them; 1.50 is held as 15 scale 1).
+    """
+    if isinstance(value, _decimal.Decimal):
+        dec = value
+    elif isinstance(value, bool):
+        raise TypeError(f"decimal value must be a Decimal, got bool: {value!r}")
+    elif isinstance(value, int):
+        dec = _decimal.Decimal(value)
+    elif isinstance(value, str):
+        try:
+            dec = _decimal.Decimal(value.strip())
+        except _decimal.InvalidOperation:
+            raise ValueError(f"not a decimal number: {value!r}") from None
+    elif isinstance(value, float):
+        dec = _decimal.Decimal(repr(value)) if math.isfinite(value) else _decimal.Decimal(value)
+    else:
+        raise TypeError(
+            f"decimal value must be a decimal.Decimal, got {type(value).__name__}: {value!r}"
+        )
+    if not dec.is_finite():
+        raise ValueError(f"decimal value must be finite: {value!r}")
+    if dec and dec.adjusted() >= precision - scale:  # too many integer digits, even unrounded
+        raise ValueError(
+            f"decimal value {value!r} does not fit decimal({precision},{scale})"
+            " (Hive would store NULL)"
+        )
+    if dec.as_tuple().exponent < -scale:
+        dec = dec.quantize(_decimal.Decimal(1).scaleb(-scale), context=_DEC_CONTEXT)
+    sign, digits, exponent = dec.as_tuple()
+    unscaled = int("".join(map(str, digits))) if digits else 0
+    if exponent > 0:
+        unscaled *= 10**exponent
+        exponent = 0
+    cur_scale = -exponent
+    if unscaled >= 10 ** (precision - scale + cur_scale):
+        raise ValueError(
+            f"decimal value {value!r} does not fit decimal({precision},{scale})"
+            " (Hive would store NULL)"
+        )
+    while cur_scale > 0 and unscaled % 10 == 0:
+        unscaled //= 10
+        cur_scale -= 1
+    if unscaled == 0:
+        return 0, 0
+    return (-unscaled if sign else unscaled), cur_scale
+
+
+def _big_integer_bytes(x: int) -> bytes:
+    """Java ``BigInteger.toByteArray()``: minimal big-endian two's complement (0 -> b'\\x00')."""
+    n = (x if x >= 0 else ~x).bit_length() // 8 + 1
+    return x.to_bytes(n, "big", signed=True)
+
+
+def _big_integer_hash(x: int) -> int:
+    """Java ``BigInteger.hashCode()``: 31-fold over the 32-bit magnitude words, times signum."""
+    mag = -x if x < 0 else x
+    h = 0
+    if mag:
+        nwords = (mag.bit_length() + 31) >> 5
+        for (word,) in struct.iter_unpack(">I", mag.to_bytes(nwords * 4, "big")):
+            h = (31 * h + word) & _M32
+    if x < 0:
+        h = -h
+    return _to_int32(h)
+
+
+def _vlong_bytes(v: int) -> bytes:
+    """Hadoop ``WritableUtils.writeVLong`` / Hive ``LazyBinaryUtils.writeVLongToByteArray``."""
+    if -112 <= v <= 127:
+        return bytes([v & 0xFF])
+    first = -112
+    if v < 0:
+        v = ~v
+        first = -120
+    n = (v.bit_length() + 7) // 8
+    return bytes([(first - n) & 0xFF]) + v.to_bytes(n, "big")
+
+
+def _timestamp_writable_bytes(seconds: int, nanos: int) -> bytes:
+    """Serialized form of Hive's ``TimestampWritableV2`` (what ``getBytes()`` returns).
+
+    4 bytes big-endian: the low 31 bits of the seconds, top bit set when more follows; then,
+    when the nanos are non-zero or the seconds do not fit in 0..2**31-1, a VLong with the nanos
+    written with their 9 decimal digits reversed (negated minus one when a second VLong
+    follows); then, for such seconds, a VLong with ``seconds >> 31``.
+    """
+    has_second_vint = seconds < 0 or seconds > 0x7FFFFFFF
+    reversed_nanos = int(f"{nanos:09d}"[::-1]) if nanos else 0
+    first = seconds & _M32
+    if reversed_nanos or has_second_vint:
+        first |= 0x80000000
+    else:
+        first &= 0x7FFFFFFF
+    out = first.to_bytes(4, "big")
+    if has_second_vint:
+        out += _vlong_bytes(-reversed_nanos - 1) + _vlong_bytes(seconds >> 31)
+    elif reversed_nanos:
+        out += _vlong_bytes(reversed_nanos)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-type field hashes
+# ---------------------------------------------------------------------------------------------
+
+
+def _text_hash(data: bytes, start: int) -> int:
+    """``r = 31 * r + (signed byte)`` over ``data``, from ``start`` (Java int arithmetic)."""
+    r = start
+    for b in data:
+        r = (31 * r + (b - 256 if b & 0x80 else b)) & _M32
+    return _to_int32(r)
+
+
+def _fold64(bits: int) -> int:
+    """``(int) (a ^ (a >>> 32))`` for a 64-bit value."""
+    u = bits & _M64
+    return _to_int32(u ^ (u >> 32))
+
+
+def _v1_timestamp(value: Any, _p: int, _s: int) -> int:
+    seconds, nanos = _as_epoch_seconds_nanos(value)
+    return _fold64(((seconds << 30) & _M64) | nanos)
+
+
+def _v1_decimal(value: Any, precision: int, scale: int) -> int:
+    unscaled, cur_scale = _as_unscaled_decimal(value, precision, scale)
+    return _to_int32(31 * _big_integer_hash(unscaled) + cur_scale)
+
+
+# bucketing_version=1: ObjectInspectorUtils.hashCode (the per-writable hashCode()s)
+_V1_HASHERS: dict[str, Callable[[Any, int, int], int]] = {
+    "boolean": lambda v, p, s: 1 if _as_bool(v) else 0,
+    "tinyint": lambda v, p, s: _as_int(v, "tinyint"),
+    "smallint": lambda v, p, s: _as_int(v, "smallint"),
+    "int": lambda v, p, s: _as_int(v, "int"),
+    "bigint": lambda v, p, s: _fold64(_as_int(v, "bigint")),
+    "float": lambda v, p, s: _float_to_int_bits(_as_double(v, "float")),
+    "double": lambda v, p, s: _fold64(_double_to_long_bits(_as_double(v, "double"))),
+    "string": lambda v, p, s: _text_hash(_as_utf8(v, "string"), 0),
+    "varchar": lambda v, p, s: _text_hash(_truncate_chars(v, p, "varchar"), 1),
+    "char": lambda v, p, s: _text_hash(_char_bytes(v, p), 1),
+    "binary": lambda v, p, s: _text_hash(_as_binary(v), 1),
+    "date": lambda v, p, s: _as_epoch_day(v),
+    "timestamp": _v1_timestamp,
+    "decimal": _v1_decimal,
+}
+
+
+def _v2_float(value: Any, _p: int, _s: int) -> int:
+    # Hive passes the int bit pattern to ByteBuffer.putFloat, i.e. (float) intBits.
+    bits = _float_to_int_bits(_as_double(value, "float"))
+    return murmur3_32(struct.pack(">f", float(bits)))
+
+
+def _v2_double(value: Any, _p: int, _s: int) -> int:
+    # Same quirk: putDouble((double) longBits).
+    bits = _double_to_long_bits(_as_double(value, "double"))
+    return murmur3_32(struct.pack(">d", float(bits)))
+
+
+def _v2_timestamp(value: Any, _p: int, _s: int) -> int:
+    return murmur3_32(_timestamp_writable_bytes(*_as_epoch_seconds_nanos(value)))
+
+
+def _v2_decimal(value: Any, precision: int, scale: int) -> int:
+    unscaled, _ = _as_unscaled_decimal(value, precision, scale)
+    return murmur3_32(_big_integer_bytes(unscaled))
+
+
+# bucketing_version=2: ObjectInspectorUtils.hashCodeMurmur
+_V2_HASHERS: dict[str, Callable[[Any, int, int], int]] = {
+    "boolean": lambda v, p, s: 1 if _as_bool(v) else 0,
+    "tinyint": lambda v, p, s: _as_int(v, "tinyint"),
+    "smallint": lambda v, p, s: murmur3_32(struct.pack(">h", _as_int(v, "smallint"))),
+    "int": lambda v, p, s: murmur3_32(struct.pack(">i", _as_int(v, "int"))),
+    "bigint": lambda v, p, s: murmur3_32(struct.pack(">q", _as_int(v, "bigint"))),
+    "float": _v2_float,
+    "double": _v2_double,
+    "string": lambda v, p, s: murmur3_32(_as_utf8(v, "string")),
+    "varchar": lambda v, p, s: murmur3_32(_truncate_chars(v, p, "varchar")),
+    "char": lambda v, p, s: murmur3_32(_char_bytes(v, p)),
+    "binary": lambda v, p, s: murmur3_32(_as_binary(v)),
+    "date": lambda v, p, s: murmur3_32(struct.pack(">i", _as_epoch_day(v))),
+    "timestamp": _v2_timestamp,
+    "decimal": _v2_decimal,
+}
+
+
+def bucket_hash_code(
+    values: Sequence[Any], hive_types: Sequence[str], bucketing_version: int = 2
+) -> int:
+    """Hive's bucket hash of one row's CLUSTERED BY columns.
+
+    ``h = 0; for each column: h = 31 * h + field_hash`` in Java int arithmetic, where the field
+    hash of a NULL is 0 and otherwise:
+
+    * ``bucketing_version=2`` (Hive 3 default for new tables): ``ObjectInspectorUtils
+      .getBucketHashCode`` / ``hashCodeMurmur`` -- :func:`murmur3_32` (seed 104729) over
+      int/bigint/smallint/date as big-endian bytes, float/double through Hive's
+      ``putFloat(floatToIntBits(v))`` quirk, UTF-8 of string/varchar/char (char without
+      trailing spaces), raw binary bytes, the ``TimestampWritableV2`` serialization, and the
+      ``BigInteger`` bytes of a decimal's unscaled value; tinyint and boolean are not hashed
+      (the value itself, 1/0).
+    * ``bucketing_version=1`` (tables created before Hive 3, and Hive's ROW__ID routing for
+      UPDATE/DELETE): ``ObjectInspectorUtils.getBucketHashCodeOld`` / ``hashCode`` -- the
+      Java-style hash codes of the values and of their Hive writables.
+
+    Args:
+        values: one value per bucketing column (see the module docstring for accepted types).
+        hive_types: the Hive type string of each column, same length as ``values``.
+        bucketing_version: the table's ``bucketing_version`` property, 1 or 2.
+    Returns:
+        The hash as a signed 32-bit int (Java ``int``).
+    Raises:
+        ValueError: lengths differ, unknown/unsupported type, unknown bucketing version,
+            out-of-range value (e.g. 300 for tinyint, too many digits for the decimal).
+        TypeError: a value's Python type does not fit its Hive type, or ``hive_types`` is a
+            single string.
+    """
+    if bucketing_version == 2:
+        hashers = _V2_HASHERS
+    elif bucketing_version == 1:
+        hashers = _V1_HASHERS
+    else:
+        raise ValueError(f"bucketing_version must be 1 or 2, got {bucketing_version!r}")
+    if isinstance(hive_types, str):
+        raise TypeError("hive_types must be a sequence of type strings, not one string")
+    if len(values) != len(hive_types):
+        raise ValueError(
+            f"{len(values)} values but {len(hive_types)} hive types: they must pair up"
+        )
+    h = 0
+    for value, hive_type in zip(values, hive_types):
+        name, p1, p2 = _parse_type(hive_type)
+        field = 0 if value is None else hashers[name](value, p1, p2)
+        h = (31 * h + field) & _M32
+    return _to_int32(h)
+
+
+def bucket_number(hash_code: int, num_buckets: int) -> int:
+    """Bucket of a row from its hash: ``(hash_code & 0x7fffffff) % num_buckets``.
+
+    Follows ``ObjectInspectorUtils.getBucketNumber(int hashCode, int numberOfBuckets)``.
+
+    Args:
+        hash_code: a :func:`bucket_hash_code` result (any int; read as 32-bit two's complement).
+        num_buckets: the table's bucket count, > 0.
+    Returns:
+        Bucket number in ``0..num_buckets-1``.
+    Raises:
+        ValueError: ``num_buckets`` <= 0.
+        TypeError: an argument is not an int.
+    """
+    if isinstance(hash_code, bool) or not isinstance(hash_code, int):
+        raise TypeError(f"hash_code must be an int, got {type(hash_code).__name__}")
+    _check_num_buckets(num_buckets)
+    return (hash_code & 0x7FFFFFFF) % num_buckets
+
+
+def _check_num_buckets(num_buckets: Any) -> None:
+    if isinstance(num_buckets, bool) or not isinstance(num_buckets, int):
+        raise TypeError(f"num_buckets must be an int, got {type(num_buckets).__name__}")
+    if num_buckets <= 0:
+        raise ValueError(f"Number of buckets must be > 0, got {num_buckets}")
+
+
+def hive_bucket(
+    values: Sequence[Any],
+    hive_types: Sequence[str],
+    num_buckets: int,
+    bucketing_version: int = 2,
+) -> int:
+    """Bucket number of a row: ``bucket_number(bucket_hash_code(values, hive_types, v), n)``.
+
+    Same as Hive's ``ObjectInspectorUtils.getBucketNumber(Object[], ObjectInspector[], int)``
+    (version 2) / ``getBucketNumberOld`` (version 1).
+
+    Raises:
+        ValueError / TypeError: as :func:`bucket_hash_code` and :func:`bucket_number`.
+    """
+    _check_num_buckets(num_buckets)  # fail before hashing
+    return bucket_number(bucket_hash_code(values, hive_types, bucketing_version), num_buckets)

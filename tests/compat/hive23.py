@@ -1,0 +1,389 @@
+"""Hive 2.3's own ACID reader as an independent test oracle.
+
+PySpark ships ``hive-exec-2.3.10-core.jar``. Its ``org.apache.hadoop.hive.ql.io.orc.OrcInputFormat``
+in ACID mode lists a table directory with ``AcidUtils.getAcidState``, reads base / delta /
+delete_delta bucket files and merges them with ``OrcRawRecordMerger`` (the row-by-row reader).
+That is a reader we did not write, so rows it returns are an independent check of the files
+acidflow writes.
+
+How it runs: a small Java class (source below) is compiled in the driver JVM with Janino (also
+shipped with Spark, so no JDK is needed) and loops ``getSplits`` / ``getRecordReader`` inside the
+JVM, rendering each row with Hive's ``SerDeUtils.getJSONString``. Python gets one string back
+and converts it to tuples. About 100k rows take well under a second of JVM time.
+
+Hive 2.3 knows global transaction ids, not per-table write ids: write ids are passed as its txn
+ids (``ValidReadTxnList`` string form ``<hwm>:<minOpenTxn>[:<exception>]*``; Hive 2.3 makes no
+difference between open and aborted exceptions except that only open ids lower ``minOpenTxn``,
+which decides whether a ``base_N`` may be used).
+
+See ``tests/compat/test_hive23_oracle.py`` for what Hive 2.3 does and does not read correctly.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import decimal as _decimal
+import json
+import os
+import re
+import threading
+from typing import Iterable, Sequence
+
+LONG_MAX = 9223372036854775807
+
+#: Hive 2.3 conf keys (names checked in hive-exec / hive-common 2.3.10 class files).
+VALID_TXNS_KEY = "hive.txn.valid.txns"  # ValidTxnList.VALID_TXNS_KEY
+TRANSACTIONAL_SCAN_KEY = "hive.transactional.table.scan"  # ConfVars.HIVE_TRANSACTIONAL_TABLE_SCAN
+OPERATIONAL_PROPERTIES_KEY = "hive.txn.operational.properties"  # ConfVars.HIVE_TXN_OPERATIONAL_PROPERTIES
+BUCKET_COUNT_KEY = "bucket_count"  # hive_metastoreConstants.BUCKET_COUNT (OrcInputFormat.Context)
+
+_JAVA_PACKAGE = "acidflow.hive23oracle"
+_JAVA_CLASS = _JAVA_PACKAGE + ".Hive23Reader"
+
+# Janino compiles a subset of Java: no lambdas, no generics needed here.
+_JAVA_SOURCE = r"""
+package acidflow.hive23oracle;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.mapred.FileInputFormat;
+import org.apache.hadoop.mapred.InputSplit;
+import org.apache.hadoop.mapred.JobConf;
+import org.apache.hadoop.mapred.RecordReader;
+import org.apache.hadoop.mapred.Reporter;
+import org.apache.hadoop.io.NullWritable;
+import org.apache.hadoop.hive.ql.io.orc.VectorizedOrcAcidRowBatchReader;
+import org.apache.hadoop.hive.ql.exec.vector.VectorExtractRow;
+import org.apache.hadoop.hive.ql.exec.vector.VectorizedRowBatch;
+import org.apache.hadoop.hive.ql.exec.vector.VectorizedRowBatchCtx;
+import org.apache.hadoop.hive.ql.io.orc.OrcInputFormat;
+import org.apache.hadoop.hive.ql.io.orc.OrcStruct;
+import org.apache.hadoop.hive.serde2.SerDeUtils;
+import org.apache.hadoop.hive.serde2.objectinspector.ObjectInspector;
+import org.apache.hadoop.hive.serde2.objectinspector.ObjectInspectorFactory;
+import org.apache.hadoop.hive.serde2.typeinfo.StructTypeInfo;
+import org.apache.hadoop.hive.serde2.typeinfo.TypeInfo;
+import org.apache.hadoop.hive.serde2.typeinfo.TypeInfoUtils;
+import org.apache.hadoop.hive.serde2.objectinspector.primitive.PrimitiveObjectInspectorFactory;
+import org.apache.hadoop.hive.serde2.typeinfo.PrimitiveTypeInfo;
+
+public class Hive23Reader {
+
+    private static Path[] toPaths(String dirs) {
+        String[] parts = dirs.split("\n");
+        Path[] paths = new Path[parts.length];
+        for (int i = 0; i < parts.length; i++) {
+            paths[i] = new Path(parts[i]);
+        }
+        return paths;
+    }
+
+    /** Splits as Hive computes them, one toString() per line (diagnostics). */
+    public String describeSplits(JobConf conf, String dirs, int numSplits) throws Exception {
+        FileInputFormat.setInputPaths(conf, toPaths(dirs));
+        InputSplit[] splits = new OrcInputFormat().getSplits(conf, numSplits);
+        StringBuilder sb = new StringBuilder();
+        for (int s = 0; s < splits.length; s++) {
+            sb.append(splits[s].toString()).append('\n');
+        }
+        return sb.toString();
+    }
+
+    /** All visible rows, one JSON object per line (Hive's SerDeUtils.getJSONString). */
+    public String read(JobConf conf, String dirs, String structType, int numSplits) throws Exception {
+        FileInputFormat.setInputPaths(conf, toPaths(dirs));
+        ObjectInspector oi = OrcStruct.createObjectInspector(
+            TypeInfoUtils.getTypeInfoFromTypeString(structType));
+        OrcInputFormat format = new OrcInputFormat();
+        InputSplit[] splits = format.getSplits(conf, numSplits);
+        StringBuilder sb = new StringBuilder();
+        for (int s = 0; s < splits.length; s++) {
+            RecordReader reader = format.getRecordReader(splits[s], conf, Reporter.NULL);
+            try {
+                Object key = reader.createKey();
+                Object value = reader.createValue();
+                while (reader.next(key, value)) {
+                    sb.append(SerDeUtils.getJSONString(value, oi)).append('\n');
+                }
+            } finally {
+                reader.close();
+            }
+        }
+        return sb.toString();
+    }
+
+    /**
+     * Same through Hive 2.3's vectorized ACID reader, VectorizedOrcAcidRowBatchReader (what Hive
+     * runs for split-update tables when a query is vectorized). getRecordReader only picks it with
+     * a vectorized MapWork plan, whose cache needs LLAP classes that Spark does not ship, so the
+     * reader is constructed directly; with vectorization off in the conf it takes no plan.
+     */
+    public String readVectorized(JobConf conf, String dirs, String structType, int numSplits)
+            throws Exception {
+        FileInputFormat.setInputPaths(conf, toPaths(dirs));
+        StructTypeInfo struct = (StructTypeInfo) TypeInfoUtils.getTypeInfoFromTypeString(structType);
+        List names = struct.getAllStructFieldNames();
+        List types = struct.getAllStructFieldTypeInfos();
+        int n = names.size();
+        String[] nameArr = new String[n];
+        TypeInfo[] typeArr = new TypeInfo[n];
+        int[] dataColumnNums = new int[n];
+        List fieldOis = new ArrayList();
+        for (int i = 0; i < n; i++) {
+            nameArr[i] = (String) names.get(i);
+            typeArr[i] = (TypeInfo) types.get(i);
+            dataColumnNums[i] = i;
+            fieldOis.add(PrimitiveObjectInspectorFactory.getPrimitiveWritableObjectInspector(
+                (PrimitiveTypeInfo) typeArr[i]));
+        }
+        VectorizedRowBatchCtx ctx = new VectorizedRowBatchCtx(nameArr, typeArr, dataColumnNums, 0, new String[0]);
+        ObjectInspector rowOi = ObjectInspectorFactory.getStandardStructObjectInspector(names, fieldOis);
+        VectorExtractRow extract = new VectorExtractRow();
+        extract.init(typeArr, dataColumnNums);
+        OrcInputFormat format = new OrcInputFormat();
+        InputSplit[] splits = format.getSplits(conf, numSplits);
+        StringBuilder sb = new StringBuilder();
+        Object[] row = new Object[n];
+        for (int s = 0; s < splits.length; s++) {
+            if (!VectorizedOrcAcidRowBatchReader.canCreateVectorizedAcidRowBatchReaderOnSplit(conf, splits[s])) {
+                throw new java.io.IOException("no vectorized ACID reader for split " + splits[s]);
+            }
+            VectorizedOrcAcidRowBatchReader reader = new VectorizedOrcAcidRowBatchReader(splits[s], conf, Reporter.NULL);
+            try {
+                NullWritable key = NullWritable.get();
+                VectorizedRowBatch batch = ctx.createVectorizedRowBatch();
+                while (reader.next(key, batch)) {
+                    for (int j = 0; j < batch.size; j++) {
+                        int r = batch.selectedInUse ? batch.selected[j] : j;
+                        extract.extractRow(batch, r, row);
+                        sb.append(SerDeUtils.getJSONString(Arrays.asList(row), rowOi)).append('\n');
+                    }
+                }
+            } finally {
+                reader.close();
+            }
+        }
+        return sb.toString();
+    }
+}
+"""
+
+class Hive23ReadError(RuntimeError):
+    """Hive 2.3's reader threw. The message holds the Java exception text (with causes).
+
+    Raised instead of whatever py4j / PySpark make of the Java exception: PySpark converts some
+    Java exceptions (IllegalArgumentException, ArrayIndexOutOfBoundsException, ...) to its own
+    ``pyspark.errors`` classes and leaves others as ``Py4JJavaError``.
+    """
+
+
+def _call(method, *args):
+    try:
+        return method(*args)
+    except Exception as exc:  # py4j.protocol.Py4JJavaError or pyspark.errors CapturedException
+        java = getattr(exc, "java_exception", None)
+        if java is not None:
+            text = str(exc)
+        else:
+            text = f"{type(exc).__name__}: {exc}"
+        raise Hive23ReadError(text) from exc
+
+
+_lock = threading.Lock()
+_helpers: dict[int, object] = {}
+
+
+def _helper(spark):
+    """The compiled Java helper instance for this JVM (compiled once per gateway)."""
+    key = id(spark.sparkContext._gateway)
+    with _lock:
+        if key not in _helpers:
+            jvm = spark._jvm
+            compiler = jvm.org.codehaus.janino.SimpleCompiler()
+            compiler.setParentClassLoader(jvm.java.lang.Thread.currentThread().getContextClassLoader())
+            compiler.cook(_JAVA_SOURCE)
+            cls = compiler.getClassLoader().loadClass(_JAVA_CLASS)
+            gateway = spark.sparkContext._gateway
+            no_types = gateway.new_array(jvm.java.lang.Class, 0)
+            no_args = gateway.new_array(jvm.java.lang.Object, 0)
+            _helpers[key] = cls.getDeclaredConstructor(no_types).newInstance(no_args)
+        return _helpers[key]
+
+
+def valid_txn_list(high_watermark: int, open_write_ids: Iterable[int] = (),
+                   aborted_write_ids: Iterable[int] = ()) -> str:
+    """Hive 2.3 ``ValidReadTxnList`` string for the given write ids used as txn ids.
+
+    Format (``ValidReadTxnList.writeToString`` in hive-common 2.3.10):
+    ``<highWatermark>:<minOpenTxn>`` followed by ``:<id>`` for every exception (open or aborted,
+    ascending), or a single trailing ``:`` when there is none. ``minOpenTxn`` is the smallest open
+    id, ``Long.MAX_VALUE`` when nothing is open. Ids above the high watermark are invalid anyway and
+    are left out.
+    """
+    hwm = int(high_watermark)
+    open_ids = sorted({int(i) for i in open_write_ids if int(i) <= hwm})
+    aborted = {int(i) for i in aborted_write_ids if int(i) <= hwm}
+    exceptions = sorted(set(open_ids) | aborted)
+    min_open = open_ids[0] if open_ids else LONG_MAX
+    if exceptions:
+        return f"{hwm}:{min_open}:" + ":".join(str(i) for i in exceptions)
+    return f"{hwm}:{min_open}:"
+
+
+def _normalise_type(hive_type: str) -> str:
+    return re.sub(r"\s+", "", hive_type.strip().lower())
+
+
+def build_jobconf(spark, columns: Sequence[tuple[str, str]], *, high_watermark: int,
+                  open_write_ids: Iterable[int] = (), aborted_write_ids: Iterable[int] = (),
+                  num_buckets: int = 0, conf_overrides: dict[str, str] | None = None):
+    """A ``JobConf`` (py4j object) set up for a Hive 2.3 ACID read of a table with ``columns``.
+
+    Starts from Spark's Hadoop configuration. Keys set: ``hive.transactional.table.scan=true``,
+    ``transactional=true``, ``transactional_properties=default``,
+    ``hive.txn.operational.properties=1`` (split-update), ``hive.txn.valid.txns`` (see
+    :func:`valid_txn_list`), ``columns`` / ``columns.types`` and ``schema.evolution.columns`` /
+    ``schema.evolution.columns.types`` (the table's data columns; Hive 2.3 needs the latter to
+    build its read schema), ``bucket_count`` when ``num_buckets > 0``, and vectorization off.
+    ``conf_overrides`` are applied last.
+    """
+    jvm = spark._jvm
+    conf = jvm.org.apache.hadoop.mapred.JobConf(spark._jsc.hadoopConfiguration())
+    names = ",".join(name for name, _ in columns)
+    types = ":".join(_normalise_type(t) for _, t in columns)
+    settings = {
+        TRANSACTIONAL_SCAN_KEY: "true",
+        "transactional": "true",
+        "transactional_properties": "default",
+        OPERATIONAL_PROPERTIES_KEY: "1",
+        VALID_TXNS_KEY: valid_txn_list(high_watermark, open_write_ids, aborted_write_ids),
+        "columns": names,
+        "columns.types": types,
+        "schema.evolution.columns": names,
+        "schema.evolution.columns.types": types,
+        "hive.vectorized.execution.enabled": "false",
+    }
+    if num_buckets and num_buckets > 0:
+        settings[BUCKET_COUNT_KEY] = str(int(num_buckets))
+    settings.update(conf_overrides or {})
+    for key, value in settings.items():
+        conf.set(key, str(value))
+    return conf
+
+
+def _input_dirs(table_dir: str, partition_dirs: Sequence[str] | None) -> list[str]:
+    base = os.path.abspath(os.fspath(table_dir))
+    if partition_dirs is None:
+        dirs = [base]
+    else:
+        dirs = [os.path.abspath(os.path.join(base, os.fspath(p))) for p in partition_dirs]
+    for d in dirs:
+        if "\n" in d:
+            raise ValueError(f"newline in path {d!r}")
+        if not os.path.isdir(d):
+            raise FileNotFoundError(d)
+    return dirs
+
+
+def _converter(hive_type: str):
+    t = _normalise_type(hive_type)
+    if t in ("tinyint", "smallint", "int", "integer", "bigint"):
+        return int
+    if t in ("double", "float"):
+        return float
+    if t == "boolean":
+        return bool
+    if t in ("string",) or t.startswith("varchar") or t.startswith("char"):
+        return str
+    if t.startswith("decimal"):
+        m = re.fullmatch(r"decimal(?:\((\d+),(\d+)\))?", t)
+        scale = int(m.group(2)) if m and m.group(2) else 0
+        quantum = _decimal.Decimal(1).scaleb(-scale)
+        return lambda v: _decimal.Decimal(str(v)).quantize(quantum)
+    if t == "date":
+        return _dt.date.fromisoformat
+    if t == "timestamp":
+        return _parse_timestamp
+    raise ValueError(f"unsupported column type for the Hive 2.3 oracle: {hive_type!r}")
+
+
+def _parse_timestamp(text: str) -> _dt.datetime:
+    # TimestampWritable.toString: "yyyy-MM-dd HH:mm:ss[.fffffffff]" (wall clock, no zone).
+    main, _, frac = text.partition(".")
+    value = _dt.datetime.strptime(main, "%Y-%m-%d %H:%M:%S")
+    if frac:
+        value = value.replace(microsecond=int((frac + "000000")[:6]))
+    return value
+
+
+def _decode(lines: str, columns: Sequence[tuple[str, str]]) -> list[tuple]:
+    converters = [_converter(t) for _, t in columns]
+    rows = []
+    for line in lines.splitlines():
+        if not line:
+            continue
+        obj = json.loads(line, parse_float=_decimal.Decimal, object_pairs_hook=list)
+        if len(obj) != len(converters):
+            raise AssertionError(f"Hive returned {len(obj)} fields, expected {len(converters)}: {line}")
+        rows.append(tuple(
+            None if value is None else (float(value) if conv is float else conv(value))
+            for (_, value), conv in zip(obj, converters)))
+    return rows
+
+
+def read_with_hive23(spark, table_dir: str, columns: list[tuple[str, str]], *, high_watermark: int,
+                     open_write_ids=(), aborted_write_ids=(), partition_dirs: list[str] | None = None,
+                     num_buckets: int = 0, vectorized: bool = False,
+                     conf_overrides: dict[str, str] | None = None, num_splits: int = 2) -> list[tuple]:
+    """Read a Hive-3-layout full-ACID table with Hive 2.3.10's ``OrcInputFormat`` (ACID mode).
+
+    Args:
+        spark: active SparkSession (its JVM runs the read, on the driver).
+        table_dir: local table (or partition) directory holding ``base_N`` / ``delta_*`` /
+            ``delete_delta_*`` dirs.
+        columns: the table's data columns in table order as ``(name, hive_type)``; partition
+            columns excluded. Supported types: tinyint, smallint, int, bigint, double, float,
+            boolean, string, varchar, char, decimal(p,s), date, timestamp.
+        high_watermark: highest committed write id; larger ids are invisible.
+        open_write_ids / aborted_write_ids: write ids <= ``high_watermark`` that are not visible.
+            Write ids are handed to Hive 2.3 as its (global) transaction ids.
+        partition_dirs: when given, read these dirs (relative to ``table_dir`` or absolute)
+            instead of ``table_dir`` itself; rows of all of them are returned together, without
+            partition values (call once per partition to attribute rows).
+        num_buckets: table bucket count (sets ``bucket_count``); 0 for unbucketed tables.
+        vectorized: use Hive 2.3's vectorized ACID readers instead of the row-by-row merger
+            (for experiments; see the test module for how it behaves).
+        conf_overrides: extra JobConf keys applied last.
+        num_splits: the ``numSplits`` hint passed to ``getSplits``.
+
+    Returns:
+        Visible rows as tuples in column order: int, float, bool, str, ``decimal.Decimal``
+        (quantized to the column scale), ``datetime.date``, naive ``datetime.datetime``
+        (Hive wall clock); SQL NULL as ``None``. Order is Hive's split order, not meaningful:
+        compare as multisets.
+
+    Raises:
+        Hive23ReadError: Hive's reader threw; the message carries the Java exception.
+    """
+    dirs = _input_dirs(table_dir, partition_dirs)
+    conf = build_jobconf(spark, columns, high_watermark=high_watermark, open_write_ids=open_write_ids,
+                         aborted_write_ids=aborted_write_ids, num_buckets=num_buckets,
+                         conf_overrides=conf_overrides)
+    struct = "struct<" + ",".join(f"{n}:{_normalise_type(t)}" for n, t in columns) + ">"
+    helper = _helper(spark)
+    method = helper.readVectorized if vectorized else helper.read
+    text = _call(method, conf, "\n".join(dirs), struct, int(num_splits))
+    return _decode(text, columns)
+
+
+def describe_hive23_splits(spark, table_dir: str, columns: list[tuple[str, str]], *,
+                           high_watermark: int, partition_dirs: list[str] | None = None,
+                           num_buckets: int = 0, conf_overrides: dict[str, str] | None = None,
+                           num_splits: int = 2) -> list[str]:
+    """``toString()`` of every split Hive 2.3 computes for the read (for diagnostics)."""
+    dirs = _input_dirs(table_dir, partition_dirs)
+    conf = build_jobconf(spark, columns, high_watermark=high_watermark, num_buckets=num_buckets,
+                         conf_overrides=conf_overrides)
+    text = _call(_helper(spark).describeSplits, conf, "\n".join(dirs), int(num_splits))
+    return [line for line in text.splitlines() if line]
