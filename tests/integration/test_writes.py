@@ -283,3 +283,31 @@ def test_upsert_rejects_duplicate_keys(spark, catalog):
     with pytest.raises(writes.DuplicateKeyError):
         with writes.Transaction(catalog) as txn:
             writes.upsert(spark, catalog, txn, "d", spark.createDataFrame([(1, 1), (1, 2)], "k int, v int"))
+
+
+def test_key_lookup_is_limited_to_touched_buckets_and_partitions(spark, catalog):
+    table = make_table(catalog, "scoped", [("k", "int"), ("v", "string")],
+                       partition_columns=[Column("p", "string")], primary_key=["k", "p"],
+                       bucket_columns=["k"], num_buckets=8)
+    keys = spark.createDataFrame([(3, "a"), (11, "b"), (3, "b")], "k int, p string")
+    partitions, buckets = writes._key_scope(spark, table, keys)
+    assert sorted(partitions) == ["p=a", "p=b"]
+    assert sorted(buckets) == sorted({hive_bucket([3], ["int"], 8), hive_bucket([11], ["int"], 8)})
+
+
+def test_read_optimized_and_virtual_columns(spark, catalog):
+    make_table(catalog, "ro", [("k", "int")], primary_key=["k"])
+    with writes.Transaction(catalog) as txn:
+        writes.insert_overwrite(spark, catalog, txn, "ro", spark.createDataFrame([(1,), (2,)], "k int"))
+    with writes.Transaction(catalog) as txn:
+        writes.insert(spark, catalog, txn, "ro", spark.createDataFrame([(3,)], "k int"))
+    assert sorted(r["k"] for r in rows_of(catalog, "ro")) == [1, 2, 3]
+    assert sorted(r["k"] for r in rows_of(catalog, "ro", read_optimized=True)) == [1, 2]
+    df = reads.read_table(spark, catalog, "ro", row_id=True, file_name=True)
+    got = {r["k"]: r for r in df.collect()}
+    delta_file = Path(got[3]["INPUT__FILE__NAME"])
+    assert delta_file.parent.name == "delta_0000002_0000002_0000" and delta_file.is_file()
+    assert Path(got[1]["INPUT__FILE__NAME"]).parent.name == "base_0000001"
+    writer = int(delta_file.name.split("_")[1])
+    assert got[3]["ROW__ID"].asDict() == {"writeid": 2, "bucketid": encode_bucket_property(writer, 0),
+                                          "rowid": 0}
