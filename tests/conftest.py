@@ -36,3 +36,17 @@ def warehouse(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("ACIDFLOW_WAREHOUSE", str(wh))
     monkeypatch.setenv("ACIDFLOW_CATALOG_URL", f"sqlite:///{wh / '_acidflow_catalog.db'}")
     return wh
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """SQLAlchemy URL of a database on a private PostgreSQL 15 cluster for the whole session:
+    ``postgresql+psycopg2://postgres@127.0.0.1:<port>/acidflow`` (superuser ``postgres``, trust
+    auth, ``wal_level=logical``). Tests that need isolation create their own databases on the
+    same server (``tests.support.postgres.create_database``). Skips when the PostgreSQL server
+    binaries are absent."""
+    from tests.support.postgres import PostgresCluster, require_postgres
+
+    require_postgres()
+    with PostgresCluster(settings={"wal_level": "logical"}) as cluster:
+        yield cluster.url()

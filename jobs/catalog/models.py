@@ -1,0 +1,332 @@
+"""SQLAlchemy 2 declarative schema of the transaction catalog.
+
+The tables play the role of the Hive metastore's table metadata (``TBLS``, ``COLUMNS_V2``,
+``PARTITION_KEYS``, ``BUCKETING_COLS``, ``TABLE_PARAMS``) and of its transaction tables
+(``NEXT_TXN_ID``, ``TXNS``, ``TXN_COMPONENTS``, ``COMPLETED_TXN_COMPONENTS``, ``NEXT_WRITE_ID``,
+``TXN_TO_WRITE_ID``, ``WRITE_SET``, ``NEXT_LOCK_ID``, ``HIVE_LOCKS``), with Hive's names in
+lower case. ``commit_records`` is ours: one row per (committed txn, table written) with the
+write statistics. Tables are referred to by ``db_name`` + ``tbl_name`` (as in Hive's TXN tables),
+partitions by their spec ``part_name`` (``"ds=2024-01-01/region=eu"``; ``NULL`` = whole table).
+
+This module describes the schema at the newest migration; the migrations under
+``migrations/versions`` create it (they never import this module). A test compares the two.
+All timestamps are UTC, stored without time zone (:class:`UTCDateTime`).
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+#: Name of Alembic's version table (not ``alembic_version``, so the catalog can share a
+#: PostgreSQL database with Airflow's metadata, which has its own ``alembic_version``).
+VERSION_TABLE = "acidflow_alembic_version"
+
+#: 64-bit ids that autoincrement on both backends (SQLite only autoincrements INTEGER PRIMARY KEY).
+BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+# Column value vocabularies (stored as words, not Hive's one-letter codes).
+TXN_STATES = ("open", "committed", "aborted")
+OPERATIONS = ("insert", "update", "delete", "insert_overwrite")
+LOCK_TYPES = ("shared_read", "shared_write", "exclusive")
+LOCK_STATES = ("acquired", "waiting")
+
+
+class UTCDateTime(sa.TypeDecorator):
+    """A ``DateTime`` that stores naive UTC and returns aware UTC ``datetime`` objects.
+
+    Naive values given to the database are taken to be UTC already.
+    """
+
+    impl = sa.DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is not None:
+            value = value.astimezone(timezone.utc).replace(tzinfo=None)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):  # defensive: SQLite returns str for unknown column types
+            value = datetime.fromisoformat(value)
+        return value.replace(tzinfo=timezone.utc)
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+class Base(DeclarativeBase):
+    """Declarative base; its ``metadata`` is Alembic's ``target_metadata``."""
+
+    metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+
+
+# --------------------------------------------------------------------------------------------
+# Table metadata (Hive TBLS & friends, simplified: no SDS/CDS indirection, no databases table)
+# --------------------------------------------------------------------------------------------
+
+class Tbl(Base):
+    """One ACID table (Hive ``TBLS`` + the storage descriptor fields we need)."""
+
+    __tablename__ = "tbls"
+    __table_args__ = (sa.UniqueConstraint("db_name", "tbl_name"),)
+
+    tbl_id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    db_name: Mapped[str] = mapped_column(sa.String(128))
+    tbl_name: Mapped[str] = mapped_column(sa.String(256))
+    location: Mapped[str] = mapped_column(sa.Text)
+    num_buckets: Mapped[int] = mapped_column(sa.Integer, default=0)
+    bucketing_version: Mapped[int] = mapped_column(sa.Integer, default=2)
+    ordering_column: Mapped[str | None] = mapped_column(sa.String(256))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class ColumnV2(Base):
+    """Data columns in order (Hive ``COLUMNS_V2``)."""
+
+    __tablename__ = "columns_v2"
+    __table_args__ = (sa.UniqueConstraint("tbl_id", "column_name"),)
+
+    tbl_id: Mapped[int] = mapped_column(
+        BigId, sa.ForeignKey("tbls.tbl_id", ondelete="CASCADE"), primary_key=True)
+    integer_idx: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
+    column_name: Mapped[str] = mapped_column(sa.String(256))
+    type_name: Mapped[str] = mapped_column(sa.Text)
+
+
+class PartitionKey(Base):
+    """Partition columns in order (Hive ``PARTITION_KEYS``)."""
+
+    __tablename__ = "partition_keys"
+    __table_args__ = (sa.UniqueConstraint("tbl_id", "pkey_name"),)
+
+    tbl_id: Mapped[int] = mapped_column(
+        BigId, sa.ForeignKey("tbls.tbl_id", ondelete="CASCADE"), primary_key=True)
+    integer_idx: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
+    pkey_name: Mapped[str] = mapped_column(sa.String(256))
+    pkey_type: Mapped[str] = mapped_column(sa.Text)
+
+
+class BucketingCol(Base):
+    """CLUSTERED BY columns in order (Hive ``BUCKETING_COLS``)."""
+
+    __tablename__ = "bucketing_cols"
+
+    tbl_id: Mapped[int] = mapped_column(
+        BigId, sa.ForeignKey("tbls.tbl_id", ondelete="CASCADE"), primary_key=True)
+    integer_idx: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
+    bucket_col_name: Mapped[str] = mapped_column(sa.String(256))
+
+
+class PrimaryKeyCol(Base):
+    """Primary-key (upsert key) columns in order (the role of Hive's ``KEY_CONSTRAINTS``)."""
+
+    __tablename__ = "primary_key_cols"
+
+    tbl_id: Mapped[int] = mapped_column(
+        BigId, sa.ForeignKey("tbls.tbl_id", ondelete="CASCADE"), primary_key=True)
+    integer_idx: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
+    column_name: Mapped[str] = mapped_column(sa.String(256))
+
+
+class TableParam(Base):
+    """Table properties (Hive ``TABLE_PARAMS``): transactional, bucketing_version, ..."""
+
+    __tablename__ = "table_params"
+
+    tbl_id: Mapped[int] = mapped_column(
+        BigId, sa.ForeignKey("tbls.tbl_id", ondelete="CASCADE"), primary_key=True)
+    param_key: Mapped[str] = mapped_column(sa.String(256), primary_key=True)
+    param_value: Mapped[str] = mapped_column(sa.Text)
+
+
+# --------------------------------------------------------------------------------------------
+# Transactions (Hive TxnHandler's tables)
+# --------------------------------------------------------------------------------------------
+
+class NextTxnId(Base):
+    """Single row: the next transaction id (Hive ``NEXT_TXN_ID.NTXN_NEXT``).
+
+    Commit ids are drawn from the same sequence, so a commit id is comparable with txn ids.
+    Locked ``FOR UPDATE`` by open and commit, which serialises them.
+    """
+
+    __tablename__ = "next_txn_id"
+    __table_args__ = (sa.CheckConstraint("id = 1", name="single_row"),)
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
+    ntxn_next: Mapped[int] = mapped_column(sa.BigInteger)
+
+
+class Txn(Base):
+    """One transaction (Hive ``TXNS``; unlike Hive, committed rows are kept)."""
+
+    __tablename__ = "txns"
+    __table_args__ = (
+        sa.CheckConstraint(_in("txn_state", TXN_STATES), name="txn_state"),
+        sa.Index(None, "txn_state", "txn_last_heartbeat"),
+    )
+
+    txn_id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, autoincrement=False)
+    txn_state: Mapped[str] = mapped_column(sa.String(16))
+    txn_started: Mapped[datetime] = mapped_column(UTCDateTime)
+    txn_last_heartbeat: Mapped[datetime] = mapped_column(UTCDateTime)
+    txn_heartbeat_count: Mapped[int] = mapped_column(sa.Integer, default=0)
+    txn_user: Mapped[str | None] = mapped_column(sa.String(256))
+    txn_host: Mapped[str | None] = mapped_column(sa.String(256))
+    txn_agent_info: Mapped[str | None] = mapped_column(sa.Text)
+    txn_commit_id: Mapped[int | None] = mapped_column(sa.BigInteger, unique=True)
+    txn_committed: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    txn_aborted: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    txn_abort_reason: Mapped[str | None] = mapped_column(sa.Text)
+
+
+class TxnComponent(Base):
+    """Partitions an open or aborted transaction writes (Hive ``TXN_COMPONENTS``).
+
+    Moved to ``completed_txn_components`` at commit; kept for aborted transactions (the
+    cleaner later needs to know where their data lies).
+    """
+
+    __tablename__ = "txn_components"
+    __table_args__ = (
+        sa.CheckConstraint(_in("operation", OPERATIONS), name="operation"),
+        sa.Index(None, "db_name", "tbl_name", "part_name"),
+    )
+
+    tc_id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    txn_id: Mapped[int] = mapped_column(
+        sa.BigInteger, sa.ForeignKey("txns.txn_id"), index=True)
+    db_name: Mapped[str] = mapped_column(sa.String(128))
+    tbl_name: Mapped[str] = mapped_column(sa.String(256))
+    part_name: Mapped[str | None] = mapped_column(sa.Text)
+    operation: Mapped[str] = mapped_column(sa.String(16))
+    write_id: Mapped[int] = mapped_column(sa.BigInteger)
+
+
+class CompletedTxnComponent(Base):
+    """Partitions written by committed transactions (Hive ``COMPLETED_TXN_COMPONENTS``):
+    the compaction initiator's candidate list."""
+
+    __tablename__ = "completed_txn_components"
+    __table_args__ = (sa.Index(None, "db_name", "tbl_name", "part_name"),)
+
+    ctc_id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    txn_id: Mapped[int] = mapped_column(sa.BigInteger, index=True)
+    db_name: Mapped[str] = mapped_column(sa.String(128))
+    tbl_name: Mapped[str] = mapped_column(sa.String(256))
+    part_name: Mapped[str | None] = mapped_column(sa.Text)
+    write_id: Mapped[int] = mapped_column(sa.BigInteger)
+    committed_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    update_delete: Mapped[bool] = mapped_column(sa.Boolean)
+
+
+class NextWriteId(Base):
+    """Per-table next write id (Hive ``NEXT_WRITE_ID``); created with the table at 1 and
+    locked ``FOR UPDATE`` by write id allocation."""
+
+    __tablename__ = "next_write_id"
+
+    db_name: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    tbl_name: Mapped[str] = mapped_column(sa.String(256), primary_key=True)
+    nwi_next: Mapped[int] = mapped_column(sa.BigInteger)
+
+
+class TxnToWriteId(Base):
+    """Which transaction owns which write id of which table (Hive ``TXN_TO_WRITE_ID``)."""
+
+    __tablename__ = "txn_to_write_id"
+    __table_args__ = (sa.UniqueConstraint("txn_id", "db_name", "tbl_name"),)
+
+    db_name: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    tbl_name: Mapped[str] = mapped_column(sa.String(256), primary_key=True)
+    write_id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, autoincrement=False)
+    txn_id: Mapped[int] = mapped_column(sa.BigInteger)
+
+
+class WriteSet(Base):
+    """Update/delete footprint of committed transactions (Hive ``WRITE_SET``), used by the
+    commit-time write-conflict check."""
+
+    __tablename__ = "write_set"
+    __table_args__ = (
+        sa.CheckConstraint(_in("operation", OPERATIONS), name="operation"),
+        sa.Index(None, "db_name", "tbl_name", "commit_id"),
+    )
+
+    ws_id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    txn_id: Mapped[int] = mapped_column(sa.BigInteger)
+    commit_id: Mapped[int] = mapped_column(sa.BigInteger)
+    db_name: Mapped[str] = mapped_column(sa.String(128))
+    tbl_name: Mapped[str] = mapped_column(sa.String(256))
+    part_name: Mapped[str | None] = mapped_column(sa.Text)
+    operation: Mapped[str] = mapped_column(sa.String(16))
+
+
+class NextLockId(Base):
+    """Single row: the next lock id (Hive ``NEXT_LOCK_ID.NL_NEXT``); also the mutex that
+    serialises lock grant decisions (Hive's ``CheckLock`` mutex)."""
+
+    __tablename__ = "next_lock_id"
+    __table_args__ = (sa.CheckConstraint("id = 1", name="single_row"),)
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
+    nl_next: Mapped[int] = mapped_column(sa.BigInteger)
+
+
+class HiveLock(Base):
+    """Table/partition locks of open transactions (Hive ``HIVE_LOCKS``), one row per request."""
+
+    __tablename__ = "hive_locks"
+    __table_args__ = (
+        sa.CheckConstraint(_in("lock_type", LOCK_TYPES), name="lock_type"),
+        sa.CheckConstraint(_in("lock_state", LOCK_STATES), name="lock_state"),
+        sa.Index(None, "db_name", "tbl_name"),
+    )
+
+    lock_id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, autoincrement=False)
+    txn_id: Mapped[int] = mapped_column(
+        sa.BigInteger, sa.ForeignKey("txns.txn_id"), index=True)
+    db_name: Mapped[str] = mapped_column(sa.String(128))
+    tbl_name: Mapped[str] = mapped_column(sa.String(256))
+    part_name: Mapped[str | None] = mapped_column(sa.Text)
+    lock_type: Mapped[str] = mapped_column(sa.String(16))
+    lock_state: Mapped[str] = mapped_column(sa.String(16))
+    requested_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    acquired_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_heartbeat: Mapped[datetime] = mapped_column(UTCDateTime)
+    lock_user: Mapped[str | None] = mapped_column(sa.String(256))
+    lock_host: Mapped[str | None] = mapped_column(sa.String(256))
+    agent_info: Mapped[str | None] = mapped_column(sa.Text)
+
+
+class CommitRecordRow(Base):
+    """One row per table written by a committed transaction: its write id, the operations
+    and the caller's statistics (JSON). Written atomically with the commit."""
+
+    __tablename__ = "commit_records"
+    __table_args__ = (sa.UniqueConstraint("txn_id", "db_name", "tbl_name"),)
+
+    db_name: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    tbl_name: Mapped[str] = mapped_column(sa.String(256), primary_key=True)
+    write_id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, autoincrement=False)
+    txn_id: Mapped[int] = mapped_column(sa.BigInteger)
+    commit_id: Mapped[int] = mapped_column(sa.BigInteger, index=True)
+    committed_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    operations: Mapped[list] = mapped_column(sa.JSON)
+    stats: Mapped[dict] = mapped_column(sa.JSON)

@@ -1,0 +1,140 @@
+"""Fixtures for the catalog suite: every behavioural test runs against SQLite (a temp file)
+and PostgreSQL (a fresh database per test on the session's private cluster)."""
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+
+from jobs.catalog import Catalog, Column, TableDef
+
+BACKENDS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres),
+]
+
+
+@pytest.fixture(scope="session")
+def pg_catalog_db(postgres_url) -> str:
+    """URL of one database migrated to head for the whole session; the ``catalog_url``
+    fixture empties it before each test (much faster than a new database per test)."""
+    from tests.support.postgres import create_database
+
+    url = create_database(postgres_url, "catalog_tests")
+    Catalog(url, warehouse="/nonexistent").close()
+    return url
+
+
+def reset_catalog_db(url: str) -> None:
+    """Empty every catalog table and restart the txn / lock id sequences (PostgreSQL)."""
+    import sqlalchemy as sa
+
+    from jobs.catalog import models
+
+    names = [t.name for t in reversed(models.Base.metadata.sorted_tables)
+             if t.name not in ("next_txn_id", "next_lock_id")]
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    try:
+        with engine.begin() as conn:  # DELETE beats TRUNCATE on tiny tables
+            conn.exec_driver_sql("; ".join(f"DELETE FROM {n}" for n in names))
+            conn.exec_driver_sql("UPDATE next_txn_id SET ntxn_next = 1")
+            conn.exec_driver_sql("UPDATE next_lock_id SET nl_next = 1")
+    finally:
+        engine.dispose()
+
+
+def fresh_pg_database(request) -> tuple[str, str, str]:
+    """Create a new, empty, uniquely named database; returns (server url, name, db url)."""
+    from tests.support.postgres import create_database
+
+    base = request.getfixturevalue("postgres_url")
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    return base, name, create_database(base, name)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    """``"sqlite"`` or ``"postgresql"``."""
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory) -> Path:
+    """A SQLite catalog file migrated to head once per session; tests get copies."""
+    path = tmp_path_factory.mktemp("sqlite-template") / "catalog.db"
+    Catalog(f"sqlite:///{path}", warehouse="/nonexistent").close()  # checkpoints the WAL
+    return path
+
+
+@pytest.fixture
+def catalog_url(backend, request, tmp_path):
+    """URL of an empty catalog at head: a copy of the migrated SQLite template file, or the
+    session's PostgreSQL catalog database, emptied."""
+    if backend == "sqlite":
+        path = tmp_path / "catalog.db"
+        shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+        yield f"sqlite:///{path}"
+        return
+    url = request.getfixturevalue("pg_catalog_db")
+    reset_catalog_db(url)
+    yield url
+
+
+@pytest.fixture
+def empty_url(backend, request, tmp_path):
+    """URL of a fresh, never migrated database."""
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / 'empty.db'}"
+        return
+    from tests.support.postgres import drop_database
+
+    base, name, url = fresh_pg_database(request)
+    yield url
+    drop_database(base, name)
+
+
+@pytest.fixture
+def make_catalog(catalog_url, tmp_path):
+    """Factory of Catalog objects on the test's database (closed at teardown)."""
+    made: list[Catalog] = []
+
+    def make(**kwargs) -> Catalog:
+        kwargs.setdefault("warehouse", str(tmp_path / "warehouse"))
+        cat = Catalog(catalog_url, **kwargs)
+        made.append(cat)
+        return cat
+
+    yield make
+    for cat in made:
+        cat.close()
+
+
+@pytest.fixture
+def catalog(make_catalog) -> Catalog:
+    """A migrated catalog with the default 300 s transaction timeout."""
+    return make_catalog()
+
+
+def sales_table(name: str = "sales.orders", **kwargs) -> TableDef:
+    """A partitioned, bucketed table definition used across the suite."""
+    kwargs.setdefault("partition_columns", [Column("ds", "string")])
+    return TableDef(
+        name=name,
+        columns=[Column("id", "bigint"), Column("customer", "varchar(20)"),
+                 Column("amount", "decimal(10,2)"), Column("updated_at", "timestamp")],
+        primary_key=["id"], ordering_column="updated_at", num_buckets=4, **kwargs)
+
+
+def plain_table(name: str = "default.events") -> TableDef:
+    """An unpartitioned, unbucketed table."""
+    return TableDef(name=name, columns=[Column("id", "int"), Column("payload", "string")])
+
+
+@pytest.fixture
+def tables(catalog) -> tuple[str, str]:
+    """Creates ``sales.orders`` (partitioned by ds) and ``default.events``; returns names."""
+    catalog.create_table(sales_table())
+    catalog.create_table(plain_table())
+    return "sales.orders", "default.events"

@@ -1,0 +1,88 @@
+"""valid_write_ids: the reader's ValidWriteIdList (hive-acid-format.md §6)."""
+from __future__ import annotations
+
+import pytest
+
+from jobs.acid.layout import ValidWriteIdList
+from jobs.catalog import NoSuchTableError
+
+
+def _txn_with_write(catalog, table, partition="ds=1", operation="insert"):
+    txn = catalog.open_transaction()
+    write_id = catalog.allocate_write_id(txn, table)
+    catalog.add_component(txn, table, partition, operation)
+    return txn, write_id
+
+
+def _snap(v):
+    return (v.table_name, v.high_watermark, v.open_write_ids, v.aborted_write_ids,
+            v.min_open_write_id)
+
+
+def test_empty_table(catalog, tables):
+    v = catalog.valid_write_ids("sales.orders")
+    assert isinstance(v, ValidWriteIdList)
+    assert _snap(v) == ("sales.orders", 0, (), (), None)
+
+
+@pytest.fixture
+def history(catalog, tables):
+    """w1 committed, w2 open, w3 aborted, w4 committed, w5 open (all on sales.orders)."""
+    t1, w1 = _txn_with_write(catalog, "sales.orders")
+    t2, w2 = _txn_with_write(catalog, "sales.orders")
+    t3, w3 = _txn_with_write(catalog, "sales.orders")
+    t4, w4 = _txn_with_write(catalog, "sales.orders")
+    t5, w5 = _txn_with_write(catalog, "sales.orders")
+    catalog.commit_transaction(t1)
+    catalog.abort_transaction(t3)
+    catalog.commit_transaction(t4)
+    assert (w1, w2, w3, w4, w5) == (1, 2, 3, 4, 5)
+    return {"t1": t1, "t2": t2, "t3": t3, "t4": t4, "t5": t5}
+
+
+def test_open_and_aborted_exceptions(catalog, history):
+    v = catalog.valid_write_ids("SALES.ORDERS")
+    assert _snap(v) == ("sales.orders", 5, (2, 5), (3,), 2)
+    assert [v.is_write_id_valid(w) for w in range(1, 7)] == [True, False, False, True, False,
+                                                             False]
+    assert catalog.write_id_states("sales.orders") == [
+        (1, history["t1"], "committed"), (2, history["t2"], "open"),
+        (3, history["t3"], "aborted"), (4, history["t4"], "committed"),
+        (5, history["t5"], "open")]
+
+
+def test_own_write_id_is_valid(catalog, history):
+    v = catalog.valid_write_ids("sales.orders", txn_id=history["t2"])
+    assert _snap(v) == ("sales.orders", 5, (5,), (3,), 5)
+    assert v.is_write_id_valid(2)
+    v = catalog.valid_write_ids("sales.orders", txn_id=history["t5"])
+    assert _snap(v) == ("sales.orders", 5, (2,), (3,), 2)
+    # a reader txn without a write id on this table sees the plain snapshot
+    reader = catalog.open_transaction()
+    assert _snap(catalog.valid_write_ids("sales.orders", txn_id=reader)) == (
+        "sales.orders", 5, (2, 5), (3,), 2)
+
+
+def test_as_of_write_id(catalog, history):
+    assert _snap(catalog.valid_write_ids("sales.orders", as_of_write_id=1)) == (
+        "sales.orders", 1, (), (), None)
+    assert _snap(catalog.valid_write_ids("sales.orders", as_of_write_id=3)) == (
+        "sales.orders", 3, (2,), (3,), 2)
+    assert _snap(catalog.valid_write_ids("sales.orders", as_of_write_id=99)) == (
+        "sales.orders", 5, (2, 5), (3,), 2)
+    assert catalog.valid_write_ids("sales.orders", as_of_write_id=0).high_watermark == 0
+    with pytest.raises(ValueError):
+        catalog.valid_write_ids("sales.orders", as_of_write_id=-1)
+
+
+def test_commit_makes_write_id_valid(catalog, history):
+    catalog.commit_transaction(history["t2"])
+    catalog.abort_transaction(history["t5"])
+    assert _snap(catalog.valid_write_ids("sales.orders")) == (
+        "sales.orders", 5, (), (3, 5), None)
+
+
+def test_snapshots_are_per_table(catalog, history):
+    assert _snap(catalog.valid_write_ids("default.events")) == ("default.events", 0, (), (), None)
+    with pytest.raises(NoSuchTableError):
+        catalog.write_id_states("nope")
