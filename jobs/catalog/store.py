@@ -370,7 +370,9 @@ class TableDef:
         self.num_buckets = int(self.num_buckets)
         self.bucketing_version = int(self.bucketing_version)
         if self.num_buckets > 0 and not self.bucket_columns:
-            self.bucket_columns = list(self.primary_key)
+            # CLUSTERED BY takes data columns only: the key minus its partition columns
+            pcols = {c.name for c in self.partition_columns}
+            self.bucket_columns = [k for k in self.primary_key if k not in pcols]
         props = {str(k): str(v) for k, v in (self.properties or {}).items()}
         for key, value in TABLE_PROPERTIES_FIXED.items():
             props.setdefault(key, value)

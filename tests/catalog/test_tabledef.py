@@ -109,3 +109,10 @@ def test_from_dict_variants():
         TableDef.from_dict({"name": "x", "columns": {"id": "int"}, "colums": []})
     with pytest.raises(ValueError, match="needs 'name' and 'columns'"):
         TableDef.from_dict({"name": "x"})
+
+
+def test_default_bucket_columns_leave_out_partition_columns():
+    t = TableDef(name="t", columns=[Column("id", "int")], partition_columns=[Column("ds", "string")],
+                 primary_key=["id", "ds"], num_buckets=4)
+    assert t.bucket_columns == ["id"]
+    t.validate()

@@ -8,8 +8,8 @@ acidflow writes.
 
 How it runs: a small Java class (source below) is compiled in the driver JVM with Janino (also
 shipped with Spark, so no JDK is needed) and loops ``getSplits`` / ``getRecordReader`` inside the
-JVM, rendering each row with Hive's ``SerDeUtils.getJSONString``. Python gets one string back
-and converts it to tuples. About 100k rows take well under a second of JVM time.
+JVM, rendering the rows as one JSON text (values taken through Hive's own object inspectors and
+writables). Python gets that string back and converts it to tuples.
 
 Hive 2.3 knows global transaction ids, not per-table write ids: write ids are passed as its txn
 ids (``ValidReadTxnList`` string form ``<hwm>:<minOpenTxn>[:<exception>]*``; Hive 2.3 makes no
@@ -47,26 +47,27 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.io.NullWritable;
 import org.apache.hadoop.mapred.FileInputFormat;
 import org.apache.hadoop.mapred.InputSplit;
 import org.apache.hadoop.mapred.JobConf;
 import org.apache.hadoop.mapred.RecordReader;
 import org.apache.hadoop.mapred.Reporter;
-import org.apache.hadoop.io.NullWritable;
-import org.apache.hadoop.hive.ql.io.orc.VectorizedOrcAcidRowBatchReader;
 import org.apache.hadoop.hive.ql.exec.vector.VectorExtractRow;
 import org.apache.hadoop.hive.ql.exec.vector.VectorizedRowBatch;
 import org.apache.hadoop.hive.ql.exec.vector.VectorizedRowBatchCtx;
 import org.apache.hadoop.hive.ql.io.orc.OrcInputFormat;
 import org.apache.hadoop.hive.ql.io.orc.OrcStruct;
-import org.apache.hadoop.hive.serde2.SerDeUtils;
-import org.apache.hadoop.hive.serde2.objectinspector.ObjectInspector;
+import org.apache.hadoop.hive.ql.io.orc.VectorizedOrcAcidRowBatchReader;
 import org.apache.hadoop.hive.serde2.objectinspector.ObjectInspectorFactory;
+import org.apache.hadoop.hive.serde2.objectinspector.PrimitiveObjectInspector;
+import org.apache.hadoop.hive.serde2.objectinspector.StructField;
+import org.apache.hadoop.hive.serde2.objectinspector.StructObjectInspector;
+import org.apache.hadoop.hive.serde2.objectinspector.primitive.PrimitiveObjectInspectorFactory;
+import org.apache.hadoop.hive.serde2.typeinfo.PrimitiveTypeInfo;
 import org.apache.hadoop.hive.serde2.typeinfo.StructTypeInfo;
 import org.apache.hadoop.hive.serde2.typeinfo.TypeInfo;
 import org.apache.hadoop.hive.serde2.typeinfo.TypeInfoUtils;
-import org.apache.hadoop.hive.serde2.objectinspector.primitive.PrimitiveObjectInspectorFactory;
-import org.apache.hadoop.hive.serde2.typeinfo.PrimitiveTypeInfo;
 
 public class Hive23Reader {
 
@@ -77,6 +78,69 @@ public class Hive23Reader {
             paths[i] = new Path(parts[i]);
         }
         return paths;
+    }
+
+    private static void appendJsonString(StringBuilder sb, String v) {
+        sb.append('"');
+        for (int i = 0; i < v.length(); i++) {
+            char c = v.charAt(i);
+            if (c == '"' || c == '\\') {
+                sb.append('\\').append(c);
+            } else if (c < 0x20) {
+                String hex = Integer.toHexString(c);
+                sb.append("\\u");
+                for (int k = hex.length(); k < 4; k++) {
+                    sb.append('0');
+                }
+                sb.append(hex);
+            } else {
+                sb.append(c);
+            }
+        }
+        sb.append('"');
+    }
+
+    /**
+     * One row as a JSON array. Numbers and booleans bare (doubles as Java prints them, NaN and
+     * Infinity included); strings, decimals, dates and timestamps as JSON strings holding the
+     * Hive writable's toString().
+     */
+    private static void appendRow(StringBuilder sb, Object row, StructObjectInspector oi, List fields) {
+        sb.append('[');
+        for (int i = 0; i < fields.size(); i++) {
+            if (i > 0) {
+                sb.append(',');
+            }
+            StructField field = (StructField) fields.get(i);
+            Object value = oi.getStructFieldData(row, field);
+            PrimitiveObjectInspector poi = (PrimitiveObjectInspector) field.getFieldObjectInspector();
+            Object java = value == null ? null : poi.getPrimitiveJavaObject(value);
+            if (java == null) {
+                sb.append("null");
+                continue;
+            }
+            switch (poi.getPrimitiveCategory()) {
+                case BOOLEAN:
+                case BYTE:
+                case SHORT:
+                case INT:
+                case LONG:
+                case FLOAT:
+                case DOUBLE:
+                    sb.append(java.toString());
+                    break;
+                case STRING:
+                case VARCHAR:
+                case CHAR:
+                case DECIMAL:
+                    appendJsonString(sb, java.toString());
+                    break;
+                default:
+                    // DATE, TIMESTAMP: the writable's toString (Hive's wall-clock text)
+                    appendJsonString(sb, poi.getPrimitiveWritableObject(value).toString());
+            }
+        }
+        sb.append(']');
     }
 
     /** Splits as Hive computes them, one toString() per line (diagnostics). */
@@ -90,27 +154,37 @@ public class Hive23Reader {
         return sb.toString();
     }
 
-    /** All visible rows, one JSON object per line (Hive's SerDeUtils.getJSONString). */
+    /**
+     * All visible rows through OrcInputFormat.getRecordReader (non-vectorized: the row-by-row
+     * OrcRawRecordMerger), as a JSON array of row arrays.
+     */
     public String read(JobConf conf, String dirs, String structType, int numSplits) throws Exception {
         FileInputFormat.setInputPaths(conf, toPaths(dirs));
-        ObjectInspector oi = OrcStruct.createObjectInspector(
+        StructObjectInspector oi = (StructObjectInspector) OrcStruct.createObjectInspector(
             TypeInfoUtils.getTypeInfoFromTypeString(structType));
+        List fields = oi.getAllStructFieldRefs();
         OrcInputFormat format = new OrcInputFormat();
         InputSplit[] splits = format.getSplits(conf, numSplits);
         StringBuilder sb = new StringBuilder();
+        sb.append('[');
+        boolean first = true;
         for (int s = 0; s < splits.length; s++) {
             RecordReader reader = format.getRecordReader(splits[s], conf, Reporter.NULL);
             try {
                 Object key = reader.createKey();
                 Object value = reader.createValue();
                 while (reader.next(key, value)) {
-                    sb.append(SerDeUtils.getJSONString(value, oi)).append('\n');
+                    if (!first) {
+                        sb.append(",\n");
+                    }
+                    first = false;
+                    appendRow(sb, value, oi, fields);
                 }
             } finally {
                 reader.close();
             }
         }
-        return sb.toString();
+        return sb.append(']').toString();
     }
 
     /**
@@ -138,18 +212,23 @@ public class Hive23Reader {
                 (PrimitiveTypeInfo) typeArr[i]));
         }
         VectorizedRowBatchCtx ctx = new VectorizedRowBatchCtx(nameArr, typeArr, dataColumnNums, 0, new String[0]);
-        ObjectInspector rowOi = ObjectInspectorFactory.getStandardStructObjectInspector(names, fieldOis);
+        StructObjectInspector rowOi =
+            ObjectInspectorFactory.getStandardStructObjectInspector(names, fieldOis);
+        List fields = rowOi.getAllStructFieldRefs();
         VectorExtractRow extract = new VectorExtractRow();
         extract.init(typeArr, dataColumnNums);
         OrcInputFormat format = new OrcInputFormat();
         InputSplit[] splits = format.getSplits(conf, numSplits);
         StringBuilder sb = new StringBuilder();
+        sb.append('[');
+        boolean first = true;
         Object[] row = new Object[n];
         for (int s = 0; s < splits.length; s++) {
             if (!VectorizedOrcAcidRowBatchReader.canCreateVectorizedAcidRowBatchReaderOnSplit(conf, splits[s])) {
                 throw new java.io.IOException("no vectorized ACID reader for split " + splits[s]);
             }
-            VectorizedOrcAcidRowBatchReader reader = new VectorizedOrcAcidRowBatchReader(splits[s], conf, Reporter.NULL);
+            VectorizedOrcAcidRowBatchReader reader =
+                new VectorizedOrcAcidRowBatchReader(splits[s], conf, Reporter.NULL);
             try {
                 NullWritable key = NullWritable.get();
                 VectorizedRowBatch batch = ctx.createVectorizedRowBatch();
@@ -157,14 +236,18 @@ public class Hive23Reader {
                     for (int j = 0; j < batch.size; j++) {
                         int r = batch.selectedInUse ? batch.selected[j] : j;
                         extract.extractRow(batch, r, row);
-                        sb.append(SerDeUtils.getJSONString(Arrays.asList(row), rowOi)).append('\n');
+                        if (!first) {
+                            sb.append(",\n");
+                        }
+                        first = false;
+                        appendRow(sb, Arrays.asList(row), rowOi, fields);
                     }
                 }
             } finally {
                 reader.close();
             }
         }
-        return sb.toString();
+        return sb.append(']').toString();
     }
 }
 """
@@ -287,49 +370,44 @@ def _input_dirs(table_dir: str, partition_dirs: Sequence[str] | None) -> list[st
 
 
 def _converter(hive_type: str):
+    """Python conversion for one column's JSON value (None: the JSON value is already right)."""
     t = _normalise_type(hive_type)
-    if t in ("tinyint", "smallint", "int", "integer", "bigint"):
-        return int
+    if t in ("tinyint", "smallint", "int", "integer", "bigint", "boolean") or t in ("string",) \
+            or t.startswith("varchar") or t.startswith("char"):
+        return None
     if t in ("double", "float"):
-        return float
-    if t == "boolean":
-        return bool
-    if t in ("string",) or t.startswith("varchar") or t.startswith("char"):
-        return str
+        return float  # Java always prints a '.' or 'E', so this only guards
     if t.startswith("decimal"):
-        m = re.fullmatch(r"decimal(?:\((\d+),(\d+)\))?", t)
-        scale = int(m.group(2)) if m and m.group(2) else 0
+        m = re.fullmatch(r"decimal(?:\((\d+)(?:,(\d+))?\))?", t)
+        if not m:
+            raise ValueError(f"bad decimal type {hive_type!r}")
+        scale = int(m.group(2)) if m.group(2) else 0  # "decimal" = (10,0), "decimal(p)" = (p,0)
         quantum = _decimal.Decimal(1).scaleb(-scale)
-        return lambda v: _decimal.Decimal(str(v)).quantize(quantum)
+        return lambda v: _decimal.Decimal(v).quantize(quantum)
     if t == "date":
         return _dt.date.fromisoformat
     if t == "timestamp":
-        return _parse_timestamp
+        # TimestampWritable.toString: "yyyy-MM-dd HH:mm:ss[.f...]" wall clock; Python keeps
+        # microseconds (nanoseconds beyond are cut).
+        return _dt.datetime.fromisoformat
     raise ValueError(f"unsupported column type for the Hive 2.3 oracle: {hive_type!r}")
 
 
-def _parse_timestamp(text: str) -> _dt.datetime:
-    # TimestampWritable.toString: "yyyy-MM-dd HH:mm:ss[.fffffffff]" (wall clock, no zone).
-    main, _, frac = text.partition(".")
-    value = _dt.datetime.strptime(main, "%Y-%m-%d %H:%M:%S")
-    if frac:
-        value = value.replace(microsecond=int((frac + "000000")[:6]))
-    return value
-
-
-def _decode(lines: str, columns: Sequence[tuple[str, str]]) -> list[tuple]:
-    converters = [_converter(t) for _, t in columns]
-    rows = []
-    for line in lines.splitlines():
-        if not line:
-            continue
-        obj = json.loads(line, parse_float=_decimal.Decimal, object_pairs_hook=list)
-        if len(obj) != len(converters):
-            raise AssertionError(f"Hive returned {len(obj)} fields, expected {len(converters)}: {line}")
-        rows.append(tuple(
-            None if value is None else (float(value) if conv is float else conv(value))
-            for (_, value), conv in zip(obj, converters)))
-    return rows
+def _decode(text: str, columns: Sequence[tuple[str, str]]) -> list[tuple]:
+    converters = [(i, c) for i, c in enumerate(_converter(t) for _, t in columns) if c is not None]
+    rows = json.loads(text)
+    if rows and len(rows[0]) != len(columns):
+        raise AssertionError(f"Hive returned {len(rows[0])} fields, expected {len(columns)}")
+    if not converters:
+        return [tuple(r) for r in rows]
+    out = []
+    for r in rows:
+        for i, conv in converters:
+            v = r[i]
+            if v is not None:
+                r[i] = conv(v)
+        out.append(tuple(r))
+    return out
 
 
 def read_with_hive23(spark, table_dir: str, columns: list[tuple[str, str]], *, high_watermark: int,
