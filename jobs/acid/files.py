@@ -107,6 +107,7 @@ class WrittenFile:
     max_key: tuple[int, int, int] = (0, 0, 0)
 
     def to_dict(self) -> dict:
+        """JSON-able summary: path, rows, bytes, stripes, inserts, deletes."""
         return {"path": self.path, "rows": self.rows, "bytes": self.bytes,
                 "stripes": self.stripes, "inserts": self.inserts, "deletes": self.deletes}
 
@@ -187,6 +188,7 @@ class EventFileWriter:
 
     @property
     def rows(self) -> int:
+        """Events written so far."""
         return self.inserts + self.updates + self.deletes
 
     def key_index(self) -> str:
@@ -344,6 +346,7 @@ class FileInfo:
 
     @property
     def is_acid(self) -> bool:
+        """The file has the six-field ACID event schema."""
         return is_acid_schema(self.schema)
 
     @property

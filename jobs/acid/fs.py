@@ -64,23 +64,29 @@ class TableFS:
         return self.fs.open(self._p(path), mode)
 
     def exists(self, path: str) -> bool:
+        """True when a file or directory exists at ``path``."""
         return self.fs.exists(self._p(path))
 
     def isdir(self, path: str) -> bool:
+        """True when ``path`` is a directory."""
         return self.fs.isdir(self._p(path))
 
     def makedirs(self, path: str) -> None:
+        """Create ``path`` and its parents; existing is fine."""
         self.fs.makedirs(self._p(path), exist_ok=True)
 
     def read_bytes(self, path: str) -> bytes:
+        """Whole content of a file. Raises ``FileNotFoundError``."""
         with self.fs.open(self._p(path), "rb") as fh:
             return fh.read()
 
     def write_bytes(self, path: str, data: bytes) -> None:
+        """Create or replace a file with ``data`` (parents created)."""
         with self.open(path, "wb") as fh:
             fh.write(data)
 
     def size(self, path: str) -> int:
+        """File size in bytes."""
         return int(self.fs.size(self._p(path)))
 
     def rename(self, src: str, dst: str) -> None:
