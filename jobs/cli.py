@@ -232,10 +232,10 @@ def show_transactions(all_: bool = typer.Option(False, "--all", help="include co
 def show_locks() -> None:
     """SHOW LOCKS: lock id, table, partition, state, type, txn."""
     cat_ = _catalog()
-    t = Table("lock id", "table", "partition", "state", "type", "txn id", "acquired at")
+    t = Table("lock id", "table", "partition", "state", "type", "txn id", "acquired at", "user")
     for lk in cat_.list_locks():
-        t.add_row(str(lk.lock_id), lk.table_name, lk.partition or "", lk.state, lk.lock_type,
-                  str(lk.txn_id), str(getattr(lk, "acquired_at", "") or ""))
+        t.add_row(str(lk.lock_id), lk.table, lk.partition or "", lk.state, lk.lock_type,
+                  str(lk.txn_id), str(lk.acquired_at or ""), lk.user or "")
     console.print(t)
 
 
