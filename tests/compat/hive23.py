@@ -26,6 +26,7 @@ import json
 import os
 import re
 import threading
+import warnings
 from typing import Iterable, Sequence
 
 LONG_MAX = 9223372036854775807
@@ -33,7 +34,7 @@ LONG_MAX = 9223372036854775807
 #: Hive 2.3 conf keys (names checked in hive-exec / hive-common 2.3.10 class files).
 VALID_TXNS_KEY = "hive.txn.valid.txns"  # ValidTxnList.VALID_TXNS_KEY
 TRANSACTIONAL_SCAN_KEY = "hive.transactional.table.scan"  # ConfVars.HIVE_TRANSACTIONAL_TABLE_SCAN
-OPERATIONAL_PROPERTIES_KEY = "hive.txn.operational.properties"  # ConfVars.HIVE_TXN_OPERATIONAL_PROPERTIES
+OPERATIONAL_PROPERTIES_KEY = "hive.txn.operational.properties"  # HIVE_TXN_OPERATIONAL_PROPERTIES
 BUCKET_COUNT_KEY = "bucket_count"  # hive_metastoreConstants.BUCKET_COUNT (OrcInputFormat.Context)
 
 _JAVA_PACKAGE = "acidflow.hive23oracle"
@@ -211,7 +212,8 @@ public class Hive23Reader {
             fieldOis.add(PrimitiveObjectInspectorFactory.getPrimitiveWritableObjectInspector(
                 (PrimitiveTypeInfo) typeArr[i]));
         }
-        VectorizedRowBatchCtx ctx = new VectorizedRowBatchCtx(nameArr, typeArr, dataColumnNums, 0, new String[0]);
+        VectorizedRowBatchCtx ctx =
+            new VectorizedRowBatchCtx(nameArr, typeArr, dataColumnNums, 0, new String[0]);
         StructObjectInspector rowOi =
             ObjectInspectorFactory.getStandardStructObjectInspector(names, fieldOis);
         List fields = rowOi.getAllStructFieldRefs();
@@ -224,7 +226,8 @@ public class Hive23Reader {
         boolean first = true;
         Object[] row = new Object[n];
         for (int s = 0; s < splits.length; s++) {
-            if (!VectorizedOrcAcidRowBatchReader.canCreateVectorizedAcidRowBatchReaderOnSplit(conf, splits[s])) {
+            if (!VectorizedOrcAcidRowBatchReader
+                    .canCreateVectorizedAcidRowBatchReaderOnSplit(conf, splits[s])) {
                 throw new java.io.IOException("no vectorized ACID reader for split " + splits[s]);
             }
             VectorizedOrcAcidRowBatchReader reader =
@@ -253,7 +256,7 @@ public class Hive23Reader {
 """
 
 class Hive23ReadError(RuntimeError):
-    """Hive 2.3's reader threw. The message holds the Java exception text (with causes).
+    """Hive 2.3's reader threw. The message is the Java exception with causes and stack.
 
     Raised instead of whatever py4j / PySpark make of the Java exception: PySpark converts some
     Java exceptions (IllegalArgumentException, ArrayIndexOutOfBoundsException, ...) to its own
@@ -261,37 +264,39 @@ class Hive23ReadError(RuntimeError):
     """
 
 
-def _call(method, *args):
+def _call(spark, method, *args):
     try:
         return method(*args)
     except Exception as exc:  # py4j.protocol.Py4JJavaError or pyspark.errors CapturedException
-        java = getattr(exc, "java_exception", None)
-        if java is not None:
-            text = str(exc)
-        else:
+        throwable = getattr(exc, "java_exception", None) or getattr(exc, "_origin", None)
+        if throwable is None:
+            raise
+        try:  # class, message, "Caused by" chain and stack
+            text = spark._jvm.org.apache.spark.util.Utils.exceptionString(throwable)
+        except Exception:  # pragma: no cover - keep the original error if that fails
             text = f"{type(exc).__name__}: {exc}"
         raise Hive23ReadError(text) from exc
 
 
 _lock = threading.Lock()
-_helpers: dict[int, object] = {}
+_cached: tuple[object, object] | None = None  # (py4j gateway, helper instance)
 
 
 def _helper(spark):
-    """The compiled Java helper instance for this JVM (compiled once per gateway)."""
-    key = id(spark.sparkContext._gateway)
+    """The Java helper instance for this JVM, compiled with Janino on first use (about 1 s)."""
+    global _cached
+    gateway = spark.sparkContext._gateway
     with _lock:
-        if key not in _helpers:
+        if _cached is None or _cached[0] is not gateway:
             jvm = spark._jvm
             compiler = jvm.org.codehaus.janino.SimpleCompiler()
             compiler.setParentClassLoader(jvm.java.lang.Thread.currentThread().getContextClassLoader())
             compiler.cook(_JAVA_SOURCE)
             cls = compiler.getClassLoader().loadClass(_JAVA_CLASS)
-            gateway = spark.sparkContext._gateway
             no_types = gateway.new_array(jvm.java.lang.Class, 0)
             no_args = gateway.new_array(jvm.java.lang.Object, 0)
-            _helpers[key] = cls.getDeclaredConstructor(no_types).newInstance(no_args)
-        return _helpers[key]
+            _cached = (gateway, cls.getDeclaredConstructor(no_types).newInstance(no_args))
+        return _cached[1]
 
 
 def valid_txn_list(high_watermark: int, open_write_ids: Iterable[int] = (),
@@ -318,6 +323,14 @@ def _normalise_type(hive_type: str) -> str:
     return re.sub(r"\s+", "", hive_type.strip().lower())
 
 
+def _column_name(name: str) -> str:
+    # The metastore keeps column names in lower case, so Hive's read schema is lower case; ORC
+    # then matches the file's row-struct fields by exact name (see the test module).
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise ValueError(f"unsupported column name {name!r}")
+    return name.lower()
+
+
 def build_jobconf(spark, columns: Sequence[tuple[str, str]], *, high_watermark: int,
                   open_write_ids: Iterable[int] = (), aborted_write_ids: Iterable[int] = (),
                   num_buckets: int = 0, conf_overrides: dict[str, str] | None = None):
@@ -329,11 +342,18 @@ def build_jobconf(spark, columns: Sequence[tuple[str, str]], *, high_watermark: 
     :func:`valid_txn_list`), ``columns`` / ``columns.types`` and ``schema.evolution.columns`` /
     ``schema.evolution.columns.types`` (the table's data columns; Hive 2.3 needs the latter to
     build its read schema), ``bucket_count`` when ``num_buckets > 0``, and vectorization off.
-    ``conf_overrides`` are applied last.
+    ``conf_overrides`` are applied last; a ``None`` value unsets the key.
+
+    Measured on the Trino nation fixture (see test_jobconf_keys_that_matter): without
+    ``hive.txn.operational.properties=1`` delete deltas are silently ignored; without
+    ``transactional`` / ``transactional_properties`` the read silently returns no rows; without
+    ``hive.transactional.table.scan`` the event structs are read raw (ClassCastException);
+    without ``schema.evolution.columns(.types)`` Hive fails with error 30020 (``columns`` /
+    ``columns.types`` alone are not enough). ``hive.txn.valid.txns`` absent = everything valid.
     """
     jvm = spark._jvm
     conf = jvm.org.apache.hadoop.mapred.JobConf(spark._jsc.hadoopConfiguration())
-    names = ",".join(name for name, _ in columns)
+    names = ",".join(_column_name(name) for name, _ in columns)
     types = ":".join(_normalise_type(t) for _, t in columns)
     settings = {
         TRANSACTIONAL_SCAN_KEY: "true",
@@ -346,12 +366,18 @@ def build_jobconf(spark, columns: Sequence[tuple[str, str]], *, high_watermark: 
         "schema.evolution.columns": names,
         "schema.evolution.columns.types": types,
         "hive.vectorized.execution.enabled": "false",
+        # file ids exist only on HDFS; asking for them on a local fs logs a spurious
+        # "ERROR AcidUtils: Failed to get files with ID" on every read
+        "hive.orc.splits.include.fileid": "false",
     }
     if num_buckets and num_buckets > 0:
         settings[BUCKET_COUNT_KEY] = str(int(num_buckets))
     settings.update(conf_overrides or {})
     for key, value in settings.items():
-        conf.set(key, str(value))
+        if value is None:
+            conf.unset(key)
+        else:
+            conf.set(key, str(value))
     return conf
 
 
@@ -372,7 +398,7 @@ def _input_dirs(table_dir: str, partition_dirs: Sequence[str] | None) -> list[st
 def _converter(hive_type: str):
     """Python conversion for one column's JSON value (None: the JSON value is already right)."""
     t = _normalise_type(hive_type)
-    if t in ("tinyint", "smallint", "int", "integer", "bigint", "boolean") or t in ("string",) \
+    if t in ("tinyint", "smallint", "int", "bigint", "boolean", "string") \
             or t.startswith("varchar") or t.startswith("char"):
         return None
     if t in ("double", "float"):
@@ -383,7 +409,8 @@ def _converter(hive_type: str):
             raise ValueError(f"bad decimal type {hive_type!r}")
         scale = int(m.group(2)) if m.group(2) else 0  # "decimal" = (10,0), "decimal(p)" = (p,0)
         quantum = _decimal.Decimal(1).scaleb(-scale)
-        return lambda v: _decimal.Decimal(v).quantize(quantum)
+        context = _decimal.Context(prec=60)  # decimal(38,s) needs more than the default 28 digits
+        return lambda v: _decimal.Decimal(v).quantize(quantum, context=context)
     if t == "date":
         return _dt.date.fromisoformat
     if t == "timestamp":
@@ -421,8 +448,9 @@ def read_with_hive23(spark, table_dir: str, columns: list[tuple[str, str]], *, h
         table_dir: local table (or partition) directory holding ``base_N`` / ``delta_*`` /
             ``delete_delta_*`` dirs.
         columns: the table's data columns in table order as ``(name, hive_type)``; partition
-            columns excluded. Supported types: tinyint, smallint, int, bigint, double, float,
-            boolean, string, varchar, char, decimal(p,s), date, timestamp.
+            columns excluded. Names are lower-cased as the metastore would. Supported types:
+            tinyint, smallint, int, bigint, double, float (returned via its decimal text, so not
+            bit-exact), boolean, string, varchar, char, decimal(p,s), date, timestamp.
         high_watermark: highest committed write id; larger ids are invisible.
         open_write_ids / aborted_write_ids: write ids <= ``high_watermark`` that are not visible.
             Write ids are handed to Hive 2.3 as its (global) transaction ids.
@@ -432,26 +460,34 @@ def read_with_hive23(spark, table_dir: str, columns: list[tuple[str, str]], *, h
         num_buckets: table bucket count (sets ``bucket_count``); 0 for unbucketed tables.
         vectorized: use Hive 2.3's vectorized ACID readers instead of the row-by-row merger
             (for experiments; see the test module for how it behaves).
-        conf_overrides: extra JobConf keys applied last.
+        conf_overrides: extra JobConf keys applied last (``None`` unsets a key).
         num_splits: the ``numSplits`` hint passed to ``getSplits``.
 
     Returns:
         Visible rows as tuples in column order: int, float, bool, str, ``decimal.Decimal``
         (quantized to the column scale), ``datetime.date``, naive ``datetime.datetime``
-        (Hive wall clock); SQL NULL as ``None``. Order is Hive's split order, not meaningful:
-        compare as multisets.
+        (Hive wall clock, microseconds); SQL NULL as ``None``. Order is Hive's split order, not
+        meaningful: compare as multisets. Timestamps go through ``java.sql.Timestamp`` in the
+        JVM's default zone: exact when that zone is UTC (as here); in a zone with DST, wall
+        clocks inside its DST gaps shift (measured: America/New_York turns 2024-03-10 02:30
+        into 01:30), so a warning is issued then.
 
     Raises:
         Hive23ReadError: Hive's reader threw; the message carries the Java exception.
     """
     dirs = _input_dirs(table_dir, partition_dirs)
+    if any(_normalise_type(t) == "timestamp" for _, t in columns):
+        zone = spark._jvm.java.util.TimeZone.getDefault()
+        if zone.useDaylightTime():
+            warnings.warn(f"JVM default time zone {zone.getID()} has DST: Hive 2.3 shifts "
+                          "timestamps that fall into its DST gaps", stacklevel=2)
     conf = build_jobconf(spark, columns, high_watermark=high_watermark, open_write_ids=open_write_ids,
                          aborted_write_ids=aborted_write_ids, num_buckets=num_buckets,
                          conf_overrides=conf_overrides)
-    struct = "struct<" + ",".join(f"{n}:{_normalise_type(t)}" for n, t in columns) + ">"
+    struct = "struct<" + ",".join(f"{_column_name(n)}:{_normalise_type(t)}" for n, t in columns) + ">"
     helper = _helper(spark)
     method = helper.readVectorized if vectorized else helper.read
-    text = _call(method, conf, "\n".join(dirs), struct, int(num_splits))
+    text = _call(spark, method, conf, "\n".join(dirs), struct, int(num_splits))
     return _decode(text, columns)
 
 
@@ -463,5 +499,5 @@ def describe_hive23_splits(spark, table_dir: str, columns: list[tuple[str, str]]
     dirs = _input_dirs(table_dir, partition_dirs)
     conf = build_jobconf(spark, columns, high_watermark=high_watermark, num_buckets=num_buckets,
                          conf_overrides=conf_overrides)
-    text = _call(_helper(spark).describeSplits, conf, "\n".join(dirs), int(num_splits))
+    text = _call(spark, _helper(spark).describeSplits, conf, "\n".join(dirs), int(num_splits))
     return [line for line in text.splitlines() if line]
