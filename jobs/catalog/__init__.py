@@ -12,6 +12,8 @@ deployments; schema managed by Alembic (``jobs/catalog/migrations``), upgraded o
     cat.commit_transaction(txn, stats={"db.t": {"rows_inserted": 10}})
 """
 from jobs.catalog.errors import (
+    BatchAlreadyAppliedError,
+    BatchInProgressError,
     CatalogError,
     LockTimeoutError,
     NoSuchTableError,
@@ -25,6 +27,7 @@ from jobs.catalog.store import (
     LOCK_TYPES,
     OPERATIONS,
     TXN_STATES,
+    BatchInfo,
     Catalog,
     Column,
     CommitRecord,
@@ -38,7 +41,7 @@ from jobs.catalog.store import (
 )
 
 __all__ = [
-    "Catalog", "Column", "TableDef", "TxnInfo", "LockInfo", "CommitRecord",
+    "Catalog", "Column", "BatchInfo", "BatchAlreadyAppliedError", "BatchInProgressError", "TableDef", "TxnInfo", "LockInfo", "CommitRecord",
     "CatalogError", "NoSuchTableError", "TableExistsError", "NoSuchTransactionError",
     "TxnAbortedError", "TxnNotOpenError", "WriteConflictError", "LockTimeoutError",
     "OPERATIONS", "LOCK_TYPES", "TXN_STATES",

@@ -140,3 +140,36 @@ class LockTimeoutError(CatalogError):
             by = f"; blocked by lock {blocker_lock_id} of txn {blocker_txn_id}"
         super().__init__(f"txn {txn_id} timed out after {timeout_s:g} s waiting for a "
                          f"{lock_type} lock on {where}{by}")
+
+
+class BatchAlreadyAppliedError(CatalogError):
+    """The batch id was already applied by a committed transaction (an idempotent rerun: the
+    caller reports and skips the batch).
+
+    Attributes:
+        batch_id: the batch.
+        txn_id: the transaction that applied it.
+        committed_at: its commit time (UTC) or ``None``.
+    """
+
+    def __init__(self, batch_id: str, txn_id: int, committed_at=None):
+        self.batch_id = batch_id
+        self.txn_id = txn_id
+        self.committed_at = committed_at
+        super().__init__(f"batch {batch_id} was already applied by transaction {txn_id}"
+                         + (f" at {committed_at:%Y-%m-%d %H:%M:%S}Z" if committed_at else ""))
+
+
+class BatchInProgressError(CatalogError):
+    """Another open transaction is applying the same batch right now.
+
+    Attributes:
+        batch_id: the batch.
+        txn_id: the open transaction that holds it.
+    """
+
+    def __init__(self, batch_id: str, txn_id: int):
+        self.batch_id = batch_id
+        self.txn_id = txn_id
+        super().__init__(f"batch {batch_id} is being applied by open transaction {txn_id}; "
+                         "wait for it to commit or time out")

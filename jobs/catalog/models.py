@@ -330,3 +330,18 @@ class CommitRecordRow(Base):
     committed_at: Mapped[datetime] = mapped_column(UTCDateTime)
     operations: Mapped[list] = mapped_column(sa.JSON)
     stats: Mapped[dict] = mapped_column(sa.JSON)
+
+
+class BatchRow(Base):
+    """Idempotence record of an ingest or CDC batch (revision 0002): the batch id and the
+    transaction that applies it. The batch is applied exactly when that transaction committed;
+    a row pointing at an aborted transaction is replaced by the next attempt."""
+
+    __tablename__ = "batches"
+
+    batch_id: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    kind: Mapped[str] = mapped_column(sa.String(32), index=True)
+    txn_id: Mapped[int] = mapped_column(sa.BigInteger, sa.ForeignKey("txns.txn_id"), index=True)
+    registered_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    source: Mapped[str | None] = mapped_column(sa.Text)
+    details: Mapped[dict] = mapped_column(sa.JSON)

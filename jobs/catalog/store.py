@@ -41,6 +41,8 @@ from sqlalchemy import event
 
 from jobs.catalog import models as m
 from jobs.catalog.errors import (
+    BatchAlreadyAppliedError,
+    BatchInProgressError,
     CatalogError,
     LockTimeoutError,
     NoSuchTableError,
@@ -609,6 +611,32 @@ class CommitRecord:
     committed_at: datetime
     operations: list[str]
     stats: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class BatchInfo:
+    """The idempotence record of one batch.
+
+    Attributes:
+        batch_id: digest of the batch's source (files and checksums, or an LSN range).
+        kind: ``"cdc"`` or ``"ingest"`` (free text).
+        txn_id: the transaction that applies or applied it.
+        state: that transaction's state: ``"committed"`` (applied), ``"open"`` (being
+            applied) or ``"aborted"`` (not applied; the next attempt replaces the record).
+        registered_at: UTC time of the registration.
+        source: human-readable description (paths, LSN range).
+        details: caller's JSON (files, checksums, tables, data interval...).
+        committed_at: commit time of the transaction, or ``None``.
+    """
+
+    batch_id: str
+    kind: str
+    txn_id: int
+    state: str
+    registered_at: datetime
+    source: str | None
+    details: dict[str, Any]
+    committed_at: datetime | None = None
 
 
 class _Deferred:
@@ -1527,6 +1555,91 @@ class Catalog:
                 table=f"{db}.{tbl}", write_id=r.write_id, txn_id=r.txn_id,
                 commit_id=r.commit_id, committed_at=r.committed_at,
                 operations=list(r.operations or []), stats=dict(r.stats or {})) for r in rows]
+
+        return self._run(fn, write=False)
+
+    # ====================================================================================
+    # Batches (idempotence records)
+    # ====================================================================================
+    @staticmethod
+    def _batch_infos(conn: sa.Connection, rows) -> list[BatchInfo]:
+        out = []
+        for r in rows:
+            t = conn.execute(sa.select(m.Txn.txn_state, m.Txn.txn_committed)
+                             .where(m.Txn.txn_id == r.txn_id)).first()
+            out.append(BatchInfo(batch_id=r.batch_id, kind=r.kind, txn_id=r.txn_id,
+                                 state=t.txn_state if t else "aborted",
+                                 registered_at=r.registered_at, source=r.source,
+                                 details=dict(r.details or {}),
+                                 committed_at=t.txn_committed if t else None))
+        return out
+
+    def register_batch(self, txn_id: int, batch_id: str, kind: str, *,
+                       source: str | None = None, details: dict[str, Any] | None = None
+                       ) -> BatchInfo:
+        """Claim ``batch_id`` for the open transaction ``txn_id``. The claim becomes an
+        "applied" record atomically with the transaction's commit; if the transaction aborts,
+        the next attempt re-claims the batch and applies it again.
+
+        Timed-out transactions are aborted first (the housekeeper's rule), so a crashed run
+        does not block its batch for longer than the transaction timeout.
+
+        Raises:
+            BatchAlreadyAppliedError: a committed transaction applied this batch.
+            BatchInProgressError: another open transaction holds it.
+            NoSuchTransactionError, TxnAbortedError, TxnNotOpenError: ``txn_id`` is not open.
+            ValueError: empty or over-long batch id.
+        """
+        if not batch_id or len(batch_id) > 128:
+            raise ValueError(f"batch id must be 1..128 characters, got {batch_id!r}")
+        self.abort_timed_out_transactions()
+        now = _utcnow()
+
+        def fn(conn):
+            self._open_txn_row(conn, txn_id)
+            row = conn.execute(sa.select(m.BatchRow.__table__).where(
+                m.BatchRow.batch_id == batch_id).with_for_update()).first()
+            values = dict(kind=kind, txn_id=txn_id, registered_at=now, source=source,
+                          details=details or {})
+            if row is not None and row.txn_id != txn_id:
+                prev = self._batch_infos(conn, [row])[0]
+                if prev.state == "committed":
+                    return _Deferred(BatchAlreadyAppliedError(batch_id, prev.txn_id,
+                                                              prev.committed_at))
+                if prev.state == "open":
+                    return _Deferred(BatchInProgressError(batch_id, prev.txn_id))
+                conn.execute(sa.update(m.BatchRow).where(
+                    m.BatchRow.batch_id == batch_id).values(**values))
+            elif row is None:
+                conn.execute(sa.insert(m.BatchRow).values(batch_id=batch_id, **values))
+            else:
+                conn.execute(sa.update(m.BatchRow).where(
+                    m.BatchRow.batch_id == batch_id).values(**values))
+            return BatchInfo(batch_id=batch_id, state="open", committed_at=None, **values)
+
+        try:
+            return self._run(fn)
+        except sa.exc.IntegrityError:
+            # a concurrent claim inserted the row first: report its state
+            return self._run(fn)
+
+    def get_batch(self, batch_id: str) -> BatchInfo | None:
+        """The record of ``batch_id`` with its transaction's state, or ``None``."""
+        def fn(conn):
+            rows = conn.execute(sa.select(m.BatchRow.__table__).where(
+                m.BatchRow.batch_id == batch_id)).all()
+            return self._batch_infos(conn, rows)[0] if rows else None
+
+        return self._run(fn, write=False)
+
+    def list_batches(self, kind: str | None = None) -> list[BatchInfo]:
+        """Batch records in registration order, optionally of one ``kind``."""
+        def fn(conn):
+            q = sa.select(m.BatchRow.__table__).order_by(m.BatchRow.registered_at,
+                                                         m.BatchRow.batch_id)
+            if kind is not None:
+                q = q.where(m.BatchRow.kind == kind)
+            return self._batch_infos(conn, conn.execute(q).all())
 
         return self._run(fn, write=False)
 
