@@ -1,0 +1,45 @@
+"""The one ``spark-submit`` entry point: ``spark-submit jobs/entry.py <subcommand> [args...]``.
+
+Airflow's ``SparkSubmitOperator`` runs this file as its ``application`` with
+``application_args=[<subcommand>, ...]`` and ``jobs`` shipped as a zip in ``py_files``.
+Each subcommand lives in the module that owns its logic and is imported only when chosen, so
+starting one job does not import the others. Every subcommand module exposes
+``main(argv: list[str]) -> int`` (the process exit code).
+
+Subcommands (module that implements each):
+    ingest, cdc-upsert   jobs.cdc.entry
+    compact, clean       jobs.compactor.entry
+    validate             jobs.quality.entry
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+#: subcommand -> module exposing ``main(argv) -> int``
+SUBCOMMANDS: dict[str, str] = {}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Dispatch ``argv[0]`` to its module's ``main(argv[1:])``; returns the exit code.
+
+    Exit codes: 0 success, 1 job error, 2 usage error (unknown or missing subcommand).
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in SUBCOMMANDS:
+        known = ", ".join(sorted(SUBCOMMANDS))
+        what = f"unknown subcommand {argv[0]!r}; " if argv and argv[0] not in ("-h", "--help") else ""
+        print(f"usage: entry.py SUBCOMMAND [ARGS...]\n{what}subcommands: {known}",
+              file=sys.stderr)
+        return 2 if what or not argv else 0
+    module = importlib.import_module(SUBCOMMANDS[argv[0]])
+    return int(module.main(argv[1:]) or 0)
+
+
+if __name__ == "__main__":
+    # spark-submit runs this file as a script: make the package importable from the zip
+    # (py_files) or from the checkout it sits in.
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.dirname(here))
+    sys.exit(main())
