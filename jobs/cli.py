@@ -24,6 +24,9 @@ app = typer.Typer(help="acidflow: Hive 3 full-ACID tables on Spark.", no_args_is
 show_app = typer.Typer(help="SHOW TRANSACTIONS / SHOW LOCKS, as Hive prints them.",
                        no_args_is_help=True)
 app.add_typer(show_app, name="show")
+cdc_app = typer.Typer(help="Change data capture: apply change files, pull from PostgreSQL.",
+                      no_args_is_help=True)
+app.add_typer(cdc_app, name="cdc")
 console = Console()
 err = Console(stderr=True)
 
@@ -299,6 +302,15 @@ def demo(rows: int = typer.Option(20_000, help="rows in the first insert")) -> N
         err.print(f"[red]MISMATCH[/]: missing {missing}, unexpected {extra}, different {wrong}")
         raise typer.Exit(1)
     console.print("[green]snapshot matches the expected rows[/]")
+
+
+def _register_subcommands() -> None:
+    from jobs.cdc import cli as cdc_cli
+
+    cdc_cli.register(app, cdc_app, show_app, _catalog)
+
+
+_register_subcommands()
 
 
 def main() -> None:

@@ -641,31 +641,72 @@ def upsert(spark, catalog, txn: Transaction, table_name: str, df, **options) -> 
                 f"upsert into {table.name}: duplicate keys in the batch, e.g. "
                 + ", ".join(str({k: r[k] for k in key}) for r in dups))
         catalog.acquire_lock(txn.txn_id, table.name, None, "shared_write")
-        sid = txn.next_statement_id(table.name)
-        del_spec = _spec(table, txn, "delete", sid, **options)
-        ins_spec = _spec(table, txn, "insert", sid, **options)
         matched = _matches(spark, catalog, txn, table, aligned.select(*key)).cache()
         try:
-            del_files = _write_deletes(spark, table, del_spec, matched)
+            result = _split_update(table, catalog, txn, aligned, matched, "upsert", **options)
         finally:
             matched.unpersist()
-        ins_files = _write_inserts(aligned, table, ins_spec)
     finally:
         aligned.unpersist()
+    return result
+
+
+def _split_update(table, catalog, txn: Transaction, aligned, matched, operation: str,
+                  counts: dict[str, int] | None = None, **options) -> WriteResult:
+    """Write one split-update statement: delete events for the ROW__IDs in ``matched``
+    (partition columns, ``owid``, ``bprop``, ``rowid``) and insert events for the rows of
+    ``aligned``, both in ``W``/statement ``S``; register components and statistics.
+
+    ``counts`` gives ``rows_inserted``/``rows_updated``/``rows_deleted`` explicitly; by default
+    every delete event is an update and the remaining inserts are new rows (upsert)."""
+    sid = txn.next_statement_id(table.name)
+    del_spec = _spec(table, txn, "delete", sid, **options)
+    ins_spec = _spec(table, txn, "insert", sid, **options)
+    del_files = _write_deletes(None, table, del_spec, matched)
+    ins_files = _write_inserts(aligned, table, ins_spec)
     tfs, _ = _tfs_and_dir(table)
     _finish_dirs(tfs, del_spec, del_files)
     _finish_dirs(tfs, ins_spec, ins_files)
     result = WriteResult(ins_spec.write_id, sid)
     result.add_files(del_files + ins_files)
-    updated = sum(f["rows"] for f in del_files)
-    result.rows_updated = updated
-    result.rows_inserted = sum(f["rows"] for f in ins_files) - updated
+    deleted = sum(f["rows"] for f in del_files)
+    inserted = sum(f["rows"] for f in ins_files)
+    if counts is None:
+        counts = {"rows_updated": deleted, "rows_inserted": inserted - deleted}
+    for k, v in counts.items():
+        setattr(result, k, v)
     for p in sorted({f["partition"] for f in del_files}):
-        catalog.add_component(txn.txn_id, table.name, p or None, "update")
+        catalog.add_component(txn.txn_id, table.name, p or None,
+                              "update" if ins_files else "delete")
     for p in sorted({f["partition"] for f in ins_files} - {f["partition"] for f in del_files}):
         catalog.add_component(txn.txn_id, table.name, p or None, "insert")
-    txn.record(table.name, "upsert", result)
+    txn.record(table.name, operation, result)
     return result
+
+
+def apply_row_changes(spark, catalog, txn: Transaction, table_name: str, inserts_df, deletes_df,
+                      *, counts: dict[str, int], operation: str = "merge",
+                      **options) -> WriteResult:
+    """The split-update primitive behind CDC merges: in one statement, delete the row versions
+    named by ``deletes_df`` and insert the rows of ``inserts_df``.
+
+    Args:
+        inserts_df: full rows (every column; aligned and cast like :func:`insert`).
+        deletes_df: one row per row version to delete: the table's partition columns plus
+            ``owid`` (originalTransaction), ``bprop`` (bucket property) and ``rowid`` (the
+            ROW__ID read at the transaction's snapshot, e.g. from :func:`current_rows`).
+        counts: ``{"rows_inserted", "rows_updated", "rows_deleted"}`` for the commit record
+            (the caller knows which delete+insert pairs are updates).
+        operation: name recorded in the commit record's operation list.
+    Returns:
+        :class:`WriteResult`.
+    Raises:
+        SchemaMismatchError: ``inserts_df`` does not fit the table (nothing written).
+    """
+    table = catalog.get_table(table_name)
+    aligned = _aligned(inserts_df, table)
+    catalog.acquire_lock(txn.txn_id, table.name, None, "shared_write")
+    return _split_update(table, catalog, txn, aligned, deletes_df, operation, counts, **options)
 
 
 def insert_overwrite(spark, catalog, txn: Transaction, table_name: str, df,
