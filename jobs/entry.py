@@ -18,7 +18,13 @@ import os
 import sys
 
 #: subcommand -> module exposing ``main(argv) -> int``
-SUBCOMMANDS: dict[str, str] = {}
+SUBCOMMANDS: dict[str, str] = {
+    "cdc-upsert": "jobs.cdc.entry",
+    "ingest": "jobs.cdc.entry",
+}
+
+#: modules whose ``main`` serves several subcommands get the subcommand name as argv[0]
+MULTI = {"jobs.cdc.entry"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,8 +39,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"usage: entry.py SUBCOMMAND [ARGS...]\n{what}subcommands: {known}",
               file=sys.stderr)
         return 2 if what or not argv else 0
-    module = importlib.import_module(SUBCOMMANDS[argv[0]])
-    return int(module.main(argv[1:]) or 0)
+    name = SUBCOMMANDS[argv[0]]
+    module = importlib.import_module(name)
+    return int(module.main(argv if name in MULTI else argv[1:]) or 0)
 
 
 if __name__ == "__main__":

@@ -257,22 +257,45 @@ def _apply_table(spark, catalog, txn, table: TableDef, changes_, options: CdcOpt
                  bad: list) -> dict[str, Any]:
     columns = _all_columns(table)
     key = list(table.primary_key)
+    changes_, truncated = chg.after_last_truncate(changes_)
     if key:
         plan = chg.MergePlan()
         events = chg.normalize_events(changes_, dict(columns), key, plan)
-        stored = lookup_stored(spark, catalog, txn, table, sorted({e.key for e in events},
-                                                                  key=repr))
+        stored = {} if truncated else lookup_stored(
+            spark, catalog, txn, table, sorted({e.key for e in events}, key=repr))
         chg.fold_events(events, stored, [c for c, _ in columns], options.policies, plan)
     else:
-        candidates = _keyless_candidates(spark, catalog, txn, table, changes_, columns)
+        candidates = (lambda before, taken: None) if truncated else \
+            _keyless_candidates(spark, catalog, txn, table, changes_, columns)
         plan = chg.fold_keyless(changes_, columns, candidates)
     bad += plan.bad
-    stats = dict(plan.stats)
-    if plan.inserts or plan.deletes:
+    stats = dict(plan.stats, truncated=int(truncated))
+    if truncated:
+        # TRUNCATE then the batch's later changes = INSERT OVERWRITE with the resulting rows
+        # (Hive writes base_W for both); every partition is emptied
+        result = writes.insert_overwrite(
+            spark, catalog, txn, table.name,
+            spark.createDataFrame(_arrow_rows(plan.inserts, columns)),
+            partitions=_all_partitions(catalog, table) if table.partition_columns else None)
+        stats["write_id"], stats["files"] = result.write_id, result.files
+    elif plan.inserts or plan.deletes:
         result = write_plan(spark, catalog, txn, table, plan)
         stats["write_id"] = result.write_id
         stats["files"] = result.files
     return stats
+
+
+def _all_partitions(catalog, table: TableDef) -> list[dict[str, Any]]:
+    """Every partition of the table that exists on storage (to empty them on TRUNCATE)."""
+    from jobs.acid.partitions import parse_partition_path
+    from jobs.acid.snapshot import split_partitions
+
+    tfs = TableFS(table.location)
+    if not tfs.exists(table.location):
+        return []
+    depth = len(table.partition_columns)
+    found = split_partitions(tfs.list_recursive(table.location), depth)
+    return [dict(parse_partition_path(p)) for p in found if p]
 
 
 def _arrow_rows(rows: list[dict], columns: list[tuple[str, str]]) -> pa.Table:

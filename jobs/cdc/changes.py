@@ -257,6 +257,16 @@ def coerce_image(image: dict[str, Any] | None, types: dict[str, str]) -> dict[st
     return out
 
 
+def after_last_truncate(changes: list[Change]) -> tuple[list[Change], bool]:
+    """The changes after the table's last TRUNCATE (in ordering-value order) and whether there
+    was one: a truncate makes every earlier change and every stored row irrelevant."""
+    truncates = [c for c in changes if c.op == "T"]
+    if not truncates:
+        return changes, False
+    last = max(truncates, key=lambda c: (c.position, c.seq))
+    return [c for c in changes if c.op != "T" and (c.position, c.seq) > (last.position, last.seq)], True
+
+
 def new_columns(changes: list[Change], known: set[str]) -> list[str]:
     """Columns present in the changes' images but not in ``known``, in first-seen order."""
     seen: dict[str, None] = {}

@@ -101,6 +101,34 @@ def register(app: typer.Typer, cdc_app: typer.Typer, show_app: typer.Typer, cata
         reports = apply_path(spark, catalog_factory(), input, options)
         print_reports(reports, as_json)
 
+    @app.command("ingest")
+    def ingest_cmd(
+        table: str = typer.Option(..., "--table", help="db.table"),
+        path: str = typer.Option(..., "--path", help="landing file, glob or directory"),
+        fmt: str = typer.Option(..., "--format", help="csv | jsonl | parquet"),
+        data_interval: str = typer.Option(..., "--data-interval",
+                                          help="identity of the interval, e.g. 2024-01-01"),
+        mode: str = typer.Option("append", "--mode", help="append | overwrite"),
+        partition: Optional[list[str]] = typer.Option(None, "--partition",
+                                                      help="col=value (repeatable)"),
+        quarantine_threshold: float = typer.Option(0.01, "--quarantine-threshold"),
+    ) -> None:
+        """Load the landing files of one data interval into a table, once (Spark)."""
+        from jobs.ingest import ingest
+        from jobs.spark import get_spark
+
+        spec = dict(kv.split("=", 1) for kv in partition or []) or None
+        r = ingest(get_spark("acidflow-ingest"), catalog_factory(), table, path, fmt,
+                   data_interval, mode=mode, partition=spec,
+                   quarantine_threshold=quarantine_threshold)
+        console.print(f"{r.status}: {r.table} {r.data_interval} ({r.mode}) rows={r.rows} "
+                      f"quarantined={r.quarantined} txn={r.txn_id} write id={r.write_id} "
+                      f"batch={r.batch_id} {r.seconds:.1f}s")
+        if r.note:
+            console.print(f"[yellow]{r.note}")
+        if r.quarantine_file:
+            console.print(f"[yellow]bad rows: {r.quarantine_file}")
+
     @show_app.command("batches")
     def show_batches(kind: Optional[str] = typer.Option(None, "--kind", help="cdc | ingest")):
         """Idempotence records: each batch id and the transaction that applied it."""

@@ -8,7 +8,7 @@ Three formats are read, one JSON document per line:
   ``schema``, ``table``, ``columns`` (``name``, ``type``, ``value``), ``identity`` (the old
   replica-identity columns of U/D) and ``pk`` (``name``, ``type``); ``T`` (truncate) and ``M``
   (logical message) carry no row and are reported as unsupported / ignored.
-* ``debezium`` -- the Debezium JSON envelope (``op`` c/u/d/r, ``before``, ``after``, ``source``
+* ``debezium`` -- the Debezium JSON envelope (``op`` c/u/d/r, t = truncate, ``before``, ``after``, ``source``
   with ``lsn`` or ``file``+``pos``, ``ts_ms``), bare, wrapped as ``{"schema", "payload"}``, or as
   a Kafka record ``{"key": ..., "value": ...}`` whose key names the primary key columns.
 * ``goldengate`` -- Oracle GoldenGate JSON: ``table`` (``SCHEMA.TABLE``), ``op_type`` I/U/D,
@@ -76,7 +76,8 @@ class Change:
 
     Attributes:
         table: source table ``schema.table`` (lower case).
-        op: ``"I"``, ``"U"`` or ``"D"``.
+        op: ``"I"``, ``"U"``, ``"D"``, or ``"T"`` (truncate: every earlier row of the table is
+            gone; no images).
         position: ordering value (see module docstring); larger = newer.
         after: new row image ``{column: value}`` (I/U), ``None`` for D. Values are JSON-ish
             Python values (int, Decimal, str, bool, None) or already-typed ``date``/``datetime``/
@@ -334,9 +335,7 @@ def _parse_wal2json(lines: Iterable[str], file_name: str) -> ParsedStream:
             elif action == "M":
                 out.ignored += 1
             elif action == "T":
-                out.bad.append(BadRecord(_src(file_name, lineno, rec.get("lsn")),
-                                         "TRUNCATE is not applied by CDC; reload the table "
-                                         "with insert overwrite", raw, _table_of(rec)))
+                pending.append((lineno, raw, rec))
             else:
                 raise RecordError(f"unknown wal2json action {action!r}")
         except RecordError as e:
@@ -377,6 +376,10 @@ def _wal2json_change(rec: dict, position: str, file_name: str, lineno: int,
     if table is None:
         raise RecordError("change without 'table'")
     action = rec["action"]
+    if action == "T":
+        out.table(table)
+        return Change(table, "T", position, None, None, frozenset(),
+                      _src(file_name, lineno, rec.get("lsn")))
     pk = [str(p["name"]).lower() for p in rec.get("pk") or [] if isinstance(p, dict)]
     after = before = None
     types: list[tuple[str, str]] = []
@@ -507,10 +510,7 @@ def _debezium_record(rec: Any, file_name: str, lineno: int, out: ParsedStream) -
         if not isinstance(rec, dict):
             raise RecordError("'payload' is not an object")
     op = rec.get("op")
-    ops = {"c": "I", "r": "I", "u": "U", "d": "D"}
-    if op == "t":
-        raise RecordError("truncate events are not applied by CDC; reload the table with "
-                          "insert overwrite")
+    ops = {"c": "I", "r": "I", "u": "U", "d": "D", "t": "T"}
     if op not in ops:
         raise RecordError(f"unknown or missing Debezium op {op!r} (expected c, r, u, d)")
     src = rec.get("source")
@@ -544,6 +544,9 @@ def _debezium_record(rec: Any, file_name: str, lineno: int, out: ParsedStream) -
 
     after, before = image("after"), image("before")
     kind = ops[op]
+    if kind == "T":
+        out.table(table, typed=bool(fields))
+        return [Change(table, "T", position, None, None, frozenset(), f"{file_name}:{lineno}")]
     if kind in ("I", "U") and after is None:
         raise RecordError(f"op {op!r} without 'after'")
     if kind == "D" and before is None:

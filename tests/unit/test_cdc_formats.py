@@ -52,18 +52,20 @@ def test_wal2json_transactions_positions_and_types():
 
 
 def test_wal2json_bad_and_unsupported_records_are_reported_not_dropped():
-    lines = ["{not json", j(foo=1), j(action="T", schema="public", table="t", lsn="0/1"),
+    lines = ["{not json", j(foo=1),
              j(action="M", prefix="x", content="y"), j(action="Z", lsn="0/2")]
     lines += wal_txn("0/10", "0/20", {"action": "D", "schema": "public", "table": "t",
-                                      "lsn": "0/11"})
+                                      "lsn": "0/11"},
+                     {"action": "T", "schema": "public", "table": "t", "lsn": "0/12"})
     s = F.parse_lines("wal2json", lines, "f")
     reasons = [b.reason for b in s.bad]
-    assert len(s.bad) == 5 and s.ignored == 1
+    assert len(s.bad) == 4 and s.ignored == 1
     assert reasons[0].startswith("not JSON")
     assert "no 'action'" in reasons[1]
-    assert "TRUNCATE" in reasons[2]
-    assert "unknown wal2json action" in reasons[3]
-    assert "REPLICA IDENTITY" in reasons[4] and s.bad[4].table == "public.t"
+    assert "unknown wal2json action" in reasons[2]
+    assert "REPLICA IDENTITY" in reasons[3] and s.bad[3].table == "public.t"
+    (t,) = s.changes
+    assert (t.op, t.table, t.position) == ("T", "public.t", "0000000000000020.00000001")
     assert s.bad[0].raw == "{not json" and s.bad[0].source == "f:1"
 
 

@@ -1,0 +1,82 @@
+"""spark-submit subcommands ``cdc-upsert`` and ``ingest`` (see ``jobs/entry.py``).
+
+Each prints one JSON summary as its last stdout line (what an Airflow task pushes to XCom) and
+returns 0; errors propagate (non-zero exit, message on stderr) with the transaction aborted.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _cdc_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="entry.py cdc-upsert",
+                                description="Apply change files, one batch per file.")
+    p.add_argument("--input", required=True, help="change file or directory")
+    p.add_argument("--format", dest="fmt", default="wal2json",
+                   choices=["wal2json", "debezium", "goldengate"])
+    p.add_argument("--tables-config", default=None, help="YAML file or directory")
+    p.add_argument("--auto-create", action="store_true")
+    p.add_argument("--target-db", default="default")
+    p.add_argument("--num-buckets", type=int, default=4)
+    p.add_argument("--schema-drift", default="add", choices=["add", "fail"])
+    p.add_argument("--update-missing", default="insert", choices=["insert", "quarantine"])
+    p.add_argument("--insert-existing", default="update", choices=["update", "quarantine"])
+    p.add_argument("--delete-missing", default="count", choices=["count", "quarantine"])
+    p.add_argument("--quarantine-threshold", type=float, default=0.01)
+    p.add_argument("--table", action="append", default=None, help="only this source table")
+    return p
+
+
+def cdc_upsert(argv: list[str]) -> int:
+    """``cdc-upsert``: :func:`jobs.cdc.apply.apply_path` with the options of the CLI."""
+    from jobs.catalog import Catalog
+    from jobs.cdc.apply import apply_path
+    from jobs.cdc.cli import build_options
+    from jobs.spark import get_spark
+
+    a = _cdc_parser().parse_args(argv)
+    options = build_options(a.fmt, tables_config=a.tables_config, auto_create=a.auto_create,
+                            target_db=a.target_db, num_buckets=a.num_buckets,
+                            schema_drift=a.schema_drift, update_missing=a.update_missing,
+                            insert_existing=a.insert_existing, delete_missing=a.delete_missing,
+                            quarantine_threshold=a.quarantine_threshold, tables=a.table)
+    reports = apply_path(get_spark("acidflow-cdc-upsert"), Catalog.from_settings(), a.input,
+                         options)
+    print(json.dumps({"batches": [r.__dict__ for r in reports]}, default=str))
+    return 0
+
+
+def ingest(argv: list[str]) -> int:
+    """``ingest``: :func:`jobs.ingest.ingest` for one table and data interval."""
+    from jobs.catalog import Catalog
+    from jobs.ingest import ingest as run
+    from jobs.spark import get_spark
+
+    p = argparse.ArgumentParser(prog="entry.py ingest",
+                                description="Load landing files of one data interval.")
+    p.add_argument("--table", required=True)
+    p.add_argument("--path", required=True, help="file, glob or directory")
+    p.add_argument("--format", dest="fmt", required=True, choices=["csv", "jsonl", "parquet"])
+    p.add_argument("--data-interval", required=True)
+    p.add_argument("--mode", default="append", choices=["append", "overwrite"])
+    p.add_argument("--partition", action="append", default=[], help="col=value (repeatable)")
+    p.add_argument("--quarantine-threshold", type=float, default=0.01)
+    a = p.parse_args(argv)
+    partition = dict(kv.split("=", 1) for kv in a.partition) or None
+    report = run(get_spark("acidflow-ingest"), Catalog.from_settings(), a.table, a.path, a.fmt,
+                 a.data_interval, mode=a.mode, partition=partition,
+                 quarantine_threshold=a.quarantine_threshold)
+    print(json.dumps(report.__dict__, default=str))
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """Dispatch ``cdc-upsert`` / ``ingest`` (the name is ``argv[0]``, passed by jobs.entry)."""
+    name, rest = argv[0], argv[1:]
+    return {"cdc-upsert": cdc_upsert, "ingest": ingest}[name](rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
