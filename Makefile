@@ -56,6 +56,10 @@ test-fast: setup
 demo: setup
 	$(VENV)/bin/acidflow demo
 
+# Real wal2json change data from a private PostgreSQL 15 (pgbench), about a minute.
+sample-data: setup
+	PYTHONPATH=$(CURDIR) $(PY) tools/sample_data_pgbench.py --out include/sample_data/pgbench
+
 bench: setup
 	$(PY) bench/write_paths.py
 
