@@ -151,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             conn.close()
 
-    (landing / ".pull.lock").unlink(missing_ok=True)
+    for hidden in (".pull.lock", ".pull.landed_lsn"):  # pull's lock and state: not sample data
+        (landing / hidden).unlink(missing_ok=True)
     landed = []
     totals = collections.Counter()
     for path, first, last in landing_files(landing):

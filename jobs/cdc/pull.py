@@ -24,6 +24,10 @@ Non-transactional logical decoding messages (``pg_logical_emit_message(false, ..
 action ``M`` outside a transaction) belong to no transaction and carry no table data; they are
 not landed. Transactional messages stay inside their transaction.
 
+The end LSN of the last landed file is also kept in ``<landing>/.pull.landed_lsn`` (written
+durably after the rename, before the advance), so landed files may be moved away (archived)
+after they were applied without weakening the protocol.
+
 Only one pull may run per landing directory at a time (an exclusive ``flock`` on
 ``<landing>/.pull.lock``); PostgreSQL itself refuses two concurrent users of one slot.
 
@@ -70,6 +74,9 @@ LANDING_SUFFIX = ".jsonl.gz"
 LANDING_RE = re.compile(r"^wal2json_([0-9A-F]{16})_([0-9A-F]{16})\.jsonl\.gz$")
 TEMP_PREFIX = ".tmp-wal2json_"
 LOCK_NAME = ".pull.lock"
+#: Hidden file in the landing directory holding the end LSN of the last landed file (pg_lsn text),
+#: so that the protocol still holds when landed files are moved away (archived) after apply.
+STATE_NAME = ".pull.landed_lsn"
 
 #: Test hook: when set to N (>= 1), the pull SIGKILLs its own process right after the N-th
 #: landing file is renamed into place and the directory fsynced, before the slot is advanced.
@@ -259,9 +266,34 @@ def landing_files(landing_dir: str | os.PathLike) -> list[tuple[Path, int, int]]
 
 
 def highest_landed_lsn(landing_dir: str | os.PathLike) -> int | None:
-    """The highest end LSN among the landing files of a directory, or ``None`` if it has none."""
+    """The highest end LSN landed in a directory: the maximum of the landing files' end LSNs
+    and of the :data:`STATE_NAME` record (which survives moving the files away), or ``None``.
+
+    Raises:
+        PullError: the state file is unreadable.
+    """
     files = landing_files(landing_dir)
-    return max(last for _, _, last in files) if files else None
+    found = [last for _, _, last in files]
+    state = Path(landing_dir) / STATE_NAME
+    if state.is_file():
+        text = state.read_text().strip()
+        try:
+            found.append(parse_lsn(text))
+        except ValueError as exc:
+            raise PullError(f"{state}: not an LSN ({text[:40]!r}); fix or delete it") from exc
+    return max(found) if found else None
+
+
+def record_landed_lsn(landing_dir: str | os.PathLike, lsn: int) -> None:
+    """Durably write ``lsn`` to :data:`STATE_NAME` (temp file, fsync, rename, fsync dir)."""
+    d = Path(landing_dir)
+    tmp = d / f"{STATE_NAME}.tmp"
+    with open(tmp, "w") as fh:
+        fh.write(format_lsn(lsn) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.rename(tmp, d / STATE_NAME)
+    _fsync_dir(d)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -544,6 +576,7 @@ def pull(dsn: str, slot: str, landing_dir: str | os.PathLike, *,
                 if pf is None:
                     break
                 written.append(pf)
+                record_landed_lsn(d, pf.last_lsn)
                 log.info("landed %s: %d transactions, %d changes, %d bytes", pf.path.name,
                          pf.transactions, pf.changes, pf.bytes)
                 _crash_hook(len(written))

@@ -330,10 +330,12 @@ class Digest:
     checksum: int = 0
 
     def add(self, h: int) -> None:
+        """Count one row with 64-bit hash ``h``."""
         self.rows += 1
         self.checksum = (self.checksum + h) & MASK64
 
     def merge(self, other: "Digest") -> "Digest":
+        """The digest of both row sets together."""
         return Digest(self.rows + other.rows, (self.checksum + other.checksum) & MASK64)
 
 
@@ -377,6 +379,7 @@ class ScanSpec:
         return zip(*cols) if cols else iter(())
 
     def key(self, row: tuple) -> tuple:
+        """The key of a canonical row (the whole row for keyless tables)."""
         return tuple(row[i] for i in self.key_positions) if self.key_positions else row
 
 
@@ -565,6 +568,7 @@ class DifferingKey:
     table_values: dict[str, Any] | None = None
 
     def to_json(self) -> dict:
+        """JSON-ready dict (decimals as text, bytes as ``\\x`` hex, dates ISO)."""
         return {k: _jsonable(v) for k, v in self.__dict__.items()}
 
 
@@ -614,6 +618,7 @@ class ReconcileResult:
     ignored_columns: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
+        """JSON-ready dict; checksums as 16 hex digits."""
         d = dict(self.__dict__)
         d["source_checksum"] = f"{self.source_checksum:016x}"
         d["table_checksum"] = f"{self.table_checksum:016x}"

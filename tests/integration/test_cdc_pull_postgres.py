@@ -148,6 +148,11 @@ def test_killed_between_landing_and_advance_loses_and_doubles_nothing(pg, db, tm
     finally:
         conn.close()
     assert slot_at == files[0][2] < files[1][2]  # advanced past file 1, not past file 2
+    # the applier archives what it applied: the landed LSN survives in .pull.landed_lsn
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    for p, _, _ in files:
+        p.rename(archive / p.name)
     # a half-written temp file from some other crash is cleaned up too
     (landing / f"{P.TEMP_PREFIX}999{P.LANDING_SUFFIX}").write_bytes(b"partial")
     workload(pg, name, 200, n_txn=4)  # changes keep coming meanwhile
@@ -157,7 +162,8 @@ def test_killed_between_landing_and_advance_loses_and_doubles_nothing(pg, db, tm
     proc = _pull_subprocess(url, landing, crash_after=None)
     assert proc.returncode == 0, proc.stderr
     check_files(landing)
-    lines = landed_lines(landing)
+    check_files(archive)
+    lines = landed_lines(archive) + landed_lines(landing)
     assert lines == reference_lines(pg, name)  # exact: nothing lost, nothing doubled
     commits = [json.loads(s)["lsn"] for s in lines if s.startswith('{"action":"C"')]
     assert len(commits) == len(set(commits))

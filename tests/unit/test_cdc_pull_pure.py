@@ -116,3 +116,15 @@ def test_libpq_dsn():
     assert P.libpq_dsn("postgresql+psycopg2://u@h:5/d") == "postgresql://u@h:5/d"
     assert P.libpq_dsn("postgresql://u@h/d") == "postgresql://u@h/d"
     assert P.libpq_dsn("host=h dbname=d") == "host=h dbname=d"
+
+
+def test_landed_lsn_state_survives_archiving(tmp_path):
+    assert P.highest_landed_lsn(tmp_path) is None
+    P.record_landed_lsn(tmp_path, 0x1_0000_0010)
+    assert (tmp_path / P.STATE_NAME).read_text() == "1/10\n"
+    assert P.highest_landed_lsn(tmp_path) == 0x1_0000_0010
+    (tmp_path / P.landing_file_name(0x1_0000_0020, 0x1_0000_0030)).write_bytes(b"")
+    assert P.highest_landed_lsn(tmp_path) == 0x1_0000_0030
+    (tmp_path / P.STATE_NAME).write_text("garbage")
+    with pytest.raises(P.PullError, match="not an LSN"):
+        P.highest_landed_lsn(tmp_path)
