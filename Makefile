@@ -10,9 +10,31 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup test test-fast demo lock clean bench
+.PHONY: setup system-deps test test-fast demo lock clean bench sample-data
 
-setup: $(VENV)/.installed
+# PostgreSQL 15 server binaries, as tests/support/postgres.py finds them ($$ACIDFLOW_PG_BINDIR).
+PG_BINDIR ?= $(or $(ACIDFLOW_PG_BINDIR),/usr/lib/postgresql/15/bin)
+WAL2JSON_SO := $(abspath $(PG_BINDIR)/../lib/wal2json.so)
+WAL2JSON_PKG := postgresql-15-wal2json
+
+setup: system-deps $(VENV)/.installed
+
+# System packages the CDC source side needs: the wal2json logical decoding output plugin.
+# Idempotent: a file test when installed; apt-get only when missing and we are root.
+system-deps:
+	@if [ -f "$(WAL2JSON_SO)" ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+	  echo "system-deps: wal2json is missing ($(WAL2JSON_SO)) and we are not root; install it with" \
+	       "'sudo apt-get install -y --no-install-recommends $(WAL2JSON_PKG)'." \
+	       "Skipping: the PostgreSQL CDC tests and 'make sample-data' need it." >&2; exit 0; fi; \
+	if ! command -v apt-get >/dev/null; then \
+	  echo "system-deps: wal2json is missing ($(WAL2JSON_SO)) and apt-get is not available;" \
+	       "install the wal2json output plugin for PostgreSQL 15 by hand." >&2; exit 0; fi; \
+	echo "system-deps: installing $(WAL2JSON_PKG)"; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	apt-get install -y -q --no-install-recommends $(WAL2JSON_PKG) \
+	  || { apt-get update -q && apt-get install -y -q --no-install-recommends $(WAL2JSON_PKG); }; \
+	test -f "$(WAL2JSON_SO)" || { echo "system-deps: $(WAL2JSON_PKG) installed but $(WAL2JSON_SO) is missing" >&2; exit 1; }
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +55,10 @@ test-fast: setup
 
 demo: setup
 	$(VENV)/bin/acidflow demo
+
+# Real wal2json change data from a private PostgreSQL 15 (pgbench), about a minute.
+sample-data: setup
+	PYTHONPATH=$(CURDIR) $(PY) tools/sample_data_pgbench.py --out include/sample_data/pgbench
 
 bench: setup
 	$(PY) bench/write_paths.py

@@ -1,0 +1,1 @@
+"""Change data capture: change-record formats, and pulling wal2json changes from PostgreSQL."""

@@ -13,6 +13,9 @@ owns the temp dir, because PostgreSQL refuses to run as root.
         url = pg.url()                     # postgresql+psycopg2://postgres@127.0.0.1:<port>/acidflow
         other = pg.create_database("x")    # URL of a second database
 
+Logical decoding with wal2json: ``PostgresCluster(settings=LOGICAL_SETTINGS)`` and
+:func:`require_wal2json` (skips when the plugin is not installed).
+
 In pytest use :func:`require_postgres` (skips with the reason when binaries are missing) or the
 session fixture ``postgres_url`` from ``tests/conftest.py``.
 """
@@ -42,6 +45,16 @@ FAST_SETTINGS = {
 }
 
 
+#: Settings for logical decoding tests (slots, wal2json): commits must be flushed before a slot
+#: can decode them, so ``synchronous_commit`` stays on.
+LOGICAL_SETTINGS = {
+    "wal_level": "logical",
+    "synchronous_commit": "on",
+    "max_replication_slots": "10",
+    "max_wal_senders": "10",
+}
+
+
 def bindir() -> Path:
     """Directory of the server binaries (``$ACIDFLOW_PG_BINDIR`` or the Debian PG 15 path)."""
     return Path(os.environ.get("ACIDFLOW_PG_BINDIR", DEFAULT_BINDIR))
@@ -65,6 +78,28 @@ def unavailable_reason() -> str | None:
     except ImportError:
         return "psycopg2 is not installed"
     return None
+
+
+def wal2json_unavailable_reason() -> str | None:
+    """Why a private cluster with the wal2json output plugin cannot run here, or ``None``.
+    The plugin is ``<bindir>/../lib/wal2json.so`` (Debian ``postgresql-15-wal2json``, installed
+    by ``make system-deps``)."""
+    reason = unavailable_reason()
+    if reason:
+        return reason
+    so = bindir().parent / "lib" / "wal2json.so"
+    if not so.is_file():
+        return f"wal2json output plugin not installed ({so} missing; run 'make system-deps')"
+    return None
+
+
+def require_wal2json() -> None:
+    """``pytest.skip`` with the reason when wal2json (or PostgreSQL) is not available."""
+    reason = wal2json_unavailable_reason()
+    if reason:
+        import pytest
+
+        pytest.skip(reason)
 
 
 def require_postgres() -> None:
@@ -141,6 +176,14 @@ class PostgresCluster:
         if os.geteuid() == 0:
             cmd = ["runuser", "-u", OS_USER, "--", *cmd]
         return cmd
+
+    def tool_path(self, tool: str) -> str:
+        """Path of a PostgreSQL client/server binary (``pgbench``, ``psql`` ...) in :func:`bindir`."""
+        return str(bindir() / tool)
+
+    def libpq_url(self, dbname: str | None = None) -> str:
+        """libpq URL ``postgresql://postgres@127.0.0.1:<port>/<db>`` (psycopg2, psql, pgbench)."""
+        return f"postgresql://{SUPERUSER}@{self.host}:{self.port}/{dbname or self.dbname}"
 
     def _run(self, tool: str, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
         proc = subprocess.run(self._cmd(tool, *args), stdout=subprocess.PIPE,

@@ -1,0 +1,1 @@
+"""Quality checks: source reconciliation (and, later, expectation suites and ACID invariants)."""
