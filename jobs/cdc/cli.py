@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 160)
 
 
 def build_options(fmt: str, *, tables_config: Optional[str], auto_create: bool, target_db: str,
