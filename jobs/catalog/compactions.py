@@ -555,6 +555,27 @@ class CompactionQueueMixin:
 
         return self._run(fn, write=False)
 
+    def forget_aborted_components(self, table_name: str, up_to_write_id: int) -> int:
+        """After the cleaner removed a table's aborted directories: delete the
+        ``txn_components`` rows of aborted transactions with write id <= ``up_to_write_id``
+        (Hive ``markCleaned`` removes cleaned aborted ``TXN_COMPONENTS``). The write ids stay
+        aborted in every ValidWriteIdList. Returns the rows deleted."""
+        from jobs.catalog.store import split_table_name
+
+        db, tbl = split_table_name(table_name)
+
+        def fn(conn):
+            tc = m.TxnComponent
+            ids = [r.tc_id for r in conn.execute(
+                sa.select(tc.tc_id).join(m.Txn, m.Txn.txn_id == tc.txn_id).where(
+                    tc.db_name == db, tc.tbl_name == tbl, tc.write_id <= up_to_write_id,
+                    m.Txn.txn_state == "aborted"))]
+            for i in range(0, len(ids), 500):
+                conn.execute(sa.delete(tc).where(tc.tc_id.in_(ids[i:i + 500])))
+            return len(ids)
+
+        return self._run(fn)
+
     # ------------------------------------------------------------------ readers
     def register_reader(self, table_name: str, valid_write_ids=None, *,
                         agent_info: str | None = None) -> ReaderInfo:
