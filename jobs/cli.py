@@ -301,6 +301,11 @@ def demo(rows: int = typer.Option(20_000, help="rows in the first insert")) -> N
     console.print("[green]snapshot matches the expected rows[/]")
 
 
+from jobs.compactor.cli import register as _register_compactor  # noqa: E402
+
+_register_compactor(app, show_app)
+
+
 def main() -> None:
     """Console-script entry point; errors print one clear line and exit 1."""
     try:

@@ -18,7 +18,10 @@ import os
 import sys
 
 #: subcommand -> module exposing ``main(argv) -> int``
-SUBCOMMANDS: dict[str, str] = {}
+SUBCOMMANDS: dict[str, str] = {
+    "compact": "jobs.compactor.entry",
+    "clean": "jobs.compactor.entry",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,7 +37,9 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2 if what or not argv else 0
     module = importlib.import_module(SUBCOMMANDS[argv[0]])
-    return int(module.main(argv[1:]) or 0)
+    # a module serving several subcommands may name a function per subcommand
+    fn = getattr(module, argv[0].replace("-", "_") + "_main", None) or module.main
+    return int(fn(argv[1:]) or 0)
 
 
 if __name__ == "__main__":
