@@ -4,7 +4,7 @@ Precedence: per-request properties (``compact --property``), then table properti
 Hive's ``compactorthreshold.`` prefix (thresholds only, e.g.
 ``compactorthreshold.hive.compactor.delta.num.threshold=4``), then the environment (the key
 upper-cased with dots as underscores and an ``ACIDFLOW_`` prefix, e.g.
-``ACIDFLOW_HIVE_COMPACTOR_DELTA_NUM_THRESHOLD=4``), then Hive's defaults below.
+``ACIDFLOW_HIVE_COMPACTOR_DELTA_NUM_THRESHOLD=4``, ``ACIDFLOW_COMPACTOR_HEARTBEAT_SECONDS=10``), then Hive's defaults below.
 """
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ class CompactorConfig:
         env = os.environ if env is None else env
         values = {}
         for f in fields(cls):
-            var = "ACIDFLOW_" + KEYS[f.name].upper().replace(".", "_")
+            var = env_var(KEYS[f.name])
             if var in env:
                 values[f.name] = _parse(f.name, env[var])
         return cls(**values)
@@ -106,6 +106,14 @@ class CompactorConfig:
         """History retention per state for ``Catalog.purge_compaction_history``."""
         return {"succeeded": self.retention_succeeded, "failed": self.retention_failed,
                 "did not initiate": self.retention_attempted}
+
+
+def env_var(key: str) -> str:
+    """Environment variable of a config key: ``hive.compactor.delta.num.threshold`` ->
+    ``ACIDFLOW_HIVE_COMPACTOR_DELTA_NUM_THRESHOLD``, ``acidflow.compactor.heartbeat.seconds``
+    -> ``ACIDFLOW_COMPACTOR_HEARTBEAT_SECONDS``."""
+    var = key.upper().replace(".", "_")
+    return var if var.startswith("ACIDFLOW_") else "ACIDFLOW_" + var
 
 
 def _parse(name: str, value: Any):
