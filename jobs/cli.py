@@ -342,9 +342,12 @@ def _register_subcommands() -> None:
     from jobs.cdc import cli_pull
     from jobs.quality import cli_reconcile
 
+    from jobs.compactor.cli import register as register_compactor
+
     cdc_cli.register(app, cdc_app, show_app, _catalog)
     cli_pull.register(cdc_app)
     cli_reconcile.register(app)
+    register_compactor(app, show_app)
 
 
 _register_subcommands()

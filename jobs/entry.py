@@ -21,10 +21,9 @@ import sys
 SUBCOMMANDS: dict[str, str] = {
     "cdc-upsert": "jobs.cdc.entry",
     "ingest": "jobs.cdc.entry",
+    "compact": "jobs.compactor.entry",
+    "clean": "jobs.compactor.entry",
 }
-
-#: modules whose ``main`` serves several subcommands get the subcommand name as argv[0]
-MULTI = {"jobs.cdc.entry"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,9 +38,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"usage: entry.py SUBCOMMAND [ARGS...]\n{what}subcommands: {known}",
               file=sys.stderr)
         return 2 if what or not argv else 0
-    name = SUBCOMMANDS[argv[0]]
-    module = importlib.import_module(name)
-    return int(module.main(argv if name in MULTI else argv[1:]) or 0)
+    module = importlib.import_module(SUBCOMMANDS[argv[0]])
+    # a module serving several subcommands may name a function per subcommand
+    fn = getattr(module, argv[0].replace("-", "_") + "_main", None) or module.main
+    return int(fn(argv[1:]) or 0)
 
 
 if __name__ == "__main__":

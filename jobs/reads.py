@@ -8,6 +8,20 @@
   the new one, as split-update stores it).
 * :func:`describe_path` / :func:`plan_path` -- a bare directory with no catalog entry (Hive- or
   Trino-written data): schema from the files, partitions from ``key=value`` directories.
+* :func:`reader_snapshot` -- a registered, heartbeating snapshot for long reads: the compactor's
+  cleaner does not delete directories such a reader may still need (see below).
+
+Reader registration: every catalog read registers itself (``Catalog.register_reader``) before it
+takes its ValidWriteIdList, so the cleaner waits for it before deleting directories made obsolete
+by a compaction that committed after the snapshot. A pyarrow read (``spark=None``) is eager and
+unregisters when done. A Spark DataFrame is lazy: :func:`read_table` cannot know when it is
+consumed, so without an explicit snapshot its registration is left to expire after the catalog's
+heartbeat timeout (``ACIDFLOW_TXN_TIMEOUT``, 300 s) -- enough for short jobs. Long Spark reads
+should pin their snapshot explicitly::
+
+    with reads.reader_snapshot(catalog, "db.t") as snap:     # registers + heartbeats
+        df = snap.read(spark)                                # or read_table(..., snapshot=snap)
+        df.write.parquet(...)                                # consume inside the block
 
 ``spark=None`` runs the same tasks in this process with pyarrow (the CLI uses it; no JVM).
 """
@@ -30,7 +44,8 @@ LONG_MAX = 2**63 - 1
 
 
 def plan_table(catalog, name: str, *, as_of_write_id: int | None = None, txn_id: int | None = None,
-               read_optimized: bool = False, partitions=None, buckets=None) -> snapshot.ReadPlan:
+               read_optimized: bool = False, partitions=None, buckets=None,
+               valid: ValidWriteIdList | None = None) -> snapshot.ReadPlan:
     """Plan a snapshot read of a catalog table.
 
     Args:
@@ -39,12 +54,14 @@ def plan_table(catalog, name: str, *, as_of_write_id: int | None = None, txn_id:
         as_of_write_id: time travel: the snapshot with high watermark = this write id.
         txn_id: read inside this transaction (its own writes are visible).
         read_optimized: base only.
+        valid: use this ValidWriteIdList (a pinned snapshot) instead of asking the catalog.
     Raises:
         jobs.catalog.errors.NoSuchTableError; jobs.acid.layout.NotEnoughHistoryError when the
         files for an old snapshot were cleaned.
     """
     table = catalog.get_table(name)
-    valid = catalog.valid_write_ids(table.name, txn_id=txn_id, as_of_write_id=as_of_write_id)
+    if valid is None:
+        valid = catalog.valid_write_ids(table.name, txn_id=txn_id, as_of_write_id=as_of_write_id)
     tfs = TableFS(table.location)
     return snapshot.plan_read(
         tfs, table.location, [(c.name, c.hive_type) for c in table.columns],
@@ -63,16 +80,104 @@ def run_plan(spark, plan: snapshot.ReadPlan, *, row_id: bool = False, file_name:
 
 def read_table(spark, catalog, name: str, *, as_of_write_id: int | None = None,
                read_optimized: bool = False, row_id: bool = False, file_name: bool = False,
-               txn_id: int | None = None):
+               txn_id: int | None = None, snapshot: "ReaderSnapshot | None" = None):
     """Visible rows of a catalog table (see :func:`plan_table` for the arguments).
+
+    The read is registered with the catalog for the cleaner (module doc): a pyarrow read
+    unregisters when done; a Spark read's registration expires after the heartbeat timeout
+    unless ``snapshot`` (from :func:`reader_snapshot`) is given, whose ValidWriteIdList is then
+    used (``as_of_write_id`` / ``txn_id`` are ignored).
 
     Returns:
         Spark DataFrame (or ``pyarrow.Table`` when ``spark`` is None): table columns, partition
         columns, then ``ROW__ID`` / ``INPUT__FILE__NAME`` when asked.
     """
-    plan = plan_table(catalog, name, as_of_write_id=as_of_write_id, txn_id=txn_id,
-                      read_optimized=read_optimized)
-    return run_plan(spark, plan, row_id=row_id, file_name=file_name)
+    if snapshot is not None:
+        plan = plan_table(catalog, name, read_optimized=read_optimized,
+                          valid=snapshot.valid_write_ids)
+        return run_plan(spark, plan, row_id=row_id, file_name=file_name)
+    reader = catalog.register_reader(name, agent_info="read_table" + (" (spark)" if spark else ""))
+    try:
+        plan = plan_table(catalog, name, as_of_write_id=as_of_write_id, txn_id=txn_id,
+                          read_optimized=read_optimized)
+        result = run_plan(spark, plan, row_id=row_id, file_name=file_name)
+    except BaseException:
+        catalog.unregister_reader(reader.reader_id)
+        raise
+    if spark is None:
+        catalog.unregister_reader(reader.reader_id)
+    else:
+        catalog.set_reader_snapshot(reader.reader_id, plan.valid_write_ids)
+    return result
+
+
+class ReaderSnapshot:
+    """A registered snapshot of one table: its ValidWriteIdList is fixed at creation, and a
+    daemon thread heartbeats the registration so the cleaner keeps every directory the
+    snapshot needs until :meth:`close`.
+
+    Args:
+        catalog: ``jobs.catalog.Catalog``; name: table.
+        as_of_write_id / txn_id: as in :func:`plan_table`.
+        heartbeat_s: heartbeat period (default a third of the catalog's ``txn_timeout_s``).
+    Attributes:
+        reader_id: the registration id; valid_write_ids: the pinned snapshot.
+    Raises:
+        NoSuchTableError.
+    """
+
+    def __init__(self, catalog, name: str, *, as_of_write_id: int | None = None,
+                 txn_id: int | None = None, heartbeat_s: float | None = None):
+        import threading
+
+        self.catalog, self.name = catalog, name
+        info = catalog.register_reader(name, agent_info="reader_snapshot")
+        self.reader_id = info.reader_id
+        try:
+            self.valid_write_ids = catalog.valid_write_ids(name, txn_id=txn_id,
+                                                           as_of_write_id=as_of_write_id)
+            catalog.set_reader_snapshot(self.reader_id, self.valid_write_ids)
+        except BaseException:
+            catalog.unregister_reader(self.reader_id)
+            raise
+        self._period = (catalog.txn_timeout_s / 3.0) if heartbeat_s is None else heartbeat_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True,
+                                        name=f"reader-{self.reader_id}-heartbeat")
+        if self._period > 0:
+            self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self._period):
+            try:
+                self.catalog.heartbeat_reader(self.reader_id)
+            except Exception:  # noqa: BLE001 - the next beat retries
+                pass
+
+    def read(self, spark, *, read_optimized: bool = False, row_id: bool = False,
+             file_name: bool = False):
+        """Rows of the pinned snapshot (Spark DataFrame, or pyarrow Table when spark is None)."""
+        return read_table(spark, self.catalog, self.name, read_optimized=read_optimized,
+                          row_id=row_id, file_name=file_name, snapshot=self)
+
+    def close(self) -> None:
+        """Stop heartbeating and unregister (the cleaner may then delete old directories)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        self.catalog.unregister_reader(self.reader_id)
+
+    def __enter__(self) -> "ReaderSnapshot":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def reader_snapshot(catalog, name: str, **kwargs) -> ReaderSnapshot:
+    """A :class:`ReaderSnapshot` for ``with``-blocks around long reads (consume the DataFrame
+    inside the block)."""
+    return ReaderSnapshot(catalog, name, **kwargs)
 
 
 def read_incremental(spark, catalog, name: str, start_write_id: int,

@@ -23,6 +23,13 @@ from jobs.catalog.errors import (
     TxnNotOpenError,
     WriteConflictError,
 )
+from jobs.catalog.compactions import (
+    COMPACTION_STATES,
+    COMPACTION_TYPES,
+    CompactionInfo,
+    CompactionStateError,
+    ReaderInfo,
+)
 from jobs.catalog.store import (
     LOCK_TYPES,
     OPERATIONS,
@@ -45,5 +52,6 @@ __all__ = [
     "CatalogError", "NoSuchTableError", "TableExistsError", "NoSuchTransactionError",
     "TxnAbortedError", "TxnNotOpenError", "WriteConflictError", "LockTimeoutError",
     "OPERATIONS", "LOCK_TYPES", "TXN_STATES",
+    "CompactionInfo", "CompactionStateError", "ReaderInfo", "COMPACTION_STATES", "COMPACTION_TYPES",
     "alembic_config", "head_revision", "normalize_hive_type", "normalize_table_name",
 ]

@@ -40,6 +40,11 @@ TXN_STATES = ("open", "committed", "aborted")
 OPERATIONS = ("insert", "update", "delete", "insert_overwrite")
 LOCK_TYPES = ("shared_read", "shared_write", "exclusive")
 LOCK_STATES = ("acquired", "waiting")
+#: Compaction queue states, Hive's SHOW COMPACTIONS words (H4 ``TxnStore``; "did not initiate"
+#: is H3.1's "attempted").
+COMPACTION_STATES = ("initiated", "working", "ready for cleaning", "succeeded", "failed",
+                     "did not initiate", "refused")
+COMPACTION_TYPES = ("major", "minor")
 
 
 class UTCDateTime(sa.TypeDecorator):
@@ -345,3 +350,60 @@ class BatchRow(Base):
     registered_at: Mapped[datetime] = mapped_column(UTCDateTime)
     source: Mapped[str | None] = mapped_column(sa.Text)
     details: Mapped[dict] = mapped_column(sa.JSON)
+
+
+class CompactionQueueRow(Base):
+    """One compaction request and its history (revision 0003): Hive's ``COMPACTION_QUEUE`` and
+    ``COMPLETED_COMPACTIONS`` in one table. ``cq_txn_id`` is the compaction's own transaction
+    (opened when a worker claims the entry), ``cq_commit_id`` its commit id (the point after
+    which new readers see the compacted layout), ``cq_highest_write_id`` the compactor's high
+    watermark. ``cq_properties``: request overrides (Hive ``CQ_TBLPROPERTIES``); ``cq_details``:
+    the worker's and cleaner's report (dirs, rows, checksums, files)."""
+
+    __tablename__ = "compaction_queue"
+    __table_args__ = (
+        sa.CheckConstraint(_in("cq_state", COMPACTION_STATES), name="cq_state"),
+        sa.CheckConstraint(_in("cq_type", COMPACTION_TYPES), name="cq_type"),
+        sa.Index(None, "db_name", "tbl_name", "part_name"),
+    )
+
+    cq_id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    db_name: Mapped[str] = mapped_column(sa.String(128))
+    tbl_name: Mapped[str] = mapped_column(sa.String(256))
+    part_name: Mapped[str | None] = mapped_column(sa.Text)
+    cq_type: Mapped[str] = mapped_column(sa.String(16))
+    cq_state: Mapped[str] = mapped_column(sa.String(32), index=True)
+    cq_requester: Mapped[str] = mapped_column(sa.String(256))
+    cq_worker_id: Mapped[str | None] = mapped_column(sa.String(256))
+    cq_enqueue_time: Mapped[datetime] = mapped_column(UTCDateTime)
+    cq_start: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    cq_end: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    cq_heartbeat: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    cq_error_message: Mapped[str | None] = mapped_column(sa.Text)
+    cq_highest_write_id: Mapped[int | None] = mapped_column(sa.BigInteger)
+    cq_txn_id: Mapped[int | None] = mapped_column(sa.BigInteger)
+    cq_commit_id: Mapped[int | None] = mapped_column(sa.BigInteger)
+    cq_properties: Mapped[dict] = mapped_column(sa.JSON)
+    cq_details: Mapped[dict] = mapped_column(sa.JSON)
+
+
+class ReaderRegistration(Base):
+    """A snapshot reader of a table (revision 0003). ``snapshot_seq`` is the value of the
+    transaction sequence (``next_txn_id``) when the reader took its snapshot: the cleaner waits
+    for live readers (heartbeat younger than the timeout) with ``snapshot_seq <=`` a
+    compaction's ``cq_commit_id``."""
+
+    __tablename__ = "reader_registrations"
+    __table_args__ = (sa.Index(None, "db_name", "tbl_name"),)
+
+    reader_id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    db_name: Mapped[str] = mapped_column(sa.String(128))
+    tbl_name: Mapped[str] = mapped_column(sa.String(256))
+    snapshot_seq: Mapped[int] = mapped_column(sa.BigInteger)
+    high_watermark: Mapped[int | None] = mapped_column(sa.BigInteger)
+    valid_write_ids: Mapped[str | None] = mapped_column(sa.Text)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    last_heartbeat: Mapped[datetime] = mapped_column(UTCDateTime)
+    reader_user: Mapped[str | None] = mapped_column(sa.String(256))
+    reader_host: Mapped[str | None] = mapped_column(sa.String(256))
+    agent_info: Mapped[str | None] = mapped_column(sa.Text)

@@ -40,6 +40,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from jobs.catalog import models as m
+from jobs.catalog.compactions import CompactionQueueMixin
 from jobs.catalog.errors import (
     BatchAlreadyAppliedError,
     BatchInProgressError,
@@ -682,7 +683,7 @@ def head_revision() -> str:
 # Catalog
 # ============================================================================================
 
-class Catalog:
+class Catalog(CompactionQueueMixin):
     """Tables, transactions, write ids, locks and commit records in one SQL database.
 
     The Hive metastore's transactional half (``TxnHandler``) re-done on SQLAlchemy: open a

@@ -1,4 +1,5 @@
-"""spark-submit subcommands ``cdc-upsert`` and ``ingest`` (see ``jobs/entry.py``).
+"""spark-submit subcommands ``cdc-upsert`` and ``ingest`` (see ``jobs/entry.py``:
+``cdc_upsert_main`` and ``ingest_main``).
 
 Each prints one JSON summary as its last stdout line (what an Airflow task pushes to XCom) and
 returns 0; errors propagate (non-zero exit, message on stderr) with the transaction aborted.
@@ -29,7 +30,7 @@ def _cdc_parser() -> argparse.ArgumentParser:
     return p
 
 
-def cdc_upsert(argv: list[str]) -> int:
+def cdc_upsert_main(argv: list[str]) -> int:
     """``cdc-upsert``: :func:`jobs.cdc.apply.apply_path` with the options of the CLI."""
     from jobs.catalog import Catalog
     from jobs.cdc.apply import apply_path
@@ -48,7 +49,7 @@ def cdc_upsert(argv: list[str]) -> int:
     return 0
 
 
-def ingest(argv: list[str]) -> int:
+def ingest_main(argv: list[str]) -> int:
     """``ingest``: :func:`jobs.ingest.ingest` for one table and data interval."""
     from jobs.catalog import Catalog
     from jobs.ingest import ingest as run
@@ -73,9 +74,9 @@ def ingest(argv: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    """Dispatch ``cdc-upsert`` / ``ingest`` (the name is ``argv[0]``, passed by jobs.entry)."""
-    name, rest = argv[0], argv[1:]
-    return {"cdc-upsert": cdc_upsert, "ingest": ingest}[name](rest)
+    """``python -m jobs.cdc.entry {cdc-upsert|ingest} ...`` (``jobs/entry.py`` calls the
+    ``<subcommand>_main`` functions directly)."""
+    return {"cdc-upsert": cdc_upsert_main, "ingest": ingest_main}[argv[0]](argv[1:])
 
 
 if __name__ == "__main__":
