@@ -407,3 +407,19 @@ class ReaderRegistration(Base):
     reader_user: Mapped[str | None] = mapped_column(sa.String(256))
     reader_host: Mapped[str | None] = mapped_column(sa.String(256))
     agent_info: Mapped[str | None] = mapped_column(sa.Text)
+
+
+class CdcTombstone(Base):
+    """The ordering value of a CDC delete (revision 0004): keeps late events from resurrecting
+    a deleted key. Valid once ``txn_id`` committed; the largest committed position wins."""
+
+    __tablename__ = "cdc_tombstones"
+
+    db_name: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    tbl_name: Mapped[str] = mapped_column(sa.String(256), primary_key=True)
+    key_hash: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    txn_id: Mapped[int] = mapped_column(sa.BigInteger, sa.ForeignKey("txns.txn_id"),
+                                        primary_key=True, index=True)
+    key_json: Mapped[str] = mapped_column(sa.Text)
+    position: Mapped[str] = mapped_column(sa.String(256))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -1644,6 +1644,74 @@ class Catalog(CompactionQueueMixin):
 
         return self._run(fn, write=False)
 
+    # -- CDC tombstones --------------------------------------------------------------------
+    @staticmethod
+    def _key_hash(key_json: str) -> str:
+        import hashlib
+
+        return hashlib.sha256(key_json.encode("utf-8")).hexdigest()
+
+    def add_tombstones(self, txn_id: int, table_name: str,
+                       entries: list[tuple[str, str]]) -> None:
+        """Record CDC deletes of the open transaction: ``[(key as canonical JSON, ordering
+        value of the delete)]``. They count once the transaction commits.
+
+        Raises:
+            NoSuchTransactionError, TxnAbortedError, TxnNotOpenError: ``txn_id`` is not open.
+        """
+        if not entries:
+            return
+        db, tbl = split_table_name(table_name)
+        now = _utcnow()
+        latest: dict[str, tuple[str, str]] = {}
+        for key_json, position in entries:
+            h = self._key_hash(key_json)
+            if h not in latest or position > latest[h][1]:
+                latest[h] = (key_json, position)
+
+        def fn(conn):
+            self._open_txn_row(conn, txn_id)
+            hashes = list(latest)
+            for i in range(0, len(hashes), 500):
+                conn.execute(sa.delete(m.CdcTombstone).where(
+                    m.CdcTombstone.db_name == db, m.CdcTombstone.tbl_name == tbl,
+                    m.CdcTombstone.txn_id == txn_id,
+                    m.CdcTombstone.key_hash.in_(hashes[i:i + 500])))
+            conn.execute(sa.insert(m.CdcTombstone), [
+                {"db_name": db, "tbl_name": tbl, "key_hash": h, "txn_id": txn_id,
+                 "key_json": kj, "position": pos, "created_at": now}
+                for h, (kj, pos) in latest.items()])
+
+        self._run(fn)
+
+    def tombstones(self, table_name: str, key_jsons: list[str]) -> dict[str, str]:
+        """Largest committed delete position per key among ``key_jsons`` (keys never deleted
+        by CDC are absent)."""
+        db, tbl = split_table_name(table_name)
+        by_hash = {self._key_hash(k): k for k in key_jsons}
+
+        def fn(conn):
+            base = (sa.select(m.CdcTombstone.key_hash, sa.func.max(m.CdcTombstone.position))
+                    .join(m.Txn, m.Txn.txn_id == m.CdcTombstone.txn_id)
+                    .where(m.CdcTombstone.db_name == db, m.CdcTombstone.tbl_name == tbl,
+                           m.Txn.txn_state == "committed"))
+            probe = (sa.select(m.CdcTombstone.key_hash)
+                     .where(m.CdcTombstone.db_name == db, m.CdcTombstone.tbl_name == tbl)
+                     .limit(1))
+            if conn.execute(probe).first() is None:
+                return {}
+            out: dict[str, str] = {}
+            hashes = list(by_hash)
+            for i in range(0, len(hashes), 500):
+                q = base.where(m.CdcTombstone.key_hash.in_(hashes[i:i + 500])) \
+                    .group_by(m.CdcTombstone.key_hash)
+                for h, pos in conn.execute(q):
+                    if pos is not None:
+                        out[by_hash[h]] = pos
+            return out
+
+        return self._run(fn, write=False)
+
     # ====================================================================================
     # Locks
     # ====================================================================================

@@ -261,9 +261,13 @@ def _apply_table(spark, catalog, txn, table: TableDef, changes_, options: CdcOpt
     if key:
         plan = chg.MergePlan()
         events = chg.normalize_events(changes_, dict(columns), key, plan)
-        stored = {} if truncated else lookup_stored(
-            spark, catalog, txn, table, sorted({e.key for e in events}, key=repr))
-        chg.fold_events(events, stored, [c for c, _ in columns], options.policies, plan)
+        keys = sorted({e.key for e in events}, key=repr)
+        stored = {} if truncated else lookup_stored(spark, catalog, txn, table, keys)
+        tombs = {} if truncated else _tombstones(catalog, table, [k for k in keys
+                                                                  if k not in stored])
+        chg.fold_events(events, stored, [c for c, _ in columns], options.policies, plan, tombs)
+        catalog.add_tombstones(txn.txn_id, table.name,
+                               [(key_json(k), pos) for k, pos in plan.tombstones])
     else:
         candidates = (lambda before, taken: None) if truncated else \
             _keyless_candidates(spark, catalog, txn, table, changes_, columns)
@@ -283,6 +287,22 @@ def _apply_table(spark, catalog, txn, table: TableDef, changes_, options: CdcOpt
         stats["write_id"] = result.write_id
         stats["files"] = result.files
     return stats
+
+
+def key_json(key: tuple) -> str:
+    """Canonical JSON of a key tuple (the catalog's tombstone key)."""
+    import json
+
+    return json.dumps([str(v) if not isinstance(v, (int, str)) or isinstance(v, bool) else v
+                       for v in key], separators=(",", ":"))
+
+
+def _tombstones(catalog, table: TableDef, keys: list[tuple]) -> dict[tuple, str]:
+    """Committed CDC delete positions of ``keys`` (keys not stored in the table)."""
+    if not keys:
+        return {}
+    by_json = {key_json(k): k for k in keys}
+    return {by_json[j]: pos for j, pos in catalog.tombstones(table.name, list(by_json)).items()}
 
 
 def _all_partitions(catalog, table: TableDef) -> list[dict[str, Any]]:

@@ -98,6 +98,8 @@ class MergePlan:
             ``deletes_of_missing``, ``updates_of_missing``, ``inserts_of_existing``,
             ``quarantined``, ``events``.
         bad: events quarantined by the coercion or the policies.
+        tombstones: ``[(key tuple, position)]`` of keys whose final state is deleted (the
+            catalog keeps them so later-arriving older events cannot resurrect the key).
     """
 
     deletes: list[tuple[dict[str, Any], tuple[int, int, int]]] = field(default_factory=list)
@@ -107,6 +109,7 @@ class MergePlan:
         "ignored_late": 0, "deletes_of_missing": 0, "updates_of_missing": 0,
         "inserts_of_existing": 0, "quarantined": 0})
     bad: list[BadRecord] = field(default_factory=list)
+    tombstones: list[tuple[tuple, str]] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------- coercion
@@ -340,7 +343,8 @@ def normalize_events(changes: list[Change], types: dict[str, str], key_cols: lis
 
 
 def fold(changes: list[Change], stored: dict[tuple, StoredRow], columns: list[tuple[str, str]],
-         key_cols: list[str], policies: Policies = Policies()) -> MergePlan:
+         key_cols: list[str], policies: Policies = Policies(),
+         tombstones: dict[tuple, str] | None = None) -> MergePlan:
     """Merge one batch's changes of a keyed table with the stored versions of their keys.
 
     Args:
@@ -351,16 +355,19 @@ def fold(changes: list[Change], stored: dict[tuple, StoredRow], columns: list[tu
             ``_cdc_position``.
         key_cols: primary key column names.
         policies: see :class:`Policies`.
+        tombstones: ``{key tuple: position of its last delete}`` for keys that are not stored
+            because an earlier batch deleted them; events not newer are late.
     Returns:
         :class:`MergePlan`.
     """
     plan = MergePlan()
     events = normalize_events(changes, dict(columns), key_cols, plan)
-    return fold_events(events, stored, [c for c, _ in columns], policies, plan)
+    return fold_events(events, stored, [c for c, _ in columns], policies, plan, tombstones)
 
 
 def fold_events(events: list[_Event], stored: dict[tuple, StoredRow], names: list[str],
-                policies: Policies, plan: MergePlan) -> MergePlan:
+                policies: Policies, plan: MergePlan,
+                tombstones: dict[tuple, str] | None = None) -> MergePlan:
     """:func:`fold` on events already normalised by :func:`normalize_events` (so the caller
     can look up the stored versions of exactly their keys in between)."""
     by_key: dict[tuple, list[_Event]] = {}
@@ -371,9 +378,10 @@ def fold_events(events: list[_Event], stored: dict[tuple, StoredRow], names: lis
         evs.sort(key=lambda e: (e.position, e.seq, e.op != "D"))
         old = stored.get(key)
         cur = dict(old.row) if old else None
-        changed, last = False, None
+        floor = old.position if old is not None else (tombstones or {}).get(key)
+        changed, last, last_op = False, None, None
         for ev in evs:
-            if old is not None and old.position is not None and ev.position <= old.position:
+            if floor is not None and ev.position <= floor:
                 st["ignored_late"] += 1
                 continue
             if ev.op == "D":
@@ -401,9 +409,11 @@ def fold_events(events: list[_Event], stored: dict[tuple, StoredRow], names: lis
                 else:
                     cur = {n: (ev.row[n] if n in ev.row and n not in ev.missing else cur.get(n))
                            for n in names}
-            changed, last = True, ev.position
+            changed, last, last_op = True, ev.position, ev.op
         if not changed:
             continue
+        if cur is None and last_op == "D":
+            plan.tombstones.append((key, last))
         if cur is not None:
             cur[POSITION_COLUMN] = last
         if old is not None:

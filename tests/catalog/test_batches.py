@@ -45,3 +45,22 @@ def test_same_transaction_may_reclaim_and_bad_ids_rejected(catalog):
         catalog.register_batch(t, "", "cdc")
     with pytest.raises(ValueError):
         catalog.register_batch(t, "x" * 129, "cdc")
+
+
+def test_tombstones_count_once_committed_and_largest_wins(catalog):
+    from jobs.catalog import Column, TableDef
+
+    catalog.create_table(TableDef(name="s.t", columns=[Column("id", "int")]))
+    assert catalog.tombstones("s.t", ["[1]"]) == {}
+    t1 = catalog.open_transaction()
+    catalog.add_tombstones(t1, "s.t", [("[1]", "0005"), ("[1]", "0007"), ("[2]", "0001")])
+    assert catalog.tombstones("s.t", ["[1]", "[2]"]) == {}          # not committed yet
+    catalog.commit_transaction(t1)
+    t2 = catalog.open_transaction()
+    catalog.add_tombstones(t2, "s.t", [("[1]", "0009")])
+    catalog.abort_transaction(t2)
+    assert catalog.tombstones("s.t", ["[1]", "[2]", "[3]"]) == {"[1]": "0007", "[2]": "0001"}
+    t3 = catalog.open_transaction()
+    catalog.add_tombstones(t3, "s.t", [("[1]", "0010")])
+    catalog.commit_transaction(t3)
+    assert catalog.tombstones("s.t", ["[1]"]) == {"[1]": "0010"}

@@ -278,3 +278,18 @@ def test_truncate_then_changes_is_an_insert_overwrite(spark, catalog, tmp_path):
     from jobs.reads import acid_state_of
     t = catalog.get_table("src.acc")
     assert acid_state_of(t.location, catalog.valid_write_ids("src.acc")).base.name == "base_0000002"
+
+
+def test_late_events_after_a_delete_do_not_resurrect_the_key(spark, catalog, tmp_path):
+    opts = CdcOptions(fmt="goldengate", target_db="shop", auto_create=True)
+    for i, batch in enumerate([
+            [gg("I", "0001", "2024-01-01 00:00:01", {"ID": 1, "NAME": "a", "AGE": 1})],
+            [gg("D", "0005", "2024-01-01 00:00:05", None, {"ID": 1})],
+            [gg("U", "0003", "2024-01-01 00:00:03", {"ID": 1, "NAME": "late", "AGE": 3}, {"ID": 1}),
+             gg("I", "0004", "2024-01-01 00:00:04", {"ID": 1, "NAME": "late", "AGE": 4})],
+            [gg("I", "0006", "2024-01-01 00:00:06", {"ID": 1, "NAME": "back", "AGE": 6})]]):
+        r = apply_file(spark, catalog, str(write(tmp_path / f"{i}.json", batch)), opts)
+        if i == 2:
+            assert r.tables["shop.cust"]["ignored_late"] == 2
+            assert rows(spark, catalog, "shop.cust", ["id"]) == {}
+    assert rows(spark, catalog, "shop.cust", ["id"])[1]["name"] == "back"

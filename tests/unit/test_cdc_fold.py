@@ -120,3 +120,14 @@ def test_keyless_inserts_and_full_row_updates():
     st = plan.stats
     assert (st["rows_inserted"], st["rows_deleted"], st["deletes_of_missing"]) == (1, 2, 1)
     assert "REPLICA IDENTITY FULL" in plan.bad[0].reason
+
+
+def test_tombstones_stop_late_events_resurrecting_deleted_keys():
+    plan = fold([ch("U", "04", {"id": 1, "name": "late", "age": 1}),
+                 ch("I", "05", {"id": 1, "name": "late2", "age": 1}, seq=1),
+                 ch("I", "07", {"id": 2, "name": "new", "age": 2}, seq=2),
+                 ch("D", "08", before={"id": 3}, seq=3)],
+                {}, COLS, KEY, tombstones={(1,): "05", (2,): "06"})
+    assert [r["id"] for r in plan.inserts] == [2]
+    assert plan.stats["ignored_late"] == 2
+    assert plan.tombstones == [((3,), "08")]      # delete of a missing key still leaves one
