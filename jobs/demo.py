@@ -47,14 +47,14 @@ def run_demo(spark, catalog, sample_dir: Path = SAMPLE_DIR,
         FileNotFoundError: no sample data; any batch error (its transaction is aborted).
     """
     from jobs.cdc.apply import CdcOptions, apply_path
-    from jobs.cdc.tables import load_tables_config
+    from jobs.cdc.tables import load_tables_config, with_position_column
     from jobs.quality.reconcile import SavedSource, reconcile
     from jobs.reads import acid_state_of
 
     t0 = time.monotonic()
     tables = load_tables_config(tables_yaml)
     for tdef in tables.values():
-        catalog.create_table(tdef, if_not_exists=True)
+        catalog.create_table(with_position_column(tdef), if_not_exists=True)
     out = DemoSummary()
     out.batches = apply_path(spark, catalog, str(sample_dir / "landing"),
                              CdcOptions(fmt="wal2json", tables=tables, target_db="pgbench"))

@@ -18,7 +18,8 @@ def _cdc_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", dest="fmt", default="wal2json",
                    choices=["wal2json", "debezium", "goldengate"])
     p.add_argument("--tables-config", default=None, help="YAML file or directory")
-    p.add_argument("--auto-create", action="store_true")
+    p.add_argument("--auto-create", nargs="?", const="true", default="false", type=_flag,
+                   help="register unknown tables (optionally =true/false, for templates)")
     p.add_argument("--target-db", default="default")
     p.add_argument("--num-buckets", type=int, default=4)
     p.add_argument("--schema-drift", default="add", choices=["add", "fail"])
@@ -27,7 +28,17 @@ def _cdc_parser() -> argparse.ArgumentParser:
     p.add_argument("--delete-missing", default="count", choices=["count", "quarantine"])
     p.add_argument("--quarantine-threshold", type=float, default=0.01)
     p.add_argument("--table", action="append", default=None, help="only this source table")
+    p.add_argument("--tables", default="", help="comma-separated source tables (templates)")
     return p
+
+
+def _flag(text: str) -> bool:
+    t = str(text).strip().lower()
+    if t in ("1", "true", "yes", "y", "on"):
+        return True
+    if t in ("0", "false", "no", "n", "off", ""):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
 
 
 def cdc_upsert_main(argv: list[str]) -> int:
@@ -42,7 +53,8 @@ def cdc_upsert_main(argv: list[str]) -> int:
                             target_db=a.target_db, num_buckets=a.num_buckets,
                             schema_drift=a.schema_drift, update_missing=a.update_missing,
                             insert_existing=a.insert_existing, delete_missing=a.delete_missing,
-                            quarantine_threshold=a.quarantine_threshold, tables=a.table)
+                            quarantine_threshold=a.quarantine_threshold,
+                            tables=(a.table or []) + [t for t in a.tables.split(",") if t.strip()])
     reports = apply_path(get_spark("acidflow-cdc-upsert"), Catalog.from_settings(), a.input,
                          options)
     print(json.dumps({"batches": [r.__dict__ for r in reports]}, default=str))
@@ -64,9 +76,19 @@ def ingest_main(argv: list[str]) -> int:
     p.add_argument("--mode", default="append", choices=["append", "overwrite"])
     p.add_argument("--partition", action="append", default=[], help="col=value (repeatable)")
     p.add_argument("--quarantine-threshold", type=float, default=0.01)
+    p.add_argument("--tables-config", default=None,
+                   help="YAML file/dir: create the table from it when it does not exist")
     a = p.parse_args(argv)
     partition = dict(kv.split("=", 1) for kv in a.partition) or None
-    report = run(get_spark("acidflow-ingest"), Catalog.from_settings(), a.table, a.path, a.fmt,
+    catalog = Catalog.from_settings()
+    if a.tables_config and not catalog.table_exists(a.table):
+        from jobs.cdc.tables import find_table, load_tables_config
+
+        tdef = find_table(load_tables_config(a.tables_config), a.table)
+        if tdef is None:
+            raise SystemExit(f"table {a.table} is neither in the catalog nor in {a.tables_config}")
+        catalog.create_table(tdef, if_not_exists=True)
+    report = run(get_spark("acidflow-ingest"), catalog, a.table, a.path, a.fmt,
                  a.data_interval, mode=a.mode, partition=partition,
                  quarantine_threshold=a.quarantine_threshold)
     print(json.dumps(report.__dict__, default=str))

@@ -13,10 +13,11 @@ YAML shape (one file may hold several tables)::
         num_buckets: 4                    # CLUSTERED BY the primary key
 
 Every other key of :class:`jobs.catalog.TableDef` (``partition_columns``, ``bucket_columns``,
-``bucketing_version``, ``properties``, ``location``) is accepted. CDC tables always end with the
-bookkeeping column ``_cdc_position string`` (the ordering value of the event that wrote each
-row version, :data:`jobs.cdc.changes.POSITION_COLUMN`), which is also their
-``ordering_column``; it is appended when the YAML does not list it.
+``bucketing_version``, ``properties``, ``location``) is accepted. The same files serve batch
+ingest (``jobs.ingest``) and CDC; tables the CDC job creates always end with the bookkeeping
+column ``_cdc_position string`` (the ordering value of the event that wrote each row version,
+:data:`jobs.cdc.changes.POSITION_COLUMN`), which is also their ``ordering_column``: it is
+appended by :func:`with_position_column` when the YAML does not list it.
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def load_tables_config(path: str | Path) -> dict[str, TableDef]:
     """Read one YAML file, or every ``*.yaml``/``*.yml`` in a directory.
 
     Returns:
-        ``{source table (lower case): TableDef}`` (with ``_cdc_position``).
+        ``{source table (lower case): TableDef}`` as written (no ``_cdc_position`` added).
     Raises:
         TablesConfigError: unreadable YAML, missing keys, invalid definitions, or one source
             mapped twice.
@@ -72,7 +73,7 @@ def load_tables_config(path: str | Path) -> dict[str, TableDef]:
             if db and "." not in str(data["name"]):
                 data["name"] = f"{db}.{data['name']}"
             try:
-                tdef = with_position_column(TableDef.from_dict(data))
+                tdef = TableDef.from_dict(data)
                 tdef.validate()
             except (ValueError, TypeError, KeyError) as e:
                 raise TablesConfigError(f"{f}: tables[{i}] ({data.get('name')}): {e}") from e
@@ -100,3 +101,9 @@ def table_from_stream(source: SourceTable, target_db: str, num_buckets: int = 4)
                     num_buckets=num_buckets if source.primary_key else 0,
                     properties={"acidflow.cdc.source": source.name})
     return with_position_column(tdef)
+
+
+def find_table(config: dict[str, TableDef], name: str) -> TableDef | None:
+    """The definition named ``name`` (``db.table``) in a loaded config, or None."""
+    name = name.lower()
+    return next((t for t in config.values() if t.name == name), None)

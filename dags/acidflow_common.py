@@ -1,0 +1,118 @@
+"""Shared wiring for the acidflow DAGs (not a DAG file; listed in ``.airflowignore``).
+
+Everything Spark does runs through :class:`AcidflowSparkSubmitOperator`, a
+``SparkSubmitOperator`` that submits ``jobs/entry.py <subcommand> ...`` on the connection
+``spark_default`` (``local[2]`` by default, a standalone master when configured) with the
+``jobs`` package shipped as a zip in ``py_files``. Catalog-only steps (initiator, cleaner, slot
+pull) run the same package's command line in the worker with ``BashOperator``.
+
+Configuration (Airflow config section ``[acidflow]``, i.e. ``AIRFLOW__ACIDFLOW__<KEY>``;
+environment and defaults otherwise) -- nothing is set by hand in a task:
+
+==================  ====================================  =================================
+key                 default                               used for
+==================  ====================================  =================================
+pyspark_python      the Python running Airflow            ``PYSPARK_PYTHON`` of driver/executors
+java_home           ``$JAVA_HOME`` or Debian's JDK 17      ``JAVA_HOME`` of spark-submit
+spark_local_ip      ``$SPARK_LOCAL_IP`` or 127.0.0.1      ``SPARK_LOCAL_IP``
+repo                the checkout holding this file       ``jobs/entry.py``, ``include/``
+==================  ====================================  =================================
+
+``ACIDFLOW_WAREHOUSE`` / ``ACIDFLOW_CATALOG_URL`` / ``ACIDFLOW_TXN_TIMEOUT`` are passed through
+to the jobs. Nothing here touches a table: DAG files only name entry points and arguments.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.providers.standard.operators.bash import BashOperator
+
+_HERE = Path(__file__).resolve().parent
+DEFAULT_JAVA_HOME = "/usr/lib/jvm/java-17-openjdk-amd64"
+PASS_THROUGH = ("ACIDFLOW_WAREHOUSE", "ACIDFLOW_CATALOG_URL", "ACIDFLOW_TXN_TIMEOUT",
+                "ACIDFLOW_BUILD_DIR")
+
+DEFAULT_ARGS = {"owner": "data-platform", "retries": 2}
+
+
+def _conf(key: str, fallback: str) -> str:
+    from airflow.configuration import conf
+
+    return conf.get("acidflow", key, fallback=fallback)
+
+
+def repo() -> Path:
+    """The acidflow checkout (``[acidflow] repo``; default the parent of ``dags/``)."""
+    return Path(_conf("repo", str(_HERE.parent)))
+
+
+def include(*parts: str) -> str:
+    """A path under ``<repo>/include``."""
+    return str(repo().joinpath("include", *parts))
+
+
+def python_bin() -> str:
+    """The Python that runs jobs in the worker and on executors (``[acidflow] pyspark_python``)."""
+    return _conf("pyspark_python", sys.executable)
+
+
+def job_env() -> dict[str, str]:
+    """Environment of a spark-submit or CLI job: PYSPARK_PYTHON, JAVA_HOME, SPARK_LOCAL_IP,
+    PATH with the venv's ``bin`` first (``spark-submit``, ``acidflow``), ACIDFLOW_* settings."""
+    py = python_bin()
+    env = {
+        "PYSPARK_PYTHON": py,
+        "PYSPARK_DRIVER_PYTHON": py,
+        "JAVA_HOME": _conf("java_home", os.environ.get("JAVA_HOME") or DEFAULT_JAVA_HOME),
+        "SPARK_LOCAL_IP": _conf("spark_local_ip", os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")),
+        "PATH": os.path.dirname(py) + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONUNBUFFERED": "1",
+    }
+    for k in PASS_THROUGH:
+        if os.environ.get(k):
+            env[k] = os.environ[k]
+    return env
+
+
+class AcidflowSparkSubmitOperator(SparkSubmitOperator):
+    """``spark-submit <repo>/jobs/entry.py <subcommand> <args>`` on ``spark_default``.
+
+    The ``jobs`` zip (``jobs.packaging.build_jobs_zip``) is built when the task runs, never when
+    the DAG file is parsed. ``application_args`` stay templated (``{{ ds }}``, params).
+
+    Args:
+        subcommand: ``ingest``, ``cdc-upsert``, ``compact``, ``clean`` or ``validate``.
+        args: its arguments (templated).
+        **kwargs: passed to ``SparkSubmitOperator`` (``task_id``, ``conn_id``, ``conf`` ...).
+    """
+
+    def __init__(self, *, subcommand: str, args: list[str] | None = None, **kwargs):
+        kwargs.setdefault("conn_id", "spark_default")
+        kwargs.setdefault("name", f"acidflow-{subcommand}")
+        kwargs.setdefault("conf", {"spark.sql.session.timeZone": "UTC",
+                                   "spark.sql.shuffle.partitions": "4"})
+        super().__init__(application=str(repo() / "jobs" / "entry.py"),
+                         application_args=[subcommand, *(args or [])], **kwargs)
+
+    def execute(self, context):
+        sys.path.insert(0, str(repo()))
+        from jobs.packaging import build_jobs_zip
+
+        self.py_files = str(build_jobs_zip())
+        self.env_vars = {**job_env(), **(self.env_vars or {})}
+        self._hook = None  # rebuild the hook with the values above
+        return super().execute(context)
+
+
+def cli_task(task_id: str, command: str, env_extra: dict[str, str] | None = None,
+             **kwargs) -> BashOperator:
+    """A ``BashOperator`` running a catalog-only step of the package in the worker with the
+    jobs' Python, e.g. ``jobs/entry.py compact --initiate`` (templated); its last stdout line
+    goes to XCom. ``env_extra`` adds (templated) environment variables."""
+    env = {**job_env(), **(env_extra or {})}
+    cmd = f"cd {shlex.quote(str(repo()))} && {shlex.quote(python_bin())} {command}"
+    return BashOperator(task_id=task_id, bash_command=cmd, env=env, append_env=True, **kwargs)
