@@ -9,7 +9,7 @@ Routes (all read-only, all authenticated, see :mod:`acidflow_ui.auth`):
                                ``/api/tables/{name}``, ``/api/compactions``,
                                ``/api/transactions``, ``/api/locks``)
 ``GET /login?token=<jwt>``     checks an Airflow JWT, stores it in an HttpOnly cookie scoped to
-                               the prefix, redirects to ``/``
+                               the prefix, redirects to ``/`` (or ``next``, a page of this app)
 =============================  ===============================================================
 
 Unauthenticated requests get 401 (JSON, ``WWW-Authenticate: Bearer``); a browser asking for an
@@ -161,9 +161,10 @@ def create_app(data_factory: Callable[[], AcidUiData] | None = None,
 
     # -- session -------------------------------------------------------------------------
     @app.get("/login")
-    async def login(request: Request, token: str = "") -> Response:
+    async def login(request: Request, token: str = "", next: str = "") -> Response:
         """Exchange an Airflow JWT for an HttpOnly cookie (the JWT itself, scoped to the
-        prefix) and redirect to the page; 401 for a missing or invalid token."""
+        prefix) and redirect to ``next`` (a path under the prefix; default the main page);
+        401 for a missing or invalid token."""
         if not token:
             raise AuthError(401, "missing token parameter", explicit=True)
         try:
@@ -173,7 +174,10 @@ def create_app(data_factory: Callable[[], AcidUiData] | None = None,
         if not auth.is_authorized(user):
             raise AuthError(403, "this user may not view plugin pages", explicit=True)
         base = _base(request)
-        resp = RedirectResponse(f"{base}/", status_code=303, headers=NO_STORE)
+        target = f"{base}/"
+        if next.startswith(target) and "//" not in next and "\\" not in next:
+            target = next  # only pages of this app: no open redirect
+        resp = RedirectResponse(target, status_code=303, headers=NO_STORE)
         resp.set_cookie(COOKIE_NAME, token, path=base or "/", httponly=True, samesite="lax",
                         secure=request.url.scheme == "https")
         return resp

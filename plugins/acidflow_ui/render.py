@@ -204,6 +204,17 @@ def overview_page(ov: Overview, base: str, user: str | None = None,
 
 # -------------------------------------------------------------------------------- chart
 
+def nice_step(raw: float) -> int:
+    """The smallest 1, 2 or 5 times a power of ten that is >= ``raw`` (at least 1): the
+    chart's y-axis step."""
+    step = 1
+    while True:
+        for m in (1, 2, 5):
+            if step * m >= raw:
+                return step * m
+        step *= 10
+
+
 def rows_chart(commits: list[CommitRow], width: int = 720, height: int = 220) -> str:
     """Inline SVG: rows inserted / updated / deleted per commit (stacked bars, one per write
     id, last 60 commits), with a y axis. Commits without statistics draw as empty slots."""
@@ -213,7 +224,8 @@ def rows_chart(commits: list[CommitRow], width: int = 720, height: int = 220) ->
     left, right, top, bottom = 56, 12, 24, 34
     plot_w, plot_h = width - left - right, height - top - bottom
     totals = [sum((getattr(c, k) or 0) for k, _, _ in colors) for c in shown]
-    peak = max(totals, default=0) or 1
+    step = nice_step(max(totals, default=0) / 4)
+    peak = step * 4
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" id="rows-chart" width="{width}" '
            f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
            f'aria-label="rows per commit" style="background:#fff;border:1px solid #d9e2ec">']
@@ -227,11 +239,11 @@ def rows_chart(commits: list[CommitRow], width: int = 720, height: int = 220) ->
                f'fill="#7b8794">rows per commit (write id)</text>')
     # axis + grid
     for i in range(5):
-        v = peak * i / 4
+        v = step * i
         y = top + plot_h - plot_h * i / 4
         out.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" '
                    f'stroke="#eef2f7"/><text x="{left - 4}" y="{y + 4:.1f}" font-size="10" '
-                   f'text-anchor="end">{int(round(v)):,}</text>')
+                   f'text-anchor="end">{v:,}</text>')
     out.append(f'<line x1="{left}" x2="{left}" y1="{top}" y2="{top + plot_h}" stroke="#9aa5b1"/>')
     if not shown:
         out.append(f'<text x="{left + plot_w / 2}" y="{top + plot_h / 2}" font-size="12" '
@@ -299,7 +311,7 @@ def table_page(d: TableDetail, base: str, user: str | None = None) -> str:
         [[e(c.write_id), e(c.txn_id), e(c.commit_id), e(fmt_time(c.committed_at)),
           e(", ".join(c.operations)), e(n(c.rows_inserted)), e(n(c.rows_updated)),
           e(n(c.rows_deleted)), e(n(c.files)), e(fmt_bytes(c.bytes)),
-          f"<code>{e(c.batch_id[:16])}</code>" if c.batch_id else NBSP]
+          f'<code title="{e(c.batch_id)}">{e(c.batch_id[:32])}</code>' if c.batch_id else NBSP]
          for c in reversed(d.commits)],
         numeric={0, 1, 2, 5, 6, 7, 8, 9}, empty="no commits", id_="commits-table")
     wids = _table(["write id", "txn id", "state"],
