@@ -10,7 +10,7 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup system-deps test test-fast demo lock clean bench sample-data
+.PHONY: setup system-deps system-deps-wal2json system-deps-chromium test test-fast demo lock clean bench sample-data
 
 # PostgreSQL 15 server binaries, as tests/support/postgres.py finds them ($$ACIDFLOW_PG_BINDIR).
 PG_BINDIR ?= $(or $(ACIDFLOW_PG_BINDIR),/usr/lib/postgresql/15/bin)
@@ -19,9 +19,12 @@ WAL2JSON_PKG := postgresql-15-wal2json
 
 setup: system-deps $(VENV)/.installed
 
-# System packages the CDC source side needs: the wal2json logical decoding output plugin.
-# Idempotent: a file test when installed; apt-get only when missing and we are root.
-system-deps:
+# System packages: the wal2json logical decoding output plugin (CDC source side, tests and
+# 'make sample-data') and Chromium (headless screenshots of the Airflow UI page in the e2e test).
+# Idempotent: a file/command test when installed; apt-get only when missing and we are root.
+system-deps: system-deps-wal2json system-deps-chromium
+
+system-deps-wal2json:
 	@if [ -f "$(WAL2JSON_SO)" ]; then exit 0; fi; \
 	if [ "$$(id -u)" != 0 ]; then \
 	  echo "system-deps: wal2json is missing ($(WAL2JSON_SO)) and we are not root; install it with" \
@@ -35,6 +38,21 @@ system-deps:
 	apt-get install -y -q --no-install-recommends $(WAL2JSON_PKG) \
 	  || { apt-get update -q && apt-get install -y -q --no-install-recommends $(WAL2JSON_PKG); }; \
 	test -f "$(WAL2JSON_SO)" || { echo "system-deps: $(WAL2JSON_PKG) installed but $(WAL2JSON_SO) is missing" >&2; exit 1; }
+
+system-deps-chromium:
+	@if command -v chromium >/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+	  echo "system-deps: chromium is missing and we are not root; install it with" \
+	       "'sudo apt-get install -y --no-install-recommends chromium'." \
+	       "Skipping: the Airflow UI page e2e test needs it." >&2; exit 0; fi; \
+	if ! command -v apt-get >/dev/null; then \
+	  echo "system-deps: chromium is missing and apt-get is not available; install a" \
+	       "headless Chromium by hand." >&2; exit 0; fi; \
+	echo "system-deps: installing chromium"; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	apt-get install -y -q --no-install-recommends chromium \
+	  || { apt-get update -q && apt-get install -y -q --no-install-recommends chromium; }; \
+	command -v chromium >/dev/null || { echo "system-deps: chromium installed but not on PATH" >&2; exit 1; }
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
