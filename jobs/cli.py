@@ -306,18 +306,35 @@ def engine_demo(rows: int = typer.Option(20_000, help="rows in the first insert"
 
 @app.command()
 def demo(sample_dir: Optional[Path] = typer.Option(None, help="sample data directory "
-                                                  "(default include/sample_data/pgbench)")) -> None:
-    """The main job on embedded defaults: apply the pgbench change data captured from a real
-    PostgreSQL 15 (wal2json) to the four pgbench tables, reconcile each against the source's
-    saved final contents, print a summary. Exits 1 on any mismatch; a second run skips every
-    batch."""
-    from jobs.demo import SAMPLE_DIR, run_demo
-    from jobs.spark import get_spark
-
-    s = run_demo(get_spark("acidflow-demo"), _catalog(), sample_dir or SAMPLE_DIR)
+                                                  "(default include/sample_data/pgbench)"),
+         direct: bool = typer.Option(False, "--direct",
+                                     help="run the CDC job in this process, without Airflow"),
+         airflow_home: Optional[Path] = typer.Option(None, help="AIRFLOW_HOME (default .airflow)")
+         ) -> None:
+    """The main job on embedded defaults: the acid_cdc DAG (``airflow dags test``, spark-submit
+    on local[2]) applies the pgbench change data captured from a real PostgreSQL 15 (wal2json)
+    to the four pgbench tables, the acid_compaction DAG compacts them, and every table is
+    reconciled against the source's saved final contents. Prints a summary; exits 1 on any
+    mismatch; a second run skips every batch."""
     from jobs.cdc.cli import print_reports
+    from jobs.demo import SAMPLE_DIR, run_demo, run_demo_airflow
 
+    cat_ = _catalog()
+    if direct:
+        from jobs.spark import get_spark
+
+        s = run_demo(get_spark("acidflow-demo"), cat_, sample_dir or SAMPLE_DIR)
+    else:
+        s = run_demo_airflow(cat_, airflow_home=airflow_home, sample_dir=sample_dir or SAMPLE_DIR)
     print_reports(s.batches)
+    for step in s.steps:
+        console.print(f"DAG {step['dag_id']}: {'success' if step['ok'] else 'FAILED'} "
+                      f"({step['seconds']:.0f} s)")
+    if s.compactions:
+        ct = Table("id", "table", "type", "state", "highest write id", title="compactions")
+        for c in s.compactions:
+            ct.add_row(str(c.id), c.table, c.type, c.state, str(c.highest_write_id or ""))
+        console.print(ct)
     t = Table("table", "rows", "source rows", "high watermark", "base", "deltas",
               "delete deltas", "reconciled", title="pgbench tables")
     for name, st in s.tables.items():
