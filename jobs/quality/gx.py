@@ -269,7 +269,7 @@ def _as_pandas(df):
                     "pandas DataFrame or a pyarrow Table")
 
 
-def run_expectations(df, expectations: list[dict], *, name: str) -> tuple[bool, dict, str]:
+def run_expectations(df, expectations: list[dict], *, name: str) -> tuple[Any, str]:
     """Run expectations on one DataFrame with GX 1.x (imported here, lazily).
 
     Args:
@@ -278,7 +278,7 @@ def run_expectations(df, expectations: list[dict], *, name: str) -> tuple[bool, 
         expectations: ``[{"type", "kwargs", "meta"}]`` as :func:`parse_suite` returns them.
         name: suite name (GX's ``suite_name`` in the result).
     Returns:
-        ``(success, GX result as JSON dict, engine)`` with ``result_format`` SUMMARY and 5
+        ``(GX ExpectationSuiteValidationResult, engine)``, ``result_format`` SUMMARY with 5
         partial unexpected values per expectation.
     Raises:
         SuiteError: GX refused an expectation (unknown type, bad kwargs).
@@ -312,19 +312,15 @@ def run_expectations(df, expectations: list[dict], *, name: str) -> tuple[bool, 
     res = vd.run(batch_parameters={"dataframe": data},
                  result_format={"result_format": "SUMMARY",
                                 "partial_unexpected_count": PARTIAL_UNEXPECTED})
-    return bool(res.success), res.to_json_dict(), engine
+    return res, engine
 
 
-def data_docs_html(gx_result: dict) -> str:
-    """GX's Data Docs page (HTML) of one validation result given as JSON dict."""
-    from great_expectations.core.expectation_validation_result import (
-        ExpectationSuiteValidationResult)
+def data_docs_html(gx_result) -> str:
+    """GX's Data Docs page (HTML) of one ``ExpectationSuiteValidationResult``."""
     from great_expectations.render.renderer import ValidationResultsPageRenderer
     from great_expectations.render.view import DefaultJinjaPageView
 
-    res = ExpectationSuiteValidationResult(**{k: gx_result[k] for k in (
-        "success", "results", "suite_name", "statistics", "meta") if k in gx_result})
-    return DefaultJinjaPageView().render(ValidationResultsPageRenderer().render(res))
+    return DefaultJinjaPageView().render(ValidationResultsPageRenderer().render(gx_result))
 
 
 def _write(warehouse: str, path: str, data: bytes) -> None:
@@ -357,7 +353,8 @@ def check(catalog, table_name: str, df, *, scope: str, suite_dir=None,
     suite = load_suite(path)
     run_id = run_id or new_run_id(scope)
     wanted = select_expectations(suite, scope)
-    ok, gx_result, engine = run_expectations(df, wanted, name=suite["name"])
+    res, engine = run_expectations(df, wanted, name=suite["name"])
+    ok, gx_result = bool(res.success), res.to_json_dict()
     result = GateResult(table=table_name, scope=scope, suite=str(path), success=ok,
                         run_id=run_id, expectations=outcomes_from_result(gx_result),
                         engine=engine)
@@ -366,7 +363,7 @@ def check(catalog, table_name: str, df, *, scope: str, suite_dir=None,
     if html == "always" or (html == "on_failure" and not ok):
         result.html_path = out_dir + "/report.html"
         try:
-            _write(catalog.warehouse, result.html_path, data_docs_html(gx_result).encode())
+            _write(catalog.warehouse, result.html_path, data_docs_html(res).encode())
         except Exception as exc:  # noqa: BLE001 - the page is a convenience, the JSON is the report
             result.html_path = None
             gx_result.setdefault("meta", {})["acidflow_html_error"] = str(exc)
