@@ -14,6 +14,7 @@ every table passes, 1 when one fails.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import List, Optional
 
@@ -21,7 +22,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 160)
 
 
 def register(app: typer.Typer) -> None:

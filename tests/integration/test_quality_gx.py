@@ -227,3 +227,18 @@ def test_entry_validate_subprocess(catalog, tampered, tmp_path):
     assert ok["table"] == "db.ok" and ok["success"] and ok["expectations"] == 3
     assert bad["table"] == "db.t" and not bad["success"]
     assert any(e.startswith("wrong_bucket_file") for e in bad["invariant_errors"])
+
+
+def test_cli_validate_json(catalog, tampered, tmp_path):
+    from typer.testing import CliRunner
+
+    from jobs.cli import app
+
+    sd = suite(tmp_path / "suites", "db.ok", [between("id", 0, 5)])
+    res = CliRunner().invoke(app, ["validate", "db.ok", "db.t", "--suite-dir", str(sd), "--json"])
+    assert res.exit_code == 1, res.output
+    out = json.loads(res.output.strip().splitlines()[-1])
+    ok, bad = out["tables"]
+    [line] = ok["failed_expectations"]
+    assert line.startswith("expect_column_values_to_be_between(id): 4 unexpected, e.g. [")
+    assert Path(ok["report"]).exists() and not bad["success"]
