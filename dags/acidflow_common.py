@@ -72,6 +72,7 @@ def job_env() -> dict[str, str]:
         "PATH": os.path.dirname(py) + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"),
         "PYTHONUNBUFFERED": "1",
     }
+    env["ACIDFLOW_SUITE_DIR"] = os.environ.get("ACIDFLOW_SUITE_DIR") or include("expectations")
     for k in PASS_THROUGH:
         if os.environ.get(k):
             env[k] = os.environ[k]

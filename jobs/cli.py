@@ -357,13 +357,14 @@ def demo(sample_dir: Optional[Path] = typer.Option(None, help="sample data direc
 def _register_subcommands() -> None:
     from jobs.cdc import cli as cdc_cli
     from jobs.cdc import cli_pull
-    from jobs.quality import cli_reconcile
+    from jobs.quality import cli_reconcile, cli_validate
 
     from jobs.compactor.cli import register as register_compactor
 
     cdc_cli.register(app, cdc_app, show_app, _catalog)
     cli_pull.register(cdc_app)
     cli_reconcile.register(app)
+    cli_validate.register(app)
     register_compactor(app, show_app)
 
 

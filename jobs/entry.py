@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, str] = {
     "ingest": "jobs.cdc.entry",
     "compact": "jobs.compactor.entry",
     "clean": "jobs.compactor.entry",
+    "validate": "jobs.quality.entry",
 }
 
 

@@ -148,7 +148,8 @@ def _csv_columns(files: list[str], cols: list[tuple[str, str]]) -> list[tuple[st
 
 def ingest(spark, catalog, table_name: str, path: str, fmt: str, data_interval: str, *,
            mode: str = "append", partition: dict[str, Any] | None = None,
-           quarantine_threshold: float = DEFAULT_THRESHOLD) -> IngestReport:
+           quarantine_threshold: float = DEFAULT_THRESHOLD, quality_gate: bool = True,
+           suite_dir: str | None = None) -> IngestReport:
     """Load the files of ``path`` for one data interval into ``table_name``, once.
 
     Args:
@@ -159,11 +160,14 @@ def ingest(spark, catalog, table_name: str, path: str, fmt: str, data_interval: 
             of the whole table when unpartitioned).
         partition: partition values, e.g. ``{"ds": "2024-01-01"}``; filled into rows that do not
             carry the partition columns.
+        quality_gate: run the table's expectation suite (``<suite_dir>/<table>.json``, if any)
+            on the good rows before writing; ``suite_dir`` None = ``jobs.quality.gx`` default.
     Returns:
         :class:`IngestReport`.
     Raises:
         FileNotFoundError: no files; ValueError: bad format/mode/partition;
         QuarantineThresholdError: too many bad rows (nothing applied);
+        jobs.quality.gx.QualityGateError: the rows failed the suite (nothing applied);
         jobs.acid.writes.SchemaMismatchError: Parquet columns that do not fit the table.
     """
     from pyspark.sql import functions as F
@@ -225,6 +229,9 @@ def ingest(spark, catalog, table_name: str, path: str, fmt: str, data_interval: 
             report.quarantine_file = write_quarantine(catalog.warehouse, "ingest", batch_id, bad)
             check_threshold(batch_id, bad, total, quarantine_threshold, report.quarantine_file)
             data = good.drop("_source_file", *([CORRUPT] if CORRUPT in df.columns else []))
+            if quality_gate:  # raising aborts the transaction: nothing of the batch is visible
+                from jobs.quality.gx import gate_staged
+                gate_staged(spark, catalog, table.name, data, suite_dir=suite_dir)
             if mode == "overwrite":
                 result = writes.insert_overwrite(spark, catalog, txn, table.name, data,
                                                  partitions=[partition] if partition else None)

@@ -65,6 +65,9 @@ class CdcOptions:
         quarantine_threshold: largest tolerated fraction of bad records per batch (0.01).
         include_tables: only apply these source tables (others are left out of the batch and
             reported); None = all.
+        quality_gate: run each table's expectation suite (``<suite_dir>/<table>.json``, if any)
+            on the insert rows of its merge plan before writing (``jobs.quality.gx``); a failure
+            aborts the batch. suite_dir: None = ``jobs.quality.gx`` default.
     """
 
     fmt: str = "wal2json"
@@ -76,6 +79,8 @@ class CdcOptions:
     policies: chg.Policies = field(default_factory=chg.Policies)
     quarantine_threshold: float = DEFAULT_THRESHOLD
     include_tables: list[str] | None = None
+    quality_gate: bool = True
+    suite_dir: str | None = None
 
     def __post_init__(self) -> None:
         if self.fmt not in formats.FORMATS:
@@ -274,6 +279,10 @@ def _apply_table(spark, catalog, txn, table: TableDef, changes_, options: CdcOpt
         plan = chg.fold_keyless(changes_, columns, candidates)
     bad += plan.bad
     stats = dict(plan.stats, truncated=int(truncated))
+    if options.quality_gate and plan.inserts:  # raising aborts the batch's transaction
+        from jobs.quality.gx import gate_staged
+        gate_staged(spark, catalog, table.name, _arrow_rows(plan.inserts, columns),
+                    suite_dir=options.suite_dir)
     if truncated:
         # TRUNCATE then the batch's later changes = INSERT OVERWRITE with the resulting rows
         # (Hive writes base_W for both); every partition is emptied

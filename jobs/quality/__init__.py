@@ -1,1 +1,2 @@
-"""Quality checks: source reconciliation (and, later, expectation suites and ACID invariants)."""
+"""Quality checks: source reconciliation (reconcile), Great Expectations suites as a gate before
+commit and after commit (gx, validate), and ACID invariants of the files (invariants)."""
