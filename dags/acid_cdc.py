@@ -2,7 +2,9 @@
 
 pull (only when ``source`` is ``postgres``: ``acidflow cdc pull`` from a wal2json slot into the
 landing path) -> cdc_upsert (spark-submit ``cdc-upsert``: one batch per landing file, one
-transaction per batch, already-applied batches skipped) -> validate (spark-submit ``validate``).
+transaction per batch, already-applied batches skipped; a Great Expectations gate on each
+table's staged rows runs before commit and aborts the batch when it fails) -> validate
+(spark-submit ``validate``: the tables' suites on the committed snapshot plus ACID invariants).
 Safe to retry: batches are idempotent by id, the pull by LSN.
 """
 from __future__ import annotations
@@ -65,4 +67,9 @@ with DAG(
               "--quarantine-threshold", "{{ params.quarantine_threshold }}",
               "--tables", "{{ params.tables | join(',') }}"],
     )
-    pull >> upsert
+    validate = AcidflowSparkSubmitOperator(
+        task_id="validate",
+        subcommand="validate",
+        args=["--tables-config", "{{ params.tables_config }}", "--db", "{{ params.target_db }}"],
+    )
+    pull >> upsert >> validate

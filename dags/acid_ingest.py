@@ -1,6 +1,8 @@
 """acid_ingest: load each data interval's landing files into its tables, once.
 
-One mapped spark-submit ``ingest`` task per table: ``--mode overwrite`` (the default) replaces
+One mapped spark-submit ``ingest`` task per table (a Great Expectations gate on the staged rows
+runs before commit), then spark-submit ``validate`` on the loaded tables. ``--mode overwrite``
+(the default) replaces
 the interval's partition (INSERT OVERWRITE), ``append`` inserts; either way the batch id is per
 (table, data interval), so retries, reruns and backfills (``airflow backfill create --dag-id
 acid_ingest --from-date ... --to-date ...``) leave the tables as the scheduled runs did.
@@ -50,5 +52,13 @@ with DAG(
                  "--quarantine-threshold", str(params["quarantine_threshold"])]
                 for t in params["tables"]]
 
-    AcidflowSparkSubmitOperator.partial(task_id="ingest", subcommand="ingest") \
+    @task
+    def validate_args(params=None):
+        """``validate`` arguments: every loaded table."""
+        return [arg for t in params["tables"] for arg in ("--table", t)]
+
+    loads = AcidflowSparkSubmitOperator.partial(task_id="ingest", subcommand="ingest") \
         .expand(args=ingest_args())
+    validate = AcidflowSparkSubmitOperator(task_id="validate", subcommand="validate",
+                                           args=validate_args())
+    loads >> validate

@@ -87,7 +87,7 @@ class AcidflowSparkSubmitOperator(SparkSubmitOperator):
 
     Args:
         subcommand: ``ingest``, ``cdc-upsert``, ``compact``, ``clean`` or ``validate``.
-        args: its arguments (templated).
+        args: its arguments (templated), or an XComArg resolving to the list.
         **kwargs: passed to ``SparkSubmitOperator`` (``task_id``, ``conn_id``, ``conf`` ...).
     """
 
@@ -96,10 +96,18 @@ class AcidflowSparkSubmitOperator(SparkSubmitOperator):
         kwargs.setdefault("name", f"acidflow-{subcommand}")
         kwargs.setdefault("conf", {"spark.sql.session.timeZone": "UTC",
                                    "spark.sql.shuffle.partitions": "4"})
+        self.subcommand = subcommand
+        # args may be an XComArg (resolved when the task runs): the subcommand goes in front
+        # of the resolved list in execute()
+        listed = args is None or isinstance(args, (list, tuple))
         super().__init__(application=str(repo() / "jobs" / "entry.py"),
-                         application_args=[subcommand, *(args or [])], **kwargs)
+                         application_args=[subcommand, *(args or [])] if listed else args,
+                         **kwargs)
 
     def execute(self, context):
+        args = list(self.application_args or [])
+        if not args or args[0] != self.subcommand:
+            self.application_args = [self.subcommand, *args]
         sys.path.insert(0, str(repo()))
         from jobs.packaging import build_jobs_zip
 

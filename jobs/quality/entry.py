@@ -18,7 +18,11 @@ import sys
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="entry.py validate",
                                 description="GX suites on table snapshots plus ACID invariants.")
-    p.add_argument("--table", action="append", required=True, help="<db>.<table> (repeatable)")
+    p.add_argument("--table", action="append", default=[], help="<db>.<table> (repeatable)")
+    p.add_argument("--db", action="append", default=[],
+                   help="every table of this database (repeatable)")
+    p.add_argument("--tables-config", default=None,
+                   help="every table named in this YAML file/dir that exists")
     p.add_argument("--suite-dir", default=None,
                    help="directory of <db>.<table>.json suites (default include/expectations "
                         "or ACIDFLOW_SUITE_DIR)")
@@ -46,15 +50,38 @@ def run(tables: list[str], *, suite_dir: str | None, spark=None, catalog=None) -
     return {"success": all(t["success"] for t in out), "tables": out}
 
 
+def resolve_tables(tables: list[str], dbs: list[str], tables_config: str | None,
+                   catalog=None) -> list[str]:
+    """``tables`` plus every table of ``dbs`` plus every table of ``tables_config`` that exists,
+    in order, without duplicates."""
+    from jobs.catalog import Catalog
+
+    names = list(tables)
+    if dbs or tables_config:
+        catalog = catalog or Catalog.from_settings()
+        for db in dbs:
+            names += [t.name for t in catalog.list_tables(db)]
+        if tables_config:
+            from jobs.cdc.tables import load_tables_config
+
+            names += [t.name for t in load_tables_config(tables_config).values()
+                      if catalog.table_exists(t.name)]
+    return list(dict.fromkeys(n.lower() for n in names))
+
+
 def validate_main(argv: list[str]) -> int:
     """``validate``: see module doc. Exit code 0 all passed, 1 anything failed."""
-    a = _parser().parse_args(argv)
+    p = _parser()
+    a = p.parse_args(argv)
+    if not (a.table or a.db or a.tables_config):
+        p.error("name tables with --table, --db or --tables-config")
     spark = None
     if a.engine == "spark":
         from jobs.spark import get_spark
 
         spark = get_spark("acidflow-validate")
-    summary = run(a.table, suite_dir=a.suite_dir, spark=spark)
+    summary = run(resolve_tables(a.table, a.db, a.tables_config), suite_dir=a.suite_dir,
+                  spark=spark)
     print(json.dumps(summary, default=str))
     return 0 if summary["success"] else 1
 
