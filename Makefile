@@ -25,50 +25,31 @@ setup: system-deps $(VENV)/.installed
 # Idempotent: a file/command test when installed; apt-get only when missing and we are root.
 system-deps: system-deps-wal2json system-deps-chromium system-deps-docker-compose
 
-system-deps-wal2json:
-	@if [ -f "$(WAL2JSON_SO)" ]; then exit 0; fi; \
+# $(call apt_install,<test that succeeds when installed>,<Debian package>,<who needs it>)
+define apt_install
+	@if $(1); then exit 0; fi; \
 	if [ "$$(id -u)" != 0 ]; then \
-	  echo "system-deps: wal2json is missing ($(WAL2JSON_SO)) and we are not root; install it with" \
-	       "'sudo apt-get install -y --no-install-recommends $(WAL2JSON_PKG)'." \
-	       "Skipping: the PostgreSQL CDC tests and 'make sample-data' need it." >&2; exit 0; fi; \
+	  echo "system-deps: $(2) is missing and we are not root; install it with" \
+	       "'sudo apt-get install -y --no-install-recommends $(2)'. Skipping: $(3) need(s) it." >&2; \
+	  exit 0; fi; \
 	if ! command -v apt-get >/dev/null; then \
-	  echo "system-deps: wal2json is missing ($(WAL2JSON_SO)) and apt-get is not available;" \
-	       "install the wal2json output plugin for PostgreSQL 15 by hand." >&2; exit 0; fi; \
-	echo "system-deps: installing $(WAL2JSON_PKG)"; \
+	  echo "system-deps: $(2) is missing and apt-get is not available; install it by hand" \
+	       "($(3) need(s) it)." >&2; exit 0; fi; \
+	echo "system-deps: installing $(2)"; \
 	export DEBIAN_FRONTEND=noninteractive; \
-	apt-get install -y -q --no-install-recommends $(WAL2JSON_PKG) \
-	  || { apt-get update -q && apt-get install -y -q --no-install-recommends $(WAL2JSON_PKG); }; \
-	test -f "$(WAL2JSON_SO)" || { echo "system-deps: $(WAL2JSON_PKG) installed but $(WAL2JSON_SO) is missing" >&2; exit 1; }
+	apt-get install -y -q --no-install-recommends $(2) \
+	  || { apt-get update -q && apt-get install -y -q --no-install-recommends $(2); }; \
+	$(1) || { echo "system-deps: $(2) installed but the check '$(1)' still fails" >&2; exit 1; }
+endef
+
+system-deps-wal2json:
+	$(call apt_install,test -f "$(WAL2JSON_SO)",$(WAL2JSON_PKG),the PostgreSQL CDC tests and 'make sample-data')
 
 system-deps-chromium:
-	@if command -v chromium >/dev/null; then exit 0; fi; \
-	if [ "$$(id -u)" != 0 ]; then \
-	  echo "system-deps: chromium is missing and we are not root; install it with" \
-	       "'sudo apt-get install -y --no-install-recommends chromium'." \
-	       "Skipping: the Airflow UI page e2e test needs it." >&2; exit 0; fi; \
-	if ! command -v apt-get >/dev/null; then \
-	  echo "system-deps: chromium is missing and apt-get is not available; install a" \
-	       "headless Chromium by hand." >&2; exit 0; fi; \
-	echo "system-deps: installing chromium"; \
-	export DEBIAN_FRONTEND=noninteractive; \
-	apt-get install -y -q --no-install-recommends chromium \
-	  || { apt-get update -q && apt-get install -y -q --no-install-recommends chromium; }; \
-	command -v chromium >/dev/null || { echo "system-deps: chromium installed but not on PATH" >&2; exit 1; }
+	$(call apt_install,command -v chromium >/dev/null,chromium,the Airflow UI page e2e test)
 
 system-deps-docker-compose:
-	@if command -v docker-compose >/dev/null; then exit 0; fi; \
-	if [ "$$(id -u)" != 0 ]; then \
-	  echo "system-deps: docker-compose is missing and we are not root; install it with" \
-	       "'sudo apt-get install -y --no-install-recommends docker-compose'." \
-	       "Skipping: the docker-compose.yml validation test needs it." >&2; exit 0; fi; \
-	if ! command -v apt-get >/dev/null; then \
-	  echo "system-deps: docker-compose is missing and apt-get is not available; install" \
-	       "docker-compose (v1.29 or the 'docker compose' plugin) by hand." >&2; exit 0; fi; \
-	echo "system-deps: installing docker-compose"; \
-	export DEBIAN_FRONTEND=noninteractive; \
-	apt-get install -y -q --no-install-recommends docker-compose \
-	  || { apt-get update -q && apt-get install -y -q --no-install-recommends docker-compose; }; \
-	command -v docker-compose >/dev/null || { echo "system-deps: docker-compose installed but not on PATH" >&2; exit 1; }
+	$(call apt_install,command -v docker-compose >/dev/null,docker-compose,the docker-compose.yml validation test)
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
