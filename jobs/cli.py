@@ -1,7 +1,7 @@
 """The ``acidflow`` command (Typer + Rich).
 
 Reads run in this process with pyarrow (no JVM start); writes and jobs run in Spark through
-``jobs.spark_entry``. Catalog and warehouse come from ``ACIDFLOW_CATALOG_URL`` /
+``jobs/entry.py``. Catalog and warehouse come from ``ACIDFLOW_CATALOG_URL`` /
 ``ACIDFLOW_WAREHOUSE`` (see ``jobs.config``).
 """
 from __future__ import annotations

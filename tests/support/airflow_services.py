@@ -143,8 +143,9 @@ class AirflowServices:
         raise AssertionError(f"DAG {dag_id} not parsed after {timeout} s\n{self.logs()}")
 
     def wait_runs(self, dag_id: str, run_ids: list[str] | None = None, *, count: int | None = None,
-                  timeout: float = 900) -> list[dict]:
-        """Wait until the given runs (or ``count`` runs) reached a final state; returns them."""
+                  run_type: str | None = None, timeout: float = 900) -> list[dict]:
+        """Wait until the given runs (or ``count`` runs, of ``run_type`` if given) reached a
+        final state; returns them."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             status, body = self.request("GET", f"/api/v2/dags/{dag_id}/dagRuns?limit=100")
@@ -152,6 +153,8 @@ class AirflowServices:
             runs = json.loads(body)["dag_runs"]
             if run_ids is not None:
                 runs = [r for r in runs if r["dag_run_id"] in run_ids]
+            if run_type is not None:
+                runs = [r for r in runs if r["run_type"] == run_type]
             done = [r for r in runs if r["state"] in ("success", "failed")]
             want = len(run_ids) if run_ids is not None else count
             if want is not None and len(done) >= want and len(done) == len(runs):
