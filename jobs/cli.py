@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
+from jobs.console import console, err
 from rich.table import Table
 
 app = typer.Typer(help="acidflow: Hive 3 full-ACID tables on Spark.", no_args_is_help=True,
@@ -27,8 +27,6 @@ app.add_typer(show_app, name="show")
 cdc_app = typer.Typer(help="Change data capture: apply change files, pull from PostgreSQL.",
                       no_args_is_help=True)
 app.add_typer(cdc_app, name="cdc")
-console = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True)
 
 
 def _catalog():

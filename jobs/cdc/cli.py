@@ -2,14 +2,12 @@
 from __future__ import annotations
 
 import json
-import sys
 from typing import Optional
 
 import typer
-from rich.console import Console
+from jobs.console import console
 from rich.table import Table
 
-console = Console(width=None if sys.stdout.isatty() else 160)
 
 
 def build_options(fmt: str, *, tables_config: Optional[str], auto_create: bool, target_db: str,

@@ -15,11 +15,9 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
+from jobs.console import console, err
 from rich.table import Table
 
-console = Console()
-err = Console(stderr=True)
 
 
 def pull_command(

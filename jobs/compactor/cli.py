@@ -20,11 +20,9 @@ import time
 from typing import Optional
 
 import typer
-from rich.console import Console
+from jobs.console import console, err
 from rich.table import Table
 
-console = Console()
-err = Console(stderr=True)
 
 
 def _catalog():

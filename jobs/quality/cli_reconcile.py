@@ -18,11 +18,9 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
+from jobs.console import console, err
 from rich.table import Table
 
-console = Console()
-err = Console(stderr=True)
 
 
 def _pairs(tables: list[str], *, dsn: Optional[str], source_dir: Optional[Path],

@@ -14,15 +14,13 @@ every table passes, 1 when one fails.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
+from jobs.console import console
 from rich.table import Table
 
-console = Console(width=None if sys.stdout.isatty() else 160)
 
 
 def register(app: typer.Typer) -> None:
