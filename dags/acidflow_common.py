@@ -82,7 +82,7 @@ def job_env() -> dict[str, str]:
 class AcidflowSparkSubmitOperator(SparkSubmitOperator):
     """``spark-submit <repo>/jobs/entry.py <subcommand> <args>`` on ``spark_default``.
 
-    The ``jobs`` zip (``jobs.packaging.build_jobs_zip``) is built when the task runs, never when
+    The ``jobs`` zip (``jobs.jobszip.build_jobs_zip``) is built when the task runs, never when
     the DAG file is parsed. ``application_args`` stay templated (``{{ ds }}``, params).
 
     Args:
@@ -109,7 +109,7 @@ class AcidflowSparkSubmitOperator(SparkSubmitOperator):
         if not args or args[0] != self.subcommand:
             self.application_args = [self.subcommand, *args]
         sys.path.insert(0, str(repo()))
-        from jobs.packaging import build_jobs_zip
+        from jobs.jobszip import build_jobs_zip
 
         self.py_files = str(build_jobs_zip())
         self.env_vars = {**job_env(), **(self.env_vars or {})}

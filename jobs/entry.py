@@ -48,6 +48,11 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     # spark-submit runs this file as a script: make the package importable from the zip
     # (py_files) or from the checkout it sits in.
+    # Python put this file's directory (jobs/) first on sys.path, where our module names
+    # (config, spark, cli ...) would shadow libraries of the same name: replace it by the
+    # directory that holds the package.
     here = os.path.dirname(os.path.abspath(__file__))
+    if sys.path and os.path.abspath(sys.path[0] or ".") == here:
+        sys.path.pop(0)
     sys.path.insert(0, os.path.dirname(here))
     sys.exit(main())

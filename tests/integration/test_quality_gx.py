@@ -224,7 +224,7 @@ def test_entry_validate_subprocess(catalog, tampered, tmp_path):
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert out["success"] is False
     ok, bad = out["tables"]
-    assert ok["table"] == "db.ok" and ok["success"] and ok["expectations"] == 3
+    assert ok["table"] == "db.ok" and ok["success"] and ok["expectations"] == 3, ok
     assert bad["table"] == "db.t" and not bad["success"]
     assert any(e.startswith("wrong_bucket_file") for e in bad["invariant_errors"])
 
