@@ -1,6 +1,5 @@
 """Real Airflow processes for end-to-end tests: ``api-server``, ``scheduler`` and
-``dag-processor`` on 127.0.0.1 with a private ``AIRFLOW_HOME`` (SQLite, LocalExecutor), each in
-its own process group (``setsid``) so that stopping kills every child (executor workers,
+``dag-processor`` on 127.0.0.1 with a private ``AIRFLOW_HOME`` and LocalExecutor, each in its own process group (``setsid``) so that stopping kills every child (executor workers,
 spark-submit, log servers)."""
 from __future__ import annotations
 
@@ -31,7 +30,12 @@ class AirflowServices:
     """Start/stop the Airflow services; REST helpers with a JWT from ``POST /auth/token``."""
 
     def __init__(self, root: Path, warehouse: Path,
-                 services=("api-server", "scheduler", "dag-processor")):
+                 services=("api-server", "scheduler", "dag-processor"),
+                 metadata_url: str | None = None, retry_delay_s: int = 15):
+        """``metadata_url``: SQLAlchemy URL of the Airflow metadata database (default SQLite in
+        the home; a shared deployment uses PostgreSQL, which has no writer lock between the
+        scheduler, the task supervisors and the CLI). ``retry_delay_s``: the tasks' retry delay
+        (``[core] default_task_retry_delay``; 300 s by default, too long for a test)."""
         self.root, self.services = Path(root), services
         self.home = self.root / "airflow_home"
         self.home.mkdir(parents=True, exist_ok=True)
@@ -53,7 +57,10 @@ class AirflowServices:
             "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT": str(free_port()),
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
             "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+            "AIRFLOW__CORE__DEFAULT_TASK_RETRY_DELAY": str(retry_delay_s),
         })
+        if metadata_url:
+            self.env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = metadata_url
         self.procs: list[subprocess.Popen] = []
         self._token: str | None = None
 
@@ -143,9 +150,10 @@ class AirflowServices:
         raise AssertionError(f"DAG {dag_id} not parsed after {timeout} s\n{self.logs()}")
 
     def wait_runs(self, dag_id: str, run_ids: list[str] | None = None, *, count: int | None = None,
-                  run_type: str | None = None, timeout: float = 900) -> list[dict]:
+                  run_type: str | None = None, timeout: float = 600) -> list[dict]:
         """Wait until the given runs (or ``count`` runs, of ``run_type`` if given) reached a
-        final state; returns them."""
+        final state; returns them. Raises AssertionError with every run's task states and the
+        services' logs after ``timeout`` seconds (keep it below pytest's timeout)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             status, body = self.request("GET", f"/api/v2/dags/{dag_id}/dagRuns?limit=100")
@@ -160,4 +168,23 @@ class AirflowServices:
             if want is not None and len(done) >= want and len(done) == len(runs):
                 return runs
             time.sleep(3)
-        raise AssertionError(f"runs of {dag_id} not finished after {timeout} s\n{self.logs()}")
+        raise AssertionError(f"runs of {dag_id} not finished after {timeout} s\n"
+                             f"{self.describe_runs(dag_id)}\n{self.logs()}")
+
+    def describe_runs(self, dag_id: str) -> str:
+        """One line per run of ``dag_id`` with its type, state and its tasks' states and tries
+        (for failure messages)."""
+        status, body = self.request("GET", f"/api/v2/dags/{dag_id}/dagRuns?limit=100")
+        if status != 200:
+            return f"dagRuns: HTTP {status} {body[:500]}"
+        lines = []
+        for r in json.loads(body)["dag_runs"]:
+            _, tb = self.request("GET", f"/api/v2/dags/{dag_id}/dagRuns/{r['dag_run_id']}"
+                                        "/taskInstances")
+            try:
+                tis = ", ".join(f"{t['task_id']}[{t['map_index']}]={t['state']}/try{t['try_number']}"
+                                for t in json.loads(tb)["task_instances"])
+            except (ValueError, KeyError):
+                tis = tb[:300]
+            lines.append(f"{r['dag_run_id']} {r['run_type']} {r['state']}: {tis}")
+        return "\n".join(lines)
