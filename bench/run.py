@@ -1,0 +1,231 @@
+"""The benchmark driver: every tool on the same generated files, each step in its own process.
+
+For each size ``(N, K)``:
+
+1. generate the data (:mod:`bench.generate`; cached under ``WORK/data/n<N>_k<K>_b<B>_s<seed>``);
+2. ``prepare`` every tool once (initial table of N rows) and keep that state as pristine;
+3. ``runs`` times, each tool's upsert of batch 1 from the pristine state (tools interleaved
+   within a run, so that a noisy minute hits all of them);
+4. acidflow applies batches 1..B; after batch 1 and after batch B: ``runs`` snapshot reads,
+   each next to a plain Spark ORC full scan of the same rows;
+5. ``runs`` times, from the state after batch B: acidflow major compaction next to a plain
+   Spark ORC rewrite of the same rows.
+
+Each step runs as ``python -m bench.tools`` in a new process (``setsid``); the driver measures
+its wall time and its peak memory (largest sum of RSS over the process and all its children,
+sampled every 50 ms with psutil: the JVM and Python workers included). Results go to
+``bench/results/bench_n<N>_k<K>.json``; ``bench/report.py`` turns them into ``RESULTS.md``.
+
+Run: ``make bench`` or ``python -m bench.run --rows 1000000 --events 10000 --runs 3``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import psutil
+
+from bench.generate import generate
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results"
+UPSERT_TOOLS = ("acidflow", "delta", "duckdb", "spark-cow")
+
+
+class StepFailed(RuntimeError):
+    """A benchmark step exited non-zero or printed no result (message has its output tail)."""
+
+
+def peak_rss_sampler(proc: subprocess.Popen, out: dict, interval: float = 0.05) -> threading.Thread:
+    """Thread that records ``out["peak_rss_mb"]``: max over time of the summed RSS of ``proc``
+    and its descendants."""
+    def sample():
+        peak = 0
+        try:
+            root = psutil.Process(proc.pid)
+        except psutil.Error:
+            return
+        while proc.poll() is None:
+            total = 0
+            try:
+                for p in [root, *root.children(recursive=True)]:
+                    try:
+                        total += p.memory_info().rss
+                    except psutil.Error:
+                        pass
+            except psutil.Error:
+                pass
+            peak = max(peak, total)
+            out["peak_rss_mb"] = round(peak / 2**20, 1)
+            time.sleep(interval)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    return t
+
+
+def run_step(tool: str, step: str, data: Path, work: Path, batch: int = 1,
+             log: Path | None = None) -> dict:
+    """Run one step in a new process; returns its JSON result plus ``wall`` (s) and
+    ``peak_rss_mb``.
+
+    Raises:
+        StepFailed: non-zero exit or no ``BENCH-RESULT`` line.
+    """
+    cmd = [sys.executable, "-m", "bench.tools", tool, step, "--data", str(data),
+           "--work", str(work), "--batch", str(batch)]
+    env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONWARNINGS="ignore")
+    mem: dict = {}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    sampler = peak_rss_sampler(proc, mem)
+    output, _ = proc.communicate()
+    wall = time.perf_counter() - t0
+    sampler.join(timeout=1)
+    if log is not None:
+        with log.open("a") as f:
+            f.write(f"$ {' '.join(cmd)}\n{output}\n")
+    lines = [ln for ln in output.splitlines() if ln.startswith("BENCH-RESULT ")]
+    if proc.returncode != 0 or not lines:
+        raise StepFailed(f"{tool} {step} (batch {batch}) exited {proc.returncode}:\n"
+                         + output[-4000:])
+    result = json.loads(lines[-1][len("BENCH-RESULT "):])
+    result.update(wall=round(wall, 3), peak_rss_mb=mem.get("peak_rss_mb"))
+    return result
+
+
+def snapshot_dir(src: Path, dst: Path) -> None:
+    """``dst`` := a copy of ``src`` (hard links for data files, real copies of SQLite
+    databases, which are written in place)."""
+    if dst.exists():
+        shutil.rmtree(dst)
+
+    def copy(s, d):
+        if s.endswith((".db", ".db-journal", ".db-wal")):
+            return shutil.copy2(s, d)
+        return os.link(s, d)
+
+    shutil.copytree(src, dst, copy_function=copy)
+
+
+def versions() -> dict[str, str]:
+    """Versions of the tools compared."""
+    from importlib.metadata import version
+
+    out = {p: version(p) for p in ("pyspark", "deltalake", "duckdb", "pyarrow", "pyorc")}
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+    out["java"] = java.splitlines()[0] if java else "?"
+    out["python"] = platform.python_version()
+    return out
+
+
+def machine() -> dict:
+    """CPU count, memory and CPU model of this machine."""
+    model = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpus": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+            "cpu_model": model, "os": platform.platform()}
+
+
+def bench_size(rows: int, events: int, *, runs: int, batches: int, seed: int, work: Path,
+               tools: tuple[str, ...] = UPSERT_TOOLS, log=print) -> dict:
+    """Run every phase of one size; returns the result document (see module docstring)."""
+    data = work / "data" / f"n{rows}_k{events}_b{batches}_s{seed}"
+    t0 = time.perf_counter()
+    if not (data / "meta.json").exists():
+        generate(data, rows, events, batches, seed)
+    meta = json.loads((data / "meta.json").read_text())
+    log(f"[{rows:,} rows, {events:,} events] data ready ({time.perf_counter() - t0:.0f} s)")
+    root = work / f"n{rows}_k{events}"
+    if root.exists():
+        shutil.rmtree(root)
+    steplog = root / "steps.log"
+    root.mkdir(parents=True)
+    doc = {"rows": rows, "events": events, "batches": batches, "seed": seed, "runs": runs,
+           "meta": meta, "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+           "prepare": {}, "upsert": {t: [] for t in tools}, "acidflow_batches": [],
+           "read": {}, "compact": {"acidflow": [], "spark-orc": []}}
+
+    def step(tool, name, batch=1, workdir=None):
+        r = run_step(tool, name, data, workdir or root / tool, batch, steplog)
+        check = r.get("check", {})
+        log(f"  {tool:9s} {name:8s} b{batch:<3d} wall {r['wall']:7.2f} s  work "
+            f"{r.get('work', 0):7.2f} s  jvm {r.get('jvm_start', 0):5.1f} s  peak "
+            f"{r['peak_rss_mb'] or 0:7.0f} MB  {'' if not check else 'correct' if check.get('correct') else 'WRONG ' + json.dumps(check)}")
+        return r
+
+    for tool in (*tools, "spark-orc"):
+        doc["prepare"][tool] = step(tool, "prepare")
+        if tool != "spark-orc":
+            snapshot_dir(root / tool, root / f"{tool}.pristine")
+    for i in range(runs):
+        for tool in tools:
+            snapshot_dir(root / f"{tool}.pristine", root / tool)
+            doc["upsert"][tool].append(step(tool, "upsert"))
+    # acidflow: batches 1..B, reads after 1 and after B next to plain ORC scans
+    snapshot_dir(root / "acidflow.pristine", root / "acidflow")
+    for b in range(1, batches + 1):
+        doc["acidflow_batches"].append(step("acidflow", "upsert", b))
+        if b in (1, batches):
+            doc["read"][str(b)] = {"acidflow": [], "spark-orc": []}
+            for i in range(runs):
+                doc["read"][str(b)]["acidflow"].append(step("acidflow", "read", b))
+                doc["read"][str(b)]["spark-orc"].append(step("spark-orc", "scan", b))
+    snapshot_dir(root / "acidflow", root / "acidflow.after")
+    for i in range(runs):
+        snapshot_dir(root / "acidflow.after", root / "acidflow")
+        doc["compact"]["acidflow"].append(step("acidflow", "compact", batches))
+        doc["compact"]["spark-orc"].append(step("spark-orc", "rewrite", batches))
+    doc["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    doc["seconds"] = round(time.perf_counter() - t0, 1)
+    return doc
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000],
+                    help="table sizes N")
+    ap.add_argument("--events", nargs="+", default=["1%", "0.1%"],
+                    help="batch sizes K: counts, or percentages of N")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--batches", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--work", type=Path, default=REPO / "build" / "bench",
+                    help="scratch directory (data and tables)")
+    ap.add_argument("--results", type=Path, default=RESULTS)
+    ap.add_argument("--keep", action="store_true", help="keep the tables after each size")
+    a = ap.parse_args(argv)
+    a.results.mkdir(parents=True, exist_ok=True)
+    env = {"machine": machine(), "versions": versions(),
+           "command": " ".join(["python -m bench.run", *(argv if argv is not None else sys.argv[1:])])}
+    for n in a.rows:
+        for k_text in a.events:
+            k = round(n * float(k_text[:-1]) / 100) if k_text.endswith("%") else int(k_text)
+            doc = bench_size(n, k, runs=a.runs, batches=a.batches, seed=a.seed, work=a.work)
+            doc.update(env)
+            out = a.results / f"bench_n{n}_k{k}.json"
+            out.write_text(json.dumps(doc, indent=1, default=str))
+            print(f"wrote {out}")
+            if not a.keep:
+                shutil.rmtree(a.work / f"n{n}_k{k}", ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
