@@ -164,33 +164,41 @@ def write_batch(state: State, events: list[tuple[str, int, bool]], batch_no: int
     """Write the batch's GoldenGate JSON lines and apply it to ``state``; returns counts."""
     start_us = int((BATCH_START + timedelta(days=batch_no) - EPOCH).total_seconds() * 1_000_000)
     counts = {"I": 0, "U": 0, "D": 0, "late": 0}
+    # pass 1 (sequential): event times and row versions, state updated
+    op_us, vers = [], []
+    for seq, (op, key, late) in enumerate(events):
+        t = int(state.updated[key]) - 3_600_000_000 if late else start_us + seq
+        op_us.append(t)
+        counts[op] += 1
+        counts["late"] += late
+        ver = 0 if op == "I" else int(state.version[key]) + (0 if late or op == "D" else 1)
+        vers.append(ver)
+        if late:
+            continue
+        if op == "D":
+            state.live[key] = False
+        else:
+            state.live[key] = True
+            state.version[key] = ver
+            state.updated[key] = t
+    # pass 2: after images, vectorised
+    ids = np.array([k for _, k, _ in events], np.int64)
+    v = row_values(ids, np.array(vers, np.int32))
+    names, payloads = v["name"].to_pylist(), v["payload"].to_pylist()
+    ages, cities = v["age"].tolist(), v["city"].tolist()
     with path.open("w") as f:
         for seq, (op, key, late) in enumerate(events):
-            pos = f"{batch_no:06d}{seq:014d}"
-            op_us = state.updated[key] - 3_600_000_000 if late else start_us + seq
-            rec = {"table": TABLE, "op_type": op, "op_ts": ts_text(op_us),
-                   "current_ts": ts_text(start_us + seq + 5_000_000), "pos": pos,
-                   "primary_keys": ["ID"]}
+            ts = ts_text(op_us[seq])
+            rec = {"table": TABLE, "op_type": op, "op_ts": ts,
+                   "current_ts": ts_text(start_us + seq + 5_000_000),
+                   "pos": f"{batch_no:06d}{seq:014d}", "primary_keys": ["ID"]}
             if op == "D":
                 rec["before"], rec["after"] = {"ID": key}, None
             else:
-                ver = 0 if op == "I" else int(state.version[key]) + (0 if late else 1)
-                v = row_values(np.array([key]), np.array([ver]))
                 rec["before"] = None if op == "I" else {"ID": key}
-                rec["after"] = {"ID": key, "NAME": v["name"][0].as_py(), "AGE": int(v["age"][0]),
-                                "CITY": str(v["city"][0]), "UPDATED_AT": ts_text(op_us),
-                                "PAYLOAD": v["payload"][0].as_py()}
+                rec["after"] = {"ID": key, "NAME": names[seq], "AGE": ages[seq],
+                                "CITY": cities[seq], "UPDATED_AT": ts, "PAYLOAD": payloads[seq]}
             f.write(json.dumps(rec, separators=(",", ":")) + "\n")
-            counts[op] += 1
-            if late:
-                counts["late"] += 1
-                continue
-            if op == "D":
-                state.live[key] = False
-            else:
-                state.live[key] = True
-                state.version[key] = 0 if op == "I" else state.version[key] + 1
-                state.updated[key] = op_us
     return counts
 
 

@@ -144,8 +144,9 @@ def machine() -> dict:
 
 
 def bench_size(rows: int, events: int, *, runs: int, batches: int, seed: int, work: Path,
-               tools: tuple[str, ...] = UPSERT_TOOLS, log=print) -> dict:
+               tools: tuple[str, ...] = UPSERT_TOOLS, log=None) -> dict:
     """Run every phase of one size; returns the result document (see module docstring)."""
+    log = log or (lambda msg: print(msg, flush=True))
     data = work / "data" / f"n{rows}_k{events}_b{batches}_s{seed}"
     t0 = time.perf_counter()
     if not (data / "meta.json").exists():

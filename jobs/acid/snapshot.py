@@ -30,6 +30,7 @@ import posixpath
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -108,9 +109,12 @@ class ReadPlan:
     tasks: list[ReadTask]
     states: dict[str, AcidState]
 
-    def output_schema(self, row_id: bool = False, file_name: bool = False) -> pa.Schema:
-        """Arrow schema of the rows :func:`read_task` yields."""
-        fields = [pa.field(n, htypes.arrow_type(t)) for n, t in self.columns]
+    def output_schema(self, row_id: bool = False, file_name: bool = False,
+                      project: list[str] | None = None) -> pa.Schema:
+        """Arrow schema of the rows :func:`read_task` yields (data columns restricted to
+        ``project`` when given, in table order)."""
+        fields = [pa.field(n, htypes.arrow_type(t)) for n, t in self.columns
+                  if project is None or n in project]
         fields += [pa.field(n, htypes.arrow_type(t)) for n, t in self.partition_columns]
         if row_id:
             fields.append(pa.field(ROW_ID, ROW_ID_TYPE))
@@ -322,20 +326,52 @@ def check_acid_version(tfs: TableFS, info: "acid_files.FileInfo",
             f"{raw.decode() or '<empty>'}")
 
 
+def _key_filter_mask(data: list, positions: list[int | None], keys: pa.Table,
+                     types: list[pa.DataType]) -> pa.Array:
+    """Boolean mask: rows whose key columns (``data[positions[i]]``) are in ``keys``."""
+    cols = []
+    for pos, t in zip(positions, types):
+        col = pa.nulls(len(data[0]), t) if pos is None or pos >= len(data) else data[pos]
+        cols.append(col if col.type == t else col.cast(t))
+    if len(cols) == 1:
+        return pc.fill_null(pc.is_in(cols[0], value_set=keys.column(0)), False)
+    probe = pa.table(cols + [pa.array(range(len(cols[0])), pa.int64())],
+                     names=list(keys.column_names) + ["__pos"])
+    hit = probe.join(keys, keys=list(keys.column_names), join_type="left semi",
+                     use_threads=False).column("__pos")
+    mask = np.zeros(len(cols[0]), dtype=bool)
+    mask[hit.to_numpy()] = True
+    return pa.array(mask)
+
+
 def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
               partition_columns: list[tuple[str, str]], valid: ValidWriteIdList, *,
-              row_id: bool = False, file_name: bool = False) -> Iterator[pa.RecordBatch]:
+              row_id: bool = False, file_name: bool = False, project: list[str] | None = None,
+              keys: pa.Table | None = None) -> Iterator[pa.RecordBatch]:
     """Visible rows of one task as Arrow record batches (schema: ``ReadPlan.output_schema``).
 
+    Args:
+        project: read only these data columns (ORC column projection: the other columns'
+            streams are not read); None = all. Output keeps table order.
+        keys: keep only rows whose values of ``keys``' columns (data columns, same names and
+            types) are among its rows -- the key lookup of a merge, done inside the reader.
     Raises:
         jobs.acid.files.AcidFileError: a file that is not readable ORC (names the file).
     """
     import pyarrow.orc as paorc
 
     deletes = load_delete_keys(tfs, task.delete_files, valid)
-    targets = [htypes.arrow_type(t) for _, t in columns]
     names = [n for n, _ in columns]
-    out_schema = ReadPlan("", columns, partition_columns, valid, [], {}).output_schema(row_id, file_name)
+    wanted = [i for i, n in enumerate(names) if project is None or n in project]
+    if keys is not None:
+        missing = [k for k in keys.column_names if k not in names]
+        if missing:
+            raise ValueError(f"key filter columns {missing} are not table columns")
+        wanted = sorted(set(wanted) | {names.index(k) for k in keys.column_names})
+    targets = [htypes.arrow_type(columns[i][1]) for i in wanted]
+    out_idx = [j for j, i in enumerate(wanted) if project is None or names[i] in project]
+    out_schema = ReadPlan("", columns, partition_columns, valid, [], {}).output_schema(
+        row_id, file_name, project)
     dir_versions: dict[str, int] = {}
     for df in task.data_files:
         info = acid_files.file_info(tfs, df.path)
@@ -343,12 +379,29 @@ def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
             check_acid_version(tfs, info, dir_versions)
         acid = info.is_acid
         src_names = info.row_schema.names
-        mapping = _map_columns(src_names, names, positional=acid)
+        full_mapping = _map_columns(src_names, names, positional=acid)
+        mapping = [full_mapping[i] for i in wanted]
+        # ORC column projection: read only the source columns needed (by name; the row struct's
+        # children as "row.<name>"); positions below index the projected columns
+        needed = sorted({m for m in mapping if m is not None})
+        projectable = all("." not in src_names[m] for m in needed) and \
+            len(set(src_names)) == len(src_names)
+        sel = None
+        if projectable and (project is not None or keys is not None) and (needed or acid):
+            top = info.schema.names
+            sel = (top[:5] + [f"{top[5]}.{src_names[m]}" for m in needed]) if acid else \
+                [src_names[m] for m in needed]
+            remap = {m: j for j, m in enumerate(needed)}
+            mapping = [remap.get(m) if m is not None else None for m in mapping]
+        key_pos = [mapping[wanted.index(names.index(k))] for k in keys.column_names] \
+            if keys is not None else None
+        key_types = [keys.schema.field(k).type for k in keys.column_names] if keys is not None \
+            else None
         offset = df.row_offset
         with tfs.open(df.path, "rb") as fh:
             orc = paorc.ORCFile(fh)
             for s in range(orc.nstripes):
-                batch = orc.read_stripe(s)
+                batch = orc.read_stripe(s, columns=sel) if sel is not None else orc.read_stripe(s)
                 n = batch.num_rows
                 if n == 0:
                     continue
@@ -357,8 +410,9 @@ def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
                     bucket = batch.column(2)
                     rid = batch.column(3)
                     cwid = batch.column(4)
-                    row = batch.column(5)
-                    data = [row.field(i) for i in range(row.type.num_fields)]
+                    row = batch.column(5) if batch.num_columns > 5 else None
+                    data = [row.field(i) for i in range(row.type.num_fields)] if row is not None \
+                        else []
                     keep_mask = pc.and_(_valid_mask(cwid, valid),
                                         pc.not_equal(batch.column(0), acid_files.OPERATION_DELETE))
                 else:
@@ -369,23 +423,27 @@ def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
                     offset += n
                     data = list(batch.columns)
                     keep_mask = None
-                keys = pa.table([owid, bucket, rid], names=_KEYS)
+                if keys is not None:
+                    km = _key_filter_mask(data, key_pos, keys, key_types)
+                    keep_mask = km if keep_mask is None else pc.and_(keep_mask, km)
+                keys_tbl = pa.table([owid, bucket, rid], names=_KEYS)
                 if keep_mask is not None and not pc.all(keep_mask).as_py():
                     keep_idx = pc.indices_nonzero(keep_mask)
                 else:
                     keep_idx = None
                 if keep_idx is not None:
-                    keys = keys.take(keep_idx)
+                    keys_tbl = keys_tbl.take(keep_idx)
                     data = [c.take(keep_idx) for c in data]
-                survivors = _surviving(keys, deletes)
+                survivors = _surviving(keys_tbl, deletes)
                 if survivors is not None:
-                    keys = keys.take(survivors)
+                    keys_tbl = keys_tbl.take(survivors)
                     data = [c.take(survivors) for c in data]
-                m = keys.num_rows
+                m = keys_tbl.num_rows
                 if m == 0:
                     continue
                 arrays = []
-                for target, src in zip(targets, mapping):
+                for j in out_idx:
+                    target, src = targets[j], mapping[j]
                     if src is None or src >= len(data):
                         arrays.append(pa.nulls(m, target))
                     else:
@@ -394,8 +452,8 @@ def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
                 arrays += _partition_arrays(partition_columns, task.partition, m)
                 if row_id:
                     arrays.append(pa.StructArray.from_arrays(
-                        [keys.column(0).combine_chunks(), keys.column(1).combine_chunks(),
-                         keys.column(2).combine_chunks()], fields=list(ROW_ID_TYPE)))
+                        [keys_tbl.column(0).combine_chunks(), keys_tbl.column(1).combine_chunks(),
+                         keys_tbl.column(2).combine_chunks()], fields=list(ROW_ID_TYPE)))
                 if file_name:
                     arrays.append(pa.array([df.path] * m, pa.string()))
                 arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
@@ -403,30 +461,63 @@ def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
 
 
 def read_arrow(tfs: TableFS, plan: ReadPlan, *, row_id: bool = False,
-               file_name: bool = False) -> pa.Table:
-    """Run every task of a plan in this process and return one Arrow table (no Spark)."""
-    schema = plan.output_schema(row_id, file_name)
+               file_name: bool = False, project: list[str] | None = None,
+               keys: pa.Table | None = None) -> pa.Table:
+    """Run every task of a plan in this process and return one Arrow table (no Spark);
+    ``project`` and ``keys`` as in :func:`read_task`."""
+    schema = plan.output_schema(row_id, file_name, project)
     batches = [b for t in plan.tasks for b in read_task(
         tfs, t, plan.columns, plan.partition_columns, plan.valid_write_ids,
-        row_id=row_id, file_name=file_name)]
+        row_id=row_id, file_name=file_name, project=project, keys=keys)]
     return pa.Table.from_batches(batches, schema=schema)
 
 
+def read_arrow_parallel(tfs: TableFS, plan: ReadPlan, *, threads: int = 2,
+                        **kwargs) -> pa.Table:
+    """:func:`read_arrow` with the plan's tasks spread over ``threads`` threads of this process
+    (pyarrow's ORC decoding releases the GIL). For small, selective reads -- a merge's key
+    lookup -- this is much cheaper than a Spark job (no task scheduling, no Python workers, no
+    Arrow stream to the JVM and back). ``kwargs``: ``row_id``, ``file_name``, ``project``,
+    ``keys`` as in :func:`read_task`."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    schema = plan.output_schema(kwargs.get("row_id", False), kwargs.get("file_name", False),
+                                kwargs.get("project"))
+
+    def one(task: ReadTask) -> list[pa.RecordBatch]:
+        return list(read_task(tfs, task, plan.columns, plan.partition_columns,
+                              plan.valid_write_ids, **kwargs))
+
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        parts_ = list(pool.map(one, plan.tasks))
+    return pa.Table.from_batches([b for p in parts_ for b in p], schema=schema)
+
+
+def planned_bytes(tfs: TableFS, plan: ReadPlan) -> int:
+    """Total size in bytes of the data and delete files a plan reads."""
+    paths = {f.path for t in plan.tasks for f in t.data_files}
+    paths |= {p for t in plan.tasks for p in t.delete_files}
+    return sum(tfs.size(p) for p in paths)
+
+
 def read_spark(spark, tfs_url: str, plan: ReadPlan, *, row_id: bool = False,
-               file_name: bool = False):
+               file_name: bool = False, project: list[str] | None = None,
+               keys: pa.Table | None = None):
     """Run a plan as a Spark job: one Spark partition per task, ``mapInArrow`` + pyarrow ORC.
 
     Args:
         spark: SparkSession.
         tfs_url: any path/URL of the table's filesystem (rebuilt inside each task).
         plan: from :func:`plan_read`.
+        project, keys: as in :func:`read_task` (``keys`` is shipped to every task).
     Returns:
         A DataFrame with the columns of ``plan.output_schema`` (Spark types from
         ``jobs.acid.types``; timestamps as ``TimestampNTZType``).
     """
     from pyspark.sql import types as T
 
-    fields = [T.StructField(n, htypes.spark_type(t)) for n, t in plan.columns]
+    fields = [T.StructField(n, htypes.spark_type(t)) for n, t in plan.columns
+              if project is None or n in project]
     fields += [T.StructField(n, htypes.spark_type(t)) for n, t in plan.partition_columns]
     if row_id:
         fields.append(T.StructField(ROW_ID, T.StructType([
@@ -444,7 +535,8 @@ def read_spark(spark, tfs_url: str, plan: ReadPlan, *, row_id: bool = False,
         for b in batches:
             for text in b.column(0).to_pylist():
                 yield from read_task(local_fs, ReadTask.from_json(text), columns, pcols, valid,
-                                     row_id=row_id, file_name=file_name)
+                                     row_id=row_id, file_name=file_name, project=project,
+                                     keys=keys)
 
     payload = [(t.to_json(),) for t in plan.tasks]
     rdd = spark.sparkContext.parallelize(payload, numSlices=len(payload))

@@ -14,6 +14,7 @@ Pure Python apart from importing pyarrow; Spark types are imported lazily.
 """
 from __future__ import annotations
 
+import functools
 import re
 
 import pyarrow as pa
@@ -29,6 +30,7 @@ class HiveTypeError(ValueError):
     """A Hive type string that acidflow cannot parse or map."""
 
 
+@functools.lru_cache(maxsize=4096)
 def normalize(hive_type: str) -> str:
     """Lower-case a Hive type and drop blanks: ``'DECIMAL(10, 2)'`` -> ``'decimal(10,2)'``.
 
@@ -61,6 +63,7 @@ def _split_top(s: str) -> list[str]:
     return parts
 
 
+@functools.lru_cache(maxsize=4096)
 def parse(hive_type: str) -> tuple:
     """Parse a Hive type into a nested tuple.
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import getpass
 import logging
+import os
 import socket
 import threading
 from dataclasses import dataclass, field
@@ -529,17 +530,70 @@ def _key_scope(spark, table, keys_df) -> tuple[list[str] | None, list[int] | Non
     return partitions, buckets
 
 
-def current_rows(spark, catalog, table, txn: Transaction | None, *, partitions=None, buckets=None,
-                 row_id: bool = True):
-    """The table's visible rows for a writer: snapshot at the transaction's own
-    ``ValidWriteIdList`` (its earlier statements included), restricted to partitions/buckets."""
+def key_scope_arrow(table, keys: pa.Table) -> tuple[list[str] | None, list[int] | None]:
+    """Partitions and buckets the keys of an Arrow table can touch (None = all), computed in
+    this process (Hive's bucket hash of the bucket columns, as the writers use)."""
+    key_cols = {k.lower() for k in table.primary_key}
+    pnames = [c.name for c in table.partition_columns]
+    partitions = None
+    if pnames and all(p.lower() in key_cols for p in pnames):
+        rows = keys.select(pnames).group_by(pnames).aggregate([]).to_pylist()
+        partitions = [parts.make_partition_path([(p, r[p]) for p in pnames]) for r in rows]
+    buckets = None
+    if table.num_buckets > 0 and {b.lower() for b in table.bucket_columns} <= key_cols:
+        buckets = sorted(set(bucket_ids_arrow(table, keys)))
+    return partitions, buckets
+
+
+def bucket_ids_arrow(table, tbl: pa.Table) -> list[int]:
+    """Hive bucket number of each row of an Arrow table holding the bucket columns (the
+    writers' ``_acid_bucket``; ``bucketing_version`` 1 or 2)."""
+    types_by_name = {c.name: c.hive_type for c in table.columns + table.partition_columns}
+    names = list(table.bucket_columns)
+    ktypes = [types_by_name[k] for k in names]
+    cols = [tbl.column(n).to_pylist() for n in names]
+    return [bucket_number(bucket_hash_code(list(v), ktypes, table.bucketing_version),
+                          table.num_buckets) for v in zip(*cols)]
+
+
+#: A merge's key lookup reads in the driver (threads) when the files it plans to read hold at
+#: most this many bytes, else as a Spark job (``ACIDFLOW_LOCAL_LOOKUP_BYTES``).
+LOCAL_LOOKUP_BYTES = int(os.environ.get("ACIDFLOW_LOCAL_LOOKUP_BYTES", str(8 << 30)))
+
+
+def lookup_rows(spark, catalog, table, txn: Transaction | None, keys: pa.Table, *,
+                project: list[str] | None = None, partitions=None, buckets=None) -> pa.Table:
+    """The visible rows (with ROW__ID) whose key is among ``keys``, as an Arrow table in the
+    driver: the key filter and the column projection run inside the ORC readers. Read in
+    this process with one thread per core when the planned files are at most
+    :data:`LOCAL_LOOKUP_BYTES`, else as a Spark job (:func:`current_rows`)."""
     valid = catalog.valid_write_ids(table.name, txn_id=txn.txn_id if txn else None)
     tfs, tdir = _tfs_and_dir(table)
     plan = snapshot.plan_read(
         tfs, tdir, [(c.name, c.hive_type) for c in table.columns],
         [(c.name, c.hive_type) for c in table.partition_columns], valid,
         bucketed=table.num_buckets > 0, partitions=partitions, buckets=buckets)
-    return snapshot.read_spark(spark, tdir, plan, row_id=row_id)
+    if spark is None or snapshot.planned_bytes(tfs, plan) <= LOCAL_LOOKUP_BYTES:
+        return snapshot.read_arrow_parallel(tfs, plan, threads=os.cpu_count() or 2, row_id=True,
+                                            project=project, keys=keys)
+    return snapshot.read_spark(spark, tdir, plan, row_id=True, project=project,
+                               keys=keys).toArrow()
+
+
+def current_rows(spark, catalog, table, txn: Transaction | None, *, partitions=None, buckets=None,
+                 row_id: bool = True, project: list[str] | None = None,
+                 keys: pa.Table | None = None):
+    """The table's visible rows for a writer: snapshot at the transaction's own
+    ``ValidWriteIdList`` (its earlier statements included), restricted to partitions/buckets;
+    ``project`` (data columns to read) and ``keys`` (rows whose key is among these) are pushed
+    into the readers (``jobs.acid.snapshot.read_task``)."""
+    valid = catalog.valid_write_ids(table.name, txn_id=txn.txn_id if txn else None)
+    tfs, tdir = _tfs_and_dir(table)
+    plan = snapshot.plan_read(
+        tfs, tdir, [(c.name, c.hive_type) for c in table.columns],
+        [(c.name, c.hive_type) for c in table.partition_columns], valid,
+        bucketed=table.num_buckets > 0, partitions=partitions, buckets=buckets)
+    return snapshot.read_spark(spark, tdir, plan, row_id=row_id, project=project, keys=keys)
 
 
 def _matches(spark, catalog, txn, table, keys_df):
@@ -651,19 +705,61 @@ def upsert(spark, catalog, txn: Transaction, table_name: str, df, **options) -> 
     return result
 
 
+def _write_local(tbl: pa.Table, spec: _WriteSpec) -> list[dict]:
+    """Run the writer task body in this process on a laid-out Arrow table (one writer: for an
+    unbucketed table every row goes to ``bucket_00000``)."""
+    return [r for b in _write_task(iter(tbl.to_batches()), spec) for r in b.to_pylist()]
+
+
+def _layout_inserts_local(tbl: pa.Table, table) -> pa.Table:
+    """Arrow version of :func:`_write_inserts`' layout: partition columns, ``_acid_bucket``
+    (bucketed tables), data columns; sorted by partition and bucket (stable)."""
+    pcols = [c.name for c in table.partition_columns]
+    data_cols = [c.name for c in table.columns]
+    if table.num_buckets > 0:
+        tbl = tbl.append_column(BUCKET_COL, pa.array(bucket_ids_arrow(table, tbl), pa.int32()))
+        order = pcols + [BUCKET_COL]
+        return tbl.sort_by([(c, "ascending") for c in order]).select(pcols + [BUCKET_COL] +
+                                                                      data_cols)
+    if pcols:
+        tbl = tbl.sort_by([(c, "ascending") for c in pcols])
+    return tbl.select(pcols + data_cols)
+
+
+def _layout_deletes_local(tbl: pa.Table, table) -> pa.Table:
+    """Arrow version of :func:`_write_deletes`' layout, sorted by partition, bucket and the
+    deleted ROW__ID."""
+    pcols = [c.name for c in table.partition_columns]
+    buckets = pa.array([decode_bucket_id(p) for p in tbl.column("bprop").to_pylist()], pa.int32())
+    tbl = tbl.select(pcols + ["owid", "bprop", "rowid"]).append_column(BUCKET_COL, buckets)
+    order = pcols + [BUCKET_COL, "owid", "bprop", "rowid"]
+    return tbl.sort_by([(c, "ascending") for c in order]).select(
+        pcols + [BUCKET_COL, "owid", "bprop", "rowid"])
+
+
 def _split_update(table, catalog, txn: Transaction, aligned, matched, operation: str,
                   counts: dict[str, int] | None = None, **options) -> WriteResult:
     """Write one split-update statement: delete events for the ROW__IDs in ``matched``
     (partition columns, ``owid``, ``bprop``, ``rowid``) and insert events for the rows of
     ``aligned``, both in ``W``/statement ``S``; register components and statistics.
+    ``aligned``/``matched`` are Spark DataFrames (written by Spark tasks) or Arrow tables
+    (written in this process).
 
     ``counts`` gives ``rows_inserted``/``rows_updated``/``rows_deleted`` explicitly; by default
     every delete event is an update and the remaining inserts are new rows (upsert)."""
     sid = txn.next_statement_id(table.name)
     del_spec = _spec(table, txn, "delete", sid, **options)
     ins_spec = _spec(table, txn, "insert", sid, **options)
-    del_files = _write_deletes(None, table, del_spec, matched)
-    ins_files = _write_inserts(aligned, table, ins_spec)
+    if isinstance(matched, pa.Table):
+        del_files = _write_local(_layout_deletes_local(matched, table), del_spec) \
+            if matched.num_rows else []
+    else:
+        del_files = _write_deletes(None, table, del_spec, matched)
+    if isinstance(aligned, pa.Table):
+        ins_files = _write_local(_layout_inserts_local(aligned, table), ins_spec) \
+            if aligned.num_rows else []
+    else:
+        ins_files = _write_inserts(aligned, table, ins_spec)
     tfs, _ = _tfs_and_dir(table)
     _finish_dirs(tfs, del_spec, del_files)
     _finish_dirs(tfs, ins_spec, ins_files)
@@ -691,10 +787,14 @@ def apply_row_changes(spark, catalog, txn: Transaction, table_name: str, inserts
     named by ``deletes_df`` and insert the rows of ``inserts_df``.
 
     Args:
-        inserts_df: full rows (every column; aligned and cast like :func:`insert`).
+        inserts_df: full rows (every column; aligned and cast like :func:`insert`). A Spark
+            DataFrame is written by Spark tasks; a pyarrow Table (columns and types exactly
+            the table's, as ``jobs.acid.types.arrow_schema`` gives) is written in this
+            process -- much cheaper for a change batch already in the driver.
         deletes_df: one row per row version to delete: the table's partition columns plus
             ``owid`` (originalTransaction), ``bprop`` (bucket property) and ``rowid`` (the
-            ROW__ID read at the transaction's snapshot, e.g. from :func:`current_rows`).
+            ROW__ID read at the transaction's snapshot, e.g. from :func:`current_rows`);
+            Spark DataFrame or pyarrow Table, as ``inserts_df``.
         counts: ``{"rows_inserted", "rows_updated", "rows_deleted"}`` for the commit record
             (the caller knows which delete+insert pairs are updates).
         operation: name recorded in the commit record's operation list.
@@ -704,7 +804,16 @@ def apply_row_changes(spark, catalog, txn: Transaction, table_name: str, inserts
         SchemaMismatchError: ``inserts_df`` does not fit the table (nothing written).
     """
     table = catalog.get_table(table_name)
-    aligned = _aligned(inserts_df, table)
+    if isinstance(inserts_df, pa.Table):
+        schema = htypes.arrow_schema([(c.name, c.hive_type)
+                                      for c in table.columns + table.partition_columns])
+        try:
+            aligned = inserts_df.select(schema.names).cast(schema)
+        except (KeyError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise SchemaMismatchError(f"{table.name}: insert rows do not fit the table: {e}") \
+                from e
+    else:
+        aligned = _aligned(inserts_df, table)
     catalog.acquire_lock(txn.txn_id, table.name, None, "shared_write")
     return _split_update(table, catalog, txn, aligned, deletes_df, operation, counts, **options)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,10 @@ from jobs.cdc.tables import table_from_stream, with_position_column
 log = logging.getLogger(__name__)
 
 SCHEMA_DRIFT = ("add", "fail")
+
+#: A batch's merge plan (already in the driver) is written by this process when it has at most
+#: this many insert + delete rows, else by Spark tasks (``ACIDFLOW_LOCAL_WRITE_ROWS``).
+LOCAL_WRITE_ROWS = int(os.environ.get("ACIDFLOW_LOCAL_WRITE_ROWS", "2000000"))
 
 
 class SchemaDriftError(RuntimeError):
@@ -267,7 +272,9 @@ def _apply_table(spark, catalog, txn, table: TableDef, changes_, options: CdcOpt
         plan = chg.MergePlan()
         events = chg.normalize_events(changes_, dict(columns), key, plan)
         keys = sorted({e.key for e in events}, key=repr)
-        stored = {} if truncated else lookup_stored(spark, catalog, txn, table, keys)
+        stored = {} if truncated else lookup_stored(
+            spark, catalog, txn, table, keys,
+            full_keys=chg.keys_needing_stored_rows(events, [c for c, _ in columns]))
         tombs = {} if truncated else _tombstones(catalog, table, [k for k in keys
                                                                   if k not in stored])
         chg.fold_events(events, stored, [c for c, _ in columns], options.policies, plan, tombs)
@@ -332,11 +339,18 @@ def _arrow_rows(rows: list[dict], columns: list[tuple[str, str]]) -> pa.Table:
     return pa.Table.from_pylist([{c: r.get(c) for c, _ in columns} for r in rows], schema)
 
 
-def lookup_stored(spark, catalog, txn, table: TableDef, keys: list[tuple]
-                  ) -> dict[tuple, chg.StoredRow]:
+def lookup_stored(spark, catalog, txn, table: TableDef, keys: list[tuple],
+                  full_keys: set[tuple] | None = None) -> dict[tuple, chg.StoredRow]:
     """The visible versions (at the transaction's snapshot) of ``keys``, read only from the
-    buckets (and partitions) the keys hash to.
+    buckets (and partitions) the keys hash to, with the key filter and column projection done
+    inside the ORC readers (``jobs.acid.snapshot.read_task``): a batch reads the key, position
+    and ROW__ID columns of the buckets it touches, not whole rows.
 
+    Args:
+        keys: key tuples (values as :func:`jobs.cdc.changes.coerce` returns them).
+        full_keys: keys whose whole stored row is needed (partial updates keep stored values);
+            None = all of them. For the others ``StoredRow.row`` holds only the key, partition
+            and ``_cdc_position`` columns.
     Returns:
         ``{key tuple: StoredRow}``.
     """
@@ -344,18 +358,31 @@ def lookup_stored(spark, catalog, txn, table: TableDef, keys: list[tuple]
         return {}
     key_cols = list(table.primary_key)
     types = dict(_all_columns(table))
-    keys_tbl = _arrow_rows([dict(zip(key_cols, k)) for k in keys],
-                           [(k, types[k]) for k in key_cols])
-    keys_df = spark.createDataFrame(keys_tbl)
-    partitions, buckets = writes._key_scope(spark, table, keys_df)
-    current = writes.current_rows(spark, catalog, table, txn, partitions=partitions,
-                                  buckets=buckets)
-    found = current.join(keys_df, on=key_cols, how="left_semi").collect()
-    return {tuple(r[k] for k in key_cols): _stored(r, types) for r in found}
+    data_cols = [c.name for c in table.columns]
+    full = set(keys) if full_keys is None else set(full_keys) & set(keys)
+    slim_project = list(dict.fromkeys([k for k in key_cols if k in data_cols]
+                                      + [c for c in (chg.POSITION_COLUMN,) if c in data_cols]))
+    out: dict[tuple, chg.StoredRow] = {}
+    for subset, project in (([k for k in keys if k not in full], slim_project),
+                            ([k for k in keys if k in full], None)):
+        if not subset:
+            continue
+        keys_tbl = _arrow_rows([dict(zip(key_cols, k)) for k in subset],
+                               [(k, types[k]) for k in key_cols])
+        data_keys = keys_tbl.select([k for k in key_cols if k in data_cols])
+        partitions, buckets = writes.key_scope_arrow(table, keys_tbl)
+        found = writes.lookup_rows(spark, catalog, table, txn, data_keys, project=project,
+                                   partitions=partitions, buckets=buckets)
+        wanted = set(subset)
+        for r in found.to_pylist():
+            key = tuple(r[k] for k in key_cols)
+            if key in wanted:  # partition key columns are matched here
+                out[key] = _stored(r, types)
+    return out
 
 
 def _stored(r, types: dict[str, str]) -> chg.StoredRow:
-    d = r.asDict(recursive=False)
+    d = dict(r) if isinstance(r, dict) else r.asDict(recursive=False)
     rid = d.pop(ROW_ID)
     row = {c: d.get(c) for c in types}
     return chg.StoredRow(row, (rid["writeid"], rid["bucketid"], rid["rowid"]),
@@ -402,11 +429,13 @@ def write_plan(spark, catalog, txn, table: TableDef, plan: chg.MergePlan):
     """Write a :class:`jobs.cdc.changes.MergePlan` as one split-update statement."""
     columns = _all_columns(table)
     pcols = [(c.name, c.hive_type) for c in table.partition_columns]
-    inserts_df = spark.createDataFrame(_arrow_rows(plan.inserts, columns))
+    inserts = _arrow_rows(plan.inserts, columns)
     del_rows = [{**{p: row.get(p) for p, _ in pcols}, "owid": rid[0], "bprop": rid[1],
                  "rowid": rid[2]} for row, rid in plan.deletes]
-    deletes_df = spark.createDataFrame(_arrow_rows(
-        del_rows, pcols + [("owid", "bigint"), ("bprop", "int"), ("rowid", "bigint")]))
+    deletes = _arrow_rows(del_rows, pcols + [("owid", "bigint"), ("bprop", "int"),
+                                             ("rowid", "bigint")])
+    if inserts.num_rows + deletes.num_rows > LOCAL_WRITE_ROWS:
+        inserts, deletes = spark.createDataFrame(inserts), spark.createDataFrame(deletes)
     counts = {k: plan.stats[k] for k in ("rows_inserted", "rows_updated", "rows_deleted")}
-    return writes.apply_row_changes(spark, catalog, txn, table.name, inserts_df, deletes_df,
+    return writes.apply_row_changes(spark, catalog, txn, table.name, inserts, deletes,
                                     counts=counts, operation="cdc_merge")

@@ -342,6 +342,19 @@ def normalize_events(changes: list[Change], types: dict[str, str], key_cols: lis
     return events
 
 
+def keys_needing_stored_rows(events: list[_Event], names: list[str]) -> set[tuple]:
+    """Keys whose fold reads stored column values: an update (``U``) whose after image lacks
+    some table column (absent, or flagged missing as GoldenGate's ``_isMissing``) keeps the
+    stored value of that column. Every other event replaces or deletes the whole row, so for
+    its key the stored ROW__ID and ``_cdc_position`` suffice."""
+    wanted = [n for n in names if n != POSITION_COLUMN]
+    out = set()
+    for ev in events:
+        if ev.op == "U" and (ev.missing or any(n not in ev.row for n in wanted)):
+            out.add(ev.key)
+    return out
+
+
 def fold(changes: list[Change], stored: dict[tuple, StoredRow], columns: list[tuple[str, str]],
          key_cols: list[str], policies: Policies = Policies(),
          tombstones: dict[tuple, str] | None = None) -> MergePlan:
