@@ -10,7 +10,7 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose test test-fast demo lock clean bench sample-data
+.PHONY: setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose test test-fast demo lock clean bench bench-report bench-write-paths sample-data
 
 # PostgreSQL 15 server binaries, as tests/support/postgres.py finds them ($$ACIDFLOW_PG_BINDIR).
 PG_BINDIR ?= $(or $(ACIDFLOW_PG_BINDIR),/usr/lib/postgresql/15/bin)
@@ -75,8 +75,19 @@ demo: setup
 sample-data: setup
 	PYTHONPATH=$(CURDIR) $(PY) tools/sample_data_pgbench.py --out include/sample_data/pgbench
 
+# Benchmarks (bench/README: what and how). Sizes as options, e.g.
+#   make bench BENCH_ARGS="--rows 1000000 --events 1% --runs 3"
+# Results: bench/results/bench_n<N>_k<K>.json; then `make bench-report` writes bench/RESULTS.md.
+BENCH_ARGS ?=
 bench: setup
-	$(PY) bench/write_paths.py
+	PYTHONPATH=$(CURDIR) $(PY) -m bench.run $(BENCH_ARGS)
+	PYTHONPATH=$(CURDIR) $(PY) -m bench.report --notes bench/NOTES.md
+
+bench-report: setup
+	PYTHONPATH=$(CURDIR) $(PY) -m bench.report --notes bench/NOTES.md
+
+bench-write-paths: setup
+	PYTHONPATH=$(CURDIR) $(PY) bench/write_paths.py
 
 lock:
 	$(UV) pip compile --python $(PY) requirements.in -o requirements.txt

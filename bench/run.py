@@ -144,8 +144,12 @@ def machine() -> dict:
 
 
 def bench_size(rows: int, events: int, *, runs: int, batches: int, seed: int, work: Path,
-               tools: tuple[str, ...] = UPSERT_TOOLS, log=None) -> dict:
-    """Run every phase of one size; returns the result document (see module docstring)."""
+               tools: tuple[str, ...] = UPSERT_TOOLS, log=None, upsert_only: bool = False
+               ) -> dict:
+    """Run every phase of one size (only the upserts of batch 1 with ``upsert_only``);
+    returns the result document (see module docstring). The prepared initial tables depend
+    only on N and the seed, so they are kept under ``WORK/n<N>_s<seed>/<tool>.pristine`` and
+    reused by the other K of the same N (and by later runs: delete WORK to start afresh)."""
     log = log or (lambda msg: print(msg, flush=True))
     data = work / "data" / f"n{rows}_k{events}_b{batches}_s{seed}"
     t0 = time.perf_counter()
@@ -153,11 +157,11 @@ def bench_size(rows: int, events: int, *, runs: int, batches: int, seed: int, wo
         generate(data, rows, events, batches, seed)
     meta = json.loads((data / "meta.json").read_text())
     log(f"[{rows:,} rows, {events:,} events] data ready ({time.perf_counter() - t0:.0f} s)")
-    root = work / f"n{rows}_k{events}"
-    if root.exists():
-        shutil.rmtree(root)
-    steplog = root / "steps.log"
-    root.mkdir(parents=True)
+    # the tools' tables live under one directory per N (the acidflow catalog records absolute
+    # locations, so a table is always used where it was prepared)
+    root = work / f"n{rows}_s{seed}"
+    root.mkdir(parents=True, exist_ok=True)
+    steplog = root / f"steps_k{events}.log"
     doc = {"rows": rows, "events": events, "batches": batches, "seed": seed, "runs": runs,
            "meta": meta, "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
            "prepare": {}, "upsert": {t: [] for t in tools}, "acidflow_batches": [],
@@ -171,14 +175,26 @@ def bench_size(rows: int, events: int, *, runs: int, batches: int, seed: int, wo
             f"{r['peak_rss_mb'] or 0:7.0f} MB  {'' if not check else 'correct' if check.get('correct') else 'WRONG ' + json.dumps(check)}")
         return r
 
-    for tool in (*tools, "spark-orc"):
+    for tool in tools:
+        kept = root / f"{tool}.pristine"
+        if (kept / ".prepared.json").exists():
+            doc["prepare"][tool] = json.loads((kept / ".prepared.json").read_text())
+            continue
+        if (root / tool).exists():
+            shutil.rmtree(root / tool)
         doc["prepare"][tool] = step(tool, "prepare")
-        if tool != "spark-orc":
-            snapshot_dir(root / tool, root / f"{tool}.pristine")
+        snapshot_dir(root / tool, kept)
+        (kept / ".prepared.json").write_text(json.dumps(doc["prepare"][tool]))
+    if not upsert_only:
+        doc["prepare"]["spark-orc"] = step("spark-orc", "prepare")
     for i in range(runs):
         for tool in tools:
             snapshot_dir(root / f"{tool}.pristine", root / tool)
             doc["upsert"][tool].append(step(tool, "upsert"))
+    if upsert_only:
+        doc["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        doc["seconds"] = round(time.perf_counter() - t0, 1)
+        return doc
     # acidflow: batches 1..B, reads after 1 and after B next to plain ORC scans
     snapshot_dir(root / "acidflow.pristine", root / "acidflow")
     for b in range(1, batches + 1):
@@ -210,21 +226,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=REPO / "build" / "bench",
                     help="scratch directory (data and tables)")
     ap.add_argument("--results", type=Path, default=RESULTS)
-    ap.add_argument("--keep", action="store_true", help="keep the tables after each size")
+    ap.add_argument("--upsert-only", nargs="*", default=[], metavar="N:K",
+                    help="sizes (e.g. 10000000:10000) for which only the upserts run")
     a = ap.parse_args(argv)
+    upsert_only = {tuple(int(x) for x in spec.split(":")) for spec in a.upsert_only}
     a.results.mkdir(parents=True, exist_ok=True)
     env = {"machine": machine(), "versions": versions(),
            "command": " ".join(["python -m bench.run", *(argv if argv is not None else sys.argv[1:])])}
     for n in a.rows:
         for k_text in a.events:
             k = round(n * float(k_text[:-1]) / 100) if k_text.endswith("%") else int(k_text)
-            doc = bench_size(n, k, runs=a.runs, batches=a.batches, seed=a.seed, work=a.work)
+            doc = bench_size(n, k, runs=a.runs, batches=a.batches, seed=a.seed, work=a.work,
+                             upsert_only=(n, k) in upsert_only)
             doc.update(env)
             out = a.results / f"bench_n{n}_k{k}.json"
             out.write_text(json.dumps(doc, indent=1, default=str))
             print(f"wrote {out}")
-            if not a.keep:
-                shutil.rmtree(a.work / f"n{n}_k{k}", ignore_errors=True)
+
     return 0
 
 

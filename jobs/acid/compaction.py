@@ -40,6 +40,7 @@ import posixpath
 from dataclasses import asdict, dataclass, field
 from typing import Iterable, Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -78,8 +79,8 @@ class VerificationError(CompactionError):
 
 @dataclass(frozen=True)
 class Checksum:
-    """Order-independent digest of visible rows: ``rows`` and two sums mod 2**64 of 64-bit
-    halves of BLAKE2b-128 over ``repr((writeid, bucketid, rowid, *row))``."""
+    """Order-independent digest of visible rows: ``rows`` and two sums mod 2**64 of two 64-bit
+    hashes of each row ``(writeid, bucketid, rowid, *row)`` (:func:`checksum_batches`)."""
 
     rows: int = 0
     sum1: int = 0
@@ -336,20 +337,98 @@ def _row_digest(values: tuple) -> tuple[int, int]:
     return int.from_bytes(d[:8], "little"), int.from_bytes(d[8:], "little")
 
 
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser on uint64 arrays (wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        x = x ^ (x >> np.uint64(30))
+        x = x * np.uint64(0xBF58476D1CE4E5B9)
+        x = x ^ (x >> np.uint64(27))
+        x = x * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+_NULL_HASH = np.uint64(0x6A09E667F3BCC908)
+_BYTE_BASE = np.uint64(0x100000001B3)
+
+
+def _bytes_hash(arr: pa.Array) -> np.ndarray:
+    """Per-row polynomial hash (mod 2**64) of the bytes of a string/binary array, plus its
+    length; vectorised over the array's offsets and data buffers."""
+    arr = arr.cast(pa.large_binary()) if not pa.types.is_large_binary(arr.type) else arr
+    n = len(arr)
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset:arr.offset + n + 1]
+    data = arr.buffers()[2]
+    start, end = int(offsets[0]), int(offsets[-1])
+    lengths = np.diff(offsets)
+    if end == start:
+        return lengths.astype(np.uint64)
+    raw = np.frombuffer(data, dtype=np.uint8)[start:end].astype(np.uint64) + np.uint64(1)
+    width = int(lengths.max())
+    with np.errstate(over="ignore"):
+        powers = np.cumprod(np.full(width, _BYTE_BASE, dtype=np.uint64))
+        if int(lengths.min()) == width:  # fixed width (codes, positions, ...): a matrix
+            return (raw.reshape(n, width) * powers).sum(axis=1, dtype=np.uint64) + \
+                np.uint64(width) * np.uint64(0x9E3779B97F4A7C15)
+        pos = np.arange(end - start, dtype=np.int64) - np.repeat(offsets[:-1] - start, lengths)
+        weighted = raw * powers[pos]
+        starts = (offsets[:-1] - start)[lengths > 0]
+        sums = np.zeros(n, dtype=np.uint64)
+        sums[lengths > 0] = np.add.reduceat(weighted, starts)
+        return sums + lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+
+
+def _column_hash(col: pa.Array) -> np.ndarray:
+    """uint64 hash per value of one column (NULL has its own value). Numbers, booleans,
+    dates and timestamps hash their 64-bit value, strings and binaries their bytes, decimals
+    their text; other types (nested) their ``repr``, row by row."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    t = col.type
+    if pa.types.is_floating(t):
+        vals = pc.fill_null(col.cast(pa.float64()), 0.0).to_numpy(zero_copy_only=False) \
+            .view(np.uint64)
+    elif pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_temporal(t):
+        if pa.types.is_boolean(t):
+            ints = col.cast(pa.int8())
+        elif pa.types.is_date32(t) or pa.types.is_time32(t):
+            ints = col.cast(pa.int32())
+        elif pa.types.is_temporal(t):
+            ints = col.cast(pa.int64())  # timestamp, date64, time64, duration: 64-bit values
+        else:
+            ints = col
+        vals = pc.fill_null(ints.cast(pa.int64()), 0).to_numpy(zero_copy_only=False) \
+            .view(np.uint64)
+    elif pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or \
+            pa.types.is_large_binary(t) or pa.types.is_decimal(t):
+        src = col.cast(pa.string()) if pa.types.is_decimal(t) else col
+        vals = _bytes_hash(pc.fill_null(src, b"" if pa.types.is_binary(t) or
+                                        pa.types.is_large_binary(t) else ""))
+    else:
+        vals = np.array([_row_digest((v,))[0] for v in col.to_pylist()], dtype=np.uint64)
+    vals = _mix64(vals)
+    if col.null_count:
+        vals = np.where(col.is_null().to_numpy(zero_copy_only=False), _NULL_HASH, vals)
+    return vals
+
+
 def checksum_batches(batches: Iterable[pa.RecordBatch], names: list[str]) -> Checksum:
     """Digest of rows from ``snapshot.read_task(..., row_id=True)`` batches: each row hashed as
-    ``(writeid, bucketid, rowid, *values of names)``; see :class:`Checksum`."""
-    rows = s1 = s2 = 0
+    ``(writeid, bucketid, rowid, *values of names)``, column by column (vectorised, numpy),
+    the column hashes chained in order; see :class:`Checksum`."""
+    rows, s1, s2 = 0, 0, 0
     for b in batches:
         if b.num_rows == 0:
             continue
         rid = b.column(b.schema.get_field_index(snapshot.ROW_ID))
-        keys = [rid.field(i).to_pylist() for i in range(3)]
-        cols = [b.column(b.schema.get_field_index(n)).to_pylist() for n in names]
-        for vals in zip(*keys, *cols):
-            a, c = _row_digest(vals)
-            s1 = (s1 + a) & _MASK64
-            s2 = (s2 + c) & _MASK64
+        cols = [rid.field(i) for i in range(3)] + \
+            [b.column(b.schema.get_field_index(n)) for n in names]
+        h = np.full(b.num_rows, np.uint64(0x243F6A8885A308D3), dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            for c in cols:
+                h = _mix64(h * np.uint64(31) + _column_hash(c))
+            h2 = _mix64(h ^ np.uint64(0xA5A5A5A5A5A5A5A5))
+        s1 = (s1 + int(h.sum(dtype=np.uint64))) & _MASK64
+        s2 = (s2 + int(h2.sum(dtype=np.uint64))) & _MASK64
         rows += b.num_rows
     return Checksum(rows, s1, s2)
 

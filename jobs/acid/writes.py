@@ -39,8 +39,7 @@ from jobs.acid import files as acid_files
 from jobs.acid import partitions as parts
 from jobs.acid import snapshot
 from jobs.acid import types as htypes
-from jobs.acid.bucketing import (bucket_hash_code, bucket_number, decode_bucket_id,
-                                 encode_bucket_property)
+from jobs.acid.bucketing import bucket_numbers, decode_bucket_id, encode_bucket_property
 from jobs.acid.fs import TableFS, join
 from jobs.acid.layout import format_base, format_bucket_file, format_delta
 
@@ -329,9 +328,8 @@ def _bucket_ids_task(batches, key_names: list[str], key_types: list[str], num_bu
                      version: int):
     """mapInArrow body: append the Hive bucket number of each row as ``_acid_bucket``."""
     for b in batches:
-        cols = [b.column(b.schema.get_field_index(n)).to_pylist() for n in key_names]
-        ids = [bucket_number(bucket_hash_code(list(vals), key_types, version), num_buckets)
-               for vals in zip(*cols)]
+        ids = bucket_numbers([b.column(b.schema.get_field_index(n)) for n in key_names],
+                             key_types, num_buckets, version)
         yield pa.RecordBatch.from_arrays(list(b.columns) + [pa.array(ids, pa.int32())],
                                          names=list(b.schema.names) + [BUCKET_COL])
 
@@ -550,15 +548,24 @@ def bucket_ids_arrow(table, tbl: pa.Table) -> list[int]:
     writers' ``_acid_bucket``; ``bucketing_version`` 1 or 2)."""
     types_by_name = {c.name: c.hive_type for c in table.columns + table.partition_columns}
     names = list(table.bucket_columns)
-    ktypes = [types_by_name[k] for k in names]
-    cols = [tbl.column(n).to_pylist() for n in names]
-    return [bucket_number(bucket_hash_code(list(v), ktypes, table.bucketing_version),
-                          table.num_buckets) for v in zip(*cols)]
+    return bucket_numbers([tbl.column(n) for n in names], [types_by_name[k] for k in names],
+                          table.num_buckets, table.bucketing_version)
 
 
 #: A merge's key lookup reads in the driver (threads) when the files it plans to read hold at
 #: most this many bytes, else as a Spark job (``ACIDFLOW_LOCAL_LOOKUP_BYTES``).
 LOCAL_LOOKUP_BYTES = int(os.environ.get("ACIDFLOW_LOCAL_LOOKUP_BYTES", str(8 << 30)))
+
+
+def _plan_current(catalog, table, txn: Transaction | None, partitions, buckets):
+    """(TableFS, table dir, read plan) of the snapshot a writer sees: the transaction's own
+    ``ValidWriteIdList`` (its earlier statements included), restricted to partitions/buckets."""
+    valid = catalog.valid_write_ids(table.name, txn_id=txn.txn_id if txn else None)
+    tfs, tdir = _tfs_and_dir(table)
+    return tfs, tdir, snapshot.plan_read(
+        tfs, tdir, [(c.name, c.hive_type) for c in table.columns],
+        [(c.name, c.hive_type) for c in table.partition_columns], valid,
+        bucketed=table.num_buckets > 0, partitions=partitions, buckets=buckets)
 
 
 def lookup_rows(spark, catalog, table, txn: Transaction | None, keys: pa.Table, *,
@@ -567,12 +574,7 @@ def lookup_rows(spark, catalog, table, txn: Transaction | None, keys: pa.Table, 
     driver: the key filter and the column projection run inside the ORC readers. Read in
     this process with one thread per core when the planned files are at most
     :data:`LOCAL_LOOKUP_BYTES`, else as a Spark job (:func:`current_rows`)."""
-    valid = catalog.valid_write_ids(table.name, txn_id=txn.txn_id if txn else None)
-    tfs, tdir = _tfs_and_dir(table)
-    plan = snapshot.plan_read(
-        tfs, tdir, [(c.name, c.hive_type) for c in table.columns],
-        [(c.name, c.hive_type) for c in table.partition_columns], valid,
-        bucketed=table.num_buckets > 0, partitions=partitions, buckets=buckets)
+    tfs, tdir, plan = _plan_current(catalog, table, txn, partitions, buckets)
     if spark is None or snapshot.planned_bytes(tfs, plan) <= LOCAL_LOOKUP_BYTES:
         return snapshot.read_arrow_parallel(tfs, plan, threads=os.cpu_count() or 2, row_id=True,
                                             project=project, keys=keys)
@@ -587,12 +589,7 @@ def current_rows(spark, catalog, table, txn: Transaction | None, *, partitions=N
     ``ValidWriteIdList`` (its earlier statements included), restricted to partitions/buckets;
     ``project`` (data columns to read) and ``keys`` (rows whose key is among these) are pushed
     into the readers (``jobs.acid.snapshot.read_task``)."""
-    valid = catalog.valid_write_ids(table.name, txn_id=txn.txn_id if txn else None)
-    tfs, tdir = _tfs_and_dir(table)
-    plan = snapshot.plan_read(
-        tfs, tdir, [(c.name, c.hive_type) for c in table.columns],
-        [(c.name, c.hive_type) for c in table.partition_columns], valid,
-        bucketed=table.num_buckets > 0, partitions=partitions, buckets=buckets)
+    tfs, tdir, plan = _plan_current(catalog, table, txn, partitions, buckets)
     return snapshot.read_spark(spark, tdir, plan, row_id=row_id, project=project, keys=keys)
 
 

@@ -152,6 +152,13 @@ def coerce(value: Any, hive_type: str) -> Any:
     """
     if value is None:
         return None
+    vt = type(value)  # fast paths for the commonest cases (exact types: bool is not int)
+    if vt is str and hive_type == "string":
+        return value
+    if vt is int and hive_type in _INT_RANGE:
+        bits = _INT_RANGE[hive_type]
+        if -(1 << bits) <= value < (1 << bits):
+            return value
     node = htypes.parse(hive_type)
     kind = node[0]
     try:

@@ -1,0 +1,70 @@
+"""The benchmark at tiny sizes: every phase runs (each step in its own process, as ``make
+bench`` runs them) and every tool's result equals the generator's expected table. No timings
+are asserted: speed is measured by ``make bench``, reported in ``bench/RESULTS.md``."""
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from bench import generate, report, run
+
+pytestmark = [pytest.mark.slow]
+
+
+def test_generator_is_deterministic_and_its_expected_table_follows_the_rules(tmp_path):
+    a = generate.generate(tmp_path / "a", rows=2000, events=200, batches=2, seed=5)
+    generate.generate(tmp_path / "b", rows=2000, events=200, batches=2, seed=5)
+    for name in ("base.parquet", "batch_0001.jsonl", "batch_0002.jsonl",
+                 "expected_0002.parquet"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    counts = a["batch_counts"][0]
+    assert sum(counts[op] for op in "IUD") == 200
+    assert counts["late"] >= 2
+    events = [json.loads(line) for line in (tmp_path / "a/batch_0001.jsonl").open()]
+    positions = [e["pos"] for e in events]
+    assert positions == sorted(positions) and len(set(positions)) == 200
+    per_key: dict[int, list] = {}
+    for e in events:
+        per_key.setdefault((e["after"] or e["before"])["ID"], []).append(e)
+    twice = [k for k, evs in per_key.items() if len(evs) == 2]
+    assert 0.05 < len(twice) / len(per_key) < 0.15          # about 10 % of touched keys
+    # the expected table: base, then per key the latest event unless it is late
+    base = {r["id"]: r for r in pq.read_table(tmp_path / "a/base.parquet").to_pylist()}
+    expected = {r["id"]: r for r in pq.read_table(tmp_path / "a/expected_0001.parquet")
+                .to_pylist()}
+    for key, evs in per_key.items():
+        last = max(evs, key=lambda e: (e["op_ts"], e["pos"]))
+        stored = base.get(key)
+        late = stored is not None and last["op_ts"] <= str(stored["updated_at"])
+        if late:
+            assert expected[key] == stored
+        elif last["op_type"] == "D":
+            assert key not in expected
+        else:
+            assert expected[key]["name"] == last["after"]["NAME"]
+            assert str(expected[key]["updated_at"]).startswith(last["op_ts"][:19])
+
+
+def test_every_tool_runs_and_is_correct(tmp_path):
+    doc = run.bench_size(1500, 150, runs=1, batches=2, seed=3, work=tmp_path, log=print)
+    for tool in run.UPSERT_TOOLS:
+        (r,) = doc["upsert"][tool]
+        assert r["check"]["correct"], (tool, r["check"])
+        assert r["work"] > 0 and r["peak_rss_mb"] > 0
+    assert len(doc["acidflow_batches"]) == 2
+    assert all(b["check"]["correct"] for b in doc["acidflow_batches"])
+    assert doc["acidflow_batches"][0]["report"]["ignored_late"] >= 1
+    for b in ("1", "2"):
+        assert doc["read"][b]["acidflow"][0]["check"]["correct"]
+        assert doc["read"][b]["spark-orc"][0]["work"] > 0
+    (c,) = doc["compact"]["acidflow"]
+    assert c["state"] == "ready for cleaning" or c["state"] == "succeeded", c
+    assert c["check"]["correct"]
+    assert doc["compact"]["spark-orc"][0]["check"]["correct"]
+    doc.update(machine=run.machine(), versions=run.versions(), command="smoke")
+    text = report.render([doc])
+    for label in report.LABEL.values():
+        assert label in text
+    assert "**NO**" not in text
