@@ -17,6 +17,20 @@ from jobs.reads import read_table
 pytestmark = pytest.mark.spark
 
 
+@pytest.fixture(params=["driver", "spark"])
+def merge_path(request, monkeypatch):
+    """Where the merge does its work: the driver (key lookup read in-process, plan written by
+    the driver: the defaults for small batches) or Spark (a lookup job and writer tasks, as for
+    large scopes). Both must give the same tables."""
+    if request.param == "spark":
+        from jobs.acid import writes
+        from jobs.cdc import apply
+
+        monkeypatch.setattr(writes, "LOCAL_LOOKUP_BYTES", -1)
+        monkeypatch.setattr(apply, "LOCAL_WRITE_ROWS", -1)
+    return request.param
+
+
 @pytest.fixture
 def catalog(warehouse):
     return Catalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
@@ -62,7 +76,8 @@ def txn(lsn_begin, lsn_commit, *changes):
     return out
 
 
-def test_wal2json_batches_late_events_drift_and_idempotence(spark, catalog, tmp_path):
+def test_wal2json_batches_late_events_drift_and_idempotence(spark, catalog, tmp_path,
+                                                            merge_path):
     land = tmp_path / "landing"
     write(land / "b1.jsonl.gz", txn("0/100", "0/1F0",
           {"action": "I", "columns": acc(1, 10)},
@@ -226,13 +241,47 @@ def test_goldengate_late_events_several_changes_and_new_column(spark, catalog, t
     assert [r.status for r in apply_path(spark, catalog, str(d), opts)] == ["skipped"] * 2
 
 
+def test_partitioned_table_prunes_by_key_and_keeps_row_ids(spark, catalog, tmp_path,
+                                                            merge_path):
+    """A table partitioned by a key column: the lookup reads only the touched partitions
+    and buckets; updates and deletes hit the right partition; both merge paths agree."""
+    catalog.create_table(TableDef(
+        name="shop.visits", columns=[Column("id", "bigint"), Column("v", "string"),
+                                     Column(POSITION_COLUMN, "string")],
+        partition_columns=[Column("region", "string")], primary_key=["region", "id"],
+        num_buckets=2, ordering_column=POSITION_COLUMN))
+
+    def ev(op, pos, region, id_, v=None):
+        img = {"REGION": region, "ID": id_, **({"V": v} if v is not None else {})}
+        return {"table": "SHOP.VISITS", "op_type": op, "op_ts": "2024-02-01 00:00:00",
+                "pos": pos, "primary_keys": ["REGION", "ID"],
+                "before": None if op == "I" else {"REGION": region, "ID": id_},
+                "after": None if op == "D" else img}
+
+    d = tmp_path / "visits"
+    write(d / "1.json", [ev("I", "01", "eu", 1, "a"), ev("I", "02", "us", 1, "b"),
+                         ev("I", "03", "eu", 2, "c"), ev("I", "04", "us", 2, "d")])
+    write(d / "2.json", [ev("U", "05", "eu", 1, "a2"), ev("D", "06", "us", 2),
+                         ev("U", "01", "us", 1, "late"), ev("I", "07", "ap", 9, "z")])
+    opts = CdcOptions(fmt="goldengate", target_db="shop", quality_gate=False)
+    _, r2 = apply_path(spark, catalog, str(d), opts)
+    assert r2.tables["shop.visits"]["ignored_late"] == 1
+    assert r2.tables["shop.visits"]["rows_updated"] == 1
+    assert r2.tables["shop.visits"]["rows_deleted"] == 1
+    got = {(r["region"], r["id"]): r["v"] for r in read_table(None, catalog, "shop.visits")
+           .to_pylist()}
+    assert got == {("eu", 1): "a2", ("us", 1): "b", ("eu", 2): "c", ("ap", 9): "z"}
+    ids = read_table(None, catalog, "shop.visits", row_id=True).to_pylist()
+    assert len({(r["region"], tuple(r["ROW__ID"].values())) for r in ids}) == 4
+
+
 def deb(op, lsn, after=None, before=None, table="orders"):
     return {"payload": {"op": op, "before": before, "after": after, "ts_ms": 1,
                         "source": {"schema": "public", "table": table, "lsn": lsn}},
             "schema": {"type": "struct", "fields": []}}
 
 
-def test_debezium_with_tables_config_and_policies(spark, catalog, tmp_path):
+def test_debezium_with_tables_config_and_policies(spark, catalog, tmp_path, merge_path):
     catalog.create_table(TableDef(name="shop.orders", columns=[
         Column("id", "bigint"), Column("qty", "int"), Column(POSITION_COLUMN, "string")],
         primary_key=["id"], num_buckets=2, ordering_column=POSITION_COLUMN))
@@ -280,7 +329,8 @@ def test_truncate_then_changes_is_an_insert_overwrite(spark, catalog, tmp_path):
     assert acid_state_of(t.location, catalog.valid_write_ids("src.acc")).base.name == "base_0000002"
 
 
-def test_late_events_after_a_delete_do_not_resurrect_the_key(spark, catalog, tmp_path):
+def test_late_events_after_a_delete_do_not_resurrect_the_key(spark, catalog, tmp_path,
+                                                            merge_path):
     opts = CdcOptions(fmt="goldengate", target_db="shop", auto_create=True)
     for i, batch in enumerate([
             [gg("I", "0001", "2024-01-01 00:00:01", {"ID": 1, "NAME": "a", "AGE": 1})],
