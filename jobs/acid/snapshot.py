@@ -500,6 +500,38 @@ def planned_bytes(tfs: TableFS, plan: ReadPlan) -> int:
     return sum(tfs.size(p) for p in paths)
 
 
+def string_column_max(tfs: TableFS, plan: ReadPlan, column: str) -> tuple[bool, str | None]:
+    """Upper bound of a string data column over the insert-side files a plan reads, from the
+    ORC file statistics alone (footers, no data): ``(True, max)``, ``(True, None)`` when every
+    value is NULL or no file has the column (added later), ``(False, None)`` when a file has no
+    usable statistics (original files, or a writer that wrote none) -- the caller must then
+    read the column. ORC may truncate long string statistics, but only to a bound that is
+    still >= the true maximum (ORC-203), which is all a caller comparing with it needs."""
+    import pyorc
+
+    idx = [n for n, _ in plan.columns].index(column)
+    best = None
+    for f in {f.path: f for t in plan.tasks for f in t.data_files}.values():
+        if f.kind == "original":
+            return False, None
+        with tfs.open(f.path, "rb") as fh:
+            reader = pyorc.Reader(fh)
+            top = list(reader.schema.fields.values())
+            if len(top) != 6:
+                return False, None
+            fields = list(top[5].fields.values())
+            if idx >= len(fields):
+                continue  # the column was added after this file was written: all NULL
+            stats = reader[fields[idx].column_id].statistics
+        if not stats.get("number_of_values"):
+            continue
+        top_value = stats.get("maximum")
+        if not isinstance(top_value, str):
+            return False, None
+        best = top_value if best is None or top_value > best else best
+    return True, best
+
+
 def read_spark(spark, tfs_url: str, plan: ReadPlan, *, row_id: bool = False,
                file_name: bool = False, project: list[str] | None = None,
                keys: pa.Table | None = None):

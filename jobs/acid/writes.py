@@ -568,6 +568,14 @@ def _plan_current(catalog, table, txn: Transaction | None, partitions, buckets):
         bucketed=table.num_buckets > 0, partitions=partitions, buckets=buckets)
 
 
+def stored_column_max(catalog, table, txn: Transaction | None, column: str, *,
+                      partitions=None, buckets=None) -> tuple[bool, str | None]:
+    """:func:`jobs.acid.snapshot.string_column_max` of a string column over the files of the
+    snapshot a writer sees (restricted to partitions/buckets)."""
+    tfs, _, plan = _plan_current(catalog, table, txn, partitions, buckets)
+    return snapshot.string_column_max(tfs, plan, column)
+
+
 def lookup_rows(spark, catalog, table, txn: Transaction | None, keys: pa.Table, *,
                 project: list[str] | None = None, partitions=None, buckets=None) -> pa.Table:
     """The visible rows (with ROW__ID) whose key is among ``keys``, as an Arrow table in the

@@ -274,7 +274,8 @@ def _apply_table(spark, catalog, txn, table: TableDef, changes_, options: CdcOpt
         keys = sorted({e.key for e in events}, key=repr)
         stored = {} if truncated else lookup_stored(
             spark, catalog, txn, table, keys,
-            full_keys=chg.keys_needing_stored_rows(events, [c for c, _ in columns]))
+            full_keys=chg.keys_needing_stored_rows(events, [c for c, _ in columns]),
+            min_position=min((e.position for e in events), default=None))
         tombs = {} if truncated else _tombstones(catalog, table, [k for k in keys
                                                                   if k not in stored])
         chg.fold_events(events, stored, [c for c, _ in columns], options.policies, plan, tombs)
@@ -345,7 +346,8 @@ def _arrow_rows(rows: list[dict], columns: list[tuple[str, str]]) -> pa.Table:
 
 
 def lookup_stored(spark, catalog, txn, table: TableDef, keys: list[tuple],
-                  full_keys: set[tuple] | None = None) -> dict[tuple, chg.StoredRow]:
+                  full_keys: set[tuple] | None = None, min_position: str | None = None
+                  ) -> dict[tuple, chg.StoredRow]:
     """The visible versions (at the transaction's snapshot) of ``keys``, read only from the
     buckets (and partitions) the keys hash to, with the key filter and column projection done
     inside the ORC readers (``jobs.acid.snapshot.read_task``): a batch reads the key, position
@@ -356,6 +358,11 @@ def lookup_stored(spark, catalog, txn, table: TableDef, keys: list[tuple],
         full_keys: keys whose whole stored row is needed (partial updates keep stored values);
             None = all of them. For the others ``StoredRow.row`` holds only the key, partition
             and ``_cdc_position`` columns.
+        min_position: the batch's oldest event position. When the ORC statistics show every
+            stored ``_cdc_position`` of the touched buckets below it, no event can be late
+            against a stored row, the position column is not read (the widest column of the
+            lookup) and ``StoredRow.position`` is None. Batches arriving in order -- the usual
+            case -- take this path; a batch with late events reads the positions.
     Returns:
         ``{key tuple: StoredRow}``.
     """
@@ -376,6 +383,11 @@ def lookup_stored(spark, catalog, txn, table: TableDef, keys: list[tuple],
                                [(k, types[k]) for k in key_cols])
         data_keys = keys_tbl.select([k for k in key_cols if k in data_cols])
         partitions, buckets = writes.key_scope_arrow(table, keys_tbl)
+        if project is not None and chg.POSITION_COLUMN in project and min_position is not None:
+            known, newest = writes.stored_column_max(catalog, table, txn, chg.POSITION_COLUMN,
+                                                     partitions=partitions, buckets=buckets)
+            if known and (newest is None or newest < min_position):
+                project = [c for c in project if c != chg.POSITION_COLUMN]
         found = writes.lookup_rows(spark, catalog, table, txn, data_keys, project=project,
                                    partitions=partitions, buckets=buckets)
         wanted = set(subset)
