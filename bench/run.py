@@ -147,12 +147,14 @@ def machine() -> dict:
 
 
 def bench_size(rows: int, events: int, *, runs: int, batches: int, seed: int, work: Path,
-               tools: tuple[str, ...] = UPSERT_TOOLS, log=None, upsert_only: bool = False
-               ) -> dict:
+               tools: tuple[str, ...] = UPSERT_TOOLS, log=None, upsert_only: bool = False,
+               checkpoint: Path | None = None, extra: dict | None = None) -> dict:
     """Run every phase of one size (only the upserts of batch 1 with ``upsert_only``);
     returns the result document (see module docstring). The prepared initial tables depend
     only on N and the seed, so they are kept under ``WORK/n<N>_s<seed>/<tool>.pristine`` and
-    reused by the other K of the same N (and by later runs: delete WORK to start afresh)."""
+    reused by the other K of the same N (and by later runs: delete WORK to start afresh).
+    ``checkpoint``: a JSON file rewritten before every step with the document so far plus
+    ``extra`` (``"partial": true``), so a stopped run keeps what it measured."""
     log = log or (lambda msg: print(msg, flush=True))
     data = work / "data" / f"n{rows}_k{events}_b{batches}_s{seed}"
     t0 = time.perf_counter()
@@ -171,6 +173,9 @@ def bench_size(rows: int, events: int, *, runs: int, batches: int, seed: int, wo
            "read": {}, "compact": {"acidflow": [], "spark-orc": []}}
 
     def step(tool, name, batch=1, workdir=None, check=True):
+        if checkpoint is not None:  # everything measured so far
+            checkpoint.write_text(json.dumps({**doc, **(extra or {}), "partial": True},
+                                             indent=1, default=str))
         r = run_step(tool, name, data, workdir or root / tool, batch, steplog, check)
         check = r.get("check", {})
         log(f"  {tool:9s} {name:8s} b{batch:<3d} wall {r['wall']:7.2f} s  work "
@@ -218,6 +223,47 @@ def bench_size(rows: int, events: int, *, runs: int, batches: int, seed: int, wo
     return doc
 
 
+def doc_from_logs(steps_log: Path, console_log: Path, rows: int, events: int, batches: int,
+                  runs: int) -> dict:
+    """Rebuild the result document of a size whose run was stopped before it finished, from
+    its step log (each step's command and ``BENCH-RESULT`` line) and the driver's console log
+    (wall time and peak memory of each step, same order). The document says ``partial``."""
+    import re
+
+    results, current = [], None
+    for line in steps_log.read_text().splitlines():
+        if line.startswith("$ "):
+            parts = line.split()
+            current = {"tool": parts[4], "step": parts[5],
+                       "batch": int(parts[parts.index("--batch") + 1])}
+        elif line.startswith("BENCH-RESULT ") and current is not None:
+            results.append({**current, **json.loads(line[len("BENCH-RESULT "):])})
+            current = None
+    pattern = re.compile(r"^\s+(\S+)\s+(\S+)\s+b(\d+)\s+wall\s+([\d.]+) s .*peak\s+([\d.]+) MB")
+    walls = [m.groups() for m in map(pattern.match, console_log.read_text().splitlines()) if m]
+    walls = [w for w in walls if w[0] in {r["tool"] for r in results}]
+    doc = {"rows": rows, "events": events, "batches": batches, "runs": runs, "partial": True,
+           "prepare": {}, "upsert": {t: [] for t in UPSERT_TOOLS}, "acidflow_batches": [],
+           "read": {}, "compact": {"acidflow": [], "spark-orc": []}}
+    after_batches = False
+    for r, w in zip(results, walls[-len(results):]):
+        r.update(wall=float(w[3]), peak_rss_mb=float(w[4]))
+        tool, step, b = r.pop("tool"), r.pop("step"), r.pop("batch")
+        if step == "prepare":
+            doc["prepare"][tool] = r
+        elif step == "upsert" and tool == "acidflow" and (after_batches or
+                                                          len(doc["upsert"]["acidflow"]) >= runs):
+            after_batches = True
+            doc["acidflow_batches"].append(r)
+        elif step == "upsert":
+            doc["upsert"][tool].append(r)
+        elif step in ("read", "scan"):
+            doc["read"].setdefault(str(b), {"acidflow": [], "spark-orc": []})[tool].append(r)
+        elif step in ("compact", "rewrite"):
+            doc["compact"][tool].append(r)
+    return doc
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000],
@@ -240,10 +286,10 @@ def main(argv: list[str] | None = None) -> int:
     for n in a.rows:
         for k_text in a.events:
             k = round(n * float(k_text[:-1]) / 100) if k_text.endswith("%") else int(k_text)
-            doc = bench_size(n, k, runs=a.runs, batches=a.batches, seed=a.seed, work=a.work,
-                             upsert_only=(n, k) in upsert_only)
-            doc.update(env)
             out = a.results / f"bench_n{n}_k{k}.json"
+            doc = bench_size(n, k, runs=a.runs, batches=a.batches, seed=a.seed, work=a.work,
+                             upsert_only=(n, k) in upsert_only, checkpoint=out, extra=env)
+            doc.update(env)
             out.write_text(json.dumps(doc, indent=1, default=str))
             print(f"wrote {out}")
 
