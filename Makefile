@@ -75,8 +75,8 @@ demo: setup
 sample-data: setup
 	PYTHONPATH=$(CURDIR) $(PY) tools/sample_data_pgbench.py --out include/sample_data/pgbench
 
-# Benchmarks (bench/README.md: what and how). Default: the matrix of bench/RESULTS.md, about an
-# hour on 2 cores. Sizes as options, e.g. make bench BENCH_ARGS="--rows 1000000 --events 1%"
+# Benchmarks (bench/README.md: what and how). Default: the matrix of bench/RESULTS.md, about 80
+# minutes on 2 cores. Sizes as options, e.g. make bench BENCH_ARGS="--rows 1000000 --events 1%"
 # Results: bench/results/bench_n<N>_k<K>.json; then `make bench-report` writes bench/RESULTS.md.
 BENCH_ARGS ?= --rows 1000000 10000000 --events 1% 0.1% --runs 3 --upsert-only 1000000:1000 10000000:10000
 bench: setup
