@@ -5,7 +5,9 @@ log and conf dirs under the test's tmp dir) from a **clean environment**: no ``P
 virtualenv on ``PATH``. The DAG runs with ``airflow dags test`` (``jobs.localairflow``) on a
 private ``AIRFLOW_HOME`` whose ``spark_default`` points at the master, so the task goes through
 ``AcidflowSparkSubmitOperator`` -> ``SparkSubmitOperator`` -> ``spark-submit --master spark://...``
-with the ``jobs`` zip in ``--py-files``.
+with the ``jobs`` zip in ``--py-files``. The driver-side shortcuts for small batches
+(``ACIDFLOW_LOCAL_LOOKUP_BYTES``, ``ACIDFLOW_LOCAL_WRITE_ROWS``) are set to 0 so that the key
+lookup and the writes run as Spark tasks on the worker, as they do for large batches.
 
 Checked: the run succeeded; the table holds the expected rows (read with pyarrow through the
 catalog); the master lists a finished application ``acidflow-cdc-upsert``; the worker's work dir
@@ -238,7 +240,10 @@ def test_acid_cdc_dag_on_standalone_cluster(tmp_path):
         lap("cluster up")
         env = airflow_env(tmp_path / "airflow", warehouse=str(wh), spark_master=master_url,
                           extra={"ACIDFLOW_CATALOG_URL": catalog_url,
-                                 "ACIDFLOW_BUILD_DIR": str(build)})
+                                 "ACIDFLOW_BUILD_DIR": str(build),
+                                 # tiny batches would otherwise be merged in the driver alone
+                                 "ACIDFLOW_LOCAL_LOOKUP_BYTES": "0",
+                                 "ACIDFLOW_LOCAL_WRITE_ROWS": "0"})
         migrate(env)
         lap("db migrate")
         res = dags_test("acid_cdc", env, timeout=600, conf={
