@@ -25,8 +25,15 @@ that produced both an insert and a delete delta is published with two renames, a
 rerun finish an interrupted publish instead of redoing it.
 
 Verification: the visible rows at the compactor's snapshot are read from the old layout and from
-the new one; the count and two order-independent 64-bit sums of a BLAKE2b hash of
-``(ROW__ID, row)`` must be equal, else :class:`VerificationError` and nothing is published.
+the new one; the count and two order-independent 64-bit sums of per-row hashes of
+``(ROW__ID, row)`` (:func:`checksum_batches`) must be equal, else :class:`VerificationError` and
+nothing is published. A major compaction's workers checksum the snapshot rows they read and
+rewrite (the old side) and the new base is read back for the other side; a minor compaction
+reads the old layout's snapshot separately, since its workers copy raw events.
+
+Output files are written from Arrow tables (``files.write_event_table``: pyarrow's ORC writer
+plus Hive's footer metadata, pyorc for varchar/char/nested columns), with stripes sized by
+``acidflow.compactor.target.stripe.bytes``.
 
 Executor work is pure Arrow/pyorc (:func:`run_task`, :func:`checksum_task`), run in Spark with
 ``mapInArrow`` (one Spark task per bucket) or in-process when no SparkSession is given. Spark's
@@ -216,6 +223,7 @@ class CompactTask:
     valid: str
     stripe_rows: int
     compression: str = "zlib"
+    stripe_bytes: int = DEFAULT_TARGET_STRIPE_BYTES
 
     def to_json(self) -> str:
         """JSON text of the task."""
@@ -235,16 +243,21 @@ def _valid_mask(arr, valid: ValidWriteIdList):
     return snapshot._valid_mask(arr, valid)
 
 
+def _ops(n: int, op: int) -> pa.Array:
+    return pa.array(np.full(n, op, dtype=np.int32))
+
+
 def _sorted_by_key(table: pa.Table) -> pa.Table:
+    """``table`` ordered by ROW__ID (``_KEYS``); returned as is when it already is (a base
+    followed by its later deltas usually is)."""
     if table.num_rows <= 1:
+        return table
+    o, b, r = (table.column(k).to_numpy() for k in _KEYS)
+    if bool(((o[1:] > o[:-1]) | ((o[1:] == o[:-1]) & (
+            (b[1:] > b[:-1]) | ((b[1:] == b[:-1]) & (r[1:] >= r[:-1]))))).all()):
         return table
     idx = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in _KEYS])
     return table.take(idx)
-
-
-def _rows(table: pa.Table, names: list[str]) -> list[tuple]:
-    cols = [table.column(n).to_pylist() for n in names]
-    return list(zip(*cols)) if cols else [()] * table.num_rows
 
 
 def run_task(task: CompactTask) -> list[dict]:
@@ -255,10 +268,14 @@ def run_task(task: CompactTask) -> list[dict]:
     become insert events ``(0, w, b, r, w, row)`` sorted by ROW__ID in ``base/bucket_N``.
     Minor: valid insert events of the deltas' ``bucket_N`` files are copied unchanged into
     ``delta/bucket_N``; valid delete events (de-duplicated per ROW__ID, lowest
-    ``currentTransaction`` kept) into ``delete_delta/bucket_N``.
+    ``currentTransaction`` kept) into ``delete_delta/bucket_N``. Files are written from Arrow
+    (``files.write_event_table``).
 
     Returns:
-        ``[{"kind", "bucket", "path", "rows", "bytes", "stripes"}]`` per file written.
+        ``[{"kind", "bucket", "path", "rows", "bytes", "stripes", "s1", "s2"}]``: one per file
+        written, and for a major compaction one ``kind="read"`` entry with the
+        :class:`Checksum` of the rows it read (``rows``, ``s1``, ``s2`` as decimal strings),
+        the "before" side of the verification.
     Raises:
         jobs.acid.files.AcidFileError: unreadable input, or events that are not unique.
     """
@@ -267,30 +284,32 @@ def run_task(task: CompactTask) -> list[dict]:
     columns = [tuple(c) for c in task.columns]
     names = [c[0] for c in columns]
     out: list[dict] = []
-    opts = dict(compression=task.compression, stripe_rows=task.stripe_rows)
+    opts = dict(compression=task.compression, stripe_rows=task.stripe_rows,
+                stripe_bytes=task.stripe_bytes)
 
-    def write(kind: str, events) -> None:
+    def write(kind: str, events: pa.Table) -> None:
         path = join(task.out_dirs[kind], f"bucket_{task.bucket_id:05d}")
-        done = acid_files.write_event_file(tfs, path, columns, events, **opts)
+        done = acid_files.write_event_table(tfs, path, columns, events, **opts)
         if done is not None:
             out.append({"kind": kind, "bucket": task.bucket_id, "path": done.path,
-                        "rows": done.rows, "bytes": done.bytes, "stripes": done.stripes})
+                        "rows": done.rows, "bytes": done.bytes, "stripes": done.stripes,
+                        "s1": None, "s2": None})
 
     rt = task.read_task()
     if task.kind == MAJOR:
         batches = list(snapshot.read_task(tfs, rt, columns, [], valid, row_id=True))
+        read = checksum_batches(batches, names)
+        out.append({"kind": "read", "bucket": task.bucket_id, "path": "", "rows": read.rows,
+                    "bytes": 0, "stripes": 0, "s1": str(read.sum1), "s2": str(read.sum2)})
         if batches:
             t = pa.Table.from_batches(batches)
+            del batches
             rid = t.column(snapshot.ROW_ID).combine_chunks()
-            keys = pa.table([rid.field(0), rid.field(1), rid.field(2)], names=_KEYS)
-            t = pa.table(list(keys.columns) + [t.column(n) for n in names], names=_KEYS + names)
-            t = _sorted_by_key(t)
-            rows = _rows(t, names)
-            owid = t.column(0).to_pylist()
-            bprop = t.column(1).to_pylist()
-            rowid = t.column(2).to_pylist()
-            write("base", ((acid_files.OPERATION_INSERT, owid[i], bprop[i], rowid[i], owid[i],
-                            rows[i]) for i in range(len(rows))))
+            owid = rid.field(0)
+            t = pa.table([_ops(len(owid), acid_files.OPERATION_INSERT),
+                          owid, rid.field(1), rid.field(2), owid] + [t.column(n) for n in names],
+                         names=list(acid_files.EVENT_FIELDS[:5]) + names)
+            write("base", _sorted_by_key(t))
         return out
 
     # minor: insert events
@@ -306,13 +325,7 @@ def run_task(task: CompactTask) -> list[dict]:
                 [ev.column(i) for i in range(5)] + [ev.column(c) for c in row_cols],
                 names=list(acid_files.EVENT_FIELDS[:5]) + names[:len(row_cols)]))
     if parts:
-        t = _sorted_by_key(pa.concat_tables(parts, promote_options="permissive"))
-        present = [n for n in names if n in t.column_names]
-        cols = [t.column(n).to_pylist() if n in present else [None] * t.num_rows for n in names]
-        rows = list(zip(*cols))
-        h = [t.column(i).to_pylist() for i in range(5)]
-        write("insert", ((h[0][i], h[1][i], h[2][i], h[3][i], h[4][i], rows[i])
-                         for i in range(t.num_rows)))
+        write("insert", _sorted_by_key(pa.concat_tables(parts, promote_options="permissive")))
     # minor: delete events
     dparts = []
     for path in task.minor_deletes:
@@ -324,11 +337,10 @@ def run_task(task: CompactTask) -> list[dict]:
     if dparts:
         t = pa.concat_tables(dparts)
         t = t.group_by(_KEYS).aggregate([("currentTransaction", "min")])
-        t = _sorted_by_key(t)
-        k = [t.column(n).to_pylist() for n in _KEYS]
-        cw = t.column("currentTransaction_min").to_pylist()
-        write("delete", ((acid_files.OPERATION_DELETE, k[0][i], k[1][i], k[2][i], cw[i], None)
-                         for i in range(t.num_rows)))
+        t = pa.table([_ops(t.num_rows, acid_files.OPERATION_DELETE)] +
+                     [t.column(k) for k in _KEYS] + [t.column("currentTransaction_min")],
+                     names=list(acid_files.EVENT_FIELDS[:5]))
+        write("delete", _sorted_by_key(t))
     return out
 
 
@@ -554,7 +566,8 @@ def _ddl_to_arrow(ddl: str) -> pa.Schema:
 def _write_outputs(spark, tasks: list[CompactTask]) -> list[dict]:
     return _map(spark, [t.to_json() for t in tasks],
                 lambda text: run_task(CompactTask.from_json(text)),
-                "kind string, bucket int, path string, rows bigint, bytes bigint, stripes int")
+                "kind string, bucket int, path string, rows bigint, bytes bigint, stripes int, "
+                "s1 string, s2 string")
 
 
 def _checksum(spark, tfs_url: str, reads: list[snapshot.ReadTask], columns, valid) -> Checksum:
@@ -648,16 +661,18 @@ def compact_partition(spark, table, partition: str, kind: str, valid: ValidWrite
             rt = reads[b]
             tasks.append(CompactTask(MAJOR, b, asdict(rt), [], out_dirs, table.location,
                                      [list(c) for c in columns], cvalid.to_string(),
-                                     stripe_rows, compression))
+                                     stripe_rows, compression, target_stripe_bytes))
     else:
         ids = sorted(set(reads) | {b for _, b in deletes})
         for b in ids:
             rt = snapshot.ReadTask("", b, [f for f in data if f.bucket_id == b], [])
             tasks.append(CompactTask(MINOR, b, asdict(rt), [p for p, pb in deletes if pb == b],
                                      out_dirs, table.location, [list(c) for c in columns],
-                                     cvalid.to_string(), stripe_rows, compression))
+                                     cvalid.to_string(), stripe_rows, compression,
+                                     target_stripe_bytes))
     tfs.makedirs(tmp)
-    files = _write_outputs(spark, tasks)
+    written = _write_outputs(spark, tasks)
+    files = [f for f in written if f["kind"] != "read"]
     for d in out_dirs.values():
         tfs.makedirs(d)
         acid_files.write_acid_version_file(tfs, d)
@@ -667,8 +682,16 @@ def compact_partition(spark, table, partition: str, kind: str, valid: ValidWrite
     if tamper is not None:
         tamper(tmp)
 
-    # verification: the same snapshot read from the old and from the new layout
-    before = _checksum(spark, table.location, list(reads.values()), columns, cvalid)
+    # verification: the same snapshot read from the old and from the new layout; a major
+    # compaction's workers checksummed the rows they read (the old layout), a minor one reads
+    # the old layout again here (its workers read the deltas' raw events, not the snapshot)
+    if kind == MAJOR:
+        before = Checksum()
+        for f in written:
+            if f["kind"] == "read":
+                before = before + Checksum(f["rows"], int(f["s1"]), int(f["s2"]))
+    else:
+        before = _checksum(spark, table.location, list(reads.values()), columns, cvalid)
     beat()
     after_entries = tfs.list_recursive(tmp)
     new_data: list[snapshot.DataFile] = []

@@ -17,9 +17,14 @@ write carries the footer user metadata Hive's readers need (spec §3.2):
 and every directory gets ``_orc_acid_version`` holding the single byte ``2``. Compression is zlib
 (or snappy), never zstd: Hive 3.1 ships ORC 1.5, which cannot read zstd.
 
-Stripe boundaries are ours: pyorc's ``write_intermediate_footer`` flushes a stripe when the
-pending rows fill whole write batches, so we write ``stripe_rows`` events (a multiple of the
-batch size) per stripe, record each stripe's last key, and check the stripe count after close.
+Two writers produce the same files. Arrow tables of events (compaction) go column by column
+through pyarrow's ORC writer, which cuts stripes by size (``orc.stripe.size``); Hive's footer
+metadata is added afterwards (:mod:`jobs.acid.orcfooter`) with the last key of each stripe it
+cut (:func:`write_event_table`). Row-at-a-time events, and tables with varchar, char or nested
+columns, go through pyorc (:class:`EventFileWriter`): its ``write_intermediate_footer`` flushes a
+stripe when the pending rows fill whole write batches, so we write ``stripe_rows`` events (a
+multiple of the batch size) per stripe, record each stripe's last key, and check the stripe
+count after close.
 
 Reading matches the six columns by position (Hive 3.1's query-based compactor wrote them in lower
 case, with no metadata) and returns Arrow tables with the canonical names.
@@ -31,11 +36,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.orc as paorc
 import pyorc
 from pyorc.converters import ORCConverter
 
+from jobs.acid import orcfooter
 from jobs.acid import types as htypes
 from jobs.acid.fs import TableFS, join
 from jobs.acid.layout import ACID_VERSION_FILE, METADATA_ACID_FILE
@@ -247,6 +255,153 @@ def write_event_file(tfs: TableFS, path: str, columns: list[tuple[str, str]],
         writer.abort()
         raise
     return writer.close()
+
+
+#: Hive types whose Arrow type pyarrow's ORC writer stores as exactly that ORC type; tables
+#: with other columns (varchar, char, nested types) are written through pyorc
+_COLUMNAR_KINDS = {"prim", "decimal"}
+#: default ``orc.stripe.size`` of the columnar writer (bytes, as Hive's ``OrcConf.STRIPE_SIZE``)
+DEFAULT_STRIPE_BYTES = 64 * 1024 * 1024
+#: codecs :mod:`jobs.acid.orcfooter` can rewrite the footer of
+_COLUMNAR_COMPRESSION = {"zlib": "zlib", "none": "uncompressed"}
+
+
+def columnar_writable(columns: list[tuple[str, str]], compression: str = "zlib") -> bool:
+    """True when :func:`write_event_table` writes these columns with pyarrow's ORC writer:
+    every column a primitive Hive type or a decimal (varchar, char and nested types keep
+    their exact ORC type only through pyorc) and zlib or no compression."""
+    return compression in _COLUMNAR_COMPRESSION and \
+        all(htypes.parse(t)[0] in _COLUMNAR_KINDS for _, t in columns)
+
+
+def event_arrow_schema(columns: list[tuple[str, str]]) -> pa.Schema:
+    """Arrow schema of an event file: the five event fields and ``row`` as a struct of the
+    table columns (:func:`jobs.acid.types.arrow_type`)."""
+    return pa.schema([pa.field(n, t) for n, t in zip(EVENT_FIELDS[:5], _EVENT_ARROW_TYPES)] +
+                     [pa.field("row", pa.struct(htypes.arrow_schema(columns)))])
+
+
+def _check_sorted(path: str, keys: list[np.ndarray]) -> None:
+    o, b, r = keys
+    if len(o) < 2:
+        return
+    up = (o[1:] > o[:-1]) | ((o[1:] == o[:-1]) & (
+        (b[1:] > b[:-1]) | ((b[1:] == b[:-1]) & (r[1:] > r[:-1]))))
+    if not up.all():
+        i = int(np.argmin(up)) + 1
+        raise AcidFileError(
+            f"{path}: event key {(int(o[i]), int(b[i]), int(r[i]))} is not above the previous "
+            f"key {(int(o[i - 1]), int(b[i - 1]), int(r[i - 1]))}; events must be sorted by "
+            "(originalTransaction, bucket, rowId) and unique")
+
+
+def _event_table(path: str, columns: list[tuple[str, str]], events: pa.Table) -> pa.Table:
+    schema = event_arrow_schema(columns)
+    arrays = []
+    for name, typ in zip(EVENT_FIELDS[:5], _EVENT_ARROW_TYPES):
+        if name not in events.column_names:
+            raise AcidFileError(f"{path}: events have no {name!r} column")
+        col = events.column(name).combine_chunks()
+        if col.null_count:
+            raise AcidFileError(f"{path}: NULL in event field {name!r}")
+        arrays.append(col.cast(typ))
+    n = events.num_rows
+    children = []
+    for f in schema.field("row").type:
+        if f.name in events.column_names:
+            children.append(events.column(f.name).combine_chunks().cast(f.type))
+        else:  # a column added after these events were written (schema evolution)
+            children.append(pa.nulls(n, f.type))
+    is_delete = pc.equal(arrays[0], OPERATION_DELETE)
+    row = pa.StructArray.from_arrays(children, fields=list(schema.field("row").type),
+                                     mask=is_delete)
+    return pa.Table.from_arrays(arrays + [row], schema=schema)
+
+
+def write_event_table(tfs: TableFS, path: str, columns: list[tuple[str, str]], events: pa.Table,
+                      *, compression: str = "zlib", stripe_bytes: int = DEFAULT_STRIPE_BYTES,
+                      stripe_rows: int = DEFAULT_STRIPE_ROWS) -> WrittenFile | None:
+    """Write one event file from an Arrow table of sorted events, column by column.
+
+    Args:
+        events: columns ``operation, originalTransaction, bucket, rowId, currentTransaction``
+            (any integer types, no NULLs), then the table columns by name (missing ones are
+            written as NULL; ``row`` is NULL for delete events), sorted strictly ascending by
+            (originalTransaction, bucket, rowId).
+        columns: table columns ``[(name, hive_type)]``.
+        compression: ``zlib`` (default) or ``none`` here; ``snappy`` goes through pyorc.
+        stripe_bytes: ORC stripe size target (``orc.stripe.size``) for the columnar writer.
+        stripe_rows: events per stripe when the table falls back to :class:`EventFileWriter`.
+    Returns:
+        :class:`WrittenFile`, or ``None`` when ``events`` is empty (no file is left).
+    Raises:
+        AcidFileError: events out of order or with NULL keys (nothing is left at ``path``).
+
+    With :func:`columnar_writable` columns the file is written by pyarrow's ORC writer (ORC
+    C++, file version 0.12, the codec's 256 KiB blocks) and Hive's footer metadata is added
+    after it (:mod:`jobs.acid.orcfooter`); the key index takes the last key of each stripe the
+    writer actually cut. Otherwise the rows go through :class:`EventFileWriter` (pyorc).
+    """
+    n = events.num_rows
+    if n == 0:
+        return None
+    keys = [events.column(k).combine_chunks() for k in KEY_FIELDS]
+    if any(k.null_count for k in keys):
+        raise AcidFileError(f"{path}: NULL in an event key field")
+    knp = [k.cast(pa.int64()).to_numpy() for k in keys]
+    _check_sorted(path, knp)
+    if not columnar_writable(columns, compression):
+        return write_event_file(tfs, path, columns, _event_tuples(columns, events),
+                                compression=compression, stripe_rows=stripe_rows)
+    table = _event_table(path, columns, events)
+    ops = np.bincount(table.column(0).to_numpy(), minlength=3)
+    if len(ops) > 3 or pc.min(table.column(0)).as_py() < 0:
+        raise AcidFileError(f"{path}: operation values outside 0..2")
+    sink = pa.BufferOutputStream()
+    paorc.write_table(table, sink, file_version="0.12", batch_size=WRITE_BATCH_ROWS,
+                      stripe_size=stripe_bytes, compression=_COLUMNAR_COMPRESSION[compression],
+                      compression_block_size=256 * 1024)
+    data = sink.getvalue()
+    del table
+    # key index entries: the last event of each stripe the writer cut
+    counts = orcfooter.stripe_rows(data)
+    ends = np.cumsum(counts) - 1
+    if int(sum(counts)) != n:
+        raise AcidFileError(f"{path}: the ORC writer's stripes hold {int(sum(counts))} rows, "
+                            f"not {n}")
+    key_index = "".join(f"{knp[0][i]},{knp[1][i]},{knp[2][i]};" for i in ends)
+    inserts, updates, deletes = int(ops[OPERATION_INSERT]), int(ops[OPERATION_UPDATE]), \
+        int(ops[OPERATION_DELETE])
+    tail = orcfooter.add_user_metadata(data, {
+        KEY_INDEX_KEY: key_index.encode(),
+        ACID_STATS_KEY: f"{inserts},{updates},{deletes}".encode(),
+        ACID_VERSION_KEY: str(ACID_VERSION).encode(),
+    })
+    try:
+        with tfs.open(path, "wb") as fh:
+            fh.write(memoryview(data)[:tail.keep])
+            fh.write(tail.tail)
+    except BaseException:
+        if tfs.exists(path):
+            tfs.delete(path)
+        raise
+    first = (int(knp[0][0]), int(knp[1][0]), int(knp[2][0]))
+    last = (int(knp[0][-1]), int(knp[1][-1]), int(knp[2][-1]))
+    return WrittenFile(path, n, tail.keep + len(tail.tail), len(counts), inserts,
+                       deletes, key_index, first, last)
+
+
+def _event_tuples(columns: list[tuple[str, str]], events: pa.Table) -> Iterator[tuple]:
+    """Event tuples for :class:`EventFileWriter` from an events table (see write_event_table)."""
+    n = events.num_rows
+    head = [events.column(k).to_pylist() for k in EVENT_FIELDS[:5]]
+    cols = [events.column(c).to_pylist() if c in events.column_names else [None] * n
+            for c, _ in columns]
+    rows = list(zip(*cols)) if cols else [()] * n
+    for i in range(n):
+        op = head[0][i]
+        yield (op, head[1][i], head[2][i], head[3][i], head[4][i],
+               None if op == OPERATION_DELETE else rows[i])
 
 
 def write_acid_version_file(tfs: TableFS, directory: str) -> None:

@@ -324,12 +324,11 @@ _RESULT_SCHEMA = pa.schema([
 ])
 
 
-def _bucket_ids_task(batches, key_names: list[str], key_types: list[str], num_buckets: int,
-                     version: int):
-    """mapInArrow body: append the Hive bucket number of each row as ``_acid_bucket``."""
+def _bucket_ids_task(batches, table):
+    """mapInArrow body: append the Hive bucket number of each row as ``_acid_bucket``
+    (:func:`bucket_ids_arrow`)."""
     for b in batches:
-        ids = bucket_numbers([b.column(b.schema.get_field_index(n)) for n in key_names],
-                             key_types, num_buckets, version)
+        ids = bucket_ids_arrow(table, b)
         yield pa.RecordBatch.from_arrays(list(b.columns) + [pa.array(ids, pa.int32())],
                                          names=list(b.schema.names) + [BUCKET_COL])
 
@@ -421,12 +420,8 @@ def _with_buckets(df, table):
     """Append ``_acid_bucket`` (Hive bucket number) computed from the table's bucket columns."""
     from pyspark.sql import types as T
 
-    keys = list(table.bucket_columns)
-    types_by_name = {c.name: c.hive_type for c in table.columns + table.partition_columns}
-    key_types = [types_by_name[k] for k in keys]
-    n, version = table.num_buckets, table.bucketing_version
     schema = T.StructType(df.schema.fields + [T.StructField(BUCKET_COL, T.IntegerType())])
-    return df.mapInArrow(lambda it: _bucket_ids_task(it, keys, key_types, n, version), schema)
+    return df.mapInArrow(lambda it: _bucket_ids_task(it, table), schema)
 
 
 def _run_writer(df, spec: _WriteSpec) -> list[dict]:
@@ -513,16 +508,24 @@ def insert(spark, catalog, txn: Transaction, table_name: str, df, **options) -> 
     return result
 
 
-def _key_scope(spark, table, keys_df) -> tuple[list[str] | None, list[int] | None]:
-    """Partitions and buckets a key batch can touch (None = all)."""
+def _scope_columns(table) -> tuple[list[str] | None, bool]:
+    """What a key batch can be narrowed by: the partition columns when all of them are key
+    columns (else None), and whether the bucket columns are all key columns."""
     key_cols = {k.lower() for k in table.primary_key}
     pnames = [c.name for c in table.partition_columns]
-    partitions = None
-    if pnames and all(p.lower() in key_cols for p in pnames):
+    by_partition = pnames if pnames and all(p.lower() in key_cols for p in pnames) else None
+    by_bucket = table.num_buckets > 0 and {b.lower() for b in table.bucket_columns} <= key_cols
+    return by_partition, by_bucket
+
+
+def _key_scope(spark, table, keys_df) -> tuple[list[str] | None, list[int] | None]:
+    """Partitions and buckets the keys of a Spark DataFrame can touch (None = all)."""
+    pnames, by_bucket = _scope_columns(table)
+    partitions = buckets = None
+    if pnames:
         rows = keys_df.select(*pnames).distinct().collect()
         partitions = [parts.make_partition_path([(p, r[p]) for p in pnames]) for r in rows]
-    buckets = None
-    if table.num_buckets > 0 and {b.lower() for b in table.bucket_columns} <= key_cols:
+    if by_bucket:
         rows = _with_buckets(keys_df, table).select(BUCKET_COL).distinct().collect()
         buckets = [r[0] for r in rows]
     return partitions, buckets
@@ -531,21 +534,19 @@ def _key_scope(spark, table, keys_df) -> tuple[list[str] | None, list[int] | Non
 def key_scope_arrow(table, keys: pa.Table) -> tuple[list[str] | None, list[int] | None]:
     """Partitions and buckets the keys of an Arrow table can touch (None = all), computed in
     this process (Hive's bucket hash of the bucket columns, as the writers use)."""
-    key_cols = {k.lower() for k in table.primary_key}
-    pnames = [c.name for c in table.partition_columns]
-    partitions = None
-    if pnames and all(p.lower() in key_cols for p in pnames):
+    pnames, by_bucket = _scope_columns(table)
+    partitions = buckets = None
+    if pnames:
         rows = keys.select(pnames).group_by(pnames).aggregate([]).to_pylist()
         partitions = [parts.make_partition_path([(p, r[p]) for p in pnames]) for r in rows]
-    buckets = None
-    if table.num_buckets > 0 and {b.lower() for b in table.bucket_columns} <= key_cols:
+    if by_bucket:
         buckets = sorted(set(bucket_ids_arrow(table, keys)))
     return partitions, buckets
 
 
-def bucket_ids_arrow(table, tbl: pa.Table) -> list[int]:
-    """Hive bucket number of each row of an Arrow table holding the bucket columns (the
-    writers' ``_acid_bucket``; ``bucketing_version`` 1 or 2)."""
+def bucket_ids_arrow(table, tbl: pa.Table | pa.RecordBatch) -> list[int]:
+    """Hive bucket number of each row of an Arrow table or batch holding the bucket columns
+    (the writers' ``_acid_bucket``; ``bucketing_version`` 1 or 2)."""
     types_by_name = {c.name: c.hive_type for c in table.columns + table.partition_columns}
     names = list(table.bucket_columns)
     return bucket_numbers([tbl.column(n) for n in names], [types_by_name[k] for k in names],
@@ -557,36 +558,48 @@ def bucket_ids_arrow(table, tbl: pa.Table) -> list[int]:
 LOCAL_LOOKUP_BYTES = int(os.environ.get("ACIDFLOW_LOCAL_LOOKUP_BYTES", str(8 << 30)))
 
 
-def _plan_current(catalog, table, txn: Transaction | None, partitions, buckets):
-    """(TableFS, table dir, read plan) of the snapshot a writer sees: the transaction's own
-    ``ValidWriteIdList`` (its earlier statements included), restricted to partitions/buckets."""
+@dataclass
+class CurrentPlan:
+    """The snapshot a writer sees, planned once: the transaction's own ``ValidWriteIdList``
+    (its earlier statements included), restricted to partitions/buckets.
+
+    Attributes:
+        tfs, table_dir: where the table lives; plan: ``jobs.acid.snapshot`` read plan.
+    """
+
+    tfs: TableFS
+    table_dir: str
+    plan: object
+
+
+def plan_current(catalog, table, txn: Transaction | None, *, partitions=None,
+                 buckets=None) -> CurrentPlan:
+    """Plan the read of the snapshot a writer sees (one catalog query, one listing)."""
     valid = catalog.valid_write_ids(table.name, txn_id=txn.txn_id if txn else None)
     tfs, tdir = _tfs_and_dir(table)
-    return tfs, tdir, snapshot.plan_read(
+    return CurrentPlan(tfs, tdir, snapshot.plan_read(
         tfs, tdir, [(c.name, c.hive_type) for c in table.columns],
         [(c.name, c.hive_type) for c in table.partition_columns], valid,
-        bucketed=table.num_buckets > 0, partitions=partitions, buckets=buckets)
+        bucketed=table.num_buckets > 0, partitions=partitions, buckets=buckets))
 
 
-def stored_column_max(catalog, table, txn: Transaction | None, column: str, *,
-                      partitions=None, buckets=None) -> tuple[bool, str | None]:
-    """:func:`jobs.acid.snapshot.string_column_max` of a string column over the files of the
-    snapshot a writer sees (restricted to partitions/buckets)."""
-    tfs, _, plan = _plan_current(catalog, table, txn, partitions, buckets)
-    return snapshot.string_column_max(tfs, plan, column)
+def stored_column_max(current: CurrentPlan, column: str) -> tuple[bool, str | None]:
+    """:func:`jobs.acid.snapshot.string_column_max` of a string column over the files of a
+    planned snapshot (ORC footers only)."""
+    return snapshot.string_column_max(current.tfs, current.plan, column)
 
 
-def lookup_rows(spark, catalog, table, txn: Transaction | None, keys: pa.Table, *,
-                project: list[str] | None = None, partitions=None, buckets=None) -> pa.Table:
-    """The visible rows (with ROW__ID) whose key is among ``keys``, as an Arrow table in the
-    driver: the key filter and the column projection run inside the ORC readers. Read in
-    this process with one thread per core when the planned files are at most
-    :data:`LOCAL_LOOKUP_BYTES`, else as a Spark job (:func:`current_rows`)."""
-    tfs, tdir, plan = _plan_current(catalog, table, txn, partitions, buckets)
+def lookup_rows(spark, current: CurrentPlan, keys: pa.Table, *,
+                project: list[str] | None = None) -> pa.Table:
+    """The visible rows (with ROW__ID) of a planned snapshot whose key is among ``keys``, as an
+    Arrow table in the driver: the key filter and the column projection run inside the ORC
+    readers. Read in this process with one thread per core when the planned files are at most
+    :data:`LOCAL_LOOKUP_BYTES`, else as a Spark job."""
+    tfs, plan = current.tfs, current.plan
     if spark is None or snapshot.planned_bytes(tfs, plan) <= LOCAL_LOOKUP_BYTES:
         return snapshot.read_arrow_parallel(tfs, plan, threads=os.cpu_count() or 2, row_id=True,
                                             project=project, keys=keys)
-    return snapshot.read_spark(spark, tdir, plan, row_id=True, project=project,
+    return snapshot.read_spark(spark, current.table_dir, plan, row_id=True, project=project,
                                keys=keys).toArrow()
 
 
@@ -597,8 +610,9 @@ def current_rows(spark, catalog, table, txn: Transaction | None, *, partitions=N
     ``ValidWriteIdList`` (its earlier statements included), restricted to partitions/buckets;
     ``project`` (data columns to read) and ``keys`` (rows whose key is among these) are pushed
     into the readers (``jobs.acid.snapshot.read_task``)."""
-    tfs, tdir, plan = _plan_current(catalog, table, txn, partitions, buckets)
-    return snapshot.read_spark(spark, tdir, plan, row_id=row_id, project=project, keys=keys)
+    cur = plan_current(catalog, table, txn, partitions=partitions, buckets=buckets)
+    return snapshot.read_spark(spark, cur.table_dir, cur.plan, row_id=row_id, project=project,
+                               keys=keys)
 
 
 def _matches(spark, catalog, txn, table, keys_df):

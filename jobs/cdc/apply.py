@@ -383,13 +383,12 @@ def lookup_stored(spark, catalog, txn, table: TableDef, keys: list[tuple],
                                [(k, types[k]) for k in key_cols])
         data_keys = keys_tbl.select([k for k in key_cols if k in data_cols])
         partitions, buckets = writes.key_scope_arrow(table, keys_tbl)
+        current = writes.plan_current(catalog, table, txn, partitions=partitions, buckets=buckets)
         if project is not None and chg.POSITION_COLUMN in project and min_position is not None:
-            known, newest = writes.stored_column_max(catalog, table, txn, chg.POSITION_COLUMN,
-                                                     partitions=partitions, buckets=buckets)
+            known, newest = writes.stored_column_max(current, chg.POSITION_COLUMN)
             if known and (newest is None or newest < min_position):
                 project = [c for c in project if c != chg.POSITION_COLUMN]
-        found = writes.lookup_rows(spark, catalog, table, txn, data_keys, project=project,
-                                   partitions=partitions, buckets=buckets)
+        found = writes.lookup_rows(spark, current, data_keys, project=project)
         wanted = set(subset)
         for key, stored in _stored_rows(found, key_cols, types):
             if key in wanted:  # partition key columns are matched here
@@ -410,14 +409,6 @@ def _stored_rows(found: pa.Table, key_cols: list[str], types: dict[str, str]):
         for c in absent:
             row[c] = None
         yield key, chg.StoredRow(row, (wids[i], bids[i], rids[i]), row.get(chg.POSITION_COLUMN))
-
-
-def _stored(r, types: dict[str, str]) -> chg.StoredRow:
-    d = r if isinstance(r, dict) else r.asDict(recursive=False)
-    rid = d[ROW_ID]
-    row = {c: d.get(c) for c in types}
-    return chg.StoredRow(row, (rid["writeid"], rid["bucketid"], rid["rowid"]),
-                         row.get(chg.POSITION_COLUMN))
 
 
 def _keyless_candidates(spark, catalog, txn, table: TableDef, changes_, columns):
@@ -444,8 +435,8 @@ def _keyless_candidates(spark, catalog, txn, table: TableDef, changes_, columns)
         term = current[n].eqNullSafe(cand_df[n])
         cond = term if cond is None else cond & term
     found = current.join(cand_df.distinct(), on=cond, how="left_semi") \
-        .select(*[F.col(n) for n in names], chg.POSITION_COLUMN, ROW_ID).collect()
-    stored = [_stored(r, types) for r in found]
+        .select(*[F.col(n) for n in names], chg.POSITION_COLUMN, ROW_ID).toArrow()
+    stored = [s for _, s in _stored_rows(found, names, types)]
 
     def match(before, taken):
         for s in stored:

@@ -278,7 +278,8 @@ def test_partitioned_table_prunes_by_key_and_keeps_row_ids(spark, catalog, tmp_p
     from jobs.acid import writes
 
     table = catalog.get_table("shop.visits")
-    known, newest = writes.stored_column_max(catalog, table, None, POSITION_COLUMN)
+    known, newest = writes.stored_column_max(writes.plan_current(catalog, table, None),
+                                            POSITION_COLUMN)
     stored = [r[POSITION_COLUMN] for r in ids]
     assert known and newest >= max(stored) and newest.startswith("2024-02-01 00:00:00.000000|07")
 

@@ -256,3 +256,48 @@ def test_initiator_queue_worker_cleaner_pipeline(spark, catalog, capsys):
     assert [r[0] for r in at.rows(catalog, "db.p")] == [0, 1, 2, 9]
     # written since: nothing new -> no candidate for ds=a
     assert all(d.partition != "ds=a" for d in initiator.run_initiator(catalog, dry_run=True).decisions)
+
+
+TYPED = [Column("id", "bigint"), Column("b", "boolean"), Column("t", "tinyint"),
+         Column("s", "smallint"), Column("i", "int"), Column("d", "double"),
+         Column("st", "string"), Column("da", "date"), Column("ts", "timestamp"),
+         Column("m", "decimal(12,3)")]
+
+
+def typed_row(k: int, tag: str) -> tuple:
+    return (k, k % 3 == 0 if k % 7 else None, k % 256 - 128, k % 65536 - 32768, k * 7919 % 2**31,
+            k / 7, f"{tag}{k * 2654435761 % 2**32:x}", dt.date(1970, 1, 1) + dt.timedelta(days=k % 40000),
+            dt.datetime(2001, 2, 3, 4, 5, 6, 789012) + dt.timedelta(seconds=k * 37, microseconds=k),
+            decimal.Decimal(k * 1001) / 1000)
+
+
+def test_major_compaction_of_every_columnar_type_in_several_stripes_hive23(spark, catalog):
+    """The base written column by column (pyarrow's ORC writer + Hive's footer keys) holds every
+    primitive type the columnar path takes, in several stripes; Hive 2.3's reader, with one
+    split per stripe (bounded by our hive.acid.key.index), returns exactly our rows."""
+    catalog.create_table(TableDef(name="db.ty", columns=TYPED))
+    n = 100_000    # pyarrow's ORC writer cuts ~30k-row stripes at least, whatever the target
+    at.write(catalog, "db.ty", {0: [typed_row(k, "a") for k in range(0, n, 2)],
+                                1: [typed_row(k, "a") for k in range(1, n, 2)]})           # w1
+    at.write(catalog, "db.ty", {0: [typed_row(k, "u") for k in range(0, 600, 2)]},
+             [(1, B0, r) for r in range(300)])                                             # w2
+    at.write(catalog, "db.ty", deletes=[(1, B1, r) for r in range(0, 3000, 5)])            # w3
+    expected = at.rows(catalog, "db.ty")
+    assert len(expected) == n - 600
+    info = initiator.request_compaction(catalog, "db.ty", None, "major")
+    out = worker.run_worker(spark, catalog, cq_id=info.id,
+                            config=CompactorConfig(heartbeat_s=0.5, target_stripe_bytes=32 * 1024))
+    assert out.state == "ready for cleaning", out.report
+    base = Path(catalog.get_table("db.ty").location) / "base_0000003"
+    for b in ("bucket_00000", "bucket_00001"):
+        info_b = acid_files.file_info(acid_files.TableFS(str(base)), str(base / b))
+        meta = acid_files.read_user_metadata(acid_files.TableFS(str(base)), str(base / b))
+        keys = acid_files.parse_key_index(meta["hive.acid.key.index"])
+        assert info_b.stripes >= 2 and len(keys) == info_b.stripes, (b, info_b)
+    assert at.rows(catalog, "db.ty") == expected
+    got = read_with_hive23(spark, str(Path(catalog.get_table("db.ty").location)),
+                           [(c.name, c.hive_type) for c in TYPED], high_watermark=3,
+                           conf_overrides={"hive.exec.orc.split.strategy": "ETL",
+                                           "mapreduce.input.fileinputformat.split.maxsize": "1",
+                                           "mapreduce.input.fileinputformat.split.minsize": "1"})
+    assert collections.Counter(got) == ours(catalog, "db.ty")

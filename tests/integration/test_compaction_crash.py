@@ -24,7 +24,7 @@ WORKER = textwrap.dedent("""
     from jobs.acid import compaction
     from jobs.compactor import worker
     from jobs.compactor.config import CompactorConfig
-    real = compaction.acid_files.write_event_file
+    real = compaction.acid_files.write_event_table
     calls = []
     def dying(*a, **kw):                      # first bucket file written, then killed mid-write
         out = real(*a, **kw)
@@ -33,7 +33,7 @@ WORKER = textwrap.dedent("""
             print("KILL", a[1], flush=True)
             os.kill(os.getpid(), signal.SIGKILL)
         return out
-    compaction.acid_files.write_event_file = dying
+    compaction.acid_files.write_event_table = dying
     catalog = Catalog(sys.argv[1], warehouse=sys.argv[2])
     worker.run_worker(None, catalog, cq_id=int(sys.argv[3]), worker_id="doomed",
                       config=CompactorConfig(heartbeat_s=0))
