@@ -41,7 +41,6 @@ own ORC reader never touches event files (env-notes "Spark read trap").
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import posixpath
 from dataclasses import asdict, dataclass, field
@@ -344,105 +343,45 @@ def run_task(task: CompactTask) -> list[dict]:
     return out
 
 
-def _row_digest(values: tuple) -> tuple[int, int]:
-    d = hashlib.blake2b(repr(values).encode(), digest_size=16).digest()
-    return int.from_bytes(d[:8], "little"), int.from_bytes(d[8:], "little")
-
-
-def _mix64(x: np.ndarray) -> np.ndarray:
-    """splitmix64 finaliser on uint64 arrays (wrapping arithmetic)."""
-    with np.errstate(over="ignore"):
-        x = x ^ (x >> np.uint64(30))
-        x = x * np.uint64(0xBF58476D1CE4E5B9)
-        x = x ^ (x >> np.uint64(27))
-        x = x * np.uint64(0x94D049BB133111EB)
-        return x ^ (x >> np.uint64(31))
-
-
-_NULL_HASH = np.uint64(0x6A09E667F3BCC908)
-_BYTE_BASE = np.uint64(0x100000001B3)
-
-
-def _bytes_hash(arr: pa.Array) -> np.ndarray:
-    """Per-row polynomial hash (mod 2**64) of the bytes of a string/binary array, plus its
-    length; vectorised over the array's offsets and data buffers."""
-    arr = arr.cast(pa.large_binary()) if not pa.types.is_large_binary(arr.type) else arr
-    n = len(arr)
-    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset:arr.offset + n + 1]
-    data = arr.buffers()[2]
-    start, end = int(offsets[0]), int(offsets[-1])
-    lengths = np.diff(offsets)
-    if end == start:
-        return lengths.astype(np.uint64)
-    raw = np.frombuffer(data, dtype=np.uint8)[start:end].astype(np.uint64) + np.uint64(1)
-    width = int(lengths.max())
-    with np.errstate(over="ignore"):
-        powers = np.cumprod(np.full(width, _BYTE_BASE, dtype=np.uint64))
-        if int(lengths.min()) == width:  # fixed width (codes, positions, ...): a matrix
-            return (raw.reshape(n, width) * powers).sum(axis=1, dtype=np.uint64) + \
-                np.uint64(width) * np.uint64(0x9E3779B97F4A7C15)
-        pos = np.arange(end - start, dtype=np.int64) - np.repeat(offsets[:-1] - start, lengths)
-        weighted = raw * powers[pos]
-        starts = (offsets[:-1] - start)[lengths > 0]
-        sums = np.zeros(n, dtype=np.uint64)
-        sums[lengths > 0] = np.add.reduceat(weighted, starts)
-        return sums + lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-
-
-def _column_hash(col: pa.Array) -> np.ndarray:
-    """uint64 hash per value of one column (NULL has its own value). Numbers, booleans,
-    dates and timestamps hash their 64-bit value, strings and binaries their bytes, decimals
-    their text; other types (nested) their ``repr``, row by row."""
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
-    t = col.type
-    if pa.types.is_floating(t):
-        vals = pc.fill_null(col.cast(pa.float64()), 0.0).to_numpy(zero_copy_only=False) \
-            .view(np.uint64)
-    elif pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_temporal(t):
-        if pa.types.is_boolean(t):
-            ints = col.cast(pa.int8())
-        elif pa.types.is_date32(t) or pa.types.is_time32(t):
-            ints = col.cast(pa.int32())
-        elif pa.types.is_temporal(t):
-            ints = col.cast(pa.int64())  # timestamp, date64, time64, duration: 64-bit values
-        else:
-            ints = col
-        vals = pc.fill_null(ints.cast(pa.int64()), 0).to_numpy(zero_copy_only=False) \
-            .view(np.uint64)
-    elif pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or \
-            pa.types.is_large_binary(t) or pa.types.is_decimal(t):
-        src = col.cast(pa.string()) if pa.types.is_decimal(t) else col
-        vals = _bytes_hash(pc.fill_null(src, b"" if pa.types.is_binary(t) or
-                                        pa.types.is_large_binary(t) else ""))
-    else:
-        vals = np.array([_row_digest((v,))[0] for v in col.to_pylist()], dtype=np.uint64)
-    vals = _mix64(vals)
-    if col.null_count:
-        vals = np.where(col.is_null().to_numpy(zero_copy_only=False), _NULL_HASH, vals)
-    return vals
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def checksum_batches(batches: Iterable[pa.RecordBatch], names: list[str]) -> Checksum:
-    """Digest of rows from ``snapshot.read_task(..., row_id=True)`` batches: each row hashed as
-    ``(writeid, bucketid, rowid, *values of names)``, column by column (vectorised, numpy),
-    the column hashes chained in order; see :class:`Checksum`."""
-    rows, s1, s2 = 0, 0, 0
-    for b in batches:
-        if b.num_rows == 0:
-            continue
-        rid = b.column(b.schema.get_field_index(snapshot.ROW_ID))
-        cols = [rid.field(i) for i in range(3)] + \
-            [b.column(b.schema.get_field_index(n)) for n in names]
-        h = np.full(b.num_rows, np.uint64(0x243F6A8885A308D3), dtype=np.uint64)
-        with np.errstate(over="ignore"):
-            for c in cols:
-                h = _mix64(h * np.uint64(31) + _column_hash(c))
-            h2 = _mix64(h ^ np.uint64(0xA5A5A5A5A5A5A5A5))
-        s1 = (s1 + int(h.sum(dtype=np.uint64))) & _MASK64
-        s2 = (s2 + int(h2.sum(dtype=np.uint64))) & _MASK64
-        rows += b.num_rows
-    return Checksum(rows, s1, s2)
+    """Digest of rows from ``snapshot.read_task(..., row_id=True)`` batches: the row count and
+    two sums mod 2**64 of DuckDB's 64-bit ``hash(ROW__ID, *values of names)`` (the second with
+    a salt column), computed by DuckDB straight on the Arrow batches, streamed, one thread (a
+    Spark task owns one core). Order- and chunking-independent; NULL hashes apart from every
+    value. The hash is DuckDB's, stable within one DuckDB version -- both sides of a
+    verification are computed by the same installation.
+    """
+    import duckdb
+
+    it = iter(batches)
+    first = next((b for b in it if b.num_rows), None)
+    if first is None:
+        return Checksum()
+    wanted = [snapshot.ROW_ID] + list(names)
+    schema = first.select(wanted).schema
+
+    def unified():
+        yield first.select(wanted)
+        for b in it:
+            if b.num_rows:
+                b = b.select(wanted)
+                yield b if b.schema.equals(schema) else pa.RecordBatch.from_arrays(
+                    [b.column(i).cast(f.type) for i, f in enumerate(schema)], schema=schema)
+
+    cols = ", ".join(_quoted(n) for n in wanted)
+    con = duckdb.connect(config={"threads": 1})
+    try:
+        con.register("acid_rows", pa.RecordBatchReader.from_batches(schema, unified()))
+        rows, s1, s2 = con.execute(
+            f"SELECT count(*), sum(hash({cols})::HUGEINT) % {1 << 64}, "
+            f"sum(hash({cols}, 'acidflow')::HUGEINT) % {1 << 64} FROM acid_rows").fetchone()
+    finally:
+        con.close()
+    return Checksum(int(rows), int(s1 or 0), int(s2 or 0))
 
 
 def checksum_task(tfs_url: str, read: snapshot.ReadTask, columns: list[tuple[str, str]],

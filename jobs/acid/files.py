@@ -296,26 +296,25 @@ def _check_sorted(path: str, keys: list[np.ndarray]) -> None:
 
 
 def _event_table(path: str, columns: list[tuple[str, str]], events: pa.Table) -> pa.Table:
+    """The events as the six-field event schema, batch by batch (no copy of the row data)."""
     schema = event_arrow_schema(columns)
-    arrays = []
-    for name, typ in zip(EVENT_FIELDS[:5], _EVENT_ARROW_TYPES):
+    row_fields = list(schema.field("row").type)
+    for name in EVENT_FIELDS[:5]:
         if name not in events.column_names:
             raise AcidFileError(f"{path}: events have no {name!r} column")
-        col = events.column(name).combine_chunks()
-        if col.null_count:
+        if events.column(name).null_count:
             raise AcidFileError(f"{path}: NULL in event field {name!r}")
-        arrays.append(col.cast(typ))
-    n = events.num_rows
-    children = []
-    for f in schema.field("row").type:
-        if f.name in events.column_names:
-            children.append(events.column(f.name).combine_chunks().cast(f.type))
-        else:  # a column added after these events were written (schema evolution)
-            children.append(pa.nulls(n, f.type))
-    is_delete = pc.equal(arrays[0], OPERATION_DELETE)
-    row = pa.StructArray.from_arrays(children, fields=list(schema.field("row").type),
-                                     mask=is_delete)
-    return pa.Table.from_arrays(arrays + [row], schema=schema)
+    out = []
+    for b in events.to_batches():
+        n = b.num_rows
+        head = [b.column(name).cast(typ) for name, typ in zip(EVENT_FIELDS[:5], _EVENT_ARROW_TYPES)]
+        children = [b.column(f.name).cast(f.type) if f.name in b.schema.names
+                    else pa.nulls(n, f.type)  # a column added after these events were written
+                    for f in row_fields]
+        row = pa.StructArray.from_arrays(children, fields=row_fields,
+                                         mask=pc.equal(head[0], OPERATION_DELETE))
+        out.append(pa.RecordBatch.from_arrays(head + [row], schema=schema))
+    return pa.Table.from_batches(out, schema=schema)
 
 
 def write_event_table(tfs: TableFS, path: str, columns: list[tuple[str, str]], events: pa.Table,
