@@ -324,11 +324,20 @@ _RESULT_SCHEMA = pa.schema([
 ])
 
 
-def _bucket_ids_task(batches, table):
+def _bucket_args(table) -> tuple[list[str], list[str], int, int]:
+    """(bucket column names, their Hive types, number of buckets, bucketing version): plain
+    values, so the Spark body does not unpickle the catalog's TableDef on executors."""
+    types_by_name = {c.name: c.hive_type for c in table.columns + table.partition_columns}
+    names = list(table.bucket_columns)
+    return names, [types_by_name[k] for k in names], table.num_buckets, table.bucketing_version
+
+
+def _bucket_ids_task(batches, args: tuple[list[str], list[str], int, int]):
     """mapInArrow body: append the Hive bucket number of each row as ``_acid_bucket``
-    (:func:`bucket_ids_arrow`)."""
+    (``args`` from :func:`_bucket_args`)."""
+    names, types, n, version = args
     for b in batches:
-        ids = bucket_ids_arrow(table, b)
+        ids = bucket_numbers([b.column(k) for k in names], types, n, version)
         yield pa.RecordBatch.from_arrays(list(b.columns) + [pa.array(ids, pa.int32())],
                                          names=list(b.schema.names) + [BUCKET_COL])
 
@@ -421,7 +430,8 @@ def _with_buckets(df, table):
     from pyspark.sql import types as T
 
     schema = T.StructType(df.schema.fields + [T.StructField(BUCKET_COL, T.IntegerType())])
-    return df.mapInArrow(lambda it: _bucket_ids_task(it, table), schema)
+    args = _bucket_args(table)
+    return df.mapInArrow(lambda it: _bucket_ids_task(it, args), schema)
 
 
 def _run_writer(df, spec: _WriteSpec) -> list[dict]:
@@ -547,10 +557,8 @@ def key_scope_arrow(table, keys: pa.Table) -> tuple[list[str] | None, list[int] 
 def bucket_ids_arrow(table, tbl: pa.Table | pa.RecordBatch) -> list[int]:
     """Hive bucket number of each row of an Arrow table or batch holding the bucket columns
     (the writers' ``_acid_bucket``; ``bucketing_version`` 1 or 2)."""
-    types_by_name = {c.name: c.hive_type for c in table.columns + table.partition_columns}
-    names = list(table.bucket_columns)
-    return bucket_numbers([tbl.column(n) for n in names], [types_by_name[k] for k in names],
-                          table.num_buckets, table.bucketing_version)
+    names, types, n, version = _bucket_args(table)
+    return bucket_numbers([tbl.column(k) for k in names], types, n, version)
 
 
 #: A merge's key lookup reads in the driver (threads) when the files it plans to read hold at
