@@ -161,7 +161,7 @@ def render(docs: list[dict], notes: str = "") -> str:
            "## Machine and versions", "",
            f"- {m['cpus']} CPUs ({m['cpu_model']}), {m['memory_gb']} GB, {m['os']}",
            "- " + ", ".join(f"{k} {val}" for k, val in v.items()),
-           "- Spark: `local[2]`, driver memory 4g (`jobs.spark.get_spark` defaults)", "",
+           "- Spark: `local[2]`, driver memory 4g (`acidflow.spark.get_spark` defaults)", "",
            "## Commands", ""]
     out += list(dict.fromkeys(f"- `{d['command']}`" for d in docs if d.get("command")))
     out += ["", "## Targets", ""] + targets(docs) + ["", "## Runs", ""]

@@ -14,7 +14,7 @@ Tools and steps:
 
 =============  ==========================================================================
 acidflow       ``prepare`` (table ``bench.items`` bucketed by ``id``, base loaded as INSERT
-               OVERWRITE = ``base_1``), ``upsert --batch I`` (``jobs.cdc.apply.apply_file``
+               OVERWRITE = ``base_1``), ``upsert --batch I`` (``acidflow.cdc.apply.apply_file``
                of ``batch_I.jsonl``: the CDC job users run), ``read`` (snapshot read of every
                row and column, Spark ``noop`` sink), ``compact`` (major compaction through the
                compactor's queue and worker, then the cleaner)
@@ -109,12 +109,12 @@ def _warm_worker(batches):
 
 
 def spark_session():
-    """(spark, seconds to start it): ``local[2]``, the project's defaults (``jobs.spark``).
+    """(spark, seconds to start it): ``local[2]``, the project's defaults (``acidflow.spark``).
 
     Start = JVM up and a first job run, plus one ``mapInArrow`` task per core so that the
     Python workers are forked and have imported pyarrow (PySpark reuses them). This runtime
     start is reported apart from the measured work for every Spark tool alike."""
-    from jobs.spark import get_spark
+    from acidflow.spark import get_spark
 
     t0 = time.perf_counter()
     spark = get_spark("acidflow-bench", **{"spark.ui.enabled": "false"})
@@ -136,7 +136,7 @@ def timed(fn):
 
 # -- acidflow ---------------------------------------------------------------------------------
 def _acid_catalog(work: Path):
-    from jobs.catalog import Catalog
+    from acidflow.catalog import Catalog
 
     wh = work / "warehouse"
     wh.mkdir(parents=True, exist_ok=True)
@@ -144,8 +144,8 @@ def _acid_catalog(work: Path):
 
 
 def _acid_tdef():
-    from jobs.catalog import Column, TableDef
-    from jobs.cdc.tables import with_position_column
+    from acidflow.catalog import Column, TableDef
+    from acidflow.cdc.tables import with_position_column
 
     return with_position_column(TableDef(
         name=TABLE, columns=[Column("id", "bigint"), Column("name", "string"),
@@ -157,7 +157,7 @@ def _acid_tdef():
 def acidflow_prepare(data: Path, work: Path, batch: int) -> dict:
     from pyspark.sql import functions as F
 
-    from jobs.acid import writes
+    from acidflow.acid import writes
 
     spark, jvm = spark_session()
     catalog = _acid_catalog(work)
@@ -176,7 +176,7 @@ def acidflow_prepare(data: Path, work: Path, batch: int) -> dict:
 
 
 def acidflow_upsert(data: Path, work: Path, batch: int, check: bool = True) -> dict:
-    from jobs.cdc.apply import CdcOptions, apply_file
+    from acidflow.cdc.apply import CdcOptions, apply_file
 
     spark, jvm = spark_session()
     catalog = _acid_catalog(work)
@@ -190,13 +190,13 @@ def acidflow_upsert(data: Path, work: Path, batch: int, check: bool = True) -> d
 
 
 def _acid_check(catalog, data: Path, batch: int) -> dict:
-    from jobs.reads import read_table
+    from acidflow.reads import read_table
 
     return compare(lambda: read_table(None, catalog, TABLE), data, batch)
 
 
 def acidflow_read(data: Path, work: Path, batch: int) -> dict:
-    from jobs.reads import read_table
+    from acidflow.reads import read_table
 
     spark, jvm = spark_session()
     catalog = _acid_catalog(work)
@@ -209,9 +209,9 @@ def acidflow_read(data: Path, work: Path, batch: int) -> dict:
 
 
 def acidflow_compact(data: Path, work: Path, batch: int) -> dict:
-    from jobs.compactor.cleaner import run_cleaner
-    from jobs.compactor.initiator import request_compaction
-    from jobs.compactor.worker import run_worker
+    from acidflow.compactor.cleaner import run_cleaner
+    from acidflow.compactor.initiator import request_compaction
+    from acidflow.compactor.worker import run_worker
 
     spark, jvm = spark_session()
     catalog = _acid_catalog(work)

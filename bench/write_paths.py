@@ -8,7 +8,7 @@ names, so it is only the reference):
 * spark-native    -- ``df.write.orc`` of the six-column event struct (reference; not usable).
 * pyarrow-mapInArrow -- pyarrow ORC writer inside ``mapInArrow`` (no user metadata: not usable).
 * pyorc-mapPartitions -- ``rdd.mapPartitions`` + our ``EventFileWriter`` (pickled Rows).
-* pyorc-mapInArrow -- ``mapInArrow`` + our ``EventFileWriter`` (what ``jobs.acid.writes`` uses).
+* pyorc-mapInArrow -- ``mapInArrow`` + our ``EventFileWriter`` (what ``acidflow.acid.writes`` uses).
 
 Run: ``make bench`` or ``.venv/bin/python bench/write_paths.py [rows] [runs]``.
 Writes ``bench/results/write_paths.json``.
@@ -25,9 +25,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.orc as paorc
 
-from jobs.acid import files as acid_files
-from jobs.acid.fs import TableFS
-from jobs.spark import get_spark
+from acidflow.acid import files as acid_files
+from acidflow.acid.fs import TableFS
+from acidflow.spark import get_spark
 
 COLUMNS = [("id", "int"), ("amount", "bigint"), ("name", "string"), ("score", "double")]
 BPROP = 536870912

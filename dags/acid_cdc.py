@@ -49,7 +49,7 @@ with DAG(
     pull = cli_task(
         "pull",
         "{% if params.source == 'postgres' %}"
-        "-m jobs.cli cdc pull --dsn \"$ACIDFLOW_PULL_DSN\" --slot {{ params.slot }} "
+        "-m acidflow.cli cdc pull --dsn \"$ACIDFLOW_PULL_DSN\" --slot {{ params.slot }} "
         "--landing {{ params.input_path }} --create-slot"
         "{% else %}-c 'print(\"source is the landing path: nothing to pull\")'{% endif %}",
         env_extra={"ACIDFLOW_PULL_DSN": "{% if params.source == 'postgres' %}"

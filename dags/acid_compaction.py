@@ -31,7 +31,7 @@ with DAG(
 ) as dag:
     initiate = cli_task(
         "initiate",
-        "jobs/entry.py compact --initiate {% if params.dry_run %}--dry-run {% endif %}"
+        "jobs/submit.py compact --initiate {% if params.dry_run %}--dry-run {% endif %}"
         "--table-filter '{{ params.table_filter }}'",
         do_xcom_push=True,
     )
@@ -46,7 +46,7 @@ with DAG(
     clean = cli_task(
         "clean",
         "{% if params.dry_run %}-c 'print(\"dry run: nothing to clean\")'"
-        "{% else %}jobs/entry.py clean{% endif %}",
+        "{% else %}jobs/submit.py clean{% endif %}",
         trigger_rule="all_done",
     )
     workers >> clean

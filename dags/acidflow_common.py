@@ -1,9 +1,9 @@
 """Shared wiring for the acidflow DAGs (not a DAG file; listed in ``.airflowignore``).
 
 Everything Spark does runs through :class:`AcidflowSparkSubmitOperator`, a
-``SparkSubmitOperator`` that submits ``jobs/entry.py <subcommand> ...`` on the connection
+``SparkSubmitOperator`` that submits ``jobs/submit.py <subcommand> ...`` on the connection
 ``spark_default`` (``local[2]`` by default, a standalone master when configured) with the
-``jobs`` package shipped as a zip in ``py_files``. Catalog-only steps (initiator, cleaner, slot
+``acidflow`` package shipped as a zip in ``py_files``. Catalog-only steps (initiator, cleaner, slot
 pull) run the same package's command line in the worker with ``BashOperator``.
 
 Configuration (Airflow config section ``[acidflow]``, i.e. ``AIRFLOW__ACIDFLOW__<KEY>``;
@@ -15,7 +15,7 @@ key                 default                               used for
 pyspark_python      the Python running Airflow            ``PYSPARK_PYTHON`` of driver/executors
 java_home           ``$JAVA_HOME`` or Debian's JDK 17      ``JAVA_HOME`` of spark-submit
 spark_local_ip      ``$SPARK_LOCAL_IP`` or 127.0.0.1      ``SPARK_LOCAL_IP``
-repo                the checkout holding this file       ``jobs/entry.py``, ``include/``
+repo                the checkout holding this file       ``jobs/submit.py``, ``include/``
 ==================  ====================================  =================================
 
 ``ACIDFLOW_WAREHOUSE`` / ``ACIDFLOW_CATALOG_URL`` / ``ACIDFLOW_TXN_TIMEOUT`` are passed through
@@ -30,6 +30,8 @@ from pathlib import Path
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.providers.standard.operators.bash import BashOperator
+
+from acidflow.jobszip import build_jobs_zip
 
 _HERE = Path(__file__).resolve().parent
 DEFAULT_JAVA_HOME = "/usr/lib/jvm/java-17-openjdk-amd64"
@@ -80,9 +82,9 @@ def job_env() -> dict[str, str]:
 
 
 class AcidflowSparkSubmitOperator(SparkSubmitOperator):
-    """``spark-submit <repo>/jobs/entry.py <subcommand> <args>`` on ``spark_default``.
+    """``spark-submit <repo>/jobs/submit.py <subcommand> <args>`` on ``spark_default``.
 
-    The ``jobs`` zip (``jobs.jobszip.build_jobs_zip``) is built when the task runs, never when
+    The package zip (``acidflow.jobszip.build_jobs_zip``) is built when the task runs, never when
     the DAG file is parsed. ``application_args`` stay templated (``{{ ds }}``, params).
 
     Args:
@@ -100,7 +102,7 @@ class AcidflowSparkSubmitOperator(SparkSubmitOperator):
         # args may be an XComArg (resolved when the task runs): the subcommand goes in front
         # of the resolved list in execute()
         listed = args is None or isinstance(args, (list, tuple))
-        super().__init__(application=str(repo() / "jobs" / "entry.py"),
+        super().__init__(application=str(repo() / "jobs" / "submit.py"),
                          application_args=[subcommand, *(args or [])] if listed else args,
                          **kwargs)
 
@@ -108,9 +110,6 @@ class AcidflowSparkSubmitOperator(SparkSubmitOperator):
         args = list(self.application_args or [])
         if not args or args[0] != self.subcommand:
             self.application_args = [self.subcommand, *args]
-        sys.path.insert(0, str(repo()))
-        from jobs.jobszip import build_jobs_zip
-
         self.py_files = str(build_jobs_zip())
         self.env_vars = {**job_env(), **(self.env_vars or {})}
         self._hook = None  # rebuild the hook with the values above
@@ -120,7 +119,7 @@ class AcidflowSparkSubmitOperator(SparkSubmitOperator):
 def cli_task(task_id: str, command: str, env_extra: dict[str, str] | None = None,
              **kwargs) -> BashOperator:
     """A ``BashOperator`` running a catalog-only step of the package in the worker with the
-    jobs' Python, e.g. ``jobs/entry.py compact --initiate`` (templated); its last stdout line
+    jobs' Python, e.g. ``jobs/submit.py compact --initiate`` (templated); its last stdout line
     goes to XCom. ``env_extra`` adds (templated) environment variables."""
     env = {**job_env(), **(env_extra or {})}
     cmd = f"cd {shlex.quote(str(repo()))} && {shlex.quote(python_bin())} {command}"

@@ -6,21 +6,15 @@ an iframe of ``/acidflow/``). The page reads the transaction catalog named by
 ``ACIDFLOW_CATALOG_URL`` / ``ACIDFLOW_WAREHOUSE`` and is read-only. Airflow does not protect plugin
 apps; the app checks Airflow's JWT itself (``acidflow_ui.auth``).
 
-Needs the ``jobs`` package importable (``pip install -e .`` of this repository, or the
-repository root on ``PYTHONPATH``).
+Needs the ``acidflow`` package installed in Airflow's environment (``pip install -e .`` of this
+repository, which ``make setup`` does). Airflow puts the plugins folder on ``sys.path``, which
+is how ``acidflow_ui`` is found.
 """
 from __future__ import annotations
 
-import os
-import sys
-
 from airflow.plugins_manager import AirflowPlugin
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-if _HERE not in sys.path:  # Airflow puts the plugins folder on sys.path; be explicit anyway
-    sys.path.append(_HERE)
-
-from acidflow_ui.app import create_app  # noqa: E402
+from acidflow_ui.app import create_app
 
 URL_PREFIX = "/acidflow"
 

@@ -13,7 +13,7 @@ FIXTURES = (REPO.parent / "shared" / "fixtures" / "hive-acid").resolve()
 @pytest.fixture(scope="session")
 def spark():
     """The one SparkSession of the test run (local[2], UI off)."""
-    from jobs.spark import get_spark
+    from acidflow.spark import get_spark
 
     session = get_spark("acidflow-tests", master="local[2]", **{"spark.ui.enabled": "false"})
     yield session

@@ -5,7 +5,7 @@
 
 Steps (a private cluster under a temp dir, ``tests.support.postgres.PostgresCluster``):
 
-1. create the wal2json slot (``jobs.cdc.pull.pull(..., create_slot=True)``), so everything after
+1. create the wal2json slot (``acidflow.cdc.pull.pull(..., create_slot=True)``), so everything after
    it is in the change stream;
 2. ``pgbench -i -s 1 -I dtpgv``: tables, primary keys *before* the data (so the initial inserts
    carry ``pk``), client-side COPY of the data, vacuum; then
@@ -36,12 +36,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
-from jobs.cdc import pgsource  # noqa: E402
-from jobs.cdc.pull import (WAL2JSON_OPTIONS, connect, format_lsn, landing_files,  # noqa: E402
+from acidflow.cdc import pgsource
+from acidflow.cdc.pull import (WAL2JSON_OPTIONS, connect, format_lsn, landing_files,
                            pull, read_landing_lines)
-from tests.support.postgres import (LOGICAL_SETTINGS, PostgresCluster,  # noqa: E402
+from tests.support.postgres import (LOGICAL_SETTINGS, PostgresCluster,
                                     wal2json_unavailable_reason)
 
 TABLES = ["public.pgbench_accounts", "public.pgbench_branches", "public.pgbench_tellers",

@@ -33,5 +33,5 @@ print(f"airflow-init: user {user!r} written to {path}")
 PY
 
 echo "airflow-init: acidflow catalog migrations"
-python -c "from jobs.catalog import Catalog; print('airflow-init: catalog ready:', Catalog.from_settings())"
+python -c "from acidflow.catalog import Catalog; print('airflow-init: catalog ready:', Catalog.from_settings())"
 echo "airflow-init: done"

@@ -115,7 +115,7 @@ def create_app(data_factory: Callable[[], AcidUiData] | None = None,
     @app.get("/tables/{name}", response_class=HTMLResponse)
     def table_page(name: str, request: Request,
                    user: AuthenticatedUser = Depends(require_user)) -> Response:
-        from jobs.catalog.errors import NoSuchTableError
+        from acidflow.catalog.errors import NoSuchTableError
 
         d = ready()
         try:
@@ -140,7 +140,7 @@ def create_app(data_factory: Callable[[], AcidUiData] | None = None,
     @app.get("/api/tables/{name}")
     def api_table(name: str, request: Request,
                   user: AuthenticatedUser = Depends(require_user)) -> Response:
-        from jobs.catalog.errors import NoSuchTableError
+        from acidflow.catalog.errors import NoSuchTableError
 
         try:
             return js(ready().table(name))

@@ -4,11 +4,11 @@ the tables' directories, as plain dataclasses (no Airflow, no HTML).
 Everything here reads; nothing writes to the catalog or the warehouse (no migration, no
 housekeeping, no reader registration). Sources:
 
-* the catalog (:class:`jobs.catalog.Catalog`): tables, ValidWriteIdList (high watermark, open
+* the catalog (:class:`acidflow.catalog.Catalog`): tables, ValidWriteIdList (high watermark, open
   and aborted write ids), transactions (SHOW TRANSACTIONS), locks (SHOW LOCKS), the compaction
   queue and history (SHOW COMPACTIONS), commit records, batch records;
 * the files: Hive's ``getAcidState`` per partition directory at the current snapshot
-  (:func:`jobs.acid.layout.get_acid_state`, the same selection a reader makes), file sizes from
+  (:func:`acidflow.acid.layout.get_acid_state`, the same selection a reader makes), file sizes from
   the directory listing.
 
 Times are aware UTC ``datetime`` objects; sizes are bytes; durations are seconds.
@@ -245,7 +245,7 @@ class CatalogNotReadyError(RuntimeError):
 # ============================================================================================
 
 def compaction_row(c: Any, now: datetime | None = None) -> CompactionRow:
-    """A :class:`CompactionRow` from a ``jobs.catalog.CompactionInfo``; ``now`` (UTC) is the
+    """A :class:`CompactionRow` from a ``acidflow.catalog.CompactionInfo``; ``now`` (UTC) is the
     reference time for the duration of a ``working`` entry."""
     running = c.state == "working" and c.ended_at is None
     duration = None
@@ -270,7 +270,7 @@ def _int_or_none(value: Any) -> int | None:
 
 
 def commit_row(rec: Any, batch_by_txn: dict[int, str] | None = None) -> CommitRow:
-    """A :class:`CommitRow` from a ``jobs.catalog.CommitRecord`` and a ``{txn id: batch id}``
+    """A :class:`CommitRow` from a ``acidflow.catalog.CommitRecord`` and a ``{txn id: batch id}``
     map (committed batches)."""
     st = rec.stats or {}
     return CommitRow(
@@ -284,7 +284,7 @@ def commit_row(rec: Any, batch_by_txn: dict[int, str] | None = None) -> CommitRo
 
 
 def txn_row(t: Any) -> TxnRow:
-    """A :class:`TxnRow` from a ``jobs.catalog.TxnInfo``."""
+    """A :class:`TxnRow` from a ``acidflow.catalog.TxnInfo``."""
     return TxnRow(
         txn_id=t.txn_id, state=t.state, started_at=t.started_at,
         last_heartbeat=t.last_heartbeat, ended_at=t.aborted_at or t.committed_at,
@@ -293,7 +293,7 @@ def txn_row(t: Any) -> TxnRow:
 
 
 def lock_row(lk: Any) -> LockRow:
-    """A :class:`LockRow` from a ``jobs.catalog.LockInfo``."""
+    """A :class:`LockRow` from a ``acidflow.catalog.LockInfo``."""
     return LockRow(
         lock_id=lk.lock_id, table=lk.table, partition=lk.partition, state=lk.state,
         lock_type=lk.lock_type, txn_id=lk.txn_id, requested_at=lk.requested_at,
@@ -326,14 +326,14 @@ def partition_states(table: Any, valid: Any) -> list[PartitionState]:
     snapshot ``valid`` (a ``ValidWriteIdList``), with sizes from one recursive listing.
 
     Raises:
-        jobs.acid.layout.NotEnoughHistoryError: a partition has no usable base for ``valid``.
+        acidflow.acid.layout.NotEnoughHistoryError: a partition has no usable base for ``valid``.
         ValueError: a ``base_``/``delta_`` name that does not parse.
         OSError: the table location cannot be listed.
     """
-    from jobs.acid import files as acid_files
-    from jobs.acid.fs import TableFS, join
-    from jobs.acid.layout import bucket_files, get_acid_state
-    from jobs.acid.snapshot import split_partitions
+    from acidflow.acid import files as acid_files
+    from acidflow.acid.fs import TableFS, join
+    from acidflow.acid.layout import bucket_files, get_acid_state
+    from acidflow.acid.snapshot import split_partitions
 
     tfs = TableFS(table.location)
     grouped = split_partitions(tfs.list_recursive(table.location), len(table.partition_columns))
@@ -364,7 +364,7 @@ class AcidUiData:
     """Read-only queries behind the page.
 
     Args:
-        catalog: a ``jobs.catalog.Catalog`` (build it with ``migrate=False``: this layer never
+        catalog: a ``acidflow.catalog.Catalog`` (build it with ``migrate=False``: this layer never
             changes the catalog; :meth:`from_settings` does).
         aborted_window: how far back the transactions view lists aborted transactions.
     """
@@ -375,9 +375,9 @@ class AcidUiData:
 
     @classmethod
     def from_settings(cls, settings: Any = None, **kwargs: Any) -> "AcidUiData":
-        """From ``jobs.config.load_settings()`` (``ACIDFLOW_CATALOG_URL``,
+        """From ``acidflow.config.load_settings()`` (``ACIDFLOW_CATALOG_URL``,
         ``ACIDFLOW_WAREHOUSE``), without migrating the catalog."""
-        from jobs.catalog import Catalog
+        from acidflow.catalog import Catalog
 
         return cls(Catalog.from_settings(settings, migrate=False), **kwargs)
 
@@ -466,7 +466,7 @@ class AcidUiData:
         ids), write ids and compactions.
 
         Raises:
-            jobs.catalog.NoSuchTableError: unknown table; ValueError: malformed name.
+            acidflow.catalog.NoSuchTableError: unknown table; ValueError: malformed name.
         """
         now = now or _now()
         table = self.catalog.get_table(name)

@@ -14,7 +14,7 @@ def worker(url: str, warehouse: str, table_def: dict, barrier, rounds: int, out)
     Puts ``("ok", [(txn, write_id), ...], "committed"|"conflict", txn)`` or
     ``("error", repr)`` on ``out``.
     """
-    from jobs.catalog import Catalog, TableDef, WriteConflictError
+    from acidflow.catalog import Catalog, TableDef, WriteConflictError
 
     catalog = None
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.catalog import Catalog, Column, TableDef
+from acidflow.catalog import Catalog, Column, TableDef
 
 BACKENDS = [
     pytest.param("sqlite", id="sqlite"),
@@ -31,7 +31,7 @@ def reset_catalog_db(url: str) -> None:
     """Empty every catalog table and restart the txn / lock id sequences (PostgreSQL)."""
     import sqlalchemy as sa
 
-    from jobs.catalog import models
+    from acidflow.catalog import models
 
     names = [t.name for t in reversed(models.Base.metadata.sorted_tables)
              if t.name not in ("next_txn_id", "next_lock_id")]

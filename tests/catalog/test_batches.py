@@ -1,7 +1,7 @@
 """Batch idempotence records: claimed by an open transaction, applied exactly when it commits."""
 import pytest
 
-from jobs.catalog import BatchAlreadyAppliedError, BatchInProgressError
+from acidflow.catalog import BatchAlreadyAppliedError, BatchInProgressError
 
 
 def test_batch_applied_only_when_its_transaction_commits(catalog):
@@ -48,7 +48,7 @@ def test_same_transaction_may_reclaim_and_bad_ids_rejected(catalog):
 
 
 def test_tombstones_count_once_committed_and_largest_wins(catalog):
-    from jobs.catalog import Column, TableDef
+    from acidflow.catalog import Column, TableDef
 
     catalog.create_table(TableDef(name="s.t", columns=[Column("id", "int")]))
     assert catalog.tombstones("s.t", ["[1]"]) == {}

@@ -5,8 +5,8 @@ from datetime import timedelta
 
 import pytest
 
-from jobs.catalog import CompactionStateError
-from jobs.catalog.store import _utcnow
+from acidflow.catalog import CompactionStateError
+from acidflow.catalog.store import _utcnow
 from tests.catalog.conftest import BACKENDS  # noqa: F401  (backend fixture parametrises)
 
 

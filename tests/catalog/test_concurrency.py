@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import multiprocessing
 
-from jobs.catalog import Catalog
+from acidflow.catalog import Catalog
 from tests.catalog import _workers
 from tests.catalog.conftest import plain_table
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from jobs.catalog import TxnAbortedError
+from acidflow.catalog import TxnAbortedError
 
 
 def test_housekeeper_aborts_silent_txn_with_real_sleep(make_catalog, tables):

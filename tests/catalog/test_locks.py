@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from jobs.catalog import LockTimeoutError, TxnAbortedError
+from acidflow.catalog import LockTimeoutError, TxnAbortedError
 
 T = "sales.orders"
 

@@ -5,7 +5,7 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from jobs.catalog import Catalog, alembic_config, head_revision, models
+from acidflow.catalog import Catalog, alembic_config, head_revision, models
 from tests.catalog.conftest import plain_table
 
 CATALOG_TABLES = set(models.Base.metadata.tables)
@@ -58,7 +58,7 @@ def test_downgrade_upgrade_round_trip(empty_url, tmp_path):
 def test_alembic_config_is_built_in_code():
     cfg = alembic_config(url="sqlite:///x%20y.db")
     assert cfg.config_file_name is None
-    assert cfg.get_main_option("script_location").endswith("jobs/catalog/migrations")
+    assert cfg.get_main_option("script_location").endswith("jobs/acidflow/catalog/migrations")
     assert cfg.get_main_option("sqlalchemy.url") == "sqlite:///x%20y.db"
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.acid.layout import ValidWriteIdList
-from jobs.catalog import NoSuchTableError
+from acidflow.acid.layout import ValidWriteIdList
+from acidflow.catalog import NoSuchTableError
 
 
 def _txn_with_write(catalog, table, partition="ds=1", operation="insert"):

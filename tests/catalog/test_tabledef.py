@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from jobs.catalog import Column, TableDef, normalize_hive_type, normalize_table_name
+from acidflow.catalog import Column, TableDef, normalize_hive_type, normalize_table_name
 from tests.catalog.conftest import sales_table
 
 

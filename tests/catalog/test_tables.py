@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from jobs.catalog import (
+from acidflow.catalog import (
     Catalog,
     CatalogError,
     Column,

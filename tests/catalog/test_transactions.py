@@ -8,14 +8,14 @@ from datetime import timezone
 import pytest
 import sqlalchemy as sa
 
-from jobs.catalog import (
+from acidflow.catalog import (
     CatalogError,
     NoSuchTableError,
     NoSuchTransactionError,
     TxnAbortedError,
     TxnNotOpenError,
 )
-from jobs.catalog import models
+from acidflow.catalog import models
 
 
 def test_open_and_get(catalog):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.catalog import WriteConflictError, TxnAbortedError
+from acidflow.catalog import WriteConflictError, TxnAbortedError
 
 
 def _writer(catalog, table, partition, operation):

@@ -1,4 +1,4 @@
-"""``jobs.acid.bucketing`` against Hive's own Java classes, run in the Spark JVM through py4j.
+"""``acidflow.acid.bucketing`` against Hive's own Java classes, run in the Spark JVM through py4j.
 
 PySpark ships Hive 2.3.10 (``hive-serde``, ``hive-exec-core``) and ``hive-storage-api-2.8.1``.
 They give us, as independent references:
@@ -39,7 +39,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.acid.bucketing import (
+from acidflow.acid.bucketing import (
     bucket_hash_code,
     bucket_number,
     hive_bucket,

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from jobs import reads
-from jobs.acid import snapshot
-from jobs.acid.files import AcidFileError
-from jobs.acid.fs import TableFS
-from jobs.acid.layout import ValidWriteIdList
+from acidflow import reads
+from acidflow.acid import snapshot
+from acidflow.acid.files import AcidFileError
+from acidflow.acid.fs import TableFS
+from acidflow.acid.layout import ValidWriteIdList
 
 NATION_KEYS = set(range(25))
 
@@ -33,7 +33,7 @@ def read_rows(path: str, **kw) -> list[dict]:
 
 
 def cli_rows(path: str, *args: str) -> list[dict]:
-    out = subprocess.run([sys.executable, "-m", "jobs.cli", "cat", path, "--row-id", *args],
+    out = subprocess.run([sys.executable, "-m", "acidflow.cli", "cat", path, "--row-id", *args],
                          check=True, capture_output=True, text=True).stdout
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs import reads
-from jobs.acid import writes
-from jobs.catalog import Catalog, Column, TableDef
+from acidflow import reads
+from acidflow.acid import writes
+from acidflow.catalog import Catalog, Column, TableDef
 from tests.compat.hive23 import read_with_hive23
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -7,9 +7,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from jobs import reads
-from jobs.acid import snapshot
-from jobs.acid.fs import TableFS
+from acidflow import reads
+from acidflow.acid import snapshot
+from acidflow.acid.fs import TableFS
 
 CASES = ["trino-nation-delete-deltas", "trino-original-file-nation",
          "trino-original-files-dummy-id", "impala-original-file-alltypes",

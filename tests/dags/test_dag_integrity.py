@@ -12,7 +12,6 @@ DAGS = REPO / "dags"
 
 PARSE = r"""
 import json, sys, time
-sys.path.insert(0, sys.argv[1])
 t = time.monotonic()
 from airflow.dag_processing.dagbag import DagBag
 t_airflow = time.monotonic() - t
@@ -20,7 +19,8 @@ t = time.monotonic()
 bag = DagBag(dag_folder=sys.argv[1])
 t_parse = time.monotonic() - t
 out = {"errors": {k: str(v) for k, v in bag.import_errors.items()}, "parse_s": t_parse,
-       "heavy": sorted(m for m in sys.modules if m.split(".")[0] in ("pyspark", "jobs", "great_expectations", "pyorc")),
+       "heavy": sorted(m for m in sys.modules if m.split(".")[0] in ("pyspark", "great_expectations", "pyorc")
+                or m.split(".")[:2] in (["acidflow", "acid"], ["acidflow", "catalog"], ["acidflow", "cdc"])),
        "dags": {}}
 for dag_id, dag in bag.dags.items():
     out["dags"][dag_id] = {
@@ -38,7 +38,7 @@ print("RESULT " + json.dumps(out, default=str))
 def parsed(tmp_path_factory):
     env = {"AIRFLOW_HOME": str(tmp_path_factory.mktemp("airflow_home")),
            "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
-           "PATH": "/usr/bin:/bin"}
+           "PATH": "/usr/bin:/bin", "PYTHONPATH": str(DAGS)}
     r = subprocess.run([sys.executable, "-c", PARSE, str(DAGS)], env=env, capture_output=True,
                        text=True, timeout=300)
     line = [x for x in r.stdout.splitlines() if x.startswith("RESULT ")]

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from jobs.catalog import Catalog
-from jobs.localairflow import airflow_env, dags_test, migrate
-from jobs.reads import read_table
+from acidflow.catalog import Catalog
+from acidflow.localairflow import airflow_env, dags_test, migrate
+from acidflow.reads import read_table
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.catalog import Catalog
-from jobs.reads import read_table
+from acidflow.catalog import Catalog
+from acidflow.reads import read_table
 from tests.support.airflow_services import BIN, AirflowServices
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]

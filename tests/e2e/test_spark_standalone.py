@@ -2,7 +2,7 @@
 
 A master and a worker run on 127.0.0.1 (free ports, REST submission server off, private work,
 log and conf dirs under the test's tmp dir) from a **clean environment**: no ``PYTHONPATH``, no
-virtualenv on ``PATH``. The DAG runs with ``airflow dags test`` (``jobs.localairflow``) on a
+virtualenv on ``PATH``. The DAG runs with ``airflow dags test`` (``acidflow.localairflow``) on a
 private ``AIRFLOW_HOME`` whose ``spark_default`` points at the master, so the task goes through
 ``AcidflowSparkSubmitOperator`` -> ``SparkSubmitOperator`` -> ``spark-submit --master spark://...``
 with the ``jobs`` zip in ``--py-files``. The driver-side shortcuts for small batches
@@ -186,8 +186,8 @@ PROBE = textwrap.dedent(f"""
     from pyspark.sql import SparkSession
 
     def where(_):
-        import jobs
-        return json.dumps({{"jobs": jobs.__file__, "python": sys.executable,
+        import acidflow
+        return json.dumps({{"package": acidflow.__file__, "python": sys.executable,
                             "pythonpath": os.environ.get("PYTHONPATH", ""), "cwd": os.getcwd()}})
 
     spark = SparkSession.builder.appName("{PROBE_NAME}").getOrCreate()
@@ -218,10 +218,10 @@ def _probe(master_url: str, tmp: Path, zip_path: Path) -> list[dict]:
 # ----------------------------------------------------------------------------------- the test
 
 def test_acid_cdc_dag_on_standalone_cluster(tmp_path):
-    from jobs.catalog import Catalog
-    from jobs.cdc.changes import POSITION_COLUMN
-    from jobs.localairflow import airflow_env, dags_test, migrate
-    from jobs.reads import read_table
+    from acidflow.catalog import Catalog
+    from acidflow.cdc.changes import POSITION_COLUMN
+    from acidflow.localairflow import airflow_env, dags_test, migrate
+    from acidflow.reads import read_table
 
     t0 = time.monotonic()
     wh = tmp_path / "warehouse"
@@ -275,16 +275,16 @@ def test_acid_cdc_dag_on_standalone_cluster(tmp_path):
         stderr = execs[0] / "stderr"
         assert stderr.is_file() and stderr.stat().st_size > 0, stderr
         assert "Traceback" not in stderr.read_text(errors="replace")
-        zips = sorted(build.glob("jobs-*.zip"))
+        zips = sorted(build.glob("acidflow-*.zip"))
         assert len(zips) == 1, zips
-        # spark-submit shipped the jobs zip to the executor's directory
+        # spark-submit shipped the package zip to the executor's directory
         assert any((d / zips[0].name).is_file() for d in execs), [list(d.iterdir()) for d in execs]
 
         # --- what executors import (same cluster, same zip, same PYSPARK_PYTHON)
         seen = _probe(master_url, tmp_path, zips[0])
         lap("probe")
         assert all(s["python"] == sys.executable for s in seen), seen
-        assert all(f"{zips[0].name}{os.sep}jobs{os.sep}__init__.py" in s["jobs"] for s in seen), seen
+        assert all(f"{zips[0].name}{os.sep}acidflow{os.sep}__init__.py" in s["package"] for s in seen), seen
         # the checkout itself is not on the executors' path (the venv may live inside it)
         assert all(str(REPO) not in [os.path.abspath(p) for p in s["pythonpath"].split(os.pathsep) if p]
                    for s in seen), seen

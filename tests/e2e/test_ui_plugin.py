@@ -86,7 +86,7 @@ def chromium():
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A running api-server: yields ``(base_url, ids from ui_warehouse.build)``."""
-    from jobs.catalog import Catalog
+    from acidflow.catalog import Catalog
 
     root = tmp_path_factory.mktemp("airflow-e2e")
     home, wh, dags = root / "airflow_home", root / "warehouse", root / "dags"

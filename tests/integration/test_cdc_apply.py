@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from jobs.catalog import BatchInProgressError, Catalog, Column, TableDef
-from jobs.cdc.apply import CdcOptions, SchemaDriftError, apply_file, apply_path
-from jobs.cdc.changes import POSITION_COLUMN, Policies
-from jobs.cdc.quarantine import QuarantineThresholdError
-from jobs.cdc.tables import load_tables_config
-from jobs.reads import read_table
+from acidflow.catalog import BatchInProgressError, Catalog, Column, TableDef
+from acidflow.cdc.apply import CdcOptions, SchemaDriftError, apply_file, apply_path
+from acidflow.cdc.changes import POSITION_COLUMN, Policies
+from acidflow.cdc.quarantine import QuarantineThresholdError
+from acidflow.cdc.tables import load_tables_config
+from acidflow.reads import read_table
 
 pytestmark = pytest.mark.spark
 
@@ -23,8 +23,8 @@ def merge_path(request, monkeypatch):
     the driver: the defaults for small batches) or Spark (a lookup job and writer tasks, as for
     large scopes). Both must give the same tables."""
     if request.param == "spark":
-        from jobs.acid import writes
-        from jobs.cdc import apply
+        from acidflow.acid import writes
+        from acidflow.cdc import apply
 
         monkeypatch.setattr(writes, "LOCAL_LOOKUP_BYTES", -1)
         monkeypatch.setattr(apply, "LOCAL_WRITE_ROWS", -1)
@@ -275,7 +275,7 @@ def test_partitioned_table_prunes_by_key_and_keeps_row_ids(spark, catalog, tmp_p
     assert len({(r["region"], tuple(r["ROW__ID"].values())) for r in ids}) == 4
     # the ORC statistics bound every stored position (what lets in-order batches skip reading
     # the position column in their lookup)
-    from jobs.acid import writes
+    from acidflow.acid import writes
 
     table = catalog.get_table("shop.visits")
     known, newest = writes.stored_column_max(writes.plan_current(catalog, table, None),
@@ -333,7 +333,7 @@ def test_truncate_then_changes_is_an_insert_overwrite(spark, catalog, tmp_path):
     assert st["truncated"] == 1 and st["rows_inserted"] == 1
     got = rows(spark, catalog, "src.acc", ["id"])
     assert {k: str(v["bal"]) for k, v in got.items()} == {2: "6.00"}
-    from jobs.reads import acid_state_of
+    from acidflow.reads import acid_state_of
     t = catalog.get_table("src.acc")
     assert acid_state_of(t.location, catalog.valid_write_ids("src.acc")).base.name == "base_0000002"
 

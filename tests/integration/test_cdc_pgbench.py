@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from jobs.catalog import Catalog
-from jobs.cdc.apply import CdcOptions, apply_path
-from jobs.cdc.pull import pull
-from jobs.cdc.tables import load_tables_config
-from jobs.demo import SAMPLE_DIR, TABLES_YAML, run_demo
-from jobs.quality.reconcile import PostgresSource, reconcile
+from acidflow.catalog import Catalog
+from acidflow.cdc.apply import CdcOptions, apply_path
+from acidflow.cdc.pull import pull
+from acidflow.cdc.tables import load_tables_config
+from acidflow.demo import SAMPLE_DIR, TABLES_YAML, run_demo
+from acidflow.quality.reconcile import PostgresSource, reconcile
 from tests.support.postgres import LOGICAL_SETTINGS, PostgresCluster, require_wal2json
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -1,4 +1,4 @@
-"""jobs.cdc.pull against a real PostgreSQL 15 with wal2json (private cluster, no mocks).
+"""acidflow.cdc.pull against a real PostgreSQL 15 with wal2json (private cluster, no mocks).
 
 Every test creates its own database with two slots made before any write: ``main`` (pulled)
 and ``ref`` (only peeked, never advanced). The reference for "nothing lost, nothing doubled"
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.cdc import pull as P
+from acidflow.cdc import pull as P
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -128,7 +128,7 @@ def _pull_subprocess(url: str, landing: Path, crash_after: int | None):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     if crash_after:
         env[P.CRASH_HOOK_ENV] = str(crash_after)
-    code = ("import sys; from jobs.cdc.pull import pull; "
+    code = ("import sys; from acidflow.cdc.pull import pull; "
             "pull(sys.argv[1], 'main', sys.argv[2], max_changes_per_file=10)")
     return subprocess.run([sys.executable, "-c", code, url, str(landing)], env=env,
                           cwd=str(REPO), capture_output=True, text=True, timeout=120)
@@ -188,7 +188,7 @@ def test_cli_pull(pg, db, tmp_path):
     import typer
     from typer.testing import CliRunner
 
-    from jobs.cdc import cli_pull
+    from acidflow.cli import pull as cli_pull
 
     app = typer.Typer()
     cdc = typer.Typer()

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from jobs.acid import writes
-from jobs.catalog import Catalog, Column, TableDef
+from acidflow.acid import writes
+from acidflow.catalog import Catalog, Column, TableDef
 
 pytestmark = pytest.mark.spark
 
 
 def cli(*args: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "jobs.cli", *args], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "acidflow.cli", *args], capture_output=True,
                           text=True, env={**os.environ, "COLUMNS": "200"})
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
@@ -64,7 +64,7 @@ def test_cli_on_catalog_tables(spark, warehouse):
 
 
 def test_cli_reports_errors_in_one_line(warehouse):
-    proc = subprocess.run([sys.executable, "-m", "jobs.cli", "cat", "no.such_table"],
+    proc = subprocess.run([sys.executable, "-m", "acidflow.cli", "cat", "no.such_table"],
                           capture_output=True, text=True)
     assert proc.returncode == 1
     assert "NoSuchTableError" in proc.stderr and "no.such_table" in proc.stderr

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from jobs import reads
-from jobs.acid import files as acid_files
-from jobs.acid.bucketing import encode_bucket_property
-from jobs.catalog import Catalog, Column, TableDef
-from jobs.compactor import cleaner, initiator, worker
-from jobs.compactor.config import CompactorConfig
+from acidflow import reads
+from acidflow.acid import files as acid_files
+from acidflow.acid.bucketing import encode_bucket_property
+from acidflow.catalog import Catalog, Column, TableDef
+from acidflow.compactor import cleaner, initiator, worker
+from acidflow.compactor.config import CompactorConfig
 from tests.compat.hive23 import read_with_hive23
 from tests.support import acidtables as at
 
@@ -228,7 +228,7 @@ def test_major_makes_original_row_ids_permanent(spark, catalog):
 
 def test_initiator_queue_worker_cleaner_pipeline(spark, catalog, capsys):
     """Initiator decides from real files; the Spark entry runs the queue; the cleaner finishes."""
-    from jobs import entry
+    from acidflow import entry
 
     catalog.create_table(TableDef(name="db.p", columns=COLS, partition_columns=[Column("ds", "string")],
                                   properties={"compactorthreshold.hive.compactor.delta.num.threshold": "2"}))

@@ -11,19 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from jobs.catalog import Catalog, Column, TableDef
-from jobs.compactor import cleaner, initiator, worker
-from jobs.compactor.config import CompactorConfig
+from acidflow.catalog import Catalog, Column, TableDef
+from acidflow.compactor import cleaner, initiator, worker
+from acidflow.compactor.config import CompactorConfig
 from tests.support import acidtables as at
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 WORKER = textwrap.dedent("""
     import os, signal, sys
-    from jobs.catalog import Catalog
-    from jobs.acid import compaction
-    from jobs.compactor import worker
-    from jobs.compactor.config import CompactorConfig
+    from acidflow.catalog import Catalog
+    from acidflow.acid import compaction
+    from acidflow.compactor import worker
+    from acidflow.compactor.config import CompactorConfig
     real = compaction.acid_files.write_event_table
     calls = []
     def dying(*a, **kw):                      # first bucket file written, then killed mid-write
@@ -42,9 +42,9 @@ WORKER = textwrap.dedent("""
 
 CLEANER = textwrap.dedent("""
     import os, signal, sys
-    from jobs.catalog import Catalog
-    from jobs.acid.fs import TableFS
-    from jobs.compactor import cleaner
+    from acidflow.catalog import Catalog
+    from acidflow.acid.fs import TableFS
+    from acidflow.compactor import cleaner
     real = TableFS.delete
     calls = []
     def dying(self, path):
@@ -78,7 +78,7 @@ def table(warehouse):
     url = f"sqlite:///{warehouse / '_acidflow_catalog.db'}"
     catalog = Catalog(url, warehouse=str(warehouse), txn_timeout_s=300)
     catalog.create_table(TableDef(name="db.k", columns=[Column("id", "int"), Column("s", "string")]))
-    from jobs.acid.bucketing import encode_bucket_property
+    from acidflow.acid.bucketing import encode_bucket_property
     b0 = encode_bucket_property(0, 0)
     at.write(catalog, "db.k", {0: [(i, "a") for i in range(5)], 1: [(i, "b") for i in range(5, 9)]})
     at.write(catalog, "db.k", {0: [(i, "c") for i in range(9, 12)]}, [(1, b0, 0)])

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from jobs.catalog import Catalog, Column, TableDef
-from jobs.cli import app
+from acidflow.catalog import Catalog, Column, TableDef
+from acidflow.cli import app
 from tests.support import acidtables as at
 
 runner = CliRunner()

@@ -12,17 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from jobs import reads
-from jobs.acid import writes
-from jobs.catalog import Catalog, Column, TableDef
+from acidflow import reads
+from acidflow.acid import writes
+from acidflow.catalog import Catalog, Column, TableDef
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 WRITER = textwrap.dedent("""
     import os, signal, sys
-    from jobs.spark import get_spark
-    from jobs.catalog import Catalog
-    from jobs.acid import writes
+    from acidflow.spark import get_spark
+    from acidflow.catalog import Catalog
+    from acidflow.acid import writes
     spark = get_spark("crash-writer", master="local[1]", **{"spark.ui.enabled": "false"})
     catalog = Catalog(sys.argv[1], warehouse=sys.argv[2])
     txn = writes.Transaction(catalog, heartbeat_s=0)

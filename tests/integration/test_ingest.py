@@ -6,10 +6,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from jobs.catalog import Catalog, Column, TableDef
-from jobs.cdc.quarantine import QuarantineThresholdError
-from jobs.ingest import ingest
-from jobs.reads import read_table
+from acidflow.catalog import Catalog, Column, TableDef
+from acidflow.cdc.quarantine import QuarantineThresholdError
+from acidflow.ingest import ingest
+from acidflow.reads import read_table
 
 pytestmark = pytest.mark.spark
 

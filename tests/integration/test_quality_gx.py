@@ -11,15 +11,15 @@ from pathlib import Path
 import pyorc
 import pytest
 
-from jobs.acid import files as acid_files
-from jobs.acid import writes
-from jobs.acid.fs import TableFS
-from jobs.catalog import Catalog, Column, TableDef
-from jobs.cdc.apply import CdcOptions, apply_file
-from jobs.ingest import ingest
-from jobs.quality.gx import QualityGateError
-from jobs.quality.validate import validate
-from jobs.reads import read_table
+from acidflow.acid import files as acid_files
+from acidflow.acid import writes
+from acidflow.acid.fs import TableFS
+from acidflow.catalog import Catalog, Column, TableDef
+from acidflow.cdc.apply import CdcOptions, apply_file
+from acidflow.ingest import ingest
+from acidflow.quality.gx import QualityGateError
+from acidflow.quality.validate import validate
+from acidflow.reads import read_table
 
 pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parents[2]
@@ -216,7 +216,7 @@ def test_entry_validate_subprocess(catalog, tampered, tmp_path):
     sd = suite(tmp_path / "suites", "db.ok", [not_null("id"), unique("id"), between("id", 0, 9)])
     env = {**os.environ, "PYTHONPATH": str(REPO), "ACIDFLOW_WAREHOUSE": catalog.warehouse,
            "ACIDFLOW_CATALOG_URL": f"sqlite:///{Path(catalog.warehouse) / '_acidflow_catalog.db'}"}
-    p = subprocess.run([sys.executable, str(REPO / "jobs" / "entry.py"), "validate",
+    p = subprocess.run([sys.executable, str(REPO / "jobs" / "submit.py"), "validate",
                         "--table", "db.ok", "--table", "db.t", "--suite-dir", str(sd),
                         "--engine", "pandas"], env=env, capture_output=True, text=True,
                        timeout=300)
@@ -232,7 +232,7 @@ def test_entry_validate_subprocess(catalog, tampered, tmp_path):
 def test_cli_validate_json(catalog, tampered, tmp_path):
     from typer.testing import CliRunner
 
-    from jobs.cli import app
+    from acidflow.cli import app
 
     sd = suite(tmp_path / "suites", "db.ok", [between("id", 0, 5)])
     res = CliRunner().invoke(app, ["validate", "db.ok", "db.t", "--suite-dir", str(sd), "--json"])

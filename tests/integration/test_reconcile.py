@@ -1,4 +1,4 @@
-"""jobs.quality.reconcile on real data: a PostgreSQL 15 source table (private cluster) and an
+"""acidflow.quality.reconcile on real data: a PostgreSQL 15 source table (private cluster) and an
 acidflow table written by the engine (Spark, real ORC files, SQLite catalog); the acidflow side is
 read both with pyarrow (spark=None) and in Spark; sources both live (DSN) and saved (CSV.gz from
 COPY + manifest.json); the CLI too."""
@@ -11,11 +11,11 @@ import json
 
 import pytest
 
-from jobs.acid import writes
-from jobs.catalog import Catalog, Column, TableDef
-from jobs.cdc import pgsource
-from jobs.cdc.pull import connect
-from jobs.quality import reconcile as R
+from acidflow.acid import writes
+from acidflow.catalog import Catalog, Column, TableDef
+from acidflow.cdc import pgsource
+from acidflow.cdc.pull import connect
+from acidflow.quality import reconcile as R
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.spark]
 
@@ -155,7 +155,7 @@ def test_cli_reconcile(pg, catalog, monkeypatch, tmp_path):
     import typer
     from typer.testing import CliRunner
 
-    from jobs.quality import cli_reconcile
+    from acidflow.quality import cli_reconcile
 
     app = typer.Typer()
     app.command("noop")(lambda: None)

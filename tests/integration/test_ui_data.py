@@ -4,24 +4,18 @@ stub authenticator (the real Airflow JWT check runs in ``tests/e2e/test_ui_plugi
 from __future__ import annotations
 
 import json
-import sys
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from tests.conftest import REPO
+from acidflow_ui import render  # the plugins folder is on pytest's pythonpath (pyproject)
+from acidflow_ui.data import AcidUiData, CatalogNotReadyError, TxnRow, recent_transactions, to_jsonable
 from tests.support import ui_warehouse as uw
-
-sys.path.insert(0, str(REPO / "plugins"))
-
-from acidflow_ui import render  # noqa: E402
-from acidflow_ui.data import (AcidUiData, CatalogNotReadyError, TxnRow,  # noqa: E402
-                              recent_transactions, to_jsonable)
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    from jobs.catalog import Catalog
+    from acidflow.catalog import Catalog
 
     wh = tmp_path_factory.mktemp("ui") / "warehouse"
     wh.mkdir()
@@ -110,7 +104,7 @@ def test_table_detail(ui):
 
 
 def test_unknown_table_and_unmigrated_catalog(ui, tmp_path):
-    from jobs.catalog import Catalog, NoSuchTableError
+    from acidflow.catalog import Catalog, NoSuchTableError
 
     with pytest.raises(NoSuchTableError):
         ui.table("sales.nope")

@@ -11,11 +11,11 @@ from pathlib import Path
 import pyarrow.orc as paorc
 import pytest
 
-from jobs import reads
-from jobs.acid import writes
-from jobs.acid.bucketing import decode_bucket_id, encode_bucket_property, hive_bucket
-from jobs.acid.files import parse_acid_stats, parse_key_index
-from jobs.catalog import Catalog, Column, TableDef
+from acidflow import reads
+from acidflow.acid import writes
+from acidflow.acid.bucketing import decode_bucket_id, encode_bucket_property, hive_bucket
+from acidflow.acid.files import parse_acid_stats, parse_key_index
+from acidflow.catalog import Catalog, Column, TableDef
 
 pytestmark = pytest.mark.spark
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobs.acid.bucketing import encode_bucket_property
-from jobs.catalog import Catalog, Column, TableDef
+from acidflow.acid.bucketing import encode_bucket_property
+from acidflow.catalog import Catalog, Column, TableDef
 from tests.support import acidtables as at
 
 ORDERS = "sales.orders"
@@ -47,8 +47,8 @@ def _commit(catalog: Catalog, name: str, txn: int, w: int, **counts) -> None:
 def build(catalog: Catalog) -> dict:
     """Fill ``catalog`` (and its warehouse). Returns ``{"open_txn": id, "lock_id": id,
     "queued_compaction": id, "done_compaction": id, "aborted_txn": id}``."""
-    from jobs.compactor import cleaner, worker
-    from jobs.compactor.config import CompactorConfig
+    from acidflow.compactor import cleaner, worker
+    from acidflow.compactor.config import CompactorConfig
 
     catalog.create_table(TableDef(name=ORDERS, columns=[Column("id", "int"),
                                                         Column("item", "string")],

@@ -1,4 +1,4 @@
-"""Unit tests of ``jobs.acid.bucketing`` (pure Python, no Spark).
+"""Unit tests of ``acidflow.acid.bucketing`` (pure Python, no Spark).
 
 Where expected numbers come from:
 
@@ -20,7 +20,7 @@ from decimal import Decimal
 
 import pytest
 
-from jobs.acid.bucketing import (
+from acidflow.acid.bucketing import (
     MAX_BUCKET_ID,
     MAX_STATEMENT_ID,
     MURMUR3_DEFAULT_SEED,
@@ -529,7 +529,7 @@ def test_bucket_numbers_vectorised_equal_row_by_row(types, version):
 
     import pyarrow as pa
 
-    from jobs.acid.bucketing import bucket_numbers, hive_bucket
+    from acidflow.acid.bucketing import bucket_numbers, hive_bucket
 
     rng = random.Random(7)
     edge = {"bigint": [0, -1, 2**63 - 1, -2**63, None], "int": [0, -1, 2**31 - 1, -2**31, None],
@@ -546,7 +546,7 @@ def test_bucket_numbers_vectorised_equal_row_by_row(types, version):
 
 
 def test_bucket_numbers_rejects_out_of_range_int():
-    from jobs.acid.bucketing import bucket_numbers
+    from acidflow.acid.bucketing import bucket_numbers
 
     with pytest.raises(ValueError, match="int bucket column"):
         bucket_numbers([[2**40]], ["int"], 4)

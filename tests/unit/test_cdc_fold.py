@@ -2,8 +2,8 @@
 changes, keyless tables."""
 import pytest
 
-from jobs.cdc.changes import POSITION_COLUMN, Policies, StoredRow, fold, fold_keyless
-from jobs.cdc.formats import Change
+from acidflow.cdc.changes import POSITION_COLUMN, Policies, StoredRow, fold, fold_keyless
+from acidflow.cdc.formats import Change
 
 COLS = [("id", "bigint"), ("name", "string"), ("age", "int"), (POSITION_COLUMN, "string")]
 KEY = ["id"]

@@ -5,8 +5,8 @@ from decimal import Decimal
 
 import pytest
 
-from jobs.cdc import formats as F
-from jobs.cdc.changes import CoercionError, coerce
+from acidflow.cdc import formats as F
+from acidflow.cdc.changes import CoercionError, coerce
 
 
 def j(**kw):

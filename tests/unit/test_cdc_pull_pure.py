@@ -1,4 +1,4 @@
-"""Pure parts of jobs.cdc.pull: LSN text, landing file names, grouping slot rows into
+"""Pure parts of acidflow.cdc.pull: LSN text, landing file names, grouping slot rows into
 transactions, and the durable landing-file writer (local files only)."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from jobs.cdc import pull as P
+from acidflow.cdc import pull as P
 
 
 def _b(xid, commit, end):

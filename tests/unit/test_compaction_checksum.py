@@ -8,8 +8,8 @@ import decimal
 import pyarrow as pa
 import pytest
 
-from jobs.acid import compaction as C
-from jobs.acid import snapshot
+from acidflow.acid import compaction as C
+from acidflow.acid import snapshot
 
 NAMES = ["i", "s", "ts", "m", "d", "b", "bi", "day"]
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.acid.compaction import plan_compaction
-from jobs.acid.layout import DirEntry, ValidWriteIdList
-from jobs.compactor.cleaner import capped_list
-from jobs.compactor.config import CompactorConfig, no_auto_compaction
-from jobs.compactor.fsck import check_layout, duplicate_row_ids
-from jobs.compactor.initiator import (PartitionStats, decide, determine_compaction_type,
+from acidflow.acid.compaction import plan_compaction
+from acidflow.acid.layout import DirEntry, ValidWriteIdList
+from acidflow.compactor.cleaner import capped_list
+from acidflow.compactor.config import CompactorConfig, no_auto_compaction
+from acidflow.compactor.fsck import check_layout, duplicate_row_ids
+from acidflow.compactor.initiator import (PartitionStats, decide, determine_compaction_type,
                                       failed_too_often)
-from jobs.acid.layout import get_acid_state
+from acidflow.acid.layout import get_acid_state
 
 CFG = CompactorConfig()
 

@@ -13,9 +13,9 @@ import pyarrow.orc as paorc
 import pyorc
 import pytest
 
-from jobs.acid import files as F
-from jobs.acid import orcfooter
-from jobs.acid.fs import TableFS
+from acidflow.acid import files as F
+from acidflow.acid import orcfooter
+from acidflow.acid.fs import TableFS
 
 ALL_TYPES = [("b", "boolean"), ("t", "tinyint"), ("s", "smallint"), ("i", "int"), ("g", "bigint"),
              ("f", "float"), ("d", "double"), ("st", "string"), ("bi", "binary"), ("da", "date"),
@@ -92,7 +92,7 @@ def test_key_index_follows_the_stripes_the_writer_cut(tmp_path):
     assert len(sizes) > 3 and sum(sizes) == n and done.stripes == len(sizes)
     ends = np.cumsum(sizes) - 1
     assert F.parse_key_index(done.key_index) == [(5, B0, int(e)) for e in ends]
-    assert orcfooter.stripe_rows(path.read_bytes()) == sizes
+    assert orcfooter.read_tail(path.read_bytes()).stripe_rows == sizes
 
 
 def test_unsorted_or_duplicate_keys_are_refused_and_nothing_is_left(tmp_path):
@@ -135,22 +135,23 @@ def test_footer_rewrite_keeps_data_and_adds_metadata(compression):
     sink = io.BytesIO()
     paorc.write_table(t, sink, compression=compression, stripe_size=32 * 1024)
     data = sink.getvalue()
-    patched = orcfooter.add_user_metadata(data, {"k1": b"v1", "hive.acid.stats": b"1,2,3"})
+    parsed = orcfooter.read_tail(data)
+    patched = orcfooter.add_user_metadata(parsed, {"k1": b"v1", "hive.acid.stats": b"1,2,3"})
     new = data[:patched.keep] + patched.tail
     f = paorc.ORCFile(io.BytesIO(new))
     assert f.read().equals(t)
     assert f.metadata == {b"k1": b"v1", b"hive.acid.stats": b"1,2,3"}
     r = pyorc.Reader(io.BytesIO(new))
-    assert [len(r.read_stripe(i)) for i in range(r.num_of_stripes)] == patched.stripe_rows
-    assert sum(patched.stripe_rows) == 50000 and len(patched.stripe_rows) > 1
+    assert [len(r.read_stripe(i)) for i in range(r.num_of_stripes)] == parsed.stripe_rows
+    assert sum(parsed.stripe_rows) == 50000 and len(parsed.stripe_rows) > 1
     with pytest.raises(orcfooter.OrcFooterError, match="already present"):
-        orcfooter.add_user_metadata(new, {"k1": b"again"})
+        orcfooter.add_user_metadata(orcfooter.read_tail(new), {"k1": b"again"})
 
 
 def test_footer_rewrite_refuses_what_it_cannot_handle():
     with pytest.raises(orcfooter.OrcFooterError, match="not an ORC file"):
-        orcfooter.add_user_metadata(b"PAR1 not orc at all", {"k": b"v"})
+        orcfooter.read_tail(b"PAR1 not orc at all")
     sink = io.BytesIO()
     paorc.write_table(pa.table({"a": [1, 2]}), sink, compression="snappy")
     with pytest.raises(orcfooter.OrcFooterError, match="compression kind 2"):
-        orcfooter.add_user_metadata(sink.getvalue(), {"k": b"v"})
+        orcfooter.read_tail(sink.getvalue())

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jobs.acid.bucketing import encode_bucket_property
-from jobs.quality import gx
-from jobs.quality.invariants import check_bucket_file, check_key_index, check_sorted
+from acidflow.acid.bucketing import encode_bucket_property
+from acidflow.quality import gx
+from acidflow.quality.invariants import check_bucket_file, check_key_index, check_sorted
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""Pure parts of jobs.quality.reconcile: type normalisation, row hashing, digests, PostgreSQL
+"""Pure parts of acidflow.quality.reconcile: type normalisation, row hashing, digests, PostgreSQL
 CSV reading (NULL vs empty string) and key diffs."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import gzip
 import pyarrow as pa
 import pytest
 
-from jobs.quality import reconcile as R
+from acidflow.quality import reconcile as R
 
 D = decimal.Decimal
 

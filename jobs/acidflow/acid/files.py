@@ -1,0 +1,592 @@
+"""ACID event files: write them exactly as Hive 3 does, read what Hive, Trino or we wrote.
+
+An event file is an ORC file whose top-level struct has six fields, in this order and with these
+names (Hive ``OrcRecordUpdater.createEventObjectInspector``)::
+
+    operation:int, originalTransaction:bigint, bucket:int, rowId:bigint,
+    currentTransaction:bigint, row:struct<table columns in table order>
+
+``row`` is NULL in delete events but always carries the full table struct type. Every file we
+write carries the footer user metadata Hive's readers need (spec §3.2):
+
+* ``hive.acid.key.index`` -- one ``owid,bucket,rowId;`` entry per stripe, the last event of that
+  stripe (``OrcRecordUpdater.KeyIndexBuilder``);
+* ``hive.acid.stats`` -- ``inserts,updates,deletes`` (ORC ``AcidStats``);
+* ``hive.acid.version`` -- ``2`` (``AcidUtils.OrcAcidVersion``).
+
+and every directory gets ``_orc_acid_version`` holding the single byte ``2``. Compression is zlib
+(or snappy), never zstd: Hive 3.1 ships ORC 1.5, which cannot read zstd.
+
+Two writers produce the same files. Arrow tables of events (compaction) go column by column
+through pyarrow's ORC writer, which cuts stripes by size (``orc.stripe.size``); Hive's footer
+metadata is added afterwards (:mod:`acidflow.acid.orcfooter`) with the last key of each stripe it
+cut (:func:`write_event_table`). Row-at-a-time events, and tables with varchar, char or nested
+columns, go through pyorc (:class:`EventFileWriter`): its ``write_intermediate_footer`` flushes a
+stripe when the pending rows fill whole write batches, so we write ``stripe_rows`` events (a
+multiple of the batch size) per stripe, record each stripe's last key, and check the stripe
+count after close.
+
+Reading matches the six columns by position (Hive 3.1's query-based compactor wrote them in lower
+case, with no metadata) and returns Arrow tables with the canonical names.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.orc as paorc
+import pyorc
+from pyorc.converters import ORCConverter
+
+from acidflow.acid import orcfooter
+from acidflow.acid import types as htypes
+from acidflow.acid.fs import TableFS, join
+from acidflow.acid.layout import ACID_VERSION_FILE, METADATA_ACID_FILE
+
+OPERATION_INSERT = 0
+OPERATION_UPDATE = 1  # legacy (pre split-update) only; never written
+OPERATION_DELETE = 2
+
+EVENT_FIELDS = ("operation", "originalTransaction", "bucket", "rowId", "currentTransaction", "row")
+KEY_FIELDS = ("originalTransaction", "bucket", "rowId")
+KEY_INDEX_KEY = "hive.acid.key.index"
+ACID_STATS_KEY = "hive.acid.stats"
+ACID_VERSION_KEY = "hive.acid.version"
+ACID_VERSION = 2
+
+WRITE_BATCH_ROWS = 1024
+DEFAULT_STRIPE_ROWS = 256 * WRITE_BATCH_ROWS
+_COMPRESSION = {
+    "zlib": pyorc.CompressionKind.ZLIB,
+    "snappy": pyorc.CompressionKind.SNAPPY,
+    "none": pyorc.CompressionKind.NONE,
+}
+
+_EVENT_ARROW_TYPES = (pa.int32(), pa.int64(), pa.int32(), pa.int64(), pa.int64())
+_EPOCH = _dt.datetime(1970, 1, 1)
+_EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+
+
+class AcidFileError(ValueError):
+    """An event file that breaks the ACID file rules (names the file and the reason)."""
+
+
+class _UtcTimestampConverter(ORCConverter):
+    """Hive timestamps are wall-clock values: naive datetimes are written as UTC wall clock
+    (pyorc would otherwise apply the process's local zone to naive values)."""
+
+    @staticmethod
+    def from_orc(seconds, nanoseconds, timezone):  # pragma: no cover - we read with pyarrow
+        return _EPOCH + _dt.timedelta(seconds=seconds, microseconds=nanoseconds // 1000)
+
+    @staticmethod
+    def to_orc(obj, timezone):
+        delta = (obj - _EPOCH_UTC) if obj.tzinfo is not None else (obj - _EPOCH)
+        return delta.days * 86400 + delta.seconds, delta.microseconds * 1000
+
+
+def event_schema(columns: list[tuple[str, str]]) -> str:
+    """ORC type string of the event struct for table columns ``[(name, hive_type), ...]``.
+
+    Example: ``[("id", "int")]`` -> ``struct<operation:int,originalTransaction:bigint,
+    bucket:int,rowId:bigint,currentTransaction:bigint,row:struct<id:int>>``.
+    """
+    return ("struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,"
+            f"currentTransaction:bigint,row:{htypes.orc_struct(columns)}>")
+
+
+@dataclass
+class WrittenFile:
+    """What one event file holds. ``bytes`` is the file size; ``key_index`` the footer value."""
+
+    path: str
+    rows: int
+    bytes: int
+    stripes: int
+    inserts: int
+    deletes: int
+    key_index: str
+    min_key: tuple[int, int, int] = (0, 0, 0)
+    max_key: tuple[int, int, int] = (0, 0, 0)
+
+    def to_dict(self) -> dict:
+        """JSON-able summary: path, rows, bytes, stripes, inserts, deletes."""
+        return {"path": self.path, "rows": self.rows, "bytes": self.bytes,
+                "stripes": self.stripes, "inserts": self.inserts, "deletes": self.deletes}
+
+
+@dataclass
+class _Stripe:
+    rows: int = 0
+    last_key: tuple[int, int, int] | None = None
+
+
+class EventFileWriter:
+    """Streams sorted events into one ACID event file.
+
+    Events are tuples ``(operation, originalTransaction, bucket, rowId, currentTransaction,
+    row)`` with ``row`` a tuple in table-column order or ``None`` (delete events). They must come
+    in strictly ascending (originalTransaction, bucket, rowId) order, the order every Hive
+    reader's merge assumes (spec §5); the writer checks it.
+
+    Args:
+        tfs: the table filesystem.
+        path: file path (parent dirs are created).
+        columns: table columns ``[(name, hive_type)]`` (partition columns excluded).
+        compression: ``zlib`` (default, Hive's), ``snappy`` or ``none``.
+        stripe_rows: events per stripe; rounded up to a multiple of the 1024-row write batch.
+    Raises:
+        AcidFileError: events out of order, or a stripe count that does not match the key index.
+    """
+
+    def __init__(self, tfs: TableFS, path: str, columns: list[tuple[str, str]], *,
+                 compression: str = "zlib", stripe_rows: int = DEFAULT_STRIPE_ROWS):
+        if compression not in _COMPRESSION:
+            raise ValueError(f"compression must be one of {sorted(_COMPRESSION)} (never zstd: "
+                             "Hive 3.1's ORC 1.5 cannot read it), got {compression!r}")
+        self.tfs, self.path, self.columns = tfs, path, columns
+        self.stripe_rows = max(1, -(-stripe_rows // WRITE_BATCH_ROWS)) * WRITE_BATCH_ROWS
+        self._fh = tfs.open(path, "wb")
+        self._writer = pyorc.Writer(
+            self._fh, event_schema(columns), batch_size=WRITE_BATCH_ROWS,
+            stripe_size=1 << 40, compression=_COMPRESSION[compression],
+            converters={pyorc.TypeKind.TIMESTAMP: _UtcTimestampConverter})
+        self._stripes: list[_Stripe] = []
+        self._cur = _Stripe()
+        self._last: tuple[int, int, int] | None = None
+        self._first: tuple[int, int, int] | None = None
+        self.inserts = self.updates = self.deletes = 0
+        self._closed = False
+
+    def write(self, events: Iterable[tuple]) -> None:
+        """Append events (see class doc for the tuple shape and order)."""
+        buf: list[tuple] = []
+        for ev in events:
+            key = (ev[1], ev[2], ev[3])
+            if self._last is not None and key <= self._last:
+                raise AcidFileError(
+                    f"{self.path}: event key {key} is not above the previous key {self._last}; "
+                    "events must be sorted by (originalTransaction, bucket, rowId) and unique")
+            if self._first is None:
+                self._first = key
+            self._last = key
+            op = ev[0]
+            if op == OPERATION_DELETE:
+                self.deletes += 1
+            elif op == OPERATION_INSERT:
+                self.inserts += 1
+            else:
+                self.updates += 1
+            buf.append(ev)
+            self._cur.rows += 1
+            self._cur.last_key = key
+            if self._cur.rows == self.stripe_rows:
+                self._writer.writerows(buf)
+                buf = []
+                self._writer.write_intermediate_footer()
+                self._stripes.append(self._cur)
+                self._cur = _Stripe()
+        if buf:
+            self._writer.writerows(buf)
+
+    @property
+    def rows(self) -> int:
+        """Events written so far."""
+        return self.inserts + self.updates + self.deletes
+
+    def key_index(self) -> str:
+        """The ``hive.acid.key.index`` value for the stripes written so far plus the open one."""
+        stripes = self._stripes + ([self._cur] if self._cur.rows else [])
+        return "".join(f"{k[0]},{k[1]},{k[2]};" for k in (s.last_key for s in stripes))
+
+    def close(self) -> WrittenFile | None:
+        """Write the footer metadata and close. An empty file is deleted and ``None`` returned
+        (Hive's ``OrcRecordUpdater.close`` removes empty outputs too)."""
+        if self._closed:
+            raise AcidFileError(f"{self.path}: already closed")
+        self._closed = True
+        key_index = self.key_index()
+        nstripes = len(self._stripes) + (1 if self._cur.rows else 0)
+        self._writer.set_user_metadata(**{
+            KEY_INDEX_KEY: key_index.encode(),
+            ACID_STATS_KEY: f"{self.inserts},{self.updates},{self.deletes}".encode(),
+            ACID_VERSION_KEY: str(ACID_VERSION).encode(),
+        })
+        self._writer.close()
+        self._fh.close()
+        if self.rows == 0:
+            self.tfs.delete(self.path)
+            return None
+        with self.tfs.open(self.path, "rb") as fh:
+            actual = paorc.ORCFile(fh).nstripes
+        if actual != nstripes:
+            raise AcidFileError(f"{self.path}: wrote {actual} stripes but the key index has "
+                                f"{nstripes} entries")
+        return WrittenFile(self.path, self.rows, self.tfs.size(self.path), nstripes,
+                           self.inserts, self.deletes, key_index, self._first, self._last)
+
+    def abort(self) -> None:
+        """Close without keeping the file."""
+        if not self._closed:
+            self._closed = True
+            try:
+                self._writer.close()
+            finally:
+                self._fh.close()
+                self.tfs.delete(self.path)
+
+
+def write_event_file(tfs: TableFS, path: str, columns: list[tuple[str, str]],
+                     events: Iterable[tuple], **options) -> WrittenFile | None:
+    """Write one event file from an iterable of sorted events; see :class:`EventFileWriter`.
+
+    Returns:
+        :class:`WrittenFile`, or ``None`` when there were no events (no file is left).
+    """
+    writer = EventFileWriter(tfs, path, columns, **options)
+    try:
+        writer.write(events)
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.close()
+
+
+#: Hive types whose Arrow type pyarrow's ORC writer stores as exactly that ORC type; tables
+#: with other columns (varchar, char, nested types) are written through pyorc
+_COLUMNAR_KINDS = {"prim", "decimal"}
+#: default ``orc.stripe.size`` of the columnar writer (bytes, as Hive's ``OrcConf.STRIPE_SIZE``)
+DEFAULT_STRIPE_BYTES = 64 * 1024 * 1024
+#: codecs :mod:`acidflow.acid.orcfooter` can rewrite the footer of
+_COLUMNAR_COMPRESSION = {"zlib": "zlib", "none": "uncompressed"}
+
+
+def columnar_writable(columns: list[tuple[str, str]], compression: str = "zlib") -> bool:
+    """True when :func:`write_event_table` writes these columns with pyarrow's ORC writer:
+    every column a primitive Hive type or a decimal (varchar, char and nested types keep
+    their exact ORC type only through pyorc) and zlib or no compression."""
+    return compression in _COLUMNAR_COMPRESSION and \
+        all(htypes.parse(t)[0] in _COLUMNAR_KINDS for _, t in columns)
+
+
+def event_arrow_schema(columns: list[tuple[str, str]]) -> pa.Schema:
+    """Arrow schema of an event file: the five event fields and ``row`` as a struct of the
+    table columns (:func:`acidflow.acid.types.arrow_type`)."""
+    return pa.schema([pa.field(n, t) for n, t in zip(EVENT_FIELDS[:5], _EVENT_ARROW_TYPES)] +
+                     [pa.field("row", pa.struct(htypes.arrow_schema(columns)))])
+
+
+def keys_ascending(keys: list[np.ndarray], *, strict: bool = True) -> np.ndarray:
+    """Boolean per adjacent pair ``i, i+1`` of event keys ``[originalTransaction, bucket,
+    rowId]`` (three equal-length integer arrays): True where key ``i+1`` is above key ``i``
+    (or equal, when not ``strict``) in Hive's event order (spec §5)."""
+    o, b, r = keys
+    last = (r[1:] > r[:-1]) if strict else (r[1:] >= r[:-1])
+    return (o[1:] > o[:-1]) | ((o[1:] == o[:-1]) & ((b[1:] > b[:-1]) | ((b[1:] == b[:-1]) & last)))
+
+
+def _check_sorted(path: str, keys: list[np.ndarray]) -> None:
+    up = keys_ascending(keys)
+    if not up.all():
+        o, b, r = keys
+        i = int(np.argmin(up)) + 1
+        raise AcidFileError(
+            f"{path}: event key {(int(o[i]), int(b[i]), int(r[i]))} is not above the previous "
+            f"key {(int(o[i - 1]), int(b[i - 1]), int(r[i - 1]))}; events must be sorted by "
+            "(originalTransaction, bucket, rowId) and unique")
+
+
+def _event_table(path: str, columns: list[tuple[str, str]], events: pa.Table) -> pa.Table:
+    """The events as the six-field event schema, batch by batch (no copy of the row data)."""
+    schema = event_arrow_schema(columns)
+    row_fields = list(schema.field("row").type)
+    for name in EVENT_FIELDS[:5]:
+        if name not in events.column_names:
+            raise AcidFileError(f"{path}: events have no {name!r} column")
+        if events.column(name).null_count:
+            raise AcidFileError(f"{path}: NULL in event field {name!r}")
+    out = []
+    for b in events.to_batches():
+        n = b.num_rows
+        head = [b.column(name).cast(typ) for name, typ in zip(EVENT_FIELDS[:5], _EVENT_ARROW_TYPES)]
+        children = [b.column(f.name).cast(f.type) if f.name in b.schema.names
+                    else pa.nulls(n, f.type)  # a column added after these events were written
+                    for f in row_fields]
+        row = pa.StructArray.from_arrays(children, fields=row_fields,
+                                         mask=pc.equal(head[0], OPERATION_DELETE))
+        out.append(pa.RecordBatch.from_arrays(head + [row], schema=schema))
+    return pa.Table.from_batches(out, schema=schema)
+
+
+def write_event_table(tfs: TableFS, path: str, columns: list[tuple[str, str]], events: pa.Table,
+                      *, compression: str = "zlib", stripe_bytes: int = DEFAULT_STRIPE_BYTES,
+                      stripe_rows: int = DEFAULT_STRIPE_ROWS) -> WrittenFile | None:
+    """Write one event file from an Arrow table of sorted events, column by column.
+
+    Args:
+        events: columns ``operation, originalTransaction, bucket, rowId, currentTransaction``
+            (any integer types, no NULLs), then the table columns by name (missing ones are
+            written as NULL; ``row`` is NULL for delete events), sorted strictly ascending by
+            (originalTransaction, bucket, rowId).
+        columns: table columns ``[(name, hive_type)]``.
+        compression: ``zlib`` (default) or ``none`` here; ``snappy`` goes through pyorc.
+        stripe_bytes: ORC stripe size target (``orc.stripe.size``) for the columnar writer.
+        stripe_rows: events per stripe when the table falls back to :class:`EventFileWriter`.
+    Returns:
+        :class:`WrittenFile`, or ``None`` when ``events`` is empty (no file is left).
+    Raises:
+        AcidFileError: events out of order or with NULL keys (nothing is left at ``path``).
+
+    With :func:`columnar_writable` columns the file is written by pyarrow's ORC writer (ORC
+    C++, file version 0.12, the codec's 256 KiB blocks) and Hive's footer metadata is added
+    after it (:mod:`acidflow.acid.orcfooter`); the key index takes the last key of each stripe the
+    writer actually cut. Otherwise the rows go through :class:`EventFileWriter` (pyorc).
+    """
+    n = events.num_rows
+    if n == 0:
+        return None
+    keys = [events.column(k).combine_chunks() for k in KEY_FIELDS]
+    if any(k.null_count for k in keys):
+        raise AcidFileError(f"{path}: NULL in an event key field")
+    knp = [k.cast(pa.int64()).to_numpy() for k in keys]
+    _check_sorted(path, knp)
+    if not columnar_writable(columns, compression):
+        return write_event_file(tfs, path, columns, _event_tuples(columns, events),
+                                compression=compression, stripe_rows=stripe_rows)
+    table = _event_table(path, columns, events)
+    ops = np.bincount(table.column(0).to_numpy(), minlength=3)
+    if len(ops) > 3 or pc.min(table.column(0)).as_py() < 0:
+        raise AcidFileError(f"{path}: operation values outside 0..2")
+    sink = pa.BufferOutputStream()
+    paorc.write_table(table, sink, file_version="0.12", batch_size=WRITE_BATCH_ROWS,
+                      stripe_size=stripe_bytes, compression=_COLUMNAR_COMPRESSION[compression],
+                      compression_block_size=256 * 1024)
+    data = sink.getvalue()
+    del table
+    # key index entries: the last event of each stripe the writer cut
+    orc_tail = orcfooter.read_tail(data)
+    counts = orc_tail.stripe_rows
+    ends = np.cumsum(counts) - 1
+    if int(sum(counts)) != n:
+        raise AcidFileError(f"{path}: the ORC writer's stripes hold {int(sum(counts))} rows, "
+                            f"not {n}")
+    key_index = "".join(f"{knp[0][i]},{knp[1][i]},{knp[2][i]};" for i in ends)
+    inserts, updates, deletes = int(ops[OPERATION_INSERT]), int(ops[OPERATION_UPDATE]), \
+        int(ops[OPERATION_DELETE])
+    tail = orcfooter.add_user_metadata(orc_tail, {
+        KEY_INDEX_KEY: key_index.encode(),
+        ACID_STATS_KEY: f"{inserts},{updates},{deletes}".encode(),
+        ACID_VERSION_KEY: str(ACID_VERSION).encode(),
+    })
+    try:
+        with tfs.open(path, "wb") as fh:
+            fh.write(memoryview(data)[:tail.keep])
+            fh.write(tail.tail)
+    except BaseException:
+        if tfs.exists(path):
+            tfs.delete(path)
+        raise
+    first = (int(knp[0][0]), int(knp[1][0]), int(knp[2][0]))
+    last = (int(knp[0][-1]), int(knp[1][-1]), int(knp[2][-1]))
+    return WrittenFile(path, n, tail.keep + len(tail.tail), len(counts), inserts,
+                       deletes, key_index, first, last)
+
+
+def _event_tuples(columns: list[tuple[str, str]], events: pa.Table) -> Iterator[tuple]:
+    """Event tuples for :class:`EventFileWriter` from an events table (see write_event_table)."""
+    n = events.num_rows
+    head = [events.column(k).to_pylist() for k in EVENT_FIELDS[:5]]
+    cols = [events.column(c).to_pylist() if c in events.column_names else [None] * n
+            for c, _ in columns]
+    rows = list(zip(*cols)) if cols else [()] * n
+    for i in range(n):
+        op = head[0][i]
+        yield (op, head[1][i], head[2][i], head[3][i], head[4][i],
+               None if op == OPERATION_DELETE else rows[i])
+
+
+def write_acid_version_file(tfs: TableFS, directory: str) -> None:
+    """Create ``<directory>/_orc_acid_version`` holding the single byte ``2``
+    (Hive ``AcidUtils.OrcAcidVersion.writeVersionFile``)."""
+    tfs.write_bytes(join(directory, ACID_VERSION_FILE), str(ACID_VERSION).encode())
+
+
+def write_compacted_marker(tfs: TableFS, base_dir: str) -> None:
+    """Create ``<base_dir>/_metadata_acid`` marking a base made by major compaction
+    (Hive ``AcidUtils.MetaDataFile.createCompactorMarker``)."""
+    tfs.write_bytes(join(base_dir, METADATA_ACID_FILE),
+                    json.dumps({"thisFileVersion": "0", "dataFormat": "compacted"}).encode())
+
+
+def is_compacted_base(tfs: TableFS, base_dir: str) -> bool:
+    """True when ``base_dir`` holds a ``_metadata_acid`` with ``dataFormat: compacted``
+    (Hive ``AcidUtils.MetaDataFile.isCompacted``; Trino ``AcidTables.isCompacted``).
+
+    Raises:
+        AcidFileError: the marker exists but is not the JSON Hive writes.
+    """
+    marker = join(base_dir, METADATA_ACID_FILE)
+    if not tfs.exists(marker):
+        return False
+    try:
+        meta = json.loads(tfs.read_bytes(marker))
+    except ValueError as exc:
+        raise AcidFileError(f"{marker}: not JSON: {exc}") from exc
+    if meta.get("thisFileVersion") != "0":
+        raise AcidFileError(f"{marker}: unknown thisFileVersion {meta.get('thisFileVersion')!r}")
+    return meta.get("dataFormat") == "compacted"
+
+
+def read_acid_version(tfs: TableFS, directory: str) -> int:
+    """First byte of ``_orc_acid_version`` as a number; 0 when the file is missing or empty
+    (Hive ``OrcAcidVersion.getAcidVersionFromMetaFile``)."""
+    path = join(directory, ACID_VERSION_FILE)
+    if not tfs.exists(path):
+        return 0
+    data = tfs.read_bytes(path)[:1]
+    return int(data) if data.isdigit() else 0
+
+
+def read_user_metadata(tfs: TableFS, path: str) -> dict[str, bytes]:
+    """The ORC footer user metadata of a file (``{}`` when it has none)."""
+    with tfs.open(path, "rb") as fh:
+        meta = paorc.ORCFile(fh).metadata
+    return {k.decode(): v for k, v in (meta or {}).items()}
+
+
+def parse_key_index(value: str | bytes) -> list[tuple[int, int, int]]:
+    """Parse ``hive.acid.key.index``: ``"2,536870912,4999;2,536870912,9999;"`` ->
+    ``[(2, 536870912, 4999), (2, 536870912, 9999)]`` (Hive ``OrcRecordUpdater.parseKeyIndex``).
+
+    Raises:
+        AcidFileError: an entry that is not three integers.
+    """
+    text = value.decode() if isinstance(value, bytes) else value
+    out = []
+    for entry in text.split(";"):
+        if not entry:
+            continue
+        parts = entry.split(",")
+        if len(parts) != 3:
+            raise AcidFileError(f"bad hive.acid.key.index entry {entry!r}")
+        out.append((int(parts[0]), int(parts[1]), int(parts[2])))
+    return out
+
+
+def parse_acid_stats(value: str | bytes) -> tuple[int, int, int]:
+    """Parse ``hive.acid.stats`` ``"inserts,updates,deletes"`` (ORC ``AcidStats``)."""
+    text = value.decode() if isinstance(value, bytes) else value
+    parts = text.split(",")
+    if len(parts) != 3:
+        raise AcidFileError(f"bad hive.acid.stats {text!r}")
+    return int(parts[0]), int(parts[1]), int(parts[2])
+
+
+def is_acid_schema(schema: pa.Schema) -> bool:
+    """True when an ORC file's schema is the six-field ACID event struct, matched by position
+    and type (names may be lower case, as Hive 3.1's query-based compactor wrote them)."""
+    if len(schema) != 6 or not pa.types.is_struct(schema.field(5).type):
+        return False
+    return all(schema.field(i).type == t for i, t in enumerate(_EVENT_ARROW_TYPES))
+
+
+@dataclass
+class FileInfo:
+    """Footer facts of an ORC data file: rows, stripes, schema, metadata, ACID or original."""
+
+    path: str
+    rows: int
+    stripes: int
+    schema: pa.Schema
+    metadata: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def is_acid(self) -> bool:
+        """The file has the six-field ACID event schema."""
+        return is_acid_schema(self.schema)
+
+    @property
+    def row_schema(self) -> pa.Schema:
+        """Schema of the data columns (the ``row`` struct for ACID files)."""
+        if self.is_acid:
+            st = self.schema.field(5).type
+            return pa.schema([st.field(i) for i in range(st.num_fields)])
+        return self.schema
+
+
+def file_info(tfs: TableFS, path: str) -> FileInfo:
+    """Read an ORC file's footer only.
+
+    Raises:
+        AcidFileError: the file is not ORC (names the file).
+    """
+    try:
+        with tfs.open(path, "rb") as fh:
+            f = paorc.ORCFile(fh)
+            meta = {k.decode(): v for k, v in (f.metadata or {}).items()}
+            return FileInfo(path, f.nrows, f.nstripes, f.schema, meta)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise AcidFileError(f"{path}: not a readable ORC file: {exc}") from exc
+
+
+def _read_table(tfs: TableFS, path: str, columns: list[str] | None = None) -> pa.Table:
+    try:
+        with tfs.open(path, "rb") as fh:
+            return paorc.ORCFile(fh).read(columns=columns)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise AcidFileError(f"{path}: cannot read ORC data: {exc}") from exc
+
+
+def _normalize_timestamps(arr: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """ORC readers give ``timestamp[ns]``; the data path uses microseconds (Spark's unit)."""
+    if pa.types.is_timestamp(arr.type) and arr.type.unit != "us":
+        return arr.cast(pa.timestamp("us", arr.type.tz), safe=False)
+    return arr
+
+
+def read_events(tfs: TableFS, path: str, *, keys_only: bool = False) -> pa.Table:
+    """Read an ACID event file into an Arrow table with canonical column names.
+
+    Returns:
+        columns ``operation:int32, originalTransaction:int64, bucket:int32, rowId:int64,
+        currentTransaction:int64`` followed (unless ``keys_only``) by the ``row`` struct's fields,
+        flattened, named as in the file, timestamps in microseconds.
+    Raises:
+        AcidFileError: not ORC, or not the six-field event schema.
+    """
+    info = file_info(tfs, path)
+    if not info.is_acid:
+        raise AcidFileError(f"{path}: not an ACID event file (schema {info.schema})")
+    names = info.schema.names
+    wanted = names[:5] if keys_only else names
+    table = _read_table(tfs, path, wanted)
+    arrays = [table.column(i) for i in range(5)]
+    out_names = list(EVENT_FIELDS[:5])
+    if not keys_only:
+        row = table.column(5)
+        st = row.type
+        for i in range(st.num_fields):
+            child = pa.chunked_array([c.field(i) for c in row.chunks], type=st.field(i).type)
+            arrays.append(_normalize_timestamps(child))
+            out_names.append(st.field(i).name)
+    return pa.table(arrays, names=out_names)
+
+
+def read_original(tfs: TableFS, path: str) -> pa.Table:
+    """Read an original (non-ACID schema) ORC file: the data columns as stored.
+
+    Raises:
+        AcidFileError: not ORC.
+    """
+    table = _read_table(tfs, path)
+    return pa.table([_normalize_timestamps(c) for c in table.columns], names=table.column_names)
+
+
+def iter_batches(table: pa.Table, max_rows: int = 65536) -> Iterator[pa.RecordBatch]:
+    """Record batches of at most ``max_rows`` rows."""
+    yield from table.to_batches(max_chunksize=max_rows)

@@ -1,0 +1,715 @@
+"""The compaction queue, its history and reader registrations: the catalog half of the
+compactor (Hive ``CompactionTxnHandler`` / ``TxnHandler.compact`` / ``showCompact``).
+
+These methods are mixed into :class:`acidflow.catalog.store.Catalog` (``Catalog`` inherits
+:class:`CompactionQueueMixin`), so they run in the catalog's database transactions with its
+retry and locking rules (see ``acidflow.catalog.store``).
+
+States (Hive's SHOW COMPACTIONS words, H4 ``TxnStore``): ``initiated`` -> ``working`` ->
+``ready for cleaning`` -> ``succeeded``; ``failed`` from any running state; ``did not initiate``
+(H3.1 "attempted": the initiator refused to queue after too many failures) and ``refused``
+(a worker found nothing it may do) are recorded directly. Types: ``major``, ``minor``.
+
+History retention (Hive ``hive.compactor.history.retention.succeeded`` 3,
+``...failed`` 3, ``...attempted`` 2, per partition): :meth:`purge_compaction_history`.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Iterable
+
+import sqlalchemy as sa
+
+from acidflow.catalog import models as m
+from acidflow.catalog.errors import CatalogError
+
+COMPACTION_STATES = m.COMPACTION_STATES
+COMPACTION_TYPES = m.COMPACTION_TYPES
+#: states of an entry that is still in the queue (Hive ``COMPACTION_QUEUE``)
+ACTIVE_STATES = ("initiated", "working", "ready for cleaning")
+#: finished states (Hive ``COMPLETED_COMPACTIONS``)
+FINISHED_STATES = ("succeeded", "failed", "did not initiate", "refused")
+
+#: Hive ``hive.compactor.history.retention.succeeded`` / ``.failed`` / ``.attempted``
+DEFAULT_RETENTION = {"succeeded": 3, "failed": 3, "did not initiate": 2}
+
+
+class CompactionStateError(CatalogError):
+    """A queue entry is not in the state the operation needs (names the entry and its state)."""
+
+
+@dataclass(frozen=True)
+class CompactionInfo:
+    """One compaction queue entry, as SHOW COMPACTIONS reports it.
+
+    Attributes:
+        id: queue id (``cq_id``); lower ids were enqueued earlier.
+        table: ``db.table``; partition: spec (``"ds=2024-01-01"``) or ``None``.
+        type: ``"major"`` / ``"minor"``.
+        state: one of :data:`COMPACTION_STATES`.
+        requester: ``"initiator"`` or the user who asked (Hive ``CQ_INITIATOR_ID`` / run-as).
+        worker_id: ``host-pid-...`` of the worker that claimed it, else ``None``.
+        enqueued_at, started_at, ended_at, heartbeat: UTC times (``None`` until reached).
+        error: failure or refusal message.
+        highest_write_id: the compactor's high watermark (write ids the result covers).
+        txn_id: the compaction's own transaction; commit_id: its commit id.
+        properties: request overrides (Hive ``CQ_TBLPROPERTIES``).
+        details: the worker's / cleaner's report (JSON).
+    """
+
+    id: int
+    table: str
+    partition: str | None
+    type: str
+    state: str
+    requester: str
+    worker_id: str | None
+    enqueued_at: datetime
+    started_at: datetime | None
+    ended_at: datetime | None
+    heartbeat: datetime | None
+    error: str | None
+    highest_write_id: int | None
+    txn_id: int | None
+    commit_id: int | None
+    properties: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able dict (times as ISO strings)."""
+        out = {}
+        for k, v in self.__dict__.items():
+            out[k] = v.isoformat() if isinstance(v, datetime) else v
+        return out
+
+
+@dataclass(frozen=True)
+class ReaderInfo:
+    """One registered snapshot reader.
+
+    Attributes:
+        reader_id: id; table: ``db.table``.
+        snapshot_seq: the transaction sequence value when the snapshot was taken (compare with
+            a compaction's ``commit_id``: ``snapshot_seq <= commit_id`` = snapshot predates it).
+        high_watermark, valid_write_ids: the reader's ValidWriteIdList (HWM and string form).
+        started_at, last_heartbeat: UTC times.
+    """
+
+    reader_id: int
+    table: str
+    snapshot_seq: int
+    high_watermark: int | None
+    valid_write_ids: str | None
+    started_at: datetime
+    last_heartbeat: datetime
+    user: str | None = None
+    host: str | None = None
+    agent_info: str | None = None
+
+
+def _info(r) -> CompactionInfo:
+    return CompactionInfo(
+        id=r.cq_id, table=f"{r.db_name}.{r.tbl_name}", partition=r.part_name, type=r.cq_type,
+        state=r.cq_state, requester=r.cq_requester, worker_id=r.cq_worker_id,
+        enqueued_at=r.cq_enqueue_time, started_at=r.cq_start, ended_at=r.cq_end,
+        heartbeat=r.cq_heartbeat, error=r.cq_error_message,
+        highest_write_id=r.cq_highest_write_id, txn_id=r.cq_txn_id, commit_id=r.cq_commit_id,
+        properties=dict(r.cq_properties or {}), details=dict(r.cq_details or {}))
+
+
+def _same_part(column, part: str | None):
+    return column.is_(None) if part is None else column == part
+
+
+class CompactionQueueMixin:
+    """Compaction queue, history and reader registration methods of ``Catalog``.
+
+    Relies on ``Catalog``'s ``_run``, ``_tbl_row``, ``_check_partition``, ``_next_txn_id``,
+    ``_txn_row``, ``_abort_rows``, ``txn_timeout_s``, ``_user`` and ``_host``.
+    """
+
+    # ------------------------------------------------------------------ queue entries
+    def enqueue_compaction(self, table_name: str, partition: str | None, compaction_type: str,
+                           *, requester: str = "initiator", state: str = "initiated",
+                           error: str | None = None,
+                           properties: dict[str, Any] | None = None) -> CompactionInfo:
+        """Queue a compaction request (Hive ``TxnHandler.compact``), or record a finished
+        decision (``state="did not initiate"`` / ``"refused"`` with ``error``).
+
+        A request for a (table, partition) that already has an ``initiated`` or ``working``
+        entry is not queued twice: that entry is returned instead (Hive answers
+        ``accepted=false`` with the existing id).
+
+        Args:
+            table_name: ``db.table``; partition: full spec or ``None``.
+            compaction_type: ``"major"`` or ``"minor"``.
+            requester: ``"initiator"`` or a user name (manual ALTER TABLE COMPACT).
+            state: ``"initiated"`` (default), ``"did not initiate"`` or ``"refused"``.
+            properties: request overrides (JSON-able).
+        Returns:
+            The new (or existing) :class:`CompactionInfo`.
+        Raises:
+            ValueError: unknown type/state, bad partition spec; NoSuchTableError.
+        """
+        from acidflow.catalog.store import _utcnow, split_table_name
+
+        if compaction_type not in COMPACTION_TYPES:
+            raise ValueError(f"unknown compaction type {compaction_type!r}; expected one of "
+                             f"{COMPACTION_TYPES}")
+        if state not in ("initiated", "did not initiate", "refused"):
+            raise ValueError(f"a compaction is enqueued as 'initiated' or recorded as "
+                             f"'did not initiate'/'refused', not {state!r}")
+        db, tbl = split_table_name(table_name)
+        now = _utcnow()
+
+        def fn(conn):
+            part = self._check_partition(conn, db, tbl, partition)
+            q = m.CompactionQueueRow
+            if state == "initiated":
+                existing = conn.execute(sa.select(q.__table__).where(
+                    q.db_name == db, q.tbl_name == tbl, _same_part(q.part_name, part),
+                    q.cq_state.in_(("initiated", "working")))
+                    .order_by(q.cq_id).with_for_update()).first()
+                if existing is not None:
+                    return _info(existing)
+            end = now if state != "initiated" else None
+            cq_id = conn.execute(sa.insert(q).values(
+                db_name=db, tbl_name=tbl, part_name=part, cq_type=compaction_type,
+                cq_state=state, cq_requester=requester, cq_enqueue_time=now, cq_end=end,
+                cq_error_message=error, cq_properties=dict(properties or {}),
+                cq_details={})).inserted_primary_key[0]
+            return _info(conn.execute(sa.select(q.__table__).where(q.cq_id == cq_id)).one())
+
+        return self._run(fn)
+
+    def get_compaction(self, cq_id: int) -> CompactionInfo:
+        """One queue entry.
+
+        Raises:
+            CatalogError: unknown id.
+        """
+        def fn(conn):
+            r = conn.execute(sa.select(m.CompactionQueueRow.__table__).where(
+                m.CompactionQueueRow.cq_id == cq_id)).first()
+            if r is None:
+                raise CatalogError(f"no compaction with id {cq_id}")
+            return _info(r)
+
+        return self._run(fn, write=False)
+
+    def list_compactions(self, table_name: str | None = None, states: Iterable[str] | None = None,
+                         partition: str | None = None, *, any_partition: bool = True
+                         ) -> list[CompactionInfo]:
+        """Queue and history in id order (Hive ``SHOW COMPACTIONS``).
+
+        Args:
+            table_name: only this table; states: only these states.
+            partition, any_partition: with ``any_partition=False`` only entries of exactly
+                ``partition`` (``None`` = the whole-table entries).
+        Raises:
+            ValueError: unknown state.
+        """
+        from acidflow.catalog.store import split_table_name
+
+        if isinstance(states, str):
+            states = [states]
+        wanted = None if states is None else sorted(set(states))
+        if wanted is not None and set(wanted) - set(COMPACTION_STATES):
+            raise ValueError(f"unknown compaction states {wanted}; expected {COMPACTION_STATES}")
+
+        def fn(conn):
+            q = m.CompactionQueueRow
+            sel = sa.select(q.__table__).order_by(q.cq_id)
+            if table_name is not None:
+                db, tbl = split_table_name(table_name)
+                sel = sel.where(q.db_name == db, q.tbl_name == tbl)
+            if not any_partition:
+                sel = sel.where(_same_part(q.part_name, partition))
+            if wanted is not None:
+                sel = sel.where(q.cq_state.in_(wanted))
+            return [_info(r) for r in conn.execute(sel)]
+
+        return self._run(fn, write=False)
+
+    def claim_compaction(self, worker_id: str, cq_id: int | None = None) -> CompactionInfo | None:
+        """A worker takes an ``initiated`` entry (Hive ``CompactionTxnHandler.findNextToCompact``
+        + the worker opening its transaction): the entry becomes ``working`` with this worker
+        id, start time and heartbeat, and a new transaction (the compaction's own, agent info
+        ``compactor <worker>``) is opened for it in the same database transaction.
+
+        Entries whose (table, partition) already has a ``working`` entry are skipped.
+
+        Args:
+            worker_id: e.g. ``"host-1234-0"``.
+            cq_id: claim exactly this entry; default the oldest claimable one.
+        Returns:
+            The claimed entry, or ``None`` when nothing is claimable (or ``cq_id`` is not
+            ``initiated``).
+        """
+        from acidflow.catalog.store import _utcnow
+
+        now = _utcnow()
+
+        def fn(conn):
+            q = m.CompactionQueueRow
+            sel = sa.select(q.__table__).where(q.cq_state == "initiated").order_by(q.cq_id)
+            if cq_id is not None:
+                sel = sel.where(q.cq_id == cq_id)
+            for r in conn.execute(sel.with_for_update()).all():
+                busy = conn.execute(sa.select(q.cq_id).where(
+                    q.db_name == r.db_name, q.tbl_name == r.tbl_name,
+                    _same_part(q.part_name, r.part_name), q.cq_state == "working")).first()
+                if busy is not None:
+                    continue
+                txn_id = self._next_txn_id(conn)
+                conn.execute(sa.insert(m.Txn).values(
+                    txn_id=txn_id, txn_state="open", txn_started=now, txn_last_heartbeat=now,
+                    txn_heartbeat_count=0, txn_user=self._user, txn_host=self._host,
+                    txn_agent_info=f"compactor {worker_id} cq {r.cq_id}"))
+                conn.execute(sa.update(q).where(q.cq_id == r.cq_id).values(
+                    cq_state="working", cq_worker_id=worker_id, cq_start=now, cq_heartbeat=now,
+                    cq_txn_id=txn_id, cq_error_message=None))
+                return _info(conn.execute(sa.select(q.__table__).where(q.cq_id == r.cq_id)).one())
+            return None
+
+        return self._run(fn)
+
+    def _entry(self, conn, cq_id: int, states: tuple[str, ...] | None = None):
+        r = conn.execute(sa.select(m.CompactionQueueRow.__table__).where(
+            m.CompactionQueueRow.cq_id == cq_id).with_for_update()).first()
+        if r is None:
+            raise CatalogError(f"no compaction with id {cq_id}")
+        if states is not None and r.cq_state not in states:
+            raise CompactionStateError(
+                f"compaction {cq_id} is {r.cq_state!r}, expected one of {states}")
+        return r
+
+    def heartbeat_compaction(self, cq_id: int) -> None:
+        """The worker is alive: refresh the entry's heartbeat and its transaction's.
+
+        Raises:
+            CompactionStateError: the entry is no longer ``working`` (reclaimed after a
+                timeout, or failed): the worker must stop.
+        """
+        from acidflow.catalog.store import _utcnow
+
+        now = _utcnow()
+
+        def fn(conn):
+            r = self._entry(conn, cq_id, ("working",))
+            conn.execute(sa.update(m.CompactionQueueRow).where(
+                m.CompactionQueueRow.cq_id == cq_id).values(cq_heartbeat=now))
+            if r.cq_txn_id is not None:
+                conn.execute(sa.update(m.Txn).where(
+                    m.Txn.txn_id == r.cq_txn_id, m.Txn.txn_state == "open").values(
+                    txn_last_heartbeat=now))
+
+        self._run(fn)
+
+    def update_compaction(self, cq_id: int, *, highest_write_id: int | None = None,
+                          details: dict[str, Any] | None = None) -> None:
+        """Record the compactor's high watermark and/or merge ``details`` into the report of
+        an active entry.
+
+        Raises:
+            CompactionStateError: the entry is finished.
+        """
+        def fn(conn):
+            r = self._entry(conn, cq_id, ACTIVE_STATES)
+            values: dict[str, Any] = {}
+            if highest_write_id is not None:
+                values["cq_highest_write_id"] = int(highest_write_id)
+            if details:
+                merged = dict(r.cq_details or {})
+                merged.update(details)
+                values["cq_details"] = merged
+            if values:
+                conn.execute(sa.update(m.CompactionQueueRow).where(
+                    m.CompactionQueueRow.cq_id == cq_id).values(**values))
+
+        self._run(fn)
+
+    def mark_compaction_ready_for_cleaning(self, cq_id: int, highest_write_id: int,
+                                           details: dict[str, Any] | None = None) -> int:
+        """The worker published its result (Hive ``markCompacted`` + commit of the compactor
+        transaction): commit the compaction's transaction (taking a commit id from the global
+        sequence) and set the entry ``ready for cleaning`` with the highest write id covered.
+
+        Returns:
+            The commit id: readers whose snapshot is at or below it may still use the old
+            directories, so the cleaner waits for them.
+        Raises:
+            CompactionStateError: the entry is not ``working`` (e.g. it was reclaimed).
+        """
+        from acidflow.catalog.store import _utcnow
+
+        now = _utcnow()
+
+        def fn(conn):
+            r = self._entry(conn, cq_id, ("working",))
+            commit_id = self._next_txn_id(conn)
+            if r.cq_txn_id is not None:
+                conn.execute(sa.update(m.Txn).where(m.Txn.txn_id == r.cq_txn_id).values(
+                    txn_state="committed", txn_commit_id=commit_id, txn_committed=now))
+                conn.execute(sa.delete(m.HiveLock).where(m.HiveLock.txn_id == r.cq_txn_id))
+            merged = dict(r.cq_details or {})
+            merged.update(details or {})
+            conn.execute(sa.update(m.CompactionQueueRow).where(
+                m.CompactionQueueRow.cq_id == cq_id).values(
+                cq_state="ready for cleaning", cq_highest_write_id=int(highest_write_id),
+                cq_commit_id=commit_id, cq_heartbeat=now, cq_details=merged))
+            return commit_id
+
+        return self._run(fn)
+
+    def mark_compaction_succeeded(self, cq_id: int, details: dict[str, Any] | None = None) -> None:
+        """The cleaner removed everything the compaction made obsolete (Hive ``markCleaned``):
+        ``ready for cleaning`` -> ``succeeded`` with the end time.
+
+        Raises:
+            CompactionStateError: the entry is not ``ready for cleaning``.
+        """
+        from acidflow.catalog.store import _utcnow
+
+        now = _utcnow()
+
+        def fn(conn):
+            r = self._entry(conn, cq_id, ("ready for cleaning",))
+            merged = dict(r.cq_details or {})
+            merged.update(details or {})
+            conn.execute(sa.update(m.CompactionQueueRow).where(
+                m.CompactionQueueRow.cq_id == cq_id).values(
+                cq_state="succeeded", cq_end=now, cq_details=merged))
+
+        self._run(fn)
+
+    def mark_compaction_failed(self, cq_id: int, error: str,
+                               details: dict[str, Any] | None = None) -> None:
+        """The compaction failed (Hive ``markFailed``): the entry becomes ``failed`` with the
+        error and end time, its transaction (if still open) is aborted. Already finished
+        entries are left alone (idempotent for ``failed``).
+
+        Raises:
+            CompactionStateError: the entry already ``succeeded``.
+        """
+        from acidflow.catalog.store import _utcnow
+
+        now = _utcnow()
+
+        def fn(conn):
+            r = self._entry(conn, cq_id)
+            if r.cq_state in ("failed", "did not initiate", "refused"):
+                return None
+            if r.cq_state == "succeeded":
+                raise CompactionStateError(f"compaction {cq_id} already succeeded")
+            if r.cq_txn_id is not None:
+                t = conn.execute(sa.select(m.Txn.txn_state).where(
+                    m.Txn.txn_id == r.cq_txn_id)).scalar()
+                if t == "open":
+                    self._abort_rows(conn, [r.cq_txn_id], f"compaction failed: {error}"[:2000], now)
+            merged = dict(r.cq_details or {})
+            merged.update(details or {})
+            conn.execute(sa.update(m.CompactionQueueRow).where(
+                m.CompactionQueueRow.cq_id == cq_id).values(
+                cq_state="failed", cq_end=now, cq_error_message=error, cq_details=merged))
+            return None
+
+        self._run(fn)
+
+    def reclaim_dead_compactions(self, timeout_s: float | None = None,
+                                 now: datetime | None = None) -> list[int]:
+        """Put ``working`` entries whose worker stopped heartbeating back into the queue (Hive
+        ``revokeTimedoutWorkers``): state ``initiated``, worker and start cleared, the dead
+        worker's transaction aborted. A later worker re-runs them (the worker's temp directory
+        is per entry, so the rerun finishes or discards what the dead one left).
+
+        Args:
+            timeout_s: heartbeat age that counts as dead; default ``txn_timeout_s``.
+            now: reference time (UTC), default now.
+        Returns:
+            The reclaimed entry ids.
+        """
+        from acidflow.catalog.store import _as_utc, _utcnow
+
+        now = _as_utc(now) if now is not None else _utcnow()
+        cutoff = now - timedelta(seconds=self.txn_timeout_s if timeout_s is None else timeout_s)
+
+        def fn(conn):
+            q = m.CompactionQueueRow
+            rows = conn.execute(sa.select(q.__table__).where(
+                q.cq_state == "working", q.cq_heartbeat < cutoff).with_for_update()).all()
+            for r in rows:
+                if r.cq_txn_id is not None:
+                    t = conn.execute(sa.select(m.Txn.txn_state).where(
+                        m.Txn.txn_id == r.cq_txn_id)).scalar()
+                    if t == "open":
+                        self._abort_rows(conn, [r.cq_txn_id], "compaction worker timed out", now)
+                details = dict(r.cq_details or {})
+                details.setdefault("reclaimed", []).append(
+                    {"worker_id": r.cq_worker_id, "at": now.isoformat()})
+                conn.execute(sa.update(q).where(q.cq_id == r.cq_id).values(
+                    cq_state="initiated", cq_worker_id=None, cq_start=None, cq_heartbeat=None,
+                    cq_txn_id=None, cq_details=details))
+            return [r.cq_id for r in rows]
+
+        return self._run(fn)
+
+    def compaction_history(self, table_name: str, partition: str | None) -> list[CompactionInfo]:
+        """Finished entries of one (table, partition), newest first (Hive
+        ``COMPLETED_COMPACTIONS`` as ``checkFailedCompactions`` reads it)."""
+        items = self.list_compactions(table_name, FINISHED_STATES, partition, any_partition=False)
+        return sorted(items, key=lambda c: c.id, reverse=True)
+
+    def purge_compaction_history(self, retention: dict[str, int] | None = None) -> list[int]:
+        """Apply history retention (Hive ``purgeCompactionHistory``): per (table, partition)
+        keep the newest ``succeeded`` (3), ``failed`` (3, ``refused`` counted with them) and
+        ``did not initiate`` (2) entries; delete older finished entries.
+
+        Args:
+            retention: overrides of :data:`DEFAULT_RETENTION` (state -> count).
+        Returns:
+            Ids deleted, ascending.
+        """
+        keep = dict(DEFAULT_RETENTION)
+        keep.update(retention or {})
+
+        def fn(conn):
+            q = m.CompactionQueueRow
+            rows = conn.execute(sa.select(
+                q.cq_id, q.db_name, q.tbl_name, q.part_name, q.cq_state).where(
+                q.cq_state.in_(FINISHED_STATES)).order_by(q.cq_id.desc())).all()
+            seen: dict[tuple, int] = {}
+            doomed = []
+            for r in rows:
+                bucket = "failed" if r.cq_state == "refused" else r.cq_state
+                key = (r.db_name, r.tbl_name, r.part_name, bucket)
+                seen[key] = seen.get(key, 0) + 1
+                if seen[key] > keep.get(bucket, 0):
+                    doomed.append(r.cq_id)
+            for i in range(0, len(doomed), 500):
+                conn.execute(sa.delete(q).where(q.cq_id.in_(doomed[i:i + 500])))
+            return sorted(doomed)
+
+        return self._run(fn)
+
+    # ------------------------------------------------------------------ initiator inputs
+    def compaction_candidates(self) -> list[tuple[str, str | None, int]]:
+        """(table, partition, highest write id written) of every partition written by a
+        committed transaction after the last compaction that covered it (Hive
+        ``findPotentialCompactions`` over ``COMPLETED_TXN_COMPONENTS``), plus partitions with
+        aborted writes not yet covered. Sorted by table, partition."""
+        def fn(conn):
+            c = m.CompletedTxnComponent
+            written: dict[tuple, int] = {}
+            for r in conn.execute(sa.select(c.db_name, c.tbl_name, c.part_name,
+                                            sa.func.max(c.write_id).label("w"))
+                                  .group_by(c.db_name, c.tbl_name, c.part_name)):
+                written[(r.db_name, r.tbl_name, r.part_name)] = r.w
+            tc = m.TxnComponent
+            for r in conn.execute(sa.select(tc.db_name, tc.tbl_name, tc.part_name,
+                                            sa.func.max(tc.write_id).label("w"))
+                                  .join(m.Txn, m.Txn.txn_id == tc.txn_id)
+                                  .where(m.Txn.txn_state == "aborted")
+                                  .group_by(tc.db_name, tc.tbl_name, tc.part_name)):
+                key = (r.db_name, r.tbl_name, r.part_name)
+                written[key] = max(written.get(key, 0), r.w)
+            q = m.CompactionQueueRow
+            covered: dict[tuple, int] = {}
+            for r in conn.execute(sa.select(q.db_name, q.tbl_name, q.part_name,
+                                            sa.func.max(q.cq_highest_write_id).label("w"))
+                                  .where(q.cq_state.in_(("ready for cleaning", "succeeded")))
+                                  .group_by(q.db_name, q.tbl_name, q.part_name)):
+                covered[(r.db_name, r.tbl_name, r.part_name)] = r.w or 0
+            live = {(r.db_name, r.tbl_name) for r in conn.execute(
+                sa.select(m.Tbl.db_name, m.Tbl.tbl_name))}
+            out = []
+            for key, w in written.items():
+                if (key[0], key[1]) in live and w > covered.get(key, 0):
+                    out.append((f"{key[0]}.{key[1]}", key[2], w))
+            return sorted(out, key=lambda x: (x[0], x[1] or ""))
+
+        return self._run(fn, write=False)
+
+    def aborted_write_ids(self, table_name: str, partition: str | None = None, *,
+                          any_partition: bool = False) -> list[int]:
+        """Write ids of aborted transactions that wrote (registered a component in) the
+        partition (Hive: aborted ``TXN_COMPONENTS``), ascending; with ``any_partition`` every
+        aborted write id of the table, written or not."""
+        from acidflow.catalog.store import split_table_name
+
+        db, tbl = split_table_name(table_name)
+
+        def fn(conn):
+            if any_partition:
+                t = m.TxnToWriteId
+                return sorted({r.write_id for r in conn.execute(
+                    sa.select(t.write_id).join(m.Txn, m.Txn.txn_id == t.txn_id).where(
+                        t.db_name == db, t.tbl_name == tbl, m.Txn.txn_state == "aborted"))})
+            tc = m.TxnComponent
+            return sorted({r.write_id for r in conn.execute(
+                sa.select(tc.write_id).join(m.Txn, m.Txn.txn_id == tc.txn_id).where(
+                    tc.db_name == db, tc.tbl_name == tbl, _same_part(tc.part_name, partition),
+                    m.Txn.txn_state == "aborted"))})
+
+        return self._run(fn, write=False)
+
+    def forget_aborted_components(self, table_name: str, up_to_write_id: int) -> int:
+        """After the cleaner removed a table's aborted directories: delete the
+        ``txn_components`` rows of aborted transactions with write id <= ``up_to_write_id``
+        (Hive ``markCleaned`` removes cleaned aborted ``TXN_COMPONENTS``). The write ids stay
+        aborted in every ValidWriteIdList. Returns the rows deleted."""
+        from acidflow.catalog.store import split_table_name
+
+        db, tbl = split_table_name(table_name)
+
+        def fn(conn):
+            tc = m.TxnComponent
+            ids = [r.tc_id for r in conn.execute(
+                sa.select(tc.tc_id).join(m.Txn, m.Txn.txn_id == tc.txn_id).where(
+                    tc.db_name == db, tc.tbl_name == tbl, tc.write_id <= up_to_write_id,
+                    m.Txn.txn_state == "aborted"))]
+            for i in range(0, len(ids), 500):
+                conn.execute(sa.delete(tc).where(tc.tc_id.in_(ids[i:i + 500])))
+            return len(ids)
+
+        return self._run(fn)
+
+    # ------------------------------------------------------------------ readers
+    def register_reader(self, table_name: str, valid_write_ids=None, *,
+                        agent_info: str | None = None) -> ReaderInfo:
+        """Register a snapshot reader of a table so the cleaner waits for it.
+
+        The registration records the current value of the transaction sequence
+        (``snapshot_seq``): a compaction committed with a commit id at or above it is newer
+        than this reader's snapshot. Take the ValidWriteIdList *after* registering (or pass
+        it here to have it recorded).
+
+        Args:
+            valid_write_ids: the reader's ``ValidWriteIdList`` (recorded for display).
+            agent_info: free text; default ``"reader pid <pid>"``.
+        Raises:
+            NoSuchTableError.
+        """
+        from acidflow.catalog.store import _utcnow, split_table_name
+
+        db, tbl = split_table_name(table_name)
+        now = _utcnow()
+
+        def fn(conn):
+            self._tbl_row(conn, db, tbl)
+            seq = conn.execute(sa.select(m.NextTxnId.ntxn_next).where(
+                m.NextTxnId.id == 1)).scalar_one()
+            r = m.ReaderRegistration
+            values = dict(
+                db_name=db, tbl_name=tbl, snapshot_seq=seq,
+                high_watermark=None if valid_write_ids is None else valid_write_ids.high_watermark,
+                valid_write_ids=None if valid_write_ids is None else str(valid_write_ids),
+                started_at=now, last_heartbeat=now, reader_user=self._user,
+                reader_host=self._host,
+                agent_info=agent_info if agent_info is not None else f"reader pid {os.getpid()}")
+            rid = conn.execute(sa.insert(r).values(**values)).inserted_primary_key[0]
+            return ReaderInfo(reader_id=rid, table=f"{db}.{tbl}", snapshot_seq=seq,
+                              high_watermark=values["high_watermark"],
+                              valid_write_ids=values["valid_write_ids"], started_at=now,
+                              last_heartbeat=now, user=self._user, host=self._host,
+                              agent_info=values["agent_info"])
+
+        return self._run(fn)
+
+    def set_reader_snapshot(self, reader_id: int, valid_write_ids) -> None:
+        """Record the ValidWriteIdList a registered reader uses (display only)."""
+        def fn(conn):
+            conn.execute(sa.update(m.ReaderRegistration).where(
+                m.ReaderRegistration.reader_id == reader_id).values(
+                high_watermark=valid_write_ids.high_watermark,
+                valid_write_ids=str(valid_write_ids)))
+
+        self._run(fn)
+
+    def heartbeat_reader(self, reader_id: int) -> bool:
+        """Refresh a reader's heartbeat. Returns False when the registration is gone (it
+        expired and was purged: the reader's files may have been cleaned)."""
+        from acidflow.catalog.store import _utcnow
+
+        now = _utcnow()
+
+        def fn(conn):
+            res = conn.execute(sa.update(m.ReaderRegistration).where(
+                m.ReaderRegistration.reader_id == reader_id).values(last_heartbeat=now))
+            return res.rowcount > 0
+
+        return self._run(fn)
+
+    def unregister_reader(self, reader_id: int) -> None:
+        """Remove a reader registration (missing is fine)."""
+        self._run(lambda conn: conn.execute(sa.delete(m.ReaderRegistration).where(
+            m.ReaderRegistration.reader_id == reader_id)))
+
+    def list_readers(self, table_name: str | None = None) -> list[ReaderInfo]:
+        """Registered readers in id order, optionally of one table (expired ones included)."""
+        from acidflow.catalog.store import split_table_name
+
+        def fn(conn):
+            r = m.ReaderRegistration
+            sel = sa.select(r.__table__).order_by(r.reader_id)
+            if table_name is not None:
+                db, tbl = split_table_name(table_name)
+                sel = sel.where(r.db_name == db, r.tbl_name == tbl)
+            return [ReaderInfo(reader_id=x.reader_id, table=f"{x.db_name}.{x.tbl_name}",
+                               snapshot_seq=x.snapshot_seq, high_watermark=x.high_watermark,
+                               valid_write_ids=x.valid_write_ids, started_at=x.started_at,
+                               last_heartbeat=x.last_heartbeat, user=x.reader_user,
+                               host=x.reader_host, agent_info=x.agent_info)
+                    for x in conn.execute(sel)]
+
+        return self._run(fn, write=False)
+
+    def purge_expired_readers(self, timeout_s: float | None = None,
+                              now: datetime | None = None) -> list[int]:
+        """Delete registrations whose heartbeat is older than ``timeout_s`` (default
+        ``txn_timeout_s``, Hive ``hive.txn.timeout``); returns their ids."""
+        from acidflow.catalog.store import _as_utc, _utcnow
+
+        now = _as_utc(now) if now is not None else _utcnow()
+        cutoff = now - timedelta(seconds=self.txn_timeout_s if timeout_s is None else timeout_s)
+
+        def fn(conn):
+            r = m.ReaderRegistration
+            ids = [x.reader_id for x in conn.execute(
+                sa.select(r.reader_id).where(r.last_heartbeat < cutoff))]
+            if ids:
+                conn.execute(sa.delete(r).where(r.reader_id.in_(ids)))
+            return sorted(ids)
+
+        return self._run(fn)
+
+    def blocking_readers(self, table_name: str, commit_id: int, *,
+                         timeout_s: float | None = None, now: datetime | None = None
+                         ) -> dict[str, list[int]]:
+        """Who may still read directories that a compaction committed at ``commit_id`` made
+        obsolete: live readers of the table registered at or before it (``snapshot_seq <=
+        commit_id``, heartbeat younger than ``timeout_s``) and open transactions that started
+        before it (``txn_id < commit_id``; a writer reads the table too). Hive H4's cleaner uses
+        the same "min open txn" rule.
+
+        Returns:
+            ``{"readers": [reader ids], "txns": [txn ids]}`` (empty lists = safe to clean).
+        """
+        from acidflow.catalog.store import _as_utc, _utcnow, split_table_name
+
+        db, tbl = split_table_name(table_name)
+        now = _as_utc(now) if now is not None else _utcnow()
+        cutoff = now - timedelta(seconds=self.txn_timeout_s if timeout_s is None else timeout_s)
+
+        def fn(conn):
+            r = m.ReaderRegistration
+            readers = [x.reader_id for x in conn.execute(sa.select(r.reader_id).where(
+                r.db_name == db, r.tbl_name == tbl, r.snapshot_seq <= commit_id,
+                r.last_heartbeat >= cutoff).order_by(r.reader_id))]
+            txns = [x.txn_id for x in conn.execute(sa.select(m.Txn.txn_id).where(
+                m.Txn.txn_state == "open", m.Txn.txn_id < commit_id).order_by(m.Txn.txn_id))]
+            return {"readers": readers, "txns": txns}
+
+        return self._run(fn, write=False)

@@ -1,0 +1,175 @@
+"""Errors raised by the transaction catalog (:mod:`acidflow.catalog.store`).
+
+Every error derives from :class:`CatalogError`; each one names the transaction, table and
+partition it is about, both in its message and as attributes, so callers (CLI, Airflow tasks)
+can report or branch on them. They mirror the exceptions of Hive's metastore thrift API
+(``NoSuchObjectException``, ``AlreadyExistsException``, ``NoSuchTxnException``,
+``TxnAbortedException``, ``TxnOpenException``) plus the lock-wait timeout Hive's
+``DbLockManager`` raises as ``LockException``.
+"""
+from __future__ import annotations
+
+
+class CatalogError(Exception):
+    """Base class of every catalog error."""
+
+
+class NoSuchTableError(CatalogError):
+    """The named table is not in the catalog (Hive ``NoSuchObjectException``).
+
+    Attributes:
+        table: normalised ``db.table`` name.
+    """
+
+    def __init__(self, table: str):
+        self.table = table
+        super().__init__(f"table {table} does not exist")
+
+
+class TableExistsError(CatalogError):
+    """``create_table`` of a name that is already taken (Hive ``AlreadyExistsException``).
+
+    Attributes:
+        table: normalised ``db.table`` name.
+    """
+
+    def __init__(self, table: str):
+        self.table = table
+        super().__init__(f"table {table} already exists")
+
+
+class NoSuchTransactionError(CatalogError):
+    """The transaction id was never opened here (Hive ``NoSuchTxnException``).
+
+    Attributes:
+        txn_id: the unknown id.
+    """
+
+    def __init__(self, txn_id: int):
+        self.txn_id = txn_id
+        super().__init__(f"transaction {txn_id} does not exist")
+
+
+class TxnAbortedError(CatalogError):
+    """The transaction is aborted (by the caller, a write conflict or the housekeeper's
+    timeout) and can no longer be used (Hive ``TxnAbortedException``).
+
+    Attributes:
+        txn_id: the aborted transaction.
+        reason: the recorded abort reason ("timed out", the write conflict, the caller's text).
+    """
+
+    def __init__(self, txn_id: int, reason: str | None = None):
+        self.txn_id = txn_id
+        self.reason = reason or ""
+        suffix = f": {self.reason}" if self.reason else ""
+        super().__init__(f"transaction {txn_id} is aborted{suffix}")
+
+
+class TxnNotOpenError(CatalogError):
+    """The transaction is already committed, so it cannot be written to, heartbeated,
+    locked for or aborted any more.
+
+    Attributes:
+        txn_id: the transaction.
+        state: its current state (``"committed"``).
+    """
+
+    def __init__(self, txn_id: int, state: str = "committed"):
+        self.txn_id = txn_id
+        self.state = state
+        super().__init__(f"transaction {txn_id} is not open (state {state})")
+
+
+class WriteConflictError(TxnAbortedError):
+    """Commit refused by the write-set check (Hive ``TxnHandler.commitTxn``, HIVE-13395
+    "first committer wins"): another transaction that committed after this one opened
+    updated/deleted in the same table partition. The transaction has been aborted.
+
+    Subclasses :class:`TxnAbortedError` because the transaction is aborted when this is raised.
+
+    Attributes:
+        txn_id: the transaction that was aborted.
+        other_txn_id: the transaction that committed first.
+        other_commit_id: that transaction's commit id.
+        table: ``db.table``.
+        partition: partition spec (``"ds=2024-01-01"``) or ``None`` for the whole table.
+    """
+
+    def __init__(self, txn_id: int, other_txn_id: int, other_commit_id: int, table: str,
+                 partition: str | None, operation: str = "", other_operation: str = ""):
+        self.other_txn_id = other_txn_id
+        self.other_commit_id = other_commit_id
+        self.table = table
+        self.partition = partition
+        self.operation = operation
+        self.other_operation = other_operation
+        where = f"{table} partition {partition}" if partition is not None else f"{table} (whole table)"
+        reason = (f"write conflict on {where}: txn {other_txn_id} (commit id {other_commit_id}) "
+                  f"committed {other_operation or 'a write'} there after txn {txn_id} opened; "
+                  f"txn {txn_id} wanted {operation or 'a write'}")
+        super().__init__(txn_id, reason)
+
+
+class LockTimeoutError(CatalogError):
+    """A lock could not be acquired within its timeout; the waiting request was removed
+    (Hive ``DbLockManager`` ``LockException`` after ``hive.lock.numretries``).
+
+    Attributes:
+        txn_id: the requesting transaction.
+        table: ``db.table``.
+        partition: partition spec or ``None`` (table-level lock).
+        lock_type: ``"shared_read"``, ``"shared_write"`` or ``"exclusive"``.
+        timeout_s: the timeout in seconds.
+        blocker_lock_id / blocker_txn_id: the lock (and its transaction) last seen blocking.
+    """
+
+    def __init__(self, txn_id: int, table: str, partition: str | None, lock_type: str,
+                 timeout_s: float, blocker_lock_id: int | None = None,
+                 blocker_txn_id: int | None = None):
+        self.txn_id = txn_id
+        self.table = table
+        self.partition = partition
+        self.lock_type = lock_type
+        self.timeout_s = timeout_s
+        self.blocker_lock_id = blocker_lock_id
+        self.blocker_txn_id = blocker_txn_id
+        where = f"{table} partition {partition}" if partition is not None else f"{table} (whole table)"
+        by = ""
+        if blocker_lock_id is not None:
+            by = f"; blocked by lock {blocker_lock_id} of txn {blocker_txn_id}"
+        super().__init__(f"txn {txn_id} timed out after {timeout_s:g} s waiting for a "
+                         f"{lock_type} lock on {where}{by}")
+
+
+class BatchAlreadyAppliedError(CatalogError):
+    """The batch id was already applied by a committed transaction (an idempotent rerun: the
+    caller reports and skips the batch).
+
+    Attributes:
+        batch_id: the batch.
+        txn_id: the transaction that applied it.
+        committed_at: its commit time (UTC) or ``None``.
+    """
+
+    def __init__(self, batch_id: str, txn_id: int, committed_at=None):
+        self.batch_id = batch_id
+        self.txn_id = txn_id
+        self.committed_at = committed_at
+        super().__init__(f"batch {batch_id} was already applied by transaction {txn_id}"
+                         + (f" at {committed_at:%Y-%m-%d %H:%M:%S}Z" if committed_at else ""))
+
+
+class BatchInProgressError(CatalogError):
+    """Another open transaction is applying the same batch right now.
+
+    Attributes:
+        batch_id: the batch.
+        txn_id: the open transaction that holds it.
+    """
+
+    def __init__(self, batch_id: str, txn_id: int):
+        self.batch_id = batch_id
+        self.txn_id = txn_id
+        super().__init__(f"batch {batch_id} is being applied by open transaction {txn_id}; "
+                         "wait for it to commit or time out")

@@ -1,0 +1,479 @@
+"""The CDC upsert job: apply change files to full-ACID tables, one batch per file.
+
+For each change file, in name order (``apply_path``) -- one batch:
+
+1. parse (``acidflow.cdc.formats``); batch id = the file's LSN range for wal2json
+   (``wal2json:<first>-<last>``), else ``<format>:sha256:<digest of the file's content>``;
+2. skip it when the catalog says a committed transaction applied it (idempotent reruns);
+3. open one transaction, claim the batch id in it (``Catalog.register_batch``);
+4. per source table: resolve the target (tables config, existing ``<db>.<table>``, or
+   ``--auto-create``), handle new columns (schema drift policy ``add`` appends them, ``fail``
+   stops the batch), look up the stored versions of the touched keys inside their buckets,
+   fold (``acidflow.cdc.changes``: late events dropped, latest event per key, policies) and write
+   one split-update statement (``acidflow.acid.writes.apply_row_changes``);
+5. write bad records to quarantine; refuse the batch if they exceed the threshold;
+6. commit: every table of the batch becomes visible at once, with the statistics (inserted,
+   updated, deleted, ignored as late, deletes of missing keys, quarantined) in its commit
+   record. Any error aborts the transaction: nothing of the batch is visible, and the next run
+   applies it again.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from acidflow.acid import types as htypes
+from acidflow.acid import writes
+from acidflow.acid.fs import TableFS
+from acidflow.acid.snapshot import ROW_ID
+from acidflow.catalog import BatchAlreadyAppliedError, Column, TableDef
+from acidflow.cdc import changes as chg
+from acidflow.cdc import formats
+from acidflow.cdc.quarantine import DEFAULT_THRESHOLD, check_threshold, write_quarantine
+from acidflow.cdc.tables import load_tables_config, table_from_stream, with_position_column
+
+log = logging.getLogger(__name__)
+
+SCHEMA_DRIFT = ("add", "fail")
+
+#: A batch's merge plan (already in the driver) is written by this process when it has at most
+#: this many insert + delete rows, else by Spark tasks (``ACIDFLOW_LOCAL_WRITE_ROWS``).
+LOCAL_WRITE_ROWS = int(os.environ.get("ACIDFLOW_LOCAL_WRITE_ROWS", "2000000"))
+
+
+class SchemaDriftError(RuntimeError):
+    """New source columns under schema drift policy ``fail``; the batch was not applied."""
+
+
+@dataclass
+class CdcOptions:
+    """How change batches are applied.
+
+    Attributes:
+        fmt: ``wal2json``, ``debezium`` or ``goldengate``.
+        target_db: database for tables named after their source (``schema.table`` ->
+            ``<target_db>.table``) when no tables config maps them.
+        tables: ``{source table: TableDef}`` from YAML (:func:`acidflow.cdc.tables.load_tables_config`).
+        auto_create: register unknown tables from the stream's column types and primary key.
+        num_buckets: buckets of auto-created keyed tables.
+        schema_drift: ``add`` (new source columns appended to the table, Hive's ADD COLUMNS)
+            or ``fail``.
+        policies: :class:`acidflow.cdc.changes.Policies`.
+        quarantine_threshold: largest tolerated fraction of bad records per batch (0.01).
+        include_tables: only apply these source tables (others are left out of the batch and
+            reported); None = all.
+        quality_gate: run each table's expectation suite (``<suite_dir>/<table>.json``, if any)
+            on the insert rows of its merge plan before writing (``acidflow.quality.gx``); a failure
+            aborts the batch. suite_dir: None = ``acidflow.quality.gx`` default.
+    """
+
+    fmt: str = "wal2json"
+    target_db: str = "default"
+    tables: dict[str, TableDef] = field(default_factory=dict)
+    auto_create: bool = False
+    num_buckets: int = 4
+    schema_drift: str = "add"
+    policies: chg.Policies = field(default_factory=chg.Policies)
+    quarantine_threshold: float = DEFAULT_THRESHOLD
+    include_tables: list[str] | None = None
+    quality_gate: bool = True
+    suite_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.fmt not in formats.FORMATS:
+            raise ValueError(f"unknown format {self.fmt!r}; expected {formats.FORMATS}")
+        if self.schema_drift not in SCHEMA_DRIFT:
+            raise ValueError(f"schema_drift must be one of {SCHEMA_DRIFT}")
+
+
+@dataclass
+class BatchReport:
+    """Outcome of one batch.
+
+    Attributes:
+        batch_id, file: the batch and its change file.
+        status: ``applied``, ``skipped`` (already applied) or ``empty`` (no row changes).
+        txn_id: the transaction that applied it (this run's or the earlier one's).
+        tables: ``{table: {write_id, rows_inserted, rows_updated, rows_deleted, ignored_late,
+            deletes_of_missing, updates_of_missing, inserts_of_existing, quarantined, events}}``.
+        quarantined: bad records of the batch; quarantine_file: where they are.
+        seconds: wall time.
+    """
+
+    batch_id: str
+    file: str
+    status: str
+    txn_id: int | None = None
+    tables: dict[str, dict[str, Any]] = field(default_factory=dict)
+    quarantined: int = 0
+    quarantine_file: str | None = None
+    seconds: float = 0.0
+
+
+def read_lines(path: str) -> tuple[list[str], bytes]:
+    """The text lines of a change file (``.gz`` decompressed) and its raw content."""
+    with TableFS(path).open(path, "rb") as f:
+        raw = f.read()
+    data = gzip.decompress(raw) if path.endswith(".gz") else raw
+    return data.decode("utf-8").splitlines(), data
+
+
+def batch_id_for(fmt: str, stream: formats.ParsedStream, content: bytes) -> str:
+    """The batch id: LSN range for wal2json streams, else a digest of the content."""
+    if fmt == "wal2json" and stream.first_position and stream.last_position:
+        return f"wal2json:{stream.first_position}-{stream.last_position}"
+    return f"{fmt}:sha256:{hashlib.sha256(content).hexdigest()}"
+
+
+def change_files(input_path: str) -> list[str]:
+    """Change files of a directory in name order (``*.json``, ``*.jsonl``, ``*.ndjson``, each
+    optionally ``.gz``; hidden and temporary files skipped), or the single file given.
+
+    Raises:
+        FileNotFoundError: nothing there.
+    """
+    p = Path(input_path)
+    if p.is_file():
+        return [str(p)]
+    if not p.is_dir():
+        raise FileNotFoundError(f"no change files at {input_path}")
+    exts = (".json", ".jsonl", ".ndjson")
+    return sorted(str(f) for f in p.iterdir()
+                  if f.is_file() and not f.name.startswith((".", "_"))
+                  and f.name.removesuffix(".gz").endswith(exts))
+
+
+def apply_path(spark, catalog, input_path: str, options: CdcOptions) -> list[BatchReport]:
+    """Apply every change file under ``input_path`` in name order, one batch each.
+
+    Returns:
+        one :class:`BatchReport` per file.
+    Raises:
+        the first batch's error (earlier batches stay committed; later ones are not tried).
+    """
+    return [apply_file(spark, catalog, f, options) for f in change_files(input_path)]
+
+
+def apply_file(spark, catalog, path: str, options: CdcOptions) -> BatchReport:
+    """Apply one change file as one batch (see module docstring).
+
+    Raises:
+        QuarantineThresholdError: too many bad records (nothing applied).
+        SchemaDriftError: new columns under policy ``fail`` (nothing applied).
+        acidflow.catalog.BatchInProgressError: another run is applying this batch.
+        acidflow.catalog.WriteConflictError and any write error: the transaction is aborted.
+    """
+    t0 = time.monotonic()
+    lines, content = read_lines(path)
+    stream = formats.parse_lines(options.fmt, lines, Path(path).name)
+    batch_id = batch_id_for(options.fmt, stream, content)
+    done = catalog.get_batch(batch_id)
+    if done is not None and done.state == "committed":
+        log.info("batch %s (%s) already applied by txn %s: skipped", batch_id, path, done.txn_id)
+        return BatchReport(batch_id, path, "skipped", done.txn_id,
+                           tables=done.details.get("tables", {}),
+                           quarantined=done.details.get("quarantined", 0),
+                           seconds=time.monotonic() - t0)
+    by_table: dict[str, list[formats.Change]] = {}
+    for ch in stream.changes:
+        by_table.setdefault(ch.table, []).append(ch)
+    if options.include_tables is not None:
+        wanted = {t.lower() for t in options.include_tables}
+        by_table = {t: c for t, c in by_table.items()
+                    if t in wanted or t.split(".", 1)[-1] in wanted}
+    total = len(stream.changes) + len(stream.bad)
+    bad = list(stream.bad)
+    report = BatchReport(batch_id, path, "applied")
+    with writes.Transaction(catalog, agent_info=f"acidflow cdc {options.fmt}") as txn:
+        catalog.register_batch(txn.txn_id, batch_id, "cdc", source=path,
+                               details={"format": options.fmt, "file": path})
+        report.txn_id = txn.txn_id
+        for source_name in sorted(by_table):
+            table = _resolve_table(catalog, stream, source_name, options)
+            if table is None:
+                bad += [chg._bad(c, f"unknown table {source_name}: define it in a tables "
+                                    "config or pass --auto-create") for c in by_table[source_name]]
+                continue
+            table = _handle_drift(catalog, table, by_table[source_name], stream, options, path)
+            stats = _apply_table(spark, catalog, txn, table, by_table[source_name], options, bad)
+            report.tables[table.name] = stats
+        report.quarantined = len(bad)
+        report.quarantine_file = write_quarantine(catalog.warehouse, "cdc", batch_id, bad)
+        check_threshold(batch_id, bad, total, options.quarantine_threshold,
+                        report.quarantine_file)
+        for name, stats in report.tables.items():
+            if name not in txn.stats:  # nothing written to it: no write id, no commit record
+                continue
+            txn.stats[name].update(
+                {k: v for k, v in stats.items() if k != "write_id"},
+                batch_id=batch_id, source_file=path)
+        if not report.tables:
+            report.status = "empty"
+        catalog.register_batch(txn.txn_id, batch_id, "cdc", source=path, details={
+            "format": options.fmt, "file": path, "tables": report.tables,
+            "quarantined": report.quarantined, "quarantine_file": report.quarantine_file,
+            "first_position": stream.first_position, "last_position": stream.last_position})
+    report.seconds = time.monotonic() - t0
+    return report
+
+
+def _resolve_table(catalog, stream, source_name: str, options: CdcOptions) -> TableDef | None:
+    tdef = options.tables.get(source_name)
+    if tdef is not None:
+        if not catalog.table_exists(tdef.name):
+            catalog.create_table(with_position_column(tdef), if_not_exists=True)
+        return catalog.get_table(tdef.name)
+    name = f"{options.target_db}.{source_name.split('.', 1)[-1]}"
+    if catalog.table_exists(name):
+        return catalog.get_table(name)
+    if options.auto_create:
+        catalog.create_table(table_from_stream(stream.tables[source_name], options.target_db,
+                                               options.num_buckets), if_not_exists=True)
+        return catalog.get_table(name)
+    return None
+
+
+def _handle_drift(catalog, table: TableDef, changes_, stream, options: CdcOptions,
+                  path: str) -> TableDef:
+    known = set(table.column_names()) | set(table.partition_column_names())
+    new = chg.new_columns(changes_, known)
+    if not new:
+        return table
+    if options.schema_drift == "fail":
+        raise SchemaDriftError(
+            f"{path}: source table {changes_[0].table} has new column(s) {', '.join(new)} not "
+            f"in {table.name}; rerun with schema drift policy 'add' to append them, or add "
+            "them to the table first")
+    src = stream.tables.get(changes_[0].table)
+    cols = [Column(n, (src.columns.get(n) if src else None) or "string") for n in new]
+    log.warning("schema drift: adding %s to %s", [f"{c.name} {c.hive_type}" for c in cols],
+                table.name)
+    return catalog.add_columns(table.name, cols)
+
+
+def _all_columns(table: TableDef) -> list[tuple[str, str]]:
+    return [(c.name, c.hive_type) for c in table.columns + table.partition_columns]
+
+
+def _apply_table(spark, catalog, txn, table: TableDef, changes_, options: CdcOptions,
+                 bad: list) -> dict[str, Any]:
+    columns = _all_columns(table)
+    key = list(table.primary_key)
+    changes_, truncated = chg.after_last_truncate(changes_)
+    if key:
+        plan = chg.MergePlan()
+        events = chg.normalize_events(changes_, dict(columns), key, plan)
+        keys = sorted({e.key for e in events}, key=repr)
+        stored = {} if truncated else lookup_stored(
+            spark, catalog, txn, table, keys,
+            full_keys=chg.keys_needing_stored_rows(events, [c for c, _ in columns]),
+            min_position=min((e.position for e in events), default=None))
+        tombs = {} if truncated else _tombstones(catalog, table, [k for k in keys
+                                                                  if k not in stored])
+        chg.fold_events(events, stored, [c for c, _ in columns], options.policies, plan, tombs)
+        catalog.add_tombstones(txn.txn_id, table.name,
+                               [(key_json(k), pos) for k, pos in plan.tombstones])
+    else:
+        candidates = (lambda before, taken: None) if truncated else \
+            _keyless_candidates(spark, catalog, txn, table, changes_, columns)
+        plan = chg.fold_keyless(changes_, columns, candidates)
+    bad += plan.bad
+    stats = dict(plan.stats, truncated=int(truncated))
+    if options.quality_gate and plan.inserts:  # raising aborts the batch's transaction
+        from acidflow.quality.gx import gate_staged
+        gate_staged(spark, catalog, table.name, _arrow_rows(plan.inserts, columns),
+                    suite_dir=options.suite_dir)
+    if truncated:
+        # TRUNCATE then the batch's later changes = INSERT OVERWRITE with the resulting rows
+        # (Hive writes base_W for both); every partition is emptied
+        result = writes.insert_overwrite(
+            spark, catalog, txn, table.name,
+            spark.createDataFrame(_arrow_rows(plan.inserts, columns)),
+            partitions=_all_partitions(catalog, table) if table.partition_columns else None)
+        stats["write_id"], stats["files"] = result.write_id, result.files
+    elif plan.inserts or plan.deletes:
+        result = write_plan(spark, catalog, txn, table, plan)
+        stats["write_id"] = result.write_id
+        stats["files"] = result.files
+    return stats
+
+
+def key_json(key: tuple) -> str:
+    """Canonical JSON of a key tuple (the catalog's tombstone key)."""
+    import json
+
+    if all(type(v) is int for v in key):  # same text as json.dumps, without its overhead
+        return "[" + ",".join(map(str, key)) + "]"
+    return json.dumps([str(v) if not isinstance(v, (int, str)) or isinstance(v, bool) else v
+                       for v in key], separators=(",", ":"))
+
+
+def _tombstones(catalog, table: TableDef, keys: list[tuple]) -> dict[tuple, str]:
+    """Committed CDC delete positions of ``keys`` (keys not stored in the table)."""
+    if not keys:
+        return {}
+    by_json = {key_json(k): k for k in keys}
+    return {by_json[j]: pos for j, pos in catalog.tombstones(table.name, list(by_json)).items()}
+
+
+def _all_partitions(catalog, table: TableDef) -> list[dict[str, Any]]:
+    """Every partition of the table that exists on storage (to empty them on TRUNCATE)."""
+    from acidflow.acid.partitions import parse_partition_path
+    from acidflow.acid.snapshot import split_partitions
+
+    tfs = TableFS(table.location)
+    if not tfs.exists(table.location):
+        return []
+    depth = len(table.partition_columns)
+    found = split_partitions(tfs.list_recursive(table.location), depth)
+    return [dict(parse_partition_path(p)) for p in found if p]
+
+
+def _arrow_rows(rows: list[dict], columns: list[tuple[str, str]]) -> pa.Table:
+    """Row dicts as an Arrow table of the columns' Hive types (absent keys are NULL)."""
+    schema = htypes.arrow_schema(columns)
+    return pa.Table.from_arrays(
+        [pa.array([r.get(c) for r in rows], type=f.type) for (c, _), f in zip(columns, schema)],
+        schema=schema)
+
+
+def lookup_stored(spark, catalog, txn, table: TableDef, keys: list[tuple],
+                  full_keys: set[tuple] | None = None, min_position: str | None = None
+                  ) -> dict[tuple, chg.StoredRow]:
+    """The visible versions (at the transaction's snapshot) of ``keys``, read only from the
+    buckets (and partitions) the keys hash to, with the key filter and column projection done
+    inside the ORC readers (``acidflow.acid.snapshot.read_task``): a batch reads the key, position
+    and ROW__ID columns of the buckets it touches, not whole rows.
+
+    Args:
+        keys: key tuples (values as :func:`acidflow.cdc.changes.coerce` returns them).
+        full_keys: keys whose whole stored row is needed (partial updates keep stored values);
+            None = all of them. For the others ``StoredRow.row`` holds only the key, partition
+            and ``_cdc_position`` columns.
+        min_position: the batch's oldest event position. When the ORC statistics show every
+            stored ``_cdc_position`` of the touched buckets below it, no event can be late
+            against a stored row, the position column is not read (the widest column of the
+            lookup) and ``StoredRow.position`` is None. Batches arriving in order -- the usual
+            case -- take this path; a batch with late events reads the positions.
+    Returns:
+        ``{key tuple: StoredRow}``.
+    """
+    if not keys:
+        return {}
+    key_cols = list(table.primary_key)
+    types = dict(_all_columns(table))
+    data_cols = [c.name for c in table.columns]
+    full = set(keys) if full_keys is None else set(full_keys) & set(keys)
+    slim_project = list(dict.fromkeys([k for k in key_cols if k in data_cols]
+                                      + [c for c in (chg.POSITION_COLUMN,) if c in data_cols]))
+    out: dict[tuple, chg.StoredRow] = {}
+    for subset, project in (([k for k in keys if k not in full], slim_project),
+                            ([k for k in keys if k in full], None)):
+        if not subset:
+            continue
+        keys_tbl = _arrow_rows([dict(zip(key_cols, k)) for k in subset],
+                               [(k, types[k]) for k in key_cols])
+        data_keys = keys_tbl.select([k for k in key_cols if k in data_cols])
+        partitions, buckets = writes.key_scope_arrow(table, keys_tbl)
+        current = writes.plan_current(catalog, table, txn, partitions=partitions, buckets=buckets)
+        if project is not None and chg.POSITION_COLUMN in project and min_position is not None:
+            known, newest = writes.stored_column_max(current, chg.POSITION_COLUMN)
+            if known and (newest is None or newest < min_position):
+                project = [c for c in project if c != chg.POSITION_COLUMN]
+        found = writes.lookup_rows(spark, current, data_keys, project=project)
+        wanted = set(subset)
+        for key, stored in _stored_rows(found, key_cols, types):
+            if key in wanted:  # partition key columns are matched here
+                out[key] = stored
+    return out
+
+
+def _stored_rows(found: pa.Table, key_cols: list[str], types: dict[str, str]):
+    """``(key tuple, StoredRow)`` per row of a lookup result (columnar conversion: Arrow's
+    row-wise ``to_pylist`` is several times slower on the ROW__ID struct)."""
+    values = {c: found.column(c).to_pylist() for c in types if c in found.column_names}
+    rid = found.column(ROW_ID).combine_chunks()
+    wids, bids, rids = (rid.field(f).to_pylist() for f in ("writeid", "bucketid", "rowid"))
+    absent = [c for c in types if c not in values]
+    keys = list(zip(*(values[k] for k in key_cols)))
+    for i, key in enumerate(keys):
+        row = {c: v[i] for c, v in values.items()}
+        for c in absent:
+            row[c] = None
+        yield key, chg.StoredRow(row, (wids[i], bids[i], rids[i]), row.get(chg.POSITION_COLUMN))
+
+
+def _keyless_candidates(spark, catalog, txn, table: TableDef, changes_, columns):
+    """A ``match(before, taken)`` function over the stored rows equal to some before image of
+    an update/delete (keyless tables match on every column)."""
+    befores = [c.before for c in changes_ if c.op in ("U", "D") and c.before]
+    if not befores:
+        return lambda before, taken: None
+    names = [c for c, _ in columns if c != chg.POSITION_COLUMN]
+    types = dict(columns)
+    try:
+        rows = [chg.coerce_image(b, types) for b in befores]
+    except chg.CoercionError:
+        rows = []
+    rows = [r for r in rows if r and all(n in r for n in names)]
+    if not rows:
+        return lambda before, taken: None
+    from pyspark.sql import functions as F
+
+    cand_df = spark.createDataFrame(_arrow_rows(rows, [(n, types[n]) for n in names]))
+    current = writes.current_rows(spark, catalog, table, txn)
+    cond = None
+    for n in names:
+        term = current[n].eqNullSafe(cand_df[n])
+        cond = term if cond is None else cond & term
+    found = current.join(cand_df.distinct(), on=cond, how="left_semi") \
+        .select(*[F.col(n) for n in names], chg.POSITION_COLUMN, ROW_ID).toArrow()
+    stored = [s for _, s in _stored_rows(found, names, types)]
+
+    def match(before, taken):
+        for s in stored:
+            if s.row_id not in taken and all(s.row.get(n) == before.get(n) for n in names):
+                return s.row, s.row_id
+        return None
+
+    return match
+
+
+def write_plan(spark, catalog, txn, table: TableDef, plan: chg.MergePlan):
+    """Write a :class:`acidflow.cdc.changes.MergePlan` as one split-update statement."""
+    columns = _all_columns(table)
+    pcols = [(c.name, c.hive_type) for c in table.partition_columns]
+    inserts = _arrow_rows(plan.inserts, columns)
+    del_rows = [{**{p: row.get(p) for p, _ in pcols}, "owid": rid[0], "bprop": rid[1],
+                 "rowid": rid[2]} for row, rid in plan.deletes]
+    deletes = _arrow_rows(del_rows, pcols + [("owid", "bigint"), ("bprop", "int"),
+                                             ("rowid", "bigint")])
+    if inserts.num_rows + deletes.num_rows > LOCAL_WRITE_ROWS:
+        inserts, deletes = spark.createDataFrame(inserts), spark.createDataFrame(deletes)
+    counts = {k: plan.stats[k] for k in ("rows_inserted", "rows_updated", "rows_deleted")}
+    return writes.apply_row_changes(spark, catalog, txn, table.name, inserts, deletes,
+                                    counts=counts, operation="cdc_merge")
+
+
+def build_options(fmt: str, *, tables_config: str | None, auto_create: bool, target_db: str,
+                  num_buckets: int, schema_drift: str, update_missing: str,
+                  insert_existing: str, delete_missing: str, quarantine_threshold: float,
+                  tables: list[str] | None = None) -> CdcOptions:
+    """:class:`acidflow.cdc.apply.CdcOptions` from command-line values (shared by the CLI and the
+    spark-submit entry). ``tables_config`` defaults to ``include/tables`` when it exists."""
+    cfg = {}
+    if tables_config:
+        cfg = load_tables_config(tables_config)
+    return CdcOptions(fmt=fmt, target_db=target_db, tables=cfg, auto_create=auto_create,
+                      num_buckets=num_buckets, schema_drift=schema_drift,
+                      policies=chg.Policies(update_missing, insert_existing, delete_missing),
+                      quarantine_threshold=quarantine_threshold,
+                      include_tables=tables or None)

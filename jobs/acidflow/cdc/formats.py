@@ -1,0 +1,649 @@
+"""Change-record formats -> one canonical change record (pure: no Spark, no catalog, no I/O).
+
+Three formats are read, one JSON document per line:
+
+* ``wal2json`` -- format-version 2 as a PostgreSQL logical replication slot emits it
+  (``pg_logical_slot_get_changes(..., 'format-version', '2', 'include-lsn', '1', ...)``):
+  one object per action, ``B``/``C`` bracketing each transaction, ``I``/``U``/``D`` with
+  ``schema``, ``table``, ``columns`` (``name``, ``type``, ``value``), ``identity`` (the old
+  replica-identity columns of U/D) and ``pk`` (``name``, ``type``); ``T`` (truncate) and ``M``
+  (logical message) carry no row and are reported as unsupported / ignored.
+* ``debezium`` -- the Debezium JSON envelope (``op`` c/u/d/r, t = truncate, ``before``, ``after``, ``source``
+  with ``lsn`` or ``file``+``pos``, ``ts_ms``), bare, wrapped as ``{"schema", "payload"}``, or as
+  a Kafka record ``{"key": ..., "value": ...}`` whose key names the primary key columns.
+* ``goldengate`` -- Oracle GoldenGate JSON: ``table`` (``SCHEMA.TABLE``), ``op_type`` I/U/D,
+  ``op_ts``, ``current_ts``, ``pos`` (sortable position string), ``primary_keys``, ``before`` /
+  ``after`` images, and optional ``<col>_isMissing`` flags in the images.
+
+Every change becomes a :class:`Change`: source table, op I/U/D, the ordering value
+(``position``, a fixed-width string whose lexical order is the source's commit order), the
+before and after images with lower-cased column names, the set of columns the source did not
+send (``missing``: unchanged TOAST values in wal2json, ``_isMissing`` in GoldenGate) and where it
+came from (``source``: file and line, plus the LSN when there is one). Records that cannot be
+understood become :class:`BadRecord` with a reason; nothing is dropped silently.
+
+Ordering values (the ``position`` string):
+
+* wal2json: ``<commit LSN as 16 hex digits>.<index of the change in its transaction, 8 digits>``
+  -- logical decoding emits transactions in commit order, and within a transaction changes are
+  in statement order, so this is the order PostgreSQL applied them.
+* Debezium: ``source.lsn`` (20 digits), else ``source.file:source.pos`` (binlog), else
+  ``ts_ms``; the change's index within the line stream breaks ties inside one batch.
+* GoldenGate: ``op_ts`` normalised to ``YYYY-MM-DD HH:MM:SS.ffffff`` then ``|`` then ``pos``
+  (the issue's "op_ts then pos").
+"""
+from __future__ import annotations
+
+import base64
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, timezone
+from decimal import Decimal
+from typing import Any, Iterable, Iterator
+
+FORMATS = ("wal2json", "debezium", "goldengate")
+
+
+@dataclass
+class SourceTable:
+    """What the stream tells about one source table.
+
+    Attributes:
+        name: source name, ``schema.table`` in lower case.
+        columns: ``{column: hive type}`` in first-seen order (types mapped from the source's
+            own types; inferred from JSON values when the format has none).
+        primary_key: key column names (``pk`` of wal2json, the Kafka key of Debezium,
+            ``primary_keys`` of GoldenGate); empty for keyless tables.
+        typed: True when the types came from the source's schema, False when inferred.
+    """
+
+    name: str
+    columns: dict[str, str] = field(default_factory=dict)
+    primary_key: list[str] = field(default_factory=list)
+    typed: bool = True
+
+    def learn(self, columns: Iterable[tuple[str, str]], primary_key: list[str] | None) -> None:
+        for name, hive_type in columns:
+            self.columns.setdefault(name, hive_type)
+        if primary_key and not self.primary_key:
+            self.primary_key = list(primary_key)
+
+
+@dataclass
+class Change:
+    """One row change in canonical form.
+
+    Attributes:
+        table: source table ``schema.table`` (lower case).
+        op: ``"I"``, ``"U"``, ``"D"``, or ``"T"`` (truncate: every earlier row of the table is
+            gone; no images).
+        position: ordering value (see module docstring); larger = newer.
+        after: new row image ``{column: value}`` (I/U), ``None`` for D. Values are JSON-ish
+            Python values (int, Decimal, str, bool, None) or already-typed ``date``/``datetime``/
+            ``bytes`` where the format says so; :func:`acidflow.cdc.changes.coerce` makes them
+            Hive-typed.
+        before: old row image or old key columns (U/D), ``None`` when the source did not
+            send one.
+        missing: columns the source flagged as not sent in ``after`` (GoldenGate
+            ``_isMissing``); besides these, any column absent from an update's ``after`` keeps
+            its stored value (wal2json leaves out unchanged TOAST values), see
+            :func:`acidflow.cdc.changes.fold`.
+        source: ``"<file>:<line>"`` plus ``" lsn <LSN>"`` when known.
+        seq: index of the change in its input stream (stable tie-break).
+    """
+
+    table: str
+    op: str
+    position: str
+    after: dict[str, Any] | None
+    before: dict[str, Any] | None
+    missing: frozenset[str] = frozenset()
+    source: str = ""
+    seq: int = 0
+
+
+@dataclass
+class BadRecord:
+    """A record that could not be turned into a change; goes to quarantine.
+
+    Attributes:
+        source: ``"<file>:<line>"`` (plus LSN when known).
+        reason: why, in one sentence.
+        raw: the raw line (text) as read.
+        table: source table when it could be determined, else ``None``.
+    """
+
+    source: str
+    reason: str
+    raw: str
+    table: str | None = None
+
+
+@dataclass
+class ParsedStream:
+    """Result of parsing one change file.
+
+    Attributes:
+        changes: changes in stream order.
+        bad: records that could not be parsed.
+        tables: ``{source table: SourceTable}`` seen in the stream.
+        ignored: count of records that carry no row change by design (wal2json ``M`` logical
+            messages, B/C brackets are not counted).
+        first_position, last_position: LSN range of the stream (wal2json), else positions of
+            the first/last change; ``None`` when empty.
+    """
+
+    changes: list[Change] = field(default_factory=list)
+    bad: list[BadRecord] = field(default_factory=list)
+    tables: dict[str, SourceTable] = field(default_factory=dict)
+    ignored: int = 0
+    first_position: str | None = None
+    last_position: str | None = None
+
+    def table(self, name: str, typed: bool = True) -> SourceTable:
+        t = self.tables.get(name)
+        if t is None:
+            t = self.tables[name] = SourceTable(name, typed=typed)
+        return t
+
+
+class RecordError(ValueError):
+    """A record is malformed (the message is the quarantine reason)."""
+
+
+def parse_lines(fmt: str, lines: Iterable[str], file_name: str) -> ParsedStream:
+    """Parse the lines of one change file in the given format.
+
+    Args:
+        fmt: one of :data:`FORMATS`.
+        lines: text lines (blank lines are skipped).
+        file_name: used in :attr:`Change.source` and :attr:`BadRecord.source`.
+    Returns:
+        :class:`ParsedStream`.
+    Raises:
+        ValueError: unknown format.
+    """
+    if fmt == "wal2json":
+        return _parse_wal2json(lines, file_name)
+    if fmt == "debezium":
+        return _parse_simple(lines, file_name, _debezium_record)
+    if fmt == "goldengate":
+        return _parse_simple(lines, file_name, _goldengate_record)
+    raise ValueError(f"unknown change format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+try:
+    import msgspec
+
+    _DECODER = msgspec.json.Decoder(float_hook=Decimal)
+except ImportError:  # pragma: no cover - msgspec comes with Airflow
+    _DECODER = None
+
+
+def _loads(line: str) -> Any:
+    """One JSON record; numbers with a fraction stay exact (``Decimal``), ints stay ints.
+    msgspec (C, ~4x faster) first; what it refuses (``NaN``, ``Infinity``, which Python's json
+    accepts) goes through ``json.loads``, whose error is the one reported."""
+    if _DECODER is not None:
+        try:
+            return _DECODER.decode(line)
+        except ValueError:
+            pass
+    return json.loads(line, parse_float=Decimal)
+
+
+def _numbered(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
+    for i, line in enumerate(lines, start=1):
+        line = line.rstrip("\r\n")
+        if line.strip():
+            yield i, line
+
+
+# ----------------------------------------------------------------------------- type mapping
+
+_PG_SIMPLE = {
+    "smallint": "smallint", "int2": "smallint",
+    "integer": "int", "int": "int", "int4": "int", "serial": "int",
+    "bigint": "bigint", "int8": "bigint", "bigserial": "bigint",
+    "real": "float", "float4": "float",
+    "double precision": "double", "float8": "double",
+    "boolean": "boolean", "bool": "boolean",
+    "date": "date",
+    "bytea": "binary",
+    "text": "string", "character varying": "string", "varchar": "string",
+    "bpchar": "string", "character": "char(1)", "char": "char(1)",
+    "numeric": "decimal(38,10)", "decimal": "decimal(38,10)",
+}
+_PG_PARAM = re.compile(r"^(character varying|varchar|character|char|bpchar|numeric|decimal)"
+                       r"\s*\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)$")
+
+
+def pg_to_hive(pg_type: str) -> str:
+    """Hive type for a PostgreSQL type name as wal2json writes it (``include-typmod``).
+
+    ``integer`` -> int, ``bigint`` -> bigint, ``numeric(p,s)`` -> decimal(p,s) (p <= 38, else
+    string), unconstrained ``numeric`` -> decimal(38,10), ``character(n)`` -> char(n)
+    (n <= 255), ``character varying(n)`` -> varchar(n), ``timestamp ...`` -> timestamp (with
+    time zone: converted to UTC), ``bytea`` -> binary; arrays, json, uuid, intervals, times and
+    every other type -> string (their text form).
+    """
+    t = pg_type.strip().lower().strip('"')
+    if t.endswith("[]"):
+        return "string"
+    if t in _PG_SIMPLE:
+        return _PG_SIMPLE[t]
+    if t.startswith("timestamp"):
+        return "timestamp"
+    m = _PG_PARAM.match(t)
+    if m:
+        kind, n, s = m.group(1), int(m.group(2)), m.group(3)
+        if kind in ("numeric", "decimal"):
+            return f"decimal({n},{int(s or 0)})" if n <= 38 else "string"
+        if kind in ("character", "char", "bpchar"):
+            return f"char({n})" if n <= 255 else "string"
+        return f"varchar({n})" if n <= 65535 else "string"
+    return "string"
+
+
+def infer_hive_type(value: Any) -> str | None:
+    """Hive type inferred from a JSON value (formats without types); ``None`` for null."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "bigint"
+    if isinstance(value, (float, Decimal)):
+        return "double"
+    return "string"
+
+
+# ----------------------------------------------------------------------------- wal2json
+
+
+def parse_lsn(text: Any) -> int:
+    """``"16/B374D848"`` -> 64-bit integer (PostgreSQL ``pg_lsn``).
+
+    Raises:
+        RecordError: not an LSN.
+    """
+    if isinstance(text, int):
+        return text
+    m = re.fullmatch(r"([0-9A-Fa-f]{1,8})/([0-9A-Fa-f]{1,8})", str(text or ""))
+    if not m:
+        raise RecordError(f"not a PostgreSQL LSN: {text!r}")
+    return (int(m.group(1), 16) << 32) | int(m.group(2), 16)
+
+
+def format_lsn(value: int) -> str:
+    """64-bit integer -> ``"16/B374D848"``."""
+    return f"{value >> 32:X}/{value & 0xFFFFFFFF:X}"
+
+
+def _wal2json_columns(items: Any, what: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    if not isinstance(items, list):
+        raise RecordError(f"'{what}' must be a list of {{name, type, value}}")
+    values, types = {}, []
+    for c in items:
+        if not isinstance(c, dict) or "name" not in c:
+            raise RecordError(f"'{what}' entry without a name: {c!r}")
+        name = str(c["name"]).lower()
+        values[name] = c.get("value")
+        if "type" in c:
+            types.append((name, pg_to_hive(str(c["type"]))))
+    return values, types
+
+
+def _parse_wal2json(lines: Iterable[str], file_name: str) -> ParsedStream:
+    out = ParsedStream()
+    pending: list[tuple[int, str, dict]] = []   # (line, raw, record) of the open transaction
+    begin_lsn: int | None = None
+    seq = 0
+
+    def flush(commit_lsn: int | None) -> None:
+        nonlocal seq
+        for idx, (lineno, raw, rec) in enumerate(pending):
+            lsn_text = rec.get("lsn")
+            try:
+                own = parse_lsn(lsn_text) if lsn_text is not None else None
+                order = commit_lsn if commit_lsn is not None else own
+                if order is None:
+                    raise RecordError("no LSN on the change or its commit: pull with "
+                                      "'include-lsn' = '1'")
+                ch = _wal2json_change(rec, f"{order:016X}.{idx:08d}", file_name, lineno, out)
+            except RecordError as e:
+                out.bad.append(BadRecord(_src(file_name, lineno, lsn_text), str(e), raw,
+                                         _table_of(rec)))
+                continue
+            ch.seq = seq
+            seq += 1
+            out.changes.append(ch)
+        pending.clear()
+
+    for lineno, raw in _numbered(lines):
+        try:
+            rec = _loads(raw)
+        except ValueError as e:
+            out.bad.append(BadRecord(_src(file_name, lineno), f"not JSON: {e}", raw))
+            continue
+        if not isinstance(rec, dict) or "action" not in rec:
+            out.bad.append(BadRecord(_src(file_name, lineno), "not a wal2json format-version 2 "
+                                     "record (no 'action')", raw))
+            continue
+        action = rec["action"]
+        try:
+            if action == "B":
+                if pending:
+                    raise RecordError("transaction begins before the previous one committed")
+                begin_lsn = parse_lsn(rec["lsn"]) if "lsn" in rec else None
+                _widen(out, rec.get("lsn"))
+            elif action == "C":
+                lsn = rec.get("lsn") or rec.get("nextlsn")
+                commit = parse_lsn(lsn) if lsn is not None else begin_lsn
+                _widen(out, rec.get("nextlsn") or rec.get("lsn"))
+                flush(commit)
+                begin_lsn = None
+            elif action in ("I", "U", "D"):
+                pending.append((lineno, raw, rec))
+                _widen(out, rec.get("lsn"))
+            elif action == "M":
+                out.ignored += 1
+            elif action == "T":
+                pending.append((lineno, raw, rec))
+            else:
+                raise RecordError(f"unknown wal2json action {action!r}")
+        except RecordError as e:
+            out.bad.append(BadRecord(_src(file_name, lineno, rec.get("lsn")), str(e), raw,
+                                     _table_of(rec)))
+    if pending:  # changes without a commit (include-transaction off): order by own LSN
+        flush(None)
+    return out
+
+
+def _widen(out: ParsedStream, lsn_text: Any) -> None:
+    if lsn_text is None:
+        return
+    try:
+        v = f"{parse_lsn(lsn_text):016X}"
+    except RecordError:
+        return
+    if out.first_position is None or v < out.first_position:
+        out.first_position = v
+    if out.last_position is None or v > out.last_position:
+        out.last_position = v
+
+
+def _table_of(rec: Any) -> str | None:
+    if isinstance(rec, dict) and rec.get("table"):
+        schema = rec.get("schema") or "public"
+        return f"{schema}.{rec['table']}".lower()
+    return None
+
+
+def _src(file_name: str, lineno: int, lsn: Any = None) -> str:
+    return f"{file_name}:{lineno}" + (f" lsn {lsn}" if lsn else "")
+
+
+def _wal2json_change(rec: dict, position: str, file_name: str, lineno: int,
+                     out: ParsedStream) -> Change:
+    table = _table_of(rec)
+    if table is None:
+        raise RecordError("change without 'table'")
+    action = rec["action"]
+    if action == "T":
+        out.table(table)
+        return Change(table, "T", position, None, None, frozenset(),
+                      _src(file_name, lineno, rec.get("lsn")))
+    pk = [str(p["name"]).lower() for p in rec.get("pk") or [] if isinstance(p, dict)]
+    after = before = None
+    types: list[tuple[str, str]] = []
+    if action in ("I", "U"):
+        after, types = _wal2json_columns(rec.get("columns"), "columns")
+    if action in ("U", "D") and rec.get("identity") is not None:
+        before, t2 = _wal2json_columns(rec.get("identity"), "identity")
+        types += t2
+    if action == "D" and before is None:
+        raise RecordError("DELETE without 'identity' (old key): set REPLICA IDENTITY on the "
+                          "source table")
+    pk_types = [(str(p["name"]).lower(), pg_to_hive(str(p["type"])))
+                for p in rec.get("pk") or [] if isinstance(p, dict) and "type" in p]
+    out.table(table).learn(types + pk_types, pk)
+    return Change(table, action, position, after, before, frozenset(),
+                  _src(file_name, lineno, rec.get("lsn")))
+
+
+# ----------------------------------------------------------------------------- Debezium / GG
+
+
+def _parse_simple(lines: Iterable[str], file_name: str, fn) -> ParsedStream:
+    out = ParsedStream()
+    for lineno, raw in _numbered(lines):
+        try:
+            rec = _loads(raw)
+        except ValueError as e:
+            out.bad.append(BadRecord(_src(file_name, lineno), f"not JSON: {e}", raw))
+            continue
+        try:
+            changes = fn(rec, file_name, lineno, out)
+        except RecordError as e:
+            out.bad.append(BadRecord(_src(file_name, lineno), str(e), raw,
+                                     _guess_table(rec)))
+            continue
+        for ch in changes:
+            ch.seq = len(out.changes)
+            out.changes.append(ch)
+            if out.first_position is None or ch.position < out.first_position:
+                out.first_position = ch.position
+            if out.last_position is None or ch.position > out.last_position:
+                out.last_position = ch.position
+    return out
+
+
+def _guess_table(rec: Any) -> str | None:
+    try:
+        if isinstance(rec, dict) and "table" in rec and isinstance(rec["table"], str):
+            return rec["table"].lower()
+        payload = rec.get("payload", rec.get("value", rec)) if isinstance(rec, dict) else None
+        src = (payload or {}).get("source") or {}
+        ns = src.get("schema") or src.get("db")
+        return f"{ns}.{src['table']}".lower() if src.get("table") else None
+    except (AttributeError, TypeError, KeyError):
+        return None
+
+
+_CONNECT_TYPES = {"int8": "tinyint", "int16": "smallint", "int32": "int", "int64": "bigint",
+                  "float32": "float", "float64": "double", "boolean": "boolean",
+                  "string": "string", "bytes": "binary"}
+_EPOCH = datetime(1970, 1, 1)
+
+
+def _debezium_field_type(f: dict) -> str:
+    name = f.get("name") or ""
+    params = f.get("parameters") or {}
+    if name == "org.apache.kafka.connect.data.Decimal":
+        p = int(params.get("connect.decimal.precision", 38))
+        s = int(params.get("scale", 0))
+        return f"decimal({p},{s})" if p <= 38 else "string"
+    if name in ("io.debezium.time.Date", "org.apache.kafka.connect.data.Date"):
+        return "date"
+    if name in ("io.debezium.time.Timestamp", "io.debezium.time.MicroTimestamp",
+                "io.debezium.time.NanoTimestamp", "io.debezium.time.ZonedTimestamp",
+                "org.apache.kafka.connect.data.Timestamp"):
+        return "timestamp"
+    if name:
+        if f.get("type") in ("int8", "int16", "int32", "int64", "float32", "float64", "boolean"):
+            return _CONNECT_TYPES[f["type"]]
+        return "string"
+    return _CONNECT_TYPES.get(f.get("type"), "string")
+
+
+def _debezium_value(f: dict | None, value: Any) -> Any:
+    """Decode a Debezium logical value (dates as days, timestamps as epoch units, decimals as
+    base64 big-endian unscaled bytes) into a Python value."""
+    if value is None or f is None:
+        return value
+    name = f.get("name") or ""
+    try:
+        if name == "org.apache.kafka.connect.data.Decimal" and isinstance(value, str):
+            scale = int((f.get("parameters") or {}).get("scale", 0))
+            unscaled = int.from_bytes(base64.b64decode(value), "big", signed=True)
+            return Decimal(unscaled).scaleb(-scale)
+        if name in ("io.debezium.time.Date", "org.apache.kafka.connect.data.Date"):
+            return date(1970, 1, 1) + timedelta(days=int(value))
+        if name in ("io.debezium.time.Timestamp", "org.apache.kafka.connect.data.Timestamp"):
+            return _EPOCH + timedelta(milliseconds=int(value))
+        if name == "io.debezium.time.MicroTimestamp":
+            return _EPOCH + timedelta(microseconds=int(value))
+        if name == "io.debezium.time.NanoTimestamp":
+            return _EPOCH + timedelta(microseconds=int(value) // 1000)
+        if f.get("type") == "bytes" and isinstance(value, str):
+            return base64.b64decode(value)
+    except (ValueError, TypeError) as e:
+        raise RecordError(f"bad {name or f.get('type')} value {value!r}: {e}") from e
+    return value
+
+
+def _debezium_record(rec: Any, file_name: str, lineno: int, out: ParsedStream) -> list[Change]:
+    if not isinstance(rec, dict):
+        raise RecordError("not a JSON object")
+    key_cols: list[str] = []
+    schema = None
+    if "value" in rec and ("key" in rec or isinstance(rec.get("value"), dict)):
+        key = rec.get("key")
+        if isinstance(key, dict):
+            key_payload = key.get("payload", key) if "schema" in key else key
+            if isinstance(key_payload, dict):
+                key_cols = [str(k).lower() for k in key_payload]
+        rec = rec.get("value")
+        if rec is None:
+            return []  # Kafka tombstone after a delete: carries nothing new
+        if not isinstance(rec, dict):
+            raise RecordError("Kafka record 'value' is not an object")
+    if "payload" in rec and "schema" in rec:
+        schema, rec = rec.get("schema"), rec.get("payload")
+        if not isinstance(rec, dict):
+            raise RecordError("'payload' is not an object")
+    op = rec.get("op")
+    ops = {"c": "I", "r": "I", "u": "U", "d": "D", "t": "T"}
+    if op not in ops:
+        raise RecordError(f"unknown or missing Debezium op {op!r} (expected c, r, u, d)")
+    src = rec.get("source")
+    if not isinstance(src, dict) or not src.get("table"):
+        raise RecordError("no source.table")
+    ns = src.get("schema") or src.get("db") or "default"
+    table = f"{ns}.{src['table']}".lower()
+    fields: dict[str, dict] = {}
+    if isinstance(schema, dict):
+        for part in schema.get("fields") or []:
+            if part.get("field") in ("after", "before"):
+                for f in part.get("fields") or []:
+                    fields[str(f.get("field")).lower()] = f
+    if src.get("lsn") is not None:
+        position = f"{int(src['lsn']):020d}"
+    elif src.get("pos") is not None:
+        position = f"{src.get('file') or ''}:{int(src['pos']):020d}"
+    elif rec.get("ts_ms") is not None:
+        position = f"{int(rec['ts_ms']):020d}"
+    else:
+        raise RecordError("no ordering value: source.lsn, source.pos or ts_ms required")
+
+    def image(name: str) -> dict | None:
+        img = rec.get(name)
+        if img is None:
+            return None
+        if not isinstance(img, dict):
+            raise RecordError(f"'{name}' is not an object")
+        return {str(k).lower(): _debezium_value(fields.get(str(k).lower()), v)
+                for k, v in img.items()}
+
+    after, before = image("after"), image("before")
+    kind = ops[op]
+    if kind == "T":
+        out.table(table, typed=bool(fields))
+        return [Change(table, "T", position, None, None, frozenset(), f"{file_name}:{lineno}")]
+    if kind in ("I", "U") and after is None:
+        raise RecordError(f"op {op!r} without 'after'")
+    if kind == "D" and before is None:
+        raise RecordError("op 'd' without 'before': set REPLICA IDENTITY (or the source's "
+                          "equivalent) so deletes carry the old key")
+    st = out.table(table, typed=bool(fields))
+    if fields:
+        st.learn([(n, _debezium_field_type(f)) for n, f in fields.items()], key_cols)
+    else:
+        img = after or before or {}
+        st.learn([(n, t) for n, v in img.items() if (t := infer_hive_type(v))], key_cols)
+    lsn = f" lsn {src['lsn']}" if src.get("lsn") is not None else ""
+    return [Change(table, kind, position, after, before, frozenset(),
+                   f"{file_name}:{lineno}{lsn}")]
+
+
+_GG_CANONICAL = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6}$")
+_GG_TS = re.compile(r"^(\d{4}-\d{2}-\d{2})[ T:](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?$")
+
+
+def gg_timestamp(text: Any) -> str:
+    """Normalise a GoldenGate timestamp (``2024-01-02 03:04:05.123456``, ``T`` or ``:`` between
+    date and time, 0..9 fraction digits) to ``YYYY-MM-DD HH:MM:SS.ffffff``.
+
+    Raises:
+        RecordError: not a timestamp.
+    """
+    if type(text) is str and len(text) == 26 and text[10] == " " and text[19] == "." and \
+            _GG_CANONICAL.match(text):  # already YYYY-MM-DD HH:MM:SS.ffffff
+        return text
+    m = _GG_TS.match(str(text or "").strip())
+    if not m:
+        raise RecordError(f"op_ts is not a timestamp: {text!r}")
+    frac = (m.group(3) or "")[:6].ljust(6, "0")
+    return f"{m.group(1)} {m.group(2)}.{frac}"
+
+
+def _gg_image(img: Any, name: str) -> tuple[dict | None, set[str]]:
+    if img is None:
+        return None, set()
+    if not isinstance(img, dict):
+        raise RecordError(f"'{name}' is not an object")
+    values = {(k.lower() if type(k) is str else str(k).lower()): v for k, v in img.items()}
+    flags = [k for k in values if k.endswith("_ismissing")]
+    if not flags:
+        return values, set()
+    missing = set()
+    for k in flags:
+        v = values.pop(k)
+        if v is True or str(v).lower() == "true":
+            missing.add(k[: -len("_ismissing")])
+    for m in missing:
+        values.pop(m, None)
+    return values, missing
+
+
+def _goldengate_record(rec: Any, file_name: str, lineno: int, out: ParsedStream) -> list[Change]:
+    if not isinstance(rec, dict):
+        raise RecordError("not a JSON object")
+    table = rec.get("table")
+    if not isinstance(table, str) or "." not in table:
+        raise RecordError(f"'table' must be SCHEMA.TABLE, got {table!r}")
+    op = rec.get("op_type")
+    if op not in ("I", "U", "D"):
+        raise RecordError(f"unknown or missing op_type {op!r} (expected I, U, D)")
+    if rec.get("pos") is None:
+        raise RecordError("no 'pos'")
+    position = f"{gg_timestamp(rec.get('op_ts'))}|{rec['pos']}"
+    pk = rec.get("primary_keys") or []
+    if not isinstance(pk, list):
+        raise RecordError("'primary_keys' must be a list of column names")
+    after, missing = _gg_image(rec.get("after"), "after")
+    before, _ = _gg_image(rec.get("before"), "before")
+    if op in ("I", "U") and after is None:
+        raise RecordError(f"op_type {op} without 'after'")
+    if op == "D" and before is None:
+        raise RecordError("op_type D without 'before'")
+    table = table.lower()
+    st = out.table(table, typed=False)
+    img = after or before or {}
+    if not st.primary_key or any(n not in st.columns for n in img):  # new columns only
+        st.learn([(n, t) for n, v in img.items() if (t := infer_hive_type(v))],
+                 [str(k).lower() for k in pk])
+    return [Change(table, op, position, after, before, frozenset(missing),
+                   f"{file_name}:{lineno}")]

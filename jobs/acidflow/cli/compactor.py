@@ -1,0 +1,168 @@
+"""Compactor commands of the ``acidflow`` CLI, added by :func:`register`:
+
+::
+
+    acidflow show compactions [--table T] [--json]     # SHOW COMPACTIONS
+    acidflow compact TABLE [--partition SPEC] --type major|minor [--run | --wait] [--spark]
+    acidflow initiate [--dry-run] [--table FILTER] [--json]
+    acidflow clean [--json]
+    acidflow fsck TABLE [--json]
+
+``compact`` queues a manual request (Hive ``ALTER TABLE ... COMPACT``); ``--run`` runs it now in
+this process (pyarrow tasks, or Spark with ``--spark``) and then one cleaner pass; ``--wait``
+polls until a worker elsewhere (the Airflow DAG) finished it. ``fsck`` exits 1 when it finds an
+error.
+"""
+from __future__ import annotations
+
+import json
+import time
+from typing import Optional
+
+import typer
+from acidflow.cli.console import console, err
+from rich.table import Table
+
+
+
+def _catalog():
+    from acidflow.catalog import Catalog
+
+    return Catalog.from_settings()
+
+
+def _t(v) -> str:
+    return "-" if v is None else (v.strftime("%Y-%m-%d %H:%M:%S") if hasattr(v, "strftime") else str(v))
+
+
+def register(app: typer.Typer, show_app: typer.Typer) -> None:
+    """Add ``compact``, ``initiate``, ``clean``, ``fsck`` to ``app`` and ``compactions`` to
+    ``show_app``."""
+
+    @show_app.command("compactions")
+    def show_compactions(table: Optional[str] = typer.Option(None, "--table", help="only this table"),
+                         as_json: bool = typer.Option(False, "--json", help="JSON lines")) -> None:
+        """SHOW COMPACTIONS: queue and history (id, table, partition, type, state, worker,
+        times, highest write id, txn, error)."""
+        items = _catalog().list_compactions(table)
+        if as_json:
+            for c in items:
+                typer.echo(json.dumps(c.to_dict(), default=str))
+            return
+        t = Table("CompactionId", "Table", "Partition", "Type", "State", "Requester", "Worker",
+                  "Enqueued", "Start", "End", "HighestWriteId", "TxnId", "Error")
+        for c in items:
+            t.add_row(str(c.id), c.table, c.partition or "---", c.type.upper(), c.state,
+                      c.requester, c.worker_id or "---", _t(c.enqueued_at), _t(c.started_at),
+                      _t(c.ended_at), _t(c.highest_write_id), _t(c.txn_id), (c.error or "")[:60])
+        console.print(t)
+
+    @app.command("compact")
+    def compact(table: str = typer.Argument(..., help="db.table"),
+                partition: Optional[str] = typer.Option(None, "--partition", help="e.g. ds=2024-01-01"),
+                type_: str = typer.Option(..., "--type", help="major or minor"),
+                run: bool = typer.Option(False, "--run", help="run the worker (and cleaner) now"),
+                wait: bool = typer.Option(False, "--wait", help="wait for a worker elsewhere"),
+                timeout: float = typer.Option(3600, help="--wait limit in seconds"),
+                use_spark: bool = typer.Option(False, "--spark", help="--run in Spark")) -> None:
+        """Queue a manual compaction (Hive ALTER TABLE ... COMPACT), regardless of thresholds."""
+        from acidflow.compactor.initiator import request_compaction
+
+        if type_ not in ("major", "minor"):
+            raise typer.BadParameter("--type must be major or minor")
+        cat = _catalog()
+        info = request_compaction(cat, table, partition, type_)
+        console.print(f"compaction {info.id} {info.state} ({info.type}) for {info.table}"
+                      + (f" partition {info.partition}" if info.partition else ""))
+        if run:
+            from acidflow.compactor.cleaner import run_cleaner
+            from acidflow.compactor.worker import run_worker
+
+            spark = None
+            if use_spark:
+                from acidflow.spark import get_spark
+
+                spark = get_spark("acidflow-compact")
+            out = run_worker(spark, cat, cq_id=info.id)
+            state = out.state if out else cat.get_compaction(info.id).state
+            if out and out.state == "failed":
+                err.print(f"[red]compaction {info.id} failed:[/] {out.report.get('error')}")
+                raise typer.Exit(1)
+            rep = run_cleaner(cat)
+            state = cat.get_compaction(info.id).state
+            console.print(f"compaction {info.id}: {state}"
+                          + (f" (waiting for {rep.waiting[info.id]})" if info.id in rep.waiting else ""))
+        elif wait:
+            deadline = time.monotonic() + timeout
+            while True:
+                state = cat.get_compaction(info.id).state
+                if state not in ("initiated", "working"):
+                    break
+                if time.monotonic() > deadline:
+                    err.print(f"compaction {info.id} still {state} after {timeout} s")
+                    raise typer.Exit(1)
+                time.sleep(2)
+            console.print(f"compaction {info.id}: {state}")
+            if state == "failed":
+                raise typer.Exit(1)
+
+    @app.command("initiate")
+    def initiate(dry_run: bool = typer.Option(False, "--dry-run", help="decide, queue nothing"),
+                 table: Optional[str] = typer.Option(None, "--table", help="fnmatch filter, e.g. 'sales.*'"),
+                 as_json: bool = typer.Option(False, "--json")) -> None:
+        """Run the initiator once: print each candidate, the decision and why."""
+        from acidflow.compactor.initiator import run_initiator
+
+        report = run_initiator(_catalog(), table_filter=table, dry_run=dry_run)
+        if as_json:
+            typer.echo(json.dumps(report.to_dict(), default=str))
+            return
+        t = Table("Table", "Partition", "Decision", "Reason", "Queued")
+        for d in report.decisions:
+            t.add_row(d.table, d.partition or "---", d.action or "none", d.reason,
+                      _t(d.queued_id))
+        console.print(t)
+        console.print(("dry run: nothing queued" if dry_run else
+                       f"queued: {report.queued_ids}"))
+
+    @app.command("clean")
+    def clean(as_json: bool = typer.Option(False, "--json")) -> None:
+        """Run the cleaner once (obsolete dirs of ready-for-cleaning compactions, aborted dirs)."""
+        from acidflow.compactor.cleaner import run_cleaner
+
+        rep = run_cleaner(_catalog())
+        if as_json:
+            typer.echo(json.dumps(rep.to_dict()))
+            return
+        for cq, names in rep.cleaned.items():
+            console.print(f"compaction {cq}: succeeded, removed {len(names)}: {', '.join(names)}")
+        for cq, who in rep.waiting.items():
+            console.print(f"compaction {cq}: ready for cleaning, waiting for readers "
+                          f"{who['readers']} / open txns {who['txns']}")
+        for where, names in rep.aborted.items():
+            console.print(f"{where}: removed aborted {', '.join(names)}")
+        if not (rep.cleaned or rep.waiting or rep.aborted):
+            console.print("nothing to clean")
+        if rep.errors:
+            err.print(f"[red]errors:[/] {rep.errors}")
+            raise typer.Exit(1)
+
+    @app.command("fsck")
+    def fsck(table: str = typer.Argument(..., help="db.table"),
+             as_json: bool = typer.Option(False, "--json")) -> None:
+        """Check a table: orphan and aborted dirs, missing metadata, overlapping write-id
+        ranges, duplicate ROW__IDs. Exit code 1 when an error is found."""
+        from acidflow.compactor.fsck import ERROR, fsck_table
+
+        findings = fsck_table(_catalog(), table)
+        if as_json:
+            for f in findings:
+                typer.echo(json.dumps(f.to_dict()))
+        else:
+            t = Table("Partition", "Kind", "Severity", "Path", "Detail")
+            for f in findings:
+                t.add_row(f.partition or "---", f.kind, f.severity, f.path, f.detail)
+            console.print(t)
+            console.print(f"{len(findings)} findings")
+        if any(f.severity == ERROR for f in findings):
+            raise typer.Exit(1)

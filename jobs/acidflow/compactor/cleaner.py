@@ -1,0 +1,184 @@
+"""The cleaner: deletes what compactions made obsolete, and the directories of aborted
+transactions (Hive ``Cleaner`` / ``CompactionTxnHandler.markCleaned``; spec §9 "Cleaner").
+
+For every ``ready for cleaning`` entry:
+
+1. wait while any reader registered at or before the compaction's commit is alive, or any
+   transaction that started before it is still open (a writer reads the table too) -- the
+   entry stays ``ready for cleaning`` and the report says who it waits for;
+2. otherwise compute ``get_acid_state`` with a ValidWriteIdList capped at the compaction's
+   highest write id (aborted ids kept), and remove its ``obsolete`` and ``aborted`` entries;
+3. mark the entry ``succeeded`` -- only after every removal is done.
+
+Directories of aborted write ids are removed in every partition of a table that has aborted
+write ids (no reader ever reads them), and the aborted components are forgotten in the catalog
+so the initiator's aborted count drops (Hive ``markCleaned``).
+
+Removal is safe to kill at any point: each directory is first *renamed* to a hidden name
+(``.cleaning_<name>``, atomic; readers skip names starting with ``.``), then deleted. A killed
+cleaner leaves only hidden leftovers, which the next run deletes, and an entry that is still
+``ready for cleaning``, which the next run finishes. Leftover ``.compact_tmp_<id>`` dirs of
+entries that are no longer running are removed too.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from acidflow.acid import files as acid_files
+from acidflow.acid.compaction import TMP_PREFIX, partition_dir, partition_paths
+from acidflow.acid.fs import TableFS, join
+from acidflow.acid.layout import ValidWriteIdList, get_acid_state
+
+log = logging.getLogger(__name__)
+
+CLEANING_PREFIX = ".cleaning_"
+
+
+def capped_list(valid: ValidWriteIdList, highest_write_id: int) -> ValidWriteIdList:
+    """The cleaner's snapshot (pure): high watermark = the compaction's highest write id, only
+    aborted exceptions at or below it, nothing open (Hive 3.1 Cleaner builds a list capped at
+    ``highestWriteId``)."""
+    return ValidWriteIdList(valid.table_name, highest_write_id, (),
+                            [a for a in valid.aborted_write_ids if a <= highest_write_id])
+
+
+def remove_safely(tfs: TableFS, pdir: str, name: str) -> None:
+    """Rename ``pdir/name`` to ``pdir/.cleaning_<name>`` (atomic: readers stop seeing it at
+    once) and delete it. Missing is fine (idempotent)."""
+    src = join(pdir, name)
+    hidden = join(pdir, CLEANING_PREFIX + name)
+    if tfs.exists(src):
+        if tfs.exists(hidden):
+            tfs.delete(hidden)
+        tfs.rename(src, hidden)
+    tfs.delete(hidden)
+
+
+def clean_partition(table, partition: str | None, valid: ValidWriteIdList) -> list[str]:
+    """Remove the obsolete and aborted directories (and obsolete original files) of one
+    partition as seen at ``valid``; returns the names removed, in removal order (aborted
+    first, then obsolete ones, oldest first)."""
+    tfs = TableFS(table.location)
+    pdir = partition_dir(table, partition)
+    entries = tfs.list_recursive(pdir)
+    state = get_acid_state(entries, valid,
+                           lambda n: acid_files.is_compacted_base(tfs, join(pdir, n)))
+    doomed = list(state.aborted) + [o for o in state.obsolete if o not in state.aborted]
+    for name in doomed:
+        remove_safely(tfs, pdir, name)
+    return doomed
+
+
+def remove_leftovers(table, partition: str | None, live_cq_ids: set[int]) -> list[str]:
+    """Delete hidden leftovers in a partition: ``.cleaning_*`` (a killed cleaner) and
+    ``.compact_tmp_<id>`` of entries not in ``live_cq_ids`` (a killed worker whose entry was
+    finished or purged). Returns the names deleted."""
+    tfs = TableFS(table.location)
+    pdir = partition_dir(table, partition)
+    gone = []
+    for name, _is_dir in tfs.list_dir(pdir):
+        if name.startswith(CLEANING_PREFIX):
+            tfs.delete(join(pdir, name))
+            gone.append(name)
+        elif name.startswith(TMP_PREFIX):
+            try:
+                cq = int(name[len(TMP_PREFIX):])
+            except ValueError:
+                continue
+            if cq not in live_cq_ids:
+                tfs.delete(join(pdir, name))
+                gone.append(name)
+    return gone
+
+
+@dataclass
+class CleanerReport:
+    """One cleaner pass.
+
+    Attributes:
+        cleaned: ``{queue id: [names removed]}`` of entries now ``succeeded``.
+        waiting: ``{queue id: {"readers": [...], "txns": [...]}}`` still ready for cleaning.
+        aborted: ``{"table/partition": [names removed]}`` aborted dirs removed.
+        leftovers: hidden leftovers removed.
+        errors: ``{queue id: message}`` of entries whose cleaning failed (kept ready).
+    """
+
+    cleaned: dict[int, list[str]] = field(default_factory=dict)
+    waiting: dict[int, dict] = field(default_factory=dict)
+    aborted: dict[str, list[str]] = field(default_factory=dict)
+    leftovers: list[str] = field(default_factory=list)
+    errors: dict[int, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """JSON-able dict."""
+        return {"cleaned": {str(k): v for k, v in self.cleaned.items()},
+                "waiting": {str(k): v for k, v in self.waiting.items()},
+                "aborted": self.aborted, "leftovers": self.leftovers,
+                "errors": {str(k): v for k, v in self.errors.items()}}
+
+
+def run_cleaner(catalog, *, reader_timeout_s: float | None = None,
+                retention: dict[str, int] | None = None) -> CleanerReport:
+    """One cleaner pass over the queue and the tables with aborted write ids.
+
+    Args:
+        reader_timeout_s: a reader whose heartbeat is older counts as gone (default the
+            catalog's ``txn_timeout_s``).
+        retention: history retention passed to ``purge_compaction_history``.
+    Returns:
+        :class:`CleanerReport`.
+    """
+    report = CleanerReport()
+    catalog.abort_timed_out_transactions()
+    catalog.purge_expired_readers(reader_timeout_s)
+    tables: dict[str, object] = {}
+
+    def table_of(name):
+        if name not in tables:
+            tables[name] = catalog.get_table(name)
+        return tables[name]
+
+    for entry in catalog.list_compactions(states=("ready for cleaning",)):
+        blockers = catalog.blocking_readers(entry.table, entry.commit_id or 0,
+                                            timeout_s=reader_timeout_s)
+        if blockers["readers"] or blockers["txns"]:
+            report.waiting[entry.id] = blockers
+            continue
+        try:
+            table = table_of(entry.table)
+            valid = catalog.valid_write_ids(table.name)
+            removed = clean_partition(table, entry.partition,
+                                      capped_list(valid, entry.highest_write_id or 0))
+            catalog.mark_compaction_succeeded(entry.id, {"cleaned": removed})
+            report.cleaned[entry.id] = removed
+        except Exception as exc:  # noqa: BLE001 - reported; the entry stays ready for cleaning
+            log.warning("cleaning compaction %s failed: %s", entry.id, exc)
+            report.errors[entry.id] = f"{type(exc).__name__}: {exc}"
+
+    # aborted directories, every table that has aborted write ids
+    live = {c.id for c in catalog.list_compactions(states=("initiated", "working"))}
+    for table in catalog.list_tables():
+        aborted = catalog.aborted_write_ids(table.name, any_partition=True)
+        tfs = TableFS(table.location)
+        if not tfs.exists(table.location):
+            continue
+        for part in partition_paths(table):
+            report.leftovers += [f"{table.name}/{part}/{n}" if part else f"{table.name}/{n}"
+                                 for n in remove_leftovers(table, part or None, live)]
+            if not aborted:
+                continue
+            valid = catalog.valid_write_ids(table.name)
+            pdir = partition_dir(table, part or None)
+            entries = tfs.list_recursive(pdir)
+            state = get_acid_state(entries, ValidWriteIdList(valid.table_name, valid.high_watermark,
+                                                             valid.open_write_ids, valid.aborted_write_ids),
+                                   lambda n: acid_files.is_compacted_base(tfs, join(pdir, n)))
+            if state.aborted:
+                for name in state.aborted:
+                    remove_safely(tfs, pdir, name)
+                report.aborted[f"{table.name}/{part}" if part else table.name] = list(state.aborted)
+        if aborted:
+            catalog.forget_aborted_components(table.name, max(aborted))
+    catalog.purge_compaction_history(retention)
+    return report

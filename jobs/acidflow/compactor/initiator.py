@@ -1,0 +1,273 @@
+"""The initiator: which partitions need a compaction, and which kind (spec §9, Hive 3.1
+``Initiator.run`` / ``checkForCompaction`` / ``determineCompactionType``).
+
+Pure decision logic first (:func:`determine_compaction_type`, :func:`failed_too_often`,
+:func:`decide`), then the I/O that feeds it (:func:`partition_stats`, :func:`run_initiator`).
+
+Rules, in Hive's order:
+
+1. candidates: partitions written by a committed transaction (or by an aborted one) after the
+   last compaction that covered them (``Catalog.compaction_candidates``);
+2. skip tables with ``NO_AUTO_COMPACTION=true`` and partitions with an ``initiated`` or
+   ``working`` entry;
+3. after ``hive.compactor.initiator.failed.compacts.threshold`` (2) consecutive failures record
+   ``did not initiate`` instead of queueing;
+4. more aborted write ids than ``hive.compactor.abortedtxn.threshold`` (1000) -> major;
+5. base (or original files) present and delta bytes / base bytes >
+   ``hive.compactor.delta.pct.threshold`` (0.1) -> major;
+6. more current delta directories (insert + delete) than ``hive.compactor.delta.num.threshold``
+   (10) -> minor, or major when there is no base;
+7. otherwise nothing.
+
+Thresholds can be overridden per table with ``compactorthreshold.<hive key>`` properties.
+Manual requests (:func:`request_compaction`, Hive ``ALTER TABLE ... COMPACT``) skip all this.
+"""
+from __future__ import annotations
+
+import fnmatch
+import getpass
+from dataclasses import asdict, dataclass, field
+from typing import Iterable, Sequence
+
+from acidflow.compactor.config import CompactorConfig, no_auto_compaction
+
+MAJOR, MINOR = "major", "minor"
+
+
+@dataclass(frozen=True)
+class PartitionStats:
+    """What the decision looks at for one partition.
+
+    Attributes:
+        base_bytes: bytes of the bucket files directly in the current base plus original files
+            (0 when there is neither).
+        delta_bytes: bytes of the bucket files in the current deltas (delete deltas included).
+        delta_count: number of current delta directories (insert + delete).
+        aborted_count: aborted write ids that wrote the partition.
+    """
+
+    base_bytes: int = 0
+    delta_bytes: int = 0
+    delta_count: int = 0
+    aborted_count: int = 0
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The initiator's verdict for one (table, partition).
+
+    Attributes:
+        table, partition: where.
+        action: ``"major"`` / ``"minor"`` to queue, ``"did not initiate"`` to record, or
+            ``None`` (nothing to do / skipped).
+        reason: why, in words.
+        stats: the inputs (None when skipped before looking at files).
+        queued_id: queue id after a real run (None in a dry run or when nothing was queued).
+    """
+
+    table: str
+    partition: str | None
+    action: str | None
+    reason: str
+    stats: PartitionStats | None = None
+    queued_id: int | None = None
+
+    def to_dict(self) -> dict:
+        """JSON-able dict."""
+        d = asdict(self)
+        return d
+
+
+def determine_compaction_type(stats: PartitionStats, config: CompactorConfig
+                              ) -> tuple[str | None, str]:
+    """Hive ``Initiator.determineCompactionType`` plus the aborted-txn shortcut (pure).
+
+    Returns:
+        ``(type or None, reason)``; type is ``"major"``, ``"minor"`` or ``None``.
+    """
+    if stats.aborted_count > config.aborted_txn_threshold:
+        return MAJOR, (f"{stats.aborted_count} aborted write ids > "
+                       f"hive.compactor.abortedtxn.threshold {config.aborted_txn_threshold}")
+    if stats.base_bytes > 0 and stats.delta_bytes > 0:
+        ratio = stats.delta_bytes / stats.base_bytes
+        if ratio > config.delta_pct_threshold:
+            return MAJOR, (f"delta/base size {ratio:.3f} > hive.compactor.delta.pct.threshold "
+                           f"{config.delta_pct_threshold}")
+    if stats.delta_count > config.delta_num_threshold:
+        kind = MAJOR if stats.base_bytes == 0 else MINOR
+        return kind, (f"{stats.delta_count} deltas > hive.compactor.delta.num.threshold "
+                       f"{config.delta_num_threshold}"
+                       + (" and no base" if kind == MAJOR else ""))
+    if stats.delta_count == 0:
+        return None, "no deltas"
+    ratio = (stats.delta_bytes / stats.base_bytes) if stats.base_bytes else None
+    return None, (f"{stats.delta_count} deltas <= {config.delta_num_threshold}"
+                  + (f", delta/base size {ratio:.3f} <= {config.delta_pct_threshold}"
+                     if ratio is not None else "")
+                  + f", {stats.aborted_count} aborted <= {config.aborted_txn_threshold}")
+
+
+def failed_too_often(history_states: Sequence[str], threshold: int) -> bool:
+    """Hive ``checkFailedCompactions``: True when the newest finished entries hold at least
+    ``threshold`` failures with no success in between (``did not initiate`` entries are
+    skipped over; ``succeeded`` ends the run of failures).
+
+    Args:
+        history_states: finished states of the partition, newest first.
+    """
+    failures = 0
+    for state in history_states:
+        if state == "succeeded":
+            break
+        if state in ("failed", "refused"):
+            failures += 1
+            if failures >= threshold:
+                return True
+    return False
+
+
+def decide(table: str, partition: str | None, props: dict[str, str], *, active: bool,
+           history_states: Sequence[str], stats: PartitionStats | None,
+           config: CompactorConfig) -> Decision:
+    """The whole initiator decision for one candidate (pure).
+
+    Args:
+        props: table properties (``NO_AUTO_COMPACTION``, ``compactorthreshold.*``).
+        active: an ``initiated`` / ``working`` entry exists for the partition.
+        history_states: finished states newest first.
+        stats: file statistics (None = not gathered; only allowed when skipped earlier).
+        config: global settings (table overrides are applied here).
+    """
+    if no_auto_compaction(props):
+        return Decision(table, partition, None, "table property NO_AUTO_COMPACTION=true")
+    if active:
+        return Decision(table, partition, None, "a compaction is already initiated or working")
+    cfg = config.with_properties(props, table=True)
+    if failed_too_often(history_states, cfg.failed_compacts_threshold):
+        return Decision(table, partition, "did not initiate",
+                        f"the last {cfg.failed_compacts_threshold} compactions failed "
+                        "(hive.compactor.initiator.failed.compacts.threshold)", stats)
+    if stats is None:
+        raise ValueError("stats are needed when the candidate is not skipped")
+    kind, reason = determine_compaction_type(stats, cfg)
+    return Decision(table, partition, kind, reason, stats)
+
+
+# ---------------------------------------------------------------------------------- I/O
+
+def partition_stats(table, partition: str | None, valid, aborted_count: int) -> PartitionStats:
+    """Gather :class:`PartitionStats` of a partition directory at the compactor's snapshot
+    (``valid.for_compactor()``), like Hive's initiator (``getAcidState`` + file lengths)."""
+    from acidflow.acid import files as acid_files
+    from acidflow.acid.compaction import partition_dir
+    from acidflow.acid.fs import TableFS, join
+    from acidflow.acid.layout import bucket_files, get_acid_state
+
+    tfs = TableFS(table.location)
+    pdir = partition_dir(table, partition)
+    entries = tfs.list_recursive(pdir)
+    sizes = {e.path: e.size for e in entries if not e.is_dir}
+    state = get_acid_state(entries, valid.for_compactor(),
+                           lambda n: acid_files.is_compacted_base(tfs, join(pdir, n)))
+    base = 0
+    if state.base is not None:
+        base = sum(sizes.get(rel, 0) for rel, _ in bucket_files(entries, state.base.name))
+    base += sum(sizes.get(rel, 0) for rel in state.original_files)
+    delta = sum(sizes.get(rel, 0) for d in state.deltas for rel, _ in bucket_files(entries, d.name))
+    return PartitionStats(base, delta, len(state.deltas), aborted_count)
+
+
+@dataclass
+class InitiatorReport:
+    """Result of one initiator pass: every decision and the queue ids it created."""
+
+    decisions: list[Decision] = field(default_factory=list)
+    queued_ids: list[int] = field(default_factory=list)
+    dry_run: bool = False
+
+    def to_dict(self) -> dict:
+        """JSON-able dict."""
+        return {"dry_run": self.dry_run, "queued_ids": self.queued_ids,
+                "decisions": [d.to_dict() for d in self.decisions]}
+
+
+def run_initiator(catalog, *, table_filter: str | None = None, dry_run: bool = False,
+                  config: CompactorConfig | None = None) -> InitiatorReport:
+    """One initiator pass over the catalog (Hive ``Initiator.run`` loop body).
+
+    Also reclaims working entries of dead workers and applies history retention first, as
+    Hive's initiator/housekeeper do.
+
+    Args:
+        table_filter: fnmatch pattern on ``db.table`` (e.g. ``"sales.*"``).
+        dry_run: decide and report, queue nothing, record nothing.
+        config: settings (default :meth:`CompactorConfig.from_env`).
+    Returns:
+        :class:`InitiatorReport`; ``queued_ids`` are the ``initiated`` entries created.
+    """
+    cfg = config or CompactorConfig.from_env()
+    report = InitiatorReport(dry_run=dry_run)
+    if not dry_run:
+        catalog.reclaim_dead_compactions(cfg.worker_timeout_s)
+        catalog.purge_compaction_history(cfg.retention())
+    active = {(c.table, c.partition) for c in catalog.list_compactions(
+        states=("initiated", "working"))}
+    tables = {}
+    for name, partition, _w in catalog.compaction_candidates():
+        if table_filter and not fnmatch.fnmatch(name, table_filter):
+            continue
+        if name not in tables:
+            tables[name] = catalog.get_table(name)
+        table = tables[name]
+        history = [c.state for c in catalog.compaction_history(name, partition)]
+        is_active = (name, partition) in active
+        stats = None
+        if not no_auto_compaction(table.properties) and not is_active:
+            valid = catalog.valid_write_ids(name)
+            aborted = len(catalog.aborted_write_ids(name, partition))
+            stats = partition_stats(table, partition, valid, aborted)
+        d = decide(name, partition, table.properties, active=is_active, history_states=history,
+                   stats=stats, config=cfg)
+        if not dry_run and d.action in (MAJOR, MINOR):
+            info = catalog.enqueue_compaction(name, partition, d.action, requester="initiator")
+            d = Decision(d.table, d.partition, d.action, d.reason, d.stats, info.id)
+            report.queued_ids.append(info.id)
+        elif not dry_run and d.action == "did not initiate":
+            kind, _ = determine_compaction_type(stats, cfg) if stats else (None, "")
+            info = catalog.enqueue_compaction(name, partition, kind or MAJOR,
+                                              requester="initiator", state="did not initiate",
+                                              error=d.reason)
+            d = Decision(d.table, d.partition, d.action, d.reason, d.stats, info.id)
+        report.decisions.append(d)
+    return report
+
+
+def request_compaction(catalog, table_name: str, partition: str | None, compaction_type: str,
+                       *, requester: str | None = None, properties: dict | None = None):
+    """A manual request (Hive ``ALTER TABLE t [PARTITION (...)] COMPACT 'major'|'minor'``):
+    queued regardless of thresholds and of ``NO_AUTO_COMPACTION``; an existing initiated or
+    working entry for the partition is returned instead of a duplicate.
+
+    Returns:
+        ``acidflow.catalog.CompactionInfo``.
+    Raises:
+        ValueError: unknown type or bad partition spec; NoSuchTableError.
+    """
+    try:
+        user = requester or getpass.getuser()
+    except Exception:  # pragma: no cover
+        user = "user"
+    return catalog.enqueue_compaction(table_name, partition, compaction_type, requester=user,
+                                      properties=properties)
+
+
+def queued_ids_json(report: InitiatorReport) -> str:
+    """The last stdout line for Airflow dynamic task mapping: a JSON list of queue ids."""
+    import json
+
+    return json.dumps(report.queued_ids)
+
+
+def filter_tables(names: Iterable[str], pattern: str | None) -> list[str]:
+    """Names matching an fnmatch pattern (all when ``pattern`` is None)."""
+    return [n for n in names if not pattern or fnmatch.fnmatch(n, pattern)]

@@ -1,0 +1,262 @@
+"""Batch ingest: CSV, JSON lines and Parquet files of a landing path for one data interval,
+appended to a table or overwriting a partition (Hive INSERT INTO / INSERT OVERWRITE), once.
+
+Idempotence is per (table, data interval): the batch id is
+``ingest:<table>:<data interval>`` for ``append`` (a rerun of the interval is reported and
+skipped, even if files were added since -- rerun with ``overwrite`` to reload it) and
+``ingest:<table>:<data interval>:<digest of the files and their checksums>`` for ``overwrite``
+(the same files are skipped; changed files replace the partition again, which is idempotent
+by construction).
+
+Rows that do not parse with the table's schema (Spark's PERMISSIVE mode ``_corrupt_record``)
+or have a NULL primary key go to quarantine (``acidflow.cdc.quarantine``) with the file and the raw
+record; more than the threshold (1 %) aborts the batch.
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from acidflow.acid import types as htypes
+from acidflow.acid import writes
+from acidflow.cdc.formats import BadRecord
+from acidflow.cdc.quarantine import DEFAULT_THRESHOLD, check_threshold, write_quarantine
+
+FILE_FORMATS = ("csv", "jsonl", "parquet")
+MODES = ("append", "overwrite")
+CORRUPT = "_corrupt_record"
+
+
+@dataclass
+class IngestReport:
+    """Outcome of one ingest batch.
+
+    Attributes:
+        batch_id, table, data_interval, mode: what was loaded where.
+        status: ``applied`` or ``skipped`` (already applied).
+        files: ``[{"path", "sha256", "bytes"}]`` of the batch.
+        rows: rows written; quarantined: bad rows; quarantine_file: where they are.
+        txn_id, write_id: the transaction (this run's or the earlier one's) and write id.
+        note: extra information (e.g. files changed since an appended interval was loaded).
+        seconds: wall time.
+    """
+
+    batch_id: str
+    table: str
+    data_interval: str
+    mode: str
+    status: str
+    files: list[dict[str, Any]] = field(default_factory=list)
+    rows: int = 0
+    quarantined: int = 0
+    quarantine_file: str | None = None
+    txn_id: int | None = None
+    write_id: int | None = None
+    note: str = ""
+    seconds: float = 0.0
+
+
+def landing_files(path: str, fmt: str) -> list[str]:
+    """Files of a landing path: a file, a glob, or a directory (``*.csv``/``*.jsonl``/
+    ``*.json``/``*.parquet`` by format, hidden and ``_``-prefixed files skipped), sorted.
+
+    Raises:
+        FileNotFoundError: no files.
+    """
+    exts = {"csv": (".csv", ".csv.gz"), "jsonl": (".jsonl", ".json", ".jsonl.gz", ".json.gz"),
+            "parquet": (".parquet",)}[fmt]
+    if os.path.isdir(path):
+        found = [os.path.join(path, f) for f in os.listdir(path)
+                 if not f.startswith((".", "_")) and f.endswith(exts)]
+    else:
+        found = [f for f in glob.glob(path) if os.path.isfile(f)]
+    if not found:
+        raise FileNotFoundError(f"no {fmt} files at {path}")
+    return sorted(found)
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _batch_id(table: str, interval: str, mode: str, files: list[dict]) -> str:
+    bid = f"ingest:{table}:{interval}"
+    if mode == "overwrite":
+        digest = hashlib.sha256("\n".join(f"{os.path.basename(f['path'])} {f['sha256']}"
+                                          for f in files).encode()).hexdigest()[:16]
+        bid += f":{digest}"
+    if len(bid) > 128:
+        bid = "ingest:" + hashlib.sha256(bid.encode()).hexdigest()
+    return bid
+
+
+def read_landing(spark, table, files: list[str], fmt: str):
+    """Read landing files with the table's schema (CSV with a header; JSON lines; Parquet
+    with its own schema, cast later). Returns a cached DataFrame with ``_source_file`` and,
+    for CSV/JSON, ``_corrupt_record``."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    cols = [(c.name, c.hive_type) for c in table.columns + table.partition_columns]
+    if fmt == "parquet":
+        df = spark.read.parquet(*files)
+    else:
+        if fmt == "csv":
+            cols = _csv_columns(files, cols)
+        schema = T.StructType([T.StructField(n, htypes.spark_type(t)) for n, t in cols]
+                              + [T.StructField(CORRUPT, T.StringType())])
+        reader = spark.read.schema(schema).option("mode", "PERMISSIVE") \
+            .option("columnNameOfCorruptRecord", CORRUPT)
+        if fmt == "csv":
+            df = reader.option("header", True).csv(files)
+        else:
+            df = reader.json(files)
+    return df.withColumn("_source_file", F.input_file_name()).cache()
+
+
+def _csv_columns(files: list[str], cols: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The table columns in the order of the CSV header (the same in every file).
+
+    Raises:
+        ValueError: a header names a column the table does not have, or headers differ.
+    """
+    import gzip
+
+    types = {n.lower(): (n, t) for n, t in cols}
+    header = None
+    for f in files:
+        opener = gzip.open if f.endswith(".gz") else open
+        with opener(f, "rt", encoding="utf-8") as fh:
+            names = [h.strip().strip('"').lower() for h in fh.readline().rstrip("\r\n").split(",")]
+        unknown = [h for h in names if h not in types]
+        if unknown:
+            raise ValueError(f"{f}: CSV header names column(s) {unknown} that the table does "
+                             f"not have (columns: {[n for n, _ in cols]})")
+        if header is not None and names != header:
+            raise ValueError(f"{f}: CSV header {names} differs from {files[0]}'s {header}")
+        header = names
+    return [types[h] for h in header]
+
+
+def ingest(spark, catalog, table_name: str, path: str, fmt: str, data_interval: str, *,
+           mode: str = "append", partition: dict[str, Any] | None = None,
+           quarantine_threshold: float = DEFAULT_THRESHOLD, quality_gate: bool = True,
+           suite_dir: str | None = None) -> IngestReport:
+    """Load the files of ``path`` for one data interval into ``table_name``, once.
+
+    Args:
+        fmt: ``csv`` (header row), ``jsonl`` or ``parquet``.
+        data_interval: the interval's identity, e.g. Airflow's
+            ``"2024-01-01T00:00:00+00:00/2024-01-02T00:00:00+00:00"`` or ``"2024-01-01"``.
+        mode: ``append`` (INSERT INTO) or ``overwrite`` (INSERT OVERWRITE of ``partition``, or
+            of the whole table when unpartitioned).
+        partition: partition values, e.g. ``{"ds": "2024-01-01"}``; filled into rows that do not
+            carry the partition columns.
+        quality_gate: run the table's expectation suite (``<suite_dir>/<table>.json``, if any)
+            on the good rows before writing; ``suite_dir`` None = ``acidflow.quality.gx`` default.
+    Returns:
+        :class:`IngestReport`.
+    Raises:
+        FileNotFoundError: no files; ValueError: bad format/mode/partition;
+        QuarantineThresholdError: too many bad rows (nothing applied);
+        acidflow.quality.gx.QualityGateError: the rows failed the suite (nothing applied);
+        acidflow.acid.writes.SchemaMismatchError: Parquet columns that do not fit the table.
+    """
+    from pyspark.sql import functions as F
+
+    if fmt not in FILE_FORMATS:
+        raise ValueError(f"format must be one of {FILE_FORMATS}, got {fmt!r}")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    t0 = time.monotonic()
+    table = catalog.get_table(table_name)
+    pnames = table.partition_column_names()
+    if partition and set(partition) != set(pnames):
+        raise ValueError(f"{table.name}: partition must give exactly {pnames}, got "
+                         f"{sorted(partition)}")
+    files = [{"path": p, "sha256": _sha256(p), "bytes": os.path.getsize(p)}
+             for p in landing_files(path, fmt)]
+    batch_id = _batch_id(table.name, data_interval, mode, files)
+    report = IngestReport(batch_id, table.name, data_interval, mode, "applied", files)
+    done = catalog.get_batch(batch_id)
+    if done is not None and done.state == "committed":
+        report.status, report.txn_id = "skipped", done.txn_id
+        report.rows = done.details.get("rows", 0)
+        report.write_id = done.details.get("write_id")
+        before = {f["sha256"] for f in done.details.get("files", [])}
+        if before != {f["sha256"] for f in files}:
+            report.note = ("files changed since this interval was loaded; rerun with mode "
+                           "overwrite to reload it")
+        report.seconds = time.monotonic() - t0
+        return report
+    df = read_landing(spark, table, [f["path"] for f in files], fmt)
+    try:
+        for p, v in (partition or {}).items():
+            if p not in [c.lower() for c in df.columns]:
+                df = df.withColumn(p, F.lit(v))
+            elif fmt != "parquet":
+                df = df.withColumn(p, F.coalesce(F.col(p), F.lit(v)))
+        bad_cond = F.lit(False)
+        if CORRUPT in df.columns:
+            bad_cond = F.col(CORRUPT).isNotNull()
+        for k in table.primary_key:
+            bad_cond = bad_cond | F.col(k).isNull()
+        bad_rows = df.where(bad_cond).collect()
+        good = df.where(~bad_cond)
+        if partition:
+            inside = F.lit(True)
+            for p, v in partition.items():
+                inside = inside & (F.col(p).cast("string") == F.lit(str(v)))
+            wrong = good.where(~inside).limit(1).collect()
+            if wrong:
+                raise ValueError(f"{table.name}: rows for another partition than {partition} in "
+                                 f"{wrong[0]['_source_file']}")
+        bad = [_bad_row(r, table) for r in bad_rows]
+        total = df.count()
+        with writes.Transaction(catalog, agent_info=f"acidflow ingest {fmt}") as txn:
+            catalog.register_batch(txn.txn_id, batch_id, "ingest", source=path,
+                                   details={"files": files})
+            report.txn_id = txn.txn_id
+            report.quarantined = len(bad)
+            report.quarantine_file = write_quarantine(catalog.warehouse, "ingest", batch_id, bad)
+            check_threshold(batch_id, bad, total, quarantine_threshold, report.quarantine_file)
+            data = good.drop("_source_file", *([CORRUPT] if CORRUPT in df.columns else []))
+            if quality_gate:  # raising aborts the transaction: nothing of the batch is visible
+                from acidflow.quality.gx import gate_staged
+                gate_staged(spark, catalog, table.name, data, suite_dir=suite_dir)
+            if mode == "overwrite":
+                result = writes.insert_overwrite(spark, catalog, txn, table.name, data,
+                                                 partitions=[partition] if partition else None)
+            else:
+                result = writes.insert(spark, catalog, txn, table.name, data)
+            report.rows, report.write_id = result.rows_inserted, result.write_id
+            txn.stats[table.name].update(batch_id=batch_id, data_interval=data_interval,
+                                         quarantined=len(bad), source_files=len(files))
+            catalog.register_batch(txn.txn_id, batch_id, "ingest", source=path, details={
+                "files": files, "rows": report.rows, "write_id": report.write_id,
+                "data_interval": data_interval, "mode": mode, "quarantined": len(bad)})
+    finally:
+        df.unpersist()
+    report.seconds = time.monotonic() - t0
+    return report
+
+
+def _bad_row(r, table) -> BadRecord:
+    d = r.asDict()
+    raw = d.get(CORRUPT)
+    if raw is not None:
+        reason = "does not parse with the table's schema (" + ", ".join(
+            f"{c.name} {c.hive_type}" for c in table.columns) + ")"
+    else:
+        nulls = [k for k in table.primary_key if d.get(k) is None]
+        reason = f"NULL in primary key column(s) {nulls}"
+        raw = str({k: v for k, v in d.items() if k not in ("_source_file", CORRUPT)})
+    return BadRecord(str(d.get("_source_file")), reason, raw, table.name)

@@ -1,0 +1,835 @@
+"""Reconciliation: does an acidflow table's snapshot hold exactly the rows of its source table?
+
+Both sides are reduced to an order-independent digest: every row is type-normalised column by
+column (:func:`canonical_value`), encoded canonically (:func:`encode_row`) and hashed to 64 bits
+(BLAKE2b); the digest is the row count plus the sum of the row hashes modulo 2**64, so row order
+does not matter and duplicate rows count. When the digests differ, a second pass maps each
+row's key (the primary key; the whole row for keyless tables) to its row hashes on both sides
+and reports the first differing keys in key order, and a third pass fetches those rows.
+
+Normalisation follows PostgreSQL's notion of equality where acidflow's storage differs:
+
+* integers of any width compare as integers; ``numeric`` as decimals without trailing zeros
+  (``1.50`` = ``1.5``, as ``numeric`` equality does); ``real`` rounded to float32;
+* ``character(n)`` is right-trimmed of blanks (``bpchar`` comparison ignores trailing blanks);
+* ``timestamp`` and ``timestamptz`` become microseconds since 1970-01-01 UTC (a ``timestamptz``
+  text with an offset is converted to UTC; a naive value is taken as UTC wall-clock time, as a
+  Hive ``timestamp`` holding a UTC time is); ``time`` becomes microseconds since midnight;
+* ``boolean`` from ``t``/``f``; ``bytea`` from ``\\x..`` hex; ``json``/``jsonb`` re-serialised with
+  sorted keys; ``uuid`` lower-cased; one-dimensional arrays element by element;
+* NULL is distinct from the empty string (PostgreSQL CSV: NULL is an unquoted empty field, ``""``
+  the empty string);
+* anything else compares as its text.
+
+Only the source's columns are compared; acidflow columns named ``_cdc_*`` (bookkeeping of the
+CDC apply) are excluded, other extra acidflow columns are ignored and listed. A source column
+missing from the acidflow table is an error. The type of each column comes from the source
+(PostgreSQL's ``format_type``) when known, else from the acidflow table's Hive type.
+
+Sources: :class:`PostgresSource` (a DSN and a ``schema.table``; read with ``COPY ... TO STDOUT
+WITH CSV HEADER``) and :class:`SavedSource` (a ``.csv.gz``/``.csv`` written by that COPY, with the
+column types and primary key from a ``manifest.json`` as ``tools/sample_data_pgbench.py`` writes
+it). The acidflow side is read with ``acidflow.reads.read_table``: in Spark when a session is given
+(hashing runs on the executors with ``mapInArrow``), else in this process with pyarrow.
+"""
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import decimal
+import hashlib
+import json
+import os
+import pickle
+import re
+import struct
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+import pyarrow as pa
+
+MASK64 = (1 << 64) - 1
+EPOCH = _dt.datetime(1970, 1, 1)
+EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+BOOKKEEPING_PREFIX = "_cdc_"
+DEFAULT_MAX_KEYS = 10
+
+
+class ReconcileError(ValueError):
+    """Reconciliation cannot run: a source column is missing from the table, a saved source has
+    no file, a value cannot be normalised (the message names table, column and value)."""
+
+
+# ------------------------------------------------------------------------------ kinds
+
+
+def kind_of_pg_type(pg_type: str) -> str:
+    """Comparison kind of a PostgreSQL type as ``format_type`` (or wal2json) spells it.
+
+    Returns one of ``int``, ``decimal``, ``float4``, ``float8``, ``bool``, ``text``, ``char``,
+    ``date``, ``timestamp`` (with or without time zone), ``time``, ``bytea``, ``json``,
+    ``uuid``, ``array:<element kind>`` or ``other`` (compared as text).
+    """
+    t = pg_type.strip().lower()
+    if t.endswith("[]"):
+        return "array:" + kind_of_pg_type(t[:-2])
+    base = re.sub(r"\(.*?\)", "", t).strip()
+    if base in ("smallint", "integer", "bigint", "int2", "int4", "int8", "int", "smallserial",
+                "serial", "bigserial", "oid"):
+        return "int"
+    if base in ("numeric", "decimal", "money_numeric"):
+        return "decimal"
+    if base in ("real", "float4"):
+        return "float4"
+    if base in ("double precision", "float8", "float"):
+        return "float8"
+    if base in ("boolean", "bool"):
+        return "bool"
+    if base in ("character", "char", "bpchar"):
+        return "char"
+    if base in ("text", "character varying", "varchar", "name", "citext"):
+        return "text"
+    if base == "date":
+        return "date"
+    if base.startswith("timestamp"):
+        return "timestamp"
+    if base in ("time", "time without time zone"):
+        return "time"
+    if base == "bytea":
+        return "bytea"
+    if base in ("json", "jsonb"):
+        return "json"
+    if base == "uuid":
+        return "uuid"
+    return "other"
+
+
+def kind_of_hive_type(hive_type: str) -> str:
+    """Comparison kind of a Hive type (used when the source's types are unknown)."""
+    t = re.sub(r"\s+", "", hive_type.lower())
+    if t.startswith("array<") and t.endswith(">"):
+        return "array:" + kind_of_hive_type(t[6:-1])
+    base = t.split("(")[0]
+    return {"tinyint": "int", "smallint": "int", "int": "int", "integer": "int",
+            "bigint": "int", "decimal": "decimal", "float": "float4", "double": "float8",
+            "boolean": "bool", "string": "text", "varchar": "text", "char": "char",
+            "date": "date", "timestamp": "timestamp", "binary": "bytea"}.get(base, "other")
+
+
+# ------------------------------------------------------------------------------ values
+
+
+def _micros(dt: _dt.datetime) -> int:
+    if dt.tzinfo is not None:
+        return (dt - EPOCH_UTC) // _dt.timedelta(microseconds=1)
+    return (dt - EPOCH) // _dt.timedelta(microseconds=1)
+
+
+def _norm_decimal(d: decimal.Decimal) -> decimal.Decimal | str:
+    if not d.is_finite():
+        return "NaN" if d.is_nan() else str(d)
+    if d.is_zero():
+        return decimal.Decimal(0)
+    d = d.normalize()
+    return d.quantize(1) if d.as_tuple().exponent > 0 else d
+
+
+def _float4(x: float) -> float:
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def _pg_bool(v: Any) -> bool:
+    if isinstance(v, str):
+        s = v.strip().lower()
+        if s in ("t", "true", "1", "yes", "y", "on"):
+            return True
+        if s in ("f", "false", "0", "no", "n", "off"):
+            return False
+        raise ValueError(f"not a boolean: {v!r}")
+    return bool(v)
+
+
+def parse_pg_array(text: str) -> tuple | str:
+    """A one-dimensional PostgreSQL array literal (``{a,"b c",NULL}``) -> tuple of element
+    texts (``None`` for NULL). Multi-dimensional or unusual literals come back unchanged."""
+    s = text.strip()
+    if s.startswith("[") and "=" in s:  # explicit bounds: [0:1]={...}
+        return text
+    if not (s.startswith("{") and s.endswith("}")):
+        return text
+    body = s[1:-1]
+    if body == "":
+        return ()
+    if body.lstrip().startswith("{"):
+        return text
+    out: list[str | None] = []
+    i, n = 0, len(body)
+    while i <= n:
+        if i < n and body[i] == '"':
+            i += 1
+            buf = []
+            while i < n and body[i] != '"':
+                if body[i] == "\\" and i + 1 < n:
+                    i += 1
+                buf.append(body[i])
+                i += 1
+            i += 1  # closing quote
+            out.append("".join(buf))
+        else:
+            j = body.find(",", i)
+            j = n if j < 0 else j
+            tok = body[i:j].strip()
+            out.append(None if tok.upper() == "NULL" else tok)
+            i = j
+        if i < n and body[i] != ",":
+            return text
+        i += 1
+    return tuple(out)
+
+
+def canonical_value(v: Any, kind: str) -> Any:
+    """Type-normalise one value (source text or acidflow's native value) for comparison.
+
+    Args:
+        v: ``None`` (NULL), a ``str`` (PostgreSQL text output) or a Python value from Arrow
+            (``int``, ``Decimal``, ``float``, ``bool``, ``date``, ``datetime``, ``bytes``,
+            ``list``, ``dict`` ...).
+        kind: from :func:`kind_of_pg_type` / :func:`kind_of_hive_type`.
+    Returns:
+        ``None``, or ``int`` (int, timestamp micros, time micros), ``Decimal``, ``float``,
+        ``bool``, ``date``, ``bytes``, ``str`` or a ``tuple`` (arrays) -- hashable and sortable
+        within one kind.
+    Raises:
+        ValueError: the value cannot be read as that kind.
+    """
+    if v is None:
+        return None
+    if kind == "text" or kind == "other":
+        return v if isinstance(v, str) else str(v)
+    if kind == "char":
+        return (v if isinstance(v, str) else str(v)).rstrip(" ")
+    if kind == "int":
+        if isinstance(v, bool):
+            return int(v)
+        if isinstance(v, int):
+            return v
+        if isinstance(v, decimal.Decimal) and v == v.to_integral_value():
+            return int(v)
+        return int(str(v).strip())
+    if kind == "decimal":
+        if isinstance(v, float):
+            v = repr(v)
+        return _norm_decimal(decimal.Decimal(v.strip() if isinstance(v, str) else v))
+    if kind in ("float4", "float8"):
+        x = float(v.strip()) if isinstance(v, str) else float(v)
+        return _float4(x) if kind == "float4" else x
+    if kind == "bool":
+        return _pg_bool(v)
+    if kind == "date":
+        if isinstance(v, _dt.datetime):
+            return v.date()
+        if isinstance(v, _dt.date):
+            return v
+        try:
+            return _dt.date.fromisoformat(v.strip())
+        except ValueError:
+            return v.strip()  # infinity, BC dates: compare as text
+    if kind == "timestamp":
+        if isinstance(v, _dt.datetime):
+            return _micros(v)
+        if isinstance(v, int):
+            return v
+        if hasattr(v, "value") and hasattr(v, "to_pydatetime"):  # pandas Timestamp
+            return _micros(v.to_pydatetime())
+        try:
+            return _micros(_dt.datetime.fromisoformat(v.strip()))
+        except ValueError:
+            return v.strip()  # infinity, BC, year > 9999: compare as text
+    if kind == "time":
+        if isinstance(v, str):
+            try:
+                v = _dt.time.fromisoformat(v.strip())
+            except ValueError:
+                return v.strip()
+        if isinstance(v, _dt.time):
+            return ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond
+        if isinstance(v, _dt.timedelta):
+            return v // _dt.timedelta(microseconds=1)
+        return int(v)
+    if kind == "bytea":
+        if isinstance(v, str):
+            s = v.strip()
+            if s.startswith("\\x"):
+                return bytes.fromhex(s[2:])
+            return s.encode("utf-8")
+        return bytes(v)
+    if kind == "json":
+        obj = json.loads(v) if isinstance(v, (str, bytes)) else v
+        return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if kind == "uuid":
+        return str(v).strip().lower()
+    if kind.startswith("array:"):
+        elem = kind[6:]
+        if isinstance(v, str):
+            parsed = parse_pg_array(v)
+            if isinstance(parsed, str):
+                return parsed
+            v = parsed
+        if isinstance(v, (list, tuple)):
+            return tuple(canonical_value(e, elem) for e in v)
+        return str(v)
+    raise ValueError(f"unknown comparison kind {kind!r}")
+
+
+def _enc(v: Any) -> bytes:
+    if v is None:
+        return b"\x00"
+    if isinstance(v, bool):
+        return b"b1" if v else b"b0"
+    if isinstance(v, int):
+        return b"i" + str(v).encode()
+    if isinstance(v, decimal.Decimal):
+        return b"n" + format(v, "f").encode()
+    if isinstance(v, float):
+        return b"f" + repr(v).encode()
+    if isinstance(v, str):
+        return b"s" + v.encode("utf-8")
+    if isinstance(v, bytes):
+        return b"x" + v
+    if isinstance(v, _dt.date):
+        return b"d" + v.isoformat().encode()
+    if isinstance(v, tuple):
+        return b"a" + encode_row(v)
+    raise TypeError(f"cannot encode {type(v).__name__}")
+
+
+def encode_row(values: Iterable[Any]) -> bytes:
+    """Canonical bytes of a row of canonical values: per value a 4-byte big-endian length and a
+    type-tagged payload (NULL is ``\\x00``, the empty string ``s``), so no two different rows
+    share an encoding."""
+    parts = []
+    for v in values:
+        e = _enc(v)
+        parts.append(struct.pack(">I", len(e)))
+        parts.append(e)
+    return b"".join(parts)
+
+
+def row_hash(values: Iterable[Any]) -> int:
+    """64-bit hash (BLAKE2b, 8-byte digest, little-endian) of :func:`encode_row`."""
+    return int.from_bytes(hashlib.blake2b(encode_row(values), digest_size=8).digest(), "little")
+
+
+@dataclass
+class Digest:
+    """Order-independent digest: ``rows`` and ``checksum`` = sum of row hashes mod 2**64."""
+
+    rows: int = 0
+    checksum: int = 0
+
+    def add(self, h: int) -> None:
+        """Count one row with 64-bit hash ``h``."""
+        self.rows += 1
+        self.checksum = (self.checksum + h) & MASK64
+
+    def merge(self, other: "Digest") -> "Digest":
+        """The digest of both row sets together."""
+        return Digest(self.rows + other.rows, (self.checksum + other.checksum) & MASK64)
+
+
+def _sort_key(key: tuple) -> tuple:
+    out = []
+    for v in key:
+        if v is None:
+            out.append((0, 0, ""))
+        elif isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool):
+            out.append((1, v, ""))
+        else:
+            out.append((2, 0, repr(v)))
+    return tuple(out)
+
+
+# ------------------------------------------------------------------------------ batch scans
+
+
+@dataclass(frozen=True)
+class ScanSpec:
+    """What to read from a batch: the batch's column names for the compared columns (in source
+    order), their comparison kinds, and the positions of the key columns among them (empty for
+    keyless tables: the whole row is the key)."""
+
+    columns: tuple[str, ...]
+    kinds: tuple[str, ...]
+    key_positions: tuple[int, ...]
+    where: str = "?"
+
+    def rows(self, batch: pa.RecordBatch) -> Iterator[tuple]:
+        """Canonical rows of an Arrow batch (columns looked up by name)."""
+        cols = []
+        for name, kind in zip(self.columns, self.kinds):
+            values = batch.column(batch.schema.get_field_index(name)).to_pylist()
+            try:
+                cols.append([canonical_value(v, kind) for v in values])
+            except (ValueError, TypeError, decimal.InvalidOperation) as exc:
+                bad = next((v for v in values if _bad(v, kind)), None)
+                raise ReconcileError(f"{self.where}: column {name!r} ({kind}): cannot read "
+                                     f"value {bad!r}: {exc}") from exc
+        return zip(*cols) if cols else iter(())
+
+    def key(self, row: tuple) -> tuple:
+        """The key of a canonical row (the whole row for keyless tables)."""
+        return tuple(row[i] for i in self.key_positions) if self.key_positions else row
+
+
+def _bad(v: Any, kind: str) -> bool:
+    try:
+        canonical_value(v, kind)
+        return False
+    except Exception:  # noqa: BLE001
+        return True
+
+
+def scan_digest(batches: Iterable[pa.RecordBatch], spec: ScanSpec) -> Digest:
+    """Pass 1: the :class:`Digest` of all rows."""
+    d = Digest()
+    for b in batches:
+        for row in spec.rows(b):
+            d.add(row_hash(row))
+    return d
+
+
+def scan_keys(batches: Iterable[pa.RecordBatch], spec: ScanSpec) -> dict[tuple, list[int]]:
+    """Pass 2: key -> row hashes (one per row with that key)."""
+    out: dict[tuple, list[int]] = {}
+    for b in batches:
+        for row in spec.rows(b):
+            out.setdefault(spec.key(row), []).append(row_hash(row))
+    return out
+
+
+def scan_rows(batches: Iterable[pa.RecordBatch], spec: ScanSpec,
+              wanted: set[tuple]) -> dict[tuple, list[tuple]]:
+    """Pass 3: the rows whose key is in ``wanted``."""
+    out: dict[tuple, list[tuple]] = {}
+    for b in batches:
+        for row in spec.rows(b):
+            k = spec.key(row)
+            if k in wanted:
+                out.setdefault(k, []).append(row)
+    return out
+
+
+# ------------------------------------------------------------------------------ sources
+
+
+def csv_batches(path: str | os.PathLike, columns: list[str] | None = None,
+                block_size: int = 4 << 20) -> Iterator[pa.RecordBatch]:
+    """Record batches of all-string columns from a CSV written by PostgreSQL's
+    ``COPY ... TO STDOUT WITH CSV HEADER`` (``.gz`` decompressed): an unquoted empty field is
+    NULL, a quoted ``""`` the empty string; quoted values may span lines."""
+    import pyarrow.csv as pacsv
+
+    names = _csv_header(Path(path))
+    if columns is not None and [n.lower() for n in names] != [c.lower() for c in columns]:
+        raise ReconcileError(f"{path}: CSV header {names} does not match the columns {columns}")
+    convert = pacsv.ConvertOptions(column_types={n: pa.string() for n in names},
+                                   null_values=[""], strings_can_be_null=True,
+                                   quoted_strings_can_be_null=False)
+    reader = pacsv.open_csv(path, read_options=pacsv.ReadOptions(block_size=block_size),
+                            parse_options=pacsv.ParseOptions(newlines_in_values=True),
+                            convert_options=convert)
+    yield from reader
+
+
+@dataclass
+class PostgresSource:
+    """A live PostgreSQL table.
+
+    Attributes:
+        dsn: libpq string, URL or SQLAlchemy ``postgresql+psycopg2://`` URL.
+        table: ``schema.table`` (a bare name means ``public``).
+    """
+
+    dsn: str
+    table: str
+
+    def describe(self):
+        """``acidflow.cdc.pgsource.SourceTable`` of the table (columns, types, primary key)."""
+        from acidflow.cdc import pgsource
+        from acidflow.cdc.pull import connect
+
+        conn = connect(self.dsn)
+        try:
+            return pgsource.describe(conn, self.table)
+        finally:
+            conn.close()
+
+    def open_csv(self) -> tuple[Path, Callable[[], None]]:
+        """COPY the table into a temp CSV file; returns the path and a cleanup function."""
+        from acidflow.cdc import pgsource
+        from acidflow.cdc.pull import connect
+
+        st = self.describe()
+        fd, name = tempfile.mkstemp(prefix="acidflow-reconcile-", suffix=".csv")
+        try:
+            conn = connect(self.dsn)
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    pgsource.copy_csv(conn, st, fh, ordered=False)
+            finally:
+                conn.close()
+        except BaseException:
+            os.unlink(name)
+            raise
+        return Path(name), lambda: os.unlink(name)
+
+    def __str__(self) -> str:
+        from acidflow.cdc.pull import libpq_dsn
+
+        safe = re.sub(r"://([^:@/]*):[^@/]*@", r"://\1:***@", libpq_dsn(self.dsn))
+        return f"{self.table} @ {safe}"
+
+
+@dataclass
+class SavedSource:
+    """Saved source contents: a CSV (``.csv.gz`` or ``.csv``) from ``COPY ... TO STDOUT WITH CSV
+    HEADER``.
+
+    Attributes:
+        path: the CSV file.
+        table: source ``schema.table`` name (for messages).
+        columns: ``(name, pg_type)`` pairs; ``pg_type`` may be ``None`` (unknown: the acidflow
+            table's Hive type decides). Default: names from the CSV header, types unknown.
+        primary_key: key columns (default: the acidflow table's primary key).
+    """
+
+    path: Path
+    table: str
+    columns: list[tuple[str, str | None]] | None = None
+    primary_key: list[str] | None = None
+
+    @classmethod
+    def from_dir(cls, directory: str | os.PathLike, table: str) -> "SavedSource":
+        """Find ``table`` (``schema.table`` or bare) in a directory of saved CSVs: through its
+        ``manifest.json`` (``tables[]`` with ``name``, ``csv``, ``columns``, ``primary_key``)
+        when there is one, else ``<table>.csv.gz`` / ``<schema>.<table>.csv.gz`` / ``.csv`` in
+        the directory or its ``source/`` subdirectory.
+
+        Raises:
+            ReconcileError: no such table or file.
+        """
+        d = Path(directory)
+        from acidflow.cdc.pgsource import split_name
+
+        schema, name = split_name(table)
+        manifest = d / "manifest.json"
+        if manifest.is_file():
+            m = json.loads(manifest.read_text())
+            for t in m.get("tables", []):
+                ts, tn = split_name(t["name"])
+                if (ts, tn) == (schema, name):
+                    p = d / t.get("csv", f"source/{tn}.csv.gz")
+                    if not p.is_file():
+                        raise ReconcileError(f"{manifest}: file {p} of {t['name']} is missing")
+                    return cls(p, f"{ts}.{tn}", [(c["name"], c.get("type")) for c in
+                                                 t.get("columns", [])] or None,
+                               list(t.get("primary_key", [])))
+        for sub in (d, d / "source"):
+            for fn in (f"{name}.csv.gz", f"{schema}.{name}.csv.gz", f"{name}.csv",
+                       f"{schema}.{name}.csv"):
+                if (sub / fn).is_file():
+                    return cls(sub / fn, f"{schema}.{name}")
+        raise ReconcileError(f"no saved contents of {schema}.{name} in {d} "
+                             f"(no manifest entry, no {name}.csv.gz)")
+
+    def __str__(self) -> str:
+        return f"{self.table} @ {self.path}"
+
+
+@dataclass
+class DifferingKey:
+    """One key whose rows differ.
+
+    Attributes:
+        key: ``{column: canonical value}`` (the primary key, or the whole row when keyless).
+        kind: ``only_in_source``, ``only_in_table`` or ``values_differ`` (both sides have the
+            key but different rows or a different number of rows).
+        source_rows, table_rows: rows with that key on each side.
+        source_values, table_values: those rows (``{column: canonical value}``), first of each.
+    """
+
+    key: dict[str, Any]
+    kind: str
+    source_rows: int
+    table_rows: int
+    source_values: dict[str, Any] | None = None
+    table_values: dict[str, Any] | None = None
+
+    def to_json(self) -> dict:
+        """JSON-ready dict (decimals as text, bytes as ``\\x`` hex, dates ISO)."""
+        return {k: _jsonable(v) for k, v in self.__dict__.items()}
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, bytes):
+        return "\\x" + v.hex()
+    if isinstance(v, _dt.date):
+        return v.isoformat()
+    return v
+
+
+@dataclass
+class ReconcileResult:
+    """The outcome of :func:`reconcile`.
+
+    Attributes:
+        table: acidflow table name.
+        source: the source, as text.
+        source_rows, table_rows: row counts.
+        source_checksum, table_checksum: sums of the 64-bit row hashes mod 2**64.
+        matches: counts and checksums equal.
+        first_differing_keys: up to ``max_keys`` :class:`DifferingKey`, in key order, each side's
+            differences included (empty when ``matches``).
+        differing_keys: number of differing keys in all (0 when ``matches``).
+        key_columns: the key compared by (empty: whole rows, keyless table).
+        columns: the columns compared (source order); ``ignored_columns``: other acidflow
+            columns that were not compared (``_cdc_*`` bookkeeping and columns not in the source).
+    """
+
+    table: str
+    source: str
+    source_rows: int
+    table_rows: int
+    source_checksum: int
+    table_checksum: int
+    matches: bool
+    first_differing_keys: list[DifferingKey] = field(default_factory=list)
+    differing_keys: int = 0
+    key_columns: list[str] = field(default_factory=list)
+    columns: list[str] = field(default_factory=list)
+    ignored_columns: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        """JSON-ready dict; checksums as 16 hex digits."""
+        d = dict(self.__dict__)
+        d["source_checksum"] = f"{self.source_checksum:016x}"
+        d["table_checksum"] = f"{self.table_checksum:016x}"
+        d["first_differing_keys"] = [k.to_json() for k in self.first_differing_keys]
+        return d
+
+
+# ------------------------------------------------------------------------------ the table side
+
+
+class _TableSide:
+    """Runs the scans over the acidflow snapshot: Spark (``mapInArrow`` on the executors) or a
+    pyarrow table in this process."""
+
+    def __init__(self, data, spec: ScanSpec):
+        self.data = data
+        self.spec = spec
+        self.is_spark = not isinstance(data, pa.Table)
+
+    def _batches(self):
+        return self.data.to_batches()
+
+    def digest(self) -> Digest:
+        if not self.is_spark:
+            return scan_digest(self._batches(), self.spec)
+        spec = self.spec
+
+        def task(it):
+            d = scan_digest(it, spec)
+            yield pa.RecordBatch.from_pydict({"rows": [d.rows], "checksum": [str(d.checksum)]})
+
+        total = Digest()
+        for r in self.data.mapInArrow(task, "rows long, checksum string").collect():
+            total = total.merge(Digest(r["rows"], int(r["checksum"])))
+        return total
+
+    def keys(self) -> dict[tuple, list[int]]:
+        if not self.is_spark:
+            return scan_keys(self._batches(), self.spec)
+        spec = self.spec
+
+        def task(it):
+            for b in it:
+                ks, hs = [], []
+                for row in spec.rows(b):
+                    ks.append(base64.b64encode(pickle.dumps(spec.key(row))).decode())
+                    hs.append(str(row_hash(row)))
+                yield pa.RecordBatch.from_pydict({"k": ks, "h": hs},
+                                                 schema=pa.schema([("k", pa.string()),
+                                                                   ("h", pa.string())]))
+
+        out: dict[tuple, list[int]] = {}
+        for r in self.data.mapInArrow(task, "k string, h string").toLocalIterator():
+            out.setdefault(pickle.loads(base64.b64decode(r["k"])), []).append(int(r["h"]))
+        return out
+
+    def rows(self, wanted: set[tuple]) -> dict[tuple, list[tuple]]:
+        if not self.is_spark:
+            return scan_rows(self._batches(), self.spec, wanted)
+        spec = self.spec
+
+        def task(it):
+            found = scan_rows(it, spec, wanted)
+            ks, rs = [], []
+            for k, rows in found.items():
+                for row in rows:
+                    ks.append(base64.b64encode(pickle.dumps(k)).decode())
+                    rs.append(base64.b64encode(pickle.dumps(row)).decode())
+            yield pa.RecordBatch.from_pydict({"k": ks, "r": rs},
+                                             schema=pa.schema([("k", pa.string()),
+                                                               ("r", pa.string())]))
+
+        out: dict[tuple, list[tuple]] = {}
+        for r in self.data.mapInArrow(task, "k string, r string").collect():
+            out.setdefault(pickle.loads(base64.b64decode(r["k"])), []).append(
+                pickle.loads(base64.b64decode(r["r"])))
+        return out
+
+
+# ------------------------------------------------------------------------------ reconcile
+
+
+def diff_keys(source: dict[tuple, list[int]], table: dict[tuple, list[int]],
+              max_keys: int) -> tuple[list[tuple[tuple, str, int, int]], int]:
+    """Compare key -> row-hash maps. Returns (the first ``max_keys`` differing keys in key order
+    as ``(key, kind, source_rows, table_rows)``, the number of differing keys)."""
+    differing = []
+    for k in source.keys() | table.keys():
+        s, t = source.get(k, []), table.get(k, [])
+        if sorted(s) != sorted(t):
+            kind = "only_in_table" if not s else "only_in_source" if not t else "values_differ"
+            differing.append((k, kind, len(s), len(t)))
+    differing.sort(key=lambda d: _sort_key(d[0]))
+    return differing[:max_keys], len(differing)
+
+
+def reconcile(spark, catalog, table_name: str, source: PostgresSource | SavedSource, *,
+              max_keys: int = DEFAULT_MAX_KEYS, key_columns: list[str] | None = None,
+              as_of_write_id: int | None = None) -> ReconcileResult:
+    """Compare the snapshot of an acidflow table with its source.
+
+    Args:
+        spark: SparkSession (hashing runs on the executors), or ``None`` to read the snapshot
+            with pyarrow in this process.
+        catalog: ``acidflow.catalog.Catalog``.
+        table_name: acidflow table (``<db>.<table>``, e.g. ``pgbench.pgbench_accounts`` for the
+            PostgreSQL table ``public.pgbench_accounts``).
+        source: :class:`PostgresSource` or :class:`SavedSource`.
+        max_keys: how many differing keys to report (with their rows).
+        key_columns: compare by these columns (default: the source's primary key, else the
+            acidflow table's, else whole rows).
+        as_of_write_id: reconcile an older snapshot (time travel).
+    Returns:
+        :class:`ReconcileResult`.
+    Raises:
+        ReconcileError: a source column missing from the table, a key column not compared, an
+            unreadable value, a saved source without its file.
+        acidflow.catalog.errors.NoSuchTableError: no such acidflow table.
+        acidflow.cdc.pull.PullError / LookupError: cannot connect / no such source table.
+    """
+    from acidflow import reads
+
+    tdef = catalog.get_table(table_name)
+    table_cols = {c.name.lower(): (c.name, c.hive_type) for c in
+                  list(tdef.columns) + list(getattr(tdef, "partition_columns", []) or [])}
+
+    cleanup = None
+    if isinstance(source, PostgresSource):
+        st = source.describe()
+        src_columns: list[tuple[str, str | None]] = list(st.columns)
+        src_pk = list(st.primary_key)
+        csv_path, cleanup = source.open_csv()
+    else:
+        csv_path = source.path
+        src_columns = list(source.columns) if source.columns else [
+            (n, None) for n in _csv_header(source.path)]
+        src_pk = list(source.primary_key or [])
+    try:
+        names, kinds = [], []
+        for n, pg_type in src_columns:
+            tc = table_cols.get(n.lower())
+            if tc is None:
+                raise ReconcileError(f"column {n!r} of source {source} is not in acidflow table "
+                                     f"{tdef.name} (columns: {[c[0] for c in table_cols.values()]})")
+            names.append(tc[0])
+            kinds.append(kind_of_pg_type(pg_type) if pg_type else kind_of_hive_type(tc[1]))
+        compared = {n.lower() for n in names}
+        ignored = [c[0] for c in table_cols.values() if c[0].lower() not in compared]
+        keys = key_columns or src_pk or list(getattr(tdef, "primary_key", []) or [])
+        lower = [n.lower() for n in names]
+        try:
+            key_pos = tuple(lower.index(k.lower()) for k in keys)
+        except ValueError:
+            raise ReconcileError(f"key columns {keys} of {tdef.name} are not all among the "
+                                 f"compared columns {names}") from None
+        src_spec = ScanSpec(tuple(n for n, _ in src_columns), tuple(kinds), key_pos,
+                            where=f"source {source}")
+        tbl_spec = ScanSpec(tuple(names), tuple(kinds), key_pos, where=f"table {tdef.name}")
+
+        data = reads.read_table(spark, catalog, tdef.name, as_of_write_id=as_of_write_id)
+        if spark is not None:
+            data = data.select(*names)
+        side = _TableSide(data, tbl_spec)
+
+        def src_batches():
+            return csv_batches(csv_path, [n for n, _ in src_columns])
+
+        sd = scan_digest(src_batches(), src_spec)
+        td = side.digest()
+        key_names = [names[i] for i in key_pos] if key_pos else list(names)
+        result = ReconcileResult(
+            table=tdef.name, source=str(source), source_rows=sd.rows, table_rows=td.rows,
+            source_checksum=sd.checksum, table_checksum=td.checksum,
+            matches=(sd.rows, sd.checksum) == (td.rows, td.checksum),
+            key_columns=[names[i] for i in key_pos], columns=names, ignored_columns=ignored)
+        if result.matches:
+            return result
+        first, total = diff_keys(scan_keys(src_batches(), src_spec), side.keys(), max_keys)
+        wanted = {k for k, *_ in first}
+        src_rows = scan_rows(src_batches(), src_spec, wanted) if wanted else {}
+        tbl_rows = side.rows(wanted) if wanted else {}
+        for k, kind, ns, nt in first:
+            s, t = src_rows.get(k), tbl_rows.get(k)
+            result.first_differing_keys.append(DifferingKey(
+                key=dict(zip(key_names, k)), kind=kind, source_rows=ns, table_rows=nt,
+                source_values=dict(zip(names, s[0])) if s else None,
+                table_values=dict(zip(names, t[0])) if t else None))
+        result.differing_keys = total
+        return result
+    finally:
+        if cleanup:
+            cleanup()
+
+
+def _csv_header(path: Path) -> list[str]:
+    import csv
+    import gzip
+
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8", newline="") as fh:
+        return next(csv.reader(fh))
+
+
+def source_table_for(acidflow_table: str, schema: str = "public") -> str:
+    """The PostgreSQL table of an acidflow table by the default mapping:
+    ``<db>.<table>`` -> ``<schema>.<table>`` (``pgbench.pgbench_accounts`` ->
+    ``public.pgbench_accounts``)."""
+    return f"{schema}.{acidflow_table.split('.')[-1]}"
+
+
+def acidflow_table_for(source_table: str, db: str) -> str:
+    """The acidflow table of a PostgreSQL table by the default mapping:
+    ``<schema>.<table>`` -> ``<db>.<table>``."""
+    return f"{db}.{source_table.split('.')[-1]}"

@@ -1,0 +1,299 @@
+"""Reads of catalog tables and of bare table directories: the glue between the catalog
+(``ValidWriteIdList`` of a table) and the merge-on-read engine (``acidflow.acid.snapshot``).
+
+* :func:`read_table` -- snapshot read (current, or as of a write id: time travel while the files
+  exist), optionally read-optimized (base only), with ``ROW__ID`` / ``INPUT__FILE__NAME``.
+* :func:`read_incremental` -- the changes between two write ids, as rows with an ``op`` column
+  (``I`` inserted, ``D`` deleted; an update shows as a ``D`` of the old version and an ``I`` of
+  the new one, as split-update stores it).
+* :func:`describe_path` / :func:`plan_path` -- a bare directory with no catalog entry (Hive- or
+  Trino-written data): schema from the files, partitions from ``key=value`` directories.
+* :func:`reader_snapshot` -- a registered, heartbeating snapshot for long reads: the compactor's
+  cleaner does not delete directories such a reader may still need (see below).
+
+Reader registration: every catalog read registers itself (``Catalog.register_reader``) before it
+takes its ValidWriteIdList, so the cleaner waits for it before deleting directories made obsolete
+by a compaction that committed after the snapshot. A pyarrow read (``spark=None``) is eager and
+unregisters when done. A Spark DataFrame is lazy: :func:`read_table` cannot know when it is
+consumed, so without an explicit snapshot its registration is left to expire after the catalog's
+heartbeat timeout (``ACIDFLOW_TXN_TIMEOUT``, 300 s) -- enough for short jobs. Long Spark reads
+should pin their snapshot explicitly::
+
+    with reads.reader_snapshot(catalog, "db.t") as snap:     # registers + heartbeats
+        df = snap.read(spark)                                # or read_table(..., snapshot=snap)
+        df.write.parquet(...)                                # consume inside the block
+
+``spark=None`` runs the same tasks in this process with pyarrow (the CLI uses it; no JVM).
+"""
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from acidflow.acid import files as acid_files
+from acidflow.acid import partitions as parts
+from acidflow.acid import snapshot
+from acidflow.acid import types as htypes
+from acidflow.acid.fs import TableFS, join
+from acidflow.acid.layout import (ValidWriteIdList, get_acid_state, is_hidden, parse_base,
+                              parse_delta)
+
+LONG_MAX = 2**63 - 1
+
+
+def plan_table(catalog, name: str, *, as_of_write_id: int | None = None, txn_id: int | None = None,
+               read_optimized: bool = False, partitions=None, buckets=None,
+               valid: ValidWriteIdList | None = None) -> snapshot.ReadPlan:
+    """Plan a snapshot read of a catalog table.
+
+    Args:
+        catalog: ``acidflow.catalog.Catalog``.
+        name: table name.
+        as_of_write_id: time travel: the snapshot with high watermark = this write id.
+        txn_id: read inside this transaction (its own writes are visible).
+        read_optimized: base only.
+        valid: use this ValidWriteIdList (a pinned snapshot) instead of asking the catalog.
+    Raises:
+        acidflow.catalog.errors.NoSuchTableError; acidflow.acid.layout.NotEnoughHistoryError when the
+        files for an old snapshot were cleaned.
+    """
+    table = catalog.get_table(name)
+    if valid is None:
+        valid = catalog.valid_write_ids(table.name, txn_id=txn_id, as_of_write_id=as_of_write_id)
+    tfs = TableFS(table.location)
+    return snapshot.plan_read(
+        tfs, table.location, [(c.name, c.hive_type) for c in table.columns],
+        [(c.name, c.hive_type) for c in table.partition_columns], valid,
+        bucketed=table.num_buckets > 0, read_optimized=read_optimized,
+        partitions=partitions, buckets=buckets)
+
+
+def run_plan(spark, plan: snapshot.ReadPlan, *, row_id: bool = False, file_name: bool = False):
+    """Execute a plan: a Spark DataFrame when ``spark`` is given, else a ``pyarrow.Table``."""
+    if spark is None:
+        return snapshot.read_arrow(TableFS(plan.table_dir), plan, row_id=row_id,
+                                   file_name=file_name)
+    return snapshot.read_spark(spark, plan.table_dir, plan, row_id=row_id, file_name=file_name)
+
+
+def read_table(spark, catalog, name: str, *, as_of_write_id: int | None = None,
+               read_optimized: bool = False, row_id: bool = False, file_name: bool = False,
+               txn_id: int | None = None, snapshot: "ReaderSnapshot | None" = None):
+    """Visible rows of a catalog table (see :func:`plan_table` for the arguments).
+
+    The read is registered with the catalog for the cleaner (module doc): a pyarrow read
+    unregisters when done; a Spark read's registration expires after the heartbeat timeout
+    unless ``snapshot`` (from :func:`reader_snapshot`) is given, whose ValidWriteIdList is then
+    used (``as_of_write_id`` / ``txn_id`` are ignored).
+
+    Returns:
+        Spark DataFrame (or ``pyarrow.Table`` when ``spark`` is None): table columns, partition
+        columns, then ``ROW__ID`` / ``INPUT__FILE__NAME`` when asked.
+    """
+    if snapshot is not None:
+        plan = plan_table(catalog, name, read_optimized=read_optimized,
+                          valid=snapshot.valid_write_ids)
+        return run_plan(spark, plan, row_id=row_id, file_name=file_name)
+    reader = catalog.register_reader(name, agent_info="read_table" + (" (spark)" if spark else ""))
+    try:
+        plan = plan_table(catalog, name, as_of_write_id=as_of_write_id, txn_id=txn_id,
+                          read_optimized=read_optimized)
+        result = run_plan(spark, plan, row_id=row_id, file_name=file_name)
+    except BaseException:
+        catalog.unregister_reader(reader.reader_id)
+        raise
+    if spark is None:
+        catalog.unregister_reader(reader.reader_id)
+    else:
+        catalog.set_reader_snapshot(reader.reader_id, plan.valid_write_ids)
+    return result
+
+
+class ReaderSnapshot:
+    """A registered snapshot of one table: its ValidWriteIdList is fixed at creation, and a
+    daemon thread heartbeats the registration so the cleaner keeps every directory the
+    snapshot needs until :meth:`close`.
+
+    Args:
+        catalog: ``acidflow.catalog.Catalog``; name: table.
+        as_of_write_id / txn_id: as in :func:`plan_table`.
+        heartbeat_s: heartbeat period (default a third of the catalog's ``txn_timeout_s``).
+    Attributes:
+        reader_id: the registration id; valid_write_ids: the pinned snapshot.
+    Raises:
+        NoSuchTableError.
+    """
+
+    def __init__(self, catalog, name: str, *, as_of_write_id: int | None = None,
+                 txn_id: int | None = None, heartbeat_s: float | None = None):
+        import threading
+
+        self.catalog, self.name = catalog, name
+        info = catalog.register_reader(name, agent_info="reader_snapshot")
+        self.reader_id = info.reader_id
+        try:
+            self.valid_write_ids = catalog.valid_write_ids(name, txn_id=txn_id,
+                                                           as_of_write_id=as_of_write_id)
+            catalog.set_reader_snapshot(self.reader_id, self.valid_write_ids)
+        except BaseException:
+            catalog.unregister_reader(self.reader_id)
+            raise
+        self._period = (catalog.txn_timeout_s / 3.0) if heartbeat_s is None else heartbeat_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True,
+                                        name=f"reader-{self.reader_id}-heartbeat")
+        if self._period > 0:
+            self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self._period):
+            try:
+                self.catalog.heartbeat_reader(self.reader_id)
+            except Exception:  # noqa: BLE001 - the next beat retries
+                pass
+
+    def read(self, spark, *, read_optimized: bool = False, row_id: bool = False,
+             file_name: bool = False):
+        """Rows of the pinned snapshot (Spark DataFrame, or pyarrow Table when spark is None)."""
+        return read_table(spark, self.catalog, self.name, read_optimized=read_optimized,
+                          row_id=row_id, file_name=file_name, snapshot=self)
+
+    def close(self) -> None:
+        """Stop heartbeating and unregister (the cleaner may then delete old directories)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        self.catalog.unregister_reader(self.reader_id)
+
+    def __enter__(self) -> "ReaderSnapshot":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def reader_snapshot(catalog, name: str, **kwargs) -> ReaderSnapshot:
+    """A :class:`ReaderSnapshot` for ``with``-blocks around long reads (consume the DataFrame
+    inside the block)."""
+    return ReaderSnapshot(catalog, name, **kwargs)
+
+
+def read_incremental(spark, catalog, name: str, start_write_id: int,
+                     end_write_id: int | None = None):
+    """Changes between the snapshots at ``start_write_id`` (exclusive) and ``end_write_id``
+    (inclusive, default the current high watermark).
+
+    Returns:
+        Spark DataFrame: ``op`` (``I``/``D``), ``write_id`` (the write id that inserted the row
+        for ``I``; the one that deleted it for ``D``), the table and partition columns, ``ROW__ID``.
+        Rows inserted and deleted inside the range do not appear.
+    Raises:
+        ValueError: ``start_write_id`` > ``end_write_id``.
+    """
+    from pyspark.sql import functions as F
+
+    end = end_write_id
+    if end is None:
+        end = catalog.valid_write_ids(catalog.get_table(name).name).high_watermark
+    if start_write_id > end:
+        raise ValueError(f"start write id {start_write_id} is after end write id {end}")
+    before = read_table(spark, catalog, name, as_of_write_id=start_write_id, row_id=True)
+    after = read_table(spark, catalog, name, as_of_write_id=end, row_id=True)
+    rid = snapshot.ROW_ID
+    inserted = (after.where(F.col(rid + ".writeid") > start_write_id)
+                .withColumn("op", F.lit("I")).withColumn("write_id", F.col(rid + ".writeid")))
+    gone = before.join(after.select(rid), on=rid, how="left_anti")
+    deleted = gone.withColumn("op", F.lit("D")).withColumn("write_id", F.lit(None).cast("bigint"))
+    cols = ["op", "write_id"] + [c for c in after.columns]
+    return deleted.select(*cols).unionByName(inserted.select(*cols))
+
+
+@dataclass
+class PathInfo:
+    """Schema found in a bare table directory: columns and partition columns as Hive types."""
+
+    columns: list[tuple[str, str]]
+    partition_columns: list[tuple[str, str]]
+    max_write_id: int
+
+
+def describe_path(path: str) -> PathInfo:
+    """Infer the schema of a table directory with no catalog entry.
+
+    Columns come from the first data file found (the ``row`` struct of an event file, or an
+    original file's columns); partition columns (type ``string``) from ``key=value`` directory
+    levels; ``max_write_id`` is the largest write id named by any base or delta directory.
+
+    Raises:
+        FileNotFoundError: no such directory, or no ORC data file in it.
+    """
+    tfs = TableFS(path)
+    if not tfs.isdir(path):
+        raise FileNotFoundError(f"no such table directory: {path}")
+    entries = tfs.list_recursive(path)
+    pcols: list[str] = []
+    prefix = ""
+    while True:
+        level = [e for e in entries if e.path.startswith(prefix) and "/" not in e.path[len(prefix):]
+                 and not is_hidden(e.path[len(prefix):])]
+        if not level or not all(e.is_dir and parts.is_partition_dir_name(e.path[len(prefix):])
+                                for e in level):
+            break
+        first = level[0].path[len(prefix):]
+        pcols.append(first.split("=", 1)[0])
+        prefix = level[0].path + "/"
+    max_wid = 0
+    data_file = None
+    for e in entries:
+        comps = e.path.split("/")[len(pcols):]
+        if not comps or any(is_hidden(c) for c in comps):
+            continue
+        top = comps[0]
+        pb, pd = parse_base(top), parse_delta(top)
+        if pb is not None:
+            max_wid = max(max_wid, pb.write_id)
+        if pd is not None:
+            max_wid = max(max_wid, pd.max_write_id)
+        if not e.is_dir and data_file is None and not (pd is not None and pd.is_delete):
+            data_file = join(path, e.path)
+    if data_file is None:
+        # only delete deltas: take the row struct from one of them
+        for e in entries:
+            if not e.is_dir and not any(is_hidden(c) for c in e.path.split("/")):
+                data_file = join(path, e.path)
+                break
+    if data_file is None:
+        raise FileNotFoundError(f"no data files under {path}")
+    info = acid_files.file_info(tfs, data_file)
+    cols = [(f.name, htypes.hive_type_from_arrow(f.type)) for f in info.row_schema]
+    return PathInfo(cols, [(p, "string") for p in pcols], max_wid)
+
+
+def plan_path(path: str, *, high_watermark: int | None = None, open_write_ids=(),
+              aborted_write_ids=(), read_optimized: bool = False) -> snapshot.ReadPlan:
+    """Plan a read of a bare directory. With no ``high_watermark`` every write id found is
+    committed (high watermark = Long.MAX_VALUE), as the MANIFEST's fixtures assume."""
+    info = describe_path(path)
+    hwm = LONG_MAX if high_watermark is None else high_watermark
+    valid = ValidWriteIdList(posixpath.basename(path.rstrip("/")), hwm,
+                             open_write_ids=tuple(sorted(open_write_ids)),
+                             aborted_write_ids=tuple(sorted(aborted_write_ids)))
+    return snapshot.plan_read(TableFS(path), path, info.columns, info.partition_columns, valid,
+                              read_optimized=read_optimized)
+
+
+def acid_state_of(path: str, valid: ValidWriteIdList | None = None):
+    """``AcidState`` of one partition (or unpartitioned table) directory; by default every
+    write id is committed."""
+    tfs = TableFS(path)
+    valid = valid or ValidWriteIdList(posixpath.basename(path.rstrip("/")), LONG_MAX)
+    return get_acid_state(
+        tfs.list_recursive(path), valid,
+        is_compacted_base=lambda name: acid_files.is_compacted_base(tfs, join(path, name)))
+
+
+def arrow_to_rows(table: pa.Table) -> list[dict]:
+    """Rows of an Arrow table as dicts (for the CLI and tests)."""
+    return table.to_pylist()
