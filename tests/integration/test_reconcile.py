@@ -155,7 +155,7 @@ def test_cli_reconcile(pg, catalog, monkeypatch, tmp_path):
     import typer
     from typer.testing import CliRunner
 
-    from acidflow.quality import cli_reconcile
+    from acidflow.cli import reconcile as cli_reconcile
 
     app = typer.Typer()
     app.command("noop")(lambda: None)
