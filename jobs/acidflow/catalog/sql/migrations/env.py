@@ -1,6 +1,6 @@
 """Alembic environment of the acidflow catalog.
 
-Run programmatically (no alembic.ini): :func:`acidflow.catalog.store.alembic_config` builds the
+Run programmatically (no alembic.ini): :func:`acidflow.catalog.sql.db.alembic_config` builds the
 ``Config`` with ``script_location`` = this directory and either puts an open SQLAlchemy
 ``Connection`` in ``config.attributes["connection"]`` (the normal path: the catalog runs the
 upgrade inside its own serialised transaction) or sets ``sqlalchemy.url``.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import context
 
-from acidflow.catalog.models import VERSION_TABLE, Base
+from acidflow.catalog.sql.schema import VERSION_TABLE, Base
 
 config = context.config
 target_metadata = Base.metadata
