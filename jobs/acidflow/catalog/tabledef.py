@@ -107,7 +107,7 @@ class Column:
         extra = set(data) - {"name", "type", "hive_type", "comment"}
         if extra:
             raise ValueError(f"unknown column keys {sorted(extra)} in {data!r}")
-        return cls(data["name"], data.get("type", data.get("hive_type")))
+        return cls(data["name"], data["type"] if "type" in data else data["hive_type"])
 
 
 def _columns_from(value: Any, what: str) -> list[Column]:

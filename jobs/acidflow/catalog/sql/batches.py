@@ -70,12 +70,12 @@ class SqlBatches:
         self.txns.abort_timed_out_transactions()
         now = utcnow()
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> BatchInfo | Deferred:
             shared.open_txn_row(conn, txn_id)
             row = conn.execute(sa.select(m.BatchRow.__table__).where(
                 m.BatchRow.batch_id == batch_id).with_for_update()).first()
-            values = dict(kind=kind, txn_id=txn_id, registered_at=now, source=source,
-                          details=details or {})
+            values: dict[str, Any] = dict(kind=kind, txn_id=txn_id, registered_at=now,
+                                          source=source, details=details or {})
             if row is not None and row.txn_id != txn_id:
                 prev = _batch_infos(conn, [row])[0]
                 if prev.state == "committed":
@@ -90,7 +90,9 @@ class SqlBatches:
             else:
                 conn.execute(sa.update(m.BatchRow).where(
                     m.BatchRow.batch_id == batch_id).values(**values))
-            return BatchInfo(batch_id=batch_id, state="open", committed_at=None, **values)
+            return BatchInfo(batch_id=batch_id, kind=kind, txn_id=txn_id, state="open",
+                             registered_at=now, source=source, details=details or {},
+                             committed_at=None)
 
         try:
             return self.db.run(fn)
@@ -100,7 +102,7 @@ class SqlBatches:
 
     def get_batch(self, batch_id: str) -> BatchInfo | None:
         """The record of ``batch_id`` with its transaction's state, or ``None``."""
-        def fn(conn):
+        def fn(conn: sa.Connection) -> BatchInfo | None:
             rows = conn.execute(sa.select(m.BatchRow.__table__).where(
                 m.BatchRow.batch_id == batch_id)).all()
             return _batch_infos(conn, rows)[0] if rows else None
@@ -109,7 +111,7 @@ class SqlBatches:
 
     def list_batches(self, kind: str | None = None) -> list[BatchInfo]:
         """Batch records in registration order, optionally of one ``kind``."""
-        def fn(conn):
+        def fn(conn: sa.Connection) -> list[BatchInfo]:
             q = sa.select(m.BatchRow.__table__).order_by(m.BatchRow.registered_at,
                                                          m.BatchRow.batch_id)
             if kind is not None:
@@ -137,7 +139,7 @@ class SqlBatches:
             if h not in latest or position > latest[h][1]:
                 latest[h] = (key_json, position)
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> None:
             shared.open_txn_row(conn, txn_id)
             hashes = list(latest)
             for i in range(0, len(hashes), 500):
@@ -158,7 +160,7 @@ class SqlBatches:
         db, tbl = split_table_name(table_name)
         by_hash = {_key_hash(k): k for k in key_jsons}
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> dict[str, str]:
             base = (sa.select(m.CdcTombstone.key_hash, sa.func.max(m.CdcTombstone.position))
                     .join(m.Txn, m.Txn.txn_id == m.CdcTombstone.txn_id)
                     .where(m.CdcTombstone.db_name == db, m.CdcTombstone.tbl_name == tbl,

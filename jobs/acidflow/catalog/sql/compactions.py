@@ -87,7 +87,7 @@ class SqlCompactions:
         db, tbl = split_table_name(table_name)
         now = utcnow()
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> CompactionInfo:
             part = shared.check_partition(conn, db, tbl, partition)
             q = m.CompactionQueueRow
             if state == "initiated":
@@ -98,12 +98,14 @@ class SqlCompactions:
                 if existing is not None:
                     return _info(existing)
             end = now if state != "initiated" else None
-            cq_id = conn.execute(sa.insert(q).values(
+            inserted = conn.execute(sa.insert(q).values(
                 db_name=db, tbl_name=tbl, part_name=part, cq_type=compaction_type,
                 cq_state=state, cq_requester=requester, cq_enqueue_time=now, cq_end=end,
                 cq_error_message=error, cq_properties=dict(properties or {}),
-                cq_details={})).inserted_primary_key[0]
-            return _info(conn.execute(sa.select(q.__table__).where(q.cq_id == cq_id)).one())
+                cq_details={})).inserted_primary_key
+            assert inserted is not None  # INSERT of one row
+            return _info(conn.execute(sa.select(q.__table__).where(
+                q.cq_id == inserted[0])).one())
 
         return self.db.run(fn)
 
@@ -113,7 +115,7 @@ class SqlCompactions:
         Raises:
             CatalogError: unknown id.
         """
-        def fn(conn):
+        def fn(conn: sa.Connection) -> CompactionInfo:
             r = conn.execute(sa.select(m.CompactionQueueRow.__table__).where(
                 m.CompactionQueueRow.cq_id == cq_id)).first()
             if r is None:
@@ -140,7 +142,7 @@ class SqlCompactions:
         if wanted is not None and set(wanted) - set(COMPACTION_STATES):
             raise ValueError(f"unknown compaction states {wanted}; expected {COMPACTION_STATES}")
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> list[CompactionInfo]:
             q = m.CompactionQueueRow
             sel = sa.select(q.__table__).order_by(q.cq_id)
             if table_name is not None:
@@ -171,7 +173,7 @@ class SqlCompactions:
         """
         now = utcnow()
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> CompactionInfo | None:
             q = m.CompactionQueueRow
             sel = sa.select(q.__table__).where(q.cq_state == "initiated").order_by(q.cq_id)
             if cq_id is not None:
@@ -193,7 +195,9 @@ class SqlCompactions:
 
         return self.db.run(fn)
 
-    def _entry(self, conn, cq_id: int, states: tuple[str, ...] | None = None):
+    @staticmethod
+    def _entry(conn: sa.Connection, cq_id: int,
+               states: tuple[str, ...] | None = None) -> shared.Row:
         r = conn.execute(sa.select(m.CompactionQueueRow.__table__).where(
             m.CompactionQueueRow.cq_id == cq_id).with_for_update()).first()
         if r is None:
@@ -212,7 +216,7 @@ class SqlCompactions:
         """
         now = utcnow()
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> None:
             r = self._entry(conn, cq_id, ("working",))
             conn.execute(sa.update(m.CompactionQueueRow).where(
                 m.CompactionQueueRow.cq_id == cq_id).values(cq_heartbeat=now))
@@ -231,7 +235,7 @@ class SqlCompactions:
         Raises:
             CompactionStateError: the entry is finished.
         """
-        def fn(conn):
+        def fn(conn: sa.Connection) -> None:
             r = self._entry(conn, cq_id, ACTIVE_STATES)
             values: dict[str, Any] = {}
             if highest_write_id is not None:
@@ -260,7 +264,7 @@ class SqlCompactions:
         """
         now = utcnow()
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> int:
             r = self._entry(conn, cq_id, ("working",))
             commit_id = shared.next_txn_id(conn)
             if r.cq_txn_id is not None:
@@ -284,7 +288,7 @@ class SqlCompactions:
         """
         now = utcnow()
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> None:
             r = self._entry(conn, cq_id, ("ready for cleaning",))
             merged = dict(r.cq_details or {})
             merged.update(details or {})
@@ -305,7 +309,7 @@ class SqlCompactions:
         """
         now = utcnow()
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> None:
             r = self._entry(conn, cq_id)
             if r.cq_state in ("failed", "did not initiate", "refused"):
                 return None
@@ -339,7 +343,7 @@ class SqlCompactions:
         now = as_utc(now) if now is not None else utcnow()
         cutoff = now - timedelta(seconds=self.txn_timeout_s if timeout_s is None else timeout_s)
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> list[int]:
             q = m.CompactionQueueRow
             rows = conn.execute(sa.select(q.__table__).where(
                 q.cq_state == "working", q.cq_heartbeat < cutoff).with_for_update()).all()
@@ -378,7 +382,7 @@ class SqlCompactions:
         keep = dict(DEFAULT_RETENTION)
         keep.update(retention or {})
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> list[int]:
             q = m.CompactionQueueRow
             rows = conn.execute(sa.select(
                 q.cq_id, q.db_name, q.tbl_name, q.part_name, q.cq_state).where(
@@ -403,9 +407,9 @@ class SqlCompactions:
         committed transaction after the last compaction that covered it (Hive
         ``findPotentialCompactions`` over ``COMPLETED_TXN_COMPONENTS``), plus partitions with
         aborted writes not yet covered. Sorted by table, partition."""
-        def fn(conn):
+        def fn(conn: sa.Connection) -> list[tuple[str, str | None, int]]:
             c = m.CompletedTxnComponent
-            written: dict[tuple, int] = {}
+            written: dict[tuple[str, str, str | None], int] = {}
             for r in conn.execute(sa.select(c.db_name, c.tbl_name, c.part_name,
                                             sa.func.max(c.write_id).label("w"))
                                   .group_by(c.db_name, c.tbl_name, c.part_name)):
@@ -419,12 +423,12 @@ class SqlCompactions:
                 key = (r.db_name, r.tbl_name, r.part_name)
                 written[key] = max(written.get(key, 0), r.w)
             q = m.CompactionQueueRow
-            covered: dict[tuple, int] = {}
-            for r in conn.execute(sa.select(q.db_name, q.tbl_name, q.part_name,
-                                            sa.func.max(q.cq_highest_write_id).label("w"))
-                                  .where(q.cq_state.in_(("ready for cleaning", "succeeded")))
-                                  .group_by(q.db_name, q.tbl_name, q.part_name)):
-                covered[(r.db_name, r.tbl_name, r.part_name)] = r.w or 0
+            covered: dict[tuple[str, str, str | None], int] = {}
+            for cv in conn.execute(sa.select(q.db_name, q.tbl_name, q.part_name,
+                                             sa.func.max(q.cq_highest_write_id).label("w"))
+                                   .where(q.cq_state.in_(("ready for cleaning", "succeeded")))
+                                   .group_by(q.db_name, q.tbl_name, q.part_name)):
+                covered[(cv.db_name, cv.tbl_name, cv.part_name)] = cv.w or 0
             live = {(r.db_name, r.tbl_name) for r in conn.execute(
                 sa.select(m.Tbl.db_name, m.Tbl.tbl_name))}
             out = []
@@ -442,7 +446,7 @@ class SqlCompactions:
         aborted write id of the table, written or not."""
         db, tbl = split_table_name(table_name)
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> list[int]:
             if any_partition:
                 t = m.TxnToWriteId
                 return sorted({r.write_id for r in conn.execute(
@@ -463,7 +467,7 @@ class SqlCompactions:
         aborted in every ValidWriteIdList. Returns the rows deleted."""
         db, tbl = split_table_name(table_name)
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> int:
             tc = m.TxnComponent
             ids = [r.tc_id for r in conn.execute(
                 sa.select(tc.tc_id).join(m.Txn, m.Txn.txn_id == tc.txn_id).where(

@@ -53,7 +53,7 @@ class SqlLocks:
         db, tbl = split_table_name(table_name)
         deadline = time.monotonic() + max(0.0, float(timeout_s))
 
-        def enqueue(conn):
+        def enqueue(conn: sa.Connection) -> tuple[int, str | None, tuple[int, int] | None]:
             txn = shared.open_txn_row(conn, txn_id)
             part = shared.check_partition(conn, db, tbl, partition)
             same_part = (m.HiveLock.part_name.is_(None) if part is None
@@ -63,8 +63,8 @@ class SqlLocks:
                 m.HiveLock.tbl_name == tbl, same_part, m.HiveLock.lock_type == lock_type,
                 m.HiveLock.lock_state == "acquired")).scalar()
             if held is not None:
-                return held, part, None
-            lock_id = conn.execute(sa.select(m.NextLockId.nl_next).where(m.NextLockId.id == 1)
+                return int(held), part, None
+            lock_id: int = conn.execute(sa.select(m.NextLockId.nl_next).where(m.NextLockId.id == 1)
                                    .with_for_update()).scalar_one()
             conn.execute(sa.update(m.NextLockId).where(m.NextLockId.id == 1)
                          .values(nl_next=lock_id + 1))
@@ -81,14 +81,13 @@ class SqlLocks:
         sleep = 0.02
         while blocker is not None:
             if time.monotonic() >= deadline:
-                self.db.run(lambda conn: conn.execute(sa.delete(m.HiveLock).where(
-                    m.HiveLock.lock_id == lock_id, m.HiveLock.lock_state == "waiting")))
+                self.db.run(lambda conn: self._remove_waiting(conn, lock_id))
                 raise LockTimeoutError(txn_id, f"{db}.{tbl}", part, lock_type, timeout_s,
                                        blocker[0], blocker[1])
             time.sleep(min(sleep, max(0.0, deadline - time.monotonic())))
             sleep = min(sleep * 1.5, 0.5)
 
-            def poll(conn):
+            def poll(conn: sa.Connection) -> tuple[int, int] | None:
                 # An abort/commit meanwhile has already deleted our request; just raise.
                 shared.open_txn_row(conn, txn_id)
                 now = utcnow()
@@ -100,6 +99,11 @@ class SqlLocks:
 
             blocker = self.db.run(poll)
         return lock_id
+
+    @staticmethod
+    def _remove_waiting(conn: sa.Connection, lock_id: int) -> None:
+        conn.execute(sa.delete(m.HiveLock).where(
+            m.HiveLock.lock_id == lock_id, m.HiveLock.lock_state == "waiting"))
 
     @staticmethod
     def _grant(conn: sa.Connection, lock_id: int, txn_id: int, db: str, tbl: str,
@@ -129,7 +133,7 @@ class SqlLocks:
             NoSuchTransactionError: unknown id.
         """
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> None:
             shared.txn_row(conn, txn_id, for_update=True)
             conn.execute(sa.delete(m.HiveLock).where(m.HiveLock.txn_id == txn_id))
 
@@ -139,7 +143,7 @@ class SqlLocks:
         """Current lock requests in lock id order, optionally of one table (Hive
         ``SHOW LOCKS``)."""
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> list[LockInfo]:
             q = sa.select(m.HiveLock.__table__).order_by(m.HiveLock.lock_id)
             if table_name is not None:
                 db, tbl = split_table_name(table_name)

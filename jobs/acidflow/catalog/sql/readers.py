@@ -47,29 +47,28 @@ class SqlReaders:
         db, tbl = split_table_name(table_name)
         now = utcnow()
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> ReaderInfo:
             shared.table_row(conn, db, tbl)
             seq = shared.current_txn_seq(conn)
-            r = m.ReaderRegistration
-            values = dict(
-                db_name=db, tbl_name=tbl, snapshot_seq=seq,
-                high_watermark=None if valid_write_ids is None else valid_write_ids.high_watermark,
-                valid_write_ids=None if valid_write_ids is None else str(valid_write_ids),
-                started_at=now, last_heartbeat=now, reader_user=self.db.user,
-                reader_host=self.db.host,
-                agent_info=agent_info if agent_info is not None else f"reader pid {os.getpid()}")
-            rid = conn.execute(sa.insert(r).values(**values)).inserted_primary_key[0]
-            return ReaderInfo(reader_id=rid, table=f"{db}.{tbl}", snapshot_seq=seq,
-                              high_watermark=values["high_watermark"],
-                              valid_write_ids=values["valid_write_ids"], started_at=now,
+            hwm = None if valid_write_ids is None else valid_write_ids.high_watermark
+            vwil = None if valid_write_ids is None else str(valid_write_ids)
+            agent = agent_info if agent_info is not None else f"reader pid {os.getpid()}"
+            rid = conn.execute(sa.insert(m.ReaderRegistration).values(
+                db_name=db, tbl_name=tbl, snapshot_seq=seq, high_watermark=hwm,
+                valid_write_ids=vwil, started_at=now, last_heartbeat=now,
+                reader_user=self.db.user, reader_host=self.db.host, agent_info=agent)
+                ).inserted_primary_key
+            assert rid is not None  # INSERT of one row
+            return ReaderInfo(reader_id=rid[0], table=f"{db}.{tbl}", snapshot_seq=seq,
+                              high_watermark=hwm, valid_write_ids=vwil, started_at=now,
                               last_heartbeat=now, user=self.db.user, host=self.db.host,
-                              agent_info=values["agent_info"])
+                              agent_info=agent)
 
         return self.db.run(fn)
 
     def set_reader_snapshot(self, reader_id: int, valid_write_ids: ValidWriteIdList) -> None:
         """Record the ValidWriteIdList a registered reader uses (display only)."""
-        def fn(conn):
+        def fn(conn: sa.Connection) -> None:
             conn.execute(sa.update(m.ReaderRegistration).where(
                 m.ReaderRegistration.reader_id == reader_id).values(
                 high_watermark=valid_write_ids.high_watermark,
@@ -82,7 +81,7 @@ class SqlReaders:
         expired and was purged: the reader's files may have been cleaned)."""
         now = utcnow()
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> bool:
             res = conn.execute(sa.update(m.ReaderRegistration).where(
                 m.ReaderRegistration.reader_id == reader_id).values(last_heartbeat=now))
             return res.rowcount > 0
@@ -96,7 +95,7 @@ class SqlReaders:
 
     def list_readers(self, table_name: str | None = None) -> list[ReaderInfo]:
         """Registered readers in id order, optionally of one table (expired ones included)."""
-        def fn(conn):
+        def fn(conn: sa.Connection) -> list[ReaderInfo]:
             r = m.ReaderRegistration
             sel = sa.select(r.__table__).order_by(r.reader_id)
             if table_name is not None:
@@ -118,7 +117,7 @@ class SqlReaders:
         now = as_utc(now) if now is not None else utcnow()
         cutoff = now - timedelta(seconds=self.txn_timeout_s if timeout_s is None else timeout_s)
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> list[int]:
             r = m.ReaderRegistration
             ids = [x.reader_id for x in conn.execute(
                 sa.select(r.reader_id).where(r.last_heartbeat < cutoff))]
@@ -144,7 +143,7 @@ class SqlReaders:
         now = as_utc(now) if now is not None else utcnow()
         cutoff = now - timedelta(seconds=self.txn_timeout_s if timeout_s is None else timeout_s)
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> dict[str, list[int]]:
             r = m.ReaderRegistration
             readers = [x.reader_id for x in conn.execute(sa.select(r.reader_id).where(
                 r.db_name == db, r.tbl_name == tbl, r.snapshot_seq <= commit_id,

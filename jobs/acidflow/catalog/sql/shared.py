@@ -9,7 +9,7 @@ into another.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeAlias, Unpack
 
 import sqlalchemy as sa
 
@@ -23,7 +23,7 @@ from acidflow.catalog.sql import schema as m
 from acidflow.catalog.tabledef import parse_partition_spec
 
 #: A result row (``sqlalchemy.Row``) of one catalog table.
-Row = sa.Row[Any]
+Row: TypeAlias = "sa.Row[Unpack[tuple[Any, ...]]]"
 
 
 def table_row(conn: sa.Connection, db: str, tbl: str) -> Row:

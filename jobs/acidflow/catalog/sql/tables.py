@@ -113,7 +113,7 @@ class SqlTables:
         db, tbl = split_table_name(table.name)
         location = table.location or self.default_location(db, tbl)
 
-        def fn(conn: sa.Connection):
+        def fn(conn: sa.Connection) -> TableDef:
             exists = conn.execute(sa.select(m.Tbl.tbl_id).where(
                 m.Tbl.db_name == db, m.Tbl.tbl_name == tbl)).first()
             if exists is not None:
@@ -169,7 +169,7 @@ class SqlTables:
     def list_tables(self, db_name: str | None = None) -> list[TableDef]:
         """All tables (optionally of one database), sorted by name."""
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> list[TableDef]:
             q = sa.select(m.Tbl.__table__).order_by(m.Tbl.db_name, m.Tbl.tbl_name)
             if db_name is not None:
                 q = q.where(m.Tbl.db_name == db_name.strip().lower())
@@ -188,7 +188,7 @@ class SqlTables:
         """
         db, tbl = split_table_name(name)
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> None:
             try:
                 row = shared.table_row(conn, db, tbl)
             except NoSuchTableError:
@@ -204,11 +204,13 @@ class SqlTables:
             if users:
                 raise CatalogError(f"cannot drop table {db}.{tbl}: open transactions "
                                    f"{sorted(users)} write to or lock it")
-            for model in (m.NextWriteId, m.TxnToWriteId, m.TxnComponent,
-                          m.CompletedTxnComponent, m.WriteSet, m.CommitRecordRow):
+            by_name: tuple[Any, ...] = (m.NextWriteId, m.TxnToWriteId, m.TxnComponent,
+                                        m.CompletedTxnComponent, m.WriteSet, m.CommitRecordRow)
+            for model in by_name:
                 conn.execute(sa.delete(model).where(model.db_name == db, model.tbl_name == tbl))
-            for model in (m.ColumnV2, m.PartitionKey, m.BucketingCol, m.PrimaryKeyCol,
-                          m.TableParam):
+            by_id: tuple[Any, ...] = (m.ColumnV2, m.PartitionKey, m.BucketingCol,
+                                      m.PrimaryKeyCol, m.TableParam)
+            for model in by_id:
                 conn.execute(sa.delete(model).where(model.tbl_id == row.tbl_id))
             conn.execute(sa.delete(m.Tbl).where(m.Tbl.tbl_id == row.tbl_id))
             return None
@@ -229,7 +231,7 @@ class SqlTables:
         """
         props = {str(k): str(v) for k, v in props.items()}
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> TableDef:
             current = read_table(conn, name)
             check_fixed_properties(current.name, props, current.bucketing_version)
             for key, value in props.items():
@@ -255,7 +257,7 @@ class SqlTables:
         """
         new_columns = [c if isinstance(c, Column) else Column.from_dict(c) for c in columns]
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> TableDef:
             current = read_table(conn, name)
             taken = set(current.column_names()) | set(current.partition_column_names())
             for col in new_columns:
@@ -265,6 +267,7 @@ class SqlTables:
                     raise ValueError(f"table {current.name}: column {col.name!r} already exists")
                 col.hive_type = normalize_hive_type(col.hive_type)
                 taken.add(col.name)
+            assert current.table_id is not None  # read from the catalog
             _insert_columns(conn, current.table_id, new_columns, len(current.columns))
             return read_table(conn, name)
 

@@ -50,7 +50,7 @@ class SqlTransactions:
         """
         now = utcnow()
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> int:
             txn_id = shared.next_txn_id(conn)
             shared.insert_open_txn(conn, txn_id, now, user or self.db.user, host or self.db.host,
                                  agent_info if agent_info is not None else
@@ -70,7 +70,7 @@ class SqlTransactions:
         """
         now = utcnow()
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> None:
             row = shared.open_txn_row(conn, txn_id)
             conn.execute(sa.update(m.Txn).where(m.Txn.txn_id == txn_id).values(
                 txn_last_heartbeat=now, txn_heartbeat_count=row.txn_heartbeat_count + 1))
@@ -91,7 +91,7 @@ class SqlTransactions:
         """
         db, tbl = split_table_name(table_name)
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> int:
             shared.open_txn_row(conn, txn_id)
             shared.table_row(conn, db, tbl)
             existing = conn.execute(sa.select(m.TxnToWriteId.write_id).where(
@@ -130,7 +130,7 @@ class SqlTransactions:
             raise ValueError(f"unknown operation {operation!r}; expected one of {OPERATIONS}")
         db, tbl = split_table_name(table_name)
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> None:
             shared.open_txn_row(conn, txn_id)
             part = shared.check_partition(conn, db, tbl, partition)
             write_id = conn.execute(sa.select(m.TxnToWriteId.write_id).where(
@@ -193,7 +193,7 @@ class SqlTransactions:
                 raise ValueError(f"stats for {key!r} are not JSON-serialisable: {exc}") from None
             stats_by_table[split_table_name(key)] = value
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> int | Deferred:
             current = shared.txn_row(conn, txn_id)  # cheap pre-check before the global lock
             if current.txn_state == "committed":
                 return current.txn_commit_id
@@ -258,19 +258,21 @@ class SqlTransactions:
         return self.db.run(fn)
 
     @staticmethod
-    def _write_set_conflict(conn: sa.Connection, txn_id: int, comp):
+    def _write_set_conflict(conn: sa.Connection, txn_id: int,
+                            comp: shared.Row) -> shared.Row | None:
         ws = m.WriteSet
-        overlap = [ws.part_name.is_(None)]
+        overlap: list[sa.ColumnElement[bool]] = [ws.part_name.is_(None)]
         if comp.part_name is None:
             overlap = [sa.true()]
         else:
             overlap.append(ws.part_name == comp.part_name)
-        return conn.execute(
+        hit: shared.Row | None = conn.execute(
             sa.select(ws.txn_id, ws.commit_id, ws.part_name, ws.operation).where(
                 ws.db_name == comp.db_name, ws.tbl_name == comp.tbl_name,
                 ws.commit_id > txn_id, ws.txn_id != txn_id,
                 ws.operation.in_(sorted(WRITE_SET_OPERATIONS)), sa.or_(*overlap))
             .order_by(ws.commit_id).limit(1)).first()
+        return hit
 
     def abort_transaction(self, txn_id: int, reason: str = "") -> None:
         """Abort (Hive ``TxnHandler.abortTxn``): the transaction's write ids become aborted
@@ -283,7 +285,7 @@ class SqlTransactions:
         """
         now = utcnow()
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> None:
             row = shared.txn_row(conn, txn_id, for_update=True)
             if row.txn_state == "aborted":
                 return None
@@ -294,8 +296,9 @@ class SqlTransactions:
 
         self.db.run(fn)
 
-    def _txn_infos(self, conn: sa.Connection, rows) -> list[TxnInfo]:
-        ids = [r.txn_id for r in rows]
+    @staticmethod
+    def _txn_infos(conn: sa.Connection, txn_rows: Sequence[shared.Row]) -> list[TxnInfo]:
+        ids = [r.txn_id for r in txn_rows]
         write_ids: dict[int, dict[str, int]] = {i: {} for i in ids}
         if ids:
             for i in range(0, len(ids), 500):
@@ -309,7 +312,7 @@ class SqlTransactions:
             last_heartbeat=r.txn_last_heartbeat, committed_at=r.txn_committed,
             aborted_at=r.txn_aborted, abort_reason=r.txn_abort_reason,
             write_ids=dict(sorted(write_ids[r.txn_id].items())), commit_id=r.txn_commit_id,
-            heartbeat_count=r.txn_heartbeat_count) for r in rows]
+            heartbeat_count=r.txn_heartbeat_count) for r in txn_rows]
 
     def get_transaction(self, txn_id: int) -> TxnInfo:
         """State and details of one transaction.
@@ -333,7 +336,7 @@ class SqlTransactions:
         if wanted is not None and set(wanted) - set(TXN_STATES):
             raise ValueError(f"unknown transaction states {wanted}; expected {TXN_STATES}")
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> list[TxnInfo]:
             q = sa.select(m.Txn.__table__).order_by(m.Txn.txn_id)
             if wanted is not None:
                 q = q.where(m.Txn.txn_state.in_(wanted))
@@ -355,7 +358,7 @@ class SqlTransactions:
         now = as_utc(now) if now is not None else utcnow()
         cutoff = now - timedelta(seconds=self.txn_timeout_s)
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> list[int]:
             ids = [r.txn_id for r in conn.execute(
                 sa.select(m.Txn.txn_id).where(m.Txn.txn_state == "open",
                                               m.Txn.txn_last_heartbeat < cutoff)

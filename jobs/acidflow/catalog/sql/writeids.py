@@ -23,15 +23,14 @@ class SqlWriteIds:
         self.db = db
 
     def write_id_snapshot(self, table_name: str, txn_id: int | None = None,
-                           as_of_write_id: int | None = None
-                           ) -> tuple[str, int, tuple[int, ...], tuple[int, ...], int | None]:
+                           as_of_write_id: int | None = None) -> RawSnapshot:
         """Raw ``(table, high_watermark, open_write_ids, aborted_write_ids, min_open_write_id)``
         behind :meth:`valid_write_ids` (sorted tuples)."""
         if as_of_write_id is not None and as_of_write_id < 0:
             raise ValueError(f"as_of_write_id must be >= 0, got {as_of_write_id}")
         db, tbl = split_table_name(table_name)
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> RawSnapshot:
             shared.table_row(conn, db, tbl)
             if txn_id is not None:
                 shared.txn_row(conn, txn_id)
@@ -87,7 +86,7 @@ class SqlWriteIds:
         """
         db, tbl = split_table_name(table_name)
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> list[tuple[int, int, str]]:
             shared.table_row(conn, db, tbl)
             rows = conn.execute(
                 sa.select(m.TxnToWriteId.write_id, m.TxnToWriteId.txn_id, m.Txn.txn_state)
@@ -107,7 +106,7 @@ class SqlWriteIds:
         """
         db, tbl = split_table_name(table_name)
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> list[CommitRecord]:
             shared.table_row(conn, db, tbl)
             rows = conn.execute(sa.select(m.CommitRecordRow.__table__).where(
                 m.CommitRecordRow.db_name == db, m.CommitRecordRow.tbl_name == tbl)
