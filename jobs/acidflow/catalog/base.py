@@ -221,7 +221,8 @@ class Catalog(abc.ABC):
         """
 
     # ====================================================================================
-    # Transactions (Hive ``open_txns`` / ``heartbeat`` / ``allocate_table_write_ids`` / ``add_dynamic_partitions`` / ``commit_txn`` / ``abort_txn`` / ``show_txns``)
+    # Transactions (Hive ``open_txns`` / ``heartbeat`` / ``allocate_table_write_ids`` /
+    # ``add_dynamic_partitions`` / ``commit_txn`` / ``abort_txn`` / ``show_txns``)
     # ====================================================================================
     @abc.abstractmethod
     def open_transaction(self, user: str | None = None, host: str | None = None,
@@ -350,7 +351,8 @@ class Catalog(abc.ABC):
         """
 
     # ====================================================================================
-    # Write ids and snapshots (Hive ``get_valid_write_ids``)
+    # Write ids and snapshots (Hive ``get_valid_write_ids``). One table per call: acidflow has
+    # no ValidTxnWriteIdList (one snapshot across tables) yet; a reader takes one list per table.
     # ====================================================================================
     @abc.abstractmethod
     def valid_write_ids(self, table_name: str, txn_id: int | None = None,
@@ -480,7 +482,8 @@ class Catalog(abc.ABC):
         by CDC are absent)."""
 
     # ====================================================================================
-    # Compaction queue and history (Hive ``compact2`` / ``show_compact`` and the compactor's ``CompactionTxnHandler`` calls)
+    # Compaction queue and history (Hive ``compact2`` / ``show_compact`` and the compactor's
+    # ``CompactionTxnHandler`` calls)
     # ====================================================================================
     @abc.abstractmethod
     def enqueue_compaction(self, table_name: str, partition: str | None, compaction_type: str,

@@ -4,8 +4,8 @@ batches, compaction queue entries and reader registrations, plus the words they 
 Every backend (:mod:`acidflow.catalog.sql`, a Hive Metastore backend later) returns these frozen
 dataclasses, so callers never see rows, sessions or thrift structs. Times are aware UTC
 ``datetime`` objects. State and type vocabularies are words, not Hive's one-letter codes
-(``TXNS.TXN_STATE`` 'o'/'c'/'a', ``HIVE_LOCKS.HL_LOCK_TYPE`` 'r'/'w'/'e', ``COMPACTION_QUEUE.CQ_STATE``
-'i'/'w'/'r'/'s'/'f'/'a'); a thrift backend maps them.
+(``TXNS.TXN_STATE`` 'o'/'c'/'a', ``HIVE_LOCKS.HL_LOCK_TYPE`` 'r'/'w'/'e',
+``COMPACTION_QUEUE.CQ_STATE`` 'i'/'w'/'r'/'s'/'f'/'a'); a thrift backend maps them.
 """
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from typing import Any
 
 #: Transaction states (Hive ``TxnState`` OPEN / COMMITTED / ABORTED).
 TXN_STATES = ("open", "committed", "aborted")
-#: Operations a transaction registers per (table, partition) (Hive ``TXN_COMPONENTS.TC_OPERATION_TYPE``
-#: insert / update / delete, plus acidflow's insert_overwrite).
+#: Operations a transaction registers per (table, partition) (Hive
+#: ``TXN_COMPONENTS.TC_OPERATION_TYPE`` insert / update / delete, plus acidflow's
+#: insert_overwrite).
 OPERATIONS = ("insert", "update", "delete", "insert_overwrite")
 #: Operations recorded in the write set and checked for conflicts at commit. Hive tracks
 #: update and delete; acidflow adds insert_overwrite (it replaces the partition's rows).

@@ -28,7 +28,9 @@ NAME_RE = re.compile(r"^[a-z0-9_]+$")
 
 def as_utc(value: datetime) -> datetime:
     """``value`` as an aware UTC datetime (a naive value is taken to be UTC already)."""
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    if value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
 
 
 def normalize_table_name(name: str) -> str:
@@ -278,9 +280,10 @@ class TableDef:
             out["created_at"] = self.created_at.isoformat()
         return out
 
-    _KEYS: ClassVar[frozenset[str]] = frozenset({"name", "columns", "partition_columns", "primary_key", "ordering_column",
-                       "bucket_columns", "num_buckets", "bucketing_version", "properties",
-                       "location", "table_id", "created_at"})
+    _KEYS: ClassVar[frozenset[str]] = frozenset({
+        "name", "columns", "partition_columns", "primary_key", "ordering_column",
+        "bucket_columns", "num_buckets", "bucketing_version", "properties",
+        "location", "table_id", "created_at"})
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TableDef":

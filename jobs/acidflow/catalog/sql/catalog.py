@@ -128,7 +128,7 @@ class SqlCatalog(Catalog):
     def current_revision(self) -> str | None:
         return self.db.current_revision()
 
-    # -- tables.py ----
+    # -- tables (sql/tables.py) --------------------------------------------------------------
     def create_table(self, table: TableDef | dict[str, Any], if_not_exists: bool = False
                      ) -> TableDef:
         return self._tables.create_table(table, if_not_exists)
@@ -151,7 +151,7 @@ class SqlCatalog(Catalog):
     def add_columns(self, name: str, columns: Sequence[Column | dict[str, Any]]) -> TableDef:
         return self._tables.add_columns(name, columns)
 
-    # -- txns.py ----
+    # -- transactions (sql/txns.py) ----------------------------------------------------------
     def open_transaction(self, user: str | None = None, host: str | None = None,
                          agent_info: str | None = None) -> int:
         return self._txns.open_transaction(user, host, agent_info)
@@ -182,7 +182,7 @@ class SqlCatalog(Catalog):
     def abort_timed_out_transactions(self, now: datetime | None = None) -> list[int]:
         return self._txns.abort_timed_out_transactions(now)
 
-    # -- writeids.py ----
+    # -- write ids and snapshots (sql/writeids.py) -------------------------------------------
     def valid_write_ids(self, table_name: str, txn_id: int | None = None,
                         as_of_write_id: int | None = None) -> ValidWriteIdList:
         return self._write_ids.valid_write_ids(table_name, txn_id, as_of_write_id)
@@ -193,7 +193,7 @@ class SqlCatalog(Catalog):
     def commit_records(self, table_name: str) -> list[CommitRecord]:
         return self._write_ids.commit_records(table_name)
 
-    # -- locks.py ----
+    # -- locks (sql/locks.py) ----------------------------------------------------------------
     def acquire_lock(self, txn_id: int, table_name: str, partition: str | None,
                      lock_type: str, timeout_s: float = 60.0) -> int:
         return self._locks.acquire_lock(txn_id, table_name, partition, lock_type, timeout_s)
@@ -204,7 +204,7 @@ class SqlCatalog(Catalog):
     def list_locks(self, table_name: str | None = None) -> list[LockInfo]:
         return self._locks.list_locks(table_name)
 
-    # -- batches.py ----
+    # -- batches and tombstones (sql/batches.py) ---------------------------------------------
     def register_batch(self, txn_id: int, batch_id: str, kind: str, *,
                        source: str | None = None, details: dict[str, Any] | None = None
                        ) -> BatchInfo:
@@ -223,12 +223,14 @@ class SqlCatalog(Catalog):
     def tombstones(self, table_name: str, key_jsons: list[str]) -> dict[str, str]:
         return self._batches.tombstones(table_name, key_jsons)
 
-    # -- compactions.py ----
+    # -- compaction queue and history (sql/compactions.py) -----------------------------------
     def enqueue_compaction(self, table_name: str, partition: str | None, compaction_type: str,
                            *, requester: str = "initiator", state: str = "initiated",
                            error: str | None = None,
                            properties: dict[str, Any] | None = None) -> CompactionInfo:
-        return self._compactions.enqueue_compaction(table_name, partition, compaction_type, requester=requester, state=state, error=error, properties=properties)
+        return self._compactions.enqueue_compaction(table_name, partition, compaction_type,
+                                                    requester=requester, state=state, error=error,
+                                                    properties=properties)
 
     def get_compaction(self, cq_id: int) -> CompactionInfo:
         return self._compactions.get_compaction(cq_id)
@@ -236,7 +238,8 @@ class SqlCatalog(Catalog):
     def list_compactions(self, table_name: str | None = None, states: Iterable[str] | None = None,
                          partition: str | None = None, *, any_partition: bool = True
                          ) -> list[CompactionInfo]:
-        return self._compactions.list_compactions(table_name, states, partition, any_partition=any_partition)
+        return self._compactions.list_compactions(table_name, states, partition,
+                                                  any_partition=any_partition)
 
     def claim_compaction(self, worker_id: str, cq_id: int | None = None) -> CompactionInfo | None:
         return self._compactions.claim_compaction(worker_id, cq_id)
@@ -246,11 +249,13 @@ class SqlCatalog(Catalog):
 
     def update_compaction(self, cq_id: int, *, highest_write_id: int | None = None,
                           details: dict[str, Any] | None = None) -> None:
-        return self._compactions.update_compaction(cq_id, highest_write_id=highest_write_id, details=details)
+        return self._compactions.update_compaction(cq_id, highest_write_id=highest_write_id,
+                                                   details=details)
 
     def mark_compaction_ready_for_cleaning(self, cq_id: int, highest_write_id: int,
                                            details: dict[str, Any] | None = None) -> int:
-        return self._compactions.mark_compaction_ready_for_cleaning(cq_id, highest_write_id, details)
+        return self._compactions.mark_compaction_ready_for_cleaning(cq_id, highest_write_id,
+                                                                    details)
 
     def mark_compaction_succeeded(self, cq_id: int, details: dict[str, Any] | None = None) -> None:
         return self._compactions.mark_compaction_succeeded(cq_id, details)
@@ -274,12 +279,13 @@ class SqlCatalog(Catalog):
 
     def aborted_write_ids(self, table_name: str, partition: str | None = None, *,
                           any_partition: bool = False) -> list[int]:
-        return self._compactions.aborted_write_ids(table_name, partition, any_partition=any_partition)
+        return self._compactions.aborted_write_ids(table_name, partition,
+                                                   any_partition=any_partition)
 
     def forget_aborted_components(self, table_name: str, up_to_write_id: int) -> int:
         return self._compactions.forget_aborted_components(table_name, up_to_write_id)
 
-    # -- readers.py ----
+    # -- reader registrations (sql/readers.py) -----------------------------------------------
     def register_reader(self, table_name: str,
                         valid_write_ids: ValidWriteIdList | None = None, *,
                         agent_info: str | None = None) -> ReaderInfo:

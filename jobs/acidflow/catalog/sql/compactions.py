@@ -9,7 +9,8 @@ States (Hive's SHOW COMPACTIONS words, H4 ``TxnStore``): ``initiated`` -> ``work
 (a worker found nothing it may do) are recorded directly. Types: ``major``, ``minor``.
 
 History retention (Hive ``hive.compactor.history.retention.succeeded`` 3,
-``...failed`` 3, ``...attempted`` 2, per partition): :meth:`SqlCompactions.purge_compaction_history`.
+``...failed`` 3, ``...attempted`` 2, per partition):
+:meth:`SqlCompactions.purge_compaction_history`.
 """
 from __future__ import annotations
 
@@ -317,7 +318,8 @@ class SqlCompactions:
                 raise CompactionStateError(f"compaction {cq_id} already succeeded")
             if r.cq_txn_id is not None:
                 if shared.txn_state(conn, r.cq_txn_id) == "open":
-                    shared.abort_txns(conn, [r.cq_txn_id], f"compaction failed: {error}"[:2000], now)
+                    shared.abort_txns(conn, [r.cq_txn_id], f"compaction failed: {error}"[:2000],
+                                      now)
             merged = dict(r.cq_details or {})
             merged.update(details or {})
             conn.execute(sa.update(m.CompactionQueueRow).where(
