@@ -136,11 +136,11 @@ def timed(fn):
 
 # -- acidflow ---------------------------------------------------------------------------------
 def _acid_catalog(work: Path):
-    from acidflow.catalog import Catalog
+    from acidflow.catalog import SqlCatalog
 
     wh = work / "warehouse"
     wh.mkdir(parents=True, exist_ok=True)
-    return Catalog(f"sqlite:///{wh}/_acidflow_catalog.db", warehouse=str(wh))
+    return SqlCatalog(f"sqlite:///{wh}/_acidflow_catalog.db", warehouse=str(wh))
 
 
 def _acid_tdef():

@@ -14,11 +14,11 @@ def worker(url: str, warehouse: str, table_def: dict, barrier, rounds: int, out)
     Puts ``("ok", [(txn, write_id), ...], "committed"|"conflict", txn)`` or
     ``("error", repr)`` on ``out``.
     """
-    from acidflow.catalog import Catalog, TableDef, WriteConflictError
+    from acidflow.catalog import SqlCatalog, TableDef, WriteConflictError
 
     catalog = None
     try:
-        catalog = Catalog(url, warehouse=warehouse)
+        catalog = SqlCatalog(url, warehouse=warehouse)
         table = catalog.create_table(TableDef.from_dict(table_def), if_not_exists=True)
         barrier.wait(60)
         got = []

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from acidflow.catalog import Catalog, Column, TableDef
+from acidflow.catalog import Catalog, Column, SqlCatalog, TableDef
 
 BACKENDS = [
     pytest.param("sqlite", id="sqlite"),
@@ -23,7 +23,7 @@ def pg_catalog_db(postgres_url) -> str:
     from tests.support.postgres import create_database
 
     url = create_database(postgres_url, "catalog_tests")
-    Catalog(url, warehouse="/nonexistent").close()
+    SqlCatalog(url, warehouse="/nonexistent").close()
     return url
 
 
@@ -31,7 +31,7 @@ def reset_catalog_db(url: str) -> None:
     """Empty every catalog table and restart the txn / lock id sequences (PostgreSQL)."""
     import sqlalchemy as sa
 
-    from acidflow.catalog import models
+    from acidflow.catalog.sql import schema as models
 
     names = [t.name for t in reversed(models.Base.metadata.sorted_tables)
              if t.name not in ("next_txn_id", "next_lock_id")]
@@ -64,7 +64,7 @@ def backend(request) -> str:
 def sqlite_template(tmp_path_factory) -> Path:
     """A SQLite catalog file migrated to head once per session; tests get copies."""
     path = tmp_path_factory.mktemp("sqlite-template") / "catalog.db"
-    Catalog(f"sqlite:///{path}", warehouse="/nonexistent").close()  # checkpoints the WAL
+    SqlCatalog(f"sqlite:///{path}", warehouse="/nonexistent").close()  # checkpoints the WAL
     return path
 
 
@@ -102,7 +102,7 @@ def make_catalog(catalog_url, tmp_path):
 
     def make(**kwargs) -> Catalog:
         kwargs.setdefault("warehouse", str(tmp_path / "warehouse"))
-        cat = Catalog(catalog_url, **kwargs)
+        cat = SqlCatalog(catalog_url, **kwargs)
         made.append(cat)
         return cat
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 
 from acidflow.catalog import CompactionStateError
-from acidflow.catalog.store import _utcnow
+from acidflow.catalog.sql.db import utcnow as _utcnow
 from tests.catalog.conftest import BACKENDS  # noqa: F401  (backend fixture parametrises)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import multiprocessing
 
-from acidflow.catalog import Catalog
+from acidflow.catalog import SqlCatalog
 from tests.catalog import _workers
 from tests.catalog.conftest import plain_table
 
@@ -42,7 +42,7 @@ def test_processes_share_one_catalog(empty_url, tmp_path):
     outcomes = sorted(r[2] for r in results)
     assert outcomes == ["committed"] + ["conflict"] * (PROCESSES - 1), results
 
-    with Catalog(empty_url, warehouse=str(tmp_path)) as catalog:
+    with SqlCatalog(empty_url, warehouse=str(tmp_path)) as catalog:
         assert [t.name for t in catalog.list_tables()] == ["default.events"]
         recs = catalog.commit_records("default.events")
         assert [r.write_id for r in recs[:len(write_ids)]] == write_ids

@@ -5,7 +5,8 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from acidflow.catalog import Catalog, alembic_config, head_revision, models
+from acidflow.catalog import SqlCatalog, alembic_config, head_revision
+from acidflow.catalog.sql import schema as models
 from tests.catalog.conftest import plain_table
 
 CATALOG_TABLES = set(models.Base.metadata.tables)
@@ -21,9 +22,9 @@ def _tables(url: str) -> set[str]:
 
 def test_fresh_database_is_migrated_to_head(empty_url, tmp_path):
     assert head_revision() == "0004"
-    with Catalog(empty_url, warehouse=str(tmp_path), migrate=False) as cat:
+    with SqlCatalog(empty_url, warehouse=str(tmp_path), migrate=False) as cat:
         assert cat.current_revision() is None
-    with Catalog(empty_url, warehouse=str(tmp_path)) as cat:
+    with SqlCatalog(empty_url, warehouse=str(tmp_path)) as cat:
         assert cat.current_revision() == head_revision()
         assert _tables(empty_url) == CATALOG_TABLES | {models.VERSION_TABLE}
         txn = cat.open_transaction()
@@ -34,7 +35,7 @@ def test_fresh_database_is_migrated_to_head(empty_url, tmp_path):
 
 def test_models_match_migrations(empty_url, tmp_path):
     """The declarative models and the migration scripts describe the same schema."""
-    with Catalog(empty_url, warehouse=str(tmp_path)) as cat:
+    with SqlCatalog(empty_url, warehouse=str(tmp_path)) as cat:
         with cat.engine.connect() as conn:
             ctx = MigrationContext.configure(conn, opts={
                 "compare_type": True, "version_table": models.VERSION_TABLE})
@@ -43,7 +44,7 @@ def test_models_match_migrations(empty_url, tmp_path):
 
 
 def test_downgrade_upgrade_round_trip(empty_url, tmp_path):
-    with Catalog(empty_url, warehouse=str(tmp_path)) as cat:
+    with SqlCatalog(empty_url, warehouse=str(tmp_path)) as cat:
         cat.create_table(plain_table())
         cat.downgrade("base")
         assert cat.current_revision() is None
@@ -58,7 +59,7 @@ def test_downgrade_upgrade_round_trip(empty_url, tmp_path):
 def test_alembic_config_is_built_in_code():
     cfg = alembic_config(url="sqlite:///x%20y.db")
     assert cfg.config_file_name is None
-    assert cfg.get_main_option("script_location").endswith("jobs/acidflow/catalog/migrations")
+    assert cfg.get_main_option("script_location").endswith("jobs/acidflow/catalog/sql/migrations")
     assert cfg.get_main_option("sqlalchemy.url") == "sqlite:///x%20y.db"
 
 

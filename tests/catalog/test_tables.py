@@ -10,6 +10,7 @@ from acidflow.catalog import (
     CatalogError,
     Column,
     NoSuchTableError,
+    SqlCatalog,
     TableDef,
     TableExistsError,
 )
@@ -146,7 +147,7 @@ def test_from_settings_uses_warehouse_sqlite(warehouse):
 
 
 def test_sqlite_pragmas(tmp_path):
-    cat = Catalog(f"sqlite:///{tmp_path / 'sub' / 'dir' / 'c.db'}", warehouse=str(tmp_path))
+    cat = SqlCatalog(f"sqlite:///{tmp_path / 'sub' / 'dir' / 'c.db'}", warehouse=str(tmp_path))
     try:
         with cat.engine.connect() as conn:
             assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"

@@ -15,7 +15,7 @@ from acidflow.catalog import (
     TxnAbortedError,
     TxnNotOpenError,
 )
-from acidflow.catalog import models
+from acidflow.catalog.sql import schema as models
 
 
 def test_open_and_get(catalog):

@@ -12,7 +12,7 @@ import pytest
 
 from acidflow import reads
 from acidflow.acid import writes
-from acidflow.catalog import Catalog, Column, TableDef
+from acidflow.catalog import Column, SqlCatalog, TableDef
 from tests.compat.hive23 import read_with_hive23
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 @pytest.fixture
 def catalog(warehouse):
-    return Catalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
+    return SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
 
 
 def ours(catalog, name, cols, **kw):

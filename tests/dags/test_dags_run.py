@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from acidflow.catalog import Catalog
+from acidflow.catalog import SqlCatalog
 from acidflow.localairflow import airflow_env, dags_test, migrate
 from acidflow.reads import read_table
 
@@ -17,7 +17,7 @@ def af(tmp_path_factory):
     wh = root / "warehouse"
     env = airflow_env(root / "airflow", warehouse=str(wh))
     migrate(env)
-    cat = Catalog(f"sqlite:///{wh}/_acidflow_catalog.db", warehouse=str(wh))
+    cat = SqlCatalog(f"sqlite:///{wh}/_acidflow_catalog.db", warehouse=str(wh))
     return env, cat, root
 
 

@@ -126,9 +126,9 @@ def test_airflow_init(databases, tmp_path):
         "SELECT tablename, tableowner FROM pg_tables WHERE schemaname = 'public'",
         "acidflow_catalog")}
     assert catalog and set(catalog.values()) == {"acidflow"}, catalog
-    from acidflow.catalog.store import Catalog, head_revision
+    from acidflow.catalog import SqlCatalog, head_revision
 
-    cat = Catalog(env["ACIDFLOW_CATALOG_URL"], warehouse=env["ACIDFLOW_WAREHOUSE"], migrate=False)
+    cat = SqlCatalog(env["ACIDFLOW_CATALOG_URL"], warehouse=env["ACIDFLOW_WAREHOUSE"], migrate=False)
     try:
         assert cat.current_revision() == head_revision()
     finally:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from acidflow.catalog import Catalog
+from acidflow.catalog import SqlCatalog
 from acidflow.reads import read_table
 from tests.support.airflow_services import BIN, AirflowServices
 
@@ -35,7 +35,7 @@ def services(tmp_path_factory, postgres_url):
     wh = root / "warehouse"
     metadata = create_database(postgres_url, "airflow_e2e")
     with AirflowServices(root, wh, metadata_url=metadata) as af:
-        yield af, Catalog(f"sqlite:///{wh}/_acidflow_catalog.db", warehouse=str(wh)), root
+        yield af, SqlCatalog(f"sqlite:///{wh}/_acidflow_catalog.db", warehouse=str(wh)), root
 
 
 def gg(op, pos, after=None, before=None):

@@ -218,7 +218,7 @@ def _probe(master_url: str, tmp: Path, zip_path: Path) -> list[dict]:
 # ----------------------------------------------------------------------------------- the test
 
 def test_acid_cdc_dag_on_standalone_cluster(tmp_path):
-    from acidflow.catalog import Catalog
+    from acidflow.catalog import SqlCatalog
     from acidflow.cdc.changes import POSITION_COLUMN
     from acidflow.localairflow import airflow_env, dags_test, migrate
     from acidflow.reads import read_table
@@ -255,7 +255,7 @@ def test_acid_cdc_dag_on_standalone_cluster(tmp_path):
         assert "state=failed" not in out and "state=success" in out, out[-6000:]
 
         # --- the data
-        cat = Catalog(catalog_url, warehouse=str(wh))
+        cat = SqlCatalog(catalog_url, warehouse=str(wh))
         names = [t.name if hasattr(t, "name") else str(t) for t in cat.list_tables()]
         assert "deploy.acc" in names, names
         table = read_table(None, cat, "deploy.acc")

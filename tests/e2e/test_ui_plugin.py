@@ -86,14 +86,14 @@ def chromium():
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A running api-server: yields ``(base_url, ids from ui_warehouse.build)``."""
-    from acidflow.catalog import Catalog
+    from acidflow.catalog import SqlCatalog
 
     root = tmp_path_factory.mktemp("airflow-e2e")
     home, wh, dags = root / "airflow_home", root / "warehouse", root / "dags"
     for d in (home, wh, dags):
         d.mkdir()
     catalog_url = f"sqlite:///{wh / '_acidflow_catalog.db'}"
-    cat = Catalog(catalog_url, warehouse=str(wh))
+    cat = SqlCatalog(catalog_url, warehouse=str(wh))
     ids = uw.build(cat)
     cat.close()
 

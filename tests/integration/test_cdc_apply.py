@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from acidflow.catalog import BatchInProgressError, Catalog, Column, TableDef
+from acidflow.catalog import BatchInProgressError, Column, SqlCatalog, TableDef
 from acidflow.cdc.apply import CdcOptions, SchemaDriftError, apply_file, apply_path
 from acidflow.cdc.changes import POSITION_COLUMN, Policies
 from acidflow.cdc.quarantine import QuarantineThresholdError
@@ -33,7 +33,7 @@ def merge_path(request, monkeypatch):
 
 @pytest.fixture
 def catalog(warehouse):
-    return Catalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
+    return SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
 
 
 def rows(spark, catalog, name, cols=None):

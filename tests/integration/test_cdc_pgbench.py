@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from acidflow.catalog import Catalog
+from acidflow.catalog import SqlCatalog
 from acidflow.cdc.apply import CdcOptions, apply_path
 from acidflow.cdc.pull import pull
 from acidflow.cdc.tables import load_tables_config
@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 @pytest.fixture
 def catalog(warehouse):
-    return Catalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
+    return SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
 
 
 def pgbench(pg, *args, log):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from acidflow.acid import writes
-from acidflow.catalog import Catalog, Column, TableDef
+from acidflow.catalog import Column, SqlCatalog, TableDef
 
 pytestmark = pytest.mark.spark
 
@@ -23,7 +23,7 @@ def cli(*args: str) -> str:
 
 
 def test_cli_on_catalog_tables(spark, warehouse):
-    catalog = Catalog(os.environ["ACIDFLOW_CATALOG_URL"], warehouse=str(warehouse))
+    catalog = SqlCatalog(os.environ["ACIDFLOW_CATALOG_URL"], warehouse=str(warehouse))
     catalog.create_table(TableDef(name="shop.items", columns=[Column("sku", "int"), Column("label", "string")],
                                   primary_key=["sku"], num_buckets=2))
     with writes.Transaction(catalog) as txn:

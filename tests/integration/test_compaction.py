@@ -16,7 +16,7 @@ import pytest
 from acidflow import reads
 from acidflow.acid import files as acid_files
 from acidflow.acid.bucketing import encode_bucket_property
-from acidflow.catalog import Catalog, Column, TableDef
+from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
 from tests.compat.hive23 import read_with_hive23
@@ -32,7 +32,7 @@ CFG = CompactorConfig(heartbeat_s=0.5)
 
 @pytest.fixture
 def catalog(warehouse):
-    cat = Catalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
+    cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
     yield cat
     cat.close()
 

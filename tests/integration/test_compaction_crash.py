@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from acidflow.catalog import Catalog, Column, TableDef
+from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
 from tests.support import acidtables as at
@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 WORKER = textwrap.dedent("""
     import os, signal, sys
-    from acidflow.catalog import Catalog
+    from acidflow.catalog import SqlCatalog
     from acidflow.acid import compaction
     from acidflow.compactor import worker
     from acidflow.compactor.config import CompactorConfig
@@ -34,7 +34,7 @@ WORKER = textwrap.dedent("""
             os.kill(os.getpid(), signal.SIGKILL)
         return out
     compaction.acid_files.write_event_table = dying
-    catalog = Catalog(sys.argv[1], warehouse=sys.argv[2])
+    catalog = SqlCatalog(sys.argv[1], warehouse=sys.argv[2])
     worker.run_worker(None, catalog, cq_id=int(sys.argv[3]), worker_id="doomed",
                       config=CompactorConfig(heartbeat_s=0))
     print("NOT KILLED", flush=True)
@@ -42,7 +42,7 @@ WORKER = textwrap.dedent("""
 
 CLEANER = textwrap.dedent("""
     import os, signal, sys
-    from acidflow.catalog import Catalog
+    from acidflow.catalog import SqlCatalog
     from acidflow.acid.fs import TableFS
     from acidflow.compactor import cleaner
     real = TableFS.delete
@@ -55,7 +55,7 @@ CLEANER = textwrap.dedent("""
                 os.kill(os.getpid(), signal.SIGKILL)
         return real(self, path)
     TableFS.delete = dying
-    catalog = Catalog(sys.argv[1], warehouse=sys.argv[2])
+    catalog = SqlCatalog(sys.argv[1], warehouse=sys.argv[2])
     cleaner.run_cleaner(catalog)
     print("NOT KILLED", flush=True)
 """)
@@ -76,7 +76,7 @@ def _run(tmp_path, script, *args):
 @pytest.fixture
 def table(warehouse):
     url = f"sqlite:///{warehouse / '_acidflow_catalog.db'}"
-    catalog = Catalog(url, warehouse=str(warehouse), txn_timeout_s=300)
+    catalog = SqlCatalog(url, warehouse=str(warehouse), txn_timeout_s=300)
     catalog.create_table(TableDef(name="db.k", columns=[Column("id", "int"), Column("s", "string")]))
     from acidflow.acid.bucketing import encode_bucket_property
     b0 = encode_bucket_property(0, 0)

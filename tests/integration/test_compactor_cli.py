@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from acidflow.catalog import Catalog, Column, TableDef
+from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.cli import app
 from tests.support import acidtables as at
 
@@ -21,7 +21,7 @@ def invoke(*args, code=0):
 
 
 def test_compactor_commands(warehouse):
-    catalog = Catalog(os.environ["ACIDFLOW_CATALOG_URL"], warehouse=str(warehouse))
+    catalog = SqlCatalog(os.environ["ACIDFLOW_CATALOG_URL"], warehouse=str(warehouse))
     catalog.create_table(TableDef(name="shop.items", columns=[Column("sku", "int"), Column("label", "string")],
                                   properties={"compactorthreshold.hive.compactor.delta.num.threshold": "1"}))
     at.write(catalog, "shop.items", {0: [(1, "one"), (2, "two")]})

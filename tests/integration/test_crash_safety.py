@@ -14,17 +14,17 @@ import pytest
 
 from acidflow import reads
 from acidflow.acid import writes
-from acidflow.catalog import Catalog, Column, TableDef
+from acidflow.catalog import Column, SqlCatalog, TableDef
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 WRITER = textwrap.dedent("""
     import os, signal, sys
     from acidflow.spark import get_spark
-    from acidflow.catalog import Catalog
+    from acidflow.catalog import SqlCatalog
     from acidflow.acid import writes
     spark = get_spark("crash-writer", master="local[1]", **{"spark.ui.enabled": "false"})
-    catalog = Catalog(sys.argv[1], warehouse=sys.argv[2])
+    catalog = SqlCatalog(sys.argv[1], warehouse=sys.argv[2])
     txn = writes.Transaction(catalog, heartbeat_s=0)
     txn.begin()
     df = spark.createDataFrame([(i, "new") for i in range(100, 200)], "k int, v string")
@@ -37,7 +37,7 @@ WRITER = textwrap.dedent("""
 
 def test_killed_writer_leaves_table_unchanged_and_is_aborted(spark, warehouse, tmp_path):
     url = f"sqlite:///{warehouse / '_acidflow_catalog.db'}"
-    catalog = Catalog(url, warehouse=str(warehouse), txn_timeout_s=2)
+    catalog = SqlCatalog(url, warehouse=str(warehouse), txn_timeout_s=2)
     catalog.create_table(TableDef(name="victim", columns=[Column("k", "int"), Column("v", "string")],
                                   primary_key=["k"], num_buckets=2))
     with writes.Transaction(catalog) as txn:

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from acidflow.catalog import Catalog, Column, TableDef
+from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.cdc.quarantine import QuarantineThresholdError
 from acidflow.ingest import ingest
 from acidflow.reads import read_table
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.spark
 
 @pytest.fixture
 def catalog(warehouse):
-    cat = Catalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
+    cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
     cat.create_table(TableDef(name="sales.orders", columns=[
         Column("id", "bigint"), Column("amount", "decimal(10,2)"), Column("city", "string")],
         partition_columns=[Column("ds", "string")], primary_key=["id"]))

@@ -14,7 +14,7 @@ import pytest
 from acidflow.acid import files as acid_files
 from acidflow.acid import writes
 from acidflow.acid.fs import TableFS
-from acidflow.catalog import Catalog, Column, TableDef
+from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.cdc.apply import CdcOptions, apply_file
 from acidflow.ingest import ingest
 from acidflow.quality.gx import QualityGateError
@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def catalog(warehouse):
-    return Catalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
+    return SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
 
 
 def suite(d: Path, name: str, expectations: list) -> Path:

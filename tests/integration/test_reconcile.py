@@ -12,7 +12,7 @@ import json
 import pytest
 
 from acidflow.acid import writes
-from acidflow.catalog import Catalog, Column, TableDef
+from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.cdc import pgsource
 from acidflow.cdc.pull import connect
 from acidflow.quality import reconcile as R
@@ -63,7 +63,7 @@ def pg():
 
 @pytest.fixture
 def catalog(warehouse, spark):
-    cat = Catalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
+    cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
     cat.create_table(TableDef(name="shop.acct", columns=[
         Column("aid", "int"), Column("filler", "char(10)"), Column("amount", "decimal(10,2)"),
         Column("ts", "timestamp"), Column("note", "string"), Column("flag", "boolean"),

@@ -15,11 +15,11 @@ from tests.support import ui_warehouse as uw
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    from acidflow.catalog import Catalog
+    from acidflow.catalog import SqlCatalog
 
     wh = tmp_path_factory.mktemp("ui") / "warehouse"
     wh.mkdir()
-    cat = Catalog(f"sqlite:///{wh / '_acidflow_catalog.db'}", warehouse=str(wh))
+    cat = SqlCatalog(f"sqlite:///{wh / '_acidflow_catalog.db'}", warehouse=str(wh))
     ids = uw.build(cat)
     yield cat, ids
     cat.close()
@@ -104,11 +104,11 @@ def test_table_detail(ui):
 
 
 def test_unknown_table_and_unmigrated_catalog(ui, tmp_path):
-    from acidflow.catalog import Catalog, NoSuchTableError
+    from acidflow.catalog import NoSuchTableError, SqlCatalog
 
     with pytest.raises(NoSuchTableError):
         ui.table("sales.nope")
-    empty = AcidUiData(Catalog(f"sqlite:///{tmp_path / 'c.db'}", warehouse=str(tmp_path),
+    empty = AcidUiData(SqlCatalog(f"sqlite:///{tmp_path / 'c.db'}", warehouse=str(tmp_path),
                                migrate=False))
     with pytest.raises(CatalogNotReadyError):
         empty.check_ready()

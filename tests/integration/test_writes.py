@@ -15,14 +15,14 @@ from acidflow import reads
 from acidflow.acid import writes
 from acidflow.acid.bucketing import decode_bucket_id, encode_bucket_property, hive_bucket
 from acidflow.acid.files import parse_acid_stats, parse_key_index
-from acidflow.catalog import Catalog, Column, TableDef
+from acidflow.catalog import Column, SqlCatalog, TableDef
 
 pytestmark = pytest.mark.spark
 
 
 @pytest.fixture
 def catalog(warehouse):
-    return Catalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
+    return SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
 
 
 def make_table(catalog, name, cols, **kw) -> TableDef:

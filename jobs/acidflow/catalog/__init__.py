@@ -1,20 +1,26 @@
 """acidflow's transaction catalog: the Hive metastore's TXN role (tables, transactions,
-write ids, write set, locks, heartbeats, commit records) on SQLAlchemy.
+write ids, write set, locks, heartbeats, commit records, batches, compaction queue, readers).
 
-SQLite file by default (``<warehouse>/_acidflow_catalog.db``), PostgreSQL for shared
-deployments; schema managed by Alembic (``jobs/acidflow/catalog/migrations``), upgraded on start-up.
+:class:`Catalog` (:mod:`acidflow.catalog.base`) is the interface the rest of acidflow uses;
+:class:`SqlCatalog` (:mod:`acidflow.catalog.sql`) implements it on SQLAlchemy - SQLite file by
+default (``<warehouse>/_acidflow_catalog.db``), PostgreSQL for shared deployments; schema
+managed by Alembic (``jobs/acidflow/catalog/sql/migrations``), upgraded on start-up. A Hive
+Metastore backend (``thrift://``) comes in wave 2.
 
-    from acidflow.catalog import Catalog, TableDef, Column
-    cat = Catalog.from_settings()
+    from acidflow.catalog import Column, TableDef, load_catalog
+    cat = load_catalog()                      # or Catalog.from_settings(), SqlCatalog(url)
     txn = cat.open_transaction()
     wid = cat.allocate_write_id(txn, "db.t")
     ...
     cat.commit_transaction(txn, stats={"db.t": {"rows_inserted": 10}})
 """
+from acidflow.acid.hivetypes import normalize_hive_type
+from acidflow.catalog.base import Catalog, load_catalog, register_backend
 from acidflow.catalog.errors import (
     BatchAlreadyAppliedError,
     BatchInProgressError,
     CatalogError,
+    CompactionStateError,
     LockTimeoutError,
     NoSuchTableError,
     NoSuchTransactionError,
@@ -23,35 +29,39 @@ from acidflow.catalog.errors import (
     TxnNotOpenError,
     WriteConflictError,
 )
-from acidflow.catalog.compactions import (
+from acidflow.catalog.records import (
     COMPACTION_STATES,
     COMPACTION_TYPES,
-    CompactionInfo,
-    CompactionStateError,
-    ReaderInfo,
-)
-from acidflow.catalog.store import (
     LOCK_TYPES,
     OPERATIONS,
     TXN_STATES,
     BatchInfo,
-    Catalog,
-    Column,
     CommitRecord,
+    CompactionInfo,
     LockInfo,
-    TableDef,
+    ReaderInfo,
     TxnInfo,
-    alembic_config,
-    head_revision,
-    normalize_hive_type,
+)
+from acidflow.catalog.sql import SqlCatalog, alembic_config, head_revision
+from acidflow.catalog.tabledef import (
+    Column,
+    TableDef,
     normalize_table_name,
+    parse_partition_spec,
+    split_table_name,
 )
 
+# The SQL backend serves every URL that no other backend claims (thrift:// is reserved).
+register_backend(None, SqlCatalog)
+
 __all__ = [
-    "Catalog", "Column", "BatchInfo", "BatchAlreadyAppliedError", "BatchInProgressError", "TableDef", "TxnInfo", "LockInfo", "CommitRecord",
+    "Catalog", "SqlCatalog", "load_catalog", "register_backend",
+    "Column", "TableDef", "TxnInfo", "LockInfo", "CommitRecord", "BatchInfo",
+    "CompactionInfo", "ReaderInfo",
     "CatalogError", "NoSuchTableError", "TableExistsError", "NoSuchTransactionError",
     "TxnAbortedError", "TxnNotOpenError", "WriteConflictError", "LockTimeoutError",
-    "OPERATIONS", "LOCK_TYPES", "TXN_STATES",
-    "CompactionInfo", "CompactionStateError", "ReaderInfo", "COMPACTION_STATES", "COMPACTION_TYPES",
+    "BatchAlreadyAppliedError", "BatchInProgressError", "CompactionStateError",
+    "OPERATIONS", "LOCK_TYPES", "TXN_STATES", "COMPACTION_STATES", "COMPACTION_TYPES",
     "alembic_config", "head_revision", "normalize_hive_type", "normalize_table_name",
+    "split_table_name", "parse_partition_spec",
 ]

@@ -1,4 +1,4 @@
-"""Errors raised by the transaction catalog (:mod:`acidflow.catalog.store`).
+"""Errors raised by a transaction catalog (any backend of :class:`acidflow.catalog.Catalog`).
 
 Every error derives from :class:`CatalogError`; each one names the transaction, table and
 partition it is about, both in its message and as attributes, so callers (CLI, Airflow tasks)
@@ -8,6 +8,8 @@ can report or branch on them. They mirror the exceptions of Hive's metastore thr
 ``DbLockManager`` raises as ``LockException``.
 """
 from __future__ import annotations
+
+from datetime import datetime
 
 
 class CatalogError(Exception):
@@ -152,7 +154,7 @@ class BatchAlreadyAppliedError(CatalogError):
         committed_at: its commit time (UTC) or ``None``.
     """
 
-    def __init__(self, batch_id: str, txn_id: int, committed_at=None):
+    def __init__(self, batch_id: str, txn_id: int, committed_at: datetime | None = None):
         self.batch_id = batch_id
         self.txn_id = txn_id
         self.committed_at = committed_at
@@ -173,3 +175,9 @@ class BatchInProgressError(CatalogError):
         self.txn_id = txn_id
         super().__init__(f"batch {batch_id} is being applied by open transaction {txn_id}; "
                          "wait for it to commit or time out")
+
+
+class CompactionStateError(CatalogError):
+    """A compaction queue entry is not in the state the operation needs (names the entry and
+    its state), e.g. a worker heartbeating an entry that was reclaimed after a timeout (Hive's
+    compactor sees the same as a missing ``COMPACTION_QUEUE`` row)."""

@@ -25,7 +25,7 @@ import traceback
 from dataclasses import dataclass
 
 from acidflow.acid import compaction
-from acidflow.catalog.compactions import CompactionStateError
+from acidflow.catalog import CompactionStateError
 from acidflow.compactor.config import CompactorConfig
 
 log = logging.getLogger(__name__)

@@ -4,8 +4,8 @@ Revision ID: 0001
 Revises:
 Create Date: 2025-01-01 00:00:00
 
-Frozen schema (does not import acidflow.catalog.models). The compaction queue/history tables come
-in a later revision. Constraint names follow models.NAMING_CONVENTION.
+Frozen schema (does not import acidflow.catalog.sql.schema). The compaction queue/history tables come
+in a later revision. Constraint names follow schema.NAMING_CONVENTION.
 """
 from typing import Sequence, Union
 

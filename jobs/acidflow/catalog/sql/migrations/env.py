@@ -1,22 +1,24 @@
 """Alembic environment of the acidflow catalog.
 
-Run programmatically (no alembic.ini): :func:`acidflow.catalog.store.alembic_config` builds the
+Run programmatically (no alembic.ini): :func:`acidflow.catalog.sql.db.alembic_config` builds the
 ``Config`` with ``script_location`` = this directory and either puts an open SQLAlchemy
 ``Connection`` in ``config.attributes["connection"]`` (the normal path: the catalog runs the
 upgrade inside its own serialised transaction) or sets ``sqlalchemy.url``.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import context
 
-from acidflow.catalog.models import VERSION_TABLE, Base
+from acidflow.catalog.sql.schema import VERSION_TABLE, Base
 
 config = context.config
 target_metadata = Base.metadata
 
 
-def _configure(**kwargs) -> None:
+def _configure(**kwargs: Any) -> None:
     context.configure(
         target_metadata=target_metadata,
         version_table=VERSION_TABLE,
@@ -41,7 +43,10 @@ def run_migrations_online() -> None:
         with context.begin_transaction():
             context.run_migrations()
         return
-    engine = sa.create_engine(config.get_main_option("sqlalchemy.url"), poolclass=sa.pool.NullPool)
+    url = config.get_main_option("sqlalchemy.url")
+    if url is None:
+        raise RuntimeError("alembic config has neither a connection nor sqlalchemy.url")
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
     try:
         with engine.connect() as conn:
             _configure(connection=conn)

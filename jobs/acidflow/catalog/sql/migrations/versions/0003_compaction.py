@@ -4,7 +4,7 @@ Revision ID: 0003
 Revises: 0002
 Create Date: 2026-12-01 00:00:00
 
-Frozen schema (does not import acidflow.catalog.models).
+Frozen schema (does not import acidflow.catalog.sql.schema).
 
 * ``compaction_queue`` -- Hive's ``COMPACTION_QUEUE`` and ``COMPLETED_COMPACTIONS`` in one table:
   an entry keeps its row from *initiated* through *working* and *ready for cleaning* to

@@ -1,9 +1,7 @@
-"""The compaction queue, its history and reader registrations: the catalog half of the
-compactor (Hive ``CompactionTxnHandler`` / ``TxnHandler.compact`` / ``showCompact``).
-
-These methods are mixed into :class:`acidflow.catalog.store.Catalog` (``Catalog`` inherits
-:class:`CompactionQueueMixin`), so they run in the catalog's database transactions with its
-retry and locking rules (see ``acidflow.catalog.store``).
+"""The compaction queue and its history in the SQL catalog (Hive ``TxnHandler.compact`` /
+``showCompact`` and ``CompactionTxnHandler`` over ``COMPACTION_QUEUE`` /
+``COMPLETED_COMPACTIONS``, kept here in one ``compaction_queue`` table), plus the initiator's
+inputs (``findPotentialCompactions``) and the cleaner's bookkeeping of aborted components.
 
 States (Hive's SHOW COMPACTIONS words, H4 ``TxnStore``): ``initiated`` -> ``working`` ->
 ``ready for cleaning`` -> ``succeeded``; ``failed`` from any running state; ``did not initiate``
@@ -11,105 +9,33 @@ States (Hive's SHOW COMPACTIONS words, H4 ``TxnStore``): ``initiated`` -> ``work
 (a worker found nothing it may do) are recorded directly. Types: ``major``, ``minor``.
 
 History retention (Hive ``hive.compactor.history.retention.succeeded`` 3,
-``...failed`` 3, ``...attempted`` 2, per partition): :meth:`purge_compaction_history`.
+``...failed`` 3, ``...attempted`` 2, per partition):
+:meth:`SqlCompactions.purge_compaction_history`.
 """
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Any, Iterable
+from typing import Any
 
 import sqlalchemy as sa
 
-from acidflow.catalog import models as m
-from acidflow.catalog.errors import CatalogError
-
-COMPACTION_STATES = m.COMPACTION_STATES
-COMPACTION_TYPES = m.COMPACTION_TYPES
-#: states of an entry that is still in the queue (Hive ``COMPACTION_QUEUE``)
-ACTIVE_STATES = ("initiated", "working", "ready for cleaning")
-#: finished states (Hive ``COMPLETED_COMPACTIONS``)
-FINISHED_STATES = ("succeeded", "failed", "did not initiate", "refused")
-
-#: Hive ``hive.compactor.history.retention.succeeded`` / ``.failed`` / ``.attempted``
-DEFAULT_RETENTION = {"succeeded": 3, "failed": 3, "did not initiate": 2}
-
-
-class CompactionStateError(CatalogError):
-    """A queue entry is not in the state the operation needs (names the entry and its state)."""
+from acidflow.catalog.errors import CatalogError, CompactionStateError
+from acidflow.catalog.records import (
+    ACTIVE_STATES,
+    COMPACTION_STATES,
+    COMPACTION_TYPES,
+    DEFAULT_RETENTION,
+    FINISHED_STATES,
+    CompactionInfo,
+)
+from acidflow.catalog.sql import shared
+from acidflow.catalog.sql import schema as m
+from acidflow.catalog.sql.db import Database, utcnow
+from acidflow.catalog.tabledef import as_utc, split_table_name
 
 
-@dataclass(frozen=True)
-class CompactionInfo:
-    """One compaction queue entry, as SHOW COMPACTIONS reports it.
-
-    Attributes:
-        id: queue id (``cq_id``); lower ids were enqueued earlier.
-        table: ``db.table``; partition: spec (``"ds=2024-01-01"``) or ``None``.
-        type: ``"major"`` / ``"minor"``.
-        state: one of :data:`COMPACTION_STATES`.
-        requester: ``"initiator"`` or the user who asked (Hive ``CQ_INITIATOR_ID`` / run-as).
-        worker_id: ``host-pid-...`` of the worker that claimed it, else ``None``.
-        enqueued_at, started_at, ended_at, heartbeat: UTC times (``None`` until reached).
-        error: failure or refusal message.
-        highest_write_id: the compactor's high watermark (write ids the result covers).
-        txn_id: the compaction's own transaction; commit_id: its commit id.
-        properties: request overrides (Hive ``CQ_TBLPROPERTIES``).
-        details: the worker's / cleaner's report (JSON).
-    """
-
-    id: int
-    table: str
-    partition: str | None
-    type: str
-    state: str
-    requester: str
-    worker_id: str | None
-    enqueued_at: datetime
-    started_at: datetime | None
-    ended_at: datetime | None
-    heartbeat: datetime | None
-    error: str | None
-    highest_write_id: int | None
-    txn_id: int | None
-    commit_id: int | None
-    properties: dict[str, Any] = field(default_factory=dict)
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able dict (times as ISO strings)."""
-        out = {}
-        for k, v in self.__dict__.items():
-            out[k] = v.isoformat() if isinstance(v, datetime) else v
-        return out
-
-
-@dataclass(frozen=True)
-class ReaderInfo:
-    """One registered snapshot reader.
-
-    Attributes:
-        reader_id: id; table: ``db.table``.
-        snapshot_seq: the transaction sequence value when the snapshot was taken (compare with
-            a compaction's ``commit_id``: ``snapshot_seq <= commit_id`` = snapshot predates it).
-        high_watermark, valid_write_ids: the reader's ValidWriteIdList (HWM and string form).
-        started_at, last_heartbeat: UTC times.
-    """
-
-    reader_id: int
-    table: str
-    snapshot_seq: int
-    high_watermark: int | None
-    valid_write_ids: str | None
-    started_at: datetime
-    last_heartbeat: datetime
-    user: str | None = None
-    host: str | None = None
-    agent_info: str | None = None
-
-
-def _info(r) -> CompactionInfo:
+def _info(r: shared.Row) -> CompactionInfo:
     return CompactionInfo(
         id=r.cq_id, table=f"{r.db_name}.{r.tbl_name}", partition=r.part_name, type=r.cq_type,
         state=r.cq_state, requester=r.cq_requester, worker_id=r.cq_worker_id,
@@ -119,18 +45,18 @@ def _info(r) -> CompactionInfo:
         properties=dict(r.cq_properties or {}), details=dict(r.cq_details or {}))
 
 
-def _same_part(column, part: str | None):
-    return column.is_(None) if part is None else column == part
+class SqlCompactions:
+    """Compaction queue and history on a :class:`~acidflow.catalog.sql.db.Database`.
 
-
-class CompactionQueueMixin:
-    """Compaction queue, history and reader registration methods of ``Catalog``.
-
-    Relies on ``Catalog``'s ``_run``, ``_tbl_row``, ``_check_partition``, ``_next_txn_id``,
-    ``_txn_row``, ``_abort_rows``, ``txn_timeout_s``, ``_user`` and ``_host``.
+    Args:
+        db: the catalog database.
+        txn_timeout_s: default heartbeat age after which a worker counts as dead.
     """
 
-    # ------------------------------------------------------------------ queue entries
+    def __init__(self, db: Database, txn_timeout_s: int) -> None:
+        self.db = db
+        self.txn_timeout_s = txn_timeout_s
+
     def enqueue_compaction(self, table_name: str, partition: str | None, compaction_type: str,
                            *, requester: str = "initiator", state: str = "initiated",
                            error: str | None = None,
@@ -153,8 +79,6 @@ class CompactionQueueMixin:
         Raises:
             ValueError: unknown type/state, bad partition spec; NoSuchTableError.
         """
-        from acidflow.catalog.store import _utcnow, split_table_name
-
         if compaction_type not in COMPACTION_TYPES:
             raise ValueError(f"unknown compaction type {compaction_type!r}; expected one of "
                              f"{COMPACTION_TYPES}")
@@ -162,27 +86,29 @@ class CompactionQueueMixin:
             raise ValueError(f"a compaction is enqueued as 'initiated' or recorded as "
                              f"'did not initiate'/'refused', not {state!r}")
         db, tbl = split_table_name(table_name)
-        now = _utcnow()
+        now = utcnow()
 
-        def fn(conn):
-            part = self._check_partition(conn, db, tbl, partition)
+        def fn(conn: sa.Connection) -> CompactionInfo:
+            part = shared.check_partition(conn, db, tbl, partition)
             q = m.CompactionQueueRow
             if state == "initiated":
                 existing = conn.execute(sa.select(q.__table__).where(
-                    q.db_name == db, q.tbl_name == tbl, _same_part(q.part_name, part),
+                    q.db_name == db, q.tbl_name == tbl, shared.same_part(q.part_name, part),
                     q.cq_state.in_(("initiated", "working")))
                     .order_by(q.cq_id).with_for_update()).first()
                 if existing is not None:
                     return _info(existing)
             end = now if state != "initiated" else None
-            cq_id = conn.execute(sa.insert(q).values(
+            inserted = conn.execute(sa.insert(q).values(
                 db_name=db, tbl_name=tbl, part_name=part, cq_type=compaction_type,
                 cq_state=state, cq_requester=requester, cq_enqueue_time=now, cq_end=end,
                 cq_error_message=error, cq_properties=dict(properties or {}),
-                cq_details={})).inserted_primary_key[0]
-            return _info(conn.execute(sa.select(q.__table__).where(q.cq_id == cq_id)).one())
+                cq_details={})).inserted_primary_key
+            assert inserted is not None  # INSERT of one row
+            return _info(conn.execute(sa.select(q.__table__).where(
+                q.cq_id == inserted[0])).one())
 
-        return self._run(fn)
+        return self.db.run(fn)
 
     def get_compaction(self, cq_id: int) -> CompactionInfo:
         """One queue entry.
@@ -190,14 +116,14 @@ class CompactionQueueMixin:
         Raises:
             CatalogError: unknown id.
         """
-        def fn(conn):
+        def fn(conn: sa.Connection) -> CompactionInfo:
             r = conn.execute(sa.select(m.CompactionQueueRow.__table__).where(
                 m.CompactionQueueRow.cq_id == cq_id)).first()
             if r is None:
                 raise CatalogError(f"no compaction with id {cq_id}")
             return _info(r)
 
-        return self._run(fn, write=False)
+        return self.db.run(fn, write=False)
 
     def list_compactions(self, table_name: str | None = None, states: Iterable[str] | None = None,
                          partition: str | None = None, *, any_partition: bool = True
@@ -211,27 +137,25 @@ class CompactionQueueMixin:
         Raises:
             ValueError: unknown state.
         """
-        from acidflow.catalog.store import split_table_name
-
         if isinstance(states, str):
             states = [states]
         wanted = None if states is None else sorted(set(states))
         if wanted is not None and set(wanted) - set(COMPACTION_STATES):
             raise ValueError(f"unknown compaction states {wanted}; expected {COMPACTION_STATES}")
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> list[CompactionInfo]:
             q = m.CompactionQueueRow
             sel = sa.select(q.__table__).order_by(q.cq_id)
             if table_name is not None:
                 db, tbl = split_table_name(table_name)
                 sel = sel.where(q.db_name == db, q.tbl_name == tbl)
             if not any_partition:
-                sel = sel.where(_same_part(q.part_name, partition))
+                sel = sel.where(shared.same_part(q.part_name, partition))
             if wanted is not None:
                 sel = sel.where(q.cq_state.in_(wanted))
             return [_info(r) for r in conn.execute(sel)]
 
-        return self._run(fn, write=False)
+        return self.db.run(fn, write=False)
 
     def claim_compaction(self, worker_id: str, cq_id: int | None = None) -> CompactionInfo | None:
         """A worker takes an ``initiated`` entry (Hive ``CompactionTxnHandler.findNextToCompact``
@@ -248,11 +172,9 @@ class CompactionQueueMixin:
             The claimed entry, or ``None`` when nothing is claimable (or ``cq_id`` is not
             ``initiated``).
         """
-        from acidflow.catalog.store import _utcnow
+        now = utcnow()
 
-        now = _utcnow()
-
-        def fn(conn):
+        def fn(conn: sa.Connection) -> CompactionInfo | None:
             q = m.CompactionQueueRow
             sel = sa.select(q.__table__).where(q.cq_state == "initiated").order_by(q.cq_id)
             if cq_id is not None:
@@ -260,23 +182,23 @@ class CompactionQueueMixin:
             for r in conn.execute(sel.with_for_update()).all():
                 busy = conn.execute(sa.select(q.cq_id).where(
                     q.db_name == r.db_name, q.tbl_name == r.tbl_name,
-                    _same_part(q.part_name, r.part_name), q.cq_state == "working")).first()
+                    shared.same_part(q.part_name, r.part_name), q.cq_state == "working")).first()
                 if busy is not None:
                     continue
-                txn_id = self._next_txn_id(conn)
-                conn.execute(sa.insert(m.Txn).values(
-                    txn_id=txn_id, txn_state="open", txn_started=now, txn_last_heartbeat=now,
-                    txn_heartbeat_count=0, txn_user=self._user, txn_host=self._host,
-                    txn_agent_info=f"compactor {worker_id} cq {r.cq_id}"))
+                txn_id = shared.next_txn_id(conn)
+                shared.insert_open_txn(conn, txn_id, now, self.db.user, self.db.host,
+                                     f"compactor {worker_id} cq {r.cq_id}")
                 conn.execute(sa.update(q).where(q.cq_id == r.cq_id).values(
                     cq_state="working", cq_worker_id=worker_id, cq_start=now, cq_heartbeat=now,
                     cq_txn_id=txn_id, cq_error_message=None))
                 return _info(conn.execute(sa.select(q.__table__).where(q.cq_id == r.cq_id)).one())
             return None
 
-        return self._run(fn)
+        return self.db.run(fn)
 
-    def _entry(self, conn, cq_id: int, states: tuple[str, ...] | None = None):
+    @staticmethod
+    def _entry(conn: sa.Connection, cq_id: int,
+               states: tuple[str, ...] | None = None) -> shared.Row:
         r = conn.execute(sa.select(m.CompactionQueueRow.__table__).where(
             m.CompactionQueueRow.cq_id == cq_id).with_for_update()).first()
         if r is None:
@@ -293,11 +215,9 @@ class CompactionQueueMixin:
             CompactionStateError: the entry is no longer ``working`` (reclaimed after a
                 timeout, or failed): the worker must stop.
         """
-        from acidflow.catalog.store import _utcnow
+        now = utcnow()
 
-        now = _utcnow()
-
-        def fn(conn):
+        def fn(conn: sa.Connection) -> None:
             r = self._entry(conn, cq_id, ("working",))
             conn.execute(sa.update(m.CompactionQueueRow).where(
                 m.CompactionQueueRow.cq_id == cq_id).values(cq_heartbeat=now))
@@ -306,7 +226,7 @@ class CompactionQueueMixin:
                     m.Txn.txn_id == r.cq_txn_id, m.Txn.txn_state == "open").values(
                     txn_last_heartbeat=now))
 
-        self._run(fn)
+        self.db.run(fn)
 
     def update_compaction(self, cq_id: int, *, highest_write_id: int | None = None,
                           details: dict[str, Any] | None = None) -> None:
@@ -316,7 +236,7 @@ class CompactionQueueMixin:
         Raises:
             CompactionStateError: the entry is finished.
         """
-        def fn(conn):
+        def fn(conn: sa.Connection) -> None:
             r = self._entry(conn, cq_id, ACTIVE_STATES)
             values: dict[str, Any] = {}
             if highest_write_id is not None:
@@ -329,7 +249,7 @@ class CompactionQueueMixin:
                 conn.execute(sa.update(m.CompactionQueueRow).where(
                     m.CompactionQueueRow.cq_id == cq_id).values(**values))
 
-        self._run(fn)
+        self.db.run(fn)
 
     def mark_compaction_ready_for_cleaning(self, cq_id: int, highest_write_id: int,
                                            details: dict[str, Any] | None = None) -> int:
@@ -343,17 +263,13 @@ class CompactionQueueMixin:
         Raises:
             CompactionStateError: the entry is not ``working`` (e.g. it was reclaimed).
         """
-        from acidflow.catalog.store import _utcnow
+        now = utcnow()
 
-        now = _utcnow()
-
-        def fn(conn):
+        def fn(conn: sa.Connection) -> int:
             r = self._entry(conn, cq_id, ("working",))
-            commit_id = self._next_txn_id(conn)
+            commit_id = shared.next_txn_id(conn)
             if r.cq_txn_id is not None:
-                conn.execute(sa.update(m.Txn).where(m.Txn.txn_id == r.cq_txn_id).values(
-                    txn_state="committed", txn_commit_id=commit_id, txn_committed=now))
-                conn.execute(sa.delete(m.HiveLock).where(m.HiveLock.txn_id == r.cq_txn_id))
+                shared.commit_txn_row(conn, r.cq_txn_id, commit_id, now)
             merged = dict(r.cq_details or {})
             merged.update(details or {})
             conn.execute(sa.update(m.CompactionQueueRow).where(
@@ -362,7 +278,7 @@ class CompactionQueueMixin:
                 cq_commit_id=commit_id, cq_heartbeat=now, cq_details=merged))
             return commit_id
 
-        return self._run(fn)
+        return self.db.run(fn)
 
     def mark_compaction_succeeded(self, cq_id: int, details: dict[str, Any] | None = None) -> None:
         """The cleaner removed everything the compaction made obsolete (Hive ``markCleaned``):
@@ -371,11 +287,9 @@ class CompactionQueueMixin:
         Raises:
             CompactionStateError: the entry is not ``ready for cleaning``.
         """
-        from acidflow.catalog.store import _utcnow
+        now = utcnow()
 
-        now = _utcnow()
-
-        def fn(conn):
+        def fn(conn: sa.Connection) -> None:
             r = self._entry(conn, cq_id, ("ready for cleaning",))
             merged = dict(r.cq_details or {})
             merged.update(details or {})
@@ -383,7 +297,7 @@ class CompactionQueueMixin:
                 m.CompactionQueueRow.cq_id == cq_id).values(
                 cq_state="succeeded", cq_end=now, cq_details=merged))
 
-        self._run(fn)
+        self.db.run(fn)
 
     def mark_compaction_failed(self, cq_id: int, error: str,
                                details: dict[str, Any] | None = None) -> None:
@@ -394,21 +308,18 @@ class CompactionQueueMixin:
         Raises:
             CompactionStateError: the entry already ``succeeded``.
         """
-        from acidflow.catalog.store import _utcnow
+        now = utcnow()
 
-        now = _utcnow()
-
-        def fn(conn):
+        def fn(conn: sa.Connection) -> None:
             r = self._entry(conn, cq_id)
             if r.cq_state in ("failed", "did not initiate", "refused"):
                 return None
             if r.cq_state == "succeeded":
                 raise CompactionStateError(f"compaction {cq_id} already succeeded")
             if r.cq_txn_id is not None:
-                t = conn.execute(sa.select(m.Txn.txn_state).where(
-                    m.Txn.txn_id == r.cq_txn_id)).scalar()
-                if t == "open":
-                    self._abort_rows(conn, [r.cq_txn_id], f"compaction failed: {error}"[:2000], now)
+                if shared.txn_state(conn, r.cq_txn_id) == "open":
+                    shared.abort_txns(conn, [r.cq_txn_id], f"compaction failed: {error}"[:2000],
+                                      now)
             merged = dict(r.cq_details or {})
             merged.update(details or {})
             conn.execute(sa.update(m.CompactionQueueRow).where(
@@ -416,7 +327,7 @@ class CompactionQueueMixin:
                 cq_state="failed", cq_end=now, cq_error_message=error, cq_details=merged))
             return None
 
-        self._run(fn)
+        self.db.run(fn)
 
     def reclaim_dead_compactions(self, timeout_s: float | None = None,
                                  now: datetime | None = None) -> list[int]:
@@ -431,12 +342,10 @@ class CompactionQueueMixin:
         Returns:
             The reclaimed entry ids.
         """
-        from acidflow.catalog.store import _as_utc, _utcnow
-
-        now = _as_utc(now) if now is not None else _utcnow()
+        now = as_utc(now) if now is not None else utcnow()
         cutoff = now - timedelta(seconds=self.txn_timeout_s if timeout_s is None else timeout_s)
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> list[int]:
             q = m.CompactionQueueRow
             rows = conn.execute(sa.select(q.__table__).where(
                 q.cq_state == "working", q.cq_heartbeat < cutoff).with_for_update()).all()
@@ -445,7 +354,7 @@ class CompactionQueueMixin:
                     t = conn.execute(sa.select(m.Txn.txn_state).where(
                         m.Txn.txn_id == r.cq_txn_id)).scalar()
                     if t == "open":
-                        self._abort_rows(conn, [r.cq_txn_id], "compaction worker timed out", now)
+                        shared.abort_txns(conn, [r.cq_txn_id], "compaction worker timed out", now)
                 details = dict(r.cq_details or {})
                 details.setdefault("reclaimed", []).append(
                     {"worker_id": r.cq_worker_id, "at": now.isoformat()})
@@ -454,7 +363,7 @@ class CompactionQueueMixin:
                     cq_txn_id=None, cq_details=details))
             return [r.cq_id for r in rows]
 
-        return self._run(fn)
+        return self.db.run(fn)
 
     def compaction_history(self, table_name: str, partition: str | None) -> list[CompactionInfo]:
         """Finished entries of one (table, partition), newest first (Hive
@@ -475,7 +384,7 @@ class CompactionQueueMixin:
         keep = dict(DEFAULT_RETENTION)
         keep.update(retention or {})
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> list[int]:
             q = m.CompactionQueueRow
             rows = conn.execute(sa.select(
                 q.cq_id, q.db_name, q.tbl_name, q.part_name, q.cq_state).where(
@@ -492,7 +401,7 @@ class CompactionQueueMixin:
                 conn.execute(sa.delete(q).where(q.cq_id.in_(doomed[i:i + 500])))
             return sorted(doomed)
 
-        return self._run(fn)
+        return self.db.run(fn)
 
     # ------------------------------------------------------------------ initiator inputs
     def compaction_candidates(self) -> list[tuple[str, str | None, int]]:
@@ -500,9 +409,9 @@ class CompactionQueueMixin:
         committed transaction after the last compaction that covered it (Hive
         ``findPotentialCompactions`` over ``COMPLETED_TXN_COMPONENTS``), plus partitions with
         aborted writes not yet covered. Sorted by table, partition."""
-        def fn(conn):
+        def fn(conn: sa.Connection) -> list[tuple[str, str | None, int]]:
             c = m.CompletedTxnComponent
-            written: dict[tuple, int] = {}
+            written: dict[tuple[str, str, str | None], int] = {}
             for r in conn.execute(sa.select(c.db_name, c.tbl_name, c.part_name,
                                             sa.func.max(c.write_id).label("w"))
                                   .group_by(c.db_name, c.tbl_name, c.part_name)):
@@ -516,12 +425,12 @@ class CompactionQueueMixin:
                 key = (r.db_name, r.tbl_name, r.part_name)
                 written[key] = max(written.get(key, 0), r.w)
             q = m.CompactionQueueRow
-            covered: dict[tuple, int] = {}
-            for r in conn.execute(sa.select(q.db_name, q.tbl_name, q.part_name,
-                                            sa.func.max(q.cq_highest_write_id).label("w"))
-                                  .where(q.cq_state.in_(("ready for cleaning", "succeeded")))
-                                  .group_by(q.db_name, q.tbl_name, q.part_name)):
-                covered[(r.db_name, r.tbl_name, r.part_name)] = r.w or 0
+            covered: dict[tuple[str, str, str | None], int] = {}
+            for cv in conn.execute(sa.select(q.db_name, q.tbl_name, q.part_name,
+                                             sa.func.max(q.cq_highest_write_id).label("w"))
+                                   .where(q.cq_state.in_(("ready for cleaning", "succeeded")))
+                                   .group_by(q.db_name, q.tbl_name, q.part_name)):
+                covered[(cv.db_name, cv.tbl_name, cv.part_name)] = cv.w or 0
             live = {(r.db_name, r.tbl_name) for r in conn.execute(
                 sa.select(m.Tbl.db_name, m.Tbl.tbl_name))}
             out = []
@@ -530,18 +439,16 @@ class CompactionQueueMixin:
                     out.append((f"{key[0]}.{key[1]}", key[2], w))
             return sorted(out, key=lambda x: (x[0], x[1] or ""))
 
-        return self._run(fn, write=False)
+        return self.db.run(fn, write=False)
 
     def aborted_write_ids(self, table_name: str, partition: str | None = None, *,
                           any_partition: bool = False) -> list[int]:
         """Write ids of aborted transactions that wrote (registered a component in) the
         partition (Hive: aborted ``TXN_COMPONENTS``), ascending; with ``any_partition`` every
         aborted write id of the table, written or not."""
-        from acidflow.catalog.store import split_table_name
-
         db, tbl = split_table_name(table_name)
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> list[int]:
             if any_partition:
                 t = m.TxnToWriteId
                 return sorted({r.write_id for r in conn.execute(
@@ -550,21 +457,19 @@ class CompactionQueueMixin:
             tc = m.TxnComponent
             return sorted({r.write_id for r in conn.execute(
                 sa.select(tc.write_id).join(m.Txn, m.Txn.txn_id == tc.txn_id).where(
-                    tc.db_name == db, tc.tbl_name == tbl, _same_part(tc.part_name, partition),
+                    tc.db_name == db, tc.tbl_name == tbl, shared.same_part(tc.part_name, partition),
                     m.Txn.txn_state == "aborted"))})
 
-        return self._run(fn, write=False)
+        return self.db.run(fn, write=False)
 
     def forget_aborted_components(self, table_name: str, up_to_write_id: int) -> int:
         """After the cleaner removed a table's aborted directories: delete the
         ``txn_components`` rows of aborted transactions with write id <= ``up_to_write_id``
         (Hive ``markCleaned`` removes cleaned aborted ``TXN_COMPONENTS``). The write ids stay
         aborted in every ValidWriteIdList. Returns the rows deleted."""
-        from acidflow.catalog.store import split_table_name
-
         db, tbl = split_table_name(table_name)
 
-        def fn(conn):
+        def fn(conn: sa.Connection) -> int:
             tc = m.TxnComponent
             ids = [r.tc_id for r in conn.execute(
                 sa.select(tc.tc_id).join(m.Txn, m.Txn.txn_id == tc.txn_id).where(
@@ -574,142 +479,5 @@ class CompactionQueueMixin:
                 conn.execute(sa.delete(tc).where(tc.tc_id.in_(ids[i:i + 500])))
             return len(ids)
 
-        return self._run(fn)
+        return self.db.run(fn)
 
-    # ------------------------------------------------------------------ readers
-    def register_reader(self, table_name: str, valid_write_ids=None, *,
-                        agent_info: str | None = None) -> ReaderInfo:
-        """Register a snapshot reader of a table so the cleaner waits for it.
-
-        The registration records the current value of the transaction sequence
-        (``snapshot_seq``): a compaction committed with a commit id at or above it is newer
-        than this reader's snapshot. Take the ValidWriteIdList *after* registering (or pass
-        it here to have it recorded).
-
-        Args:
-            valid_write_ids: the reader's ``ValidWriteIdList`` (recorded for display).
-            agent_info: free text; default ``"reader pid <pid>"``.
-        Raises:
-            NoSuchTableError.
-        """
-        from acidflow.catalog.store import _utcnow, split_table_name
-
-        db, tbl = split_table_name(table_name)
-        now = _utcnow()
-
-        def fn(conn):
-            self._tbl_row(conn, db, tbl)
-            seq = conn.execute(sa.select(m.NextTxnId.ntxn_next).where(
-                m.NextTxnId.id == 1)).scalar_one()
-            r = m.ReaderRegistration
-            values = dict(
-                db_name=db, tbl_name=tbl, snapshot_seq=seq,
-                high_watermark=None if valid_write_ids is None else valid_write_ids.high_watermark,
-                valid_write_ids=None if valid_write_ids is None else str(valid_write_ids),
-                started_at=now, last_heartbeat=now, reader_user=self._user,
-                reader_host=self._host,
-                agent_info=agent_info if agent_info is not None else f"reader pid {os.getpid()}")
-            rid = conn.execute(sa.insert(r).values(**values)).inserted_primary_key[0]
-            return ReaderInfo(reader_id=rid, table=f"{db}.{tbl}", snapshot_seq=seq,
-                              high_watermark=values["high_watermark"],
-                              valid_write_ids=values["valid_write_ids"], started_at=now,
-                              last_heartbeat=now, user=self._user, host=self._host,
-                              agent_info=values["agent_info"])
-
-        return self._run(fn)
-
-    def set_reader_snapshot(self, reader_id: int, valid_write_ids) -> None:
-        """Record the ValidWriteIdList a registered reader uses (display only)."""
-        def fn(conn):
-            conn.execute(sa.update(m.ReaderRegistration).where(
-                m.ReaderRegistration.reader_id == reader_id).values(
-                high_watermark=valid_write_ids.high_watermark,
-                valid_write_ids=str(valid_write_ids)))
-
-        self._run(fn)
-
-    def heartbeat_reader(self, reader_id: int) -> bool:
-        """Refresh a reader's heartbeat. Returns False when the registration is gone (it
-        expired and was purged: the reader's files may have been cleaned)."""
-        from acidflow.catalog.store import _utcnow
-
-        now = _utcnow()
-
-        def fn(conn):
-            res = conn.execute(sa.update(m.ReaderRegistration).where(
-                m.ReaderRegistration.reader_id == reader_id).values(last_heartbeat=now))
-            return res.rowcount > 0
-
-        return self._run(fn)
-
-    def unregister_reader(self, reader_id: int) -> None:
-        """Remove a reader registration (missing is fine)."""
-        self._run(lambda conn: conn.execute(sa.delete(m.ReaderRegistration).where(
-            m.ReaderRegistration.reader_id == reader_id)))
-
-    def list_readers(self, table_name: str | None = None) -> list[ReaderInfo]:
-        """Registered readers in id order, optionally of one table (expired ones included)."""
-        from acidflow.catalog.store import split_table_name
-
-        def fn(conn):
-            r = m.ReaderRegistration
-            sel = sa.select(r.__table__).order_by(r.reader_id)
-            if table_name is not None:
-                db, tbl = split_table_name(table_name)
-                sel = sel.where(r.db_name == db, r.tbl_name == tbl)
-            return [ReaderInfo(reader_id=x.reader_id, table=f"{x.db_name}.{x.tbl_name}",
-                               snapshot_seq=x.snapshot_seq, high_watermark=x.high_watermark,
-                               valid_write_ids=x.valid_write_ids, started_at=x.started_at,
-                               last_heartbeat=x.last_heartbeat, user=x.reader_user,
-                               host=x.reader_host, agent_info=x.agent_info)
-                    for x in conn.execute(sel)]
-
-        return self._run(fn, write=False)
-
-    def purge_expired_readers(self, timeout_s: float | None = None,
-                              now: datetime | None = None) -> list[int]:
-        """Delete registrations whose heartbeat is older than ``timeout_s`` (default
-        ``txn_timeout_s``, Hive ``hive.txn.timeout``); returns their ids."""
-        from acidflow.catalog.store import _as_utc, _utcnow
-
-        now = _as_utc(now) if now is not None else _utcnow()
-        cutoff = now - timedelta(seconds=self.txn_timeout_s if timeout_s is None else timeout_s)
-
-        def fn(conn):
-            r = m.ReaderRegistration
-            ids = [x.reader_id for x in conn.execute(
-                sa.select(r.reader_id).where(r.last_heartbeat < cutoff))]
-            if ids:
-                conn.execute(sa.delete(r).where(r.reader_id.in_(ids)))
-            return sorted(ids)
-
-        return self._run(fn)
-
-    def blocking_readers(self, table_name: str, commit_id: int, *,
-                         timeout_s: float | None = None, now: datetime | None = None
-                         ) -> dict[str, list[int]]:
-        """Who may still read directories that a compaction committed at ``commit_id`` made
-        obsolete: live readers of the table registered at or before it (``snapshot_seq <=
-        commit_id``, heartbeat younger than ``timeout_s``) and open transactions that started
-        before it (``txn_id < commit_id``; a writer reads the table too). Hive H4's cleaner uses
-        the same "min open txn" rule.
-
-        Returns:
-            ``{"readers": [reader ids], "txns": [txn ids]}`` (empty lists = safe to clean).
-        """
-        from acidflow.catalog.store import _as_utc, _utcnow, split_table_name
-
-        db, tbl = split_table_name(table_name)
-        now = _as_utc(now) if now is not None else _utcnow()
-        cutoff = now - timedelta(seconds=self.txn_timeout_s if timeout_s is None else timeout_s)
-
-        def fn(conn):
-            r = m.ReaderRegistration
-            readers = [x.reader_id for x in conn.execute(sa.select(r.reader_id).where(
-                r.db_name == db, r.tbl_name == tbl, r.snapshot_seq <= commit_id,
-                r.last_heartbeat >= cutoff).order_by(r.reader_id))]
-            txns = [x.txn_id for x in conn.execute(sa.select(m.Txn.txn_id).where(
-                m.Txn.txn_state == "open", m.Txn.txn_id < commit_id).order_by(m.Txn.txn_id))]
-            return {"readers": readers, "txns": txns}
-
-        return self._run(fn, write=False)

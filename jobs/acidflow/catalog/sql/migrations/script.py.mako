@@ -4,7 +4,7 @@ Revision ID: ${up_revision}
 Revises: ${down_revision | comma,n}
 Create Date: ${create_date}
 
-Migrations are frozen: never import acidflow.catalog.models here; spell out the schema change.
+Migrations are frozen: never import acidflow.catalog.sql.schema here; spell out the schema change.
 SQLite needs batch mode for ALTERs (env.py sets render_as_batch): use op.batch_alter_table.
 """
 from typing import Sequence, Union

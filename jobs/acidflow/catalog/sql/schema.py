@@ -1,4 +1,4 @@
-"""SQLAlchemy 2 declarative schema of the transaction catalog.
+"""SQLAlchemy 2 declarative schema of the SQL transaction catalog (``SqlCatalog``).
 
 The tables play the role of the Hive metastore's table metadata (``TBLS``, ``COLUMNS_V2``,
 ``PARTITION_KEYS``, ``BUCKETING_COLS``, ``TABLE_PARAMS``) and of its transaction tables
@@ -20,6 +20,17 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+# Column value vocabularies (stored as words, not Hive's one-letter codes), shared with the
+# backend-neutral records.
+from acidflow.catalog.records import (
+    COMPACTION_STATES,
+    COMPACTION_TYPES,
+    LOCK_STATES,
+    LOCK_TYPES,
+    OPERATIONS,
+    TXN_STATES,
+)
+
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -35,16 +46,6 @@ VERSION_TABLE = "acidflow_alembic_version"
 #: 64-bit ids that autoincrement on both backends (SQLite only autoincrements INTEGER PRIMARY KEY).
 BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
-# Column value vocabularies (stored as words, not Hive's one-letter codes).
-TXN_STATES = ("open", "committed", "aborted")
-OPERATIONS = ("insert", "update", "delete", "insert_overwrite")
-LOCK_TYPES = ("shared_read", "shared_write", "exclusive")
-LOCK_STATES = ("acquired", "waiting")
-#: Compaction queue states, Hive's SHOW COMPACTIONS words (H4 ``TxnStore``; "did not initiate"
-#: is H3.1's "attempted").
-COMPACTION_STATES = ("initiated", "working", "ready for cleaning", "succeeded", "failed",
-                     "did not initiate", "refused")
-COMPACTION_TYPES = ("major", "minor")
 
 
 class UTCDateTime(sa.TypeDecorator):

@@ -1,0 +1,231 @@
+"""The SQL catalog's database: engine, SQLite/PostgreSQL set-up, the transaction runner with
+retries, and the Alembic migrations.
+
+Every public method of :class:`~acidflow.catalog.sql.SqlCatalog` is one database transaction run
+by :meth:`Database.run`; several processes may use the same database at once:
+
+* PostgreSQL: ``SELECT ... FOR UPDATE`` on ``next_txn_id`` (open, commit), on the transaction's
+  ``txns`` row (anything that changes a transaction), on the table's ``next_write_id`` row
+  (write id allocation) and on ``next_lock_id`` (lock grants) - Hive ``TxnHandler`` takes the
+  same row locks. Deadlocks and serialisation failures (SQLSTATE 40P01 / 40001) are retried.
+* SQLite: every writing transaction starts with ``BEGIN IMMEDIATE`` (one writer at a time),
+  WAL journal (readers do not block the writer), 30 s busy timeout; "database is locked" is
+  retried. Local disks only.
+
+Schema changes are Alembic migrations (``sql/migrations``), run in code (no ini file), inside
+one catalog transaction, serialised between processes (SQLite ``BEGIN IMMEDIATE``, PostgreSQL
+advisory transaction lock). Create one :class:`Database` per process (SQLAlchemy engines do not
+survive ``fork``).
+"""
+from __future__ import annotations
+
+import functools
+import getpass
+import random
+import socket
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import event
+
+from acidflow.catalog.sql.schema import VERSION_TABLE
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+SQLITE_BUSY_TIMEOUT_S = 30
+_PG_MIGRATION_LOCK_KEY = 0x61636964666C6F77 & 0x7FFFFFFFFFFFFFFF  # "acidflow"
+
+T = TypeVar("T")
+
+
+def utcnow() -> datetime:
+    """The current time, aware UTC (the client clock: keep hosts in NTP sync)."""
+    return datetime.now(timezone.utc)
+
+
+class Deferred:
+    """An error to raise after the surrounding database transaction has committed: a function
+    run by :meth:`Database.run` returns ``Deferred(err)`` when its writes (for example aborting
+    the transaction on a write conflict) must persist although the caller gets an error."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+def alembic_config(connection: sa.Connection | None = None, url: str | None = None) -> Config:
+    """An ``alembic.config.Config`` for the catalog migrations, built in code (no ini file).
+
+    Args:
+        connection: an open connection to run on (stored in ``config.attributes``); it may
+            already be inside a transaction, which the migration then joins.
+        url: SQLAlchemy URL, used when no connection is given.
+    """
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR).replace("%", "%%"))
+    cfg.set_main_option("path_separator", "os")
+    if url is not None:
+        cfg.set_main_option("sqlalchemy.url", str(url).replace("%", "%%"))
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+@functools.lru_cache(maxsize=1)
+def head_revision() -> str:
+    """The newest migration revision id (cached per process)."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    if head is None:  # pragma: no cover - the package always ships its migrations
+        raise RuntimeError(f"no catalog migrations found under {MIGRATIONS_DIR}")
+    return head
+
+
+def _default_user() -> str | None:
+    try:
+        return getpass.getuser()
+    except Exception:  # pragma: no cover - no passwd entry
+        return None
+
+
+class Database:
+    """One catalog database: its engine, who we are, and how to run a unit of work.
+
+    Args:
+        url: SQLAlchemy URL (``sqlite:///path.db`` or ``postgresql+psycopg2://...``). For a
+            SQLite file its directory is created.
+
+    Attributes:
+        url: the parsed ``sqlalchemy.URL``; engine: the ``sqlalchemy.Engine``.
+        is_sqlite / is_postgres: the backend.
+        user, host: recorded on transactions, locks and readers opened here (OS user name,
+            host name).
+    """
+
+    def __init__(self, url: str | sa.URL) -> None:
+        self.url = sa.engine.make_url(url)
+        self.backend = self.url.get_backend_name()
+        self.is_sqlite = self.backend == "sqlite"
+        self.is_postgres = self.backend == "postgresql"
+        self.engine = self._create_engine()
+        self.user = _default_user()
+        self.host = socket.gethostname()
+
+    def _create_engine(self) -> sa.Engine:
+        if not self.is_sqlite:
+            return sa.create_engine(self.url, pool_pre_ping=True)
+        database = self.url.database or ""
+        memory = database in ("", ":memory:") or database.startswith("file::memory:")
+        if memory:
+            engine = sa.create_engine(self.url, poolclass=sa.pool.StaticPool,
+                                      connect_args={"check_same_thread": False})
+        else:
+            Path(database).expanduser().absolute().parent.mkdir(parents=True, exist_ok=True)
+            engine = sa.create_engine(self.url, connect_args={
+                "timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False})
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:  # pragma: no cover - trivial
+            dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
+            cur = dbapi_conn.cursor()
+            cur.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_S * 1000}")
+            if not memory:
+                cur.execute("PRAGMA journal_mode = WAL")
+            cur.execute("PRAGMA foreign_keys = ON")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn: sa.Connection) -> None:
+            write = conn.get_execution_options().get("acidflow_write", True)
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN DEFERRED")
+
+        return engine
+
+    def close(self) -> None:
+        """Dispose of the connection pool (new connections are opened on demand)."""
+        self.engine.dispose()
+
+    def render_url(self) -> str:
+        """The URL with its password hidden (for messages and ``repr``)."""
+        return self.url.render_as_string(hide_password=True)
+
+    # -- units of work -------------------------------------------------------------------
+    def run(self, fn: Callable[[sa.Connection], T | Deferred], *, write: bool = True,
+            attempts: int = 8) -> T:
+        """Run ``fn(conn)`` in one database transaction and return its result.
+
+        Retries the whole transaction (up to ``attempts`` times, jittered exponential backoff
+        from 20 ms to 1 s) on deadlock / serialisation failure / SQLite busy. ``write=False``
+        starts SQLite transactions with ``BEGIN DEFERRED`` (no writer lock).
+
+        Raises:
+            the error of a returned :class:`Deferred`, after the commit; whatever ``fn``
+            raises (the transaction is rolled back); ``sqlalchemy.exc.OperationalError`` when
+            the retries are exhausted.
+        """
+        delay = 0.02
+        for attempt in range(attempts):
+            try:
+                with self.engine.connect() as conn:
+                    if self.is_sqlite:
+                        conn.execution_options(acidflow_write=write)
+                    with conn.begin():
+                        result = fn(conn)
+            except sa.exc.OperationalError as exc:
+                if attempt + 1 < attempts and self.retryable(exc):
+                    time.sleep(delay * (1 + random.random()))
+                    delay = min(delay * 2, 1.0)
+                    continue
+                raise
+            if isinstance(result, Deferred):
+                raise result.error
+            return result
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @staticmethod
+    def retryable(exc: sa.exc.OperationalError) -> bool:
+        """True for PostgreSQL serialisation failures / deadlocks and SQLite lock errors."""
+        code = getattr(exc.orig, "pgcode", None)
+        if code in ("40001", "40P01"):
+            return True
+        text = str(exc.orig).lower()
+        return "database is locked" in text or "database table is locked" in text
+
+    # -- migrations ----------------------------------------------------------------------
+    def upgrade(self, revision: str = "head") -> None:
+        """``alembic upgrade <revision>`` inside one catalog transaction, serialised between
+        processes (SQLite ``BEGIN IMMEDIATE``, PostgreSQL advisory transaction lock)."""
+        if revision == "head" and self.current_revision() == head_revision():
+            return  # fast path: nothing to do, no lock taken
+        with self._migration_connection() as conn:
+            command.upgrade(alembic_config(connection=conn), revision)
+
+    def downgrade(self, revision: str) -> None:
+        """``alembic downgrade <revision>`` (``"base"`` drops every catalog table)."""
+        with self._migration_connection() as conn:
+            command.downgrade(alembic_config(connection=conn), revision)
+
+    def current_revision(self) -> str | None:
+        """The revision the database is at (``None`` if never migrated)."""
+        with self.engine.connect() as conn:
+            if self.is_sqlite:
+                conn.execution_options(acidflow_write=False)
+            ctx = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+            return ctx.get_current_revision()
+
+    @contextmanager
+    def _migration_connection(self) -> Iterator[sa.Connection]:
+        with self.engine.connect() as conn:
+            if self.is_sqlite:
+                conn.execution_options(acidflow_write=True)
+            with conn.begin():
+                if self.is_postgres:
+                    conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"),
+                                 {"k": _PG_MIGRATION_LOCK_KEY})
+                yield conn

@@ -1,0 +1,120 @@
+"""Write ids and snapshots in the SQL catalog: the reader's ``ValidWriteIdList`` of a table
+(Hive ``TxnHandler.getValidWriteIds``), every write id's state, and the commit records
+(what each committed transaction did to a table)."""
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from acidflow.acid.layout import ValidWriteIdList
+from acidflow.catalog.records import CommitRecord
+from acidflow.catalog.sql import shared
+from acidflow.catalog.sql import schema as m
+from acidflow.catalog.sql.db import Database
+from acidflow.catalog.tabledef import split_table_name
+
+#: ``(table, high_watermark, open_write_ids, aborted_write_ids, min_open_write_id)``
+RawSnapshot = tuple[str, int, tuple[int, ...], tuple[int, ...], int | None]
+
+
+class SqlWriteIds:
+    """Snapshots and write id history on a :class:`~acidflow.catalog.sql.db.Database`."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def write_id_snapshot(self, table_name: str, txn_id: int | None = None,
+                           as_of_write_id: int | None = None) -> RawSnapshot:
+        """Raw ``(table, high_watermark, open_write_ids, aborted_write_ids, min_open_write_id)``
+        behind :meth:`valid_write_ids` (sorted tuples)."""
+        if as_of_write_id is not None and as_of_write_id < 0:
+            raise ValueError(f"as_of_write_id must be >= 0, got {as_of_write_id}")
+        db, tbl = split_table_name(table_name)
+
+        def fn(conn: sa.Connection) -> RawSnapshot:
+            shared.table_row(conn, db, tbl)
+            if txn_id is not None:
+                shared.txn_row(conn, txn_id)
+            hwm = conn.execute(sa.select(m.NextWriteId.nwi_next).where(
+                m.NextWriteId.db_name == db, m.NextWriteId.tbl_name == tbl)).scalar_one() - 1
+            if as_of_write_id is not None:
+                hwm = min(hwm, as_of_write_id)
+            rows = conn.execute(
+                sa.select(m.TxnToWriteId.write_id, m.TxnToWriteId.txn_id, m.Txn.txn_state)
+                .join(m.Txn, m.Txn.txn_id == m.TxnToWriteId.txn_id)
+                .where(m.TxnToWriteId.db_name == db, m.TxnToWriteId.tbl_name == tbl,
+                       m.TxnToWriteId.write_id <= hwm,
+                       m.Txn.txn_state.in_(("open", "aborted")))
+                .order_by(m.TxnToWriteId.write_id)).all()
+            open_ids = tuple(r.write_id for r in rows
+                             if r.txn_state == "open" and r.txn_id != txn_id)
+            aborted = tuple(r.write_id for r in rows
+                            if r.txn_state == "aborted" and r.txn_id != txn_id)
+            return (f"{db}.{tbl}", hwm, open_ids, aborted, open_ids[0] if open_ids else None)
+
+        return self.db.run(fn, write=False)
+
+    def valid_write_ids(self, table_name: str, txn_id: int | None = None,
+                        as_of_write_id: int | None = None) -> ValidWriteIdList:
+        """The reader's snapshot of a table (Hive ``getValidWriteIds`` ->
+        ``ValidReaderWriteIdList``, see hive-acid-format.md §6).
+
+        * high watermark = the highest write id allocated for the table, or
+          ``as_of_write_id`` if smaller (time travel);
+        * exceptions = write ids <= high watermark whose transaction is open (``open_write_ids``)
+          or aborted (``aborted_write_ids``), ascending;
+        * the write id of ``txn_id`` (the caller's own transaction) is valid, not an exception,
+          so a transaction reads its own writes;
+        * ``min_open_write_id`` = lowest open exception, ``None`` when there is none.
+
+        Returns:
+            ``acidflow.acid.layout.ValidWriteIdList``.
+        Raises:
+            NoSuchTableError, NoSuchTransactionError (``txn_id`` unknown),
+            ValueError (negative ``as_of_write_id``).
+        """
+        name, hwm, open_ids, aborted, min_open = self.write_id_snapshot(
+            table_name, txn_id, as_of_write_id)
+        return ValidWriteIdList(name, hwm, open_write_ids=open_ids, aborted_write_ids=aborted,
+                                min_open_write_id=min_open)
+
+    def write_id_states(self, table_name: str) -> list[tuple[int, int, str]]:
+        """Every allocated write id of a table as ``(write_id, txn_id, state)`` in write id
+        order; state is the owning transaction's (``"open"``, ``"committed"``, ``"aborted"``).
+
+        Raises:
+            NoSuchTableError: unknown table.
+        """
+        db, tbl = split_table_name(table_name)
+
+        def fn(conn: sa.Connection) -> list[tuple[int, int, str]]:
+            shared.table_row(conn, db, tbl)
+            rows = conn.execute(
+                sa.select(m.TxnToWriteId.write_id, m.TxnToWriteId.txn_id, m.Txn.txn_state)
+                .join(m.Txn, m.Txn.txn_id == m.TxnToWriteId.txn_id, isouter=True)
+                .where(m.TxnToWriteId.db_name == db, m.TxnToWriteId.tbl_name == tbl)
+                .order_by(m.TxnToWriteId.write_id)).all()
+            return [(r.write_id, r.txn_id, r.txn_state or "committed") for r in rows]
+
+        return self.db.run(fn, write=False)
+
+    def commit_records(self, table_name: str) -> list[CommitRecord]:
+        """Commit records of a table in write id order (one per committed transaction that
+        allocated a write id for it).
+
+        Raises:
+            NoSuchTableError: unknown table.
+        """
+        db, tbl = split_table_name(table_name)
+
+        def fn(conn: sa.Connection) -> list[CommitRecord]:
+            shared.table_row(conn, db, tbl)
+            rows = conn.execute(sa.select(m.CommitRecordRow.__table__).where(
+                m.CommitRecordRow.db_name == db, m.CommitRecordRow.tbl_name == tbl)
+                .order_by(m.CommitRecordRow.write_id)).all()
+            return [CommitRecord(
+                table=f"{db}.{tbl}", write_id=r.write_id, txn_id=r.txn_id,
+                commit_id=r.commit_id, committed_at=r.committed_at,
+                operations=list(r.operations or []), stats=dict(r.stats or {})) for r in rows]
+
+        return self.db.run(fn, write=False)
+
