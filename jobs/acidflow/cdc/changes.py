@@ -31,7 +31,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, Callable
 
 from acidflow.acid import types as htypes
 from acidflow.sources.records import BadRecord, Change
@@ -452,7 +452,7 @@ def fold_events(events: list[_Event], stored: dict[tuple, StoredRow], names: lis
 
 
 def fold_keyless(changes: list[Change], columns: list[tuple[str, str]],
-                 match) -> MergePlan:
+                 match: Callable[[dict[str, Any], set[Any]], Any]) -> MergePlan:
     """Merge one batch's changes of a keyless table (no primary key, e.g. ``pgbench_history``).
 
     Inserts are appended. An update or delete must carry the whole old row (PostgreSQL

@@ -553,7 +553,7 @@ class _TableSide:
     """Runs the scans over the acidflow snapshot: Spark (``mapInArrow`` on the executors) or a
     pyarrow table in this process."""
 
-    def __init__(self, data, spec: ScanSpec):
+    def __init__(self, data: Any, spec: ScanSpec) -> None:
         self.data = data
         self.spec = spec
         self.is_spark = not isinstance(data, pa.Table)
