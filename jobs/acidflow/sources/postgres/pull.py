@@ -32,7 +32,8 @@ Only one pull may run per landing directory at a time (an exclusive ``flock`` on
 ``<landing>/.pull.lock``); PostgreSQL itself refuses two concurrent users of one slot.
 
 The pure parts (file names, splitting the slot's rows into transactions; LSN text is
-``acidflow.sources.postgres.lsn``'s) are separate from the I/O (:func:`write_landing_file`, :func:`pull`).
+``acidflow.sources.postgres.lsn``'s) are separate from the I/O (:func:`write_landing_file`,
+:func:`pull`).
 """
 from __future__ import annotations
 

@@ -263,7 +263,8 @@ class SavedSource:
                 if (ts, tn) == (schema, name):
                     p = d / t.get("csv", f"source/{tn}.csv.gz")
                     if not p.is_file():
-                        raise SnapshotNotFoundError(f"{manifest}: file {p} of {t['name']} is missing")
+                        raise SnapshotNotFoundError(
+                            f"{manifest}: file {p} of {t['name']} is missing")
                     return cls(p, f"{ts}.{tn}", [(c["name"], c.get("type")) for c in
                                                  t.get("columns", [])] or None,
                                list(t.get("primary_key", [])))
