@@ -5,7 +5,8 @@
 
 Steps (a private cluster under a temp dir, ``tests.support.postgres.PostgresCluster``):
 
-1. create the wal2json slot (``acidflow.cdc.pull.pull(..., create_slot=True)``), so everything after
+1. create the wal2json slot
+   (``acidflow.sources.postgres.pull.pull(..., create_slot=True)``), so everything after
    it is in the change stream;
 2. ``pgbench -i -s 1 -I dtpgv``: tables, primary keys *before* the data (so the initial inserts
    carry ``pk``), client-side COPY of the data, vacuum; then
@@ -37,9 +38,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
-from acidflow.cdc import pgsource
-from acidflow.cdc.pull import (WAL2JSON_OPTIONS, connect, format_lsn, landing_files,
-                           pull, read_landing_lines)
+from acidflow.sources.postgres import snapshot as pgsource
+from acidflow.sources.postgres.connection import connect
+from acidflow.sources.postgres.lsn import format_lsn
+from acidflow.sources.postgres.pull import (WAL2JSON_OPTIONS, landing_files, pull,
+                                            read_landing_lines)
 from tests.support.postgres import (LOGICAL_SETTINGS, PostgresCluster,
                                     wal2json_unavailable_reason)
 

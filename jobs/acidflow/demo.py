@@ -57,8 +57,10 @@ def run_demo(spark, catalog, sample_dir: Path = SAMPLE_DIR,
         FileNotFoundError: no sample data; any batch error (its transaction is aborted).
     """
     from acidflow.cdc.apply import CdcOptions, apply_path
-    from acidflow.cdc.tables import load_tables_config, with_position_column
-    from acidflow.quality.reconcile import SavedSource, reconcile
+    from acidflow.cdc.tables import with_position_column
+    from acidflow.quality.reconcile import reconcile
+    from acidflow.sources.postgres.snapshot import SavedSource
+    from acidflow.tables_config import load_tables_config
     from acidflow.reads import acid_state_of
 
     t0 = time.monotonic()
@@ -75,8 +77,9 @@ def run_demo(spark, catalog, sample_dir: Path = SAMPLE_DIR,
 
 def reconcile_tables(spark, catalog, tables: dict, sample_dir: Path, out: DemoSummary) -> None:
     """Reconcile each table with its saved source contents into ``out.tables``."""
-    from acidflow.quality.reconcile import SavedSource, reconcile
+    from acidflow.quality.reconcile import reconcile
     from acidflow.reads import acid_state_of
+    from acidflow.sources.postgres.snapshot import SavedSource
 
     for source, tdef in sorted(tables.items()):
         res = reconcile(spark, catalog, tdef.name, SavedSource.from_dir(sample_dir, source))
@@ -118,7 +121,7 @@ def run_demo_airflow(catalog, *, airflow_home: Path | None = None,
     """
     from types import SimpleNamespace
 
-    from acidflow.cdc.tables import load_tables_config
+    from acidflow.tables_config import load_tables_config
     from acidflow.localairflow import DEFAULT_HOME, airflow_env, dags_test, migrate
 
     t0 = time.monotonic()

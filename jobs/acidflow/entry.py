@@ -9,9 +9,10 @@ starting one job does not import the others. Every subcommand module exposes
 ``main(argv: list[str]) -> int`` (the process exit code).
 
 Subcommands (module that implements each):
-    ingest, cdc-upsert   acidflow.cdc.entry
+    cdc-upsert           acidflow.cdc.entry
+    ingest               acidflow.ingest.entry
     compact, clean       acidflow.compactor.entry
-    validate             acidflow.quality.entry
+    validate             acidflow.validation
 """
 from __future__ import annotations
 
@@ -21,10 +22,10 @@ import sys
 #: subcommand -> module exposing ``main(argv) -> int``
 SUBCOMMANDS: dict[str, str] = {
     "cdc-upsert": "acidflow.cdc.entry",
-    "ingest": "acidflow.cdc.entry",
+    "ingest": "acidflow.ingest.entry",
     "compact": "acidflow.compactor.entry",
     "clean": "acidflow.compactor.entry",
-    "validate": "acidflow.quality.entry",
+    "validate": "acidflow.validation",
 }
 
 

@@ -10,9 +10,9 @@ import pytest
 from acidflow.catalog import BatchInProgressError, Column, SqlCatalog, TableDef
 from acidflow.cdc.apply import CdcOptions, SchemaDriftError, apply_file, apply_path
 from acidflow.cdc.changes import POSITION_COLUMN, Policies
-from acidflow.cdc.quarantine import QuarantineThresholdError
-from acidflow.cdc.tables import load_tables_config
+from acidflow.quarantine import QuarantineThresholdError
 from acidflow.reads import read_table
+from acidflow.tables_config import load_tables_config
 
 pytestmark = pytest.mark.spark
 

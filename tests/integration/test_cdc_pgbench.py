@@ -14,10 +14,11 @@ import pytest
 
 from acidflow.catalog import SqlCatalog
 from acidflow.cdc.apply import CdcOptions, apply_path
-from acidflow.cdc.pull import pull
-from acidflow.cdc.tables import load_tables_config
 from acidflow.demo import SAMPLE_DIR, TABLES_YAML, run_demo
-from acidflow.quality.reconcile import PostgresSource, reconcile
+from acidflow.quality.reconcile import reconcile
+from acidflow.sources.postgres.pull import pull
+from acidflow.sources.postgres.snapshot import PostgresSource
+from acidflow.tables_config import load_tables_config
 from tests.support.postgres import LOGICAL_SETTINGS, PostgresCluster, require_wal2json
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

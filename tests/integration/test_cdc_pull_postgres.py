@@ -1,4 +1,4 @@
-"""acidflow.cdc.pull against a real PostgreSQL 15 with wal2json (private cluster, no mocks).
+"""acidflow.sources.postgres.pull against a real PostgreSQL 15 with wal2json (private cluster, no mocks).
 
 Every test creates its own database with two slots made before any write: ``main`` (pulled)
 and ``ref`` (only peeked, never advanced). The reference for "nothing lost, nothing doubled"
@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from acidflow.cdc import pull as P
+from acidflow.sources.postgres import pull as P
+from acidflow.sources.postgres.connection import connect
+from acidflow.sources.postgres.lsn import format_lsn, parse_lsn
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -39,7 +41,7 @@ def db(pg):
     name = f"cdc{next(_db_ids)}"
     pg.create_database(name)
     url = pg.libpq_url(name)
-    conn = P.connect(url)
+    conn = connect(url)
     P.ensure_slot(conn, "main")
     P.ensure_slot(conn, "ref")
     conn.close()
@@ -80,7 +82,7 @@ def check_files(landing: Path) -> None:
     for path, first, last in files:
         recs = [json.loads(s) for s in P.read_landing_lines(path)]
         assert recs[0]["action"] == "B" and recs[-1]["action"] == "C", path.name
-        assert P.parse_lsn(recs[0]["lsn"]) == first and P.parse_lsn(recs[-1]["nextlsn"]) == last
+        assert parse_lsn(recs[0]["lsn"]) == first and parse_lsn(recs[-1]["nextlsn"]) == last
         assert first >= prev
         prev = last
         depth = 0
@@ -104,7 +106,7 @@ def test_pull_lands_whole_transactions_in_lsn_order(pg, db, tmp_path):
     big = [f for f in files if f.changes >= 40]
     assert len(big) == 1 and big[0].changes + 2 * big[0].transactions > 10  # not split
     assert landed_lines(landing) == reference_lines(pg, name)
-    conn = P.connect(url)
+    conn = connect(url)
     try:
         assert P.slot_info(conn, "main")["confirmed_flush_lsn"] == files[-1].last_lsn
     finally:
@@ -128,7 +130,7 @@ def _pull_subprocess(url: str, landing: Path, crash_after: int | None):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     if crash_after:
         env[P.CRASH_HOOK_ENV] = str(crash_after)
-    code = ("import sys; from acidflow.cdc.pull import pull; "
+    code = ("import sys; from acidflow.sources.postgres.pull import pull; "
             "pull(sys.argv[1], 'main', sys.argv[2], max_changes_per_file=10)")
     return subprocess.run([sys.executable, "-c", code, url, str(landing)], env=env,
                           cwd=str(REPO), capture_output=True, text=True, timeout=120)
@@ -142,7 +144,7 @@ def test_killed_between_landing_and_advance_loses_and_doubles_nothing(pg, db, tm
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     files = P.landing_files(landing)
     assert len(files) == 2  # killed right after the 2nd file was renamed into place
-    conn = P.connect(url)
+    conn = connect(url)
     try:
         slot_at = P.slot_info(conn, "main")["confirmed_flush_lsn"]
     finally:
@@ -211,4 +213,4 @@ def test_cli_pull(pg, db, tmp_path):
     assert res.exit_code == 0, res.output
     out = [json.loads(s) for s in res.output.splitlines()]
     assert len(out) >= 2 and all(Path(o["file"]).is_file() for o in out)
-    assert out[-1]["last_lsn"] == P.format_lsn(P.highest_landed_lsn(landing))
+    assert out[-1]["last_lsn"] == format_lsn(P.highest_landed_lsn(landing))

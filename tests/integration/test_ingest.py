@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from acidflow.catalog import Column, SqlCatalog, TableDef
-from acidflow.cdc.quarantine import QuarantineThresholdError
+from acidflow.quarantine import QuarantineThresholdError
 from acidflow.ingest import ingest
 from acidflow.reads import read_table
 

@@ -18,7 +18,7 @@ from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.cdc.apply import CdcOptions, apply_file
 from acidflow.ingest import ingest
 from acidflow.quality.gx import QualityGateError
-from acidflow.quality.validate import validate
+from acidflow.validation import validate
 from acidflow.reads import read_table
 
 pytestmark = pytest.mark.spark

@@ -13,9 +13,10 @@ import pytest
 
 from acidflow.acid import writes
 from acidflow.catalog import Column, SqlCatalog, TableDef
-from acidflow.cdc import pgsource
-from acidflow.cdc.pull import connect
 from acidflow.quality import reconcile as R
+from acidflow.sources.postgres import snapshot as pgsource
+from acidflow.sources.postgres.connection import connect
+from acidflow.sources.postgres.snapshot import PostgresSource, SavedSource
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.spark]
 
@@ -82,13 +83,13 @@ def catalog(warehouse, spark):
 def test_equal_data_matches_live_and_saved_pyarrow_and_spark(pg, catalog, spark, tmp_path):
     url = pg.libpq_url("shop")
     for sp in (None, spark):
-        r = R.reconcile(sp, catalog, "shop.acct", R.PostgresSource(url, "public.acct"))
+        r = R.reconcile(sp, catalog, "shop.acct", PostgresSource(url, "public.acct"))
         assert r.matches, r
         assert (r.source_rows, r.table_rows) == (4, 4)
         assert r.source_checksum == r.table_checksum
         assert r.key_columns == ["aid"] and "_cdc_lsn" in r.ignored_columns
         assert "_cdc_lsn" not in r.columns
-        h = R.reconcile(sp, catalog, "shop.hist", R.PostgresSource(url, "hist"))
+        h = R.reconcile(sp, catalog, "shop.hist", PostgresSource(url, "hist"))
         assert h.matches and h.source_rows == 3 and h.key_columns == []
 
     # saved contents: CSV.gz from COPY ... WITH CSV HEADER plus a manifest with types and keys
@@ -103,12 +104,12 @@ def test_equal_data_matches_live_and_saved_pyarrow_and_spark(pg, catalog, spark,
     finally:
         conn.close()
     (tmp_path / "manifest.json").write_text(json.dumps({"database": "shop", "tables": tables}))
-    saved = R.SavedSource.from_dir(tmp_path, "public.acct")
+    saved = SavedSource.from_dir(tmp_path, "public.acct")
     assert saved.primary_key == ["aid"] and dict(saved.columns)["filler"] == "character(10)"
     r = R.reconcile(None, catalog, "shop.acct", saved)
-    live = R.reconcile(None, catalog, "shop.acct", R.PostgresSource(url, "acct"))
+    live = R.reconcile(None, catalog, "shop.acct", PostgresSource(url, "acct"))
     assert r.matches and r.source_checksum == live.source_checksum
-    assert R.reconcile(spark, catalog, "shop.hist", R.SavedSource.from_dir(tmp_path, "hist")).matches
+    assert R.reconcile(spark, catalog, "shop.hist", SavedSource.from_dir(tmp_path, "hist")).matches
 
 
 def test_differences_are_found_and_keys_reported(pg, catalog, spark):
@@ -123,7 +124,7 @@ def test_differences_are_found_and_keys_reported(pg, catalog, spark):
     pg.execute("DELETE FROM hist WHERE tid = 1 AND ctid IN (SELECT ctid FROM hist WHERE tid = 1 "
                "LIMIT 1)", db)
     for sp in (None, spark):
-        r = R.reconcile(sp, catalog, "shop.acct", R.PostgresSource(url, "acct"), max_keys=3)
+        r = R.reconcile(sp, catalog, "shop.acct", PostgresSource(url, "acct"), max_keys=3)
         assert not r.matches and r.source_checksum != r.table_checksum
         assert (r.source_rows, r.table_rows) == (4, 4)
         assert r.differing_keys == 4
@@ -135,7 +136,7 @@ def test_differences_are_found_and_keys_reported(pg, catalog, spark):
         assert r.first_differing_keys[0].source_values["note"] is None
         assert r.first_differing_keys[0].table_values["note"] == ""
         assert r.first_differing_keys[2].source_values is None
-        h = R.reconcile(sp, catalog, "shop.hist", R.PostgresSource(url, "hist"))
+        h = R.reconcile(sp, catalog, "shop.hist", PostgresSource(url, "hist"))
         assert not h.matches and (h.source_rows, h.table_rows) == (2, 3)
         assert [(k.key, k.kind, k.source_rows, k.table_rows) for k in h.first_differing_keys] \
             == [({"tid": 1, "delta": 5, "mtime": 1704067200000000}, "values_differ", 1, 2)]
@@ -147,7 +148,7 @@ def test_missing_column_is_an_error(pg, catalog):
     pg.create_database(db, template="shop")
     pg.execute("ALTER TABLE acct ADD COLUMN extra int", db)
     with pytest.raises(R.ReconcileError, match="column 'extra' of source .* not in acidflow"):
-        R.reconcile(None, catalog, "shop.acct", R.PostgresSource(pg.libpq_url(db), "acct"))
+        R.reconcile(None, catalog, "shop.acct", PostgresSource(pg.libpq_url(db), "acct"))
     pg.drop_database(db)
 
 

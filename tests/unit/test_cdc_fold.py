@@ -3,7 +3,7 @@ changes, keyless tables."""
 import pytest
 
 from acidflow.cdc.changes import POSITION_COLUMN, Policies, StoredRow, fold, fold_keyless
-from acidflow.cdc.formats import Change
+from acidflow.sources.records import Change
 
 COLS = [("id", "bigint"), ("name", "string"), ("age", "int"), (POSITION_COLUMN, "string")]
 KEY = ["id"]

@@ -5,7 +5,7 @@ from decimal import Decimal
 
 import pytest
 
-from acidflow.cdc import formats as F
+from acidflow.sources import formats as F
 from acidflow.cdc.changes import CoercionError, coerce
 
 

@@ -1,4 +1,4 @@
-"""Pure parts of acidflow.cdc.pull: LSN text, landing file names, grouping slot rows into
+"""Pure parts of acidflow.sources.postgres.pull (and .lsn): LSN text, landing file names, grouping slot rows into
 transactions, and the durable landing-file writer (local files only)."""
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import json
 
 import pytest
 
-from acidflow.cdc import pull as P
+from acidflow.sources.postgres import pull as P
+from acidflow.sources.postgres.connection import libpq_dsn
+from acidflow.sources.postgres.lsn import format_lsn, parse_lsn
 
 
 def _b(xid, commit, end):
@@ -27,12 +29,12 @@ def _i(xid, lsn, v):
 
 
 def test_lsn_round_trip():
-    assert P.parse_lsn("16/B374D848") == (0x16 << 32) | 0xB374D848
-    assert P.format_lsn(P.parse_lsn("0/1921F90")) == "0/1921F90"
-    assert P.parse_lsn("0/0") == 0
+    assert parse_lsn("16/B374D848") == (0x16 << 32) | 0xB374D848
+    assert format_lsn(parse_lsn("0/1921F90")) == "0/1921F90"
+    assert parse_lsn("0/0") == 0
     for bad in ("", "1", "x/y", "0/123456789"):
         with pytest.raises(ValueError):
-            P.parse_lsn(bad)
+            parse_lsn(bad)
 
 
 def test_landing_names_sort_by_lsn():
@@ -113,9 +115,9 @@ def test_write_landing_file_rejects_out_of_order(tmp_path):
 
 
 def test_libpq_dsn():
-    assert P.libpq_dsn("postgresql+psycopg2://u@h:5/d") == "postgresql://u@h:5/d"
-    assert P.libpq_dsn("postgresql://u@h/d") == "postgresql://u@h/d"
-    assert P.libpq_dsn("host=h dbname=d") == "host=h dbname=d"
+    assert libpq_dsn("postgresql+psycopg2://u@h:5/d") == "postgresql://u@h:5/d"
+    assert libpq_dsn("postgresql://u@h/d") == "postgresql://u@h/d"
+    assert libpq_dsn("host=h dbname=d") == "host=h dbname=d"
 
 
 def test_landed_lsn_state_survives_archiving(tmp_path):

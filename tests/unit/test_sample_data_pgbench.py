@@ -1,6 +1,6 @@
 """include/sample_data/pgbench is consistent: the landing files hold whole transactions in LSN
 order, the keyed tables' changes carry ``pk``, and replaying every change in order (a simple
-reference replay, independent of acidflow.cdc.formats) gives exactly the saved source contents."""
+reference replay, independent of acidflow.sources.formats) gives exactly the saved source contents."""
 from __future__ import annotations
 
 import collections
@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from acidflow.cdc.pull import landing_files, parse_lsn, read_landing_lines
 from acidflow.quality import reconcile as R
+from acidflow.sources.postgres.lsn import parse_lsn
+from acidflow.sources.postgres.pull import landing_files, read_landing_lines
 
 SAMPLE = Path(__file__).resolve().parents[2] / "include" / "sample_data" / "pgbench"
 

@@ -1,16 +1,23 @@
 """The CDC upsert job: apply change files to full-ACID tables, one batch per file.
 
+Data flows one way: this job reads changes (``acidflow.sources``), plans them
+(``acidflow.cdc.changes``), calls the quality gate (``acidflow.quality``) and the quarantine
+(``acidflow.quarantine``), writes (``acidflow.acid``) and commits (``acidflow.catalog``); none of
+those call back into ``acidflow.cdc``.
+
 For each change file, in name order (``apply_path``) -- one batch:
 
-1. parse (``acidflow.cdc.formats``); batch id = the file's LSN range for wal2json
+1. parse (``acidflow.sources.formats``); batch id = the file's LSN range for wal2json
    (``wal2json:<first>-<last>``), else ``<format>:sha256:<digest of the file's content>``;
 2. skip it when the catalog says a committed transaction applied it (idempotent reruns);
 3. open one transaction, claim the batch id in it (``Catalog.register_batch``);
 4. per source table: resolve the target (tables config, existing ``<db>.<table>``, or
    ``--auto-create``), handle new columns (schema drift policy ``add`` appends them, ``fail``
    stops the batch), look up the stored versions of the touched keys inside their buckets,
-   fold (``acidflow.cdc.changes``: late events dropped, latest event per key, policies) and write
-   one split-update statement (``acidflow.acid.writes.apply_row_changes``);
+   fold (``acidflow.cdc.changes``: late events dropped, latest event per key, policies), gate the
+   rows to insert with the table's expectation suite (``acidflow.quality.gx.gate_staged``; a
+   failure aborts the batch) and write one split-update statement
+   (``acidflow.acid.writes.apply_row_changes``);
 5. write bad records to quarantine; refuse the batch if they exceed the threshold;
 6. commit: every table of the batch becomes visible at once, with the statistics (inserted,
    updated, deleted, ignored as late, deletes of missing keys, quarantined) in its commit
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 import logging
 import os
 import time
@@ -33,12 +41,16 @@ import pyarrow as pa
 from acidflow.acid import types as htypes
 from acidflow.acid import writes
 from acidflow.acid.fs import TableFS
-from acidflow.acid.snapshot import ROW_ID
+from acidflow.acid.partitions import parse_partition_path
+from acidflow.acid.snapshot import ROW_ID, split_partitions
 from acidflow.catalog import BatchAlreadyAppliedError, Column, TableDef
 from acidflow.cdc import changes as chg
-from acidflow.cdc import formats
-from acidflow.cdc.quarantine import DEFAULT_THRESHOLD, check_threshold, write_quarantine
-from acidflow.cdc.tables import load_tables_config, table_from_stream, with_position_column
+from acidflow.cdc.tables import table_from_stream, with_position_column
+from acidflow.quality.gx import gate_staged
+from acidflow.quarantine import DEFAULT_THRESHOLD, check_threshold, write_quarantine
+from acidflow.sources import formats
+from acidflow.sources.records import Change, ParsedStream
+from acidflow.tables_config import load_tables_config
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +73,8 @@ class CdcOptions:
         fmt: ``wal2json``, ``debezium`` or ``goldengate``.
         target_db: database for tables named after their source (``schema.table`` ->
             ``<target_db>.table``) when no tables config maps them.
-        tables: ``{source table: TableDef}`` from YAML (:func:`acidflow.cdc.tables.load_tables_config`).
+        tables: ``{source table: TableDef}`` from YAML
+            (:func:`acidflow.tables_config.load_tables_config`).
         auto_create: register unknown tables from the stream's column types and primary key.
         num_buckets: buckets of auto-created keyed tables.
         schema_drift: ``add`` (new source columns appended to the table, Hive's ADD COLUMNS)
@@ -126,7 +139,7 @@ def read_lines(path: str) -> tuple[list[str], bytes]:
     return data.decode("utf-8").splitlines(), data
 
 
-def batch_id_for(fmt: str, stream: formats.ParsedStream, content: bytes) -> str:
+def batch_id_for(fmt: str, stream: ParsedStream, content: bytes) -> str:
     """The batch id: LSN range for wal2json streams, else a digest of the content."""
     if fmt == "wal2json" and stream.first_position and stream.last_position:
         return f"wal2json:{stream.first_position}-{stream.last_position}"
@@ -151,7 +164,8 @@ def change_files(input_path: str) -> list[str]:
                   and f.name.removesuffix(".gz").endswith(exts))
 
 
-def apply_path(spark, catalog, input_path: str, options: CdcOptions) -> list[BatchReport]:
+def apply_path(spark: Any, catalog: Any, input_path: str,
+               options: CdcOptions) -> list[BatchReport]:
     """Apply every change file under ``input_path`` in name order, one batch each.
 
     Returns:
@@ -162,7 +176,7 @@ def apply_path(spark, catalog, input_path: str, options: CdcOptions) -> list[Bat
     return [apply_file(spark, catalog, f, options) for f in change_files(input_path)]
 
 
-def apply_file(spark, catalog, path: str, options: CdcOptions) -> BatchReport:
+def apply_file(spark: Any, catalog: Any, path: str, options: CdcOptions) -> BatchReport:
     """Apply one change file as one batch (see module docstring).
 
     Raises:
@@ -182,7 +196,7 @@ def apply_file(spark, catalog, path: str, options: CdcOptions) -> BatchReport:
                            tables=done.details.get("tables", {}),
                            quarantined=done.details.get("quarantined", 0),
                            seconds=time.monotonic() - t0)
-    by_table: dict[str, list[formats.Change]] = {}
+    by_table: dict[str, list[Change]] = {}
     for ch in stream.changes:
         by_table.setdefault(ch.table, []).append(ch)
     if options.include_tables is not None:
@@ -199,8 +213,9 @@ def apply_file(spark, catalog, path: str, options: CdcOptions) -> BatchReport:
         for source_name in sorted(by_table):
             table = _resolve_table(catalog, stream, source_name, options)
             if table is None:
-                bad += [chg._bad(c, f"unknown table {source_name}: define it in a tables "
-                                    "config or pass --auto-create") for c in by_table[source_name]]
+                bad += [chg.bad_record(c, f"unknown table {source_name}: define it in a tables "
+                                          "config or pass --auto-create")
+                        for c in by_table[source_name]]
                 continue
             table = _handle_drift(catalog, table, by_table[source_name], stream, options, path)
             stats = _apply_table(spark, catalog, txn, table, by_table[source_name], options, bad)
@@ -288,7 +303,6 @@ def _apply_table(spark, catalog, txn, table: TableDef, changes_, options: CdcOpt
     bad += plan.bad
     stats = dict(plan.stats, truncated=int(truncated))
     if options.quality_gate and plan.inserts:  # raising aborts the batch's transaction
-        from acidflow.quality.gx import gate_staged
         gate_staged(spark, catalog, table.name, _arrow_rows(plan.inserts, columns),
                     suite_dir=options.suite_dir)
     if truncated:
@@ -306,10 +320,8 @@ def _apply_table(spark, catalog, txn, table: TableDef, changes_, options: CdcOpt
     return stats
 
 
-def key_json(key: tuple) -> str:
+def key_json(key: tuple[Any, ...]) -> str:
     """Canonical JSON of a key tuple (the catalog's tombstone key)."""
-    import json
-
     if all(type(v) is int for v in key):  # same text as json.dumps, without its overhead
         return "[" + ",".join(map(str, key)) + "]"
     return json.dumps([str(v) if not isinstance(v, (int, str)) or isinstance(v, bool) else v
@@ -326,9 +338,6 @@ def _tombstones(catalog, table: TableDef, keys: list[tuple]) -> dict[tuple, str]
 
 def _all_partitions(catalog, table: TableDef) -> list[dict[str, Any]]:
     """Every partition of the table that exists on storage (to empty them on TRUNCATE)."""
-    from acidflow.acid.partitions import parse_partition_path
-    from acidflow.acid.snapshot import split_partitions
-
     tfs = TableFS(table.location)
     if not tfs.exists(table.location):
         return []
@@ -345,7 +354,7 @@ def _arrow_rows(rows: list[dict], columns: list[tuple[str, str]]) -> pa.Table:
         schema=schema)
 
 
-def lookup_stored(spark, catalog, txn, table: TableDef, keys: list[tuple],
+def lookup_stored(spark: Any, catalog: Any, txn: Any, table: TableDef, keys: list[tuple],
                   full_keys: set[tuple] | None = None, min_position: str | None = None
                   ) -> dict[tuple, chg.StoredRow]:
     """The visible versions (at the transaction's snapshot) of ``keys``, read only from the
@@ -426,7 +435,7 @@ def _keyless_candidates(spark, catalog, txn, table: TableDef, changes_, columns)
     rows = [r for r in rows if r and all(n in r for n in names)]
     if not rows:
         return lambda before, taken: None
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # deferred: pyspark is heavy; the CLI imports this
 
     cand_df = spark.createDataFrame(_arrow_rows(rows, [(n, types[n]) for n in names]))
     current = writes.current_rows(spark, catalog, table, txn)
@@ -447,7 +456,8 @@ def _keyless_candidates(spark, catalog, txn, table: TableDef, changes_, columns)
     return match
 
 
-def write_plan(spark, catalog, txn, table: TableDef, plan: chg.MergePlan):
+def write_plan(spark: Any, catalog: Any, txn: Any, table: TableDef,
+               plan: chg.MergePlan) -> Any:
     """Write a :class:`acidflow.cdc.changes.MergePlan` as one split-update statement."""
     columns = _all_columns(table)
     pcols = [(c.name, c.hive_type) for c in table.partition_columns]

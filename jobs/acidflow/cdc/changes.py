@@ -31,10 +31,10 @@ import json
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, Callable
 
 from acidflow.acid import types as htypes
-from acidflow.cdc.formats import BadRecord, Change
+from acidflow.sources.records import BadRecord, Change
 
 #: the bookkeeping column holding the ordering value of the event that wrote the row version
 POSITION_COLUMN = "_cdc_position"
@@ -297,7 +297,8 @@ def _key(image: dict[str, Any] | None, key_cols: list[str]) -> tuple | None:
     return tuple(image[k] for k in key_cols)
 
 
-def _bad(ch: Change, reason: str) -> BadRecord:
+def bad_record(ch: Change, reason: str) -> BadRecord:
+    """The change as a quarantine record (its canonical fields as JSON) with ``reason``."""
     return BadRecord(ch.source, reason, json.dumps(
         {"table": ch.table, "op": ch.op, "position": ch.position, "before": ch.before,
          "after": ch.after}, default=str, sort_keys=True), ch.table)
@@ -325,21 +326,21 @@ def normalize_events(changes: list[Change], types: dict[str, str], key_cols: lis
             after = coerce_image(ch.after, types)
             before = coerce_image(ch.before, types)
         except CoercionError as e:
-            plan.bad.append(_bad(ch, str(e)))
+            plan.bad.append(bad_record(ch, str(e)))
             continue
         new_key = _key(after, key_cols)
         old_key = _key(before, key_cols)
         if ch.op in ("I", "U") and new_key is None:
             missing = [k for k in key_cols if k not in (after or {})]
-            plan.bad.append(_bad(ch, f"primary key column(s) {missing} missing in the after "
+            plan.bad.append(bad_record(ch, f"primary key column(s) {missing} missing in the after "
                                      "image"))
             continue
         if ch.op == "D" and old_key is None:
-            plan.bad.append(_bad(ch, "delete without the primary key in its before image"))
+            plan.bad.append(bad_record(ch, "delete without the primary key in its before image"))
             continue
         key = new_key if ch.op in ("I", "U") else old_key
         if any(v is None for v in key):
-            plan.bad.append(_bad(ch, f"NULL in primary key {dict(zip(key_cols, key))}"))
+            plan.bad.append(bad_record(ch, f"NULL in primary key {dict(zip(key_cols, key))}"))
             continue
         if ch.op == "U" and old_key is not None and old_key != new_key:
             events.append(_Event("D", old_key, ch.position, ch.seq, None, frozenset(), ch))
@@ -407,14 +408,14 @@ def fold_events(events: list[_Event], stored: dict[tuple, StoredRow], names: lis
             if ev.op == "D":
                 if cur is None:
                     if policies.delete_missing == "quarantine":
-                        plan.bad.append(_bad(ev.change, "delete of a key that is not stored"))
+                        plan.bad.append(bad_record(ev.change, "delete of a key that is not stored"))
                         continue
                     st["deletes_of_missing"] += 1
                 cur = None
             elif ev.op in ("I", "K"):
                 if cur is not None and ev.op == "I":
                     if policies.insert_existing == "quarantine":
-                        plan.bad.append(_bad(ev.change, "insert of a key that is already "
+                        plan.bad.append(bad_record(ev.change, "insert of a key that is already "
                                                         "stored"))
                         continue
                     st["inserts_of_existing"] += 1
@@ -422,7 +423,7 @@ def fold_events(events: list[_Event], stored: dict[tuple, StoredRow], names: lis
             else:  # U
                 if cur is None:
                     if policies.update_missing == "quarantine":
-                        plan.bad.append(_bad(ev.change, "update of a key that is not stored"))
+                        plan.bad.append(bad_record(ev.change, "update of a key that is not stored"))
                         continue
                     st["updates_of_missing"] += 1
                     cur = {n: ev.row.get(n) for n in names}
@@ -451,7 +452,7 @@ def fold_events(events: list[_Event], stored: dict[tuple, StoredRow], names: lis
 
 
 def fold_keyless(changes: list[Change], columns: list[tuple[str, str]],
-                 match) -> MergePlan:
+                 match: Callable[[dict[str, Any], set[Any]], Any]) -> MergePlan:
     """Merge one batch's changes of a keyless table (no primary key, e.g. ``pgbench_history``).
 
     Inserts are appended. An update or delete must carry the whole old row (PostgreSQL
@@ -476,7 +477,7 @@ def fold_keyless(changes: list[Change], columns: list[tuple[str, str]],
             after = coerce_image(ch.after, types)
             before = coerce_image(ch.before, types)
         except CoercionError as e:
-            plan.bad.append(_bad(ch, str(e)))
+            plan.bad.append(bad_record(ch, str(e)))
             continue
         if ch.op == "I":
             row = {n: after.get(n) for n in names}
@@ -485,7 +486,7 @@ def fold_keyless(changes: list[Change], columns: list[tuple[str, str]],
             st["rows_inserted"] += 1
             continue
         if before is None or any(n not in before for n in names):
-            plan.bad.append(_bad(ch, "update/delete on a table without a primary key needs "
+            plan.bad.append(bad_record(ch, "update/delete on a table without a primary key needs "
                                      "the whole old row (REPLICA IDENTITY FULL)"))
             continue
         new_row = None
@@ -506,7 +507,7 @@ def fold_keyless(changes: list[Change], columns: list[tuple[str, str]],
             if ch.op == "D":
                 st["deletes_of_missing"] += 1
             else:
-                plan.bad.append(_bad(ch, "update of a row that is not stored"))
+                plan.bad.append(bad_record(ch, "update of a row that is not stored"))
             continue
         taken.add(found[1])
         plan.deletes.append(found)

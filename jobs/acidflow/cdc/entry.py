@@ -1,7 +1,7 @@
-"""spark-submit subcommands ``cdc-upsert`` and ``ingest`` (see ``jobs/submit.py``:
-``cdc_upsert_main`` and ``ingest_main``).
+"""spark-submit subcommand ``cdc-upsert`` (see ``jobs/submit.py`` and ``acidflow.entry``:
+``cdc_upsert_main``).
 
-Each prints one JSON summary as its last stdout line (what an Airflow task pushes to XCom) and
+Prints one JSON summary as its last stdout line (what an Airflow task pushes to XCom) and
 returns 0; errors propagate (non-zero exit, message on stderr) with the transaction aborted.
 """
 from __future__ import annotations
@@ -9,6 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+
+from acidflow.catalog import Catalog
+from acidflow.cdc.apply import apply_path, build_options
+from acidflow.spark import get_spark
 
 
 def _cdc_parser() -> argparse.ArgumentParser:
@@ -43,11 +47,6 @@ def _flag(text: str) -> bool:
 
 def cdc_upsert_main(argv: list[str]) -> int:
     """``cdc-upsert``: :func:`acidflow.cdc.apply.apply_path` with the options of the CLI."""
-    from acidflow.catalog import Catalog
-    from acidflow.cdc.apply import apply_path
-    from acidflow.cdc.apply import build_options
-    from acidflow.spark import get_spark
-
     a = _cdc_parser().parse_args(argv)
     options = build_options(a.fmt, tables_config=a.tables_config, auto_create=a.auto_create,
                             target_db=a.target_db, num_buckets=a.num_buckets,
@@ -61,44 +60,11 @@ def cdc_upsert_main(argv: list[str]) -> int:
     return 0
 
 
-def ingest_main(argv: list[str]) -> int:
-    """``ingest``: :func:`acidflow.ingest.ingest` for one table and data interval."""
-    from acidflow.catalog import Catalog
-    from acidflow.ingest import ingest as run
-    from acidflow.spark import get_spark
-
-    p = argparse.ArgumentParser(prog="submit.py ingest",
-                                description="Load landing files of one data interval.")
-    p.add_argument("--table", required=True)
-    p.add_argument("--path", required=True, help="file, glob or directory")
-    p.add_argument("--format", dest="fmt", required=True, choices=["csv", "jsonl", "parquet"])
-    p.add_argument("--data-interval", required=True)
-    p.add_argument("--mode", default="append", choices=["append", "overwrite"])
-    p.add_argument("--partition", action="append", default=[], help="col=value (repeatable)")
-    p.add_argument("--quarantine-threshold", type=float, default=0.01)
-    p.add_argument("--tables-config", default=None,
-                   help="YAML file/dir: create the table from it when it does not exist")
-    a = p.parse_args(argv)
-    partition = dict(kv.split("=", 1) for kv in a.partition) or None
-    catalog = Catalog.from_settings()
-    if a.tables_config and not catalog.table_exists(a.table):
-        from acidflow.cdc.tables import find_table, load_tables_config
-
-        tdef = find_table(load_tables_config(a.tables_config), a.table)
-        if tdef is None:
-            raise SystemExit(f"table {a.table} is neither in the catalog nor in {a.tables_config}")
-        catalog.create_table(tdef, if_not_exists=True)
-    report = run(get_spark("acidflow-ingest"), catalog, a.table, a.path, a.fmt,
-                 a.data_interval, mode=a.mode, partition=partition,
-                 quarantine_threshold=a.quarantine_threshold)
-    print(json.dumps(report.__dict__, default=str))
-    return 0
-
-
 def main(argv: list[str]) -> int:
-    """``python -m acidflow.cdc.entry {cdc-upsert|ingest} ...`` (``jobs/submit.py`` calls the
-    ``<subcommand>_main`` functions directly)."""
-    return {"cdc-upsert": cdc_upsert_main, "ingest": ingest_main}[argv[0]](argv[1:])
+    """``python -m acidflow.cdc.entry [cdc-upsert] ...``."""
+    if argv and argv[0] == "cdc-upsert":
+        argv = argv[1:]
+    return cdc_upsert_main(argv)
 
 
 if __name__ == "__main__":

@@ -2,16 +2,18 @@
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import typer
-from acidflow.cli.console import console
 from rich.table import Table
 
-from acidflow.cdc.apply import build_options
+from acidflow.cdc.apply import BatchReport, apply_path, build_options
+from acidflow.cli.console import console
+from acidflow.ingest import ingest
+from acidflow.spark import get_spark
 
 
-def print_reports(reports, as_json: bool = False) -> None:
+def print_reports(reports: list[BatchReport], as_json: bool = False) -> None:
     """Print batch reports as a Rich table (or JSON lines)."""
     if as_json:
         for r in reports:
@@ -38,7 +40,8 @@ def print_reports(reports, as_json: bool = False) -> None:
         console.print(f"[yellow]{r.quarantined} bad record(s) of {r.file} in {r.quarantine_file}")
 
 
-def register(app: typer.Typer, cdc_app: typer.Typer, show_app: typer.Typer, catalog_factory) -> None:
+def register(app: typer.Typer, cdc_app: typer.Typer, show_app: typer.Typer,
+             catalog_factory: Callable[[], Any]) -> None:
     """Add ``cdc apply`` and ``show batches`` to the ``acidflow`` command."""
 
     @cdc_app.command("apply")
@@ -67,9 +70,6 @@ def register(app: typer.Typer, cdc_app: typer.Typer, show_app: typer.Typer, cata
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
         """Apply change files (one batch per file, in name order) in Spark."""
-        from acidflow.cdc.apply import apply_path
-        from acidflow.spark import get_spark
-
         options = build_options(fmt, tables_config=tables_config, auto_create=auto_create,
                                 target_db=target_db, num_buckets=num_buckets,
                                 schema_drift=schema_drift, update_missing=update_missing,
@@ -92,9 +92,6 @@ def register(app: typer.Typer, cdc_app: typer.Typer, show_app: typer.Typer, cata
         quarantine_threshold: float = typer.Option(0.01, "--quarantine-threshold"),
     ) -> None:
         """Load the landing files of one data interval into a table, once (Spark)."""
-        from acidflow.ingest import ingest
-        from acidflow.spark import get_spark
-
         spec = dict(kv.split("=", 1) for kv in partition or []) or None
         r = ingest(get_spark("acidflow-ingest"), catalog_factory(), table, path, fmt,
                    data_interval, mode=mode, partition=spec,
@@ -108,7 +105,8 @@ def register(app: typer.Typer, cdc_app: typer.Typer, show_app: typer.Typer, cata
             console.print(f"[yellow]bad rows: {r.quarantine_file}")
 
     @show_app.command("batches")
-    def show_batches(kind: Optional[str] = typer.Option(None, "--kind", help="cdc | ingest")):
+    def show_batches(kind: Optional[str] = typer.Option(None, "--kind",
+                                                        help="cdc | ingest")) -> None:
         """Idempotence records: each batch id and the transaction that applied it."""
         t = Table(title="batches")
         for c in ("batch", "kind", "txn", "state", "registered", "source"):

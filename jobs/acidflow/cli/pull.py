@@ -1,11 +1,7 @@
 """``acidflow cdc pull``: land the changes of a wal2json replication slot (Typer + Rich).
 
-The ``cdc`` sub-app lives in ``acidflow.cli``; it calls :func:`register` to add this command:
-
-    cdc_app = typer.Typer(help="...")
-    app.add_typer(cdc_app, name="cdc")
-    from acidflow.cli import pull as cli_pull
-    cli_pull.register(cdc_app)
+The ``cdc`` sub-app lives in ``acidflow.cli.app``; it calls :func:`register` to add this command
+(the pull itself is ``acidflow.sources.postgres.pull.pull``).
 """
 from __future__ import annotations
 
@@ -15,9 +11,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from acidflow.cli.console import console, err
 from rich.table import Table
 
+from acidflow.cli.console import console, err
+from acidflow.sources.postgres.lsn import format_lsn
+from acidflow.sources.postgres.pull import PullError, pull
 
 
 def pull_command(
@@ -39,8 +37,6 @@ def pull_command(
     """Pull changes from a wal2json logical replication slot into gzip landing files
     (wal2json format-version 2 JSON lines, whole transactions, named by LSN range), advancing
     the slot only after each file is durably on disk."""
-    from acidflow.cdc.pull import PullError, format_lsn, pull
-
     if verbose:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:

@@ -1,9 +1,8 @@
 """``acidflow reconcile``: compare acidflow tables with their PostgreSQL source (Typer + Rich).
 
-``acidflow.cli`` calls :func:`register` with its top-level app:
-
-    from acidflow.quality import cli_reconcile
-    cli_reconcile.register(app)
+``acidflow.cli.app`` calls :func:`register` with its top-level app. This command picks the source
+(``acidflow.sources.postgres``: ``PostgresSource`` for ``--dsn``, ``SavedSource`` for
+``--source-dir``) and hands it to ``acidflow.quality.reconcile.reconcile``:
 
     acidflow reconcile --dsn postgresql://u@h/pgbench pgbench.pgbench_accounts
     acidflow reconcile --source-dir include/sample_data/pgbench          # every table it holds
@@ -15,19 +14,24 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
-from acidflow.cli.console import console, err
 from rich.table import Table
 
+from acidflow.catalog import Catalog
+from acidflow.catalog.errors import NoSuchTableError
+from acidflow.cli.console import console, err
+from acidflow.quality.reconcile import (ReconcileError, ReconcileSource, acidflow_table_for,
+                                        reconcile, source_table_for)
+from acidflow.sources.postgres.connection import PullError, connect
+from acidflow.sources.postgres.snapshot import PostgresSource, SavedSource, list_tables
+from acidflow.spark import get_spark
 
 
 def _pairs(tables: list[str], *, dsn: Optional[str], source_dir: Optional[Path],
-           db: Optional[str], schema: str, catalog) -> list[tuple[str, str]]:
+           db: Optional[str], schema: str, catalog: Any) -> list[tuple[str, str]]:
     """(acidflow table, source table) pairs from the arguments or, when none, from the source."""
-    from acidflow.quality.reconcile import acidflow_table_for, source_table_for
-
     if tables:
         out = []
         for t in tables:
@@ -51,13 +55,10 @@ def _pairs(tables: list[str], *, dsn: Optional[str], source_dir: Optional[Path],
                       t.get("acidflow_table") or acidflow_table_for(t["name"], m["database"]))
             out.append((target, t["name"]))
         return out
-    from acidflow.cdc import pgsource
-    from acidflow.cdc.pull import connect
-
     conn = connect(dsn)
     try:
         dbname = db or conn.get_dsn_parameters().get("dbname")
-        names = pgsource.list_tables(conn, schema)
+        names = list_tables(conn, schema)
     finally:
         conn.close()
     out = []
@@ -88,19 +89,11 @@ def reconcile_command(
     """Compare acidflow tables with their PostgreSQL source: row counts and an
     order-independent checksum of type-normalised rows; on a difference, the first differing
     keys on each side."""
-    from acidflow.catalog import Catalog
-    from acidflow.catalog.errors import NoSuchTableError
-    from acidflow.cdc.pull import PullError
-    from acidflow.quality.reconcile import (PostgresSource, ReconcileError, SavedSource,
-                                        reconcile)
-
     if (dsn is None) == (source_dir is None):
         raise typer.BadParameter("give exactly one of --dsn and --source-dir")
     catalog = Catalog.from_settings()
     spark = None
     if use_spark:
-        from acidflow.spark import get_spark
-
         spark = get_spark("acidflow-reconcile")
     failed = mismatched = 0
     results = []
@@ -115,8 +108,8 @@ def reconcile_command(
         raise typer.Exit(2)
     for target, src_name in pairs:
         try:
-            source = (PostgresSource(dsn, src_name) if dsn
-                      else SavedSource.from_dir(source_dir, src_name))
+            source: ReconcileSource = (PostgresSource(dsn, src_name) if dsn
+                                       else SavedSource.from_dir(source_dir, src_name))
             r = reconcile(spark, catalog, target, source, max_keys=max_keys)
         except (ReconcileError, NoSuchTableError, PullError, LookupError) as exc:
             failed += 1

@@ -1,9 +1,7 @@
 """``acidflow validate TABLE...``: expectation suites on snapshots plus ACID invariants.
 
-``acidflow.cli`` calls :func:`register` with its top-level app::
-
-    from acidflow.quality import cli_validate
-    cli_validate.register(app)
+``acidflow.cli.app`` calls :func:`register` with its top-level app; the job is
+``acidflow.validation``::
 
     acidflow validate pgbench.pgbench_accounts pgbench.pgbench_history
     acidflow validate --suite-dir include/expectations --json db.t
@@ -18,9 +16,11 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from acidflow.cli.console import console
 from rich.table import Table
 
+from acidflow.cli.console import console
+from acidflow.spark import get_spark
+from acidflow.validation import run
 
 
 def register(app: typer.Typer) -> None:
@@ -37,12 +37,8 @@ def register(app: typer.Typer) -> None:
         """Validate committed tables: their GX suite (include/expectations/<db>.<table>.json)
         on the snapshot, fsck, and the ACID invariants (sorted events, events in the right
         bucket file, key index). Reports go to <warehouse>/_quality/<table>/<run id>/."""
-        from acidflow.quality.entry import run
-
         session = None
         if spark:
-            from acidflow.spark import get_spark
-
             session = get_spark("acidflow-validate")
         summary = run(list(tables), suite_dir=str(suite_dir) if suite_dir else None,
                       spark=session)

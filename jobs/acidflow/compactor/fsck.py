@@ -20,28 +20,10 @@ for orphans, ``info`` for aborted/obsolete directories awaiting the cleaner. The
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass
 from typing import Iterable
 
 from acidflow.acid.layout import (ACID_VERSION_FILE, AcidState, DirEntry, parse_base, parse_delta)
-
-ERROR, WARNING, INFO = "error", "warning", "info"
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One fsck finding: ``partition`` ('' = table root), ``kind``, ``severity``, ``path``
-    (relative to the partition), ``detail``."""
-
-    partition: str
-    kind: str
-    severity: str
-    path: str
-    detail: str = ""
-
-    def to_dict(self) -> dict:
-        """JSON-able dict."""
-        return asdict(self)
+from acidflow.quality.findings import ERROR, INFO, WARNING, Finding
 
 
 def check_layout(partition: str, entries: Iterable[DirEntry], state: AcidState) -> list[Finding]:

@@ -40,6 +40,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from acidflow.acid.fs import TableFS
+
 REPO = Path(__file__).resolve().parents[3]
 DEFAULT_SUITE_DIR = REPO / "include" / "expectations"
 SUITE_DIR_ENV = "ACIDFLOW_SUITE_DIR"
@@ -61,7 +63,7 @@ class QualityGateError(RuntimeError):
         failed: one summary line per failed expectation.
     """
 
-    def __init__(self, table: str, report_path: str, failed: list[str]):
+    def __init__(self, table: str, report_path: str, failed: list[str]) -> None:
         self.table, self.report_path, self.failed = table, report_path, list(failed)
         super().__init__(
             f"quality gate failed for {table}: {len(self.failed)} expectation(s) failed: "
@@ -254,12 +256,12 @@ def report_dir(warehouse: str, table_name: str, run_id: str) -> str:
 # ----------------------------------------------------------------------------- GX (I/O)
 
 
-def _is_spark_df(df) -> bool:
+def _is_spark_df(df: Any) -> bool:
     return type(df).__module__.startswith("pyspark.sql") and hasattr(df, "sparkSession")
 
 
-def _as_pandas(df):
-    import pandas as pd
+def _as_pandas(df: Any) -> Any:
+    import pandas as pd  # deferred: pandas is heavy and only the pandas engine needs it
 
     if isinstance(df, pd.DataFrame):
         return df
@@ -269,7 +271,8 @@ def _as_pandas(df):
                     "pandas DataFrame or a pyarrow Table")
 
 
-def run_expectations(df, expectations: list[dict], *, name: str) -> tuple[Any, str]:
+def run_expectations(df: Any, expectations: list[dict[str, Any]], *,
+                     name: str) -> tuple[Any, str]:
     """Run expectations on one DataFrame with GX 1.x (imported here, lazily).
 
     Args:
@@ -283,10 +286,11 @@ def run_expectations(df, expectations: list[dict], *, name: str) -> tuple[Any, s
     Raises:
         SuiteError: GX refused an expectation (unknown type, bad kwargs).
     """
+    # deferred: importing GX takes seconds; only tables with a suite pay for it
     import great_expectations as gx
-    from great_expectations.core.expectation_suite import ExpectationSuite
-    from great_expectations.data_context.types.base import ProgressBarsConfig
-    from great_expectations.expectations.expectation_configuration import (
+    from great_expectations.core.expectation_suite import ExpectationSuite  # deferred: as above
+    from great_expectations.data_context.types.base import ProgressBarsConfig  # deferred: as above
+    from great_expectations.expectations.expectation_configuration import (  # deferred: as above
         ExpectationConfiguration)
 
     ctx = gx.get_context(mode="ephemeral")
@@ -315,21 +319,20 @@ def run_expectations(df, expectations: list[dict], *, name: str) -> tuple[Any, s
     return res, engine
 
 
-def data_docs_html(gx_result) -> str:
+def data_docs_html(gx_result: Any) -> str:
     """GX's Data Docs page (HTML) of one ``ExpectationSuiteValidationResult``."""
-    from great_expectations.render.renderer import ValidationResultsPageRenderer
-    from great_expectations.render.view import DefaultJinjaPageView
+    from great_expectations.render.renderer import ValidationResultsPageRenderer  # deferred: GX
+    from great_expectations.render.view import DefaultJinjaPageView  # deferred: GX is slow to load
 
     return DefaultJinjaPageView().render(ValidationResultsPageRenderer().render(gx_result))
 
 
 def _write(warehouse: str, path: str, data: bytes) -> None:
-    from acidflow.acid.fs import TableFS
-
     TableFS(warehouse).write_bytes(path, data)
 
 
-def check(catalog, table_name: str, df, *, scope: str, suite_dir=None,
+def check(catalog: Any, table_name: str, df: Any, *, scope: str,
+          suite_dir: str | os.PathLike[str] | None = None,
           html: str = "on_failure", run_id: str | None = None) -> GateResult | None:
     """Run the table's suite (the expectations of ``scope``) on ``df`` and write the report.
 
@@ -374,7 +377,8 @@ def check(catalog, table_name: str, df, *, scope: str, suite_dir=None,
     return result
 
 
-def gate_staged(spark, catalog, table_name: str, df, *, suite_dir=None) -> GateResult | None:
+def gate_staged(spark: Any, catalog: Any, table_name: str, df: Any, *,
+                suite_dir: str | os.PathLike[str] | None = None) -> GateResult | None:
     """The quality gate on a staged batch, called by the write jobs inside their transaction
     right before they write: a failure raises, so the transaction aborts and nothing of the
     batch becomes visible; the staged rows stay where they came from (landing or change files)

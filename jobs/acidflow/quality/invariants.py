@@ -1,4 +1,5 @@
-"""ACID invariants of a table's current files, beyond what ``acidflow.compactor.fsck`` checks.
+"""ACID invariants of a table's current files, beyond what ``acidflow.compactor.fsck`` checks
+(both report :class:`acidflow.quality.findings.Finding`).
 
 ``fsck`` already reports missing metadata (``_orc_acid_version``, ``hive.acid.key.index``,
 ``hive.acid.stats``, ``hive.acid.version``, key index entries vs stripes), overlapping delta
@@ -22,11 +23,19 @@ pyarrow in this process, key columns only, one stripe at a time.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
+import pyarrow.orc as paorc
 
-from acidflow.compactor.fsck import ERROR, Finding
+from acidflow.acid import files as acid_files
+from acidflow.acid import snapshot
+from acidflow.acid.bucketing import decode_bucket_id
+from acidflow.acid.compaction import partition_dir
+from acidflow.acid.files import OPERATION_DELETE
+from acidflow.acid.fs import TableFS, join
+from acidflow.acid.layout import bucket_files, get_acid_state
+from acidflow.quality.findings import ERROR, Finding
 
 MAX_DETAIL_VALUES = 5
 
@@ -69,9 +78,6 @@ def check_bucket_file(partition: str, path: str, file_bucket: int, bucket: np.nd
     Returns:
         ``[]`` or one ``wrong_bucket_file`` finding (counts per decoded bucket id).
     """
-    from acidflow.acid.bucketing import decode_bucket_id
-    from acidflow.acid.files import OPERATION_DELETE
-
     props = np.asarray(bucket, dtype=np.int64)
     ops = np.asarray(operation)
     if not check_inserts:
@@ -111,16 +117,12 @@ def check_key_index(partition: str, path: str, key_index: Sequence[tuple[int, in
     return [Finding(partition, "key_index_mismatch", ERROR, path, detail)]
 
 
-def check_file(tfs, partition: str, path: str, rel: str, file_bucket: int, *,
+def check_file(tfs: TableFS, partition: str, path: str, rel: str, file_bucket: int, *,
                check_inserts: bool) -> list[Finding]:
     """Read one event file's key columns stripe by stripe (pyarrow) and run the pure checks.
 
     Files that are not ACID event files are skipped (fsck and the reader report those).
     """
-    import pyarrow.orc as paorc
-
-    from acidflow.acid import files as acid_files
-
     info = acid_files.file_info(tfs, path)
     if not info.is_acid:
         return []
@@ -149,22 +151,16 @@ def check_file(tfs, partition: str, path: str, rel: str, file_bucket: int, *,
     return out
 
 
-def check_table(catalog, name: str) -> list[Finding]:
+def check_table(catalog: Any, name: str) -> list[Finding]:
     """Run the per-event checks on every data file of the current snapshot's base and deltas
     of every partition of a catalog table (this process, pyarrow).
 
     Returns:
-        :class:`acidflow.compactor.fsck.Finding` list (``partition`` '' for unpartitioned tables,
+        :class:`acidflow.quality.findings.Finding` list (``partition`` '' for unpartitioned tables,
         ``path`` relative to the partition).
     Raises:
         NoSuchTableError.
     """
-    from acidflow.acid import files as acid_files
-    from acidflow.acid import snapshot
-    from acidflow.acid.compaction import partition_dir
-    from acidflow.acid.fs import TableFS, join
-    from acidflow.acid.layout import bucket_files, get_acid_state
-
     table = catalog.get_table(name)
     tfs = TableFS(table.location)
     valid = catalog.valid_write_ids(table.name)

@@ -26,29 +26,35 @@ CDC apply) are excluded, other extra acidflow columns are ignored and listed. A 
 missing from the acidflow table is an error. The type of each column comes from the source
 (PostgreSQL's ``format_type``) when known, else from the acidflow table's Hive type.
 
-Sources: :class:`PostgresSource` (a DSN and a ``schema.table``; read with ``COPY ... TO STDOUT
-WITH CSV HEADER``) and :class:`SavedSource` (a ``.csv.gz``/``.csv`` written by that COPY, with the
-column types and primary key from a ``manifest.json`` as ``tools/sample_data_pgbench.py`` writes
-it). The acidflow side is read with ``acidflow.reads.read_table``: in Spark when a session is given
+Sources: anything with the :class:`ReconcileSource` shape (columns, key, rows as a COPY CSV); the
+caller picks one (``acidflow.sources.postgres``: ``PostgresSource`` for a live table read with
+``COPY ... TO STDOUT WITH CSV HEADER``, ``SavedSource`` for a ``.csv.gz``/``.csv`` written by that
+COPY with the column types and primary key from a ``manifest.json`` as
+``tools/sample_data_pgbench.py`` writes it); this module imports no source package.
+The acidflow side is read with ``acidflow.reads.read_table``: in Spark when a session is given
 (hashing runs on the executors with ``mapInArrow``), else in this process with pyarrow.
 """
 from __future__ import annotations
 
 import base64
+import csv
 import datetime as _dt
 import decimal
+import gzip
 import hashlib
 import json
 import os
 import pickle
 import re
 import struct
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
 import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from acidflow import reads
 
 MASK64 = (1 << 64) - 1
 EPOCH = _dt.datetime(1970, 1, 1)
@@ -429,8 +435,6 @@ def csv_batches(path: str | os.PathLike, columns: list[str] | None = None,
     """Record batches of all-string columns from a CSV written by PostgreSQL's
     ``COPY ... TO STDOUT WITH CSV HEADER`` (``.gz`` decompressed): an unquoted empty field is
     NULL, a quoted ``""`` the empty string; quoted values may span lines."""
-    import pyarrow.csv as pacsv
-
     names = _csv_header(Path(path))
     if columns is not None and [n.lower() for n in names] != [c.lower() for c in columns]:
         raise ReconcileError(f"{path}: CSV header {names} does not match the columns {columns}")
@@ -443,109 +447,25 @@ def csv_batches(path: str | os.PathLike, columns: list[str] | None = None,
     yield from reader
 
 
-@dataclass
-class PostgresSource:
-    """A live PostgreSQL table.
+class ReconcileSource(Protocol):
+    """What :func:`reconcile` needs of a source table: its columns and key, and its rows as a
+    CSV in PostgreSQL's ``COPY ... TO STDOUT WITH CSV HEADER`` form (an unquoted empty field is
+    NULL, ``""`` the empty string). ``str(source)`` names it in messages and results.
 
-    Attributes:
-        dsn: libpq string, URL or SQLAlchemy ``postgresql+psycopg2://`` URL.
-        table: ``schema.table`` (a bare name means ``public``).
+    The PostgreSQL implementations are ``acidflow.sources.postgres.snapshot.PostgresSource`` (a
+    live table) and ``SavedSource`` (a saved COPY plus ``manifest.json``); this module imports
+    neither, the caller hands one in.
     """
 
-    dsn: str
-    table: str
-
-    def describe(self):
-        """``acidflow.cdc.pgsource.SourceTable`` of the table (columns, types, primary key)."""
-        from acidflow.cdc import pgsource
-        from acidflow.cdc.pull import connect
-
-        conn = connect(self.dsn)
-        try:
-            return pgsource.describe(conn, self.table)
-        finally:
-            conn.close()
+    def describe_columns(self) -> tuple[list[tuple[str, str | None]] | None, list[str]]:
+        """``(columns, primary key)``: columns as ``(name, PostgreSQL format_type or None when
+        unknown)`` in CSV order, or None when the CSV header names them (types unknown); the
+        primary key columns, empty when unknown or keyless."""
+        ...
 
     def open_csv(self) -> tuple[Path, Callable[[], None]]:
-        """COPY the table into a temp CSV file; returns the path and a cleanup function."""
-        from acidflow.cdc import pgsource
-        from acidflow.cdc.pull import connect
-
-        st = self.describe()
-        fd, name = tempfile.mkstemp(prefix="acidflow-reconcile-", suffix=".csv")
-        try:
-            conn = connect(self.dsn)
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    pgsource.copy_csv(conn, st, fh, ordered=False)
-            finally:
-                conn.close()
-        except BaseException:
-            os.unlink(name)
-            raise
-        return Path(name), lambda: os.unlink(name)
-
-    def __str__(self) -> str:
-        from acidflow.cdc.pull import libpq_dsn
-
-        safe = re.sub(r"://([^:@/]*):[^@/]*@", r"://\1:***@", libpq_dsn(self.dsn))
-        return f"{self.table} @ {safe}"
-
-
-@dataclass
-class SavedSource:
-    """Saved source contents: a CSV (``.csv.gz`` or ``.csv``) from ``COPY ... TO STDOUT WITH CSV
-    HEADER``.
-
-    Attributes:
-        path: the CSV file.
-        table: source ``schema.table`` name (for messages).
-        columns: ``(name, pg_type)`` pairs; ``pg_type`` may be ``None`` (unknown: the acidflow
-            table's Hive type decides). Default: names from the CSV header, types unknown.
-        primary_key: key columns (default: the acidflow table's primary key).
-    """
-
-    path: Path
-    table: str
-    columns: list[tuple[str, str | None]] | None = None
-    primary_key: list[str] | None = None
-
-    @classmethod
-    def from_dir(cls, directory: str | os.PathLike, table: str) -> "SavedSource":
-        """Find ``table`` (``schema.table`` or bare) in a directory of saved CSVs: through its
-        ``manifest.json`` (``tables[]`` with ``name``, ``csv``, ``columns``, ``primary_key``)
-        when there is one, else ``<table>.csv.gz`` / ``<schema>.<table>.csv.gz`` / ``.csv`` in
-        the directory or its ``source/`` subdirectory.
-
-        Raises:
-            ReconcileError: no such table or file.
-        """
-        d = Path(directory)
-        from acidflow.cdc.pgsource import split_name
-
-        schema, name = split_name(table)
-        manifest = d / "manifest.json"
-        if manifest.is_file():
-            m = json.loads(manifest.read_text())
-            for t in m.get("tables", []):
-                ts, tn = split_name(t["name"])
-                if (ts, tn) == (schema, name):
-                    p = d / t.get("csv", f"source/{tn}.csv.gz")
-                    if not p.is_file():
-                        raise ReconcileError(f"{manifest}: file {p} of {t['name']} is missing")
-                    return cls(p, f"{ts}.{tn}", [(c["name"], c.get("type")) for c in
-                                                 t.get("columns", [])] or None,
-                               list(t.get("primary_key", [])))
-        for sub in (d, d / "source"):
-            for fn in (f"{name}.csv.gz", f"{schema}.{name}.csv.gz", f"{name}.csv",
-                       f"{schema}.{name}.csv"):
-                if (sub / fn).is_file():
-                    return cls(sub / fn, f"{schema}.{name}")
-        raise ReconcileError(f"no saved contents of {schema}.{name} in {d} "
-                             f"(no manifest entry, no {name}.csv.gz)")
-
-    def __str__(self) -> str:
-        return f"{self.table} @ {self.path}"
+        """The rows as a CSV file (``.gz`` allowed) and a function that removes what it made."""
+        ...
 
 
 @dataclass
@@ -633,7 +553,7 @@ class _TableSide:
     """Runs the scans over the acidflow snapshot: Spark (``mapInArrow`` on the executors) or a
     pyarrow table in this process."""
 
-    def __init__(self, data, spec: ScanSpec):
+    def __init__(self, data: Any, spec: ScanSpec) -> None:
         self.data = data
         self.spec = spec
         self.is_spark = not isinstance(data, pa.Table)
@@ -715,7 +635,7 @@ def diff_keys(source: dict[tuple, list[int]], table: dict[tuple, list[int]],
     return differing[:max_keys], len(differing)
 
 
-def reconcile(spark, catalog, table_name: str, source: PostgresSource | SavedSource, *,
+def reconcile(spark: Any, catalog: Any, table_name: str, source: ReconcileSource, *,
               max_keys: int = DEFAULT_MAX_KEYS, key_columns: list[str] | None = None,
               as_of_write_id: int | None = None) -> ReconcileResult:
     """Compare the snapshot of an acidflow table with its source.
@@ -726,7 +646,8 @@ def reconcile(spark, catalog, table_name: str, source: PostgresSource | SavedSou
         catalog: ``acidflow.catalog.Catalog``.
         table_name: acidflow table (``<db>.<table>``, e.g. ``pgbench.pgbench_accounts`` for the
             PostgreSQL table ``public.pgbench_accounts``).
-        source: :class:`PostgresSource` or :class:`SavedSource`.
+        source: a :class:`ReconcileSource` (``acidflow.sources.postgres``: ``PostgresSource``
+            for a live table, ``SavedSource`` for a saved COPY).
         max_keys: how many differing keys to report (with their rows).
         key_columns: compare by these columns (default: the source's primary key, else the
             acidflow table's, else whole rows).
@@ -737,26 +658,18 @@ def reconcile(spark, catalog, table_name: str, source: PostgresSource | SavedSou
         ReconcileError: a source column missing from the table, a key column not compared, an
             unreadable value, a saved source without its file.
         acidflow.catalog.errors.NoSuchTableError: no such acidflow table.
-        acidflow.cdc.pull.PullError / LookupError: cannot connect / no such source table.
+        whatever the source raises (``PostgresSource``: ``PullError`` when it cannot
+            connect, ``LookupError`` for no such source table).
     """
-    from acidflow import reads
-
     tdef = catalog.get_table(table_name)
     table_cols = {c.name.lower(): (c.name, c.hive_type) for c in
                   list(tdef.columns) + list(getattr(tdef, "partition_columns", []) or [])}
 
-    cleanup = None
-    if isinstance(source, PostgresSource):
-        st = source.describe()
-        src_columns: list[tuple[str, str | None]] = list(st.columns)
-        src_pk = list(st.primary_key)
-        csv_path, cleanup = source.open_csv()
-    else:
-        csv_path = source.path
-        src_columns = list(source.columns) if source.columns else [
-            (n, None) for n in _csv_header(source.path)]
-        src_pk = list(source.primary_key or [])
+    described, src_pk = source.describe_columns()
+    csv_path, cleanup = source.open_csv()
     try:
+        src_columns: list[tuple[str, str | None]] = described if described is not None else [
+            (n, None) for n in _csv_header(Path(csv_path))]
         names, kinds = [], []
         for n, pg_type in src_columns:
             tc = table_cols.get(n.lower())
@@ -809,14 +722,10 @@ def reconcile(spark, catalog, table_name: str, source: PostgresSource | SavedSou
         result.differing_keys = total
         return result
     finally:
-        if cleanup:
-            cleanup()
+        cleanup()
 
 
 def _csv_header(path: Path) -> list[str]:
-    import csv
-    import gzip
-
     opener = gzip.open if str(path).endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8", newline="") as fh:
         return next(csv.reader(fh))

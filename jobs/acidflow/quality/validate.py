@@ -4,8 +4,9 @@
 
 1. the GX suite (``acidflow.quality.gx``, expectations of scope ``both`` and ``snapshot``) on the
    visible rows of the current snapshot (pinned with ``reads.reader_snapshot`` while it runs);
-2. ``acidflow.compactor.fsck.fsck_table``: missing metadata, overlapping deltas, duplicate visible
-   ROW__IDs, orphan / aborted / obsolete directories;
+2. the table checks the caller hands in (``checks``; the validate job ``acidflow.validation``
+   passes ``acidflow.compactor.fsck.fsck_table``: missing metadata, overlapping deltas, duplicate
+   visible ROW__IDs, orphan / aborted / obsolete directories);
 3. ``acidflow.quality.invariants.check_table``: events sorted within each file, events in the bucket
    file their bucket property names, key index = last key of each stripe.
 
@@ -19,8 +20,16 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
 
-from acidflow.compactor.fsck import ERROR, Finding
+from acidflow import reads
+from acidflow.acid.fs import TableFS
+from acidflow.quality import gx, invariants
+from acidflow.quality.findings import ERROR, Finding
+
+#: A table check: ``check(catalog, table name) -> findings`` (``acidflow.compactor.fsck.fsck_table``
+#: has this shape).
+TableCheck = Callable[[Any, str], list[Finding]]
 
 
 @dataclass
@@ -36,7 +45,7 @@ class ValidationReport:
     table: str
     run_id: str
     report_path: str = ""
-    expectations: object | None = None
+    expectations: Any | None = None
     findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -50,7 +59,7 @@ class ValidationReport:
         """Every expectation passed and no finding is an error."""
         return not self.errors and (self.expectations is None or self.expectations.success)
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """Short JSON-able summary: table, success, report, failed_expectations (lines),
         invariant_errors (``kind path: detail`` lines), warnings (count), suite (path or
         None)."""
@@ -65,14 +74,15 @@ class ValidationReport:
             "warnings": sum(1 for f in self.findings if f.severity != ERROR),
         }
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Everything: the summary, the GX result summary, every finding."""
         return {**self.summary(), "run_id": self.run_id, "seconds": self.seconds,
                 "gx": self.expectations.to_dict() if self.expectations else None,
                 "findings": [f.to_dict() for f in self.findings]}
 
 
-def validate(spark, catalog, table_name: str, *, suite_dir=None) -> ValidationReport:
+def validate(spark: Any, catalog: Any, table_name: str, *, suite_dir: str | None = None,
+             checks: Sequence[TableCheck] = ()) -> ValidationReport:
     """Validate one committed table (see module doc).
 
     Args:
@@ -82,16 +92,13 @@ def validate(spark, catalog, table_name: str, *, suite_dir=None) -> ValidationRe
         catalog: ``acidflow.catalog.Catalog``.
         table_name: ``<db>.<table>``.
         suite_dir: suites directory (None = ``acidflow.quality.gx.suite_dir_default()``).
+        checks: table checks run after the suite, their findings first (in order), then the
+            ACID invariants' (``acidflow.validation.validate`` passes the compactor's fsck).
     Returns:
         :class:`ValidationReport` (written to its ``report_path``).
     Raises:
         NoSuchTableError; acidflow.quality.gx.SuiteError for a broken suite file.
     """
-    from acidflow import reads
-    from acidflow.acid.fs import TableFS
-    from acidflow.compactor.fsck import fsck_table
-    from acidflow.quality import gx, invariants
-
     t0 = time.monotonic()
     table = catalog.get_table(table_name)
     run_id = gx.new_run_id("snapshot")
@@ -101,7 +108,10 @@ def validate(spark, catalog, table_name: str, *, suite_dir=None) -> ValidationRe
             data = snap.read(spark)
             report.expectations = gx.check(catalog, table.name, data, scope="snapshot",
                                            suite_dir=suite_dir, html="always", run_id=run_id)
-    report.findings = fsck_table(catalog, table.name) + invariants.check_table(catalog, table.name)
+    findings: list[Finding] = []
+    for check in checks:
+        findings += check(catalog, table.name)
+    report.findings = findings + invariants.check_table(catalog, table.name)
     report.seconds = round(time.monotonic() - t0, 3)
     report.report_path = gx.report_dir(catalog.warehouse, table.name, run_id) + "/validation.json"
     TableFS(catalog.warehouse).write_bytes(

@@ -9,12 +9,14 @@ skipped, even if files were added since -- rerun with ``overwrite`` to reload it
 by construction).
 
 Rows that do not parse with the table's schema (Spark's PERMISSIVE mode ``_corrupt_record``)
-or have a NULL primary key go to quarantine (``acidflow.cdc.quarantine``) with the file and the raw
-record; more than the threshold (1 %) aborts the batch.
+or have a NULL primary key go to quarantine (``acidflow.quarantine``) with the file and the raw
+record; more than the threshold (1 %) aborts the batch. The good rows pass the table's expectation
+suite (``acidflow.quality.gx.gate_staged``) before they are written.
 """
 from __future__ import annotations
 
 import glob
+import gzip
 import hashlib
 import os
 import time
@@ -23,8 +25,9 @@ from typing import Any
 
 from acidflow.acid import types as htypes
 from acidflow.acid import writes
-from acidflow.cdc.formats import BadRecord
-from acidflow.cdc.quarantine import DEFAULT_THRESHOLD, check_threshold, write_quarantine
+from acidflow.quality.gx import gate_staged
+from acidflow.quarantine import DEFAULT_THRESHOLD, check_threshold, write_quarantine
+from acidflow.sources.records import BadRecord
 
 FILE_FORMATS = ("csv", "jsonl", "parquet")
 MODES = ("append", "overwrite")
@@ -98,12 +101,12 @@ def _batch_id(table: str, interval: str, mode: str, files: list[dict]) -> str:
     return bid
 
 
-def read_landing(spark, table, files: list[str], fmt: str):
+def read_landing(spark: Any, table: Any, files: list[str], fmt: str) -> Any:
     """Read landing files with the table's schema (CSV with a header; JSON lines; Parquet
     with its own schema, cast later). Returns a cached DataFrame with ``_source_file`` and,
     for CSV/JSON, ``_corrupt_record``."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
+    from pyspark.sql import functions as F  # deferred: pyspark is heavy; the CLI imports this
+    from pyspark.sql import types as T  # deferred: as above
 
     cols = [(c.name, c.hive_type) for c in table.columns + table.partition_columns]
     if fmt == "parquet":
@@ -128,8 +131,6 @@ def _csv_columns(files: list[str], cols: list[tuple[str, str]]) -> list[tuple[st
     Raises:
         ValueError: a header names a column the table does not have, or headers differ.
     """
-    import gzip
-
     types = {n.lower(): (n, t) for n, t in cols}
     header = None
     for f in files:
@@ -146,7 +147,8 @@ def _csv_columns(files: list[str], cols: list[tuple[str, str]]) -> list[tuple[st
     return [types[h] for h in header]
 
 
-def ingest(spark, catalog, table_name: str, path: str, fmt: str, data_interval: str, *,
+def ingest(spark: Any, catalog: Any, table_name: str, path: str, fmt: str,
+           data_interval: str, *,
            mode: str = "append", partition: dict[str, Any] | None = None,
            quarantine_threshold: float = DEFAULT_THRESHOLD, quality_gate: bool = True,
            suite_dir: str | None = None) -> IngestReport:
@@ -170,7 +172,7 @@ def ingest(spark, catalog, table_name: str, path: str, fmt: str, data_interval: 
         acidflow.quality.gx.QualityGateError: the rows failed the suite (nothing applied);
         acidflow.acid.writes.SchemaMismatchError: Parquet columns that do not fit the table.
     """
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # deferred: pyspark is heavy; the CLI imports this
 
     if fmt not in FILE_FORMATS:
         raise ValueError(f"format must be one of {FILE_FORMATS}, got {fmt!r}")
@@ -230,7 +232,6 @@ def ingest(spark, catalog, table_name: str, path: str, fmt: str, data_interval: 
             check_threshold(batch_id, bad, total, quarantine_threshold, report.quarantine_file)
             data = good.drop("_source_file", *([CORRUPT] if CORRUPT in df.columns else []))
             if quality_gate:  # raising aborts the transaction: nothing of the batch is visible
-                from acidflow.quality.gx import gate_staged
                 gate_staged(spark, catalog, table.name, data, suite_dir=suite_dir)
             if mode == "overwrite":
                 result = writes.insert_overwrite(spark, catalog, txn, table.name, data,
@@ -249,7 +250,7 @@ def ingest(spark, catalog, table_name: str, path: str, fmt: str, data_interval: 
     return report
 
 
-def _bad_row(r, table) -> BadRecord:
+def _bad_row(r: Any, table: Any) -> BadRecord:
     d = r.asDict()
     raw = d.get(CORRUPT)
     if raw is not None:

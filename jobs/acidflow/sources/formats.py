@@ -40,116 +40,12 @@ import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
+
+from acidflow.sources.postgres.lsn import parse_lsn
+from acidflow.sources.records import BadRecord, Change, ParsedStream, RecordError, SourceTable
 
 FORMATS = ("wal2json", "debezium", "goldengate")
-
-
-@dataclass
-class SourceTable:
-    """What the stream tells about one source table.
-
-    Attributes:
-        name: source name, ``schema.table`` in lower case.
-        columns: ``{column: hive type}`` in first-seen order (types mapped from the source's
-            own types; inferred from JSON values when the format has none).
-        primary_key: key column names (``pk`` of wal2json, the Kafka key of Debezium,
-            ``primary_keys`` of GoldenGate); empty for keyless tables.
-        typed: True when the types came from the source's schema, False when inferred.
-    """
-
-    name: str
-    columns: dict[str, str] = field(default_factory=dict)
-    primary_key: list[str] = field(default_factory=list)
-    typed: bool = True
-
-    def learn(self, columns: Iterable[tuple[str, str]], primary_key: list[str] | None) -> None:
-        for name, hive_type in columns:
-            self.columns.setdefault(name, hive_type)
-        if primary_key and not self.primary_key:
-            self.primary_key = list(primary_key)
-
-
-@dataclass
-class Change:
-    """One row change in canonical form.
-
-    Attributes:
-        table: source table ``schema.table`` (lower case).
-        op: ``"I"``, ``"U"``, ``"D"``, or ``"T"`` (truncate: every earlier row of the table is
-            gone; no images).
-        position: ordering value (see module docstring); larger = newer.
-        after: new row image ``{column: value}`` (I/U), ``None`` for D. Values are JSON-ish
-            Python values (int, Decimal, str, bool, None) or already-typed ``date``/``datetime``/
-            ``bytes`` where the format says so; :func:`acidflow.cdc.changes.coerce` makes them
-            Hive-typed.
-        before: old row image or old key columns (U/D), ``None`` when the source did not
-            send one.
-        missing: columns the source flagged as not sent in ``after`` (GoldenGate
-            ``_isMissing``); besides these, any column absent from an update's ``after`` keeps
-            its stored value (wal2json leaves out unchanged TOAST values), see
-            :func:`acidflow.cdc.changes.fold`.
-        source: ``"<file>:<line>"`` plus ``" lsn <LSN>"`` when known.
-        seq: index of the change in its input stream (stable tie-break).
-    """
-
-    table: str
-    op: str
-    position: str
-    after: dict[str, Any] | None
-    before: dict[str, Any] | None
-    missing: frozenset[str] = frozenset()
-    source: str = ""
-    seq: int = 0
-
-
-@dataclass
-class BadRecord:
-    """A record that could not be turned into a change; goes to quarantine.
-
-    Attributes:
-        source: ``"<file>:<line>"`` (plus LSN when known).
-        reason: why, in one sentence.
-        raw: the raw line (text) as read.
-        table: source table when it could be determined, else ``None``.
-    """
-
-    source: str
-    reason: str
-    raw: str
-    table: str | None = None
-
-
-@dataclass
-class ParsedStream:
-    """Result of parsing one change file.
-
-    Attributes:
-        changes: changes in stream order.
-        bad: records that could not be parsed.
-        tables: ``{source table: SourceTable}`` seen in the stream.
-        ignored: count of records that carry no row change by design (wal2json ``M`` logical
-            messages, B/C brackets are not counted).
-        first_position, last_position: LSN range of the stream (wal2json), else positions of
-            the first/last change; ``None`` when empty.
-    """
-
-    changes: list[Change] = field(default_factory=list)
-    bad: list[BadRecord] = field(default_factory=list)
-    tables: dict[str, SourceTable] = field(default_factory=dict)
-    ignored: int = 0
-    first_position: str | None = None
-    last_position: str | None = None
-
-    def table(self, name: str, typed: bool = True) -> SourceTable:
-        t = self.tables.get(name)
-        if t is None:
-            t = self.tables[name] = SourceTable(name, typed=typed)
-        return t
-
-
-class RecordError(ValueError):
-    """A record is malformed (the message is the quarantine reason)."""
 
 
 def parse_lines(fmt: str, lines: Iterable[str], file_name: str) -> ParsedStream:
@@ -262,23 +158,16 @@ def infer_hive_type(value: Any) -> str | None:
 # ----------------------------------------------------------------------------- wal2json
 
 
-def parse_lsn(text: Any) -> int:
-    """``"16/B374D848"`` -> 64-bit integer (PostgreSQL ``pg_lsn``).
+def _lsn(text: Any) -> int:
+    """:func:`acidflow.sources.postgres.lsn.parse_lsn` for a record's LSN field.
 
     Raises:
-        RecordError: not an LSN.
+        RecordError: not an LSN (the record goes to quarantine).
     """
-    if isinstance(text, int):
-        return text
-    m = re.fullmatch(r"([0-9A-Fa-f]{1,8})/([0-9A-Fa-f]{1,8})", str(text or ""))
-    if not m:
-        raise RecordError(f"not a PostgreSQL LSN: {text!r}")
-    return (int(m.group(1), 16) << 32) | int(m.group(2), 16)
-
-
-def format_lsn(value: int) -> str:
-    """64-bit integer -> ``"16/B374D848"``."""
-    return f"{value >> 32:X}/{value & 0xFFFFFFFF:X}"
+    try:
+        return parse_lsn(text)
+    except ValueError as e:
+        raise RecordError(str(e)) from None
 
 
 def _wal2json_columns(items: Any, what: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
@@ -306,7 +195,7 @@ def _parse_wal2json(lines: Iterable[str], file_name: str) -> ParsedStream:
         for idx, (lineno, raw, rec) in enumerate(pending):
             lsn_text = rec.get("lsn")
             try:
-                own = parse_lsn(lsn_text) if lsn_text is not None else None
+                own = _lsn(lsn_text) if lsn_text is not None else None
                 order = commit_lsn if commit_lsn is not None else own
                 if order is None:
                     raise RecordError("no LSN on the change or its commit: pull with "
@@ -336,11 +225,11 @@ def _parse_wal2json(lines: Iterable[str], file_name: str) -> ParsedStream:
             if action == "B":
                 if pending:
                     raise RecordError("transaction begins before the previous one committed")
-                begin_lsn = parse_lsn(rec["lsn"]) if "lsn" in rec else None
+                begin_lsn = _lsn(rec["lsn"]) if "lsn" in rec else None
                 _widen(out, rec.get("lsn"))
             elif action == "C":
                 lsn = rec.get("lsn") or rec.get("nextlsn")
-                commit = parse_lsn(lsn) if lsn is not None else begin_lsn
+                commit = _lsn(lsn) if lsn is not None else begin_lsn
                 _widen(out, rec.get("nextlsn") or rec.get("lsn"))
                 flush(commit)
                 begin_lsn = None
@@ -365,7 +254,7 @@ def _widen(out: ParsedStream, lsn_text: Any) -> None:
     if lsn_text is None:
         return
     try:
-        v = f"{parse_lsn(lsn_text):016X}"
+        v = f"{_lsn(lsn_text):016X}"
     except RecordError:
         return
     if out.first_position is None or v < out.first_position:
@@ -416,7 +305,8 @@ def _wal2json_change(rec: dict, position: str, file_name: str, lineno: int,
 # ----------------------------------------------------------------------------- Debezium / GG
 
 
-def _parse_simple(lines: Iterable[str], file_name: str, fn) -> ParsedStream:
+def _parse_simple(lines: Iterable[str], file_name: str,
+                  fn: Callable[[Any, str, int, ParsedStream], list[Change]]) -> ParsedStream:
     out = ParsedStream()
     for lineno, raw in _numbered(lines):
         try:

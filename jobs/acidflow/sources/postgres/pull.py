@@ -31,8 +31,9 @@ after they were applied without weakening the protocol.
 Only one pull may run per landing directory at a time (an exclusive ``flock`` on
 ``<landing>/.pull.lock``); PostgreSQL itself refuses two concurrent users of one slot.
 
-The pure parts (LSN text, file names, splitting the slot's rows into transactions) are separate
-from the I/O (:func:`write_landing_file`, :func:`pull`).
+The pure parts (file names, splitting the slot's rows into transactions; LSN text is
+``acidflow.sources.postgres.lsn``'s) are separate from the I/O (:func:`write_landing_file`,
+:func:`pull`).
 """
 from __future__ import annotations
 
@@ -46,7 +47,10 @@ import re
 import signal
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
+
+from acidflow.sources.postgres.connection import PullError, connect
+from acidflow.sources.postgres.lsn import format_lsn, parse_lsn
 
 log = logging.getLogger(__name__)
 
@@ -82,32 +86,7 @@ STATE_NAME = ".pull.landed_lsn"
 #: landing file is renamed into place and the directory fsynced, before the slot is advanced.
 CRASH_HOOK_ENV = "ACIDFLOW_TEST_PULL_CRASH_AFTER_FILE"
 
-_LSN_RE = re.compile(r"^([0-9A-Fa-f]{1,8})/([0-9A-Fa-f]{1,8})$")
-
-
-class PullError(RuntimeError):
-    """A pull cannot proceed (missing slot, wrong plugin, malformed slot output, busy landing
-    directory ...). The message names the slot, file or LSN and the reason."""
-
-
 # ------------------------------------------------------------------------------ pure helpers
-
-
-def parse_lsn(text: str) -> int:
-    """``"16/B374D848"`` (PostgreSQL ``pg_lsn`` text) -> 64-bit integer.
-
-    Raises:
-        ValueError: not an LSN.
-    """
-    m = _LSN_RE.match(str(text).strip())
-    if not m:
-        raise ValueError(f"not a PostgreSQL LSN: {text!r}")
-    return (int(m.group(1), 16) << 32) | int(m.group(2), 16)
-
-
-def format_lsn(value: int) -> str:
-    """64-bit integer -> ``pg_lsn`` text (``"16/B374D848"``)."""
-    return f"{value >> 32:X}/{value & 0xFFFFFFFF:X}"
 
 
 def landing_file_name(first_lsn: int, last_lsn: int) -> str:
@@ -366,29 +345,7 @@ def read_landing_lines(path: str | os.PathLike) -> list[str]:
 # ------------------------------------------------------------------------------ PostgreSQL
 
 
-def libpq_dsn(dsn: str) -> str:
-    """A libpq connection string or URL for psycopg2; SQLAlchemy URLs
-    (``postgresql+psycopg2://...``) lose their ``+driver``."""
-    return re.sub(r"^postgres(?:ql)?\+[A-Za-z0-9_]+://", "postgresql://", dsn.strip())
-
-
-def connect(dsn: str):
-    """psycopg2 connection (autocommit) to ``dsn`` (libpq string, URL or SQLAlchemy URL).
-
-    Raises:
-        PullError: cannot connect (the reason from libpq, without the password).
-    """
-    import psycopg2
-
-    try:
-        conn = psycopg2.connect(libpq_dsn(dsn))
-    except psycopg2.OperationalError as exc:
-        raise PullError(f"cannot connect to PostgreSQL: {str(exc).strip()}") from exc
-    conn.autocommit = True
-    return conn
-
-
-def slot_info(conn, slot: str) -> dict | None:
+def slot_info(conn: Any, slot: str) -> dict[str, Any] | None:
     """The row of ``pg_replication_slots`` for ``slot`` (plugin, slot_type, database,
     confirmed_flush_lsn as int, restart_lsn as int, active), or ``None``."""
     with conn.cursor() as cur:
@@ -403,7 +360,7 @@ def slot_info(conn, slot: str) -> dict | None:
             "restart_lsn": parse_lsn(row[4]) if row[4] else None, "active": row[5]}
 
 
-def ensure_slot(conn, slot: str) -> int:
+def ensure_slot(conn: Any, slot: str) -> int:
     """``pg_create_logical_replication_slot(slot, 'wal2json')`` unless a wal2json slot of that
     name exists already in this database. Returns the slot's confirmed flush LSN.
 
@@ -411,7 +368,7 @@ def ensure_slot(conn, slot: str) -> int:
         PullError: a slot of that name exists with another plugin or database, or PostgreSQL
             refuses (``wal_level`` not ``logical``, no free slot, wal2json not installed).
     """
-    import psycopg2
+    import psycopg2  # deferred: optional driver, needed only when a PostgreSQL source is used
 
     info = slot_info(conn, slot)
     if info is None:
@@ -427,7 +384,7 @@ def ensure_slot(conn, slot: str) -> int:
     return info["confirmed_flush_lsn"]
 
 
-def _check_slot(conn, slot: str, info: dict | None) -> dict:
+def _check_slot(conn: Any, slot: str, info: dict[str, Any] | None) -> dict[str, Any]:
     if info is None:
         raise PullError(f"replication slot {slot!r} does not exist (pass create_slot=True / "
                         "--create-slot to create it)")
@@ -441,7 +398,7 @@ def _check_slot(conn, slot: str, info: dict | None) -> dict:
     return info
 
 
-def advance_slot(conn, slot: str, lsn: int) -> int:
+def advance_slot(conn: Any, slot: str, lsn: int) -> int:
     """``pg_replication_slot_advance(slot, lsn)``; returns the slot's new position.
 
     PostgreSQL clamps the target to the current WAL flush position and persists the slot only at
@@ -450,7 +407,7 @@ def advance_slot(conn, slot: str, lsn: int) -> int:
     Raises:
         PullError: PostgreSQL refused (e.g. the target is behind the slot).
     """
-    import psycopg2
+    import psycopg2  # deferred: optional driver, needed only when a PostgreSQL source is used
 
     try:
         with conn.cursor() as cur:

@@ -1,4 +1,4 @@
-"""Quarantine: bad records are written, never dropped.
+"""Quarantine: bad records are written, never dropped (shared by the CDC job and batch ingest).
 
 One JSON-lines file per batch under ``<warehouse>/_quarantine/<kind>/<batch>.jsonl`` with one
 object per bad record::
@@ -17,7 +17,7 @@ import re
 from datetime import datetime, timezone
 
 from acidflow.acid.fs import TableFS, join
-from acidflow.cdc.formats import BadRecord
+from acidflow.sources.records import BadRecord
 
 DEFAULT_THRESHOLD = 0.01
 
@@ -31,7 +31,7 @@ class QuarantineThresholdError(RuntimeError):
     """
 
     def __init__(self, batch_id: str, bad: int, total: int, threshold: float, path: str,
-                 first_reason: str):
+                 first_reason: str) -> None:
         self.batch_id, self.bad, self.total = batch_id, bad, total
         self.threshold, self.path = threshold, path
         super().__init__(
