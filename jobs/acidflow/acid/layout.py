@@ -674,9 +674,7 @@ class ValidWriteIdList:
         fields = s.split(":")
         if len(fields) < 3 or len(fields) > 5:
             raise ValueError(f"not a ValidWriteIdList string: {s!r}")
-        table: str | None = fields[0]
-        if table.lower() == "null":
-            table = None
+        table: str | None = None if fields[0].lower() == "null" else fields[0]
 
         def num(text: str) -> int:
             value = _parse_long(text, signed=True)
@@ -711,9 +709,10 @@ class ValidWriteIdList:
         when there was at least one aborted id (Java constructor detail; it only shows in
         :meth:`to_string`).
         """
+        min_open: int | None
         if self._open:
-            min_open: int | None = self._open[0]
-            hwm = min_open - 1
+            min_open = self._open[0]
+            hwm = self._open[0] - 1
         else:
             min_open = None
             hwm = self._hwm
