@@ -157,7 +157,7 @@ def _acid_tdef():
 def acidflow_prepare(data: Path, work: Path, batch: int) -> dict:
     from pyspark.sql import functions as F
 
-    from acidflow.acid import writes
+    from acidflow.acid.transaction import Transaction
 
     spark, jvm = spark_session()
     catalog = _acid_catalog(work)
@@ -168,8 +168,8 @@ def acidflow_prepare(data: Path, work: Path, batch: int) -> dict:
         df = spark.read.parquet(str(data / "base.parquet")).withColumn(
             "_cdc_position", F.concat(F.date_format("updated_at", "yyyy-MM-dd HH:mm:ss.SSSSSS"),
                                       F.lit("|00000000000000000000")))
-        with writes.Transaction(catalog, agent_info="bench load") as txn:
-            writes.insert_overwrite(spark, catalog, txn, TABLE, df)
+        with Transaction(catalog, agent_info="bench load") as txn:
+            txn.insert_overwrite(TABLE, df)
 
     _, secs = timed(load)
     return {"jvm_start": jvm, "work": secs}

@@ -28,6 +28,7 @@ should pin their snapshot explicitly::
 from __future__ import annotations
 
 import posixpath
+import threading
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -37,8 +38,8 @@ from acidflow.acid import partitions as parts
 from acidflow.acid import snapshot
 from acidflow.acid import types as htypes
 from acidflow.acid.fs import TableFS, join
-from acidflow.acid.layout import (ValidWriteIdList, get_acid_state, is_hidden, parse_base,
-                              parse_delta)
+from acidflow.acid.layout import ValidWriteIdList, is_hidden, parse_base, parse_delta
+from acidflow.acid.state import acid_state
 
 LONG_MAX = 2**63 - 1
 
@@ -128,8 +129,6 @@ class ReaderSnapshot:
 
     def __init__(self, catalog, name: str, *, as_of_write_id: int | None = None,
                  txn_id: int | None = None, heartbeat_s: float | None = None):
-        import threading
-
         self.catalog, self.name = catalog, name
         info = catalog.register_reader(name, agent_info="reader_snapshot")
         self.reader_id = info.reader_id
@@ -192,6 +191,7 @@ def read_incremental(spark, catalog, name: str, start_write_id: int,
     Raises:
         ValueError: ``start_write_id`` > ``end_write_id``.
     """
+    # deferred: reads run without Spark (the CLI, pyarrow readers); only this one needs it
     from pyspark.sql import functions as F
 
     end = end_write_id
@@ -289,9 +289,7 @@ def acid_state_of(path: str, valid: ValidWriteIdList | None = None):
     write id is committed."""
     tfs = TableFS(path)
     valid = valid or ValidWriteIdList(posixpath.basename(path.rstrip("/")), LONG_MAX)
-    return get_acid_state(
-        tfs.list_recursive(path), valid,
-        is_compacted_base=lambda name: acid_files.is_compacted_base(tfs, join(path, name)))
+    return acid_state(tfs, path, valid)
 
 
 def arrow_to_rows(table: pa.Table) -> list[dict]:

@@ -330,9 +330,9 @@ def partition_states(table: Any, valid: Any) -> list[PartitionState]:
         ValueError: a ``base_``/``delta_`` name that does not parse.
         OSError: the table location cannot be listed.
     """
-    from acidflow.acid import files as acid_files
     from acidflow.acid.fs import TableFS, join
-    from acidflow.acid.layout import bucket_files, get_acid_state
+    from acidflow.acid.layout import bucket_files
+    from acidflow.acid.state import acid_state
     from acidflow.acid.snapshot import split_partitions
 
     tfs = TableFS(table.location)
@@ -343,8 +343,7 @@ def partition_states(table: Any, valid: Any) -> list[PartitionState]:
         if not entries:
             continue
         pdir = join(table.location, part) if part else table.location
-        state = get_acid_state(
-            entries, valid, lambda n, _d=pdir: acid_files.is_compacted_base(tfs, join(_d, n)))
+        state = acid_state(tfs, pdir, valid, entries=entries)
         sizes = {e.path: e.size for e in entries if not e.is_dir}
         if state.base is not None:
             base_bytes = sum(sizes.get(rel, 0) for rel, _ in bucket_files(entries, state.base.name))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from acidflow import reads
-from acidflow.acid import writes
+from acidflow.acid.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from tests.compat.hive23 import read_with_hive23
 
@@ -55,14 +55,14 @@ def test_hive23_reads_bucketed_table_with_updates_and_deletes(spark, catalog):
                 i % 2 == 0, i / 7)
 
     n = 5000
-    with writes.Transaction(catalog) as txn:
-        writes.insert(spark, catalog, txn, "h1", spark.createDataFrame([row(i, "a") for i in range(n)], schema),
+    with Transaction(catalog) as txn:
+        txn.insert("h1", spark.createDataFrame([row(i, "a") for i in range(n)], schema),
                       stripe_rows=1024)
-    with writes.Transaction(catalog) as txn:
-        writes.upsert(spark, catalog, txn, "h1",
+    with Transaction(catalog) as txn:
+        txn.upsert("h1",
                       spark.createDataFrame([row(i, "u") for i in range(0, n + 300, 9)], schema))
-    with writes.Transaction(catalog) as txn:
-        writes.delete(spark, catalog, txn, "h1", spark.createDataFrame([(i,) for i in range(3, n, 11)], "id int"))
+    with Transaction(catalog) as txn:
+        txn.delete("h1", spark.createDataFrame([(i,) for i in range(3, n, 11)], "id int"))
     names = [c for c, _ in cols]
     expected = ours(catalog, "h1", names)
     new_keys = [i for i in range(0, n + 300, 9) if i >= n]
@@ -80,13 +80,13 @@ def test_hive23_reads_partitioned_unbucketed_table(spark, catalog):
     schema = "k long, v string, ts timestamp_ntz, region string"
     data = [(i, f"v{i}", dt.datetime(2024, 5, 1, 12, 30, i % 60, 123000), "eu" if i % 2 else "us")
             for i in range(400)]
-    with writes.Transaction(catalog) as txn:
-        writes.insert(spark, catalog, txn, "h2", spark.createDataFrame(data, schema).repartition(3))
-    with writes.Transaction(catalog) as txn:
-        writes.upsert(spark, catalog, txn, "h2", spark.createDataFrame(
+    with Transaction(catalog) as txn:
+        txn.insert("h2", spark.createDataFrame(data, schema).repartition(3))
+    with Transaction(catalog) as txn:
+        txn.upsert("h2", spark.createDataFrame(
             [(i, "new", dt.datetime(2024, 6, 1), "eu") for i in range(1, 100, 2)], schema))
-    with writes.Transaction(catalog) as txn:
-        writes.delete(spark, catalog, txn, "h2", spark.createDataFrame(
+    with Transaction(catalog) as txn:
+        txn.delete("h2", spark.createDataFrame(
             [(i, "us") for i in range(0, 50, 2)], "k long, region string"))
     td = catalog.get_table("h2")
     writer_files = {p.name for p in Path(td.location).rglob("delta_0000001_0000001_0000/bucket_*")}

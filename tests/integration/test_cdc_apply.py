@@ -23,10 +23,10 @@ def merge_path(request, monkeypatch):
     the driver: the defaults for small batches) or Spark (a lookup job and writer tasks, as for
     large scopes). Both must give the same tables."""
     if request.param == "spark":
-        from acidflow.acid import writes
+        from acidflow.acid import lookup
         from acidflow.cdc import apply
 
-        monkeypatch.setattr(writes, "LOCAL_LOOKUP_BYTES", -1)
+        monkeypatch.setattr(lookup, "LOCAL_LOOKUP_BYTES", -1)
         monkeypatch.setattr(apply, "LOCAL_WRITE_ROWS", -1)
     return request.param
 
@@ -275,10 +275,10 @@ def test_partitioned_table_prunes_by_key_and_keeps_row_ids(spark, catalog, tmp_p
     assert len({(r["region"], tuple(r["ROW__ID"].values())) for r in ids}) == 4
     # the ORC statistics bound every stored position (what lets in-order batches skip reading
     # the position column in their lookup)
-    from acidflow.acid import writes
+    from acidflow.acid import lookup
 
     table = catalog.get_table("shop.visits")
-    known, newest = writes.stored_column_max(writes.plan_current(catalog, table, None),
+    known, newest = lookup.stored_column_max(lookup.plan_current(catalog, table, None),
                                             POSITION_COLUMN)
     stored = [r[POSITION_COLUMN] for r in ids]
     assert known and newest >= max(stored) and newest.startswith("2024-02-01 00:00:00.000000|07")

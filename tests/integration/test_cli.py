@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from acidflow.acid import writes
+from acidflow.acid.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 
 pytestmark = pytest.mark.spark
@@ -26,11 +26,11 @@ def test_cli_on_catalog_tables(spark, warehouse):
     catalog = SqlCatalog(os.environ["ACIDFLOW_CATALOG_URL"], warehouse=str(warehouse))
     catalog.create_table(TableDef(name="shop.items", columns=[Column("sku", "int"), Column("label", "string")],
                                   primary_key=["sku"], num_buckets=2))
-    with writes.Transaction(catalog) as txn:
-        writes.insert(spark, catalog, txn, "shop.items",
+    with Transaction(catalog) as txn:
+        txn.insert("shop.items",
                       spark.createDataFrame([(1, "one"), (2, "two")], "sku int, label string"))
-    with writes.Transaction(catalog) as txn:
-        writes.upsert(spark, catalog, txn, "shop.items",
+    with Transaction(catalog) as txn:
+        txn.upsert("shop.items",
                       spark.createDataFrame([(2, "TWO")], "sku int, label string"))
 
     assert "shop.items" in cli("tables")

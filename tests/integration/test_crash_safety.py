@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from acidflow import reads
-from acidflow.acid import writes
+from acidflow.acid.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -22,14 +22,14 @@ WRITER = textwrap.dedent("""
     import os, signal, sys
     from acidflow.spark import get_spark
     from acidflow.catalog import SqlCatalog
-    from acidflow.acid import writes
+    from acidflow.acid.transaction import Transaction
     spark = get_spark("crash-writer", master="local[1]", **{"spark.ui.enabled": "false"})
     catalog = SqlCatalog(sys.argv[1], warehouse=sys.argv[2])
-    txn = writes.Transaction(catalog, heartbeat_s=0)
+    txn = Transaction(catalog, heartbeat_s=0)
     txn.begin()
     df = spark.createDataFrame([(i, "new") for i in range(100, 200)], "k int, v string")
-    writes.upsert(spark, catalog, txn, "victim", df)
-    writes.delete(spark, catalog, txn, "victim", spark.createDataFrame([(1,)], "k int"))
+    txn.upsert("victim", df)
+    txn.delete("victim", spark.createDataFrame([(1,)], "k int"))
     print("TXN", txn.txn_id, flush=True)
     os.kill(os.getpid(), signal.SIGKILL)   # dies with files written and the txn open
 """)
@@ -40,8 +40,8 @@ def test_killed_writer_leaves_table_unchanged_and_is_aborted(spark, warehouse, t
     catalog = SqlCatalog(url, warehouse=str(warehouse), txn_timeout_s=2)
     catalog.create_table(TableDef(name="victim", columns=[Column("k", "int"), Column("v", "string")],
                                   primary_key=["k"], num_buckets=2))
-    with writes.Transaction(catalog) as txn:
-        writes.insert(spark, catalog, txn, "victim",
+    with Transaction(catalog) as txn:
+        txn.insert("victim",
                       spark.createDataFrame([(i, "old") for i in range(10)], "k int, v string"))
     before = sorted(map(tuple, (r.values() for r in reads.read_table(None, catalog, "victim").to_pylist())))
 
@@ -72,8 +72,8 @@ def test_killed_writer_leaves_table_unchanged_and_is_aborted(spark, warehouse, t
     after = sorted(map(tuple, (r.values() for r in reads.read_table(None, catalog, "victim").to_pylist())))
     assert after == before
     # and the table keeps working: the next writer gets write id 3 and sees the old rows only
-    with writes.Transaction(catalog) as txn:
-        res = writes.upsert(spark, catalog, txn, "victim",
+    with Transaction(catalog) as txn:
+        res = txn.upsert("victim",
                             spark.createDataFrame([(1, "newer")], "k int, v string"))
     assert res.write_id == 3 and res.rows_updated == 1
     final = {r["k"]: r["v"] for r in reads.read_table(None, catalog, "victim").to_pylist()}

@@ -12,7 +12,7 @@ import pyorc
 import pytest
 
 from acidflow.acid import files as acid_files
-from acidflow.acid import writes
+from acidflow.acid.transaction import Transaction
 from acidflow.acid.fs import TableFS
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.cdc.apply import CdcOptions, apply_file
@@ -169,15 +169,15 @@ def tampered(spark, catalog):
                                   primary_key=["id"], num_buckets=2))
     catalog.create_table(TableDef(name="db.ok", columns=[Column("id", "int")],
                                   primary_key=["id"], num_buckets=2))
-    with writes.Transaction(catalog) as txn:
-        writes.insert(spark, catalog, txn, "db.t",
+    with Transaction(catalog) as txn:
+        txn.insert("db.t",
                       spark.createDataFrame([(i, f"v{i}") for i in range(40)], "id int, v string"))
-        writes.insert(spark, catalog, txn, "db.ok",
+        txn.insert("db.ok",
                       spark.createDataFrame([(i,) for i in range(10)], "id int"))
-    with writes.Transaction(catalog) as txn:
-        writes.delete(spark, catalog, txn, "db.t", spark.createDataFrame([(1,)], "id int"))
-    with writes.Transaction(catalog) as txn:
-        writes.insert(spark, catalog, txn, "db.t",
+    with Transaction(catalog) as txn:
+        txn.delete("db.t", spark.createDataFrame([(1,)], "id int"))
+    with Transaction(catalog) as txn:
+        txn.insert("db.t",
                       spark.createDataFrame([(100 + i, "w") for i in range(6)], "id int, v string"))
     loc = catalog.get_table("db.t").location
     tfs = TableFS(loc)

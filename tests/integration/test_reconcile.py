@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from acidflow.acid import writes
+from acidflow.acid.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.quality import reconcile as R
 from acidflow.sources.postgres import snapshot as pgsource
@@ -73,9 +73,9 @@ def catalog(warehouse, spark):
         Column("tid", "int"), Column("delta", "int"), Column("mtime", "timestamp")]))
     schema = ("aid int, filler string, amount decimal(10,2), ts timestamp_ntz, note string, "
               "flag boolean, _cdc_lsn string")
-    with writes.Transaction(cat, heartbeat_s=0) as txn:
-        writes.insert(spark, cat, txn, "shop.acct", spark.createDataFrame(ACID_ROWS, schema))
-        writes.insert(spark, cat, txn, "shop.hist", spark.createDataFrame(
+    with Transaction(cat, heartbeat_s=0) as txn:
+        txn.insert("shop.acct", spark.createDataFrame(ACID_ROWS, schema))
+        txn.insert("shop.hist", spark.createDataFrame(
             HIST, "tid int, delta int, mtime timestamp_ntz"))
     return cat
 

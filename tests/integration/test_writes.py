@@ -12,9 +12,11 @@ import pyarrow.orc as paorc
 import pytest
 
 from acidflow import reads
-from acidflow.acid import writes
+from acidflow.acid import lookup
 from acidflow.acid.bucketing import decode_bucket_id, encode_bucket_property, hive_bucket
+from acidflow.acid.conform import DuplicateKeyError, SchemaMismatchError
 from acidflow.acid.files import parse_acid_stats, parse_key_index
+from acidflow.acid.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 
 pytestmark = pytest.mark.spark
@@ -76,8 +78,8 @@ def test_insert_upsert_delete_unbucketed(spark, catalog, warehouse):
     make_table(catalog, "default.people", [("id", "int"), ("name", "string"), ("score", "double")],
                primary_key=["id"])
     df = spark.createDataFrame([(1, "a", 1.0), (2, "b", 2.0), (3, "c", 3.0)], "id int, name string, score double")
-    with writes.Transaction(catalog) as txn:
-        res = writes.insert(spark, catalog, txn, "people", df)
+    with Transaction(catalog) as txn:
+        res = txn.insert("people", df)
     assert res.write_id == 1 and res.rows_inserted == 3
     assert ms(rows_of(catalog, "people"), "id", "name") == ms(
         [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}, {"id": 3, "name": "c"}], "id", "name")
@@ -89,8 +91,8 @@ def test_insert_upsert_delete_unbucketed(spark, catalog, warehouse):
 
     before = {r["id"]: r["ROW__ID"] for r in rows_of(catalog, "people", row_id=True)}
     up = spark.createDataFrame([(2, "B", 20.0), (4, "d", 4.0)], "id int, name string, score double")
-    with writes.Transaction(catalog) as txn:
-        res = writes.upsert(spark, catalog, txn, "people", up)
+    with Transaction(catalog) as txn:
+        res = txn.upsert("people", up)
     assert (res.rows_updated, res.rows_inserted) == (1, 1)
     after = {r["id"]: r for r in rows_of(catalog, "people", row_id=True)}
     assert sorted(after) == [1, 2, 3, 4]
@@ -106,8 +108,8 @@ def test_insert_upsert_delete_unbucketed(spark, catalog, warehouse):
     # and sits in the bucket file of the row it deletes
     assert [f.name for f in data_files(dd)] == [f"bucket_{decode_bucket_id(old['bucketid']):05d}"]
 
-    with writes.Transaction(catalog) as txn:
-        res = writes.delete(spark, catalog, txn, "people",
+    with Transaction(catalog) as txn:
+        res = txn.delete("people",
                             spark.createDataFrame([(1,), (99,)], "id int"))
     assert res.rows_deleted == 1
     assert sorted(r["id"] for r in rows_of(catalog, "people")) == [2, 3, 4]
@@ -123,12 +125,12 @@ def test_insert_upsert_delete_unbucketed(spark, catalog, warehouse):
 
 def test_incremental_read(spark, catalog):
     make_table(catalog, "inc", [("k", "bigint"), ("v", "string")], primary_key=["k"])
-    with writes.Transaction(catalog) as txn:
-        writes.insert(spark, catalog, txn, "inc", spark.createDataFrame([(1, "x"), (2, "y")], "k long, v string"))
-    with writes.Transaction(catalog) as txn:
-        writes.upsert(spark, catalog, txn, "inc", spark.createDataFrame([(2, "y2"), (3, "z")], "k long, v string"))
-    with writes.Transaction(catalog) as txn:
-        writes.delete(spark, catalog, txn, "inc", spark.createDataFrame([(1,)], "k long"))
+    with Transaction(catalog) as txn:
+        txn.insert("inc", spark.createDataFrame([(1, "x"), (2, "y")], "k long, v string"))
+    with Transaction(catalog) as txn:
+        txn.upsert("inc", spark.createDataFrame([(2, "y2"), (3, "z")], "k long, v string"))
+    with Transaction(catalog) as txn:
+        txn.delete("inc", spark.createDataFrame([(1,)], "k long"))
     ch = reads.read_incremental(spark, catalog, "inc", 1).collect()
     got = collections.Counter((r["op"], r["k"], r["v"]) for r in ch)
     assert got == collections.Counter({("D", 1, "x"): 1, ("D", 2, "y"): 1, ("I", 2, "y2"): 1,
@@ -142,8 +144,8 @@ def test_bucketed_table_places_rows_with_hive_hash(spark, catalog):
                primary_key=["aid"], num_buckets=4)
     n = 6000
     df = spark.createDataFrame([(i, i * 10, f"n{i}") for i in range(n)], "aid int, bal bigint, note string")
-    with writes.Transaction(catalog) as txn:
-        writes.insert(spark, catalog, txn, "acc", df, stripe_rows=1024)
+    with Transaction(catalog) as txn:
+        txn.insert("acc", df, stripe_rows=1024)
     tdir = Path(catalog.get_table("acc").location)
     files = data_files(tdir)
     assert [f.name for f in files] == ["bucket_00000", "bucket_00001", "bucket_00002", "bucket_00003"]
@@ -157,10 +159,10 @@ def test_bucketed_table_places_rows_with_hive_hash(spark, catalog):
     assert sum(paorc.ORCFile(str(f)).nstripes for f in files) > 4  # several stripes
     # updates and deletes: delete events go to the bucket file of the row
     ups = spark.createDataFrame([(i, -i, "u") for i in range(0, n, 7)], "aid int, bal bigint, note string")
-    with writes.Transaction(catalog) as txn:
-        writes.upsert(spark, catalog, txn, "acc", ups)
-    with writes.Transaction(catalog) as txn:
-        writes.delete(spark, catalog, txn, "acc", spark.createDataFrame([(i,) for i in range(1, n, 5)], "aid int"))
+    with Transaction(catalog) as txn:
+        txn.upsert("acc", ups)
+    with Transaction(catalog) as txn:
+        txn.delete("acc", spark.createDataFrame([(i,) for i in range(1, n, 5)], "aid int"))
     for f in data_files(tdir / "delete_delta_0000002_0000002_0000") + data_files(tdir / "delete_delta_0000003_0000003_0000"):
         t = assert_hive_file_rules(f, ["aid", "bal", "note"])
         b = int(f.name.split("_")[1])
@@ -181,8 +183,8 @@ def test_partitioned_table_and_insert_overwrite(spark, catalog):
     rows = [(i, decimal.Decimal(f"{i}.25"), dt.datetime(2024, 1, 1, 10, 0, i % 60),
              dt.date(2024, 1, 1 + i % 2), "eu" if i % 3 else "us") for i in range(30)]
     schema = "id int, amount decimal(10,2), ts timestamp_ntz, ds date, region string"
-    with writes.Transaction(catalog) as txn:
-        writes.insert(spark, catalog, txn, "sales", spark.createDataFrame(rows, schema))
+    with Transaction(catalog) as txn:
+        txn.insert("sales", spark.createDataFrame(rows, schema))
     tdir = Path(catalog.get_table("sales").location)
     assert sorted(str(p.relative_to(tdir)) for p in tdir.glob("*/*")) == [
         "ds=2024-01-01/region=eu", "ds=2024-01-01/region=us", "ds=2024-01-02/region=eu",
@@ -192,14 +194,14 @@ def test_partitioned_table_and_insert_overwrite(spark, catalog):
         [dict(zip(["id", "amount", "ts", "ds", "region"], r)) for r in rows],
         "id", "amount", "ts", "ds", "region")
     # delete by key touches only the partitions named by the keys
-    with writes.Transaction(catalog) as txn:
-        res = writes.delete(spark, catalog, txn, "sales", spark.createDataFrame(
+    with Transaction(catalog) as txn:
+        res = txn.delete("sales", spark.createDataFrame(
             [(1, dt.date(2024, 1, 2), "eu")], "id int, ds date, region string"))
     assert res.rows_deleted == 1 and list(res.partitions) == ["ds=2024-01-02/region=eu"]
     # insert overwrite one partition: base_W there, other partitions untouched
     new = [(100, decimal.Decimal("1.00"), dt.datetime(2024, 2, 1), dt.date(2024, 1, 1), "us")]
-    with writes.Transaction(catalog) as txn:
-        res = writes.insert_overwrite(spark, catalog, txn, "sales", spark.createDataFrame(new, schema))
+    with Transaction(catalog) as txn:
+        res = txn.insert_overwrite("sales", spark.createDataFrame(new, schema))
     assert (tdir / "ds=2024-01-01/region=us" / f"base_{res.write_id:07d}").is_dir()
     got = rows_of(catalog, "sales")
     us1 = [r["id"] for r in got if r["region"] == "us" and r["ds"] == dt.date(2024, 1, 1)]
@@ -211,10 +213,10 @@ def test_partitioned_table_and_insert_overwrite(spark, catalog):
 
 def test_insert_overwrite_unpartitioned_with_no_rows_empties_table(spark, catalog):
     make_table(catalog, "t", [("a", "int")])
-    with writes.Transaction(catalog) as txn:
-        writes.insert(spark, catalog, txn, "t", spark.createDataFrame([(1,), (2,)], "a int"))
-    with writes.Transaction(catalog) as txn:
-        res = writes.insert_overwrite(spark, catalog, txn, "t", spark.createDataFrame([], "a int"))
+    with Transaction(catalog) as txn:
+        txn.insert("t", spark.createDataFrame([(1,), (2,)], "a int"))
+    with Transaction(catalog) as txn:
+        res = txn.insert_overwrite("t", spark.createDataFrame([], "a int"))
     tdir = Path(catalog.get_table("t").location)
     assert (tdir / f"base_{res.write_id:07d}" / "_orc_acid_version").exists()
     assert rows_of(catalog, "t") == []
@@ -228,26 +230,26 @@ def test_schema_mismatch_is_refused_before_writing(spark, catalog):
            spark.createDataFrame([(1, "x", 2)], "a int, b string, c int"),
            spark.createDataFrame([("x", "y")], "a string, b string")]
     for df in bad:
-        with pytest.raises(writes.SchemaMismatchError):
-            with writes.Transaction(catalog) as txn:
-                writes.insert(spark, catalog, txn, "s", df)
+        with pytest.raises(SchemaMismatchError):
+            with Transaction(catalog) as txn:
+                txn.insert("s", df)
         assert txn.state == "aborted"
     assert not tdir.exists() or list(tdir.rglob("*")) == []
     # widening is fine: int into bigint-compatible columns, names matched case-insensitively
     make_table(catalog, "w", [("a", "bigint"), ("b", "string")])
-    with writes.Transaction(catalog) as txn:
-        writes.insert(spark, catalog, txn, "w", spark.createDataFrame([("x", 5)], "B string, A int"))
+    with Transaction(catalog) as txn:
+        txn.insert("w", spark.createDataFrame([("x", 5)], "B string, A int"))
     assert rows_of(catalog, "w") == [{"a": 5, "b": "x"}]
 
 
 def test_aborted_transaction_is_invisible_and_failed_run_leaves_nothing(spark, catalog):
     make_table(catalog, "ab", [("k", "int")], primary_key=["k"])
-    with writes.Transaction(catalog) as txn:
-        writes.insert(spark, catalog, txn, "ab", spark.createDataFrame([(1,)], "k int"))
+    with Transaction(catalog) as txn:
+        txn.insert("ab", spark.createDataFrame([(1,)], "k int"))
     with pytest.raises(RuntimeError, match="boom"):
-        with writes.Transaction(catalog) as txn:
-            writes.insert(spark, catalog, txn, "ab", spark.createDataFrame([(2,)], "k int"))
-            writes.delete(spark, catalog, txn, "ab", spark.createDataFrame([(1,)], "k int"))
+        with Transaction(catalog) as txn:
+            txn.insert("ab", spark.createDataFrame([(2,)], "k int"))
+            txn.delete("ab", spark.createDataFrame([(1,)], "k int"))
             raise RuntimeError("boom")
     assert catalog.get_transaction(txn.txn_id).state == "aborted"
     tdir = Path(catalog.get_table("ab").location)
@@ -259,14 +261,14 @@ def test_aborted_transaction_is_invisible_and_failed_run_leaves_nothing(spark, c
 def test_multi_table_transaction_is_atomic(spark, catalog):
     make_table(catalog, "m1", [("k", "int")], primary_key=["k"])
     make_table(catalog, "m2", [("k", "int")], primary_key=["k"])
-    with writes.Transaction(catalog) as txn:
-        writes.insert(spark, catalog, txn, "m1", spark.createDataFrame([(1,)], "k int"))
+    with Transaction(catalog) as txn:
+        txn.insert("m1", spark.createDataFrame([(1,)], "k int"))
         # before commit nothing is visible to other readers
         assert rows_of(catalog, "m1") == []
         # but the transaction sees its own writes
         assert reads.read_table(None, catalog, "m1", txn_id=txn.txn_id).num_rows == 1
-        writes.insert(spark, catalog, txn, "m2", spark.createDataFrame([(2,)], "k int"))
-        writes.insert(spark, catalog, txn, "m2", spark.createDataFrame([(3,)], "k int"))
+        txn.insert("m2", spark.createDataFrame([(2,)], "k int"))
+        txn.insert("m2", spark.createDataFrame([(3,)], "k int"))
     assert rows_of(catalog, "m1") == [{"k": 1}]
     assert sorted(r["k"] for r in rows_of(catalog, "m2")) == [2, 3]
     tdir = Path(catalog.get_table("m2").location)
@@ -280,9 +282,9 @@ def test_multi_table_transaction_is_atomic(spark, catalog):
 
 def test_upsert_rejects_duplicate_keys(spark, catalog):
     make_table(catalog, "d", [("k", "int"), ("v", "int")], primary_key=["k"])
-    with pytest.raises(writes.DuplicateKeyError):
-        with writes.Transaction(catalog) as txn:
-            writes.upsert(spark, catalog, txn, "d", spark.createDataFrame([(1, 1), (1, 2)], "k int, v int"))
+    with pytest.raises(DuplicateKeyError):
+        with Transaction(catalog) as txn:
+            txn.upsert("d", spark.createDataFrame([(1, 1), (1, 2)], "k int, v int"))
 
 
 def test_key_lookup_is_limited_to_touched_buckets_and_partitions(spark, catalog):
@@ -290,17 +292,17 @@ def test_key_lookup_is_limited_to_touched_buckets_and_partitions(spark, catalog)
                        partition_columns=[Column("p", "string")], primary_key=["k", "p"],
                        bucket_columns=["k"], num_buckets=8)
     keys = spark.createDataFrame([(3, "a"), (11, "b"), (3, "b")], "k int, p string")
-    partitions, buckets = writes._key_scope(spark, table, keys)
+    partitions, buckets = lookup.key_scope(table, keys)
     assert sorted(partitions) == ["p=a", "p=b"]
     assert sorted(buckets) == sorted({hive_bucket([3], ["int"], 8), hive_bucket([11], ["int"], 8)})
 
 
 def test_read_optimized_and_virtual_columns(spark, catalog):
     make_table(catalog, "ro", [("k", "int")], primary_key=["k"])
-    with writes.Transaction(catalog) as txn:
-        writes.insert_overwrite(spark, catalog, txn, "ro", spark.createDataFrame([(1,), (2,)], "k int"))
-    with writes.Transaction(catalog) as txn:
-        writes.insert(spark, catalog, txn, "ro", spark.createDataFrame([(3,)], "k int"))
+    with Transaction(catalog) as txn:
+        txn.insert_overwrite("ro", spark.createDataFrame([(1,), (2,)], "k int"))
+    with Transaction(catalog) as txn:
+        txn.insert("ro", spark.createDataFrame([(3,)], "k int"))
     assert sorted(r["k"] for r in rows_of(catalog, "ro")) == [1, 2, 3]
     assert sorted(r["k"] for r in rows_of(catalog, "ro", read_optimized=True)) == [1, 2]
     df = reads.read_table(spark, catalog, "ro", row_id=True, file_name=True)

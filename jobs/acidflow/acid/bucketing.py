@@ -1,6 +1,6 @@
 """Hive bucket ids: the ACID ``bucket`` property codec and Hive's CLUSTERED BY hash.
 
-Pure Python, no Spark, no project imports. Two independent pieces live here:
+Pure Python, no Spark; Hive type strings are read by ``acidflow.acid.hivetypes``. Two independent pieces live here:
 
 * :class:`BucketCodec` -- packs a bucket (writer) id and a statement id into the 32-bit
   ``bucket`` field of an ACID event (``RecordIdentifier`` bucket property), following Hive's
@@ -44,10 +44,16 @@ import decimal as _decimal
 import enum
 import math
 import numbers
-import re
 import struct
 from functools import lru_cache
 from typing import Any, Callable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from acidflow.acid.hivetypes import (CharType, DecimalType, PrimitiveType, VarcharType,
+                                     parse_hive_type)
 
 __all__ = [
     "BucketCodec",
@@ -61,6 +67,8 @@ __all__ = [
     "MURMUR3_DEFAULT_SEED",
     "MAX_BUCKET_ID",
     "MAX_STATEMENT_ID",
+    "check_bucket_id",
+    "check_statement_id",
 ]
 
 _M32 = 0xFFFFFFFF
@@ -208,6 +216,35 @@ class BucketCodec(enum.Enum):
         return BucketCodec.determine_version(prop)
 
 
+def check_bucket_id(bucket_id: int, *, hint: str = "") -> int:
+    """``bucket_id`` when a V1 bucket property can carry it (0..4095, the 12 bits of
+    ``BucketCodec.V1``), the one check of that limit for writers and the catalog.
+
+    Args:
+        bucket_id: a Hive bucket number or a writer (task) id.
+        hint: what to do about it, appended to the message.
+    Raises:
+        ValueError: out of range.
+    """
+    if not 0 <= bucket_id <= MAX_BUCKET_ID:
+        raise ValueError(f"bucket (writer) id {bucket_id} does not fit BucketCodec V1 "
+                         f"(0..{MAX_BUCKET_ID})" + (f": {hint}" if hint else ""))
+    return bucket_id
+
+
+def check_statement_id(statement_id: int, *, hint: str = "") -> int:
+    """``statement_id`` when a V1 bucket property can carry it (0..4095, Hive's limit on
+    statements per table and transaction).
+
+    Raises:
+        ValueError: out of range.
+    """
+    if not 0 <= statement_id <= MAX_STATEMENT_ID:
+        raise ValueError(f"statement id {statement_id} does not fit BucketCodec V1 "
+                         f"(0..{MAX_STATEMENT_ID})" + (f": {hint}" if hint else ""))
+    return statement_id
+
+
 def encode_bucket_property(bucket_id: int, statement_id: int = 0) -> int:
     """V1 bucket property for ``bucket_id`` and ``statement_id`` (what Hive 3 writes).
 
@@ -322,51 +359,37 @@ def murmur3_32(data: bytes, seed: int = MURMUR3_DEFAULT_SEED) -> int:
 # Hive types
 # ---------------------------------------------------------------------------------------------
 
-_TYPE_RE = re.compile(
-    r"^\s*([a-z_]+)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*$", re.IGNORECASE
-)
 _INT_RANGES = {
     "tinyint": (-(1 << 7), (1 << 7) - 1),
     "smallint": (-(1 << 15), (1 << 15) - 1),
     "int": (-(1 << 31), (1 << 31) - 1),
     "bigint": (-(1 << 63), (1 << 63) - 1),
 }
-_ALIASES = {"integer": "int"}
-_NO_PARAMS = {"tinyint", "smallint", "int", "bigint", "boolean", "float", "double", "string",
-              "date", "timestamp", "binary"}
-_MAX_CHAR_LENGTH = 255  # HiveChar.MAX_CHAR_LENGTH
-_MAX_VARCHAR_LENGTH = 65535  # HiveVarchar.MAX_VARCHAR_LENGTH
-_MAX_DECIMAL_PRECISION = 38  # HiveDecimal.MAX_PRECISION
+#: the parameterless primitives Hive's bucket hash covers
+_HASHED_PRIMITIVES = {"tinyint", "smallint", "int", "bigint", "boolean", "float", "double",
+                      "string", "date", "timestamp", "binary"}
 
 
 @lru_cache(maxsize=256)
-def _parse_type(hive_type: str) -> tuple[str, int, int]:
-    """``'Decimal(10, 2)'`` -> ``('decimal', 10, 2)``; unused parameters are 0."""
+def _hash_kind(hive_type: str) -> tuple[str, int, int]:
+    """How a column of ``hive_type`` is hashed: ``(name, p1, p2)`` from the typed form of
+    :func:`acidflow.acid.hivetypes.parse_hive_type` -- ``'Decimal(10, 2)'`` ->
+    ``('decimal', 10, 2)``, ``'varchar(5)'`` -> ``('varchar', 5, 0)``; unused parameters are 0.
+
+    Raises:
+        TypeError: ``hive_type`` is not a string.
+        ValueError: it does not parse (``HiveTypeError``) or the type has no bucket hash
+            (complex types, ``void``, intervals, ``timestamp with local time zone``).
+    """
     if not isinstance(hive_type, str):
         raise TypeError(f"hive type must be a str, got {type(hive_type).__name__}")
-    m = _TYPE_RE.match(hive_type)
-    if not m:
-        raise ValueError(f"unsupported or malformed Hive type {hive_type!r}")
-    name = _ALIASES.get(m.group(1).lower(), m.group(1).lower())
-    p1 = None if m.group(2) is None else int(m.group(2))
-    p2 = None if m.group(3) is None else int(m.group(3))
-    if name in _NO_PARAMS:
-        if p1 is not None:
-            raise ValueError(f"Hive type {name} takes no parameters: {hive_type!r}")
-        return (name, 0, 0)
-    if name in ("char", "varchar"):
-        limit = _MAX_CHAR_LENGTH if name == "char" else _MAX_VARCHAR_LENGTH
-        if p1 is None or p2 is not None or not 1 <= p1 <= limit:
-            raise ValueError(f"{name} needs one length in 1..{limit}: {hive_type!r}")
-        return (name, p1, 0)
-    if name == "decimal":
-        precision = 10 if p1 is None else p1
-        scale = 0 if p2 is None else p2
-        if not 1 <= precision <= _MAX_DECIMAL_PRECISION or not 0 <= scale <= precision:
-            raise ValueError(
-                f"decimal precision must be 1..38 and scale 0..precision: {hive_type!r}"
-            )
-        return (name, precision, scale)
+    ht = parse_hive_type(hive_type)
+    if isinstance(ht, PrimitiveType) and ht.name in _HASHED_PRIMITIVES:
+        return (ht.name, 0, 0)
+    if isinstance(ht, (CharType, VarcharType)):
+        return (ht.name, ht.length, 0)
+    if isinstance(ht, DecimalType):
+        return (ht.name, ht.precision, ht.scale)
     raise ValueError(f"unsupported Hive type for bucketing: {hive_type!r}")
 
 
@@ -514,9 +537,10 @@ def _as_unscaled_decimal(value: Any, precision: int, scale: int) -> tuple[int, i
             f"decimal value {value!r} does not fit decimal({precision},{scale})"
             " (Hive would store NULL)"
         )
-    if dec.as_tuple().exponent < -scale:
+    if int(dec.as_tuple().exponent) < -scale:
         dec = dec.quantize(_decimal.Decimal(1).scaleb(-scale), context=_DEC_CONTEXT)
-    sign, digits, exponent = dec.as_tuple()
+    sign, digits, raw_exponent = dec.as_tuple()
+    exponent = int(raw_exponent)  # finite: an int
     unscaled = int("".join(map(str, digits))) if digits else 0
     if exponent > 0:
         unscaled *= 10**exponent
@@ -722,7 +746,7 @@ def bucket_hash_code(
         )
     h = 0
     for value, hive_type in zip(values, hive_types):
-        name, p1, p2 = _parse_type(hive_type)
+        name, p1, p2 = _hash_kind(hive_type)
         field = 0 if value is None else hashers[name](value, p1, p2)
         h = (31 * h + field) & _M32
     return _to_int32(h)
@@ -777,17 +801,13 @@ def hive_bucket(
 # Vectorised bucket numbers (numpy) for the common integer keys
 # ---------------------------------------------------------------------------------------------
 
-def _np_rotl(x, r: int):
-    import numpy as np
-
+def _np_rotl(x: np.ndarray, r: int) -> np.ndarray:
     return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
 
 
-def _np_murmur3_blocks(blocks: list, length: int):
+def _np_murmur3_blocks(blocks: list[np.ndarray], length: int) -> np.ndarray:
     """:func:`murmur3_32` of many inputs of ``length`` bytes (a multiple of 4, so no tail),
     given their little-endian 4-byte blocks as uint32 arrays; returns uint32."""
-    import numpy as np
-
     with np.errstate(over="ignore"):
         h = np.full(len(blocks[0]), MURMUR3_DEFAULT_SEED, dtype=np.uint32)
         for k in blocks:
@@ -814,12 +834,8 @@ def bucket_numbers(columns: Sequence[Sequence[Any]], hive_types: Sequence[str],
     Raises:
         ValueError / TypeError: as :func:`bucket_hash_code` and :func:`bucket_number`.
     """
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     _check_num_buckets(num_buckets)
-    names = [_parse_type(t)[0] for t in hive_types]
+    names = [_hash_kind(t)[0] for t in hive_types]
     if bucketing_version != 2 or not columns or any(n not in ("int", "bigint") for n in names):
         cols = [c.to_pylist() if hasattr(c, "to_pylist") else list(c) for c in columns]
         return [bucket_number(bucket_hash_code(list(v), hive_types, bucketing_version),

@@ -44,8 +44,9 @@ from __future__ import annotations
 import json
 import posixpath
 from dataclasses import asdict, dataclass, field
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -54,7 +55,12 @@ from acidflow.acid import files as acid_files
 from acidflow.acid import snapshot
 from acidflow.acid.fs import TableFS, join
 from acidflow.acid.layout import (AcidState, DirEntry, ValidWriteIdList, bucket_files, format_base,
-                              format_delta, get_acid_state, is_hidden)
+                                  format_delta, get_acid_state, is_hidden)
+from acidflow.acid.ports import TableDesc
+from acidflow.acid.state import compacted_base_check
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 MAJOR = "major"
 MINOR = "minor"
@@ -140,7 +146,9 @@ class CompactionPlan:
 
 
 def plan_compaction(entries: Iterable[DirEntry], valid: ValidWriteIdList, kind: str,
-                    partition: str = "", *, is_compacted_base=lambda name: False) -> CompactionPlan:
+                    partition: str = "", *,
+                    is_compacted_base: Callable[[str], bool] = lambda name: False
+                    ) -> CompactionPlan:
     """Decide inputs and output names of a compaction from a partition listing (pure).
 
     Args:
@@ -238,7 +246,7 @@ class CompactTask:
         return snapshot.ReadTask.from_json(json.dumps(self.read))
 
 
-def _valid_mask(arr, valid: ValidWriteIdList):
+def _valid_mask(arr: pa.Array, valid: ValidWriteIdList) -> pa.Array:
     return snapshot._valid_mask(arr, valid)
 
 
@@ -279,11 +287,11 @@ def run_task(task: CompactTask) -> list[dict]:
     """
     tfs = TableFS(task.tfs_url)
     valid = ValidWriteIdList.from_string(task.valid)
-    columns = [tuple(c) for c in task.columns]
+    columns = [(c[0], c[1]) for c in task.columns]
     names = [c[0] for c in columns]
     out: list[dict] = []
-    opts = dict(compression=task.compression, stripe_rows=task.stripe_rows,
-                stripe_bytes=task.stripe_bytes)
+    opts: dict[str, Any] = dict(compression=task.compression, stripe_rows=task.stripe_rows,
+                                stripe_bytes=task.stripe_bytes)
 
     def write(kind: str, events: pa.Table) -> None:
         path = join(task.out_dirs[kind], f"bucket_{task.bucket_id:05d}")
@@ -354,8 +362,6 @@ def checksum_batches(batches: Iterable[pa.RecordBatch], names: list[str]) -> Che
     value. The hash is DuckDB's, stable within one DuckDB version -- both sides of a
     verification are computed by the same installation.
     """
-    import duckdb
-
     it = iter(batches)
     first = next((b for b in it if b.num_rows), None)
     if first is None:
@@ -363,7 +369,7 @@ def checksum_batches(batches: Iterable[pa.RecordBatch], names: list[str]) -> Che
     wanted = [snapshot.ROW_ID] + list(names)
     schema = first.select(wanted).schema
 
-    def unified():
+    def unified() -> Iterator[pa.RecordBatch]:
         yield first.select(wanted)
         for b in it:
             if b.num_rows:
@@ -375,11 +381,12 @@ def checksum_batches(batches: Iterable[pa.RecordBatch], names: list[str]) -> Che
     con = duckdb.connect(config={"threads": 1})
     try:
         con.register("acid_rows", pa.RecordBatchReader.from_batches(schema, unified()))
-        rows, s1, s2 = con.execute(
+        result: Any = con.execute(
             f"SELECT count(*), sum(hash({cols})::HUGEINT) % {1 << 64}, "
             f"sum(hash({cols}, 'acidflow')::HUGEINT) % {1 << 64} FROM acid_rows").fetchone()
     finally:
         con.close()
+    rows, s1, s2 = result  # one row: an aggregate without GROUP BY
     return Checksum(int(rows), int(s1 or 0), int(s2 or 0))
 
 
@@ -408,6 +415,8 @@ def _data_files_for(tfs: TableFS, pdir: str, entries: list[DirEntry], plan: Comp
             data.append(snapshot.DataFile(join(pdir, rel), "base", b))
     elif plan.kind == MAJOR:
         data.extend(snapshot._original_files(tfs, pdir, plan.original_files))
+    if plan.state is None:
+        raise CompactionError("a compaction plan without its AcidState (use plan_compaction)")
     by_name = {d.name: d for d in plan.state.deltas}
     for name in plan.deltas:
         d = by_name[name]
@@ -472,13 +481,14 @@ class CompactionResult:
                 "after": self.after.to_dict() if self.after else None}
 
 
-def _map(spark, payloads: list[str], fn, schema_ddl: str):
+def _map(spark: "SparkSession | None", payloads: list[str],
+         fn: Callable[[str], list[dict]], schema_ddl: str) -> list[dict]:
     """Run ``fn(payload) -> list[dict]`` over payloads: in Spark (one task each) or locally."""
     if spark is None or not payloads:
         return [row for p in payloads for row in fn(p)]
     arrow_schema = _ddl_to_arrow(schema_ddl)
 
-    def body(batches):
+    def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             for text in b.column(0).to_pylist():
                 rows = fn(text)
@@ -501,14 +511,15 @@ def _ddl_to_arrow(ddl: str) -> pa.Schema:
     return pa.schema(fields)
 
 
-def _write_outputs(spark, tasks: list[CompactTask]) -> list[dict]:
+def _write_outputs(spark: "SparkSession | None", tasks: list[CompactTask]) -> list[dict]:
     return _map(spark, [t.to_json() for t in tasks],
                 lambda text: run_task(CompactTask.from_json(text)),
                 "kind string, bucket int, path string, rows bigint, bytes bigint, stripes int, "
                 "s1 string, s2 string")
 
 
-def _checksum(spark, tfs_url: str, reads: list[snapshot.ReadTask], columns, valid) -> Checksum:
+def _checksum(spark: "SparkSession | None", tfs_url: str, reads: list[snapshot.ReadTask],
+              columns: list[tuple[str, str]], valid: ValidWriteIdList) -> Checksum:
     vtext = valid.to_string()
 
     def fn(text: str) -> list[dict]:
@@ -548,10 +559,11 @@ def finish_publish(tfs: TableFS, pdir: str, tmp: str) -> list[str]:
     return done
 
 
-def compact_partition(spark, table, partition: str, kind: str, valid: ValidWriteIdList, *,
-                      cq_id: int | str, target_stripe_bytes: int = DEFAULT_TARGET_STRIPE_BYTES,
-                      compression: str = "zlib", heartbeat=None,
-                      tamper=None) -> CompactionResult:
+def compact_partition(spark: "SparkSession | None", table: TableDesc, partition: str, kind: str,
+                      valid: ValidWriteIdList, *, cq_id: int | str,
+                      target_stripe_bytes: int = DEFAULT_TARGET_STRIPE_BYTES,
+                      compression: str = "zlib", heartbeat: Callable[[], Any] | None = None,
+                      tamper: Callable[[str], Any] | None = None) -> CompactionResult:
     """Compact one partition: plan, write into ``.compact_tmp_<cq_id>``, verify, publish.
 
     Args:
@@ -579,7 +591,7 @@ def compact_partition(spark, table, partition: str, kind: str, valid: ValidWrite
     entries = [e for e in tfs.list_recursive(pdir)]
     cvalid = valid.for_compactor()
     plan = plan_compaction(entries, cvalid, kind, partition,
-                           is_compacted_base=lambda n: acid_files.is_compacted_base(tfs, join(pdir, n)))
+                           is_compacted_base=compacted_base_check(tfs, pdir))
     result = CompactionResult(plan, published=recovered)
     if plan.nothing_to_do:
         return result
@@ -665,7 +677,7 @@ def compact_partition(spark, table, partition: str, kind: str, valid: ValidWrite
     return result
 
 
-def partition_paths(table) -> list[str]:
+def partition_paths(table: TableDesc) -> list[str]:
     """Relative partition paths of a table found on disk (``[""]`` when unpartitioned)."""
     if not table.partition_columns:
         return [""]
@@ -675,7 +687,7 @@ def partition_paths(table) -> list[str]:
     return sorted(p for p in grouped if not any(is_hidden(c) for c in p.split("/")))
 
 
-def partition_dir(table, partition: str | None) -> str:
+def partition_dir(table: TableDesc, partition: str | None) -> str:
     """Absolute directory of a partition (the table root for ``None``/``""``)."""
     return join(table.location, partition) if partition else table.location
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -46,6 +46,7 @@ from pyorc.converters import ORCConverter
 from acidflow.acid import orcfooter
 from acidflow.acid import types as htypes
 from acidflow.acid.fs import TableFS, join
+from acidflow.acid.hivetypes import DecimalType, PrimitiveType
 from acidflow.acid.layout import ACID_VERSION_FILE, METADATA_ACID_FILE
 
 OPERATION_INSERT = 0
@@ -81,11 +82,12 @@ class _UtcTimestampConverter(ORCConverter):
     (pyorc would otherwise apply the process's local zone to naive values)."""
 
     @staticmethod
-    def from_orc(seconds, nanoseconds, timezone):  # pragma: no cover - we read with pyarrow
+    def from_orc(seconds: int, nanoseconds: int,  # pragma: no cover - we read with pyarrow
+                 timezone: Any) -> _dt.datetime:
         return _EPOCH + _dt.timedelta(seconds=seconds, microseconds=nanoseconds // 1000)
 
     @staticmethod
-    def to_orc(obj, timezone):
+    def to_orc(obj: _dt.datetime, timezone: Any) -> tuple[int, int]:
         delta = (obj - _EPOCH_UTC) if obj.tzinfo is not None else (obj - _EPOCH)
         return delta.days * 86400 + delta.seconds, delta.microseconds * 1000
 
@@ -202,7 +204,9 @@ class EventFileWriter:
     def key_index(self) -> str:
         """The ``hive.acid.key.index`` value for the stripes written so far plus the open one."""
         stripes = self._stripes + ([self._cur] if self._cur.rows else [])
-        return "".join(f"{k[0]},{k[1]},{k[2]};" for k in (s.last_key for s in stripes))
+        # a stripe with rows has a last key
+        return "".join(f"{k[0]},{k[1]},{k[2]};" for k in (s.last_key for s in stripes)
+                       if k is not None)
 
     def close(self) -> WrittenFile | None:
         """Write the footer metadata and close. An empty file is deleted and ``None`` returned
@@ -227,6 +231,8 @@ class EventFileWriter:
         if actual != nstripes:
             raise AcidFileError(f"{self.path}: wrote {actual} stripes but the key index has "
                                 f"{nstripes} entries")
+        if self._first is None or self._last is None:  # rows > 0: both keys were seen
+            raise AcidFileError(f"{self.path}: events written but no event key recorded")
         return WrittenFile(self.path, self.rows, self.tfs.size(self.path), nstripes,
                            self.inserts, self.deletes, key_index, self._first, self._last)
 
@@ -242,7 +248,7 @@ class EventFileWriter:
 
 
 def write_event_file(tfs: TableFS, path: str, columns: list[tuple[str, str]],
-                     events: Iterable[tuple], **options) -> WrittenFile | None:
+                     events: Iterable[tuple], **options: Any) -> WrittenFile | None:
     """Write one event file from an iterable of sorted events; see :class:`EventFileWriter`.
 
     Returns:
@@ -259,7 +265,7 @@ def write_event_file(tfs: TableFS, path: str, columns: list[tuple[str, str]],
 
 #: Hive types whose Arrow type pyarrow's ORC writer stores as exactly that ORC type; tables
 #: with other columns (varchar, char, nested types) are written through pyorc
-_COLUMNAR_KINDS = {"prim", "decimal"}
+_COLUMNAR_KINDS = (PrimitiveType, DecimalType)
 #: default ``orc.stripe.size`` of the columnar writer (bytes, as Hive's ``OrcConf.STRIPE_SIZE``)
 DEFAULT_STRIPE_BYTES = 64 * 1024 * 1024
 #: codecs :mod:`acidflow.acid.orcfooter` can rewrite the footer of
@@ -271,7 +277,7 @@ def columnar_writable(columns: list[tuple[str, str]], compression: str = "zlib")
     every column a primitive Hive type or a decimal (varchar, char and nested types keep
     their exact ORC type only through pyorc) and zlib or no compression."""
     return compression in _COLUMNAR_COMPRESSION and \
-        all(htypes.parse(t)[0] in _COLUMNAR_KINDS for _, t in columns)
+        all(isinstance(htypes.mapped(t), _COLUMNAR_KINDS) for _, t in columns)
 
 
 def event_arrow_schema(columns: list[tuple[str, str]]) -> pa.Schema:

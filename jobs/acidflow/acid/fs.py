@@ -8,7 +8,7 @@ URLs such as ``s3://bucket/wh/db.db/t``.
 from __future__ import annotations
 
 import posixpath
-from typing import IO
+from typing import BinaryIO
 
 import fsspec
 
@@ -57,7 +57,7 @@ class TableFS:
         return sorted((posixpath.basename(i["name"].rstrip("/")), i["type"] == "directory")
                       for i in self.fs.ls(p, detail=True))
 
-    def open(self, path: str, mode: str = "rb") -> IO:
+    def open(self, path: str, mode: str = "rb") -> BinaryIO:
         """Open a file (binary modes)."""
         if "w" in mode:
             self.fs.makedirs(posixpath.dirname(self._p(path)), exist_ok=True)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from typing import Any, Iterator
 
 #: ``CompressionKind`` values of ``orc_proto.proto`` this module can rewrite
 COMPRESSION_NONE = 0
@@ -63,7 +64,7 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
-def _fields(buf: bytes):
+def _fields(buf: bytes) -> Iterator[tuple[int, Any, bytes]]:
     """Yield ``(field number, value, raw bytes of the whole field)`` of a protobuf message;
     value is an int for varints and bytes otherwise."""
     i, n = 0, len(buf)
@@ -71,6 +72,7 @@ def _fields(buf: bytes):
         start = i
         key, i = _read_varint(buf, i)
         number, wire = key >> 3, key & 7
+        value: Any  # int (varint) or bytes
         if wire == 0:
             value, i = _read_varint(buf, i)
         elif wire == 2:
@@ -151,7 +153,7 @@ class OrcTail:
     metadata_names: set[str]
 
 
-def read_tail(data) -> OrcTail:
+def read_tail(data: Any) -> OrcTail:
     """Parse the postscript and footer of the ORC file ``data`` (the whole file as ``bytes``,
     ``memoryview`` or a pyarrow ``Buffer``).
 

@@ -27,12 +27,15 @@ from __future__ import annotations
 
 import json
 import posixpath
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.orc as paorc
+import pyorc
 
 from acidflow.acid import files as acid_files
 from acidflow.acid import partitions as parts
@@ -40,7 +43,11 @@ from acidflow.acid import types as htypes
 from acidflow.acid.bucketing import encode_bucket_property
 from acidflow.acid.fs import TableFS, join
 from acidflow.acid.layout import (AcidState, DirEntry, ValidWriteIdList, bucket_files,
-                              get_acid_state, parse_bucket_file, parse_original_bucket_id)
+                                  parse_bucket_file, parse_original_bucket_id)
+from acidflow.acid.state import acid_state
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 ROW_ID = "ROW__ID"
 INPUT_FILE_NAME = "INPUT__FILE__NAME"
@@ -181,10 +188,7 @@ def plan_read(tfs: TableFS, table_dir: str, columns: list[tuple[str, str]],
             continue
         pdir = join(table_dir, ppath) if ppath else table_dir
         entries = grouped[ppath]
-        state = get_acid_state(
-            entries, valid_write_ids,
-            is_compacted_base=lambda name, _d=pdir: acid_files.is_compacted_base(tfs, join(_d, name)),
-            txn_state=txn_state)
+        state = acid_state(tfs, pdir, valid_write_ids, entries=entries, txn_state=txn_state)
         states[ppath] = state
         data: list[DataFile] = []
         deletes: list[tuple[str, int]] = []
@@ -286,7 +290,7 @@ def _map_columns(file_names: list[str], table_cols: list[str], positional: bool)
     return [i if i < len(file_names) else None for i in range(len(table_cols))]
 
 
-def _partition_arrays(plan_pcols, ppath: str, n: int) -> list[pa.Array]:
+def _partition_arrays(plan_pcols: list[tuple[str, str]], ppath: str, n: int) -> list[pa.Array]:
     if not plan_pcols:
         return []
     values = dict(parts.parse_partition_path(ppath)) if ppath else {}
@@ -358,8 +362,6 @@ def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
     Raises:
         acidflow.acid.files.AcidFileError: a file that is not readable ORC (names the file).
     """
-    import pyarrow.orc as paorc
-
     deletes = load_delete_keys(tfs, task.delete_files, valid)
     names = [n for n, _ in columns]
     wanted = [i for i, n in enumerate(names) if project is None or n in project]
@@ -423,7 +425,7 @@ def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
                     offset += n
                     data = list(batch.columns)
                     keep_mask = None
-                if keys is not None:
+                if keys is not None and key_pos is not None and key_types is not None:
                     km = _key_filter_mask(data, key_pos, keys, key_types)
                     keep_mask = km if keep_mask is None else pc.and_(keep_mask, km)
                 keys_tbl = pa.table([owid, bucket, rid], names=_KEYS)
@@ -473,14 +475,12 @@ def read_arrow(tfs: TableFS, plan: ReadPlan, *, row_id: bool = False,
 
 
 def read_arrow_parallel(tfs: TableFS, plan: ReadPlan, *, threads: int = 2,
-                        **kwargs) -> pa.Table:
+                        **kwargs: Any) -> pa.Table:
     """:func:`read_arrow` with the plan's tasks spread over ``threads`` threads of this process
     (pyarrow's ORC decoding releases the GIL). For small, selective reads -- a merge's key
     lookup -- this is much cheaper than a Spark job (no task scheduling, no Python workers, no
     Arrow stream to the JVM and back). ``kwargs``: ``row_id``, ``file_name``, ``project``,
     ``keys`` as in :func:`read_task`."""
-    from concurrent.futures import ThreadPoolExecutor
-
     schema = plan.output_schema(kwargs.get("row_id", False), kwargs.get("file_name", False),
                                 kwargs.get("project"))
 
@@ -507,8 +507,6 @@ def string_column_max(tfs: TableFS, plan: ReadPlan, column: str) -> tuple[bool, 
     usable statistics (original files, or a writer that wrote none) -- the caller must then
     read the column. ORC may truncate long string statistics, but only to a bound that is
     still >= the true maximum (ORC-203), which is all a caller comparing with it needs."""
-    import pyorc
-
     idx = [n for n, _ in plan.columns].index(column)
     best = None
     for f in {f.path: f for t in plan.tasks for f in t.data_files}.values():
@@ -516,7 +514,8 @@ def string_column_max(tfs: TableFS, plan: ReadPlan, column: str) -> tuple[bool, 
             return False, None
         with tfs.open(f.path, "rb") as fh:
             reader = pyorc.Reader(fh)
-            top = list(reader.schema.fields.values())
+            schema: Any = reader.schema  # a struct TypeDescription (pyorc's stubs lack .fields)
+            top = list(schema.fields.values())
             if len(top) != 6:
                 return False, None
             fields = list(top[5].fields.values())
@@ -532,9 +531,9 @@ def string_column_max(tfs: TableFS, plan: ReadPlan, column: str) -> tuple[bool, 
     return True, best
 
 
-def read_spark(spark, tfs_url: str, plan: ReadPlan, *, row_id: bool = False,
+def read_spark(spark: "SparkSession", tfs_url: str, plan: ReadPlan, *, row_id: bool = False,
                file_name: bool = False, project: list[str] | None = None,
-               keys: pa.Table | None = None):
+               keys: pa.Table | None = None) -> "DataFrame":
     """Run a plan as a Spark job: one Spark partition per task, ``mapInArrow`` + pyarrow ORC.
 
     Args:
@@ -546,6 +545,7 @@ def read_spark(spark, tfs_url: str, plan: ReadPlan, *, row_id: bool = False,
         A DataFrame with the columns of ``plan.output_schema`` (Spark types from
         ``acidflow.acid.types``; timestamps as ``TimestampNTZType``).
     """
+    # deferred: pyspark stays out of the in-process (Arrow) read paths
     from pyspark.sql import types as T
 
     fields = [T.StructField(n, htypes.spark_type(t)) for n, t in plan.columns
@@ -562,7 +562,7 @@ def read_spark(spark, tfs_url: str, plan: ReadPlan, *, row_id: bool = False,
         return spark.createDataFrame([], schema)
     columns, pcols, valid = plan.columns, plan.partition_columns, plan.valid_write_ids
 
-    def run(batches):
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         local_fs = TableFS(tfs_url)
         for b in batches:
             for text in b.column(0).to_pylist():

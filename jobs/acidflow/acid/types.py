@@ -2,7 +2,8 @@
 
 A Hive type is the string Hive keeps in ``columns.types`` (``int``, ``decimal(10,2)``,
 ``varchar(20)``, ``array<string>``, ``struct<a:int,b:string>`` ...). acidflow stores table
-schemas as Hive types (the catalog) and derives the rest here, in one place:
+schemas as Hive types (the catalog) and derives the rest here, in one place, from the typed
+form :func:`acidflow.acid.hivetypes.parse_hive_type` returns (the one Hive type parser):
 
 * ORC type strings for the ``row`` struct of ACID event files (Hive's
   ``OrcRecordUpdater.createEventSchemaFromTableProperties`` builds it from the same strings);
@@ -10,194 +11,205 @@ schemas as Hive types (the catalog) and derives the rest here, in one place:
 * Spark SQL types (DataFrames handed to and returned from users);
 * Hive types back from an ORC/Arrow schema, to read a bare directory with no catalog entry.
 
-Pure Python apart from importing pyarrow; Spark types are imported lazily.
+Mapped types: the primitives of :data:`PRIMITIVES`, ``decimal(p,s)``, ``varchar(n)``,
+``char(n)``, ``array``, ``map`` and ``struct``. ``uniontype``, ``void``, the interval types and
+``timestamp with local time zone`` parse but have no mapping (:class:`HiveTypeError`).
+
+Pure Python apart from importing pyarrow; pyspark is imported only by the Spark mappings.
 """
 from __future__ import annotations
 
 import functools
-import re
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-PRIMITIVES = {
+from acidflow.acid.hivetypes import (ArrayType, CharType, DecimalType, HiveType, HiveTypeError,
+                                     MapType, PrimitiveType, StructType, VarcharType,
+                                     normalize_hive_type, parse_hive_type)
+
+if TYPE_CHECKING:
+    from pyspark.sql import types as T
+
+__all__ = [
+    "PRIMITIVES", "HiveTypeError", "normalize", "parse", "mapped", "orc_type", "orc_struct",
+    "arrow_type", "arrow_schema", "spark_type", "spark_schema", "hive_type_from_arrow",
+    "hive_type_from_spark",
+]
+
+#: the parameterless primitives acidflow maps to ORC / Arrow / Spark
+PRIMITIVES = frozenset({
     "tinyint", "smallint", "int", "bigint", "boolean", "float", "double", "string",
     "date", "timestamp", "binary",
+})
+
+_ARROW_PRIMITIVES: dict[str, pa.DataType] = {
+    "tinyint": pa.int8(), "smallint": pa.int16(), "int": pa.int32(),
+    "bigint": pa.int64(), "boolean": pa.bool_(), "float": pa.float32(),
+    "double": pa.float64(), "string": pa.string(), "date": pa.date32(),
+    "timestamp": pa.timestamp("us"), "binary": pa.binary(),
 }
-_PARAM = re.compile(r"^(decimal|varchar|char)\s*\((.*)\)$")
 
 
-class HiveTypeError(ValueError):
-    """A Hive type string that acidflow cannot parse or map."""
-
-
-@functools.lru_cache(maxsize=4096)
 def normalize(hive_type: str) -> str:
-    """Lower-case a Hive type and drop blanks: ``'DECIMAL(10, 2)'`` -> ``'decimal(10,2)'``.
+    """Canonical Hive type string: ``'DECIMAL(10, 2)'`` -> ``'decimal(10,2)'``, ``integer`` ->
+    ``int``, ``decimal`` -> ``decimal(10,0)`` (``HiveDecimal.USER_DEFAULT_PRECISION``).
 
-    ``integer`` becomes ``int`` and ``decimal`` without parameters becomes ``decimal(10,0)``
-    (Hive's default precision and scale, ``HiveDecimal.USER_DEFAULT_PRECISION``).
+    Raises:
+        HiveTypeError: the string does not parse.
     """
-    t = re.sub(r"\s+", "", hive_type.strip().lower())
-    if t == "integer":
-        return "int"
-    if t == "decimal":
-        return "decimal(10,0)"
-    return t
-
-
-def _split_top(s: str) -> list[str]:
-    """Split on commas that are not nested inside ``<>`` or ``()``."""
-    parts, depth, cur = [], 0, []
-    for ch in s:
-        if ch in "<(":
-            depth += 1
-        elif ch in ">)":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    if cur:
-        parts.append("".join(cur))
-    return parts
+    return normalize_hive_type(hive_type)
 
 
 @functools.lru_cache(maxsize=4096)
-def parse(hive_type: str) -> tuple:
-    """Parse a Hive type into a nested tuple.
+def mapped(hive_type: str) -> HiveType:
+    """The typed form of a Hive type that acidflow can map (see the module docstring).
+
+    Raises:
+        HiveTypeError: the string does not parse, or the type (or a nested one) has no
+            ORC/Arrow/Spark mapping.
+    """
+    ht = parse_hive_type(hive_type)
+    _check_mapped(ht, hive_type)
+    return ht
+
+
+def _check_mapped(ht: HiveType, text: str) -> None:
+    if isinstance(ht, PrimitiveType):
+        if ht.name not in PRIMITIVES:
+            raise HiveTypeError(f"unknown Hive type {text!r}")
+    elif isinstance(ht, ArrayType):
+        _check_mapped(ht.element, text)
+    elif isinstance(ht, MapType):
+        _check_mapped(ht.key, text)
+        _check_mapped(ht.value, text)
+    elif isinstance(ht, StructType):
+        for _, ft in ht.fields:
+            _check_mapped(ft, text)
+    elif not isinstance(ht, (DecimalType, CharType, VarcharType)):
+        raise HiveTypeError(f"unknown Hive type {text!r}")
+
+
+@functools.lru_cache(maxsize=4096)
+def parse(hive_type: str) -> tuple[Any, ...]:
+    """Compatibility view of :func:`mapped` as nested tuples (kept for callers written
+    against it; new code uses the typed form).
 
     Returns one of ``("prim", name)``, ``("decimal", p, s)``, ``("varchar", n)``,
     ``("char", n)``, ``("array", elem)``, ``("map", key, value)``,
     ``("struct", ((name, type), ...))``.
 
     Raises:
-        HiveTypeError: unknown or malformed type.
+        HiveTypeError: as :func:`mapped`.
     """
-    t = normalize(hive_type)
-    if t in PRIMITIVES:
-        return ("prim", t)
-    m = _PARAM.match(t)
-    if m:
-        args = [a for a in m.group(2).split(",") if a]
-        try:
-            nums = [int(a) for a in args]
-        except ValueError as exc:
-            raise HiveTypeError(f"bad parameters in Hive type {hive_type!r}") from exc
-        if m.group(1) == "decimal":
-            p, s = (nums + [0])[:2] if len(nums) == 1 else nums
-            if not (1 <= p <= 38 and 0 <= s <= p):
-                raise HiveTypeError(f"decimal precision/scale out of range in {hive_type!r}")
-            return ("decimal", p, s)
-        if len(nums) != 1:
-            raise HiveTypeError(f"{m.group(1)} needs one length in {hive_type!r}")
-        return (m.group(1), nums[0])
-    if t.startswith("array<") and t.endswith(">"):
-        return ("array", parse(t[6:-1]))
-    if t.startswith("map<") and t.endswith(">"):
-        kv = _split_top(t[4:-1])
-        if len(kv) != 2:
-            raise HiveTypeError(f"bad map type {hive_type!r}")
-        return ("map", parse(kv[0]), parse(kv[1]))
-    if t.startswith("struct<") and t.endswith(">"):
-        fields = []
-        for part in _split_top(t[7:-1]):
-            name, _, ftype = part.partition(":")
-            if not name or not ftype:
-                raise HiveTypeError(f"bad struct field {part!r} in {hive_type!r}")
-            fields.append((name, parse(ftype)))
-        return ("struct", tuple(fields))
-    raise HiveTypeError(f"unknown Hive type {hive_type!r}")
+    return _as_tuple(mapped(hive_type))
 
 
-def _render(node: tuple) -> str:
-    kind = node[0]
-    if kind == "prim":
-        return node[1]
-    if kind == "decimal":
-        return f"decimal({node[1]},{node[2]})"
-    if kind in ("varchar", "char"):
-        return f"{kind}({node[1]})"
-    if kind == "array":
-        return f"array<{_render(node[1])}>"
-    if kind == "map":
-        return f"map<{_render(node[1])},{_render(node[2])}>"
-    return "struct<" + ",".join(f"{n}:{_render(t)}" for n, t in node[1]) + ">"
+def _as_tuple(ht: HiveType) -> tuple[Any, ...]:
+    if isinstance(ht, DecimalType):
+        return ("decimal", ht.precision, ht.scale)
+    if isinstance(ht, (CharType, VarcharType)):
+        return (ht.name, ht.length)
+    if isinstance(ht, ArrayType):
+        return ("array", _as_tuple(ht.element))
+    if isinstance(ht, MapType):
+        return ("map", _as_tuple(ht.key), _as_tuple(ht.value))
+    if isinstance(ht, StructType):
+        return ("struct", tuple((n, _as_tuple(t)) for n, t in ht.fields))
+    return ("prim", ht.name)
 
 
 def orc_type(hive_type: str) -> str:
-    """ORC type string for a Hive type (ORC's ``TypeDescription`` syntax is Hive's)."""
-    return _render(parse(hive_type))
+    """ORC type string for a Hive type (ORC's ``TypeDescription`` syntax is Hive's).
+
+    Raises:
+        HiveTypeError: as :func:`mapped`.
+    """
+    return mapped(hive_type).type_name
 
 
 def orc_struct(columns: list[tuple[str, str]]) -> str:
-    """``struct<name:type,...>`` for (name, hive_type) pairs, in order."""
+    """``struct<name:type,...>`` for (name, hive_type) pairs, in order.
+
+    Raises:
+        HiveTypeError: as :func:`mapped`.
+    """
     return "struct<" + ",".join(f"{n}:{orc_type(t)}" for n, t in columns) + ">"
 
 
-def _arrow(node: tuple) -> pa.DataType:
-    kind = node[0]
-    if kind == "prim":
-        return {
-            "tinyint": pa.int8(), "smallint": pa.int16(), "int": pa.int32(),
-            "bigint": pa.int64(), "boolean": pa.bool_(), "float": pa.float32(),
-            "double": pa.float64(), "string": pa.string(), "date": pa.date32(),
-            "timestamp": pa.timestamp("us"), "binary": pa.binary(),
-        }[node[1]]
-    if kind == "decimal":
-        return pa.decimal128(node[1], node[2])
-    if kind in ("varchar", "char"):
+def _arrow(ht: HiveType) -> pa.DataType:
+    if isinstance(ht, DecimalType):
+        return pa.decimal128(ht.precision, ht.scale)
+    if isinstance(ht, (CharType, VarcharType)):
         return pa.string()
-    if kind == "array":
-        return pa.list_(_arrow(node[1]))
-    if kind == "map":
-        return pa.map_(_arrow(node[1]), _arrow(node[2]))
-    return pa.struct([pa.field(n, _arrow(t)) for n, t in node[1]])
+    if isinstance(ht, ArrayType):
+        return pa.list_(_arrow(ht.element))
+    if isinstance(ht, MapType):
+        return pa.map_(_arrow(ht.key), _arrow(ht.value))
+    if isinstance(ht, StructType):
+        return pa.struct([pa.field(n, _arrow(t)) for n, t in ht.fields])
+    return _ARROW_PRIMITIVES[ht.name]
 
 
 def arrow_type(hive_type: str) -> pa.DataType:
     """Arrow type for a Hive type. Timestamps are ``timestamp[us]`` without zone (Hive
-    timestamps are wall-clock values; Spark's microsecond precision is the common ground)."""
-    return _arrow(parse(hive_type))
+    timestamps are wall-clock values; Spark's microsecond precision is the common ground).
+
+    Raises:
+        HiveTypeError: as :func:`mapped`.
+    """
+    return _arrow(mapped(hive_type))
 
 
 def arrow_schema(columns: list[tuple[str, str]]) -> pa.Schema:
-    """Arrow schema for (name, hive_type) pairs."""
+    """Arrow schema for (name, hive_type) pairs.
+
+    Raises:
+        HiveTypeError: as :func:`mapped`.
+    """
     return pa.schema([pa.field(n, arrow_type(t)) for n, t in columns])
 
 
-def spark_type(hive_type: str):
-    """Spark SQL ``DataType`` for a Hive type (varchar/char become ``StringType``).
-
-    Raises:
-        HiveTypeError: unknown type.
-    """
+def _spark(ht: HiveType) -> "T.DataType":
+    # deferred: pyspark is heavy and absent from the pure Arrow paths (executors, CLI reads)
     from pyspark.sql import types as T
 
-    def conv(node):
-        kind = node[0]
-        if kind == "prim":
-            return {
-                "tinyint": T.ByteType(), "smallint": T.ShortType(), "int": T.IntegerType(),
-                "bigint": T.LongType(), "boolean": T.BooleanType(), "float": T.FloatType(),
-                "double": T.DoubleType(), "string": T.StringType(), "date": T.DateType(),
-                "timestamp": T.TimestampNTZType(), "binary": T.BinaryType(),
-            }[node[1]]
-        if kind == "decimal":
-            return T.DecimalType(node[1], node[2])
-        if kind in ("varchar", "char"):
-            return T.StringType()
-        if kind == "array":
-            return T.ArrayType(conv(node[1]))
-        if kind == "map":
-            return T.MapType(conv(node[1]), conv(node[2]))
-        return T.StructType([T.StructField(n, conv(t)) for n, t in node[1]])
-
-    return conv(parse(hive_type))
+    if isinstance(ht, DecimalType):
+        return T.DecimalType(ht.precision, ht.scale)
+    if isinstance(ht, (CharType, VarcharType)):
+        return T.StringType()
+    if isinstance(ht, ArrayType):
+        return T.ArrayType(_spark(ht.element))
+    if isinstance(ht, MapType):
+        return T.MapType(_spark(ht.key), _spark(ht.value))
+    if isinstance(ht, StructType):
+        return T.StructType([T.StructField(n, _spark(t)) for n, t in ht.fields])
+    simple: dict[str, T.DataType] = {
+        "tinyint": T.ByteType(), "smallint": T.ShortType(), "int": T.IntegerType(),
+        "bigint": T.LongType(), "boolean": T.BooleanType(), "float": T.FloatType(),
+        "double": T.DoubleType(), "string": T.StringType(), "date": T.DateType(),
+        "timestamp": T.TimestampNTZType(), "binary": T.BinaryType(),
+    }
+    return simple[ht.name]
 
 
-def spark_schema(columns: list[tuple[str, str]]):
-    """Spark ``StructType`` for (name, hive_type) pairs."""
+def spark_type(hive_type: str) -> "T.DataType":
+    """Spark SQL ``DataType`` for a Hive type (varchar/char become ``StringType``, timestamp
+    ``TimestampNTZType``).
+
+    Raises:
+        HiveTypeError: as :func:`mapped`.
+    """
+    return _spark(mapped(hive_type))
+
+
+def spark_schema(columns: list[tuple[str, str]]) -> "T.StructType":
+    """Spark ``StructType`` for (name, hive_type) pairs.
+
+    Raises:
+        HiveTypeError: as :func:`mapped`.
+    """
+    # deferred: pyspark is heavy and absent from the pure Arrow paths
     from pyspark.sql import types as T
 
     return T.StructType([T.StructField(n, spark_type(t)) for n, t in columns])
@@ -244,12 +256,13 @@ def hive_type_from_arrow(dt: pa.DataType) -> str:
     raise HiveTypeError(f"no Hive type for Arrow type {dt}")
 
 
-def hive_type_from_spark(dt) -> str:
+def hive_type_from_spark(dt: "T.DataType") -> str:
     """Hive type for a Spark ``DataType`` (used to check and describe incoming DataFrames).
 
     Raises:
         HiveTypeError: a Spark type with no Hive counterpart (e.g. interval types).
     """
+    # deferred: pyspark is heavy and absent from the pure Arrow paths
     from pyspark.sql import types as T
 
     simple = {

@@ -17,7 +17,7 @@ For each change file, in name order (``apply_path``) -- one batch:
    fold (``acidflow.cdc.changes``: late events dropped, latest event per key, policies), gate the
    rows to insert with the table's expectation suite (``acidflow.quality.gx.gate_staged``; a
    failure aborts the batch) and write one split-update statement
-   (``acidflow.acid.writes.apply_row_changes``);
+   (``Transaction.apply_row_changes``);
 5. write bad records to quarantine; refuse the batch if they exceed the threshold;
 6. commit: every table of the batch becomes visible at once, with the statistics (inserted,
    updated, deleted, ignored as late, deletes of missing keys, quarantined) in its commit
@@ -39,7 +39,8 @@ from typing import Any
 import pyarrow as pa
 
 from acidflow.acid import types as htypes
-from acidflow.acid import writes
+from acidflow.acid import lookup
+from acidflow.acid.transaction import Transaction
 from acidflow.acid.fs import TableFS
 from acidflow.acid.partitions import parse_partition_path
 from acidflow.acid.snapshot import ROW_ID, split_partitions
@@ -206,7 +207,7 @@ def apply_file(spark: Any, catalog: Any, path: str, options: CdcOptions) -> Batc
     total = len(stream.changes) + len(stream.bad)
     bad = list(stream.bad)
     report = BatchReport(batch_id, path, "applied")
-    with writes.Transaction(catalog, agent_info=f"acidflow cdc {options.fmt}") as txn:
+    with Transaction(catalog, agent_info=f"acidflow cdc {options.fmt}") as txn:
         catalog.register_batch(txn.txn_id, batch_id, "cdc", source=path,
                                details={"format": options.fmt, "file": path})
         report.txn_id = txn.txn_id
@@ -308,8 +309,7 @@ def _apply_table(spark, catalog, txn, table: TableDef, changes_, options: CdcOpt
     if truncated:
         # TRUNCATE then the batch's later changes = INSERT OVERWRITE with the resulting rows
         # (Hive writes base_W for both); every partition is emptied
-        result = writes.insert_overwrite(
-            spark, catalog, txn, table.name,
+        result = txn.insert_overwrite(table.name,
             spark.createDataFrame(_arrow_rows(plan.inserts, columns)),
             partitions=_all_partitions(catalog, table) if table.partition_columns else None)
         stats["write_id"], stats["files"] = result.write_id, result.files
@@ -391,13 +391,13 @@ def lookup_stored(spark: Any, catalog: Any, txn: Any, table: TableDef, keys: lis
         keys_tbl = _arrow_rows([dict(zip(key_cols, k)) for k in subset],
                                [(k, types[k]) for k in key_cols])
         data_keys = keys_tbl.select([k for k in key_cols if k in data_cols])
-        partitions, buckets = writes.key_scope_arrow(table, keys_tbl)
-        current = writes.plan_current(catalog, table, txn, partitions=partitions, buckets=buckets)
+        partitions, buckets = lookup.key_scope_arrow(table, keys_tbl)
+        current = lookup.plan_current(catalog, table, txn, partitions=partitions, buckets=buckets)
         if project is not None and chg.POSITION_COLUMN in project and min_position is not None:
-            known, newest = writes.stored_column_max(current, chg.POSITION_COLUMN)
+            known, newest = lookup.stored_column_max(current, chg.POSITION_COLUMN)
             if known and (newest is None or newest < min_position):
                 project = [c for c in project if c != chg.POSITION_COLUMN]
-        found = writes.lookup_rows(spark, current, data_keys, project=project)
+        found = lookup.lookup_rows(spark, current, data_keys, project=project)
         wanted = set(subset)
         for key, stored in _stored_rows(found, key_cols, types):
             if key in wanted:  # partition key columns are matched here
@@ -438,7 +438,7 @@ def _keyless_candidates(spark, catalog, txn, table: TableDef, changes_, columns)
     from pyspark.sql import functions as F  # deferred: pyspark is heavy; the CLI imports this
 
     cand_df = spark.createDataFrame(_arrow_rows(rows, [(n, types[n]) for n in names]))
-    current = writes.current_rows(spark, catalog, table, txn)
+    current = lookup.current_rows(spark, catalog, table, txn)
     cond = None
     for n in names:
         term = current[n].eqNullSafe(cand_df[n])
@@ -469,7 +469,7 @@ def write_plan(spark: Any, catalog: Any, txn: Any, table: TableDef,
     if inserts.num_rows + deletes.num_rows > LOCAL_WRITE_ROWS:
         inserts, deletes = spark.createDataFrame(inserts), spark.createDataFrame(deletes)
     counts = {k: plan.stats[k] for k in ("rows_inserted", "rows_updated", "rows_deleted")}
-    return writes.apply_row_changes(spark, catalog, txn, table.name, inserts, deletes,
+    return txn.apply_row_changes(table.name, inserts, deletes,
                                     counts=counts, operation="cdc_merge")
 
 

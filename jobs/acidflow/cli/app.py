@@ -248,8 +248,8 @@ def engine_demo(rows: int = typer.Option(20_000, help="rows in the first insert"
     import time
 
     from acidflow import reads
-    from acidflow.acid import writes
     from acidflow.acid.fs import TableFS
+    from acidflow.acid.transaction import Transaction
     from acidflow.catalog import Column, TableDef
     from acidflow.catalog.errors import NoSuchTableError
     from acidflow.spark import get_spark
@@ -270,16 +270,16 @@ def engine_demo(rows: int = typer.Option(20_000, help="rows in the first insert"
     spark = get_spark("acidflow-demo")
     expected = {i: (i * 100, f"owner-{i}") for i in range(rows)}
     schema = "aid int, balance bigint, owner string"
-    with writes.Transaction(cat_) as txn:
-        ins = writes.insert(spark, cat_, txn, name, spark.createDataFrame(
+    with Transaction(cat_) as txn:
+        ins = txn.insert(name, spark.createDataFrame(
             [(k, *v) for k, v in expected.items()], schema))
     changes = [(i, -i, f"new-{i}") for i in list(range(0, rows, 10)) + list(range(rows, rows + 500))]
-    with writes.Transaction(cat_) as txn:
-        up = writes.upsert(spark, cat_, txn, name, spark.createDataFrame(changes, schema))
+    with Transaction(cat_) as txn:
+        up = txn.upsert(name, spark.createDataFrame(changes, schema))
     expected.update({k: (b, o) for k, b, o in changes})
     gone = list(range(5, rows, 20))
-    with writes.Transaction(cat_) as txn:
-        dl = writes.delete(spark, cat_, txn, name, spark.createDataFrame([(k,) for k in gone], "aid int"))
+    with Transaction(cat_) as txn:
+        dl = txn.delete(name, spark.createDataFrame([(k,) for k in gone], "aid int"))
     for k in gone:
         expected.pop(k, None)
     got = {r["aid"]: (r["balance"], r["owner"]) for r in

@@ -25,10 +25,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from acidflow.acid import files as acid_files
 from acidflow.acid.compaction import TMP_PREFIX, partition_dir, partition_paths
 from acidflow.acid.fs import TableFS, join
-from acidflow.acid.layout import ValidWriteIdList, get_acid_state
+from acidflow.acid.layout import ValidWriteIdList
+from acidflow.acid.state import acid_state
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +62,7 @@ def clean_partition(table, partition: str | None, valid: ValidWriteIdList) -> li
     tfs = TableFS(table.location)
     pdir = partition_dir(table, partition)
     entries = tfs.list_recursive(pdir)
-    state = get_acid_state(entries, valid,
-                           lambda n: acid_files.is_compacted_base(tfs, join(pdir, n)))
+    state = acid_state(tfs, pdir, valid, entries=entries)
     doomed = list(state.aborted) + [o for o in state.obsolete if o not in state.aborted]
     for name in doomed:
         remove_safely(tfs, pdir, name)
@@ -171,9 +170,9 @@ def run_cleaner(catalog, *, reader_timeout_s: float | None = None,
             valid = catalog.valid_write_ids(table.name)
             pdir = partition_dir(table, part or None)
             entries = tfs.list_recursive(pdir)
-            state = get_acid_state(entries, ValidWriteIdList(valid.table_name, valid.high_watermark,
-                                                             valid.open_write_ids, valid.aborted_write_ids),
-                                   lambda n: acid_files.is_compacted_base(tfs, join(pdir, n)))
+            state = acid_state(tfs, pdir, ValidWriteIdList(valid.table_name, valid.high_watermark,
+                                                           valid.open_write_ids, valid.aborted_write_ids),
+                               entries=entries)
             if state.aborted:
                 for name in state.aborted:
                     remove_safely(tfs, pdir, name)

@@ -95,7 +95,8 @@ def fsck_table(catalog, name: str) -> list[Finding]:
     from acidflow.acid import snapshot
     from acidflow.acid.compaction import partition_dir
     from acidflow.acid.fs import TableFS, join
-    from acidflow.acid.layout import bucket_files, get_acid_state
+    from acidflow.acid.layout import bucket_files
+    from acidflow.acid.state import acid_state
 
     table = catalog.get_table(name)
     tfs = TableFS(table.location)
@@ -106,8 +107,7 @@ def fsck_table(catalog, name: str) -> list[Finding]:
     for part in sorted(grouped):
         entries = grouped[part]
         pdir = partition_dir(table, part or None)
-        state = get_acid_state(entries, valid,
-                               lambda n, _d=pdir: acid_files.is_compacted_base(tfs, join(_d, n)))
+        state = acid_state(tfs, pdir, valid, entries=entries)
         findings += check_layout(part, entries, state)
         for d in state.current_dirs:
             for rel, _b in bucket_files(entries, d):

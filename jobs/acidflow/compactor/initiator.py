@@ -158,17 +158,16 @@ def decide(table: str, partition: str | None, props: dict[str, str], *, active: 
 def partition_stats(table, partition: str | None, valid, aborted_count: int) -> PartitionStats:
     """Gather :class:`PartitionStats` of a partition directory at the compactor's snapshot
     (``valid.for_compactor()``), like Hive's initiator (``getAcidState`` + file lengths)."""
-    from acidflow.acid import files as acid_files
     from acidflow.acid.compaction import partition_dir
-    from acidflow.acid.fs import TableFS, join
-    from acidflow.acid.layout import bucket_files, get_acid_state
+    from acidflow.acid.fs import TableFS
+    from acidflow.acid.layout import bucket_files
+    from acidflow.acid.state import acid_state
 
     tfs = TableFS(table.location)
     pdir = partition_dir(table, partition)
     entries = tfs.list_recursive(pdir)
     sizes = {e.path: e.size for e in entries if not e.is_dir}
-    state = get_acid_state(entries, valid.for_compactor(),
-                           lambda n: acid_files.is_compacted_base(tfs, join(pdir, n)))
+    state = acid_state(tfs, pdir, valid.for_compactor(), entries=entries)
     base = 0
     if state.base is not None:
         base = sum(sizes.get(rel, 0) for rel, _ in bucket_files(entries, state.base.name))

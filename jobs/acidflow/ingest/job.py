@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acidflow.acid import types as htypes
-from acidflow.acid import writes
+from acidflow.acid.transaction import Transaction
 from acidflow.quality.gx import gate_staged
 from acidflow.quarantine import DEFAULT_THRESHOLD, check_threshold, write_quarantine
 from acidflow.sources.records import BadRecord
@@ -170,7 +170,7 @@ def ingest(spark: Any, catalog: Any, table_name: str, path: str, fmt: str,
         FileNotFoundError: no files; ValueError: bad format/mode/partition;
         QuarantineThresholdError: too many bad rows (nothing applied);
         acidflow.quality.gx.QualityGateError: the rows failed the suite (nothing applied);
-        acidflow.acid.writes.SchemaMismatchError: Parquet columns that do not fit the table.
+        acidflow.acid.conform.SchemaMismatchError: Parquet columns that do not fit the table.
     """
     from pyspark.sql import functions as F  # deferred: pyspark is heavy; the CLI imports this
 
@@ -223,7 +223,7 @@ def ingest(spark: Any, catalog: Any, table_name: str, path: str, fmt: str,
                                  f"{wrong[0]['_source_file']}")
         bad = [_bad_row(r, table) for r in bad_rows]
         total = df.count()
-        with writes.Transaction(catalog, agent_info=f"acidflow ingest {fmt}") as txn:
+        with Transaction(catalog, agent_info=f"acidflow ingest {fmt}") as txn:
             catalog.register_batch(txn.txn_id, batch_id, "ingest", source=path,
                                    details={"files": files})
             report.txn_id = txn.txn_id
@@ -234,10 +234,10 @@ def ingest(spark: Any, catalog: Any, table_name: str, path: str, fmt: str,
             if quality_gate:  # raising aborts the transaction: nothing of the batch is visible
                 gate_staged(spark, catalog, table.name, data, suite_dir=suite_dir)
             if mode == "overwrite":
-                result = writes.insert_overwrite(spark, catalog, txn, table.name, data,
+                result = txn.insert_overwrite(table.name, data,
                                                  partitions=[partition] if partition else None)
             else:
-                result = writes.insert(spark, catalog, txn, table.name, data)
+                result = txn.insert(table.name, data)
             report.rows, report.write_id = result.rows_inserted, result.write_id
             txn.stats[table.name].update(batch_id=batch_id, data_interval=data_interval,
                                          quarantined=len(bad), source_files=len(files))

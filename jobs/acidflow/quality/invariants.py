@@ -34,7 +34,8 @@ from acidflow.acid.bucketing import decode_bucket_id
 from acidflow.acid.compaction import partition_dir
 from acidflow.acid.files import OPERATION_DELETE
 from acidflow.acid.fs import TableFS, join
-from acidflow.acid.layout import bucket_files, get_acid_state
+from acidflow.acid.layout import bucket_files
+from acidflow.acid.state import acid_state
 from acidflow.quality.findings import ERROR, Finding
 
 MAX_DETAIL_VALUES = 5
@@ -170,8 +171,7 @@ def check_table(catalog: Any, name: str) -> list[Finding]:
     for part in sorted(grouped):
         entries = grouped[part]
         pdir = partition_dir(table, part or None)
-        state = get_acid_state(entries, valid,
-                               lambda n, _d=pdir: acid_files.is_compacted_base(tfs, join(_d, n)))
+        state = acid_state(tfs, pdir, valid, entries=entries)
         for d in state.current_dirs:
             for rel, file_bucket in bucket_files(entries, d):
                 out += check_file(tfs, part, join(pdir, rel), rel, file_bucket,

@@ -1,0 +1,155 @@
+"""What a writer reads before it writes: the snapshot its transaction sees, narrowed to the
+partitions and buckets a key batch can touch, and the current rows (with ``ROW__ID``) of those
+keys -- the input of a delete's or a split-update's delete events.
+
+The snapshot is the transaction's own ``ValidWriteIdList`` (Hive ``getValidWriteIds`` with the
+caller's txn id, so the transaction's earlier statements are visible). Key lookups read only
+the buckets the keys hash to (when the bucket columns are key columns) and only the partitions
+the keys name (when the partition columns are key columns).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable
+
+import pyarrow as pa
+
+from acidflow.acid import partitions as parts
+from acidflow.acid import snapshot
+from acidflow.acid.fs import TableFS
+from acidflow.acid.ports import TableDesc, TxnCatalog, TxnRef
+from acidflow.acid.writer import BUCKET_COL, bucket_ids_arrow, with_buckets
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+#: A merge's key lookup reads in the driver (threads) when the files it plans to read hold at
+#: most this many bytes, else as a Spark job (``ACIDFLOW_LOCAL_LOOKUP_BYTES``).
+LOCAL_LOOKUP_BYTES = int(os.environ.get("ACIDFLOW_LOCAL_LOOKUP_BYTES", str(8 << 30)))
+
+
+def _scope_columns(table: TableDesc) -> tuple[list[str] | None, bool]:
+    """What a key batch can be narrowed by: the partition columns when all of them are key
+    columns (else None), and whether the bucket columns are all key columns."""
+    key_cols = {k.lower() for k in table.primary_key}
+    pnames = [c.name for c in table.partition_columns]
+    by_partition = pnames if pnames and all(p.lower() in key_cols for p in pnames) else None
+    by_bucket = table.num_buckets > 0 and {b.lower() for b in table.bucket_columns} <= key_cols
+    return by_partition, by_bucket
+
+
+def key_scope(table: TableDesc, keys_df: "DataFrame") -> tuple[list[str] | None,
+                                                              list[int] | None]:
+    """Partitions and buckets the keys of a Spark DataFrame can touch (None = all)."""
+    pnames, by_bucket = _scope_columns(table)
+    partitions = buckets = None
+    if pnames:
+        rows = keys_df.select(*pnames).distinct().collect()
+        partitions = [parts.make_partition_path([(p, r[p]) for p in pnames]) for r in rows]
+    if by_bucket:
+        rows = with_buckets(keys_df, table).select(BUCKET_COL).distinct().collect()
+        buckets = [r[0] for r in rows]
+    return partitions, buckets
+
+
+def key_scope_arrow(table: TableDesc, keys: pa.Table) -> tuple[list[str] | None,
+                                                              list[int] | None]:
+    """Partitions and buckets the keys of an Arrow table can touch (None = all), computed in
+    this process (Hive's bucket hash of the bucket columns, as the writers use)."""
+    pnames, by_bucket = _scope_columns(table)
+    partitions = buckets = None
+    if pnames:
+        rows = keys.select(pnames).group_by(pnames).aggregate([]).to_pylist()
+        partitions = [parts.make_partition_path([(p, r[p]) for p in pnames]) for r in rows]
+    if by_bucket:
+        buckets = sorted(set(bucket_ids_arrow(table, keys)))
+    return partitions, buckets
+
+
+@dataclass
+class CurrentPlan:
+    """The snapshot a writer sees, planned once: the transaction's own ``ValidWriteIdList``
+    (its earlier statements included), restricted to partitions/buckets.
+
+    Attributes:
+        tfs, table_dir: where the table lives; plan: ``acidflow.acid.snapshot`` read plan.
+    """
+
+    tfs: TableFS
+    table_dir: str
+    plan: snapshot.ReadPlan
+
+
+def plan_current(catalog: TxnCatalog, table: TableDesc, txn: TxnRef | None, *,
+                 partitions: Iterable[str] | None = None,
+                 buckets: Iterable[int] | None = None) -> CurrentPlan:
+    """Plan the read of the snapshot a writer sees (one catalog query, one listing).
+
+    Raises:
+        acidflow.acid.layout.NotEnoughHistoryError: as ``snapshot.plan_read``.
+    """
+    valid = catalog.valid_write_ids(table.name, txn_id=txn.txn_id if txn else None)
+    tfs = TableFS(table.location)
+    return CurrentPlan(tfs, table.location, snapshot.plan_read(
+        tfs, table.location, [(c.name, c.hive_type) for c in table.columns],
+        [(c.name, c.hive_type) for c in table.partition_columns], valid,
+        bucketed=table.num_buckets > 0, partitions=partitions, buckets=buckets))
+
+
+def stored_column_max(current: CurrentPlan, column: str) -> tuple[bool, str | None]:
+    """:func:`acidflow.acid.snapshot.string_column_max` of a string column over the files of a
+    planned snapshot (ORC footers only)."""
+    return snapshot.string_column_max(current.tfs, current.plan, column)
+
+
+def lookup_rows(spark: "SparkSession | None", current: CurrentPlan, keys: pa.Table, *,
+                project: list[str] | None = None) -> pa.Table:
+    """The visible rows (with ROW__ID) of a planned snapshot whose key is among ``keys``, as an
+    Arrow table in the driver: the key filter and the column projection run inside the ORC
+    readers. Read in this process with one thread per core when the planned files are at most
+    :data:`LOCAL_LOOKUP_BYTES` (or with no ``spark``), else as a Spark job."""
+    tfs, plan = current.tfs, current.plan
+    if spark is None or snapshot.planned_bytes(tfs, plan) <= LOCAL_LOOKUP_BYTES:
+        return snapshot.read_arrow_parallel(tfs, plan, threads=os.cpu_count() or 2, row_id=True,
+                                            project=project, keys=keys)
+    return snapshot.read_spark(spark, current.table_dir, plan, row_id=True, project=project,
+                               keys=keys).toArrow()
+
+
+def current_rows(spark: "SparkSession", catalog: TxnCatalog, table: TableDesc,
+                 txn: TxnRef | None, *, partitions: Iterable[str] | None = None,
+                 buckets: Iterable[int] | None = None, row_id: bool = True,
+                 project: list[str] | None = None,
+                 keys: pa.Table | None = None) -> "DataFrame":
+    """The table's visible rows for a writer: snapshot at the transaction's own
+    ``ValidWriteIdList`` (its earlier statements included), restricted to partitions/buckets;
+    ``project`` (data columns to read) and ``keys`` (rows whose key is among these) are pushed
+    into the readers (``acidflow.acid.snapshot.read_task``)."""
+    cur = plan_current(catalog, table, txn, partitions=partitions, buckets=buckets)
+    return snapshot.read_spark(spark, cur.table_dir, cur.plan, row_id=row_id, project=project,
+                               keys=keys)
+
+
+def matching_rows(spark: "SparkSession", catalog: TxnCatalog, txn: TxnRef, table: TableDesc,
+                  keys_df: "DataFrame") -> "DataFrame":
+    """Existing rows (key columns, partition columns, ``owid``, ``bprop``, ``rowid`` of the
+    ROW__ID) whose key is in ``keys_df``.
+
+    Raises:
+        ValueError: the table has no primary key.
+    """
+    # deferred: pyspark stays out of the Arrow-only lookup path (lookup_rows)
+    from pyspark.sql import functions as F
+
+    key = list(table.primary_key)
+    if not key:
+        raise ValueError(f"table {table.name} has no primary key; delete/upsert need one")
+    partitions, buckets = key_scope(table, keys_df)
+    existing = current_rows(spark, catalog, table, txn, partitions=partitions, buckets=buckets)
+    pnames = [c.name for c in table.partition_columns]
+    cols = list(dict.fromkeys(key + pnames))
+    existing = existing.select(*cols, F.col(snapshot.ROW_ID + ".writeid").alias("owid"),
+                               F.col(snapshot.ROW_ID + ".bucketid").alias("bprop"),
+                               F.col(snapshot.ROW_ID + ".rowid").alias("rowid"))
+    return existing.join(keys_df.select(*key).distinct(), on=key, how="left_semi")

@@ -1,0 +1,425 @@
+"""A catalog transaction and the write statements that hang off it: insert, delete by key,
+upsert (split-update), insert overwrite and the split-update primitive of CDC merges.
+
+Every statement follows Hive 3's ``OrcRecordUpdater`` in split-update mode (spec §5):
+
+* insert -> insert events ``(0, W, bucket(N, S), rowId, W, row)`` in
+  ``<partition>/delta_W_W_S/bucket_N``;
+* delete -> delete events ``(2, <old ROW__ID>, W, NULL)`` in ``delete_delta_W_W_S/bucket_N``
+  where N is the bucket (or writer) id decoded from the deleted row's bucket property, sorted by
+  the deleted ROW__ID;
+* upsert (update) -> the delete event of the old version plus a new insert event (new ROW__ID)
+  in the same write id and statement id;
+* insert overwrite -> ``base_W`` (an insert-overwrite base: no ``_metadata_acid``) in every
+  partition the data touches, or at the table root.
+
+W is the table's write id in the transaction (Hive ``allocateTableWriteIds``), S the statement
+id (0, 1, ... per statement on the same table in one transaction, at most 4095), N the Hive
+bucket number of the row for bucketed tables (``acidflow.acid.bucketing``, the table's
+``bucketing_version``) or the Spark task's partition id for unbucketed ones. Files become
+visible only when the transaction commits: until then W is an open write id, an exception in
+every reader's ``ValidWriteIdList``; a crashed writer's W is later aborted by the housekeeper
+and stays invisible.
+
+Each statement runs the same prologue (table, lock, statement id, write id) and epilogue
+(``_orc_acid_version`` in every new directory, the transaction's components, the statistics of
+the commit record): :meth:`Transaction._begin_statement` / :meth:`Transaction._end_statement`.
+"""
+from __future__ import annotations
+
+import getpass
+import logging
+import socket
+import threading
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, Sequence
+
+import pyarrow as pa
+
+from acidflow.acid import conform
+from acidflow.acid import lookup
+from acidflow.acid import partitions as parts
+from acidflow.acid.bucketing import check_statement_id
+from acidflow.acid.conform import DuplicateKeyError, SchemaMismatchError
+from acidflow.acid.ports import TableDesc, TxnCatalog
+from acidflow.acid.writer import (FileRow, WriteResult, WriteSpec, finish_dirs,
+                                  write_delete_events, write_insert_events, write_inserts)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+
+class Transaction:
+    """A catalog transaction as a context manager: commits on normal exit, aborts on error;
+    the write statements are its methods (``txn.insert("db.t", df)``).
+
+    Keeps one write id per table (allocated on first use, Hive ``allocateTableWriteIds``),
+    hands out statement ids per table, collects write statistics for the commit record, and
+    heartbeats from a daemon thread every ``heartbeat_s`` seconds (default a third of the
+    catalog's ``txn_timeout_s``, as Hive clients heartbeat well inside ``hive.txn.timeout``).
+
+    Args:
+        catalog: the transaction catalog (``acidflow.catalog.Catalog``).
+        spark: the session delete/upsert read current rows with; default the session of the
+            DataFrame passed in, else ``SparkSession.getActiveSession()``.
+        user, agent_info: recorded with the transaction (default the OS user and "acidflow").
+        heartbeat_s: heartbeat period in seconds; 0 disables the thread.
+    Raises:
+        acidflow.catalog.errors.WriteConflictError: from commit, when a concurrent transaction
+            updated or deleted in the same partition first (the transaction is aborted).
+    """
+
+    def __init__(self, catalog: TxnCatalog, *, spark: "SparkSession | None" = None,
+                 user: str | None = None, agent_info: str = "acidflow",
+                 heartbeat_s: float | None = None):
+        self.catalog = catalog
+        self._spark = spark
+        self.user = user or getpass.getuser()
+        self.agent_info = agent_info
+        self.heartbeat_s = (catalog.txn_timeout_s / 3.0) if heartbeat_s is None else heartbeat_s
+        self.txn_id: int | None = None
+        self._write_ids: dict[str, int] = {}
+        self._statements: dict[str, int] = {}
+        self.stats: dict[str, dict] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.state = "new"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> "Transaction":
+        self.begin()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> Literal[False]:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort(f"{exc_type.__name__}: {exc}")
+        return False
+
+    def begin(self) -> int:
+        """Open the transaction in the catalog (Hive ``openTxns``); returns the txn id."""
+        txn_id = self.catalog.open_transaction(
+            user=self.user, host=socket.gethostname(), agent_info=self.agent_info)
+        self.txn_id = txn_id
+        self.state = "open"
+        if self.heartbeat_s > 0:
+            self._thread = threading.Thread(target=self._beat, daemon=True,
+                                            name=f"txn-{txn_id}-heartbeat")
+            self._thread.start()
+        return txn_id
+
+    def _open_id(self) -> int:
+        if self.txn_id is None:
+            raise RuntimeError("transaction not begun: use `with Transaction(...)` or begin()")
+        return self.txn_id
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.heartbeat_s):
+            try:
+                self.catalog.heartbeat(self._open_id())
+            except Exception as exc:  # noqa: BLE001 - reported, commit will fail loudly
+                log.warning("heartbeat of txn %s failed: %s", self.txn_id, exc)
+                return
+
+    def _stop_heartbeat(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def write_id(self, table_name: str) -> int:
+        """The table's write id in this transaction (allocated once)."""
+        if table_name not in self._write_ids:
+            self._write_ids[table_name] = self.catalog.allocate_write_id(self._open_id(),
+                                                                         table_name)
+        return self._write_ids[table_name]
+
+    def next_statement_id(self, table_name: str) -> int:
+        """0 for the first statement on a table in this transaction, then 1, 2, ...
+
+        Raises:
+            ValueError: a 4097th statement (the statement id has 12 bits in ``BucketCodec`` V1).
+        """
+        sid = check_statement_id(self._statements.get(table_name, -1) + 1,
+                                 hint="more than 4096 statements on one table in one "
+                                      "transaction")
+        self._statements[table_name] = sid
+        return sid
+
+    def record(self, table_name: str, operation: str, result: WriteResult) -> None:
+        """Add a write's statistics to the commit record of ``table_name``."""
+        st = self.stats.setdefault(table_name, {
+            "operations": [], "rows_inserted": 0, "rows_updated": 0, "rows_deleted": 0,
+            "files": 0, "bytes": 0, "partitions": {}})
+        st["operations"].append(operation)
+        for k in ("rows_inserted", "rows_updated", "rows_deleted", "files", "bytes"):
+            st[k] += getattr(result, k)
+        for p, pst in result.partitions.items():
+            agg = st["partitions"].setdefault(p, {"files": 0, "bytes": 0, "rows": 0})
+            for k in agg:
+                agg[k] += pst[k]
+
+    def commit(self) -> int:
+        """Commit: all writes of the transaction become visible at once (Hive ``commitTxn``).
+        Returns the commit id."""
+        self._stop_heartbeat()
+        try:
+            commit_id = self.catalog.commit_transaction(self._open_id(), self.stats)
+        except Exception:
+            self.state = "aborted"
+            raise
+        self.state = "committed"
+        return commit_id
+
+    def abort(self, reason: str = "") -> None:
+        """Abort: nothing written in the transaction ever becomes visible."""
+        self._stop_heartbeat()
+        if self.state == "open":
+            self.catalog.abort_transaction(self._open_id(), reason)
+        self.state = "aborted"
+
+    # ------------------------------------------------------------------ statement frame
+
+    def _session(self, df: "DataFrame") -> "SparkSession":
+        """The Spark session reads run in: the one given, the DataFrame's, the active one."""
+        if self._spark is not None:
+            return self._spark
+        session = getattr(df, "sparkSession", None)
+        if session is not None:
+            return session
+        # deferred: pyspark is imported only when a statement needs a session
+        from pyspark.sql import SparkSession
+
+        active = SparkSession.getActiveSession()
+        if active is None:
+            raise RuntimeError("no active SparkSession: pass Transaction(catalog, spark=...)")
+        return active
+
+    def _lock(self, table: TableDesc, lock_type: str) -> None:
+        self.catalog.acquire_lock(self._open_id(), table.name, None, lock_type)
+
+    def _begin_statement(self, table: TableDesc, *kinds: str,
+                         **options: Any) -> list[WriteSpec]:
+        """Take the next statement id of ``table`` (and its write id): one spec per event
+        kind (``"insert"``, ``"delete"``, ``"base"``) written by the statement."""
+        sid = self.next_statement_id(table.name)
+        return [WriteSpec.for_table(table, kind, self.write_id(table.name), sid, **options)
+                for kind in kinds]
+
+    def _end_statement(self, table: TableDesc, operation: str,
+                       written: Sequence[tuple[WriteSpec, list[FileRow]]],
+                       components: Sequence[tuple[str, str]], counts: dict[str, int],
+                       extra_partitions: Sequence[str] = ()) -> WriteResult:
+        """The one statement epilogue: ``_orc_acid_version`` in every directory the statement
+        created (and in the statement directory of ``extra_partitions``), the write's
+        statistics, the transaction's components (``(partition, operation)``, Hive
+        ``TXN_COMPONENTS``) and the commit record."""
+        for spec, files in written:
+            finish_dirs(spec, files, extra_partitions)
+        first = written[0][0]
+        result = WriteResult(first.write_id, first.statement_id)
+        result.add_files([f for _, files in written for f in files])
+        for k, v in counts.items():
+            setattr(result, k, v)
+        for partition, op in components:
+            self.catalog.add_component(self._open_id(), table.name, partition or None, op)
+        self.record(table.name, operation, result)
+        return result
+
+    def _split_update(self, table: TableDesc, aligned: "DataFrame | pa.Table",
+                      matched: "DataFrame | pa.Table", operation: str,
+                      counts: dict[str, int] | None = None, **options: Any) -> WriteResult:
+        """One split-update statement: delete events for the ROW__IDs in ``matched``
+        (partition columns, ``owid``, ``bprop``, ``rowid``) and insert events for the rows of
+        ``aligned``, both in ``W``/statement ``S``. Spark DataFrames are written by Spark
+        tasks, Arrow tables in this process.
+
+        ``counts`` gives ``rows_inserted``/``rows_updated``/``rows_deleted`` explicitly; by
+        default every delete event is an update and the remaining inserts are new rows."""
+        del_spec, ins_spec = self._begin_statement(table, "delete", "insert", **options)
+        del_files = write_delete_events(matched, table, del_spec)
+        ins_files = write_insert_events(aligned, table, ins_spec)
+        deleted = sum(f["rows"] for f in del_files)
+        inserted = sum(f["rows"] for f in ins_files)
+        if counts is None:
+            counts = {"rows_updated": deleted, "rows_inserted": inserted - deleted}
+        del_parts = {f["partition"] for f in del_files}
+        components = [(p, "update" if ins_files else "delete") for p in sorted(del_parts)]
+        components += [(p, "insert") for p in sorted({f["partition"] for f in ins_files}
+                                                     - del_parts)]
+        return self._end_statement(table, operation, [(del_spec, del_files),
+                                                      (ins_spec, ins_files)],
+                                   components, counts)
+
+    # ------------------------------------------------------------------ write statements
+
+    def insert(self, table_name: str, df: "DataFrame", **options: Any) -> WriteResult:
+        """Append the rows of ``df`` to a table (Hive INSERT INTO on a full-ACID table).
+
+        Args:
+            table_name: ``db.table``.
+            df: DataFrame with every table column and partition column (any order, names
+                matched case-insensitively, types equal or widenable).
+            **options: ``compression`` (zlib|snappy), ``stripe_rows``.
+        Returns:
+            :class:`WriteResult` (rows_inserted, files, bytes, partitions).
+        Raises:
+            SchemaMismatchError: before anything is written.
+            acidflow.catalog.errors.LockTimeoutError: the table is exclusively locked.
+        """
+        table = self.catalog.get_table(table_name)
+        aligned = conform.aligned(df, table)
+        self._lock(table, "shared_write")
+        (spec,) = self._begin_statement(table, "insert", **options)
+        files = write_inserts(aligned, table, spec)
+        return self._end_statement(
+            table, "insert", [(spec, files)],
+            [(p, "insert") for p in sorted({f["partition"] for f in files})],
+            {"rows_inserted": sum(f["rows"] for f in files)})
+
+    def delete(self, table_name: str, keys_df: "DataFrame", **options: Any) -> WriteResult:
+        """Delete the rows whose primary key is in ``keys_df`` (Hive DELETE ... WHERE key
+        IN ...).
+
+        Args:
+            keys_df: DataFrame holding at least the primary key columns (extra columns
+                ignored).
+        Returns:
+            :class:`WriteResult` with ``rows_deleted`` = rows found and deleted (keys that
+            match no row are not errors and are not counted).
+        Raises:
+            SchemaMismatchError: key columns missing or of incompatible types.
+            ValueError: the table has no primary key.
+        """
+        table = self.catalog.get_table(table_name)
+        keys = conform.key_columns_present(keys_df, table)
+        self._lock(table, "shared_write")
+        (spec,) = self._begin_statement(table, "delete", **options)
+        matched = lookup.matching_rows(self._session(keys_df), self.catalog, self, table,
+                                       keys).cache()
+        try:
+            files = write_delete_events(matched, table, spec)
+        finally:
+            matched.unpersist()
+        return self._end_statement(
+            table, "delete", [(spec, files)],
+            [(p, "delete") for p in sorted({f["partition"] for f in files})],
+            {"rows_deleted": sum(f["rows"] for f in files)})
+
+    def upsert(self, table_name: str, df: "DataFrame", **options: Any) -> WriteResult:
+        """Insert new keys and replace existing ones (split-update): for a key already in
+        the table a delete event for its current ROW__ID plus an insert event for the new
+        version, both in ``W``/statement ``S``; for a new key an insert event only.
+
+        Args:
+            df: full rows (every column), at most one row per primary key.
+        Returns:
+            :class:`WriteResult` with ``rows_inserted`` (new keys) and ``rows_updated``.
+        Raises:
+            SchemaMismatchError: before anything is written.
+            DuplicateKeyError: two rows share a key (precombine first, e.g. ``acidflow.cdc``).
+            ValueError: the table has no primary key.
+        """
+        # deferred: pyspark is imported only by the statements that run Spark SQL
+        from pyspark.sql import functions as F
+
+        table = self.catalog.get_table(table_name)
+        key = list(table.primary_key)
+        if not key:
+            raise ValueError(f"table {table.name} has no primary key; upsert needs one")
+        aligned = conform.aligned(df, table).cache()
+        try:
+            dups = aligned.groupBy(*key).count().where(F.col("count") > 1).limit(5).collect()
+            if dups:
+                raise DuplicateKeyError(
+                    f"upsert into {table.name}: duplicate keys in the batch, e.g. "
+                    + ", ".join(str({k: r[k] for k in key}) for r in dups))
+            self._lock(table, "shared_write")
+            matched = lookup.matching_rows(self._session(df), self.catalog, self, table,
+                                           aligned.select(*key)).cache()
+            try:
+                result = self._split_update(table, aligned, matched, "upsert", **options)
+            finally:
+                matched.unpersist()
+        finally:
+            aligned.unpersist()
+        return result
+
+    def apply_row_changes(self, table_name: str, inserts_df: "DataFrame | pa.Table",
+                          deletes_df: "DataFrame | pa.Table", *, counts: dict[str, int],
+                          operation: str = "merge", **options: Any) -> WriteResult:
+        """The split-update primitive behind CDC merges: in one statement, delete the row
+        versions named by ``deletes_df`` and insert the rows of ``inserts_df``.
+
+        Args:
+            inserts_df: full rows (every column; aligned and cast like :meth:`insert`). A
+                Spark DataFrame is written by Spark tasks; a pyarrow Table (columns and types
+                exactly the table's, as ``acidflow.acid.types.arrow_schema`` gives) is written
+                in this process -- much cheaper for a change batch already in the driver.
+            deletes_df: one row per row version to delete: the table's partition columns
+                plus ``owid`` (originalTransaction), ``bprop`` (bucket property) and ``rowid``
+                (the ROW__ID read at the transaction's snapshot, e.g. from
+                ``acidflow.acid.lookup.current_rows``); Spark DataFrame or pyarrow Table.
+            counts: ``{"rows_inserted", "rows_updated", "rows_deleted"}`` for the commit
+                record (the caller knows which delete+insert pairs are updates).
+            operation: name recorded in the commit record's operation list.
+        Returns:
+            :class:`WriteResult`.
+        Raises:
+            SchemaMismatchError: ``inserts_df`` does not fit the table (nothing written).
+        """
+        table = self.catalog.get_table(table_name)
+        if isinstance(inserts_df, pa.Table):
+            aligned: "DataFrame | pa.Table" = conform.aligned_arrow(inserts_df, table)
+        else:
+            aligned = conform.aligned(inserts_df, table)
+        self._lock(table, "shared_write")
+        return self._split_update(table, aligned, deletes_df, operation, counts, **options)
+
+    def insert_overwrite(self, table_name: str, df: "DataFrame",
+                         partitions: list[dict[str, Any]] | None = None,
+                         **options: Any) -> WriteResult:
+        """Replace the contents of the table, or of partitions, with ``df`` (Hive INSERT
+        OVERWRITE): writes ``base_W`` into each target directory; older bases and deltas
+        become obsolete for readers whose snapshot includes W.
+
+        Args:
+            df: full rows.
+            partitions: for a partitioned table, the partitions to overwrite as
+                ``[{"ds": "2024-01-01"}, ...]``; they are emptied even when ``df`` has no rows
+                for them. Default: the partitions present in ``df`` (Hive's dynamic-partition
+                overwrite).
+        Returns:
+            :class:`WriteResult`.
+        Raises:
+            SchemaMismatchError: before anything is written; also when ``df`` holds rows
+                outside the given ``partitions``.
+            acidflow.catalog.errors.LockTimeoutError: another transaction holds a lock on the
+                table.
+        """
+        table = self.catalog.get_table(table_name)
+        aligned = conform.aligned(df, table)
+        pnames = [c.name for c in table.partition_columns]
+        explicit = [parts.make_partition_path([(p, spec_[p]) for p in pnames])
+                    for spec_ in (partitions or [])]
+        if explicit and pnames:
+            present = {parts.make_partition_path([(p, r[p]) for p in pnames])
+                       for r in aligned.select(*pnames).distinct().collect()}
+            outside = present - set(explicit)
+            if outside:
+                raise SchemaMismatchError(
+                    f"insert overwrite {table.name}: rows for partitions not being "
+                    "overwritten: " + ", ".join(sorted(outside)))
+        self._lock(table, "exclusive")
+        (spec,) = self._begin_statement(table, "base", **options)
+        files = write_inserts(aligned, table, spec)
+        touched = sorted({f["partition"] for f in files} | set(explicit)) or [""]
+        return self._end_statement(
+            table, "insert_overwrite", [(spec, files)],
+            [(p, "insert_overwrite") for p in touched],
+            {"rows_inserted": sum(f["rows"] for f in files)},
+            extra_partitions=explicit if pnames else [""])

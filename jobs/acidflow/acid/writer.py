@@ -1,0 +1,369 @@
+"""The file-writing half of a write statement: laying rows out by (partition, bucket) and
+writing ACID event files into ``delta_W_W_S`` / ``delete_delta_W_W_S`` / ``base_W``.
+
+Executor side (pickled into ``mapInArrow``): :func:`bucket_ids_task` (Hive's bucket number of
+each row, ``acidflow.acid.bucketing``) and :func:`write_task` (one ``EventFileWriter`` per
+(partition, bucket) group, ``ROW__ID`` = ``(W, bucket property, rowId)``; spec §5). Driver side:
+:func:`write_inserts` / :func:`write_deletes` shape a Spark DataFrame for the tasks and collect
+the file rows; :func:`write_local` runs the same task body in this process on an Arrow table;
+:func:`finish_dirs` writes ``_orc_acid_version`` into each directory a statement created.
+
+The writer (bucket) id of an unbucketed table is the Spark partition id, 0..4095
+(``BucketCodec`` V1's 12 bits, :func:`acidflow.acid.bucketing.check_bucket_id`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+
+import pyarrow as pa
+
+from acidflow.acid import files as acid_files
+from acidflow.acid import partitions as parts
+from acidflow.acid.bucketing import (MAX_BUCKET_ID, bucket_numbers, check_bucket_id,
+                                     decode_bucket_id, encode_bucket_property)
+from acidflow.acid.fs import TableFS, join
+from acidflow.acid.layout import format_base, format_bucket_file, format_delta
+from acidflow.acid.ports import TableDesc
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+#: the column holding a row's Hive bucket number (bucketed tables) on its way to the writers
+BUCKET_COL = "_acid_bucket"
+#: writer ids an unbucketed insert may use (Spark partitions beyond are coalesced)
+WRITER_IDS = MAX_BUCKET_ID + 1
+
+#: one dict per event file written: partition path, bucket, path, rows, bytes, stripes
+FileRow = dict[str, Any]
+
+
+@dataclass
+class WriteResult:
+    """Statistics of one write statement.
+
+    Attributes:
+        write_id, statement_id: where the events went.
+        rows_inserted: insert events of new keys (and every row of an insert).
+        rows_updated: rows replaced by an upsert (one delete + one insert event each).
+        rows_deleted: rows deleted by key.
+        files, bytes: event files written and their total size in bytes.
+        partitions: ``{partition path or '': {"files", "bytes", "rows"}}``.
+        file_list: the files, as dicts (path, rows, bytes, stripes, inserts, deletes).
+    """
+
+    write_id: int
+    statement_id: int
+    rows_inserted: int = 0
+    rows_updated: int = 0
+    rows_deleted: int = 0
+    files: int = 0
+    bytes: int = 0
+    partitions: dict[str, dict] = field(default_factory=dict)
+    file_list: list[dict] = field(default_factory=list)
+
+    def add_files(self, rows: list[FileRow]) -> None:
+        """Count written files (rows of :func:`write_task`'s result) into the statistics."""
+        for r in rows:
+            self.files += 1
+            self.bytes += r["bytes"]
+            p = self.partitions.setdefault(r["partition"], {"files": 0, "bytes": 0, "rows": 0})
+            p["files"] += 1
+            p["bytes"] += r["bytes"]
+            p["rows"] += r["rows"]
+            self.file_list.append(r)
+
+
+@dataclass
+class WriteSpec:
+    """What a writer task needs (pickled to executors).
+
+    Attributes:
+        tfs_url, table_dir: the table root. columns: ``[(name, hive_type)]`` of the ``row``
+        struct. partition_columns: partition column names. write_id, statement_id: W and S.
+        kind: ``"insert"`` | ``"delete"`` | ``"base"``. bucketed: CLUSTERED BY table.
+        compression: ``zlib`` | ``snappy`` | ...; stripe_rows: rows per ORC stripe.
+    """
+
+    tfs_url: str
+    table_dir: str
+    columns: list[tuple[str, str]]
+    partition_columns: list[str]
+    write_id: int
+    statement_id: int
+    kind: str  # "insert" | "delete" | "base"
+    bucketed: bool
+    compression: str = "zlib"
+    stripe_rows: int = acid_files.DEFAULT_STRIPE_ROWS
+
+    @classmethod
+    def for_table(cls, table: TableDesc, kind: str, write_id: int, statement_id: int,
+                  **options: Any) -> "WriteSpec":
+        """The spec of one statement on ``table``; ``options``: ``compression``,
+        ``stripe_rows``."""
+        return cls(
+            tfs_url=table.location, table_dir=table.location,
+            columns=[(c.name, c.hive_type) for c in table.columns],
+            partition_columns=[c.name for c in table.partition_columns],
+            write_id=write_id, statement_id=statement_id, kind=kind,
+            bucketed=table.num_buckets > 0, **options)
+
+    def dir_name(self) -> str:
+        """``base_W`` or ``delta_W_W_S`` / ``delete_delta_W_W_S``."""
+        if self.kind == "base":
+            return format_base(self.write_id)
+        return format_delta(self.write_id, self.write_id, self.statement_id,
+                            delete=self.kind == "delete")
+
+    def directory(self, partition: str) -> str:
+        """The statement's directory in ``partition`` (``""`` = the table root)."""
+        return join(self.table_dir, partition, self.dir_name()) if partition else \
+            join(self.table_dir, self.dir_name())
+
+
+_RESULT_SCHEMA = pa.schema([
+    ("partition", pa.string()), ("bucket", pa.int32()), ("path", pa.string()),
+    ("rows", pa.int64()), ("bytes", pa.int64()), ("stripes", pa.int32()),
+])
+
+BucketArgs = tuple[list[str], list[str], int, int]
+
+
+def bucket_args(table: TableDesc) -> BucketArgs:
+    """(bucket column names, their Hive types, number of buckets, bucketing version): plain
+    values, so the Spark body does not unpickle the catalog's TableDef on executors."""
+    types_by_name = {c.name: c.hive_type for c in [*table.columns, *table.partition_columns]}
+    names = list(table.bucket_columns)
+    return names, [types_by_name[k] for k in names], table.num_buckets, table.bucketing_version
+
+
+def bucket_ids_task(batches: Iterable[pa.RecordBatch],
+                    args: BucketArgs) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: append the Hive bucket number of each row as ``_acid_bucket``
+    (``args`` from :func:`bucket_args`)."""
+    names, types, n, version = args
+    for b in batches:
+        ids = bucket_numbers([b.column(k) for k in names], types, n, version)
+        yield pa.RecordBatch.from_arrays(list(b.columns) + [pa.array(ids, pa.int32())],
+                                         names=list(b.schema.names) + [BUCKET_COL])
+
+
+def bucket_ids_arrow(table: TableDesc, tbl: pa.Table | pa.RecordBatch) -> list[int]:
+    """Hive bucket number of each row of an Arrow table or batch holding the bucket columns
+    (the writers' ``_acid_bucket``; ``bucketing_version`` 1 or 2)."""
+    names, types, n, version = bucket_args(table)
+    return bucket_numbers([tbl.column(k) for k in names], types, n, version)
+
+
+def _task_writer_id() -> int:
+    """The Spark partition id of the running task, 0 outside Spark."""
+    # deferred: the task body also runs in this process on Arrow tables (write_local)
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return ctx.partitionId() if ctx else 0
+
+
+def write_task(batches: Iterable[pa.RecordBatch], spec: WriteSpec) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: write the (sorted) rows of one Spark partition into event files.
+
+    Input columns: partition columns, ``_acid_bucket`` (bucketed/delete), then either the table
+    columns (insert/base) or ``owid, bprop, rowid`` (delete). Yields one result row per file.
+
+    Raises:
+        ValueError: an unbucketed insert from a Spark partition id above 4095.
+    """
+    tfs = tfs_for(spec)
+    writer_id = _task_writer_id()
+    if not spec.bucketed and spec.kind != "delete":
+        check_bucket_id(writer_id, hint=f"Spark partition {writer_id} is the writer id; "
+                                        "repartition the input")
+    npc = len(spec.partition_columns)
+    results: list[FileRow] = []
+    current: tuple[str, int] | None = None
+    writer: acid_files.EventFileWriter | None = None
+    row_id = 0
+    bprop = 0
+
+    def finish() -> None:
+        if writer is None or current is None:
+            return
+        done = writer.close()
+        if done is not None:
+            results.append({"partition": current[0], "bucket": current[1], "path": done.path,
+                            "rows": done.rows, "bytes": done.bytes, "stripes": done.stripes})
+
+    try:
+        for b in batches:
+            n = b.num_rows
+            if n == 0:
+                continue
+            cols = [c.to_pylist() for c in b.columns]
+            pvals = cols[:npc]
+            rest = cols[npc:]
+            has_bucket = spec.bucketed or spec.kind == "delete"
+            buckets = rest[0] if has_bucket else [writer_id] * n
+            payload = rest[1:] if has_bucket else rest
+            rows: list[tuple[Any, ...]] = []
+            if spec.kind == "delete":
+                owids, bprops, rids = payload
+            else:
+                rows = list(zip(*payload)) if payload else [()] * n
+            for i in range(n):
+                ppath = parts.make_partition_path(
+                    [(spec.partition_columns[j], pvals[j][i]) for j in range(npc)]) if npc else ""
+                group = (ppath, buckets[i])
+                if group != current or writer is None:
+                    finish()
+                    current = group
+                    path = join(spec.directory(ppath), format_bucket_file(group[1]))
+                    writer = acid_files.EventFileWriter(tfs, path, spec.columns,
+                                                        compression=spec.compression,
+                                                        stripe_rows=spec.stripe_rows)
+                    row_id = 0
+                    bprop = encode_bucket_property(group[1], spec.statement_id)
+                if spec.kind == "delete":
+                    writer.write([(acid_files.OPERATION_DELETE, owids[i], bprops[i], rids[i],
+                                   spec.write_id, None)])
+                else:
+                    writer.write([(acid_files.OPERATION_INSERT, spec.write_id, bprop, row_id,
+                                   spec.write_id, rows[i])])
+                    row_id += 1
+        finish()
+        writer = None
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+    if results:
+        yield pa.RecordBatch.from_pylist(results, schema=_RESULT_SCHEMA)
+
+
+def tfs_for(spec: WriteSpec) -> TableFS:
+    """The filesystem of the spec's table."""
+    return TableFS(spec.tfs_url)
+
+
+# ----------------------------------------------------------------------------- driver side
+
+
+def with_buckets(df: "DataFrame", table: TableDesc) -> "DataFrame":
+    """Append ``_acid_bucket`` (Hive bucket number) computed from the table's bucket columns."""
+    # deferred: pyspark stays out of the Arrow-only write path (write_local)
+    from pyspark.sql import types as T
+
+    schema = T.StructType(df.schema.fields + [T.StructField(BUCKET_COL, T.IntegerType())])
+    args = bucket_args(table)
+    return df.mapInArrow(lambda it: bucket_ids_task(it, args), schema)
+
+
+def run_writer(df: "DataFrame", spec: WriteSpec) -> list[FileRow]:
+    """Run the writer tasks and collect their file results (driver)."""
+    # deferred: pyspark stays out of the Arrow-only write path (write_local)
+    from pyspark.sql import types as T
+
+    out_schema = T.StructType([
+        T.StructField("partition", T.StringType()), T.StructField("bucket", T.IntegerType()),
+        T.StructField("path", T.StringType()), T.StructField("rows", T.LongType()),
+        T.StructField("bytes", T.LongType()), T.StructField("stripes", T.IntegerType())])
+    rows = df.mapInArrow(lambda it: write_task(it, spec), out_schema).collect()
+    return [r.asDict() for r in rows]
+
+
+def finish_dirs(spec: WriteSpec, file_rows: list[FileRow],
+                extra_partitions: Sequence[str] = ()) -> None:
+    """Write ``_orc_acid_version`` into every directory the statement created (and into the
+    statement's directory of each of ``extra_partitions``, created empty when needed)."""
+    tfs = tfs_for(spec)
+    done = set()
+    for p in [r["partition"] for r in file_rows] + list(extra_partitions):
+        if p in done:
+            continue
+        done.add(p)
+        d = spec.directory(p)
+        tfs.makedirs(d)
+        acid_files.write_acid_version_file(tfs, d)
+
+
+def write_inserts(df: "DataFrame", table: TableDesc, spec: WriteSpec) -> list[FileRow]:
+    """Lay out aligned rows by (partition, bucket) and write insert (or base) events."""
+    pcols = [c.name for c in table.partition_columns]
+    data_cols = [c.name for c in table.columns]
+    if table.num_buckets > 0:
+        df = with_buckets(df, table)
+        df = df.repartition(*pcols, BUCKET_COL).sortWithinPartitions(*pcols, BUCKET_COL)
+        df = df.select(*pcols, BUCKET_COL, *data_cols)
+    else:
+        if df.rdd.getNumPartitions() > WRITER_IDS:
+            df = df.coalesce(WRITER_IDS)
+        if pcols:
+            df = df.sortWithinPartitions(*pcols)
+        df = df.select(*pcols, *data_cols)
+    return run_writer(df, spec)
+
+
+def write_deletes(table: TableDesc, spec: WriteSpec, matched: "DataFrame") -> list[FileRow]:
+    """Write delete events for matched rows (partition columns, ``owid``, ``bprop``,
+    ``rowid``) into ``delete_delta_W_W_S/bucket_N``, N decoded from each row's bucket
+    property, sorted by the deleted ROW__ID."""
+    # deferred: pyspark stays out of the Arrow-only write path (write_local)
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    pnames = [c.name for c in table.partition_columns]
+    decode = F.udf(lambda prop: decode_bucket_id(prop), T.IntegerType())
+    df = matched.select(*pnames, decode("bprop").alias(BUCKET_COL), "owid", "bprop", "rowid")
+    df = df.repartition(*pnames, BUCKET_COL).sortWithinPartitions(
+        *pnames, BUCKET_COL, "owid", "bprop", "rowid")
+    return run_writer(df, spec)
+
+
+def write_local(tbl: pa.Table, spec: WriteSpec) -> list[FileRow]:
+    """Run the writer task body in this process on a laid-out Arrow table (one writer: for an
+    unbucketed table every row goes to ``bucket_00000``)."""
+    return [r for b in write_task(iter(tbl.to_batches()), spec) for r in b.to_pylist()]
+
+
+def layout_inserts_local(tbl: pa.Table, table: TableDesc) -> pa.Table:
+    """Arrow version of :func:`write_inserts`' layout: partition columns, ``_acid_bucket``
+    (bucketed tables), data columns; sorted by partition and bucket (stable)."""
+    pcols = [c.name for c in table.partition_columns]
+    data_cols = [c.name for c in table.columns]
+    if table.num_buckets > 0:
+        tbl = tbl.append_column(BUCKET_COL, pa.array(bucket_ids_arrow(table, tbl), pa.int32()))
+        order = pcols + [BUCKET_COL]
+        return tbl.sort_by([(c, "ascending") for c in order]).select(pcols + [BUCKET_COL] +
+                                                                      data_cols)
+    if pcols:
+        tbl = tbl.sort_by([(c, "ascending") for c in pcols])
+    return tbl.select(pcols + data_cols)
+
+
+def layout_deletes_local(tbl: pa.Table, table: TableDesc) -> pa.Table:
+    """Arrow version of :func:`write_deletes`' layout, sorted by partition, bucket and the
+    deleted ROW__ID."""
+    pcols = [c.name for c in table.partition_columns]
+    buckets = pa.array([decode_bucket_id(p) for p in tbl.column("bprop").to_pylist()], pa.int32())
+    tbl = tbl.select(pcols + ["owid", "bprop", "rowid"]).append_column(BUCKET_COL, buckets)
+    order = pcols + [BUCKET_COL, "owid", "bprop", "rowid"]
+    return tbl.sort_by([(c, "ascending") for c in order]).select(
+        pcols + [BUCKET_COL, "owid", "bprop", "rowid"])
+
+
+def write_insert_events(rows: "DataFrame | pa.Table", table: TableDesc,
+                        spec: WriteSpec) -> list[FileRow]:
+    """Insert (or base) events for aligned rows: Spark tasks for a DataFrame, this process
+    for an Arrow table."""
+    if isinstance(rows, pa.Table):
+        return write_local(layout_inserts_local(rows, table), spec) if rows.num_rows else []
+    return write_inserts(rows, table, spec)
+
+
+def write_delete_events(matched: "DataFrame | pa.Table", table: TableDesc,
+                        spec: WriteSpec) -> list[FileRow]:
+    """Delete events for matched ROW__IDs: Spark tasks for a DataFrame, this process for an
+    Arrow table."""
+    if isinstance(matched, pa.Table):
+        return write_local(layout_deletes_local(matched, table), spec) \
+            if matched.num_rows else []
+    return write_deletes(table, spec, matched)
