@@ -16,7 +16,7 @@ from acidflow.catalog import Catalog
 from acidflow.cdc.apply import CdcOptions, apply_path
 from acidflow.cdc.pull import pull
 from acidflow.cdc.tables import load_tables_config
-from acidflow.demo import SAMPLE_DIR, TABLES_YAML, run_demo
+from acidflow.cli.demo import SAMPLE_DIR, TABLES_YAML, run_demo
 from acidflow.quality.reconcile import PostgresSource, reconcile
 from tests.support.postgres import LOGICAL_SETTINGS, PostgresCluster, require_wal2json
 

@@ -315,7 +315,7 @@ def demo(sample_dir: Optional[Path] = typer.Option(None, help="sample data direc
     reconciled against the source's saved final contents. Prints a summary; exits 1 on any
     mismatch; a second run skips every batch."""
     from acidflow.cli.cdc import print_reports
-    from acidflow.demo import SAMPLE_DIR, run_demo, run_demo_airflow
+    from acidflow.cli.demo import SAMPLE_DIR, run_demo, run_demo_airflow
 
     cat_ = _catalog()
     if direct:

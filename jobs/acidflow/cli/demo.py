@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SAMPLE_DIR = REPO / "include" / "sample_data" / "pgbench"
 TABLES_YAML = REPO / "include" / "tables" / "pgbench.yaml"
 
@@ -119,7 +119,7 @@ def run_demo_airflow(catalog, *, airflow_home: Path | None = None,
     from types import SimpleNamespace
 
     from acidflow.cdc.tables import load_tables_config
-    from acidflow.localairflow import DEFAULT_HOME, airflow_env, dags_test, migrate
+    from acidflow.cli.localairflow import DEFAULT_HOME, airflow_env, dags_test, migrate
 
     t0 = time.monotonic()
     env = airflow_env(airflow_home or DEFAULT_HOME, warehouse=catalog.warehouse,
