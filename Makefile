@@ -10,7 +10,7 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose test test-fast demo lock clean bench bench-report bench-write-paths sample-data
+.PHONY: setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose lint test test-fast demo lock clean bench bench-report bench-write-paths sample-data
 
 # PostgreSQL 15 server binaries, as tests/support/postgres.py finds them ($$ACIDFLOW_PG_BINDIR).
 PG_BINDIR ?= $(or $(ACIDFLOW_PG_BINDIR),/usr/lib/postgresql/15/bin)
@@ -62,7 +62,15 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	java -version 2>&1 | grep -q '"17' || (echo "Java 17 is required" >&2; exit 1)
 	touch $@
 
-test: setup
+# Static checks, run by `make test` before the suite: the package layering (import-linter
+# contracts in pyproject.toml [tool.importlinter]; jobs/ and plugins/ on PYTHONPATH so this
+# checkout's acidflow and UI plugin packages are the ones read), then mypy on acidflow.acid and
+# acidflow.catalog ([tool.mypy]).
+lint: setup
+	PYTHONPATH=jobs:plugins $(VENV)/bin/lint-imports --config pyproject.toml
+	$(PY) -m mypy
+
+test: setup lint
 	$(PY) -m pytest -q
 
 test-fast: setup

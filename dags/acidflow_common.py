@@ -27,9 +27,12 @@ import os
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
+from airflow.configuration import conf
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.providers.standard.operators.bash import BashOperator
+from airflow.sdk import Context
 
 from acidflow.jobszip import build_jobs_zip
 
@@ -42,8 +45,6 @@ DEFAULT_ARGS = {"owner": "data-platform", "retries": 2}
 
 
 def _conf(key: str, fallback: str) -> str:
-    from airflow.configuration import conf
-
     return conf.get("acidflow", key, fallback=fallback)
 
 
@@ -93,7 +94,7 @@ class AcidflowSparkSubmitOperator(SparkSubmitOperator):
         **kwargs: passed to ``SparkSubmitOperator`` (``task_id``, ``conn_id``, ``conf`` ...).
     """
 
-    def __init__(self, *, subcommand: str, args: list[str] | None = None, **kwargs):
+    def __init__(self, *, subcommand: str, args: list[str] | None = None, **kwargs: Any) -> None:
         kwargs.setdefault("conn_id", "spark_default")
         kwargs.setdefault("name", f"acidflow-{subcommand}")
         kwargs.setdefault("conf", {"spark.sql.session.timeZone": "UTC",
@@ -106,7 +107,9 @@ class AcidflowSparkSubmitOperator(SparkSubmitOperator):
                          application_args=[subcommand, *(args or [])] if listed else args,
                          **kwargs)
 
-    def execute(self, context):
+    def execute(self, context: Context) -> None:
+        """Put the subcommand in front of the resolved arguments, build the package zip for
+        ``py_files``, set the jobs' environment, then run ``spark-submit``."""
         args = list(self.application_args or [])
         if not args or args[0] != self.subcommand:
             self.application_args = [self.subcommand, *args]
@@ -117,7 +120,7 @@ class AcidflowSparkSubmitOperator(SparkSubmitOperator):
 
 
 def cli_task(task_id: str, command: str, env_extra: dict[str, str] | None = None,
-             **kwargs) -> BashOperator:
+             **kwargs: Any) -> BashOperator:
     """A ``BashOperator`` running a catalog-only step of the package in the worker with the
     jobs' Python, e.g. ``jobs/submit.py compact --initiate`` (templated); its last stdout line
     goes to XCom. ``env_extra`` adds (templated) environment variables."""

@@ -3,36 +3,45 @@
 
 Airflow's ``SparkSubmitOperator`` runs ``jobs/submit.py`` as its ``application`` with
 ``application_args=[<subcommand>, ...]`` and the ``acidflow`` package shipped as a zip in
-``py_files``.
-Each subcommand lives in the module that owns its logic and is imported only when chosen, so
-starting one job does not import the others. Every subcommand module exposes
-``main(argv: list[str]) -> int`` (the process exit code).
+``py_files``. Every subcommand is a function ``<name>_main(argv: list[str]) -> int`` (the process
+exit code) in the module that owns its logic. The job modules are imported here at the top: they
+keep pyspark and Great Expectations deferred until a job runs, so importing all of them costs
+about 0.2 s more than importing one (measured), against 13-15 s for a ``spark-submit``.
 
-Subcommands (module that implements each):
-    cdc-upsert           acidflow.cdc.entry
-    ingest               acidflow.ingest.entry
-    compact, clean       acidflow.compactor.entry
-    validate             acidflow.validation
+Subcommands (function that implements each):
+    cdc-upsert   acidflow.cdc.entry.cdc_upsert_main
+    ingest       acidflow.ingest.entry.ingest_main
+    compact      acidflow.compactor.entry.compact_main
+    clean        acidflow.compactor.entry.clean_main
+    validate     acidflow.validation.validate_main
 """
 from __future__ import annotations
 
-import importlib
 import sys
+from typing import Callable
 
-#: subcommand -> module exposing ``main(argv) -> int``
-SUBCOMMANDS: dict[str, str] = {
-    "cdc-upsert": "acidflow.cdc.entry",
-    "ingest": "acidflow.ingest.entry",
-    "compact": "acidflow.compactor.entry",
-    "clean": "acidflow.compactor.entry",
-    "validate": "acidflow.validation",
+from acidflow import validation
+from acidflow.cdc import entry as cdc_entry
+from acidflow.compactor import entry as compactor_entry
+from acidflow.ingest import entry as ingest_entry
+
+#: subcommand -> ``main(argv) -> exit code``
+SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
+    "cdc-upsert": cdc_entry.cdc_upsert_main,
+    "ingest": ingest_entry.ingest_main,
+    "compact": compactor_entry.compact_main,
+    "clean": compactor_entry.clean_main,
+    "validate": validation.validate_main,
 }
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Dispatch ``argv[0]`` to its module's ``main(argv[1:])``; returns the exit code.
+    """Dispatch ``argv[0]`` to its subcommand's function with ``argv[1:]``; returns the exit code.
 
-    Exit codes: 0 success, 1 job error, 2 usage error (unknown or missing subcommand).
+    Args:
+        argv: ``[subcommand, *args]``; default ``sys.argv[1:]``.
+    Returns:
+        0 success (or ``--help``), 1 job error, 2 usage error (unknown or missing subcommand).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in SUBCOMMANDS:
@@ -41,10 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"usage: submit.py SUBCOMMAND [ARGS...]\n{what}subcommands: {known}",
               file=sys.stderr)
         return 2 if what or not argv else 0
-    module = importlib.import_module(SUBCOMMANDS[argv[0]])
-    # a module serving several subcommands may name a function per subcommand
-    fn = getattr(module, argv[0].replace("-", "_") + "_main", None) or module.main
-    return int(fn(argv[1:]) or 0)
+    return int(SUBCOMMANDS[argv[0]](argv[1:]) or 0)
 
 
 if __name__ == "__main__":

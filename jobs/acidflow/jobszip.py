@@ -2,8 +2,8 @@
 ships so executors on a cluster without our venv can import ``acidflow``).
 
 The zip holds what executors and the job's driver run: every ``*.py`` of the package (and the
-Alembic migration scripts) except the driver-side helpers in :data:`DRIVER_ONLY` (the command
-line, the demo, the local Airflow runner and this module). It is rebuilt
+Alembic migration scripts) except the driver-side code in :data:`DRIVER_ONLY` (``acidflow.cli``:
+the command line, the demo and the local Airflow runner; and this module). It is rebuilt
 only when a source file changed (its name carries a digest of the sources), written to a
 temporary name and renamed, so concurrent tasks never see a partial zip.
 """
@@ -19,11 +19,11 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 JOBS_DIR = PACKAGE_DIR.parent
 DEFAULT_DIR = JOBS_DIR.parent / "build"
 #: package-relative paths that stay on the machine that runs the CLI or Airflow
-DRIVER_ONLY = ("cli/", "demo.py", "localairflow.py", "jobszip.py")
+DRIVER_ONLY = ("cli/", "jobszip.py")
 
 
 def _sources() -> list[Path]:
-    out = []
+    out: list[Path] = []
     for p in sorted(PACKAGE_DIR.rglob("*")):
         rel = p.relative_to(PACKAGE_DIR).as_posix()
         if rel.startswith(DRIVER_ONLY):
@@ -42,7 +42,7 @@ def sources_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def build_jobs_zip(dest_dir: str | os.PathLike | None = None) -> Path:
+def build_jobs_zip(dest_dir: str | os.PathLike[str] | None = None) -> Path:
     """Build (or reuse) ``<dest_dir>/acidflow-<digest>.zip`` with ``acidflow/`` at its root.
 
     Args:

@@ -11,6 +11,10 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def prepare_environment() -> None:
@@ -24,7 +28,7 @@ def prepare_environment() -> None:
             os.environ["JAVA_HOME"] = str(Path(java).resolve().parent.parent)
 
 
-def get_spark(app_name: str = "acidflow", master: str | None = None, **conf: str):
+def get_spark(app_name: str = "acidflow", master: str | None = None, **conf: str) -> SparkSession:
     """Return the active SparkSession or build one.
 
     Args:
@@ -36,6 +40,7 @@ def get_spark(app_name: str = "acidflow", master: str | None = None, **conf: str
         ``pyspark.sql.SparkSession`` with session time zone UTC and ORC codec zlib.
     """
     prepare_environment()
+    # deferred: pyspark only when a session is wanted; CLI reads and catalog commands skip it
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()

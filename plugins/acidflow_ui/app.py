@@ -27,6 +27,8 @@ from typing import Any, Callable
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from acidflow.catalog import NoSuchTableError
+
 from . import render
 from .auth import COOKIE_NAME, AirflowAuthenticator, AuthenticatedUser, AuthError, Authenticator
 from .auth import authenticate as _authenticate
@@ -115,8 +117,6 @@ def create_app(data_factory: Callable[[], AcidUiData] | None = None,
     @app.get("/tables/{name}", response_class=HTMLResponse)
     def table_page(name: str, request: Request,
                    user: AuthenticatedUser = Depends(require_user)) -> Response:
-        from acidflow.catalog.errors import NoSuchTableError
-
         d = ready()
         try:
             detail = d.table(name)
@@ -140,8 +140,6 @@ def create_app(data_factory: Callable[[], AcidUiData] | None = None,
     @app.get("/api/tables/{name}")
     def api_table(name: str, request: Request,
                   user: AuthenticatedUser = Depends(require_user)) -> Response:
-        from acidflow.catalog.errors import NoSuchTableError
-
         try:
             return js(ready().table(name))
         except (NoSuchTableError, ValueError) as exc:

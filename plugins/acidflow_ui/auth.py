@@ -38,7 +38,7 @@ class AuthError(Exception):
         explicit: the refused credential was an ``Authorization`` header (never redirect).
     """
 
-    def __init__(self, status: int, reason: str, explicit: bool = False):
+    def __init__(self, status: int, reason: str, explicit: bool = False) -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
@@ -69,23 +69,29 @@ class Authenticator(Protocol):
         """Where a browser without a valid session logs in (``None``: answer 401)."""
 
 
+def _auth_manager() -> Any:
+    """The running Airflow's auth manager (``airflow.api_fastapi.app.get_auth_manager()``)."""
+    # deferred: airflow only when a request is checked; the module imports without it
+    from airflow.api_fastapi.app import get_auth_manager
+
+    return get_auth_manager()
+
+
 class AirflowAuthenticator:
     """:class:`Authenticator` backed by the running Airflow's auth manager."""
 
     async def user_from_token(self, token: str) -> Any:
         """Validate an Airflow JWT (raises ``jwt.InvalidTokenError`` and subclasses such as
         ``ExpiredSignatureError``)."""
-        from airflow.api_fastapi.app import get_auth_manager
-
-        return await get_auth_manager().get_user_from_token(token)
+        return await _auth_manager().get_user_from_token(token)
 
     def is_authorized(self, user: Any) -> bool:
         """``is_authorized_view(access_view=AccessView.PLUGINS)``."""
-        from airflow.api_fastapi.app import get_auth_manager
+        # deferred: same reason as _auth_manager (Airflow imported only when a request is checked)
         from airflow.api_fastapi.auth.managers.models.resource_details import AccessView
 
-        return bool(get_auth_manager().is_authorized_view(access_view=AccessView.PLUGINS,
-                                                          user=user))
+        return bool(_auth_manager().is_authorized_view(access_view=AccessView.PLUGINS,
+                                                       user=user))
 
     def user_name(self, user: Any) -> str:
         """``user.get_name()``."""
@@ -97,9 +103,7 @@ class AirflowAuthenticator:
     def login_url(self, next_url: str) -> str | None:
         """The auth manager's login page with ``next`` pointing back here."""
         try:
-            from airflow.api_fastapi.app import get_auth_manager
-
-            return get_auth_manager().get_url_login(next_url=next_url)
+            return _auth_manager().get_url_login(next_url=next_url)
         except Exception:  # noqa: BLE001 - fall back to a plain 401
             return None
 

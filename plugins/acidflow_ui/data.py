@@ -16,9 +16,15 @@ Times are aware UTC ``datetime`` objects; sizes are bytes; durations are seconds
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
+
+from acidflow.acid.fs import TableFS, join
+from acidflow.acid.layout import bucket_files
+from acidflow.acid.snapshot import split_partitions
+from acidflow.acid.state import acid_state
+from acidflow.catalog import Catalog
 
 #: Aborted transactions older than this are left off the transactions view by default.
 DEFAULT_ABORTED_WINDOW = timedelta(hours=24)
@@ -330,11 +336,6 @@ def partition_states(table: Any, valid: Any) -> list[PartitionState]:
         ValueError: a ``base_``/``delta_`` name that does not parse.
         OSError: the table location cannot be listed.
     """
-    from acidflow.acid.fs import TableFS, join
-    from acidflow.acid.layout import bucket_files
-    from acidflow.acid.state import acid_state
-    from acidflow.acid.snapshot import split_partitions
-
     tfs = TableFS(table.location)
     grouped = split_partitions(tfs.list_recursive(table.location), len(table.partition_columns))
     out = []
@@ -368,7 +369,8 @@ class AcidUiData:
         aborted_window: how far back the transactions view lists aborted transactions.
     """
 
-    def __init__(self, catalog: Any, *, aborted_window: timedelta | None = DEFAULT_ABORTED_WINDOW):
+    def __init__(self, catalog: Any, *,
+                 aborted_window: timedelta | None = DEFAULT_ABORTED_WINDOW) -> None:
         self.catalog = catalog
         self.aborted_window = aborted_window
 
@@ -376,8 +378,6 @@ class AcidUiData:
     def from_settings(cls, settings: Any = None, **kwargs: Any) -> "AcidUiData":
         """From ``acidflow.config.load_settings()`` (``ACIDFLOW_CATALOG_URL``,
         ``ACIDFLOW_WAREHOUSE``), without migrating the catalog."""
-        from acidflow.catalog import Catalog
-
         return cls(Catalog.from_settings(settings, migrate=False), **kwargs)
 
     def check_ready(self) -> None:
@@ -484,8 +484,6 @@ class AcidUiData:
 
 def to_jsonable(value: Any) -> Any:
     """Dataclasses, lists, dicts, tuples and datetimes -> JSON-able values (ISO times)."""
-    from dataclasses import fields, is_dataclass
-
     if is_dataclass(value) and not isinstance(value, type):
         out = {f.name: to_jsonable(getattr(value, f.name)) for f in fields(value)}
         if isinstance(value, TableSummary):

@@ -44,7 +44,7 @@ from acidflow.acid.transaction import Transaction
 from acidflow.acid.fs import TableFS
 from acidflow.acid.partitions import parse_partition_path
 from acidflow.acid.snapshot import ROW_ID, split_partitions
-from acidflow.catalog import BatchAlreadyAppliedError, Column, TableDef
+from acidflow.catalog import Column, TableDef
 from acidflow.cdc import changes as chg
 from acidflow.cdc.tables import table_from_stream, with_position_column
 from acidflow.quality.gx import gate_staged

@@ -12,12 +12,27 @@ import datetime as _dt
 import decimal
 import json
 import sys
+import time
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
-from acidflow.cli.console import console, err
 from rich.table import Table
+
+from acidflow import reads
+from acidflow.acid import files as acid_files
+from acidflow.acid.fs import TableFS
+from acidflow.acid.layout import ValidWriteIdList
+from acidflow.acid.transaction import Transaction
+from acidflow.catalog import Catalog, Column, NoSuchTableError, TableDef
+from acidflow.cli import cdc as cdc_cli
+from acidflow.cli import compactor as compactor_cli
+from acidflow.cli import pull as pull_cli
+from acidflow.cli import reconcile as reconcile_cli
+from acidflow.cli import validate as validate_cli
+from acidflow.cli.console import console, err
+from acidflow.cli.demo import SAMPLE_DIR, run_demo, run_demo_airflow
+from acidflow.spark import get_spark
 
 app = typer.Typer(help="acidflow: Hive 3 full-ACID tables on Spark.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
@@ -29,9 +44,7 @@ cdc_app = typer.Typer(help="Change data capture: apply change files, pull from P
 app.add_typer(cdc_app, name="cdc")
 
 
-def _catalog():
-    from acidflow.catalog import Catalog
-
+def _catalog() -> Catalog:
     return Catalog.from_settings()
 
 
@@ -44,7 +57,7 @@ def _ids(text: Optional[str]) -> tuple[int, ...]:
         raise typer.BadParameter(f"expected comma-separated write ids, got {text!r}")
 
 
-def _json_default(v):
+def _json_default(v: object) -> str:
     if isinstance(v, (_dt.datetime, _dt.date, _dt.time)):
         return v.isoformat(sep=" ") if isinstance(v, _dt.datetime) else v.isoformat()
     if isinstance(v, decimal.Decimal):
@@ -54,7 +67,7 @@ def _json_default(v):
     raise TypeError(f"not JSON serialisable: {type(v).__name__}")
 
 
-def _emit(rows: list[dict], columns: list[str], fmt: str) -> None:
+def _emit(rows: list[dict[str, Any]], columns: list[str], fmt: str) -> None:
     if fmt == "jsonl":
         out = sys.stdout
         for r in rows:
@@ -75,7 +88,7 @@ def _emit(rows: list[dict], columns: list[str], fmt: str) -> None:
         raise typer.BadParameter(f"unknown format {fmt!r} (jsonl, csv, table)")
 
 
-def _fmt_cell(v) -> str:
+def _fmt_cell(v: object) -> str:
     if v is None:
         return "NULL"
     if isinstance(v, (dict, list)):
@@ -98,8 +111,6 @@ def cat(target: str = typer.Argument(..., help="table name or table/partition di
 
     A bare directory with no catalog entry: every write id found is committed unless
     --hwm/--open/--aborted say otherwise (Hive ValidWriteIdList semantics)."""
-    from acidflow import reads
-
     if Path(target).exists() or "://" in target:
         if as_of is not None:
             raise typer.BadParameter("--as-of needs a catalog table; use --hwm for a directory")
@@ -120,9 +131,6 @@ def cat(target: str = typer.Argument(..., help="table name or table/partition di
 def dump(file: str = typer.Argument(..., help="an ORC event or original file")) -> None:
     """Print every event of an ORC file as JSON lines (like ``orc-tools data``), then nothing
     else; the footer metadata goes to stderr."""
-    from acidflow.acid import files as acid_files
-    from acidflow.acid.fs import TableFS
-
     tfs = TableFS(file)
     info = acid_files.file_info(tfs, file)
     err.print(f"[dim]{file}: {info.rows} rows, {info.stripes} stripes, "
@@ -149,13 +157,10 @@ def state(path: str = typer.Argument(..., help="table or partition directory"),
           as_json: bool = typer.Option(False, "--json")) -> None:
     """The AcidState of a directory (Hive getAcidState): base, current deltas, original files,
     obsolete and aborted directories."""
-    from acidflow import reads
-    from acidflow.acid.layout import ValidWriteIdList
-
     valid = ValidWriteIdList(Path(path).name, reads.LONG_MAX if hwm is None else hwm,
                              open_write_ids=_ids(open_ids), aborted_write_ids=_ids(aborted_ids))
     st = reads.acid_state_of(path, valid)
-    doc = {
+    doc: dict[str, Any] = {
         "base": st.base.name if st.base else None,
         "deltas": [d.name for d in st.deltas],
         "original_files": list(st.original_files),
@@ -245,15 +250,6 @@ def engine_demo(rows: int = typer.Option(20_000, help="rows in the first insert"
     """Run the engine end to end on embedded defaults (Spark local, SQLite catalog, local
     warehouse): create a bucketed table, insert, upsert (split-update), delete, then read the
     snapshot back and check it against the expected rows. Exits 1 on any mismatch."""
-    import time
-
-    from acidflow import reads
-    from acidflow.acid.fs import TableFS
-    from acidflow.acid.transaction import Transaction
-    from acidflow.catalog import Column, TableDef
-    from acidflow.catalog.errors import NoSuchTableError
-    from acidflow.spark import get_spark
-
     t0 = time.monotonic()
     cat_ = _catalog()
     name = "demo.accounts"
@@ -314,17 +310,12 @@ def demo(sample_dir: Optional[Path] = typer.Option(None, help="sample data direc
     to the four pgbench tables, the acid_compaction DAG compacts them, and every table is
     reconciled against the source's saved final contents. Prints a summary; exits 1 on any
     mismatch; a second run skips every batch."""
-    from acidflow.cli.cdc import print_reports
-    from acidflow.demo import SAMPLE_DIR, run_demo, run_demo_airflow
-
     cat_ = _catalog()
     if direct:
-        from acidflow.spark import get_spark
-
         s = run_demo(get_spark("acidflow-demo"), cat_, sample_dir or SAMPLE_DIR)
     else:
         s = run_demo_airflow(cat_, airflow_home=airflow_home, sample_dir=sample_dir or SAMPLE_DIR)
-    print_reports(s.batches)
+    cdc_cli.print_reports(s.batches)
     for step in s.steps:
         console.print(f"DAG {step['dag_id']}: {'success' if step['ok'] else 'FAILED'} "
                       f"({step['seconds']:.0f} s)")
@@ -353,17 +344,11 @@ def demo(sample_dir: Optional[Path] = typer.Option(None, help="sample data direc
 
 
 def _register_subcommands() -> None:
-    from acidflow.cli import cdc as cdc_cli
-    from acidflow.cli import pull as cli_pull
-    from acidflow.cli import reconcile as cli_reconcile, validate as cli_validate
-
-    from acidflow.cli.compactor import register as register_compactor
-
     cdc_cli.register(app, cdc_app, show_app, _catalog)
-    cli_pull.register(cdc_app)
-    cli_reconcile.register(app)
-    cli_validate.register(app)
-    register_compactor(app, show_app)
+    pull_cli.register(cdc_app)
+    reconcile_cli.register(app)
+    validate_cli.register(app)
+    compactor_cli.register(app, show_app)
 
 
 _register_subcommands()

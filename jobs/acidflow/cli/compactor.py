@@ -20,18 +20,22 @@ import time
 from typing import Optional
 
 import typer
-from acidflow.cli.console import console, err
 from rich.table import Table
 
+from acidflow.catalog import Catalog
+from acidflow.cli.console import console, err
+from acidflow.compactor.cleaner import run_cleaner
+from acidflow.compactor.fsck import ERROR, fsck_table
+from acidflow.compactor.initiator import request_compaction, run_initiator
+from acidflow.compactor.worker import run_worker
+from acidflow.spark import get_spark
 
 
-def _catalog():
-    from acidflow.catalog import Catalog
-
+def _catalog() -> Catalog:
     return Catalog.from_settings()
 
 
-def _t(v) -> str:
+def _t(v: object) -> str:
     return "-" if v is None else (v.strftime("%Y-%m-%d %H:%M:%S") if hasattr(v, "strftime") else str(v))
 
 
@@ -66,8 +70,6 @@ def register(app: typer.Typer, show_app: typer.Typer) -> None:
                 timeout: float = typer.Option(3600, help="--wait limit in seconds"),
                 use_spark: bool = typer.Option(False, "--spark", help="--run in Spark")) -> None:
         """Queue a manual compaction (Hive ALTER TABLE ... COMPACT), regardless of thresholds."""
-        from acidflow.compactor.initiator import request_compaction
-
         if type_ not in ("major", "minor"):
             raise typer.BadParameter("--type must be major or minor")
         cat = _catalog()
@@ -75,13 +77,8 @@ def register(app: typer.Typer, show_app: typer.Typer) -> None:
         console.print(f"compaction {info.id} {info.state} ({info.type}) for {info.table}"
                       + (f" partition {info.partition}" if info.partition else ""))
         if run:
-            from acidflow.compactor.cleaner import run_cleaner
-            from acidflow.compactor.worker import run_worker
-
             spark = None
             if use_spark:
-                from acidflow.spark import get_spark
-
                 spark = get_spark("acidflow-compact")
             out = run_worker(spark, cat, cq_id=info.id)
             state = out.state if out else cat.get_compaction(info.id).state
@@ -111,8 +108,6 @@ def register(app: typer.Typer, show_app: typer.Typer) -> None:
                  table: Optional[str] = typer.Option(None, "--table", help="fnmatch filter, e.g. 'sales.*'"),
                  as_json: bool = typer.Option(False, "--json")) -> None:
         """Run the initiator once: print each candidate, the decision and why."""
-        from acidflow.compactor.initiator import run_initiator
-
         report = run_initiator(_catalog(), table_filter=table, dry_run=dry_run)
         if as_json:
             typer.echo(json.dumps(report.to_dict(), default=str))
@@ -128,8 +123,6 @@ def register(app: typer.Typer, show_app: typer.Typer) -> None:
     @app.command("clean")
     def clean(as_json: bool = typer.Option(False, "--json")) -> None:
         """Run the cleaner once (obsolete dirs of ready-for-cleaning compactions, aborted dirs)."""
-        from acidflow.compactor.cleaner import run_cleaner
-
         rep = run_cleaner(_catalog())
         if as_json:
             typer.echo(json.dumps(rep.to_dict()))
@@ -152,8 +145,6 @@ def register(app: typer.Typer, show_app: typer.Typer) -> None:
              as_json: bool = typer.Option(False, "--json")) -> None:
         """Check a table: orphan and aborted dirs, missing metadata, overlapping write-id
         ranges, duplicate ROW__IDs. Exit code 1 when an error is found."""
-        from acidflow.compactor.fsck import ERROR, fsck_table
-
         findings = fsck_table(_catalog(), table)
         if as_json:
             for f in findings:

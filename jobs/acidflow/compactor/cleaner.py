@@ -29,6 +29,7 @@ from acidflow.acid.compaction import TMP_PREFIX, partition_dir, partition_paths
 from acidflow.acid.fs import TableFS, join
 from acidflow.acid.layout import ValidWriteIdList
 from acidflow.acid.state import acid_state
+from acidflow.catalog import Catalog, TableDef
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ def remove_safely(tfs: TableFS, pdir: str, name: str) -> None:
     tfs.delete(hidden)
 
 
-def clean_partition(table, partition: str | None, valid: ValidWriteIdList) -> list[str]:
+def clean_partition(table: TableDef, partition: str | None, valid: ValidWriteIdList) -> list[str]:
     """Remove the obsolete and aborted directories (and obsolete original files) of one
     partition as seen at ``valid``; returns the names removed, in removal order (aborted
     first, then obsolete ones, oldest first)."""
@@ -69,7 +70,7 @@ def clean_partition(table, partition: str | None, valid: ValidWriteIdList) -> li
     return doomed
 
 
-def remove_leftovers(table, partition: str | None, live_cq_ids: set[int]) -> list[str]:
+def remove_leftovers(table: TableDef, partition: str | None, live_cq_ids: set[int]) -> list[str]:
     """Delete hidden leftovers in a partition: ``.cleaning_*`` (a killed cleaner) and
     ``.compact_tmp_<id>`` of entries not in ``live_cq_ids`` (a killed worker whose entry was
     finished or purged). Returns the names deleted."""
@@ -117,7 +118,7 @@ class CleanerReport:
                 "errors": {str(k): v for k, v in self.errors.items()}}
 
 
-def run_cleaner(catalog, *, reader_timeout_s: float | None = None,
+def run_cleaner(catalog: Catalog, *, reader_timeout_s: float | None = None,
                 retention: dict[str, int] | None = None) -> CleanerReport:
     """One cleaner pass over the queue and the tables with aborted write ids.
 
@@ -131,9 +132,9 @@ def run_cleaner(catalog, *, reader_timeout_s: float | None = None,
     report = CleanerReport()
     catalog.abort_timed_out_transactions()
     catalog.purge_expired_readers(reader_timeout_s)
-    tables: dict[str, object] = {}
+    tables: dict[str, TableDef] = {}
 
-    def table_of(name):
+    def table_of(name: str) -> TableDef:
         if name not in tables:
             tables[name] = catalog.get_table(name)
         return tables[name]

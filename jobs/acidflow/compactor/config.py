@@ -116,7 +116,7 @@ def env_var(key: str) -> str:
     return var if var.startswith("ACIDFLOW_") else "ACIDFLOW_" + var
 
 
-def _parse(name: str, value: Any):
+def _parse(name: str, value: Any) -> Any:
     kind = {f.name: f.type for f in fields(CompactorConfig)}[name]
     try:
         if kind in ("int", int):

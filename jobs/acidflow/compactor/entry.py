@@ -17,10 +17,14 @@ import argparse
 import json
 import sys
 
+from acidflow.catalog import Catalog
+from acidflow.compactor import worker
+from acidflow.compactor.cleaner import run_cleaner
+from acidflow.compactor.initiator import queued_ids_json, request_compaction, run_initiator
+from acidflow.spark import get_spark
 
-def _catalog():
-    from acidflow.catalog import Catalog
 
+def _catalog() -> Catalog:
     return Catalog.from_settings()
 
 
@@ -44,8 +48,6 @@ def compact_main(argv: list[str]) -> int:
         return 2 if exc.code else 0
     catalog = _catalog()
     if args.initiate:
-        from acidflow.compactor.initiator import queued_ids_json, run_initiator
-
         report = run_initiator(catalog, table_filter=args.table_filter, dry_run=args.dry_run)
         for d in report.decisions:
             print(f"{d.table} {d.partition or '-'}: {d.action or 'skip'} ({d.reason})")
@@ -54,12 +56,7 @@ def compact_main(argv: list[str]) -> int:
     if args.worker and args.id is None:
         print("--worker needs --id N", file=sys.stderr)
         return 2
-    from acidflow.compactor import worker
-    from acidflow.spark import get_spark
-
     if args.request:
-        from acidflow.compactor.initiator import request_compaction
-
         info = request_compaction(catalog, args.request, args.partition, args.type)
         print(json.dumps({"id": info.id, "state": info.state}))
         if not args.run:
@@ -86,8 +83,6 @@ def clean_main(argv: list[str]) -> int:
         p.parse_args(argv)
     except SystemExit as exc:
         return 2 if exc.code else 0
-    from acidflow.compactor.cleaner import run_cleaner
-
     report = run_cleaner(_catalog())
     print(json.dumps(report.to_dict()))
     return 1 if report.errors else 0

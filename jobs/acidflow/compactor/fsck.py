@@ -22,7 +22,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable
 
-from acidflow.acid.layout import (ACID_VERSION_FILE, AcidState, DirEntry, parse_base, parse_delta)
+from acidflow.acid import files as acid_files
+from acidflow.acid import snapshot
+from acidflow.acid.compaction import partition_dir
+from acidflow.acid.fs import TableFS, join
+from acidflow.acid.layout import (ACID_VERSION_FILE, AcidState, DirEntry, ParsedDelta,
+                                  bucket_files, parse_base, parse_delta)
+from acidflow.acid.state import acid_state
+from acidflow.catalog import Catalog
 from acidflow.quality.findings import ERROR, INFO, WARNING, Finding
 
 
@@ -36,7 +43,7 @@ def check_layout(partition: str, entries: Iterable[DirEntry], state: AcidState) 
         first = e.path.split("/", 1)[0]
         tops[first] = tops.get(first, False) or e.is_dir or "/" in e.path
     files = {e.path for e in entries if not e.is_dir}
-    deltas = []
+    deltas: list[ParsedDelta] = []
     for name, is_dir in sorted(tops.items()):
         if name.startswith(".compact_tmp_") or name.startswith(".cleaning_"):
             out.append(Finding(partition, "orphan", WARNING, name,
@@ -64,14 +71,15 @@ def check_layout(partition: str, entries: Iterable[DirEntry], state: AcidState) 
     for kind in (False, True):
         same = sorted((d for d in deltas if d.is_delete == kind),
                       key=lambda d: (d.min_write_id, -d.max_write_id))
-        for i, a in enumerate(same):
-            for b in same[i + 1:]:
-                if b.min_write_id > a.max_write_id:
+        for i, wide in enumerate(same):
+            for other in same[i + 1:]:
+                if other.min_write_id > wide.max_write_id:
                     break
-                contains = (a.min_write_id <= b.min_write_id and b.max_write_id <= a.max_write_id)
+                contains = (wide.min_write_id <= other.min_write_id
+                            and other.max_write_id <= wide.max_write_id)
                 if not contains:
-                    out.append(Finding(partition, "overlap", ERROR, b.name,
-                                       f"write-id range overlaps {a.name}"))
+                    out.append(Finding(partition, "overlap", ERROR, other.name,
+                                       f"write-id range overlaps {wide.name}"))
     return out
 
 
@@ -85,19 +93,12 @@ def duplicate_row_ids(partition: str, keys: Iterable[tuple[int, int, int]], limi
             for k in dups[:limit]]
 
 
-def fsck_table(catalog, name: str) -> list[Finding]:
+def fsck_table(catalog: Catalog, name: str) -> list[Finding]:
     """Run every check on a catalog table (pyarrow, in this process).
 
     Raises:
         NoSuchTableError.
     """
-    from acidflow.acid import files as acid_files
-    from acidflow.acid import snapshot
-    from acidflow.acid.compaction import partition_dir
-    from acidflow.acid.fs import TableFS, join
-    from acidflow.acid.layout import bucket_files
-    from acidflow.acid.state import acid_state
-
     table = catalog.get_table(name)
     tfs = TableFS(table.location)
     valid = catalog.valid_write_ids(table.name)
@@ -123,7 +124,7 @@ def fsck_table(catalog, name: str) -> list[Finding]:
         plan = snapshot.plan_read(tfs, table.location, [(c.name, c.hive_type) for c in table.columns],
                                   [(c.name, c.hive_type) for c in table.partition_columns], valid,
                                   bucketed=table.num_buckets > 0, partitions=[part])
-        keys = []
+        keys: list[tuple[int, int, int]] = []
         for batch in (b for t in plan.tasks for b in snapshot.read_task(
                 tfs, t, plan.columns, plan.partition_columns, valid, row_id=True)):
             rid = batch.column(batch.schema.get_field_index(snapshot.ROW_ID))

@@ -26,9 +26,15 @@ from __future__ import annotations
 
 import fnmatch
 import getpass
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Iterable, Sequence
 
+from acidflow.acid.compaction import partition_dir
+from acidflow.acid.fs import TableFS
+from acidflow.acid.layout import ValidWriteIdList, bucket_files
+from acidflow.acid.state import acid_state
+from acidflow.catalog import Catalog, CompactionInfo, TableDef
 from acidflow.compactor.config import CompactorConfig, no_auto_compaction
 
 MAJOR, MINOR = "major", "minor"
@@ -100,10 +106,10 @@ def determine_compaction_type(stats: PartitionStats, config: CompactorConfig
                        + (" and no base" if kind == MAJOR else ""))
     if stats.delta_count == 0:
         return None, "no deltas"
-    ratio = (stats.delta_bytes / stats.base_bytes) if stats.base_bytes else None
+    size_ratio = (stats.delta_bytes / stats.base_bytes) if stats.base_bytes else None
     return None, (f"{stats.delta_count} deltas <= {config.delta_num_threshold}"
-                  + (f", delta/base size {ratio:.3f} <= {config.delta_pct_threshold}"
-                     if ratio is not None else "")
+                  + (f", delta/base size {size_ratio:.3f} <= {config.delta_pct_threshold}"
+                     if size_ratio is not None else "")
                   + f", {stats.aborted_count} aborted <= {config.aborted_txn_threshold}")
 
 
@@ -155,14 +161,20 @@ def decide(table: str, partition: str | None, props: dict[str, str], *, active: 
 
 # ---------------------------------------------------------------------------------- I/O
 
-def partition_stats(table, partition: str | None, valid, aborted_count: int) -> PartitionStats:
+def partition_stats(table: TableDef, partition: str | None, valid: ValidWriteIdList,
+                    aborted_count: int) -> PartitionStats:
     """Gather :class:`PartitionStats` of a partition directory at the compactor's snapshot
-    (``valid.for_compactor()``), like Hive's initiator (``getAcidState`` + file lengths)."""
-    from acidflow.acid.compaction import partition_dir
-    from acidflow.acid.fs import TableFS
-    from acidflow.acid.layout import bucket_files
-    from acidflow.acid.state import acid_state
+    (``valid.for_compactor()``), like Hive's initiator (``getAcidState`` + file lengths).
 
+    Args:
+        table: the table; ``partition``: its spec (``ds=2024-01-01``) or ``None``.
+        valid: the table's ValidWriteIdList (turned into the compactor's here).
+        aborted_count: aborted write ids of the partition (from the catalog).
+    Returns:
+        sizes in bytes and current delta counts.
+    Raises:
+        OSError: the directory cannot be listed.
+    """
     tfs = TableFS(table.location)
     pdir = partition_dir(table, partition)
     entries = tfs.list_recursive(pdir)
@@ -190,7 +202,7 @@ class InitiatorReport:
                 "decisions": [d.to_dict() for d in self.decisions]}
 
 
-def run_initiator(catalog, *, table_filter: str | None = None, dry_run: bool = False,
+def run_initiator(catalog: Catalog, *, table_filter: str | None = None, dry_run: bool = False,
                   config: CompactorConfig | None = None) -> InitiatorReport:
     """One initiator pass over the catalog (Hive ``Initiator.run`` loop body).
 
@@ -211,7 +223,7 @@ def run_initiator(catalog, *, table_filter: str | None = None, dry_run: bool = F
         catalog.purge_compaction_history(cfg.retention())
     active = {(c.table, c.partition) for c in catalog.list_compactions(
         states=("initiated", "working"))}
-    tables = {}
+    tables: dict[str, TableDef] = {}
     for name, partition, _w in catalog.compaction_candidates():
         if table_filter and not fnmatch.fnmatch(name, table_filter):
             continue
@@ -241,8 +253,9 @@ def run_initiator(catalog, *, table_filter: str | None = None, dry_run: bool = F
     return report
 
 
-def request_compaction(catalog, table_name: str, partition: str | None, compaction_type: str,
-                       *, requester: str | None = None, properties: dict | None = None):
+def request_compaction(catalog: Catalog, table_name: str, partition: str | None,
+                       compaction_type: str, *, requester: str | None = None,
+                       properties: dict[str, str] | None = None) -> CompactionInfo:
     """A manual request (Hive ``ALTER TABLE t [PARTITION (...)] COMPACT 'major'|'minor'``):
     queued regardless of thresholds and of ``NO_AUTO_COMPACTION``; an existing initiated or
     working entry for the partition is returned instead of a duplicate.
@@ -262,8 +275,6 @@ def request_compaction(catalog, table_name: str, partition: str | None, compacti
 
 def queued_ids_json(report: InitiatorReport) -> str:
     """The last stdout line for Airflow dynamic task mapping: a JSON list of queue ids."""
-    import json
-
     return json.dumps(report.queued_ids)
 
 

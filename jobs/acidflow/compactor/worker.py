@@ -23,10 +23,14 @@ import socket
 import threading
 import traceback
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
 
 from acidflow.acid import compaction
-from acidflow.catalog import CompactionStateError
+from acidflow.catalog import Catalog, CompactionStateError
 from acidflow.compactor.config import CompactorConfig
+
+if TYPE_CHECKING:  # annotations only: the worker runs without Spark when spark is None
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +44,7 @@ class _Heartbeat:
     """Daemon thread calling ``catalog.heartbeat_compaction(cq_id)`` every ``period_s``; if
     the entry stops being ``working`` (reclaimed), ``lost`` is set."""
 
-    def __init__(self, catalog, cq_id: int, period_s: float):
+    def __init__(self, catalog: Catalog, cq_id: int, period_s: float) -> None:
         self.catalog, self.cq_id, self.period_s = catalog, cq_id, period_s
         self.lost = threading.Event()
         self._stop = threading.Event()
@@ -92,8 +96,9 @@ class WorkerOutcome:
         return {"id": self.cq_id, "state": self.state, "report": self.report}
 
 
-def run_worker(spark, catalog, *, cq_id: int | None = None, worker_id: str | None = None,
-               config: CompactorConfig | None = None, tamper=None) -> WorkerOutcome | None:
+def run_worker(spark: SparkSession | None, catalog: Catalog, *, cq_id: int | None = None,
+               worker_id: str | None = None, config: CompactorConfig | None = None,
+               tamper: Callable[[str], Any] | None = None) -> WorkerOutcome | None:
     """Claim one entry (``cq_id`` or the oldest claimable) and compact it.
 
     Args:
@@ -148,7 +153,7 @@ def run_worker(spark, catalog, *, cq_id: int | None = None, worker_id: str | Non
         return WorkerOutcome(entry.id, "failed", report)
 
 
-def run_queue(spark, catalog, *, worker_id: str | None = None,
+def run_queue(spark: SparkSession | None, catalog: Catalog, *, worker_id: str | None = None,
               config: CompactorConfig | None = None, limit: int | None = None) -> list[WorkerOutcome]:
     """Run claimable entries one after the other until the queue has none left (or ``limit``
     entries ran)."""

@@ -37,13 +37,12 @@ from __future__ import annotations
 import base64
 import json
 import re
-from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Callable, Iterable, Iterator
 
 from acidflow.sources.postgres.lsn import parse_lsn
-from acidflow.sources.records import BadRecord, Change, ParsedStream, RecordError, SourceTable
+from acidflow.sources.records import BadRecord, Change, ParsedStream, RecordError
 
 FORMATS = ("wal2json", "debezium", "goldengate")
 

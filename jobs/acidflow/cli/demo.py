@@ -17,11 +17,24 @@ the tables identical.
 """
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
-REPO = Path(__file__).resolve().parents[2]
+from acidflow.catalog import Catalog, TableDef
+from acidflow.cdc.apply import CdcOptions, apply_path
+from acidflow.cdc.tables import load_tables_config, with_position_column
+from acidflow.cli.localairflow import DEFAULT_HOME, airflow_env, dags_test, migrate
+from acidflow.quality.reconcile import SavedSource, reconcile
+from acidflow.reads import acid_state_of
+
+if TYPE_CHECKING:  # annotations only: the Airflow demo path never starts a JVM here
+    from pyspark.sql import SparkSession
+
+REPO = Path(__file__).resolve().parents[3]
 SAMPLE_DIR = REPO / "include" / "sample_data" / "pgbench"
 TABLES_YAML = REPO / "include" / "tables" / "pgbench.yaml"
 
@@ -37,11 +50,11 @@ class DemoSummary:
         seconds: wall time.
     """
 
-    batches: list = field(default_factory=list)
-    tables: dict[str, dict] = field(default_factory=dict)
+    batches: list[Any] = field(default_factory=list)
+    tables: dict[str, dict[str, Any]] = field(default_factory=dict)
     seconds: float = 0.0
-    compactions: list = field(default_factory=list)
-    steps: list = field(default_factory=list)
+    compactions: list[Any] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -49,20 +62,13 @@ class DemoSummary:
         return bool(self.tables) and all(t["matches"] for t in self.tables.values())
 
 
-def run_demo(spark, catalog, sample_dir: Path = SAMPLE_DIR,
+def run_demo(spark: SparkSession, catalog: Catalog, sample_dir: Path = SAMPLE_DIR,
              tables_yaml: Path = TABLES_YAML) -> DemoSummary:
     """Apply the sample batches and reconcile (see module docstring).
 
     Raises:
         FileNotFoundError: no sample data; any batch error (its transaction is aborted).
     """
-    from acidflow.cdc.apply import CdcOptions, apply_path
-    from acidflow.cdc.tables import with_position_column
-    from acidflow.quality.reconcile import reconcile
-    from acidflow.sources.postgres.snapshot import SavedSource
-    from acidflow.tables_config import load_tables_config
-    from acidflow.reads import acid_state_of
-
     t0 = time.monotonic()
     tables = load_tables_config(tables_yaml)
     for tdef in tables.values():
@@ -75,12 +81,15 @@ def run_demo(spark, catalog, sample_dir: Path = SAMPLE_DIR,
     return out
 
 
-def reconcile_tables(spark, catalog, tables: dict, sample_dir: Path, out: DemoSummary) -> None:
-    """Reconcile each table with its saved source contents into ``out.tables``."""
-    from acidflow.quality.reconcile import reconcile
-    from acidflow.reads import acid_state_of
-    from acidflow.sources.postgres.snapshot import SavedSource
+def reconcile_tables(spark: SparkSession | None, catalog: Catalog, tables: dict[str, TableDef],
+                     sample_dir: Path, out: DemoSummary) -> None:
+    """Reconcile each table with its saved source contents into ``out.tables``.
 
+    Args:
+        spark: a SparkSession, or ``None`` to read with pyarrow in this process.
+        tables: source table name -> its definition (``load_tables_config``).
+        sample_dir: holds the saved final contents of each source table.
+    """
     for source, tdef in sorted(tables.items()):
         res = reconcile(spark, catalog, tdef.name, SavedSource.from_dir(sample_dir, source))
         valid = catalog.valid_write_ids(tdef.name)
@@ -95,10 +104,8 @@ def reconcile_tables(spark, catalog, tables: dict, sample_dir: Path, out: DemoSu
             "first_differing_keys": [str(k) for k in res.first_differing_keys[:3]]}
 
 
-def _last_json(text: str, key: str):
+def _last_json(text: str, key: str) -> Any:
     """The last JSON object in ``text`` that has ``key`` (a job's summary line)."""
-    import json
-
     for line in reversed(text.splitlines()):
         i = line.find("{" + json.dumps(key))
         while i >= 0:
@@ -110,7 +117,7 @@ def _last_json(text: str, key: str):
     return None
 
 
-def run_demo_airflow(catalog, *, airflow_home: Path | None = None,
+def run_demo_airflow(catalog: Catalog, *, airflow_home: Path | None = None,
                      sample_dir: Path = SAMPLE_DIR, tables_yaml: Path = TABLES_YAML,
                      compaction: bool = True) -> DemoSummary:
     """The demo through Airflow (see module docstring): ``acid_cdc`` then ``acid_compaction``
@@ -119,18 +126,13 @@ def run_demo_airflow(catalog, *, airflow_home: Path | None = None,
     Raises:
         RuntimeError: a DAG run did not succeed (the message holds the end of its output).
     """
-    from types import SimpleNamespace
-
-    from acidflow.tables_config import load_tables_config
-    from acidflow.localairflow import DEFAULT_HOME, airflow_env, dags_test, migrate
-
     t0 = time.monotonic()
     env = airflow_env(airflow_home or DEFAULT_HOME, warehouse=catalog.warehouse,
                       extra={"ACIDFLOW_CATALOG_URL": catalog.url.render_as_string(
                           hide_password=False)})
     migrate(env)
     out = DemoSummary()
-    runs = [("acid_cdc", {"source": "landing", "format": "wal2json",
+    runs: list[tuple[str, dict[str, Any]]] = [("acid_cdc", {"source": "landing", "format": "wal2json",
                           "input_path": str(sample_dir / "landing"),
                           "tables_config": str(tables_yaml), "target_db": "pgbench"})]
     if compaction:

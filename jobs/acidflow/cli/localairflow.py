@@ -10,8 +10,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DEFAULT_HOME = REPO / ".airflow"
 
 
@@ -58,7 +59,7 @@ def airflow_env(home: str | os.PathLike = DEFAULT_HOME, *, warehouse: str | None
 
 
 def airflow(*args: str, env: dict[str, str], check: bool = True, capture: bool = False,
-            timeout: float | None = None) -> subprocess.CompletedProcess:
+            timeout: float | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``airflow <args>`` with the venv's Airflow.
 
     Raises:
@@ -74,9 +75,9 @@ def migrate(env: dict[str, str]) -> None:
     airflow("db", "migrate", env=env, capture=True)
 
 
-def dags_test(dag_id: str, env: dict[str, str], conf: dict | None = None,
+def dags_test(dag_id: str, env: dict[str, str], conf: dict[str, Any] | None = None,
               logical_date: str | None = None, timeout: float | None = 1800
-              ) -> subprocess.CompletedProcess:
+              ) -> subprocess.CompletedProcess[str]:
     """``airflow dags test DAG [DATE] [-c CONF]``: one in-process run; returns the result
     (its output captured). The run's state is in the output's last lines."""
     args = ["dags", "test", dag_id]

@@ -1,0 +1,65 @@
+"""The executor zip (``acidflow.jobszip``): what ``SparkSubmitOperator`` ships in ``--py-files``.
+
+It must hold everything executors and the job's driver run (the format, the catalog client, the
+jobs, the spark-submit entry, the Alembic migrations) and nothing of the driver-side command line
+(``acidflow.cli``: CLI, demo, local-Airflow helpers), and the job modules must import from it
+without the CLI."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+
+from acidflow import jobszip
+
+
+def _names(tmp_path) -> list[str]:
+    path = jobszip.build_jobs_zip(tmp_path)
+    with zipfile.ZipFile(path) as z:
+        return z.namelist()
+
+
+def test_zip_holds_what_executors_run(tmp_path):
+    names = _names(tmp_path)
+    for prefix in ("acidflow/__init__.py", "acidflow/entry.py", "acidflow/spark.py",
+                   "acidflow/config.py", "acidflow/acid/", "acidflow/catalog/", "acidflow/cdc/",
+                   "acidflow/compactor/", "acidflow/quality/", "acidflow/ingest",
+                   "acidflow/catalog/migrations/env.py", "acidflow/catalog/migrations/versions/"):
+        assert any(n.startswith(prefix) for n in names), prefix
+    assert all(n.startswith("acidflow/") for n in names)
+    assert not any("__pycache__" in n for n in names)
+
+
+def test_zip_leaves_the_driver_side_out(tmp_path):
+    names = _names(tmp_path)
+    assert jobszip.DRIVER_ONLY == ("cli/", "jobszip.py")
+    assert not [n for n in names if n.startswith("acidflow/cli/")]
+    assert "acidflow/jobszip.py" not in names
+    for gone in ("acidflow/demo.py", "acidflow/localairflow.py"):
+        assert gone not in names
+
+
+def test_zip_is_reused_while_sources_are_unchanged(tmp_path):
+    first = jobszip.build_jobs_zip(tmp_path)
+    assert jobszip.build_jobs_zip(tmp_path) == first
+    assert first.name == f"acidflow-{jobszip.sources_digest()}.zip"
+    assert [p.name for p in tmp_path.iterdir()] == [first.name]
+
+
+def test_job_modules_import_from_the_zip_without_the_cli(tmp_path):
+    zip_path = jobszip.build_jobs_zip(tmp_path)
+    code = (
+        "import sys, importlib, acidflow\n"
+        f"assert acidflow.__file__.startswith({str(zip_path)!r}), acidflow.__file__\n"
+        "import acidflow.entry\n"
+        "for m in ('acidflow.cdc.entry', 'acidflow.compactor.entry', 'acidflow.quality.entry'):\n"
+        "    importlib.import_module(m)\n"
+        "assert not [m for m in sys.modules if m.startswith('acidflow.cli')]\n"
+        "assert 'acidflow.jobszip' not in sys.modules\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(zip_path)
+    res = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
