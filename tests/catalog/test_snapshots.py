@@ -1,4 +1,4 @@
-"""valid_write_ids: the reader's ValidWriteIdList (hive-acid-format.md §6)."""
+"""valid_write_ids: the reader's ValidWriteIdList (docs/hive-acid-format.md §6)."""
 from __future__ import annotations
 
 import pytest

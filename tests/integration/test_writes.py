@@ -44,7 +44,7 @@ def data_files(root: Path):
 
 
 def assert_hive_file_rules(path: Path, columns: list[str]):
-    """Every rule of spec §3 for one event file we wrote."""
+    """Every rule of docs/hive-acid-format.md §3 for one event file we wrote."""
     f = paorc.ORCFile(str(path))
     assert f.schema.names == ["operation", "originalTransaction", "bucket", "rowId",
                               "currentTransaction", "row"]

@@ -2,7 +2,7 @@
 
 Where expected numbers come from:
 
-* ``SPEC``: ``shared/design/hive-acid-format.md`` section 4 (codec examples) and section 10
+* ``SPEC``: ``docs/hive-acid-format.md`` §4 (codec examples) and §10
   (hashes computed with Hive's own ``Murmur3`` class from ``hive-storage-api-2.8.1.jar``).
 * ``MURMUR3_VECTORS``: the public reference test vectors of MurmurHash3_x86_32 (SMHasher). None
   has a tail byte >= 0x80, so Hive's sign-extension quirk does not change them.
@@ -41,7 +41,7 @@ from acidflow.acid.bucketing import (
 
 @pytest.mark.parametrize(
     "bucket,stmt,prop",
-    [(0, 0, 536870912), (2, 0, 537001984), (0, 1, 536870913), (5, 3, 537198595)],  # SPEC §4
+    [(0, 0, 536870912), (2, 0, 537001984), (0, 1, 536870913), (5, 3, 537198595)],  # docs/hive-acid-format.md §4
 )
 def test_codec_spec_examples(bucket, stmt, prop):
     assert BucketCodec.V1.encode(bucket, stmt) == prop
@@ -195,7 +195,7 @@ def test_murmur3_rejects_str():
 
 
 @pytest.mark.parametrize(
-    "value,hash_code,buckets",  # SPEC §10: (bucket of 2, of 4, of 32)
+    "value,hash_code,buckets",  # docs/hive-acid-format.md §10: (bucket of 2, of 4, of 32)
     [(0, 1362653161, (1, 1, 9)), (1, 1321152925, (1, 1, 29)), (2, -249917244, (0, 0, 4)),
      (3, 1183246022, (0, 2, 6)), (42, 1960085659, (1, 3, 27)), (-1, 1626716813, (1, 1, 13))],
 )

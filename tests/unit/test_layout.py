@@ -2,7 +2,7 @@
 
 Expected values are derived by hand from Hive's rules (AcidUtils, ValidReaderWriteIdList,
 ValidCompactorWriteIdList, TxnUtils.createValidCompactWriteIdList; see
-shared/design/hive-acid-format.md §2, §6, §8, §9).  Scenarios marked "Hive TestAcidUtils"
+docs/hive-acid-format.md §2, §6, §8, §9).  Scenarios marked "Hive TestAcidUtils"
 reproduce the directory layouts and outcomes of the matching test in Hive's
 ql/src/test/.../io/TestAcidUtils.java; "MANIFEST" refers to
 shared/fixtures/hive-acid/MANIFEST.md.

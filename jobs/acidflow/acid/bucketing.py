@@ -4,12 +4,12 @@ Pure Python, no Spark; Hive type strings are read by ``acidflow.acid.hivetypes``
 
 * :class:`BucketCodec` -- packs a bucket (writer) id and a statement id into the 32-bit
   ``bucket`` field of an ACID event (``RecordIdentifier`` bucket property), following Hive's
-  ``ql/src/java/org/apache/hadoop/hive/ql/io/BucketCodec.java`` (design spec section 4).
+  ``ql/src/java/org/apache/hadoop/hive/ql/io/BucketCodec.java`` (docs/hive-acid-format.md §4).
 * :func:`bucket_hash_code` / :func:`bucket_number` / :func:`hive_bucket` -- which bucket a row of
   a ``CLUSTERED BY (...) INTO n BUCKETS`` table belongs to, following Hive's
   ``serde/.../objectinspector/ObjectInspectorUtils.java`` (``getBucketHashCode`` +
   ``hashCodeMurmur`` for ``bucketing_version=2``, ``getBucketHashCodeOld`` + ``hashCode`` for
-  ``bucketing_version=1``) and ``storage-api/.../Murmur3.java`` (design spec section 10).
+  ``bucketing_version=1``) and ``storage-api/.../Murmur3.java`` (docs/hive-acid-format.md §10).
 
 All hash results are Java ``int`` values, i.e. Python ints in ``[-2**31, 2**31 - 1]``.
 

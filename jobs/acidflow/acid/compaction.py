@@ -1,4 +1,4 @@
-"""Minor and major compaction of one partition: plan, rewrite, verify, publish (spec §9).
+"""Minor and major compaction of one partition: plan, rewrite, verify, publish (docs/hive-acid-format.md §9).
 
 What a compaction writes (Hive 3.1 ``CompactorMR``, names from ``AcidUtils``):
 
@@ -17,7 +17,7 @@ aborted write ids is dropped. W / min / max are the write-id range of the direct
 ``CompactorMR`` takes them from the parsed deltas).
 
 Directory names carry no ``_v<txn>`` visibility suffix by default: Hive 3.1 and Hive 2.3 cannot
-parse it (spec §12). Visibility comes from the publish order instead: output is written into a
+parse it (docs/hive-acid-format.md §12). Visibility comes from the publish order instead: output is written into a
 hidden directory ``.compact_tmp_<queue id>`` inside the partition (``get_acid_state`` skips
 names starting with ``.``), verified there, and only then renamed into place. A minor compaction
 that produced both an insert and a delete delta is published with two renames, as Hive 3.1's

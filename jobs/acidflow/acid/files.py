@@ -7,7 +7,7 @@ names (Hive ``OrcRecordUpdater.createEventObjectInspector``)::
     currentTransaction:bigint, row:struct<table columns in table order>
 
 ``row`` is NULL in delete events but always carries the full table struct type. Every file we
-write carries the footer user metadata Hive's readers need (spec §3.2):
+write carries the footer user metadata Hive's readers need (docs/hive-acid-format.md §3.2):
 
 * ``hive.acid.key.index`` -- one ``owid,bucket,rowId;`` entry per stripe, the last event of that
   stripe (``OrcRecordUpdater.KeyIndexBuilder``);
@@ -134,7 +134,7 @@ class EventFileWriter:
     Events are tuples ``(operation, originalTransaction, bucket, rowId, currentTransaction,
     row)`` with ``row`` a tuple in table-column order or ``None`` (delete events). They must come
     in strictly ascending (originalTransaction, bucket, rowId) order, the order every Hive
-    reader's merge assumes (spec §5); the writer checks it.
+    reader's merge assumes (docs/hive-acid-format.md §5); the writer checks it.
 
     Args:
         tfs: the table filesystem.
@@ -290,7 +290,7 @@ def event_arrow_schema(columns: list[tuple[str, str]]) -> pa.Schema:
 def keys_ascending(keys: list[np.ndarray], *, strict: bool = True) -> np.ndarray:
     """Boolean per adjacent pair ``i, i+1`` of event keys ``[originalTransaction, bucket,
     rowId]`` (three equal-length integer arrays): True where key ``i+1`` is above key ``i``
-    (or equal, when not ``strict``) in Hive's event order (spec §5)."""
+    (or equal, when not ``strict``) in Hive's event order (docs/hive-acid-format.md §5)."""
     o, b, r = keys
     last = (r[1:] > r[:-1]) if strict else (r[1:] >= r[:-1])
     return (o[1:] > o[:-1]) | ((o[1:] == o[:-1]) & ((b[1:] > b[:-1]) | ((b[1:] == b[:-1]) & last)))

@@ -4,7 +4,7 @@ Pure Python: no I/O, no Spark; write-id snapshots come from ``acidflow.acid.writ
 works on *names* and on a recursive listing supplied by the caller (see :class:`DirEntry`),
 so the same code serves the reader, the writer, the compactor and the cleaner.
 
-What this module follows (see ``shared/design/hive-acid-format.md`` §2, §6, §8, §9):
+What this module follows (see ``docs/hive-acid-format.md`` §2, §6, §8, §9):
 
 * directory and file names -- Hive ``AcidUtils`` (``deltaSubdir``, ``deleteDeltaSubdir``,
   ``baseDir``, ``addVisibilitySuffix``, ``createBucketFile``, ``ParsedBaseLight.parseBase``,
@@ -559,7 +559,7 @@ def get_acid_state(
     *,
     ignore_empty_files: bool = False,
 ) -> AcidState:
-    """Pick the base, deltas and original files a snapshot must read (spec §6).
+    """Pick the base, deltas and original files a snapshot must read (docs/hive-acid-format.md §6).
 
     Follows Hive ``AcidUtils.getAcidState`` (``getChildState``, ``processBaseDir``,
     ``processDeltaDir``, ``isDirUsable``, ``isValidBase``, ``findBestWorkingDeltas``):

@@ -5,7 +5,7 @@ Follows Hive storage-api ``ValidReaderWriteIdList`` / ``ValidCompactorWriteIdLis
 form ``<table>:<high watermark>:<min open write id>:<open ids>:<aborted ids>``, the high
 watermark, open and aborted write ids as exceptions, ``isWriteIdValid``,
 ``isWriteIdRangeValid``, ``isValidBase``) and metastore ``TxnUtils.createValidCompactWriteIdList``
-(see ``shared/design/hive-acid-format.md`` §6). Pure Python, no imports from the rest of
+(see ``docs/hive-acid-format.md`` §6). Pure Python, no imports from the rest of
 acidflow; ``acidflow.acid.layout`` re-exports these names.
 """
 from __future__ import annotations

@@ -358,7 +358,7 @@ class Catalog(abc.ABC):
     def valid_write_ids(self, table_name: str, txn_id: int | None = None,
                         as_of_write_id: int | None = None) -> ValidWriteIdList:
         """The reader's snapshot of a table (Hive ``getValidWriteIds`` ->
-        ``ValidReaderWriteIdList``, see hive-acid-format.md §6).
+        ``ValidReaderWriteIdList``, see docs/hive-acid-format.md §6).
 
         * high watermark = the highest write id allocated for the table, or
           ``as_of_write_id`` if smaller (time travel);

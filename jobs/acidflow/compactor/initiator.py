@@ -1,4 +1,4 @@
-"""The initiator: which partitions need a compaction, and which kind (spec §9, Hive 3.1
+"""The initiator: which partitions need a compaction, and which kind (docs/hive-acid-format.md §9, Hive 3.1
 ``Initiator.run`` / ``checkForCompaction`` / ``determineCompactionType``).
 
 Pure decision logic first (:func:`determine_compaction_type`, :func:`failed_too_often`,
