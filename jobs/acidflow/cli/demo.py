@@ -26,10 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 from acidflow.catalog import Catalog, TableDef
 from acidflow.cdc.apply import CdcOptions, apply_path
-from acidflow.cdc.tables import load_tables_config, with_position_column
+from acidflow.cdc.tables import with_position_column
 from acidflow.cli.localairflow import DEFAULT_HOME, airflow_env, dags_test, migrate
-from acidflow.quality.reconcile import SavedSource, reconcile
+from acidflow.quality.reconcile import reconcile
 from acidflow.reads import acid_state_of
+from acidflow.sources.postgres.snapshot import SavedSource
+from acidflow.tables_config import load_tables_config
 
 if TYPE_CHECKING:  # annotations only: the Airflow demo path never starts a JVM here
     from pyspark.sql import SparkSession
