@@ -1,4 +1,5 @@
-"""``acidflow.acid.bucketing`` against Hive's own Java classes, run in the Spark JVM through py4j.
+"""``acidflow.acid.bucketing_hash`` against Hive's own Java classes, run in the Spark JVM
+through py4j.
 
 PySpark ships Hive 2.3.10 (``hive-serde``, ``hive-exec-core``) and ``hive-storage-api-2.8.1``.
 They give us, as independent references:
@@ -39,7 +40,7 @@ from pathlib import Path
 
 import pytest
 
-from acidflow.acid.bucketing import (
+from acidflow.acid.bucketing_hash import (
     bucket_hash_code,
     bucket_number,
     hive_bucket,

@@ -13,7 +13,8 @@ import pytest
 
 from acidflow import reads
 from acidflow.acid import lookup
-from acidflow.acid.bucketing import decode_bucket_id, encode_bucket_property, hive_bucket
+from acidflow.acid.bucketing import decode_bucket_id, encode_bucket_property
+from acidflow.acid.bucketing_hash import hive_bucket
 from acidflow.acid.conform import DuplicateKeyError, SchemaMismatchError
 from acidflow.acid.files import parse_acid_stats, parse_key_index
 from acidflow.acid.transaction import Transaction

@@ -246,10 +246,6 @@ class CompactTask:
         return snapshot.ReadTask.from_json(json.dumps(self.read))
 
 
-def _valid_mask(arr: pa.Array, valid: ValidWriteIdList) -> pa.Array:
-    return snapshot._valid_mask(arr, valid)
-
-
 def _ops(n: int, op: int) -> pa.Array:
     return pa.array(np.full(n, op, dtype=np.int32))
 
@@ -322,7 +318,7 @@ def run_task(task: CompactTask) -> list[dict]:
     parts = []
     for df in rt.data_files:
         ev = acid_files.read_events(tfs, df.path)
-        keep = pc.and_(_valid_mask(ev.column("currentTransaction"), valid),
+        keep = pc.and_(snapshot.valid_mask(ev.column("currentTransaction"), valid),
                        pc.not_equal(ev.column("operation"), acid_files.OPERATION_DELETE))
         ev = ev.filter(keep)
         if ev.num_rows:
@@ -336,7 +332,7 @@ def run_task(task: CompactTask) -> list[dict]:
     dparts = []
     for path in task.minor_deletes:
         ev = acid_files.read_events(tfs, path, keys_only=True)
-        ev = ev.filter(pc.and_(_valid_mask(ev.column("currentTransaction"), valid),
+        ev = ev.filter(pc.and_(snapshot.valid_mask(ev.column("currentTransaction"), valid),
                                pc.equal(ev.column("operation"), acid_files.OPERATION_DELETE)))
         if ev.num_rows:
             dparts.append(ev.select(_KEYS + ["currentTransaction"]))
@@ -414,7 +410,7 @@ def _data_files_for(tfs: TableFS, pdir: str, entries: list[DirEntry], plan: Comp
         for rel, b in bucket_files(entries, plan.base):
             data.append(snapshot.DataFile(join(pdir, rel), "base", b))
     elif plan.kind == MAJOR:
-        data.extend(snapshot._original_files(tfs, pdir, plan.original_files))
+        data.extend(snapshot.original_files(tfs, pdir, plan.original_files))
     if plan.state is None:
         raise CompactionError("a compaction plan without its AcidState (use plan_compaction)")
     by_name = {d.name: d for d in plan.state.deltas}

@@ -9,7 +9,7 @@ string, as ``TypeInfoUtils.getTypeInfoFromTypeString(...).getTypeName()`` render
 
 Everything else that reads a Hive type string goes through :func:`parse_hive_type`: the
 catalog (column normalisation), ``acidflow.acid.types`` (ORC / Arrow / Spark mappings) and
-``acidflow.acid.bucketing`` (the bucket hash of each column type).
+``acidflow.acid.bucketing_hash`` (the bucket hash of each column type).
 
 Pure Python, no project imports.
 """

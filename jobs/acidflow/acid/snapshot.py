@@ -196,7 +196,7 @@ def plan_read(tfs: TableFS, table_dir: str, columns: list[tuple[str, str]],
             for rel, b in bucket_files(entries, state.base.name):
                 data.append(DataFile(join(pdir, rel), "base", b))
         else:
-            data.extend(_original_files(tfs, pdir, state.original_files))
+            data.extend(original_files(tfs, pdir, state.original_files))
         if not read_optimized:
             for d in state.deltas:
                 for rel, b in bucket_files(entries, d.name):
@@ -217,10 +217,25 @@ def plan_read(tfs: TableFS, table_dir: str, columns: list[tuple[str, str]],
                     tasks, states)
 
 
-def _original_files(tfs: TableFS, pdir: str, rel_paths: list[str]) -> list[DataFile]:
-    """Original files with synthetic ROW__ID offsets: rowId continues across the original files
+def original_files(tfs: TableFS, pdir: str, rel_paths: list[str]) -> list[DataFile]:
+    """Read-plan entries of a partition's original (pre-ACID, non-event) files, with their
+    synthetic ROW__ID offsets.
+
+    An original file has no event columns: a reader gives its rows a synthetic ROW__ID with
+    write id 0 (files at the partition root), the bucket id of the file name (``000002_0`` -> 2,
+    ``bucket_00002`` -> 2, any other name 0) and a rowId that continues across the original files
     of the same bucket id in path order (Hive ``OrcRawRecordMerger.OriginalReaderPair`` /
-    ``VectorizedOrcAcidRowBatchReader.computeOffsetAndBucket``)."""
+    ``VectorizedOrcAcidRowBatchReader.computeOffsetAndBucket``; docs/hive-acid-format.md §8).
+
+    Args:
+        tfs: the table's file system.
+        pdir: the partition directory (the table directory when unpartitioned).
+        rel_paths: the original files, relative to ``pdir`` (``AcidState.original_files``).
+    Returns:
+        One ``DataFile`` of kind ``"original"`` per file, in path order, with its bucket id and
+        ``row_offset`` (the rows of the earlier original files of the same bucket id); each
+        file's row count comes from its ORC footer.
+    """
     out: list[DataFile] = []
     offsets: dict[int, int] = {}
     for rel in sorted(rel_paths):
@@ -236,8 +251,18 @@ def _original_files(tfs: TableFS, pdir: str, rel_paths: list[str]) -> list[DataF
     return out
 
 
-def _valid_mask(write_ids: pa.Array, valid: ValidWriteIdList) -> pa.Array:
-    """Boolean mask: write id <= high watermark and not an open/aborted exception."""
+def valid_mask(write_ids: pa.Array, valid: ValidWriteIdList) -> pa.Array:
+    """Which write ids a ValidWriteIdList sees, element by element.
+
+    Hive's ``ValidReaderWriteIdList.isWriteIdValid``: a write id is valid when it is at most the
+    high watermark and is not one of the open or aborted exceptions.
+
+    Args:
+        write_ids: int64 write ids (an event file's ``currentTransaction`` column).
+        valid: the snapshot's ValidWriteIdList.
+    Returns:
+        A boolean Arrow array of the same length (NULL where the write id is NULL).
+    """
     mask = pc.less_equal(write_ids, pa.scalar(valid.high_watermark, pa.int64()))
     exceptions = list(valid.open_write_ids) + list(valid.aborted_write_ids)
     if exceptions:
@@ -256,7 +281,7 @@ def load_delete_keys(tfs: TableFS, paths: list[str], valid: ValidWriteIdList) ->
         if stats is not None and acid_files.parse_acid_stats(stats)[2] == 0:
             continue
         ev = acid_files.read_events(tfs, p, keys_only=True)
-        ev = ev.filter(pc.and_(_valid_mask(ev.column("currentTransaction"), valid),
+        ev = ev.filter(pc.and_(valid_mask(ev.column("currentTransaction"), valid),
                                pc.equal(ev.column("operation"), acid_files.OPERATION_DELETE)))
         if ev.num_rows:
             tables.append(ev.select(_KEYS))
@@ -415,7 +440,7 @@ def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
                     row = batch.column(5) if batch.num_columns > 5 else None
                     data = [row.field(i) for i in range(row.type.num_fields)] if row is not None \
                         else []
-                    keep_mask = pc.and_(_valid_mask(cwid, valid),
+                    keep_mask = pc.and_(valid_mask(cwid, valid),
                                         pc.not_equal(batch.column(0), acid_files.OPERATION_DELETE))
                 else:
                     owid = pa.array([df.write_id] * n, pa.int64())

@@ -15,7 +15,7 @@ Every statement follows Hive 3's ``OrcRecordUpdater`` in split-update mode (docs
 
 W is the table's write id in the transaction (Hive ``allocateTableWriteIds``), S the statement
 id (0, 1, ... per statement on the same table in one transaction, at most 4095), N the Hive
-bucket number of the row for bucketed tables (``acidflow.acid.bucketing``, the table's
+bucket number of the row for bucketed tables (``acidflow.acid.bucketing_hash``, the table's
 ``bucketing_version``) or the Spark task's partition id for unbucketed ones. Files become
 visible only when the transaction commits: until then W is an open write id, an exception in
 every reader's ``ValidWriteIdList``; a crashed writer's W is later aborted by the housekeeper

@@ -20,7 +20,7 @@ Pure Python apart from importing pyarrow; pyspark is imported only by the Spark 
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from pyspark.sql import types as T
 
 __all__ = [
-    "PRIMITIVES", "HiveTypeError", "normalize", "parse", "mapped", "orc_type", "orc_struct",
+    "PRIMITIVES", "HiveTypeError", "normalize", "mapped", "orc_type", "orc_struct",
     "arrow_type", "arrow_schema", "spark_type", "spark_schema", "hive_type_from_arrow",
     "hive_type_from_spark",
 ]
@@ -88,35 +88,6 @@ def _check_mapped(ht: HiveType, text: str) -> None:
             _check_mapped(ft, text)
     elif not isinstance(ht, (DecimalType, CharType, VarcharType)):
         raise HiveTypeError(f"unknown Hive type {text!r}")
-
-
-@functools.lru_cache(maxsize=4096)
-def parse(hive_type: str) -> tuple[Any, ...]:
-    """Compatibility view of :func:`mapped` as nested tuples (kept for callers written
-    against it; new code uses the typed form).
-
-    Returns one of ``("prim", name)``, ``("decimal", p, s)``, ``("varchar", n)``,
-    ``("char", n)``, ``("array", elem)``, ``("map", key, value)``,
-    ``("struct", ((name, type), ...))``.
-
-    Raises:
-        HiveTypeError: as :func:`mapped`.
-    """
-    return _as_tuple(mapped(hive_type))
-
-
-def _as_tuple(ht: HiveType) -> tuple[Any, ...]:
-    if isinstance(ht, DecimalType):
-        return ("decimal", ht.precision, ht.scale)
-    if isinstance(ht, (CharType, VarcharType)):
-        return (ht.name, ht.length)
-    if isinstance(ht, ArrayType):
-        return ("array", _as_tuple(ht.element))
-    if isinstance(ht, MapType):
-        return ("map", _as_tuple(ht.key), _as_tuple(ht.value))
-    if isinstance(ht, StructType):
-        return ("struct", tuple((n, _as_tuple(t)) for n, t in ht.fields))
-    return ("prim", ht.name)
 
 
 def orc_type(hive_type: str) -> str:

@@ -2,7 +2,7 @@
 writing ACID event files into ``delta_W_W_S`` / ``delete_delta_W_W_S`` / ``base_W``.
 
 Executor side (pickled into ``mapInArrow``): :func:`bucket_ids_task` (Hive's bucket number of
-each row, ``acidflow.acid.bucketing``) and :func:`write_task` (one ``EventFileWriter`` per
+each row, ``acidflow.acid.bucketing_hash``) and :func:`write_task` (one ``EventFileWriter`` per
 (partition, bucket) group, ``ROW__ID`` = ``(W, bucket property, rowId)``; docs/hive-acid-format.md §5). Driver side:
 :func:`write_inserts` / :func:`write_deletes` shape a Spark DataFrame for the tasks and collect
 the file rows; :func:`write_local` runs the same task body in this process on an Arrow table;
@@ -20,8 +20,9 @@ import pyarrow as pa
 
 from acidflow.acid import files as acid_files
 from acidflow.acid import partitions as parts
-from acidflow.acid.bucketing import (MAX_BUCKET_ID, bucket_numbers, check_bucket_id,
-                                     decode_bucket_id, encode_bucket_property)
+from acidflow.acid.bucketing import (MAX_BUCKET_ID, check_bucket_id, decode_bucket_id,
+                                     encode_bucket_property)
+from acidflow.acid.bucketing_hash import bucket_numbers
 from acidflow.acid.fs import TableFS, join
 from acidflow.acid.layout import format_base, format_bucket_file, format_delta
 from acidflow.acid.ports import TableDesc

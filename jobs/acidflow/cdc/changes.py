@@ -34,6 +34,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Callable
 
 from acidflow.acid import types as htypes
+from acidflow.acid.hivetypes import CharType, DecimalType, PrimitiveType, VarcharType
 from acidflow.sources.records import BadRecord, Change
 
 #: the bookkeeping column holding the ordering value of the event that wrote the row version
@@ -159,11 +160,10 @@ def coerce(value: Any, hive_type: str) -> Any:
         bits = _INT_RANGE[hive_type]
         if -(1 << bits) <= value < (1 << bits):
             return value
-    node = htypes.parse(hive_type)
-    kind = node[0]
+    node = htypes.mapped(hive_type)  # the typed form; HiveTypeError for unmapped types
     try:
-        if kind == "prim":
-            name = node[1]
+        if isinstance(node, PrimitiveType):
+            name = node.name
             if name in _INT_RANGE:
                 if isinstance(value, bool):
                     raise CoercionError(f"boolean {value!r} for {name}")
@@ -213,19 +213,19 @@ def coerce(value: Any, hive_type: str) -> Any:
                     return bytes.fromhex(text[2:])
                 return text.encode("utf-8")
             raise CoercionError(f"unsupported column type {hive_type}")
-        if kind == "decimal":
-            p, s = node[1], node[2]
+        if isinstance(node, DecimalType):
+            p, s = node.precision, node.scale
             if isinstance(value, bool):
                 raise CoercionError(f"boolean {value!r} for {hive_type}")
             d = Decimal(str(value)).quantize(Decimal(1).scaleb(-s))
             if d.adjusted() >= p - s:
                 raise CoercionError(f"{value!r} does not fit {hive_type}")
             return d
-        if kind in ("varchar", "char"):
+        if isinstance(node, (VarcharType, CharType)):
             text = _text(value)
-            if kind == "char":
+            if isinstance(node, CharType):
                 text = text.rstrip(" ")
-            if len(text) > node[1]:
+            if len(text) > node.length:
                 raise CoercionError(f"{len(text)} characters do not fit {hive_type}")
             return text
         # complex types: accept JSON-shaped values as they are
