@@ -548,8 +548,19 @@ def _read_table(tfs: TableFS, path: str, columns: list[str] | None = None) -> pa
         raise AcidFileError(f"{path}: cannot read ORC data: {exc}") from exc
 
 
-def _normalize_timestamps(arr: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
-    """ORC readers give ``timestamp[ns]``; the data path uses microseconds (Spark's unit)."""
+def normalize_timestamps(arr: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """A column read from an ORC file, with its timestamps in the data path's unit.
+
+    ORC readers give ``timestamp[ns]``; acidflow's data path uses microseconds (Spark's unit, and
+    the unit of :func:`acidflow.acid.types.arrow_type` for Hive ``timestamp``). A timestamp
+    column of any other unit is cast to ``timestamp[us]`` (keeping its zone, truncating
+    sub-microsecond digits); any other column is returned as it is.
+
+    Args:
+        arr: one column (array or chunked array).
+    Returns:
+        The same kind of array, ``timestamp[us]`` when it held timestamps.
+    """
     if pa.types.is_timestamp(arr.type) and arr.type.unit != "us":
         return arr.cast(pa.timestamp("us", arr.type.tz), safe=False)
     return arr
@@ -578,7 +589,7 @@ def read_events(tfs: TableFS, path: str, *, keys_only: bool = False) -> pa.Table
         st = row.type
         for i in range(st.num_fields):
             child = pa.chunked_array([c.field(i) for c in row.chunks], type=st.field(i).type)
-            arrays.append(_normalize_timestamps(child))
+            arrays.append(normalize_timestamps(child))
             out_names.append(st.field(i).name)
     return pa.table(arrays, names=out_names)
 
@@ -590,7 +601,7 @@ def read_original(tfs: TableFS, path: str) -> pa.Table:
         AcidFileError: not ORC.
     """
     table = _read_table(tfs, path)
-    return pa.table([_normalize_timestamps(c) for c in table.columns], names=table.column_names)
+    return pa.table([normalize_timestamps(c) for c in table.columns], names=table.column_names)
 
 
 def iter_batches(table: pa.Table, max_rows: int = 65536) -> Iterator[pa.RecordBatch]:

@@ -474,7 +474,7 @@ def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
                     if src is None or src >= len(data):
                         arrays.append(pa.nulls(m, target))
                     else:
-                        col = acid_files._normalize_timestamps(data[src])
+                        col = acid_files.normalize_timestamps(data[src])
                         arrays.append(col if col.type == target else col.cast(target))
                 arrays += _partition_arrays(partition_columns, task.partition, m)
                 if row_id:

@@ -15,13 +15,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, ClassVar
 
+from acidflow.acid.bucketing import MAX_BUCKET_ID
 from acidflow.acid.hivetypes import normalize_hive_type
 
 DEFAULT_DB = "default"
 #: Properties every acidflow table carries (Hive: full ACID = ``transactional='true'`` with the
 #: default transactional properties, not insert-only).
 TABLE_PROPERTIES_FIXED = {"transactional": "true", "transactional_properties": "default"}
-MAX_BUCKETS = 4096  # BucketCodec V1 keeps the bucket id in 12 bits
+#: Most buckets a table may have: bucket ids 0..MAX_BUCKET_ID fit BucketCodec V1's 12 bits.
+MAX_BUCKETS = MAX_BUCKET_ID + 1
 
 NAME_RE = re.compile(r"^[a-z0-9_]+$")
 
