@@ -64,8 +64,8 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 
 # Static checks, run by `make test` before the suite: the package layering (import-linter
 # contracts in pyproject.toml [tool.importlinter]; jobs/ and plugins/ on PYTHONPATH so this
-# checkout's acidflow and UI plugin packages are the ones read), then mypy on acidflow.acid and
-# acidflow.catalog ([tool.mypy]).
+# checkout's acidflow and UI plugin packages are the ones read), then mypy on the acidflow
+# packages and modules listed in [tool.mypy] (all but acidflow.cdc).
 lint: setup
 	PYTHONPATH=jobs:plugins $(VENV)/bin/lint-imports --config pyproject.toml
 	$(PY) -m mypy

@@ -30,6 +30,7 @@ from __future__ import annotations
 import posixpath
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable
 
 import pyarrow as pa
 
@@ -41,11 +42,16 @@ from acidflow.acid.fs import TableFS, join
 from acidflow.acid.layout import ValidWriteIdList, is_hidden, parse_base, parse_delta
 from acidflow.acid.state import acid_state
 
+if TYPE_CHECKING:
+    from acidflow.acid.layout import AcidState
+    from acidflow.catalog.base import Catalog
+
 LONG_MAX = 2**63 - 1
 
 
-def plan_table(catalog, name: str, *, as_of_write_id: int | None = None, txn_id: int | None = None,
-               read_optimized: bool = False, partitions=None, buckets=None,
+def plan_table(catalog: Catalog, name: str, *, as_of_write_id: int | None = None,
+               txn_id: int | None = None, read_optimized: bool = False,
+               partitions: Iterable[str] | None = None, buckets: Iterable[int] | None = None,
                valid: ValidWriteIdList | None = None) -> snapshot.ReadPlan:
     """Plan a snapshot read of a catalog table.
 
@@ -71,7 +77,8 @@ def plan_table(catalog, name: str, *, as_of_write_id: int | None = None, txn_id:
         partitions=partitions, buckets=buckets)
 
 
-def run_plan(spark, plan: snapshot.ReadPlan, *, row_id: bool = False, file_name: bool = False):
+def run_plan(spark: Any, plan: snapshot.ReadPlan, *, row_id: bool = False,
+             file_name: bool = False) -> Any:
     """Execute a plan: a Spark DataFrame when ``spark`` is given, else a ``pyarrow.Table``."""
     if spark is None:
         return snapshot.read_arrow(TableFS(plan.table_dir), plan, row_id=row_id,
@@ -79,9 +86,9 @@ def run_plan(spark, plan: snapshot.ReadPlan, *, row_id: bool = False, file_name:
     return snapshot.read_spark(spark, plan.table_dir, plan, row_id=row_id, file_name=file_name)
 
 
-def read_table(spark, catalog, name: str, *, as_of_write_id: int | None = None,
+def read_table(spark: Any, catalog: Catalog, name: str, *, as_of_write_id: int | None = None,
                read_optimized: bool = False, row_id: bool = False, file_name: bool = False,
-               txn_id: int | None = None, snapshot: "ReaderSnapshot | None" = None):
+               txn_id: int | None = None, snapshot: ReaderSnapshot | None = None) -> Any:
     """Visible rows of a catalog table (see :func:`plan_table` for the arguments).
 
     The read is registered with the catalog for the cleaner (module doc): a pyarrow read
@@ -127,8 +134,8 @@ class ReaderSnapshot:
         NoSuchTableError.
     """
 
-    def __init__(self, catalog, name: str, *, as_of_write_id: int | None = None,
-                 txn_id: int | None = None, heartbeat_s: float | None = None):
+    def __init__(self, catalog: Catalog, name: str, *, as_of_write_id: int | None = None,
+                 txn_id: int | None = None, heartbeat_s: float | None = None) -> None:
         self.catalog, self.name = catalog, name
         info = catalog.register_reader(name, agent_info="reader_snapshot")
         self.reader_id = info.reader_id
@@ -153,8 +160,8 @@ class ReaderSnapshot:
             except Exception:  # noqa: BLE001 - the next beat retries
                 pass
 
-    def read(self, spark, *, read_optimized: bool = False, row_id: bool = False,
-             file_name: bool = False):
+    def read(self, spark: Any, *, read_optimized: bool = False, row_id: bool = False,
+             file_name: bool = False) -> Any:
         """Rows of the pinned snapshot (Spark DataFrame, or pyarrow Table when spark is None)."""
         return read_table(spark, self.catalog, self.name, read_optimized=read_optimized,
                           row_id=row_id, file_name=file_name, snapshot=self)
@@ -169,18 +176,18 @@ class ReaderSnapshot:
     def __enter__(self) -> "ReaderSnapshot":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def reader_snapshot(catalog, name: str, **kwargs) -> ReaderSnapshot:
+def reader_snapshot(catalog: Catalog, name: str, **kwargs: Any) -> ReaderSnapshot:
     """A :class:`ReaderSnapshot` for ``with``-blocks around long reads (consume the DataFrame
     inside the block)."""
     return ReaderSnapshot(catalog, name, **kwargs)
 
 
-def read_incremental(spark, catalog, name: str, start_write_id: int,
-                     end_write_id: int | None = None):
+def read_incremental(spark: Any, catalog: Catalog, name: str, start_write_id: int,
+                     end_write_id: int | None = None) -> Any:
     """Changes between the snapshots at ``start_write_id`` (exclusive) and ``end_write_id``
     (inclusive, default the current high watermark).
 
@@ -271,8 +278,9 @@ def describe_path(path: str) -> PathInfo:
     return PathInfo(cols, [(p, "string") for p in pcols], max_wid)
 
 
-def plan_path(path: str, *, high_watermark: int | None = None, open_write_ids=(),
-              aborted_write_ids=(), read_optimized: bool = False) -> snapshot.ReadPlan:
+def plan_path(path: str, *, high_watermark: int | None = None,
+              open_write_ids: Iterable[int] = (), aborted_write_ids: Iterable[int] = (),
+              read_optimized: bool = False) -> snapshot.ReadPlan:
     """Plan a read of a bare directory. With no ``high_watermark`` every write id found is
     committed (high watermark = Long.MAX_VALUE), as the MANIFEST's fixtures assume."""
     info = describe_path(path)
@@ -284,7 +292,7 @@ def plan_path(path: str, *, high_watermark: int | None = None, open_write_ids=()
                               read_optimized=read_optimized)
 
 
-def acid_state_of(path: str, valid: ValidWriteIdList | None = None):
+def acid_state_of(path: str, valid: ValidWriteIdList | None = None) -> AcidState:
     """``AcidState`` of one partition (or unpartitioned table) directory; by default every
     write id is committed."""
     tfs = TableFS(path)

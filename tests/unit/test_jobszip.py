@@ -25,7 +25,8 @@ def test_zip_holds_what_executors_run(tmp_path):
     for prefix in ("acidflow/__init__.py", "acidflow/entry.py", "acidflow/spark.py",
                    "acidflow/config.py", "acidflow/acid/", "acidflow/catalog/", "acidflow/cdc/",
                    "acidflow/compactor/", "acidflow/quality/", "acidflow/ingest",
-                   "acidflow/catalog/migrations/env.py", "acidflow/catalog/migrations/versions/"):
+                   "acidflow/catalog/sql/migrations/env.py",
+                   "acidflow/catalog/sql/migrations/versions/"):
         assert any(n.startswith(prefix) for n in names), prefix
     assert all(n.startswith("acidflow/") for n in names)
     assert not any("__pycache__" in n for n in names)
@@ -53,7 +54,8 @@ def test_job_modules_import_from_the_zip_without_the_cli(tmp_path):
         "import sys, importlib, acidflow\n"
         f"assert acidflow.__file__.startswith({str(zip_path)!r}), acidflow.__file__\n"
         "import acidflow.entry\n"
-        "for m in ('acidflow.cdc.entry', 'acidflow.compactor.entry', 'acidflow.quality.entry'):\n"
+        "for m in ('acidflow.cdc.entry', 'acidflow.compactor.entry', 'acidflow.ingest.entry',\n"
+        "          'acidflow.validation'):\n"
         "    importlib.import_module(m)\n"
         "assert not [m for m in sys.modules if m.startswith('acidflow.cli')]\n"
         "assert 'acidflow.jobszip' not in sys.modules\n"

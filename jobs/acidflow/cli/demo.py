@@ -24,7 +24,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from acidflow.catalog import Catalog, TableDef
+from acidflow.catalog import Catalog, SqlCatalog, TableDef
 from acidflow.cdc.apply import CdcOptions, apply_path
 from acidflow.cdc.tables import with_position_column
 from acidflow.cli.localairflow import DEFAULT_HOME, airflow_env, dags_test, migrate
@@ -127,7 +127,11 @@ def run_demo_airflow(catalog: Catalog, *, airflow_home: Path | None = None,
 
     Raises:
         RuntimeError: a DAG run did not succeed (the message holds the end of its output).
+        TypeError: ``catalog`` is not a :class:`SqlCatalog` (the DAG runs get its URL).
     """
+    if not isinstance(catalog, SqlCatalog):
+        raise TypeError(f"the Airflow demo hands its DAG runs a SQL catalog URL; "
+                        f"got a {type(catalog).__name__}")
     t0 = time.monotonic()
     env = airflow_env(airflow_home or DEFAULT_HOME, warehouse=catalog.warehouse,
                       extra={"ACIDFLOW_CATALOG_URL": catalog.url.render_as_string(

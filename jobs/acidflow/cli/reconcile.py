@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, List, Optional, cast
 
 import typer
 from rich.table import Table
@@ -55,6 +55,7 @@ def _pairs(tables: list[str], *, dsn: Optional[str], source_dir: Optional[Path],
                       t.get("acidflow_table") or acidflow_table_for(t["name"], m["database"]))
             out.append((target, t["name"]))
         return out
+    assert dsn is not None  # the command checked that exactly one of dsn / source_dir is given
     conn = connect(dsn)
     try:
         dbname = db or conn.get_dsn_parameters().get("dbname")
@@ -109,7 +110,9 @@ def reconcile_command(
     for target, src_name in pairs:
         try:
             source: ReconcileSource = (PostgresSource(dsn, src_name) if dsn
-                                       else SavedSource.from_dir(source_dir, src_name))
+                                       # no dsn: the command checked --source-dir is given
+                                       else SavedSource.from_dir(cast(Path, source_dir),
+                                                                 src_name))
             r = reconcile(spark, catalog, target, source, max_keys=max_keys)
         except (ReconcileError, NoSuchTableError, PullError, LookupError) as exc:
             failed += 1

@@ -132,7 +132,7 @@ def _csv_columns(files: list[str], cols: list[tuple[str, str]]) -> list[tuple[st
         ValueError: a header names a column the table does not have, or headers differ.
     """
     types = {n.lower(): (n, t) for n, t in cols}
-    header = None
+    header: list[str] | None = None
     for f in files:
         opener = gzip.open if f.endswith(".gz") else open
         with opener(f, "rt", encoding="utf-8") as fh:
@@ -144,6 +144,8 @@ def _csv_columns(files: list[str], cols: list[tuple[str, str]]) -> list[tuple[st
         if header is not None and names != header:
             raise ValueError(f"{f}: CSV header {names} differs from {files[0]}'s {header}")
         header = names
+    if header is None:  # no files (TypeError, as iterating the missing header always gave)
+        raise TypeError("no CSV files to read a header from")
     return [types[h] for h in header]
 
 
@@ -184,8 +186,8 @@ def ingest(spark: Any, catalog: Any, table_name: str, path: str, fmt: str,
     if partition and set(partition) != set(pnames):
         raise ValueError(f"{table.name}: partition must give exactly {pnames}, got "
                          f"{sorted(partition)}")
-    files = [{"path": p, "sha256": _sha256(p), "bytes": os.path.getsize(p)}
-             for p in landing_files(path, fmt)]
+    files: list[dict[str, Any]] = [{"path": p, "sha256": _sha256(p), "bytes": os.path.getsize(p)}
+                                   for p in landing_files(path, fmt)]
     batch_id = _batch_id(table.name, data_interval, mode, files)
     report = IngestReport(batch_id, table.name, data_interval, mode, "applied", files)
     done = catalog.get_batch(batch_id)

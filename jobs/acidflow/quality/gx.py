@@ -295,6 +295,7 @@ def run_expectations(df: Any, expectations: list[dict[str, Any]], *,
 
     ctx = gx.get_context(mode="ephemeral")
     ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
+    source: Any  # a GX Spark or pandas data source
     if _is_spark_df(df):
         engine = "spark"
         source = ctx.data_sources.add_spark("acidflow_spark", persist=False)

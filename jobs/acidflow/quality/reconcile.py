@@ -49,7 +49,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Protocol
+from typing import Any, Callable, Iterable, Iterator, Protocol, cast
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -139,7 +139,8 @@ def _norm_decimal(d: decimal.Decimal) -> decimal.Decimal | str:
     if d.is_zero():
         return decimal.Decimal(0)
     d = d.normalize()
-    return d.quantize(1) if d.as_tuple().exponent > 0 else d
+    exponent = cast(int, d.as_tuple().exponent)  # an int: d is finite here
+    return d.quantize(1) if exponent > 0 else d
 
 
 def _float4(x: float) -> float:
@@ -346,7 +347,7 @@ class Digest:
 
 
 def _sort_key(key: tuple) -> tuple:
-    out = []
+    out: list[tuple[int, Any, str]] = []
     for v in key:
         if v is None:
             out.append((0, 0, ""))
@@ -558,7 +559,7 @@ class _TableSide:
         self.spec = spec
         self.is_spark = not isinstance(data, pa.Table)
 
-    def _batches(self):
+    def _batches(self) -> list[pa.RecordBatch]:
         return self.data.to_batches()
 
     def digest(self) -> Digest:
@@ -566,7 +567,7 @@ class _TableSide:
             return scan_digest(self._batches(), self.spec)
         spec = self.spec
 
-        def task(it):
+        def task(it: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             d = scan_digest(it, spec)
             yield pa.RecordBatch.from_pydict({"rows": [d.rows], "checksum": [str(d.checksum)]})
 
@@ -580,7 +581,7 @@ class _TableSide:
             return scan_keys(self._batches(), self.spec)
         spec = self.spec
 
-        def task(it):
+        def task(it: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             for b in it:
                 ks, hs = [], []
                 for row in spec.rows(b):
@@ -600,7 +601,7 @@ class _TableSide:
             return scan_rows(self._batches(), self.spec, wanted)
         spec = self.spec
 
-        def task(it):
+        def task(it: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             found = scan_rows(it, spec, wanted)
             ks, rs = [], []
             for k, rows in found.items():
@@ -696,7 +697,7 @@ def reconcile(spark: Any, catalog: Any, table_name: str, source: ReconcileSource
             data = data.select(*names)
         side = _TableSide(data, tbl_spec)
 
-        def src_batches():
+        def src_batches() -> Iterator[pa.RecordBatch]:
             return csv_batches(csv_path, [n for n, _ in src_columns])
 
         sd = scan_digest(src_batches(), src_spec)

@@ -71,7 +71,7 @@ def parse_lines(fmt: str, lines: Iterable[str], file_name: str) -> ParsedStream:
 try:
     import msgspec
 
-    _DECODER = msgspec.json.Decoder(float_hook=Decimal)
+    _DECODER: msgspec.json.Decoder[Any] | None = msgspec.json.Decoder(float_hook=Decimal)
 except ImportError:  # pragma: no cover - msgspec comes with Airflow
     _DECODER = None
 
@@ -341,7 +341,7 @@ def _guess_table(rec: Any) -> str | None:
         return None
 
 
-_CONNECT_TYPES = {"int8": "tinyint", "int16": "smallint", "int32": "int", "int64": "bigint",
+_CONNECT_TYPES: dict[str | None, str] = {"int8": "tinyint", "int16": "smallint", "int32": "int", "int64": "bigint",
                   "float32": "float", "float64": "double", "boolean": "boolean",
                   "string": "string", "bytes": "binary"}
 _EPOCH = datetime(1970, 1, 1)

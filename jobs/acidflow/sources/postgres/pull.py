@@ -302,7 +302,8 @@ def write_landing_file(landing_dir: str | os.PathLike, units: Iterable[TxnUnit],
     """
     d = Path(landing_dir)
     tmp = d / f"{TEMP_PREFIX}{os.getpid()}{LANDING_SUFFIX}"
-    first = last = None
+    first: int | None = None
+    last: int | None = None
     n_txn = n_changes = 0
     try:
         with open(tmp, "wb") as raw:
@@ -323,6 +324,7 @@ def write_landing_file(landing_dir: str | os.PathLike, units: Iterable[TxnUnit],
         if first is None:
             tmp.unlink()
             return None
+        assert last is not None  # set with first, by the same transaction
         final = d / landing_file_name(first, last)
         if final.exists():
             raise PullError(f"landing file {final} exists already: LSN range "
@@ -419,7 +421,7 @@ def advance_slot(conn: Any, slot: str, lsn: int) -> int:
                         f"{str(exc).strip()}") from exc
 
 
-def _peek_rows(conn, slot: str, upto_lsn: int | None, upto_nchanges: int,
+def _peek_rows(conn: Any, slot: str, upto_lsn: int | None, upto_nchanges: int,
                counter: list[int]) -> Iterator[tuple[str, str, str]]:
     """Stream ``pg_logical_slot_peek_changes`` through a server-side cursor; counts rows."""
     opts = ", ".join("%s" for _ in range(2 * len(WAL2JSON_OPTIONS)))
@@ -446,7 +448,7 @@ def _peek_rows(conn, slot: str, upto_lsn: int | None, upto_nchanges: int,
 
 
 @contextlib.contextmanager
-def _landing_lock(d: Path):
+def _landing_lock(d: Path) -> Iterator[None]:
     fh = open(d / LOCK_NAME, "a+")
     try:
         try:
