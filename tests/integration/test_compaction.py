@@ -1,7 +1,7 @@
 """The compactor on real files, a real catalog and real Spark: minor and major compaction
-produce docs/hive-acid-format.md §9's names and contents, keep the visible rows (also at older write ids), stop below
-open write ids, drop aborted data, wait for older readers before cleaning, fail safely, and Hive
-2.3's own reader reads the result identically."""
+produce docs/hive-acid-format.md §9's names and contents, keep the visible rows (also at older
+write ids), stop below open write ids, drop aborted data, wait for older readers before
+cleaning, fail safely, and Hive 2.3's own reader reads the result identically."""
 from __future__ import annotations
 
 import collections

@@ -44,7 +44,8 @@ from acidflow.acid.bucketing_hash import (
 
 @pytest.mark.parametrize(
     "bucket,stmt,prop",
-    [(0, 0, 536870912), (2, 0, 537001984), (0, 1, 536870913), (5, 3, 537198595)],  # docs/hive-acid-format.md §4
+    # docs/hive-acid-format.md §4
+    [(0, 0, 536870912), (2, 0, 537001984), (0, 1, 536870913), (5, 3, 537198595)],
 )
 def test_codec_spec_examples(bucket, stmt, prop):
     assert BucketCodec.V1.encode(bucket, stmt) == prop

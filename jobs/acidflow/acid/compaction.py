@@ -1,4 +1,5 @@
-"""Minor and major compaction of one partition: plan, rewrite, verify, publish (docs/hive-acid-format.md §9).
+"""Minor and major compaction of one partition: plan, rewrite, verify, publish
+(docs/hive-acid-format.md §9).
 
 What a compaction writes (Hive 3.1 ``CompactorMR``, names from ``AcidUtils``):
 
@@ -17,12 +18,12 @@ aborted write ids is dropped. W / min / max are the write-id range of the direct
 ``CompactorMR`` takes them from the parsed deltas).
 
 Directory names carry no ``_v<txn>`` visibility suffix by default: Hive 3.1 and Hive 2.3 cannot
-parse it (docs/hive-acid-format.md §12). Visibility comes from the publish order instead: output is written into a
-hidden directory ``.compact_tmp_<queue id>`` inside the partition (``get_acid_state`` skips
-names starting with ``.``), verified there, and only then renamed into place. A minor compaction
-that produced both an insert and a delete delta is published with two renames, as Hive 3.1's
-``CompactorOutputCommitter.commitJob`` does; a ``_verified`` marker in the temp directory lets a
-rerun finish an interrupted publish instead of redoing it.
+parse it (docs/hive-acid-format.md §12). Visibility comes from the publish order instead: output
+is written into a hidden directory ``.compact_tmp_<queue id>`` inside the partition
+(``get_acid_state`` skips names starting with ``.``), verified there, and only then renamed
+into place. A minor compaction that produced both an insert and a delete delta is published with
+two renames, as Hive 3.1's ``CompactorOutputCommitter.commitJob`` does; a ``_verified`` marker in
+the temp directory lets a rerun finish an interrupted publish instead of redoing it.
 
 Verification: the visible rows at the compactor's snapshot are read from the old layout and from
 the new one; the count and two order-independent 64-bit sums of per-row hashes of

@@ -3,12 +3,12 @@
 Two steps, as in Hive's vectorized ACID reader (``VectorizedOrcAcidRowBatchReader``):
 
 1. **Plan** (driver, :func:`plan_read`): list the table, pick per partition the base, deltas and
-   original files with ``acidflow.acid.layout.get_acid_state`` (docs/hive-acid-format.md §6), and cut the work into
-   :class:`ReadTask` s: one per (partition, bucket id). A task holds its insert-side files (base,
-   insert deltas, original files with their synthetic ROW__ID offsets, docs/hive-acid-format.md §8) and the delete
-   delta files it must apply: for a bucketed table only ``delete_delta_*/bucket_N`` of its own
-   bucket, for an unbucketed table every delete delta file of the partition (Hive reads all of them
-   for every split).
+   original files with ``acidflow.acid.layout.get_acid_state`` (docs/hive-acid-format.md §6),
+   and cut the work into :class:`ReadTask` s: one per (partition, bucket id). A task holds its
+   insert-side files (base, insert deltas, original files with their synthetic ROW__ID offsets,
+   docs/hive-acid-format.md §8) and the delete delta files it must apply: for a bucketed table
+   only ``delete_delta_*/bucket_N`` of its own bucket, for an unbucketed table every delete delta
+   file of the partition (Hive reads all of them for every split).
 2. **Execute** (:func:`read_task`, pure Arrow, the same code in a Spark task or locally): load the
    delete events whose ``currentTransaction`` is valid, read the insert events stripe by stripe,
    drop events whose ``currentTransaction`` is not valid, and drop rows whose

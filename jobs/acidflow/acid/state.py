@@ -1,5 +1,6 @@
 """The I/O side of ``AcidUtils.getAcidState``: one call that lists a partition directory and
-answers the pure rules of :func:`acidflow.acid.layout.get_acid_state` (docs/hive-acid-format.md §6).
+answers the pure rules of :func:`acidflow.acid.layout.get_acid_state`
+(docs/hive-acid-format.md §6).
 
 Readers, writers, the compactor (initiator, worker, cleaner, fsck), quality checks and the UI
 all ask "which base, deltas and original files does this snapshot read here, and what is

@@ -1,7 +1,8 @@
 """A catalog transaction and the write statements that hang off it: insert, delete by key,
 upsert (split-update), insert overwrite and the split-update primitive of CDC merges.
 
-Every statement follows Hive 3's ``OrcRecordUpdater`` in split-update mode (docs/hive-acid-format.md §5):
+Every statement follows Hive 3's ``OrcRecordUpdater`` in split-update mode
+(docs/hive-acid-format.md §5):
 
 * insert -> insert events ``(0, W, bucket(N, S), rowId, W, row)`` in
   ``<partition>/delta_W_W_S/bucket_N``;

@@ -3,10 +3,11 @@ writing ACID event files into ``delta_W_W_S`` / ``delete_delta_W_W_S`` / ``base_
 
 Executor side (pickled into ``mapInArrow``): :func:`bucket_ids_task` (Hive's bucket number of
 each row, ``acidflow.acid.bucketing_hash``) and :func:`write_task` (one ``EventFileWriter`` per
-(partition, bucket) group, ``ROW__ID`` = ``(W, bucket property, rowId)``; docs/hive-acid-format.md §5). Driver side:
-:func:`write_inserts` / :func:`write_deletes` shape a Spark DataFrame for the tasks and collect
-the file rows; :func:`write_local` runs the same task body in this process on an Arrow table;
-:func:`finish_dirs` writes ``_orc_acid_version`` into each directory a statement created.
+(partition, bucket) group, ``ROW__ID`` = ``(W, bucket property, rowId)``;
+docs/hive-acid-format.md §5). Driver side: :func:`write_inserts` / :func:`write_deletes` shape a
+Spark DataFrame for the tasks and collect the file rows; :func:`write_local` runs the same task
+body in this process on an Arrow table; :func:`finish_dirs` writes ``_orc_acid_version`` into
+each directory a statement created.
 
 The writer (bucket) id of an unbucketed table is the Spark partition id, 0..4095
 (``BucketCodec`` V1's 12 bits, :func:`acidflow.acid.bucketing.check_bucket_id`).

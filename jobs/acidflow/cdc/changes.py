@@ -2,8 +2,8 @@
 
 :func:`fold` turns the changes of one table in one batch, plus the stored versions of the keys
 they touch, into a :class:`MergePlan`: the stored row versions to delete (by ROW__ID) and the
-new row versions to insert -- Hive's split-update (docs/hive-acid-format.md §5) -- with the statistics the commit
-record keeps. The rules, in the order they apply:
+new row versions to insert -- Hive's split-update (docs/hive-acid-format.md §5) -- with the
+statistics the commit record keeps. The rules, in the order they apply:
 
 1. **Late events.** An event whose ordering value is not newer than the stored version of its
    key (``position <= stored _cdc_position``) is ignored and counted (``ignored_late``): late

@@ -1,5 +1,6 @@
 """The cleaner: deletes what compactions made obsolete, and the directories of aborted
-transactions (Hive ``Cleaner`` / ``CompactionTxnHandler.markCleaned``; docs/hive-acid-format.md §9 "Cleaner").
+transactions (Hive ``Cleaner`` / ``CompactionTxnHandler.markCleaned``;
+docs/hive-acid-format.md §9 "Cleaner").
 
 For every ``ready for cleaning`` entry:
 

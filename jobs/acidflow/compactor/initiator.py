@@ -1,5 +1,6 @@
-"""The initiator: which partitions need a compaction, and which kind (docs/hive-acid-format.md §9, Hive 3.1
-``Initiator.run`` / ``checkForCompaction`` / ``determineCompactionType``).
+"""The initiator: which partitions need a compaction, and which kind
+(docs/hive-acid-format.md §9, Hive 3.1 ``Initiator.run`` / ``checkForCompaction`` /
+``determineCompactionType``).
 
 Pure decision logic first (:func:`determine_compaction_type`, :func:`failed_too_often`,
 :func:`decide`), then the I/O that feeds it (:func:`partition_stats`, :func:`run_initiator`).
