@@ -145,13 +145,14 @@ class IncompleteTransactionError(ValueError):
     def __init__(self, file: str, txid: Any, position: Any, line: int | None,
                  detail: str = "") -> None:
         self.file, self.txid, self.position, self.line = file, txid, position, line
+        self.detail = detail
         where = f"{file}:{line}" if line is not None else file
         super().__init__(
             f"{where}: incomplete source transaction (xid {txid if txid is not None else '?'}, "
             f"position {position if position is not None else '?'}): "
             f"{detail or 'the file ends before the transaction ends'}; the file is cut short "
             "(an interrupted pull or copy) and none of it was applied. Replace it with a "
-            "complete copy, or set it aside with 'acidflow cdc quarantine-file PATH --reason "
+            f"complete copy, or set it aside with 'acidflow cdc quarantine-file {file} --reason "
             "TEXT' to go on with the later files")
 
 
