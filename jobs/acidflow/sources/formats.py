@@ -6,14 +6,28 @@ Three formats are read, one JSON document per line:
   (``pg_logical_slot_get_changes(..., 'format-version', '2', 'include-lsn', '1', ...)``):
   one object per action, ``B``/``C`` bracketing each transaction, ``I``/``U``/``D`` with
   ``schema``, ``table``, ``columns`` (``name``, ``type``, ``value``), ``identity`` (the old
-  replica-identity columns of U/D) and ``pk`` (``name``, ``type``); ``T`` (truncate) and ``M``
-  (logical message) carry no row and are reported as unsupported / ignored.
+  replica-identity columns of U/D) and ``pk`` (``name``, ``type``); ``T`` truncates, ``M``
+  (logical message) is ignored. Format-version 1 (one document per transaction:
+  ``{"xid", "nextlsn", "change": [{"kind", "schema", "table", "columnnames",
+  "columntypes", "columnvalues", "oldkeys", "pk"}]}``) is read too, ordered by ``nextlsn``.
 * ``debezium`` -- the Debezium JSON envelope (``op`` c/u/d/r, t = truncate, ``before``, ``after``, ``source``
   with ``lsn`` or ``file``+``pos``, ``ts_ms``), bare, wrapped as ``{"schema", "payload"}``, or as
   a Kafka record ``{"key": ..., "value": ...}`` whose key names the primary key columns.
+  Transaction metadata records (``{"status": "BEGIN"|"END", "id", ...}``) mark boundaries.
 * ``goldengate`` -- Oracle GoldenGate JSON: ``table`` (``SCHEMA.TABLE``), ``op_type`` I/U/D,
   ``op_ts``, ``current_ts``, ``pos`` (sortable position string), ``primary_keys``, ``before`` /
-  ``after`` images, and optional ``<col>_isMissing`` flags in the images.
+  ``after`` images, and optional ``<col>_isMissing`` flags in the images; optional ``txind``
+  (B/M/E/W) with ``xid``/``txid``/``csn`` marks transaction boundaries.
+
+Whole source transactions only: a file that ends inside a transaction -- wal2json v2 ``B``
+without its ``C``, a cut last v1 document, a Debezium ``BEGIN`` without its ``END``, a
+GoldenGate ``txind`` B/M without E -- raises :class:`IncompleteTransactionError` naming the
+file, the transaction id and the LSN / position; none of the file is applied. None of these
+formats defines a continuation of a transaction into the next file, and ``acidflow cdc pull``
+lands whole transactions only, so this is always a cut file (interrupted pull or copy).
+Without boundary records (Debezium without transaction metadata, GoldenGate without
+``txind``, wal2json without ``include-transaction``) every event stands alone: there is no end
+marker to wait for.
 
 Every change becomes a :class:`Change`: source table, op I/U/D, the ordering value
 (``position``, a fixed-width string whose lexical order is the source's commit order), the
