@@ -12,6 +12,7 @@ exceeds the threshold (default 1 %) is refused: :class:`QuarantineThresholdError
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from datetime import datetime, timezone
@@ -31,11 +32,12 @@ class QuarantineThresholdError(RuntimeError):
     """
 
     def __init__(self, batch_id: str, bad: int, total: int, threshold: float, path: str,
-                 first_reason: str) -> None:
+                 first_reason: str, source: str | None = None) -> None:
         self.batch_id, self.bad, self.total = batch_id, bad, total
-        self.threshold, self.path = threshold, path
+        self.threshold, self.path, self.source = threshold, path, source
+        of = f" ({source})" if source else ""
         super().__init__(
-            f"batch {batch_id}: {bad} of {total} records are bad ({bad / max(total, 1):.2%} > "
+            f"batch {batch_id}{of}: {bad} of {total} records are bad ({bad / max(total, 1):.2%} > "
             f"threshold {threshold:.2%}); nothing was applied. First reason: {first_reason}. "
             f"Bad records: {path}")
 
@@ -65,8 +67,47 @@ def write_quarantine(warehouse: str, kind: str, batch_id: str, bad: list[BadReco
 
 
 def check_threshold(batch_id: str, bad: list[BadRecord], total: int, threshold: float,
-                    path: str | None) -> None:
-    """Raise :class:`QuarantineThresholdError` when ``len(bad) / total > threshold``."""
+                    path: str | None, source: str | None = None) -> None:
+    """Raise :class:`QuarantineThresholdError` when ``len(bad) / total > threshold``
+    (``source``: the input file, named in the message)."""
     if bad and total and len(bad) / total > threshold:
         raise QuarantineThresholdError(batch_id, len(bad), total, threshold, path or "",
-                                       bad[0].reason)
+                                       bad[0].reason, source)
+
+
+def quarantine_input_file(warehouse: str, kind: str, path: str, reason: str,
+                          now: datetime | None = None) -> tuple[str, str]:
+    """Set a whole input file aside, deliberately: move it to
+    ``<warehouse>/_quarantine/<kind>/files/<UTC time>_<name>`` and write next to it
+    ``<that>.json`` = ``{"file": <original path>, "quarantined_as", "reason", "quarantined_at",
+    "size" (bytes), "sha256"}``. The file leaves its landing directory, so the next run goes on
+    with the later files (``acidflow cdc quarantine-file``).
+
+    Args:
+        path: the file (local path or fsspec URL); reason: why, recorded verbatim (non-empty).
+    Returns:
+        ``(new path of the file, path of its JSON record)``.
+    Raises:
+        FileNotFoundError: ``path`` is not a file.
+        ValueError: empty reason.
+    """
+    if not reason.strip():
+        raise ValueError("a reason is required to quarantine a file")
+    src_fs = TableFS(path)
+    if not src_fs.exists(path) or src_fs.isdir(path):
+        raise FileNotFoundError(f"no such file to quarantine: {path}")
+    data = src_fs.read_bytes(path)
+    when = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", path.rstrip("/").rsplit("/", 1)[-1])
+    folder = join(warehouse, "_quarantine", kind, "files")
+    dest = join(folder, f"{when:%Y%m%dT%H%M%S%fZ}_{name}")
+    tfs = TableFS(warehouse)
+    tfs.makedirs(folder)
+    tfs.write_bytes(dest + ".tmp", data)
+    tfs.rename(dest + ".tmp", dest)
+    record = {"file": path, "quarantined_as": dest, "reason": reason,
+              "quarantined_at": when.isoformat(), "size": len(data),
+              "sha256": hashlib.sha256(data).hexdigest()}
+    tfs.write_bytes(dest + ".json", (json.dumps(record, sort_keys=True) + "\n").encode("utf-8"))
+    src_fs.delete(path)
+    return dest, dest + ".json"

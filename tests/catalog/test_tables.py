@@ -135,6 +135,23 @@ def test_add_columns_appends(catalog, tables):
     assert catalog.get_table("sales.orders").column_names()[-1] == "qty"
 
 
+def test_set_primary_key_replaces_the_key(catalog, tables):
+    """issue 15 finding 9: the catalog can give a table the primary key its source added
+    later (SQLite and PostgreSQL backends); bucketing is unchanged."""
+    before = catalog.get_table("sales.orders")
+    t = catalog.set_primary_key("sales.orders", ["ID", "customer"])
+    assert t.primary_key == ["id", "customer"] and catalog.get_table("sales.orders") == t
+    assert (t.bucket_columns, t.num_buckets) == (before.bucket_columns, before.num_buckets)
+    assert catalog.set_primary_key("sales.orders", ["id"]).primary_key == ["id"]
+    with pytest.raises(ValueError, match="sales.orders: unknown primary key column"):
+        catalog.set_primary_key("sales.orders", ["nope"])
+    with pytest.raises(ValueError, match="repeated"):
+        catalog.set_primary_key("sales.orders", ["id", "id"])
+    with pytest.raises(NoSuchTableError):
+        catalog.set_primary_key("sales.nope", ["id"])
+    assert catalog.get_table("sales.orders").primary_key == ["id"]
+
+
 def test_from_settings_uses_warehouse_sqlite(warehouse):
     cat = Catalog.from_settings()
     try:

@@ -220,6 +220,22 @@ class Catalog(abc.ABC):
             ValueError: a name already used (data or partition column), bad name or type.
         """
 
+    @abc.abstractmethod
+    def set_primary_key(self, name: str, columns: Sequence[str]) -> TableDef:
+        """Set (or replace) the table's primary key, the upsert key of CDC and ``upsert``
+        (the role of Hive's ``ALTER TABLE ... ADD CONSTRAINT ... PRIMARY KEY ... DISABLE
+        NOVALIDATE``: the catalog does not check the stored rows; callers that need unique keys
+        check them first). Bucketing is unchanged: the rows stay in the buckets they are in.
+
+        Args:
+            columns: key column names (lower case), data or partition columns, no repeats.
+        Returns:
+            The updated definition.
+        Raises:
+            NoSuchTableError: unknown table.
+            ValueError: unknown or repeated column names (naming the table).
+        """
+
     # ====================================================================================
     # Transactions (Hive ``open_txns`` / ``heartbeat`` / ``allocate_table_write_ids`` /
     # ``add_dynamic_partitions`` / ``commit_txn`` / ``abort_txn`` / ``show_txns``)

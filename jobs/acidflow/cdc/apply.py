@@ -32,6 +32,7 @@ import json
 import logging
 import os
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,13 +45,18 @@ from acidflow.acid.transaction import Transaction
 from acidflow.acid.fs import TableFS
 from acidflow.acid.partitions import parse_partition_path
 from acidflow.acid.snapshot import ROW_ID, split_partitions
-from acidflow.catalog import Column, TableDef
+from acidflow.catalog import Column, TableDef, normalize_table_name
 from acidflow.cdc import changes as chg
 from acidflow.cdc.tables import table_from_stream, with_position_column
 from acidflow.quality.gx import gate_staged
 from acidflow.quarantine import DEFAULT_THRESHOLD, check_threshold, write_quarantine
 from acidflow.sources import formats
-from acidflow.sources.records import Change, ParsedStream
+from acidflow.sources.records import (
+    Change,
+    IncompleteTransactionError,
+    ParsedStream,
+    UnreadableFileError,
+)
 from acidflow.tables_config import load_tables_config
 
 log = logging.getLogger(__name__)
@@ -120,6 +126,9 @@ class BatchReport:
             deletes_of_missing, updates_of_missing, inserts_of_existing, quarantined, events}}``.
         quarantined: bad records of the batch; quarantine_file: where they are.
         seconds: wall time.
+        waiting: ``{source table: changes}`` of tables not created yet whose changes in this
+            batch were only TRUNCATEs (no-ops: nothing to truncate; the table is created by
+            the first change that carries its columns).
     """
 
     batch_id: str
@@ -130,14 +139,51 @@ class BatchReport:
     quarantined: int = 0
     quarantine_file: str | None = None
     seconds: float = 0.0
+    waiting: dict[str, int] = field(default_factory=dict)
+
+
+def quarantine_hint(path: str) -> str:
+    """The documented way past a poison change file: set it aside deliberately."""
+    return (f"set it aside with 'acidflow cdc quarantine-file {path} --reason TEXT' to go on "
+            "with the later files")
 
 
 def read_lines(path: str) -> tuple[list[str], bytes]:
-    """The text lines of a change file (``.gz`` decompressed) and its raw content."""
+    """The text lines of a change file (``.gz`` decompressed) and its (decompressed) content.
+
+    Raises:
+        UnreadableFileError: a truncated or corrupt ``.gz``, a binary file (NUL bytes, or gzip
+            data under a name without ``.gz``) or bytes that are not UTF-8; the message names
+            the file, the byte offset (and line) where known, and :func:`quarantine_hint`.
+    """
     with TableFS(path).open(path, "rb") as f:
         raw = f.read()
-    data = gzip.decompress(raw) if path.endswith(".gz") else raw
-    return data.decode("utf-8").splitlines(), data
+    hint = quarantine_hint(path)
+    if path.endswith(".gz"):
+        try:
+            data = gzip.decompress(raw)
+        except EOFError:
+            raise UnreadableFileError(
+                path, f"truncated .gz: the compressed data ends at byte {len(raw)} before the "
+                "end-of-stream marker (an interrupted copy?)", len(raw), hint=hint) from None
+        except (OSError, zlib.error) as e:  # BadGzipFile is an OSError
+            raise UnreadableFileError(path, f"corrupt .gz: {e}", hint=hint) from None
+    else:
+        data = raw
+    if data[:2] == b"\x1f\x8b":
+        raise UnreadableFileError(path, "gzip-compressed data in a file whose name does not end "
+                                  "in .gz", 0, 1, hint=hint)
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise UnreadableFileError(path, "binary data (a NUL byte), not JSON text", nul,
+                                  data.count(b"\n", 0, nul) + 1, hint=hint)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UnreadableFileError(path, f"not UTF-8 text ({e.reason}: "
+                                  f"{data[e.start:e.start + 4]!r})", e.start,
+                                  data.count(b"\n", 0, e.start) + 1, hint=hint) from None
+    return text.splitlines(), data
 
 
 def batch_id_for(fmt: str, stream: ParsedStream, content: bytes) -> str:
@@ -172,7 +218,9 @@ def apply_path(spark: Any, catalog: Any, input_path: str,
     Returns:
         one :class:`BatchReport` per file.
     Raises:
-        the first batch's error (earlier batches stay committed; later ones are not tried).
+        the first batch's error (earlier batches stay committed; later ones are not tried:
+        change order matters, so a poison file stops the run at that file until it is replaced
+        or set aside with ``acidflow cdc quarantine-file``).
     """
     return [apply_file(spark, catalog, f, options) for f in change_files(input_path)]
 
@@ -181,6 +229,10 @@ def apply_file(spark: Any, catalog: Any, path: str, options: CdcOptions) -> Batc
     """Apply one change file as one batch (see module docstring).
 
     Raises:
+        UnreadableFileError: the file is not text (binary, truncated ``.gz``, not UTF-8).
+        IncompleteTransactionError: the file ends inside a source transaction.
+            Both name the file (and offset / line, transaction id and LSN) and the command that
+            sets the file aside (``acidflow cdc quarantine-file``); nothing was applied.
         QuarantineThresholdError: too many bad records (nothing applied).
         SchemaDriftError: new columns under policy ``fail`` (nothing applied).
         acidflow.catalog.BatchInProgressError: another run is applying this batch.
@@ -188,7 +240,10 @@ def apply_file(spark: Any, catalog: Any, path: str, options: CdcOptions) -> Batc
     """
     t0 = time.monotonic()
     lines, content = read_lines(path)
-    stream = formats.parse_lines(options.fmt, lines, Path(path).name)
+    try:
+        stream = formats.parse_lines(options.fmt, lines, Path(path).name)
+    except IncompleteTransactionError as e:  # name the file by its full path
+        raise IncompleteTransactionError(path, e.txid, e.position, e.line, e.detail) from None
     batch_id = batch_id_for(options.fmt, stream, content)
     done = catalog.get_batch(batch_id)
     if done is not None and done.state == "committed":
@@ -211,20 +266,33 @@ def apply_file(spark: Any, catalog: Any, path: str, options: CdcOptions) -> Batc
         catalog.register_batch(txn.txn_id, batch_id, "cdc", source=path,
                                details={"format": options.fmt, "file": path})
         report.txn_id = txn.txn_id
+        schema_changes: dict[str, dict[str, Any]] = {}
         for source_name in sorted(by_table):
-            table = _resolve_table(catalog, stream, source_name, options)
-            if table is None:
-                bad += [chg.bad_record(c, f"unknown table {source_name}: define it in a tables "
-                                          "config or pass --auto-create")
-                        for c in by_table[source_name]]
+            table_changes = by_table[source_name]
+            resolved = _resolve_table(catalog, stream, source_name, options)
+            if isinstance(resolved, _Waiting):
+                report.waiting[source_name] = len(table_changes)
+                log.info("%s: %s", path, resolved.reason)
                 continue
-            table = _handle_drift(catalog, table, by_table[source_name], stream, options, path)
-            stats = _apply_table(spark, catalog, txn, table, by_table[source_name], options, bad)
+            if isinstance(resolved, str):
+                bad += [chg.bad_record(c, resolved) for c in table_changes]
+                continue
+            table = _handle_drift(catalog, resolved, table_changes, stream, options, path)
+            table, change = _learn_primary_key(spark, catalog, txn, table, stream, source_name,
+                                               options, path)
+            if change:
+                schema_changes[table.name] = change
+            stats = _apply_table(spark, catalog, txn, table, table_changes, options, bad)
+            if change:
+                stats["schema_change"] = change
             report.tables[table.name] = stats
+        for name, change in schema_changes.items():  # the key change goes into the timeline
+            txn.write_id(name)
+            txn.stats.setdefault(name, {"operations": []})["schema_change"] = change
         report.quarantined = len(bad)
         report.quarantine_file = write_quarantine(catalog.warehouse, "cdc", batch_id, bad)
         check_threshold(batch_id, bad, total, options.quarantine_threshold,
-                        report.quarantine_file)
+                        report.quarantine_file, source=path)
         for name, stats in report.tables.items():
             if name not in txn.stats:  # nothing written to it: no write id, no commit record
                 continue
@@ -241,20 +309,126 @@ def apply_file(spark: Any, catalog: Any, path: str, options: CdcOptions) -> Batc
     return report
 
 
-def _resolve_table(catalog, stream, source_name: str, options: CdcOptions) -> TableDef | None:
+@dataclass
+class _Waiting:
+    """A source table that is not created yet and whose changes in this batch carry no
+    columns (only TRUNCATEs): nothing to do until a change with columns arrives."""
+
+    reason: str
+
+
+def _resolve_table(catalog: Any, stream: ParsedStream, source_name: str,
+                   options: CdcOptions) -> TableDef | str | _Waiting:
+    """The target table of a source table: from the tables config, the catalog
+    (``<target_db>.<table>``) or auto-created from the stream.
+
+    Returns:
+        the :class:`TableDef`; or a quarantine reason (str) for the table's changes -- an
+        unknown table without ``--auto-create``, a source name or column that is not a valid
+        Hive identifier; or :class:`_Waiting` when the table does not exist and the batch only
+        truncates it (a table that does not exist has nothing to truncate; it is created by the
+        first change that carries its columns, in this batch or a later one).
+    """
     tdef = options.tables.get(source_name)
     if tdef is not None:
         if not catalog.table_exists(tdef.name):
             catalog.create_table(with_position_column(tdef), if_not_exists=True)
         return catalog.get_table(tdef.name)
     name = f"{options.target_db}.{source_name.split('.', 1)[-1]}"
+    try:
+        name = normalize_table_name(name)
+    except ValueError:
+        return (f"source table {source_name} maps to {name!r}, which is not a valid Hive table "
+                "name (db.table of [a-z0-9_]): map it to a valid name in a tables config")
     if catalog.table_exists(name):
         return catalog.get_table(name)
-    if options.auto_create:
-        catalog.create_table(table_from_stream(stream.tables[source_name], options.target_db,
-                                               options.num_buckets), if_not_exists=True)
-        return catalog.get_table(name)
-    return None
+    if not options.auto_create:
+        return (f"unknown table {source_name}: define it in a tables config or pass "
+                "--auto-create")
+    source = stream.tables[source_name]
+    if not source.columns:
+        if all(c.op == "T" for c in stream.changes if c.table == source_name):
+            return _Waiting(f"TRUNCATE of {source_name} ignored: {name} does not exist yet "
+                            "(nothing to truncate); it is created by the first change that "
+                            "carries its columns")
+        return (f"cannot auto-create {name} for {source_name}: the stream carries no column "
+                "names/types for it")
+    try:
+        tdef = table_from_stream(source, options.target_db, options.num_buckets)
+        tdef.name = name
+        catalog.create_table(tdef, if_not_exists=True)
+    except ValueError as e:  # invalid column names / types: TableDef.validate
+        return f"cannot auto-create {name} for source table {source_name}: {e}"
+    return catalog.get_table(name)
+
+
+class PrimaryKeyError(RuntimeError):
+    """A keyless auto-created table cannot take the primary key its source now names: stored
+    rows repeat a key (or hold NULL in it). The batch was not applied.
+
+    Attributes:
+        table: the table; key: the key columns; duplicates: ``[(key values, count)]`` (at most
+            10 shown).
+    """
+
+    def __init__(self, table: str, key: list[str], duplicates: list[tuple[tuple, int]],
+                 source: str) -> None:
+        self.table, self.key, self.duplicates = table, key, duplicates
+        shown = ", ".join(f"{dict(zip(key, k))} x{n}" for k, n in duplicates[:10])
+        super().__init__(
+            f"{source}: {table} has no primary key and its source now names ({', '.join(key)}), "
+            f"but the stored rows repeat or lack it: {shown}; nothing was applied. Remove the "
+            "duplicates (or recreate the table) and run again")
+
+
+def _learn_primary_key(spark: Any, catalog: Any, txn: Any, table: TableDef,
+                       stream: ParsedStream, source_name: str, options: CdcOptions,
+                       path: str) -> tuple[TableDef, dict[str, Any] | None]:
+    """Follow the source when a keyless auto-created table's stream now names a primary key
+    (``pg_restore`` / ``pgbench -i`` load the rows first and add the key afterwards).
+
+    Under schema drift ``add`` the stored rows (at the transaction's snapshot) are checked for
+    repeated or NULL keys, then the key is set in the catalog
+    (:meth:`acidflow.catalog.base.Catalog.set_primary_key`); the change is returned for the
+    commit record (``schema_change``). Under ``fail`` the batch stops.
+
+    Returns:
+        ``(table definition, schema change or None)``.
+    Raises:
+        SchemaDriftError: schema drift policy ``fail`` (names the table and the new key), or a
+            key column the table does not have.
+        PrimaryKeyError: the stored rows repeat the key.
+    """
+    source = stream.tables.get(source_name)
+    key = list(source.primary_key) if source else []
+    if table.primary_key or not key or "acidflow.cdc.source" not in table.properties:
+        return table, None
+    if options.schema_drift == "fail":
+        raise SchemaDriftError(
+            f"{path}: source table {source_name} now has primary key ({', '.join(key)}) but "
+            f"{table.name} has none; rerun with schema drift policy 'add' to take the key")
+    names = set(table.column_names()) | set(table.partition_column_names())
+    missing = [k for k in key if k not in names]
+    if missing:
+        raise SchemaDriftError(f"{path}: primary key ({', '.join(key)}) of {source_name} names "
+                               f"column(s) {missing} that {table.name} does not have")
+    from pyspark.sql import functions as F  # deferred: pyspark is heavy; the CLI imports this
+
+    current = lookup.current_rows(spark, catalog, table, txn, row_id=False, project=key)
+    null_key = None
+    for k in key:
+        term = F.col(k).isNull()
+        null_key = term if null_key is None else null_key | term
+    dups = current.groupBy(*key).count().where((F.col("count") > 1) | null_key) \
+        .orderBy(F.col("count").desc()).limit(10).collect()
+    if dups:
+        raise PrimaryKeyError(table.name, key,
+                              [(tuple(r[k] for k in key), r["count"]) for r in dups], path)
+    log.warning("%s: %s takes the primary key (%s) its source now names", path, table.name,
+                ", ".join(key))
+    updated = catalog.set_primary_key(table.name, key)
+    return updated, {"primary_key": key, "previous_primary_key": list(table.primary_key),
+                     "source": source_name}
 
 
 def _handle_drift(catalog, table: TableDef, changes_, stream, options: CdcOptions,

@@ -361,7 +361,9 @@ def main() -> None:
     except SystemExit:
         raise
     except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
-        err.print(f"[red]error:[/] {type(exc).__name__}: {exc}")
+        # one line (no wrapping at the console width), the message taken literally
+        err.print(f"[red]error:[/] {type(exc).__name__}: ", end="")
+        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         sys.exit(1)
 
 

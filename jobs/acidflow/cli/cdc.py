@@ -10,6 +10,7 @@ from rich.table import Table
 from acidflow.cdc.apply import BatchReport, apply_path, build_options
 from acidflow.cli.console import console
 from acidflow.ingest import ingest
+from acidflow.quarantine import quarantine_input_file
 from acidflow.spark import get_spark
 
 
@@ -35,6 +36,13 @@ def print_reports(reports: list[BatchReport], as_json: bool = False) -> None:
                       str(st.get("deletes_of_missing", "")),
                       str(r.quarantined) if first else "", f"{r.seconds:.1f}" if first else "")
     console.print(t)
+    for r in reports:
+        for src, n in r.waiting.items():
+            console.print(f"{r.file}: {n} TRUNCATE(s) of {src} ignored: the table does not exist "
+                          "yet (created by the first change that carries its columns)")
+        for name, st in r.tables.items():
+            if st.get("schema_change"):
+                console.print(f"[yellow]{name}: schema change {st['schema_change']}")
     bad = [r for r in reports if r.quarantine_file]
     for r in bad:
         console.print(f"[yellow]{r.quarantined} bad record(s) of {r.file} in {r.quarantine_file}")
@@ -78,6 +86,17 @@ def register(app: typer.Typer, cdc_app: typer.Typer, show_app: typer.Typer,
         spark = get_spark("acidflow-cdc-apply")
         reports = apply_path(spark, catalog_factory(), input, options)
         print_reports(reports, as_json)
+
+    @cdc_app.command("quarantine-file")
+    def quarantine_file(
+        path: str = typer.Argument(..., help="the change file to set aside"),
+        reason: str = typer.Option(..., "--reason", help="why (recorded with the file)"),
+    ) -> None:
+        """Set a poison change file aside (moved under <warehouse>/_quarantine/cdc/files/ with
+        a JSON record of reason, time, size and sha256) so the next `cdc apply` goes on with the
+        later files. Its changes are NOT applied: replay them from the source if needed."""
+        dest, record = quarantine_input_file(catalog_factory().warehouse, "cdc", path, reason)
+        console.print(f"quarantined {path} -> {dest} (record {record})", soft_wrap=True)
 
     @app.command("ingest")
     def ingest_cmd(

@@ -6,14 +6,28 @@ Three formats are read, one JSON document per line:
   (``pg_logical_slot_get_changes(..., 'format-version', '2', 'include-lsn', '1', ...)``):
   one object per action, ``B``/``C`` bracketing each transaction, ``I``/``U``/``D`` with
   ``schema``, ``table``, ``columns`` (``name``, ``type``, ``value``), ``identity`` (the old
-  replica-identity columns of U/D) and ``pk`` (``name``, ``type``); ``T`` (truncate) and ``M``
-  (logical message) carry no row and are reported as unsupported / ignored.
+  replica-identity columns of U/D) and ``pk`` (``name``, ``type``); ``T`` truncates, ``M``
+  (logical message) is ignored. Format-version 1 (one document per transaction:
+  ``{"xid", "nextlsn", "change": [{"kind", "schema", "table", "columnnames",
+  "columntypes", "columnvalues", "oldkeys", "pk"}]}``) is read too, ordered by ``nextlsn``.
 * ``debezium`` -- the Debezium JSON envelope (``op`` c/u/d/r, t = truncate, ``before``, ``after``, ``source``
   with ``lsn`` or ``file``+``pos``, ``ts_ms``), bare, wrapped as ``{"schema", "payload"}``, or as
   a Kafka record ``{"key": ..., "value": ...}`` whose key names the primary key columns.
+  Transaction metadata records (``{"status": "BEGIN"|"END", "id", ...}``) mark boundaries.
 * ``goldengate`` -- Oracle GoldenGate JSON: ``table`` (``SCHEMA.TABLE``), ``op_type`` I/U/D,
   ``op_ts``, ``current_ts``, ``pos`` (sortable position string), ``primary_keys``, ``before`` /
-  ``after`` images, and optional ``<col>_isMissing`` flags in the images.
+  ``after`` images, and optional ``<col>_isMissing`` flags in the images; optional ``txind``
+  (B/M/E/W) with ``xid``/``txid``/``csn`` marks transaction boundaries.
+
+Whole source transactions only: a file that ends inside a transaction -- wal2json v2 ``B``
+without its ``C``, a cut last v1 document, a Debezium ``BEGIN`` without its ``END``, a
+GoldenGate ``txind`` B/M without E -- raises :class:`IncompleteTransactionError` naming the
+file, the transaction id and the LSN / position; none of the file is applied. None of these
+formats defines a continuation of a transaction into the next file, and ``acidflow cdc pull``
+lands whole transactions only, so this is always a cut file (interrupted pull or copy).
+Without boundary records (Debezium without transaction metadata, GoldenGate without
+``txind``, wal2json without ``include-transaction``) every event stands alone: there is no end
+marker to wait for.
 
 Every change becomes a :class:`Change`: source table, op I/U/D, the ordering value
 (``position``, a fixed-width string whose lexical order is the source's commit order), the
@@ -42,7 +56,13 @@ from decimal import Decimal
 from typing import Any, Callable, Iterable, Iterator
 
 from acidflow.sources.postgres.lsn import parse_lsn
-from acidflow.sources.records import BadRecord, Change, ParsedStream, RecordError
+from acidflow.sources.records import (
+    BadRecord,
+    Change,
+    IncompleteTransactionError,
+    ParsedStream,
+    RecordError,
+)
 
 FORMATS = ("wal2json", "debezium", "goldengate")
 
@@ -62,9 +82,11 @@ def parse_lines(fmt: str, lines: Iterable[str], file_name: str) -> ParsedStream:
     if fmt == "wal2json":
         return _parse_wal2json(lines, file_name)
     if fmt == "debezium":
-        return _parse_simple(lines, file_name, _debezium_record)
+        return _parse_simple(lines, file_name, _debezium_record,
+                             "its transaction's END record")
     if fmt == "goldengate":
-        return _parse_simple(lines, file_name, _goldengate_record)
+        return _parse_simple(lines, file_name, _goldengate_record,
+                             "its transaction's end (txind E)")
     raise ValueError(f"unknown change format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
@@ -184,14 +206,28 @@ def _wal2json_columns(items: Any, what: str) -> tuple[dict[str, Any], list[tuple
 
 
 def _parse_wal2json(lines: Iterable[str], file_name: str) -> ParsedStream:
+    """wal2json format-version 2 (one record per action) and format-version 1 (one document
+    per transaction, ``{"xid", "nextlsn", "change": [...]}``), told apart per record.
+
+    Transactions must be whole: a file that ends after a ``B`` but before its ``C`` (v2), or
+    whose last line is a cut v1 document, or where a ``B`` follows a ``B`` without a ``C``,
+    raises :class:`IncompleteTransactionError`. wal2json defines no continuation of a
+    transaction into another file, and ``acidflow cdc pull`` lands whole transactions only
+    (``acidflow.sources.postgres.pull``), so a trailing open transaction is always a cut file.
+    """
     out = ParsedStream()
     pending: list[tuple[int, str, dict]] = []   # (line, raw, record) of the open transaction
     begin_lsn: int | None = None
+    open_txn: dict[str, Any] | None = None      # the B seen without its C: line, xid, lsn
     seq = 0
+    numbered = list(_numbered(lines))
+    last_line = numbered[-1][0] if numbered else 0
+    v1_seen = False
 
-    def flush(commit_lsn: int | None) -> None:
+    def flush(commit_lsn: int | None, items: list[tuple[int, str, dict]] | None = None) -> None:
         nonlocal seq
-        for idx, (lineno, raw, rec) in enumerate(pending):
+        batch = pending if items is None else items
+        for idx, (lineno, raw, rec) in enumerate(batch):
             lsn_text = rec.get("lsn")
             try:
                 own = _lsn(lsn_text) if lsn_text is not None else None
@@ -207,24 +243,43 @@ def _parse_wal2json(lines: Iterable[str], file_name: str) -> ParsedStream:
             ch.seq = seq
             seq += 1
             out.changes.append(ch)
-        pending.clear()
+        batch.clear()
 
-    for lineno, raw in _numbered(lines):
+    for lineno, raw in numbered:
         try:
             rec = _loads(raw)
         except ValueError as e:
+            if lineno == last_line and open_txn is None and \
+                    (v1_seen or _looks_like_v1(raw) or raw.lstrip().startswith('{"action":"B"')):
+                # the last line is a cut transaction (a v1 document or a v2 BEGIN)
+                raise IncompleteTransactionError(
+                    file_name, _grep_field(raw, "xid"),
+                    _grep_field(raw, "nextlsn") or _grep_field(raw, "lsn"), lineno,
+                    f"the last line is a cut transaction record (not JSON: {e})") from None
             out.bad.append(BadRecord(_src(file_name, lineno), f"not JSON: {e}", raw))
             continue
+        if isinstance(rec, dict) and "action" not in rec and isinstance(rec.get("change"), list):
+            v1_seen = True
+            if open_txn is not None:
+                raise IncompleteTransactionError(
+                    file_name, open_txn["xid"], open_txn["lsn"], open_txn["line"],
+                    f"a format-version 1 transaction follows at line {lineno} before COMMIT")
+            _wal2json_v1_doc(rec, raw, lineno, file_name, out, flush)
+            continue
         if not isinstance(rec, dict) or "action" not in rec:
-            out.bad.append(BadRecord(_src(file_name, lineno), "not a wal2json format-version 2 "
-                                     "record (no 'action')", raw))
+            out.bad.append(BadRecord(_src(file_name, lineno), "not a wal2json record (no "
+                                     "'action' of format-version 2, no 'change' of "
+                                     "format-version 1)", raw))
             continue
         action = rec["action"]
         try:
             if action == "B":
-                if pending:
-                    raise RecordError("transaction begins before the previous one committed")
+                if open_txn is not None:
+                    raise IncompleteTransactionError(
+                        file_name, open_txn["xid"], open_txn["lsn"], open_txn["line"],
+                        f"a new transaction begins at line {lineno} before its COMMIT")
                 begin_lsn = _lsn(rec["lsn"]) if "lsn" in rec else None
+                open_txn = {"line": lineno, "xid": rec.get("xid"), "lsn": rec.get("lsn")}
                 _widen(out, rec.get("lsn"))
             elif action == "C":
                 lsn = rec.get("lsn") or rec.get("nextlsn")
@@ -232,9 +287,12 @@ def _parse_wal2json(lines: Iterable[str], file_name: str) -> ParsedStream:
                 _widen(out, rec.get("nextlsn") or rec.get("lsn"))
                 flush(commit)
                 begin_lsn = None
+                open_txn = None
             elif action in ("I", "U", "D"):
                 pending.append((lineno, raw, rec))
                 _widen(out, rec.get("lsn"))
+                if open_txn is not None and rec.get("lsn"):
+                    open_txn["last"] = rec.get("lsn")
             elif action == "M":
                 out.ignored += 1
             elif action == "T":
@@ -244,9 +302,81 @@ def _parse_wal2json(lines: Iterable[str], file_name: str) -> ParsedStream:
         except RecordError as e:
             out.bad.append(BadRecord(_src(file_name, lineno, rec.get("lsn")), str(e), raw,
                                      _table_of(rec)))
-    if pending:  # changes without a commit (include-transaction off): order by own LSN
+    if open_txn is not None:
+        raise IncompleteTransactionError(
+            file_name, open_txn["xid"], open_txn.get("last") or open_txn["lsn"],
+            open_txn["line"], f"the file ends after BEGIN and {len(pending)} change(s) but "
+            "before COMMIT")
+    if pending:  # changes without a transaction (include-transaction off): order by own LSN
         flush(None)
     return out
+
+
+def _looks_like_v1(raw: str) -> bool:
+    head = raw.lstrip()[:200]
+    return head.startswith('{"xid"') or '"change":[' in head.replace(" ", "")
+
+
+def _grep_field(raw: str, name: str) -> str | None:
+    """The value of ``"name": <value>`` in a cut JSON text (for error messages)."""
+    m = re.search(r'"' + re.escape(name) + r'"\s*:\s*"?([^",}\s]+)', raw)
+    return m.group(1) if m else None
+
+
+_V1_ACTIONS = {"insert": "I", "update": "U", "delete": "D", "truncate": "T"}
+
+
+def _wal2json_v1_doc(doc: dict, raw: str, lineno: int, file_name: str, out: ParsedStream,
+                     flush: Callable[[int | None, list[tuple[int, str, dict]]], None]) -> None:
+    """One format-version 1 document (a whole transaction): its changes as v2-shaped records,
+    ordered by the document's ``nextlsn`` (end of the commit record; v1 has no per-change
+    LSN). Changes of a document without ``nextlsn`` go to quarantine."""
+    nextlsn = doc.get("nextlsn")
+    try:
+        commit = _lsn(nextlsn) if nextlsn is not None else None
+    except RecordError as e:
+        out.bad.append(BadRecord(_src(file_name, lineno), str(e), raw))
+        return
+    _widen(out, nextlsn)
+    pending: list[tuple[int, str, dict]] = []
+    for ch in doc["change"]:
+        if not isinstance(ch, dict):
+            out.bad.append(BadRecord(_src(file_name, lineno, nextlsn),
+                                     "format-version 1 change is not an object", raw))
+            continue
+        kind = ch.get("kind")
+        if kind == "message":
+            out.ignored += 1
+            continue
+        if kind not in _V1_ACTIONS:
+            out.bad.append(BadRecord(_src(file_name, lineno, nextlsn),
+                                     f"unknown wal2json format-version 1 kind {kind!r}",
+                                     json.dumps(ch, default=str), _table_of(ch)))
+            continue
+        rec: dict[str, Any] = {"action": _V1_ACTIONS[kind], "schema": ch.get("schema"),
+                               "table": ch.get("table")}
+        if nextlsn is not None:
+            rec["lsn"] = nextlsn
+        names, types_, values = (ch.get("columnnames") or [], ch.get("columntypes") or [],
+                                 ch.get("columnvalues") or [])
+        if names:
+            rec["columns"] = [{"name": n, "type": t, "value": v}
+                              for n, t, v in zip(names, types_ or [None] * len(names), values)]
+            if not types_:
+                for c in rec["columns"]:
+                    c.pop("type")
+        old = ch.get("oldkeys")
+        if isinstance(old, dict):
+            kn, kt, kv = (old.get("keynames") or [], old.get("keytypes") or [],
+                          old.get("keyvalues") or [])
+            rec["identity"] = [{"name": n, "type": t, "value": v}
+                               for n, t, v in zip(kn, kt or ["text"] * len(kn), kv)]
+        pk = ch.get("pk")
+        if isinstance(pk, dict):
+            rec["pk"] = [{"name": n, "type": t} for n, t in
+                         zip(pk.get("pknames") or [], pk.get("pktypes") or [])]
+        pending.append((lineno, json.dumps(ch, default=str), rec))
+    flush(commit, pending)
 
 
 def _widen(out: ParsedStream, lsn_text: Any) -> None:
@@ -304,9 +434,46 @@ def _wal2json_change(rec: dict, position: str, file_name: str, lineno: int,
 # ----------------------------------------------------------------------------- Debezium / GG
 
 
+class _Txns:
+    """Transaction boundaries of a Debezium or GoldenGate file, where the stream carries them.
+
+    ``begin``/``end`` mark a transaction's first and last record; ``seen`` notes a change of a
+    transaction (its last position, for the error). :meth:`finish` raises
+    :class:`IncompleteTransactionError` for a transaction begun in the file but not ended in it.
+    """
+
+    def __init__(self, file_name: str) -> None:
+        self.file_name = file_name
+        self.open: dict[Any, dict[str, Any]] = {}   # txid -> {line, position}
+
+    def begin(self, txid: Any, line: int, position: Any = None, *, exclusive: bool = False
+              ) -> None:
+        if exclusive and self.open:
+            other, st = next(iter(self.open.items()))
+            raise IncompleteTransactionError(
+                self.file_name, other, st["position"], st["line"],
+                f"a new transaction begins at line {line} before it ends")
+        self.open[txid] = {"line": line, "position": position}
+
+    def seen(self, txid: Any, position: Any) -> None:
+        if txid in self.open:
+            self.open[txid]["position"] = position
+
+    def end(self, txid: Any) -> None:
+        self.open.pop(txid, None)
+
+    def finish(self, what: str) -> None:
+        if self.open:
+            txid, st = min(self.open.items(), key=lambda kv: kv[1]["line"])
+            raise IncompleteTransactionError(self.file_name, txid, st["position"], st["line"],
+                                             f"the file ends before {what}")
+
+
 def _parse_simple(lines: Iterable[str], file_name: str,
-                  fn: Callable[[Any, str, int, ParsedStream], list[Change]]) -> ParsedStream:
+                  fn: Callable[[Any, str, int, ParsedStream, _Txns], list[Change]],
+                  end_marker: str) -> ParsedStream:
     out = ParsedStream()
+    txns = _Txns(file_name)
     for lineno, raw in _numbered(lines):
         try:
             rec = _loads(raw)
@@ -314,7 +481,7 @@ def _parse_simple(lines: Iterable[str], file_name: str,
             out.bad.append(BadRecord(_src(file_name, lineno), f"not JSON: {e}", raw))
             continue
         try:
-            changes = fn(rec, file_name, lineno, out)
+            changes = fn(rec, file_name, lineno, out, txns)
         except RecordError as e:
             out.bad.append(BadRecord(_src(file_name, lineno), str(e), raw,
                                      _guess_table(rec)))
@@ -326,6 +493,7 @@ def _parse_simple(lines: Iterable[str], file_name: str,
                 out.first_position = ch.position
             if out.last_position is None or ch.position > out.last_position:
                 out.last_position = ch.position
+    txns.finish(end_marker)
     return out
 
 
@@ -393,9 +561,25 @@ def _debezium_value(f: dict | None, value: Any) -> Any:
     return value
 
 
-def _debezium_record(rec: Any, file_name: str, lineno: int, out: ParsedStream) -> list[Change]:
+def _debezium_txn_marker(rec: dict, lineno: int, txns: _Txns) -> bool:
+    """Debezium transaction metadata (``provide.transaction.metadata``): ``{"status":
+    "BEGIN"|"END", "id": ..., "event_count": ..., "data_collections": ...}``, bare or wrapped
+    like data events. Returns True (and notes the boundary) when ``rec`` is one."""
+    if rec.get("status") in ("BEGIN", "END") and "id" in rec and "op" not in rec:
+        if rec["status"] == "BEGIN":
+            txns.begin(str(rec["id"]), lineno)
+        else:
+            txns.end(str(rec["id"]))
+        return True
+    return False
+
+
+def _debezium_record(rec: Any, file_name: str, lineno: int, out: ParsedStream,
+                     txns: _Txns) -> list[Change]:
     if not isinstance(rec, dict):
         raise RecordError("not a JSON object")
+    if _debezium_txn_marker(rec, lineno, txns):
+        return []
     key_cols: list[str] = []
     schema = None
     if "value" in rec and ("key" in rec or isinstance(rec.get("value"), dict)):
@@ -413,6 +597,8 @@ def _debezium_record(rec: Any, file_name: str, lineno: int, out: ParsedStream) -
         schema, rec = rec.get("schema"), rec.get("payload")
         if not isinstance(rec, dict):
             raise RecordError("'payload' is not an object")
+    if _debezium_txn_marker(rec, lineno, txns):
+        return []
     op = rec.get("op")
     ops = {"c": "I", "r": "I", "u": "U", "d": "D", "t": "T"}
     if op not in ops:
@@ -448,6 +634,10 @@ def _debezium_record(rec: Any, file_name: str, lineno: int, out: ParsedStream) -
 
     after, before = image("after"), image("before")
     kind = ops[op]
+    txn_info = rec.get("transaction")
+    if isinstance(txn_info, dict) and txn_info.get("id") is not None:
+        txns.seen(str(txn_info["id"]), src.get("lsn") if src.get("lsn") is not None
+                  else position)
     if kind == "T":
         out.table(table, typed=bool(fields))
         return [Change(table, "T", position, None, None, frozenset(), f"{file_name}:{lineno}")]
@@ -507,9 +697,42 @@ def _gg_image(img: Any, name: str) -> tuple[dict | None, set[str]]:
     return values, missing
 
 
-def _goldengate_record(rec: Any, file_name: str, lineno: int, out: ParsedStream) -> list[Change]:
+_GG_TXIND = {"B": "B", "M": "M", "E": "E", "W": "W", "0": "B", "1": "M", "2": "E", "3": "W"}
+
+
+def _gg_transaction(rec: dict, lineno: int, txns: _Txns) -> None:
+    """GoldenGate's transaction indicator (the ``txind`` metacolumn: ``B`` begin, ``M`` middle,
+    ``E`` end, ``W`` whole transaction in one operation; ``0``..``3`` likewise) with the
+    transaction's id in ``xid``/``txid``/``csn`` when the formatter writes one. Records
+    without ``txind`` stand alone (GoldenGate's JSON formatter marks no boundaries by
+    default)."""
+    raw = rec.get("txind", rec.get("tx_ind"))
+    if raw is None:
+        return
+    ind = _GG_TXIND.get(str(raw).strip().upper())
+    if ind is None:
+        raise RecordError(f"unknown txind {raw!r} (expected B, M, E or W)")
+    txid = rec.get("xid", rec.get("txid", rec.get("csn")))
+    txid = "?" if txid is None else str(txid)
+    pos = rec.get("pos")
+    if ind in ("B", "W"):
+        txns.begin(txid, lineno, pos, exclusive=True)
+    elif not txns.open:
+        raise IncompleteTransactionError(
+            txns.file_name, txid, pos, lineno,
+            f"txind {ind} without the transaction's begin: the file starts inside a "
+            "transaction whose first records are not in it")
+    else:
+        txns.seen(next(iter(txns.open)), pos)
+    if ind in ("E", "W"):
+        txns.open.clear()
+
+
+def _goldengate_record(rec: Any, file_name: str, lineno: int, out: ParsedStream,
+                       txns: _Txns) -> list[Change]:
     if not isinstance(rec, dict):
         raise RecordError("not a JSON object")
+    _gg_transaction(rec, lineno, txns)
     table = rec.get("table")
     if not isinstance(table, str) or "." not in table:
         raise RecordError(f"'table' must be SCHEMA.TABLE, got {table!r}")

@@ -123,3 +123,52 @@ class ParsedStream:
 
 class RecordError(ValueError):
     """A record is malformed (the message is the quarantine reason)."""
+
+
+class IncompleteTransactionError(ValueError):
+    """A change file ends (or a new transaction begins) inside a source transaction: the
+    transaction's end marker (wal2json ``C`` / the end of a v1 document, Debezium's ``END``
+    transaction record, GoldenGate's end-of-transaction indicator) is missing, so the file was
+    cut short (a pull interrupted, a copy still in progress). None of the file's changes may be
+    applied: a batch must never commit part of a source transaction.
+
+    Attributes:
+        file: the change file.
+        txid: the source transaction's id (wal2json ``xid``, Debezium ``transaction.id``,
+            GoldenGate ``xid``/``csn``), ``None`` when the source did not send one.
+        position: the LSN (wal2json ``lsn`` of ``B``, or of the last change seen), Debezium
+            ``source.lsn``/binlog position or GoldenGate ``pos`` where the transaction was last
+            seen; ``None`` when unknown.
+        line: line of the file where the transaction begins.
+    """
+
+    def __init__(self, file: str, txid: Any, position: Any, line: int | None,
+                 detail: str = "") -> None:
+        self.file, self.txid, self.position, self.line = file, txid, position, line
+        self.detail = detail
+        where = f"{file}:{line}" if line is not None else file
+        super().__init__(
+            f"{where}: incomplete source transaction (xid {txid if txid is not None else '?'}, "
+            f"position {position if position is not None else '?'}): "
+            f"{detail or 'the file ends before the transaction ends'}; the file is cut short "
+            "(an interrupted pull or copy) and none of it was applied. Replace it with a "
+            f"complete copy, or set it aside with 'acidflow cdc quarantine-file {file} --reason "
+            "TEXT' to go on with the later files")
+
+
+class UnreadableFileError(ValueError):
+    """An input file cannot be read as text at all (a binary file, a truncated or corrupt
+    ``.gz``, bytes that are not UTF-8). Nothing of it was applied.
+
+    Attributes:
+        file: the file; offset: byte offset of the problem (in the decompressed data for
+            ``.gz``) when known; line: its line number when known; reason: what is wrong.
+    """
+
+    def __init__(self, file: str, reason: str, offset: int | None = None,
+                 line: int | None = None, hint: str = "") -> None:
+        self.file, self.reason, self.offset, self.line = file, reason, offset, line
+        where = file + (f":{line}" if line is not None else "") + \
+            (f" (byte {offset})" if offset is not None else "")
+        super().__init__(f"{where}: unreadable input file: {reason}" + (f"; {hint}" if hint
+                                                                          else ""))

@@ -151,6 +151,9 @@ class SqlCatalog(Catalog):
     def add_columns(self, name: str, columns: Sequence[Column | dict[str, Any]]) -> TableDef:
         return self._tables.add_columns(name, columns)
 
+    def set_primary_key(self, name: str, columns: Sequence[str]) -> TableDef:
+        return self._tables.set_primary_key(name, columns)
+
     # -- transactions (sql/txns.py) ----------------------------------------------------------
     def open_transaction(self, user: str | None = None, host: str | None = None,
                          agent_info: str | None = None) -> int:

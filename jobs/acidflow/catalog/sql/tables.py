@@ -1,6 +1,6 @@
 """Table definitions in the SQL catalog (Hive metastore ``TBLS``, ``COLUMNS_V2``,
 ``PARTITION_KEYS``, ``BUCKETING_COLS``, ``TABLE_PARAMS`` and the table's ``NEXT_WRITE_ID`` row):
-create, get, list, drop, set properties, add columns."""
+create, get, list, drop, set properties, add columns, set the primary key."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -273,3 +273,32 @@ class SqlTables:
 
         return self.db.run(fn)
 
+
+    def set_primary_key(self, name: str, columns: Sequence[str]) -> TableDef:
+        """Replace the rows of ``primary_key_cols`` of the table (see
+        :meth:`acidflow.catalog.base.Catalog.set_primary_key`).
+
+        Raises:
+            NoSuchTableError: unknown table.
+            ValueError: unknown or repeated column names.
+        """
+        key = [str(c).lower() for c in columns]
+
+        def fn(conn: sa.Connection) -> TableDef:
+            current = read_table(conn, name)
+            known = set(current.column_names()) | set(current.partition_column_names())
+            if len(set(key)) != len(key):
+                raise ValueError(f"table {current.name}: repeated primary key columns {key}")
+            unknown = [c for c in key if c not in known]
+            if unknown:
+                raise ValueError(f"table {current.name}: unknown primary key column(s) {unknown}")
+            assert current.table_id is not None  # read from the catalog
+            conn.execute(sa.delete(m.PrimaryKeyCol).where(
+                m.PrimaryKeyCol.tbl_id == current.table_id))
+            if key:
+                conn.execute(sa.insert(m.PrimaryKeyCol), [
+                    {"tbl_id": current.table_id, "integer_idx": i, "column_name": c}
+                    for i, c in enumerate(key)])
+            return read_table(conn, name)
+
+        return self.db.run(fn)
