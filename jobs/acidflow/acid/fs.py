@@ -15,7 +15,7 @@ import os
 import posixpath
 import time
 import uuid
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import fsspec
 
@@ -51,7 +51,7 @@ class DirectoryClaimedError(FileExistsError):
             "ACIDFLOW_CATALOG_URL")
 
 
-def _renameat2_noreplace() -> "ctypes._CFuncPtr | None":
+def _renameat2_noreplace() -> Any:
     """libc ``renameat2`` (Linux >= 3.15, glibc >= 2.28), or ``None`` where it is missing."""
     name = ctypes.util.find_library("c")
     try:
@@ -61,7 +61,7 @@ def _renameat2_noreplace() -> "ctypes._CFuncPtr | None":
         return None
     fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
     fn.restype = ctypes.c_int
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 _AT_FDCWD = -100

@@ -282,15 +282,19 @@ class Database:
         current = self.current_revision()
         if revision == "head" and current == head_revision():
             return  # fast path: nothing to do, no lock taken
-        if not force:
-            self.check_is_catalog(current)
         with self._errors_named():
             with self._migration_connection() as conn:
+                if not force:  # checked under the migration lock: another process may
+                    # have migrated the database since ``current`` was read
+                    ctx = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+                    self.check_is_catalog(conn, ctx.get_current_revision())
                 command.upgrade(alembic_config(connection=conn), revision)
 
-    def check_is_catalog(self, current: str | None) -> None:
+    def check_is_catalog(self, conn: sa.Connection, current: str | None) -> None:
         """Refuse a database that is not (yet) an acidflow catalog but is not empty either.
 
+        Args:
+            conn: a connection to the database. current: its acidflow revision or ``None``.
         Raises:
             ForeignDatabaseError: tables but no acidflow revision, or an unknown revision.
         """
@@ -301,8 +305,7 @@ class Database:
                     f"; its {VERSION_TABLE} names revision {current!r}, which this acidflow "
                     "does not know (a newer acidflow, or another application)")
             return
-        with self._errors_named():
-            names = sorted(sa.inspect(self.engine).get_table_names())
+        names = sorted(sa.inspect(conn).get_table_names())
         others = [n for n in names if n != VERSION_TABLE]
         if others:
             raise ForeignDatabaseError(self.render_url(), others)
