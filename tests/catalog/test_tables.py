@@ -43,9 +43,14 @@ def test_name_normalisation(catalog):
 
 
 def test_explicit_location_kept(catalog):
+    """An explicit location outside the warehouse is kept when the table is external
+    (issue 15 finding 4 made ``external`` necessary for it)."""
     t = plain_table()
     t.location = "s3://bucket/somewhere/events"
-    assert catalog.create_table(t).location == "s3://bucket/somewhere/events"
+    t.external = True
+    created = catalog.create_table(t)
+    assert created.location == "s3://bucket/somewhere/events"
+    assert created.external and created.properties["acidflow.external"] == "true"
 
 
 def test_duplicate_and_if_not_exists(catalog):

@@ -54,7 +54,7 @@ import pyarrow.compute as pc
 
 from acidflow.acid import files as acid_files
 from acidflow.acid import snapshot
-from acidflow.acid.fs import TableFS, join
+from acidflow.acid.fs import DirectoryClaimedError, TableFS, join
 from acidflow.acid.layout import (AcidState, DirEntry, ValidWriteIdList, bucket_files, format_base,
                                   format_delta, get_acid_state, is_hidden)
 from acidflow.acid.ports import TableDesc
@@ -533,7 +533,12 @@ def _checksum(spark: "SparkSession | None", tfs_url: str, reads: list[snapshot.R
 def finish_publish(tfs: TableFS, pdir: str, tmp: str) -> list[str]:
     """Complete an interrupted publish: if ``tmp`` holds a ``_verified`` marker, rename the
     output dirs still inside it into ``pdir`` (delete deltas first) and remove ``tmp``;
-    without the marker the temp dir is unverified and is just removed.
+    without the marker the temp dir is unverified and is just removed. Each rename is
+    exclusive (:meth:`TableFS.rename_exclusive`): an output name that exists already is never
+    replaced.
+
+    Raises:
+        CompactionError: an output's name exists in ``pdir`` (names it).
 
     Returns:
         Names renamed into place now (``[]`` when nothing was pending).
@@ -548,9 +553,10 @@ def finish_publish(tfs: TableFS, pdir: str, tmp: str) -> list[str]:
     for name in marker.get("outputs", []):
         src = join(tmp, name)
         if tfs.exists(src):
-            if tfs.exists(join(pdir, name)):
-                raise CompactionError(f"cannot publish {src}: {join(pdir, name)} exists")
-            tfs.rename(src, join(pdir, name))
+            try:
+                tfs.rename_exclusive(src, join(pdir, name))
+            except DirectoryClaimedError as exc:
+                raise CompactionError(f"cannot publish {src}: {exc}") from exc
             done.append(name)
     tfs.delete(tmp)
     return done

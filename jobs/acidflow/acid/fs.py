@@ -7,12 +7,65 @@ URLs such as ``s3://bucket/wh/db.db/t``.
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import errno
+import json
+import os
 import posixpath
-from typing import BinaryIO
+import time
+import uuid
+from typing import Any, BinaryIO
 
 import fsspec
 
 from acidflow.acid.layout import DirEntry
+
+#: the hidden file (``_`` prefix: Hive's and our listings skip it) that records which write
+#: statement created an ACID directory; see :meth:`TableFS.claim_dir`
+CLAIM_FILE = "_acidflow_claim"
+#: how long a writer waits for the claim of a directory a sibling task has just made
+CLAIM_WAIT_S = 5.0
+
+
+class DirectoryClaimedError(FileExistsError):
+    """A new ``delta_*`` / ``delete_delta_*`` / ``base_*`` directory already exists and belongs
+    to another writer (another transaction, or another catalog that handed out the same
+    write id): nothing was written into it, nothing committed was overwritten.
+
+    Attributes:
+        directory: the directory (path or URL).
+        owner: the claim found there (``None``: the directory has no acidflow claim, e.g.
+            written by Hive or an older acidflow).
+    """
+
+    def __init__(self, directory: str, owner: str | None, wanted: str = "") -> None:
+        self.directory = directory
+        self.owner = owner
+        who = f"claimed by {owner}" if owner else "not claimed by this write statement"
+        super().__init__(
+            errno.EEXIST,
+            f"{directory} already exists ({who}); another writer or another catalog owns it, "
+            f"so {wanted or 'this write'} refuses to write into it (nothing was overwritten). "
+            "Two catalogs on one warehouse hand out the same write ids: check "
+            "ACIDFLOW_CATALOG_URL")
+
+
+def _renameat2_noreplace() -> Any:
+    """libc ``renameat2`` (Linux >= 3.15, glibc >= 2.28), or ``None`` where it is missing."""
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError, TypeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
 
 
 class TableFS:
@@ -89,6 +142,146 @@ class TableFS:
         """File size in bytes."""
         return int(self.fs.size(self._p(path)))
 
+    def create_exclusive(self, path: str, data: bytes) -> None:
+        """Create the file ``path`` holding ``data``; fail if it exists (parents created).
+
+        Local disk: the content is written to a hidden temporary file that is then hard-linked
+        to ``path`` (``link`` fails when the name exists), so a reader never sees the file
+        half written. fsspec stores: ``open(path, "xb")`` where the filesystem supports
+        exclusive creation (``memory://``, local, ...); elsewhere an existence check then a
+        write - two writers racing inside that window can both succeed (object stores'
+        conditional writes come with a later issue).
+
+        Raises:
+            FileExistsError: ``path`` exists.
+        """
+        p = self._p(path)
+        self.fs.makedirs(posixpath.dirname(p), exist_ok=True)
+        if self.protocol == "file":
+            tmp = f"{posixpath.dirname(p)}/.{posixpath.basename(p)}.{uuid.uuid4().hex}.tmp"
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+            try:
+                os.link(tmp, p)
+            except FileExistsError:
+                raise
+            except OSError:  # no hard links on this filesystem: O_EXCL create, then write
+                fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+            finally:
+                os.unlink(tmp)
+            return
+        try:
+            with self.fs.open(p, "xb") as fh:
+                fh.write(data)
+            return
+        except FileExistsError:
+            raise
+        except (ValueError, NotImplementedError, TypeError):
+            pass  # the filesystem has no exclusive create: check, then write (racy, see above)
+        if self.fs.exists(p):
+            raise FileExistsError(errno.EEXIST, f"{self.qualify(p)} exists")
+        with self.fs.open(p, "wb") as fh:
+            fh.write(data)
+
+    def _read_claim(self, claim: str, wait_s: float) -> str | None:
+        deadline = time.monotonic() + wait_s
+        delay = 0.01
+        while True:
+            try:
+                text = self.read_bytes(claim).decode("utf-8", "replace")
+                if text:
+                    return text
+            except FileNotFoundError:
+                pass
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.25)
+
+    def claim_dir(self, directory: str, claim: str, *, what: str = "") -> bool:
+        """Create the new ACID directory ``directory`` exclusively for one write statement.
+
+        ``claim`` is the statement's claim text (a JSON object with a unique ``"claim"``
+        field); it is stored in ``<directory>/_acidflow_claim``. The tasks of one statement
+        share a directory (one bucket file each), so a directory that already carries the
+        same claim is ours; anything else already there is another writer's.
+
+        Local disk: ``os.mkdir`` (fails if present), then the claim file; a task that finds
+        the directory made by a sibling waits up to :data:`CLAIM_WAIT_S` seconds for its
+        claim. fsspec stores (no real directories): the claim file is created exclusively
+        (:meth:`create_exclusive`) in a directory that must hold nothing else yet.
+
+        Returns:
+            True when this call created the directory, False when it was ours already.
+        Raises:
+            DirectoryClaimedError: the directory exists and is not this statement's.
+        """
+        d = self._p(directory).rstrip("/")
+        marker = f"{d}/{CLAIM_FILE}"
+        want = _claim_id(claim)
+        if self.protocol == "file":
+            os.makedirs(posixpath.dirname(d), exist_ok=True)
+            try:
+                os.mkdir(d)
+            except FileExistsError:
+                owner = self._read_claim(marker, CLAIM_WAIT_S)
+                if owner is not None and _claim_id(owner) == want:
+                    return False
+                raise DirectoryClaimedError(self.qualify(d), owner, what) from None
+            self.create_exclusive(marker, claim.encode())
+            return True
+        if self.fs.exists(marker):
+            owner = self._read_claim(marker, 0)
+            if owner is not None and _claim_id(owner) == want:
+                return False
+            raise DirectoryClaimedError(self.qualify(d), owner, what)
+        if self.fs.exists(d) and self.list_dir(d):
+            raise DirectoryClaimedError(self.qualify(d), None, what)
+        try:
+            self.create_exclusive(marker, claim.encode())
+        except FileExistsError:
+            owner = self._read_claim(marker, CLAIM_WAIT_S)
+            if owner is not None and _claim_id(owner) == want:
+                return False
+            raise DirectoryClaimedError(self.qualify(d), owner, what) from None
+        return True
+
+    def rename_exclusive(self, src: str, dst: str) -> None:
+        """Move the directory ``src`` to the new name ``dst``; fail if ``dst`` exists.
+
+        Local disk (Linux): ``renameat2(RENAME_NOREPLACE)``, atomic; where that call is
+        missing, an existence check then ``os.rename`` (which itself refuses a non-empty
+        ``dst``). fsspec stores: an existence check then a move (racy between the two).
+
+        Raises:
+            DirectoryClaimedError: ``dst`` exists.
+        """
+        s, d = self._p(src), self._p(dst)
+        if self.protocol == "file":
+            fn = _renameat2_noreplace()
+            if fn is not None:
+                if fn(_AT_FDCWD, os.fsencode(s), _AT_FDCWD, os.fsencode(d), _RENAME_NOREPLACE) == 0:
+                    return
+                err = ctypes.get_errno()
+                if err == errno.EEXIST or err == errno.ENOTEMPTY:
+                    raise DirectoryClaimedError(self.qualify(d), None, f"publishing {s}")
+                if err not in (errno.ENOSYS, errno.EINVAL):
+                    raise OSError(err, os.strerror(err), s)
+            if os.path.lexists(d):
+                raise DirectoryClaimedError(self.qualify(d), None, f"publishing {s}")
+            try:
+                os.rename(s, d)
+            except OSError as exc:
+                if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
+                    raise DirectoryClaimedError(self.qualify(d), None, f"publishing {s}") from exc
+                raise
+            return
+        if self.fs.exists(d):
+            raise DirectoryClaimedError(self.qualify(d), None, f"publishing {s}")
+        self.fs.mv(s, d, recursive=True)
+
     def rename(self, src: str, dst: str) -> None:
         """Move ``src`` to ``dst`` (a directory rename is atomic on local and HDFS)."""
         self.fs.mv(self._p(src), self._p(dst), recursive=True)
@@ -98,6 +291,21 @@ class TableFS:
         p = self._p(path)
         if self.fs.exists(p):
             self.fs.rm(p, recursive=True)
+
+
+def _claim_id(text: str) -> str:
+    """The unique ``"claim"`` field of a claim text (the whole text if it is not JSON)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return str(value.get("claim", text)) if isinstance(value, dict) else text
+
+
+def new_claim(**about: object) -> str:
+    """A fresh claim text for :meth:`TableFS.claim_dir`: ``{"claim": <uuid4>, **about}``
+    (``about``: who writes, e.g. ``write_id``, ``statement_id``, ``kind``)."""
+    return json.dumps({"claim": uuid.uuid4().hex, **about}, sort_keys=True, default=str)
 
 
 def join(*parts: str) -> str:

@@ -24,7 +24,7 @@ from acidflow.acid import partitions as parts
 from acidflow.acid.bucketing import (MAX_BUCKET_ID, check_bucket_id, decode_bucket_id,
                                      encode_bucket_property)
 from acidflow.acid.bucketing_hash import bucket_numbers
-from acidflow.acid.fs import TableFS, join
+from acidflow.acid.fs import TableFS, join, new_claim
 from acidflow.acid.layout import format_base, format_bucket_file, format_delta
 from acidflow.acid.ports import TableDesc
 
@@ -85,6 +85,10 @@ class WriteSpec:
         struct. partition_columns: partition column names. write_id, statement_id: W and S.
         kind: ``"insert"`` | ``"delete"`` | ``"base"``. bucketed: CLUSTERED BY table.
         compression: ``zlib`` | ``snappy`` | ...; stripe_rows: rows per ORC stripe.
+        claim: the statement's directory claim (:func:`acidflow.acid.fs.new_claim`, made once
+        on the driver): every directory the statement writes is created exclusively with it
+        (:meth:`acidflow.acid.fs.TableFS.claim_dir`), so the statement never writes into a
+        directory another writer (or another catalog handing out the same write id) made.
     """
 
     tfs_url: str
@@ -97,6 +101,12 @@ class WriteSpec:
     bucketed: bool
     compression: str = "zlib"
     stripe_rows: int = acid_files.DEFAULT_STRIPE_ROWS
+    claim: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.claim:
+            self.claim = new_claim(write_id=self.write_id, statement_id=self.statement_id,
+                                   kind=self.kind)
 
     @classmethod
     def for_table(cls, table: TableDesc, kind: str, write_id: int, statement_id: int,
@@ -186,6 +196,7 @@ def write_task(batches: Iterable[pa.RecordBatch], spec: WriteSpec) -> Iterator[p
     writer: acid_files.EventFileWriter | None = None
     row_id = 0
     bprop = 0
+    claimed: set[str] = set()
 
     def finish() -> None:
         if writer is None or current is None:
@@ -218,6 +229,11 @@ def write_task(batches: Iterable[pa.RecordBatch], spec: WriteSpec) -> Iterator[p
                 if group != current or writer is None:
                     finish()
                     current = group
+                    if ppath not in claimed:
+                        tfs.claim_dir(spec.directory(ppath), spec.claim,
+                                      what=f"write id {spec.write_id} statement "
+                                           f"{spec.statement_id}")
+                        claimed.add(ppath)
                     path = join(spec.directory(ppath), format_bucket_file(group[1]))
                     writer = acid_files.EventFileWriter(tfs, path, spec.columns,
                                                         compression=spec.compression,
@@ -275,7 +291,12 @@ def run_writer(df: "DataFrame", spec: WriteSpec) -> list[FileRow]:
 def finish_dirs(spec: WriteSpec, file_rows: list[FileRow],
                 extra_partitions: Sequence[str] = ()) -> None:
     """Write ``_orc_acid_version`` into every directory the statement created (and into the
-    statement's directory of each of ``extra_partitions``, created empty when needed)."""
+    statement's directory of each of ``extra_partitions``, created empty - and exclusively,
+    with the statement's claim - when needed).
+
+    Raises:
+        acidflow.acid.fs.DirectoryClaimedError: a directory exists and is another writer's.
+    """
     tfs = tfs_for(spec)
     done = set()
     for p in [r["partition"] for r in file_rows] + list(extra_partitions):
@@ -283,7 +304,8 @@ def finish_dirs(spec: WriteSpec, file_rows: list[FileRow],
             continue
         done.add(p)
         d = spec.directory(p)
-        tfs.makedirs(d)
+        tfs.claim_dir(d, spec.claim, what=f"write id {spec.write_id} statement "
+                                          f"{spec.statement_id}")
         acid_files.write_acid_version_file(tfs, d)
 
 

@@ -38,6 +38,7 @@ from acidflow.catalog.records import (
     TxnInfo,
 )
 from acidflow.catalog.tabledef import Column, TableDef
+from acidflow.catalog.warehouse import check_owner
 from acidflow.config import Settings, load_settings
 
 #: Makes a catalog: ``factory(url, *, warehouse=..., migrate=..., **kwargs) -> Catalog``.
@@ -141,6 +142,47 @@ class Catalog(abc.ABC):
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+    @abc.abstractmethod
+    def catalog_id(self) -> str:
+        """This catalog's stable id (a UUID made once, when the catalog is created; SQL: the
+        ``catalog_identity`` row). The warehouse marker names the id of the catalog that owns
+        the warehouse.
+
+        Raises:
+            CatalogError: the store cannot be read (names the URL).
+        """
+
+    @abc.abstractmethod
+    def display_url(self) -> str:
+        """The catalog's URL with any password masked (for messages and the warehouse
+        marker)."""
+
+    @abc.abstractmethod
+    def initialize(self, force: bool = False) -> str:
+        """Create or migrate the catalog's store explicitly (``acidflow catalog init``).
+
+        Args:
+            force: also when the store holds other tables and is not an acidflow catalog.
+        Returns:
+            The catalog id.
+        Raises:
+            acidflow.catalog.errors.ForeignDatabaseError: a foreign store, without ``force``.
+            acidflow.catalog.errors.CatalogDatabaseError: the store cannot be used.
+        """
+
+    def check_warehouse_owner(self) -> None:
+        """Before a write into :attr:`warehouse` (table create, a statement's write id, a
+        compaction): make sure this catalog owns it - write the owner marker
+        ``<warehouse>/_acidflow_warehouse.json`` if there is none, refuse if it names another
+        catalog (:func:`acidflow.catalog.warehouse.check_owner`; cached per process). Reads do
+        not call it.
+
+        Raises:
+            acidflow.catalog.errors.WarehouseOwnedError: another catalog owns the warehouse
+                (names both catalogs and the warehouse).
+        """
+        check_owner(self.warehouse, self.catalog_id(), self.display_url())
 
     @abc.abstractmethod
     def current_revision(self) -> str | None:

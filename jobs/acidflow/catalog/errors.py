@@ -181,3 +181,81 @@ class CompactionStateError(CatalogError):
     """A compaction queue entry is not in the state the operation needs (names the entry and
     its state), e.g. a worker heartbeating an entry that was reclaimed after a timeout (Hive's
     compactor sees the same as a missing ``COMPACTION_QUEUE`` row)."""
+
+
+class CatalogDatabaseError(CatalogError):
+    """The catalog's database cannot be used: it cannot be opened or created, is read-only,
+    locked beyond the busy timeout, corrupt (not a database), or refused a statement. The
+    message is one line: what happened, the catalog URL (password masked), what to do.
+
+    Attributes:
+        url: the catalog URL, password masked.
+        problem: ``"read-only"``, ``"locked"``, ``"corrupt"``, ``"cannot-open"``,
+            ``"foreign"`` or ``"error"``.
+    """
+
+    def __init__(self, url: str, problem: str, message: str):
+        self.url = url
+        self.problem = problem
+        super().__init__(message)
+
+
+class ForeignDatabaseError(CatalogDatabaseError):
+    """The catalog URL points at a database that has tables but is not an acidflow catalog
+    (no ``acidflow_alembic_version`` with one of acidflow's revisions). Nothing was changed;
+    ``acidflow catalog init --force`` adds the catalog tables to it deliberately.
+
+    Attributes:
+        url: the catalog URL, password masked.
+        tables: some of the tables found there.
+    """
+
+    def __init__(self, url: str, tables: list[str], detail: str = ""):
+        self.tables = tables
+        shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+        super().__init__(
+            url, "foreign",
+            f"catalog database {url} is not an acidflow catalog: it holds other tables "
+            f"({shown}){detail}; refusing to add acidflow's tables to it. Point "
+            "ACIDFLOW_CATALOG_URL at an acidflow catalog or an empty database, or run "
+            "`acidflow catalog init --force` to use this one anyway")
+
+
+class WarehouseOwnedError(CatalogError):
+    """The warehouse belongs to another catalog (its ``_acidflow_warehouse.json`` names a
+    different catalog id): this catalog would hand out write ids the owner already used and
+    overwrite its data, so it refuses to write there. Reads are not checked.
+
+    Attributes:
+        warehouse: the warehouse root.
+        owner_id, owner_url: the owning catalog's id and (masked) URL from the marker.
+        catalog_id, catalog_url: this catalog's id and (masked) URL.
+    """
+
+    def __init__(self, warehouse: str, owner_id: str, owner_url: str, catalog_id: str,
+                 catalog_url: str):
+        self.warehouse = warehouse
+        self.owner_id = owner_id
+        self.owner_url = owner_url
+        self.catalog_id = catalog_id
+        self.catalog_url = catalog_url
+        super().__init__(
+            f"warehouse {warehouse} belongs to catalog {owner_id} ({owner_url}), not to this "
+            f"catalog {catalog_id} ({catalog_url}); refusing to write there. Check "
+            "ACIDFLOW_CATALOG_URL / ACIDFLOW_WAREHOUSE (two catalogs on one warehouse hand "
+            "out the same write ids and overwrite each other's data)")
+
+
+class TableLocationError(CatalogError, ValueError):
+    """A table location outside the warehouse: a relative location whose ``..`` escapes it,
+    or an absolute path / URL outside it without ``external: true``.
+
+    Attributes:
+        table, location, warehouse: what was refused and where.
+    """
+
+    def __init__(self, table: str, location: str, warehouse: str, why: str):
+        self.table = table
+        self.location = location
+        self.warehouse = warehouse
+        super().__init__(f"table {table}: location {location!r} {why} (warehouse {warehouse})")

@@ -25,6 +25,9 @@ TABLE_PROPERTIES_FIXED = {"transactional": "true", "transactional_properties": "
 #: Most buckets a table may have: bucket ids 0..MAX_BUCKET_ID fit BucketCodec V1's 12 bits.
 MAX_BUCKETS = MAX_BUCKET_ID + 1
 
+#: table property of a table allowed outside the warehouse (see :attr:`TableDef.external`)
+EXTERNAL_PROPERTY = "acidflow.external"
+
 NAME_RE = re.compile(r"^[a-z0-9_]+$")
 
 
@@ -142,9 +145,14 @@ class TableDef:
         properties: table properties (Hive ``TBLPROPERTIES``); ``transactional='true'``,
             ``transactional_properties='default'`` and ``bucketing_version`` are always set.
         location: table root; empty = ``<warehouse>/<db>.db/<table>`` filled in by
-            :meth:`Catalog.create_table`.
+            :meth:`Catalog.create_table`. A relative location is relative to the warehouse
+            (never to the working directory) and may not leave it with ``..``; an absolute
+            path or URL outside the warehouse needs ``external`` (issue 15 finding 4).
         table_id: catalog id, set by the catalog.
         created_at: creation time (UTC), set by the catalog.
+        external: the table may live outside the warehouse; stored as the table property
+            ``acidflow.external=true`` (not Hive's ``EXTERNAL``, which means an unmanaged
+            table - something a transactional table cannot be). YAML key ``external``.
     """
 
     name: str
@@ -159,6 +167,7 @@ class TableDef:
     location: str = ""
     table_id: int | None = None
     created_at: datetime | None = None
+    external: bool = False
 
     def __post_init__(self) -> None:
         name = str(self.name).strip().lower()
@@ -180,6 +189,9 @@ class TableDef:
         for key, value in TABLE_PROPERTIES_FIXED.items():
             props.setdefault(key, value)
         props.setdefault("bucketing_version", str(self.bucketing_version))
+        if self.external:
+            props[EXTERNAL_PROPERTY] = "true"
+        self.external = props.get(EXTERNAL_PROPERTY, "false").strip().lower() == "true"
         self.properties = props
         self.location = self.location or ""
 
@@ -262,8 +274,8 @@ class TableDef:
 
     # -- YAML ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict for YAML/JSON: columns as ``[{"name", "type"}]``; ``table_id`` and
-        ``created_at`` (ISO 8601) only when set."""
+        """Plain dict for YAML/JSON: columns as ``[{"name", "type"}]``; ``table_id``,
+        ``created_at`` (ISO 8601) and ``external`` only when set."""
         out: dict[str, Any] = {
             "name": self.name,
             "columns": [c.to_dict() for c in self.columns],
@@ -280,12 +292,14 @@ class TableDef:
             out["table_id"] = self.table_id
         if self.created_at is not None:
             out["created_at"] = self.created_at.isoformat()
+        if self.external:
+            out["external"] = True
         return out
 
     _KEYS: ClassVar[frozenset[str]] = frozenset({
         "name", "columns", "partition_columns", "primary_key", "ordering_column",
         "bucket_columns", "num_buckets", "bucketing_version", "properties",
-        "location", "table_id", "created_at"})
+        "location", "table_id", "created_at", "external"})
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TableDef":
@@ -320,7 +334,19 @@ class TableDef:
             location=data.get("location") or "",
             table_id=data.get("table_id"),
             created_at=created,
+            external=_as_bool(data.get("external", False), "external"),
         )
+
+
+def _as_bool(value: Any, what: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "1"):
+        return True
+    if text in ("false", "no", "0", "", "none"):
+        return False
+    raise ValueError(f"{what} must be true or false, got {value!r}")
 
 
 def check_fixed_properties(table: str, props: dict[str, str], bucketing_version: int) -> None:

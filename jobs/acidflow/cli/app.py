@@ -25,6 +25,7 @@ from acidflow.acid.fs import TableFS
 from acidflow.acid.layout import ValidWriteIdList
 from acidflow.acid.transaction import Transaction
 from acidflow.catalog import Catalog, Column, NoSuchTableError, TableDef
+from acidflow.cli import catalog as catalog_cli
 from acidflow.cli import cdc as cdc_cli
 from acidflow.cli import compactor as compactor_cli
 from acidflow.cli import pull as pull_cli
@@ -349,6 +350,7 @@ def _register_subcommands() -> None:
     reconcile_cli.register(app)
     validate_cli.register(app)
     compactor_cli.register(app, show_app)
+    catalog_cli.register(app)
 
 
 _register_subcommands()

@@ -17,6 +17,7 @@ This class only wires them and forwards each interface method (documented on
 """
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -40,8 +41,11 @@ from acidflow.catalog.sql.locks import SqlLocks
 from acidflow.catalog.sql.readers import SqlReaders
 from acidflow.catalog.sql.tables import SqlTables
 from acidflow.catalog.sql.txns import SqlTransactions
+from acidflow.catalog.sql import schema as m
+from acidflow.catalog.sql.db import utcnow
 from acidflow.catalog.sql.writeids import SqlWriteIds
 from acidflow.catalog.tabledef import Column, TableDef
+from acidflow.catalog.warehouse import warehouse_root
 from acidflow.config import load_settings
 
 
@@ -56,20 +60,27 @@ class SqlCatalog(Catalog):
             (``<warehouse>/<db>.db/<table>``); ``None`` = :func:`acidflow.config.load_settings`'s.
         txn_timeout_s: seconds without heartbeat after which
             :meth:`abort_timed_out_transactions` aborts a transaction (Hive ``hive.txn.timeout``).
-        migrate: run ``alembic upgrade head`` now (serialised between processes).
+        migrate: run ``alembic upgrade head`` now (serialised between processes); a database
+            with other tables that is not an acidflow catalog is refused
+            (:class:`~acidflow.catalog.errors.ForeignDatabaseError`; see :meth:`initialize`).
 
     Attributes:
         db: the :class:`~acidflow.catalog.sql.db.Database`; url, engine, backend,
             is_sqlite, is_postgres: its URL, engine and backend name.
 
-    Create one per process (SQLAlchemy engines do not survive ``fork``).
+    Create one per process (SQLAlchemy engines do not survive ``fork``). Writes check that the
+    warehouse belongs to this catalog (:meth:`check_warehouse_owner`): :meth:`create_table`,
+    :meth:`allocate_write_id` and :meth:`claim_compaction`.
+    Errors of the database name the URL with its password masked
+    (:class:`~acidflow.catalog.errors.CatalogDatabaseError`).
     """
 
     def __init__(self, url: str, *, warehouse: str | None = None, txn_timeout_s: int = 300,
                  migrate: bool = True) -> None:
         if warehouse is None:
             warehouse = load_settings().warehouse
-        self.warehouse = str(warehouse)
+        self.warehouse = warehouse_root(str(warehouse))
+        self._catalog_id: str | None = None
         self.txn_timeout_s = int(txn_timeout_s)
         self.db = Database(url)
         self._tables = SqlTables(self.db, self.warehouse)
@@ -128,9 +139,34 @@ class SqlCatalog(Catalog):
     def current_revision(self) -> str | None:
         return self.db.current_revision()
 
+    def display_url(self) -> str:
+        return self.db.render_url()
+
+    def initialize(self, force: bool = False) -> str:
+        self.db.upgrade(force=force)
+        return self.catalog_id()
+
+    def catalog_id(self) -> str:
+        if self._catalog_id is None:
+            def fn(conn: sa.Connection) -> str:
+                found = conn.execute(sa.select(m.CatalogIdentity.catalog_id).where(
+                    m.CatalogIdentity.identity_key == 1)).scalar()
+                if found is None:  # emptied by hand: a new identity, made once
+                    found = str(uuid.uuid4())
+                    conn.execute(sa.insert(m.CatalogIdentity).values(
+                        identity_key=1, catalog_id=found, created_at=utcnow()))
+                return str(found)
+
+            try:
+                self._catalog_id = self.db.run(fn)
+            except sa.exc.IntegrityError:  # a concurrent process made it first
+                self._catalog_id = self.db.run(fn, write=False)
+        return self._catalog_id
+
     # -- tables (sql/tables.py) --------------------------------------------------------------
     def create_table(self, table: TableDef | dict[str, Any], if_not_exists: bool = False
                      ) -> TableDef:
+        self.check_warehouse_owner()
         return self._tables.create_table(table, if_not_exists)
 
     def get_table(self, name: str) -> TableDef:
@@ -163,6 +199,7 @@ class SqlCatalog(Catalog):
         return self._txns.heartbeat(txn_id)
 
     def allocate_write_id(self, txn_id: int, table_name: str) -> int:
+        self.check_warehouse_owner()
         return self._txns.allocate_write_id(txn_id, table_name)
 
     def add_component(self, txn_id: int, table_name: str, partition: str | None,
@@ -245,6 +282,7 @@ class SqlCatalog(Catalog):
                                                   any_partition=any_partition)
 
     def claim_compaction(self, worker_id: str, cq_id: int | None = None) -> CompactionInfo | None:
+        self.check_warehouse_owner()
         return self._compactions.claim_compaction(worker_id, cq_id)
 
     def heartbeat_compaction(self, cq_id: int) -> None:

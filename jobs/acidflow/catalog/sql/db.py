@@ -16,6 +16,13 @@ Schema changes are Alembic migrations (``sql/migrations``), run in code (no ini 
 one catalog transaction, serialised between processes (SQLite ``BEGIN IMMEDIATE``, PostgreSQL
 advisory transaction lock). Create one :class:`Database` per process (SQLAlchemy engines do not
 survive ``fork``).
+
+Checks (issue 15 finding 7): an upgrade refuses a database that has tables but is not an
+acidflow catalog (:class:`~acidflow.catalog.errors.ForeignDatabaseError`, unless forced by
+``acidflow catalog init --force``), and every database error at connect, migrate or run
+becomes a one-line :class:`~acidflow.catalog.errors.CatalogDatabaseError` naming the URL with
+its password masked: read-only, locked beyond the busy timeout, corrupt / not a database,
+cannot be opened (missing or unusable directory).
 """
 from __future__ import annotations
 
@@ -37,6 +44,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import event
 
+from acidflow.catalog.errors import CatalogDatabaseError, ForeignDatabaseError
 from acidflow.catalog.sql.schema import VERSION_TABLE
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
@@ -87,6 +95,41 @@ def head_revision() -> str:
     return head
 
 
+def known_revisions() -> set[str]:
+    """Every revision id of acidflow's migrations."""
+    return {s.revision for s in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+
+
+def describe_db_error(url: str, exc: BaseException) -> CatalogDatabaseError:
+    """A one-line :class:`CatalogDatabaseError` for a database error: what went wrong with
+    the catalog at ``url`` (already masked) and what to do."""
+    orig = getattr(exc, "orig", None) or exc
+    text = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+    low = text.lower()
+    if "readonly" in low or "read-only" in low or "read only" in low:
+        return CatalogDatabaseError(
+            url, "read-only", f"catalog database {url} is read-only ({text}): acidflow must "
+            "write to its catalog; make the file and its directory writable or point "
+            "ACIDFLOW_CATALOG_URL at a writable catalog")
+    if "database is locked" in low or "database table is locked" in low:
+        return CatalogDatabaseError(
+            url, "locked", f"catalog database {url} stayed locked by another process beyond "
+            f"the {SQLITE_BUSY_TIMEOUT_S} s busy timeout ({text}): find the process holding it "
+            "(a stuck job, an open sqlite3 shell) and retry")
+    if "not a database" in low or "malformed" in low or "file is encrypted" in low:
+        return CatalogDatabaseError(
+            url, "corrupt", f"catalog database {url} is corrupt or not a SQLite database "
+            f"({text}): restore it from a backup, or point ACIDFLOW_CATALOG_URL at the right "
+            "file")
+    if "unable to open database file" in low or "could not connect" in low or \
+            "connection refused" in low or ("database" in low and "does not exist" in low):
+        return CatalogDatabaseError(
+            url, "cannot-open", f"cannot open catalog database {url} ({text}): check that its "
+            "directory exists and is writable (or that the server is up and the database "
+            "exists)")
+    return CatalogDatabaseError(url, "error", f"catalog database {url}: {text}")
+
+
 def _default_user() -> str | None:
     try:
         return getpass.getuser()
@@ -109,7 +152,12 @@ class Database:
     """
 
     def __init__(self, url: str | sa.URL) -> None:
-        self.url = sa.engine.make_url(url)
+        try:
+            self.url = sa.engine.make_url(url)
+        except sa.exc.ArgumentError as exc:
+            raise CatalogDatabaseError(str(url), "error",
+                                       f"catalog URL {url!r} is not a SQLAlchemy URL: {exc}") \
+                from exc
         self.backend = self.url.get_backend_name()
         self.is_sqlite = self.backend == "sqlite"
         self.is_postgres = self.backend == "postgresql"
@@ -126,7 +174,19 @@ class Database:
             engine = sa.create_engine(self.url, poolclass=sa.pool.StaticPool,
                                       connect_args={"check_same_thread": False})
         else:
-            Path(database).expanduser().absolute().parent.mkdir(parents=True, exist_ok=True)
+            uri = str(self.url.query.get("uri", "")).lower() in ("true", "1")
+            path = database[len("file:"):].split("?", 1)[0] if uri and \
+                database.startswith("file:") else database
+            read_only = uri and "mode=ro" in str(self.url)
+            if not read_only:
+                try:
+                    Path(path).expanduser().absolute().parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise CatalogDatabaseError(
+                        self.render_url(), "cannot-open",
+                        f"cannot open catalog database {self.render_url()}: its directory "
+                        f"{Path(path).expanduser().absolute().parent} cannot be created "
+                        f"({exc.strerror or exc}); fix the path in ACIDFLOW_CATALOG_URL") from exc
             engine = sa.create_engine(self.url, connect_args={
                 "timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False})
 
@@ -136,7 +196,10 @@ class Database:
             cur = dbapi_conn.cursor()
             cur.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_S * 1000}")
             if not memory:
-                cur.execute("PRAGMA journal_mode = WAL")
+                try:
+                    cur.execute("PRAGMA journal_mode = WAL")
+                except Exception:  # noqa: BLE001 - a read-only file: reads still work
+                    pass
             cur.execute("PRAGMA foreign_keys = ON")
             cur.close()
 
@@ -166,8 +229,10 @@ class Database:
 
         Raises:
             the error of a returned :class:`Deferred`, after the commit; whatever ``fn``
-            raises (the transaction is rolled back); ``sqlalchemy.exc.OperationalError`` when
-            the retries are exhausted.
+            raises (the transaction is rolled back); ``sqlalchemy.exc.IntegrityError`` as is;
+            :class:`CatalogDatabaseError` (naming the URL, password masked) for any other
+            database error, e.g. when the retries on a locked database are exhausted, a
+            read-only or corrupt database.
         """
         delay = 0.02
         for attempt in range(attempts):
@@ -182,7 +247,11 @@ class Database:
                     time.sleep(delay * (1 + random.random()))
                     delay = min(delay * 2, 1.0)
                     continue
+                raise describe_db_error(self.render_url(), exc) from exc
+            except sa.exc.IntegrityError:
                 raise
+            except sa.exc.DBAPIError as exc:
+                raise describe_db_error(self.render_url(), exc) from exc
             if isinstance(result, Deferred):
                 raise result.error
             return result
@@ -198,26 +267,77 @@ class Database:
         return "database is locked" in text or "database table is locked" in text
 
     # -- migrations ----------------------------------------------------------------------
-    def upgrade(self, revision: str = "head") -> None:
+    def upgrade(self, revision: str = "head", *, force: bool = False) -> None:
         """``alembic upgrade <revision>`` inside one catalog transaction, serialised between
-        processes (SQLite ``BEGIN IMMEDIATE``, PostgreSQL advisory transaction lock)."""
-        if revision == "head" and self.current_revision() == head_revision():
+        processes (SQLite ``BEGIN IMMEDIATE``, PostgreSQL advisory transaction lock).
+
+        Args:
+            force: migrate even a database that has other tables and is not an acidflow
+                catalog (``acidflow catalog init --force``).
+        Raises:
+            ForeignDatabaseError: the database holds tables but no acidflow revision (or a
+                revision acidflow does not know), unless ``force``.
+            CatalogDatabaseError: the database cannot be opened, read or written.
+        """
+        current = self.current_revision()
+        if revision == "head" and current == head_revision():
             return  # fast path: nothing to do, no lock taken
-        with self._migration_connection() as conn:
-            command.upgrade(alembic_config(connection=conn), revision)
+        with self._errors_named():
+            with self._migration_connection() as conn:
+                if not force:  # checked under the migration lock: another process may
+                    # have migrated the database since ``current`` was read
+                    ctx = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+                    self.check_is_catalog(conn, ctx.get_current_revision())
+                command.upgrade(alembic_config(connection=conn), revision)
+
+    def check_is_catalog(self, conn: sa.Connection, current: str | None) -> None:
+        """Refuse a database that is not (yet) an acidflow catalog but is not empty either.
+
+        Args:
+            conn: a connection to the database. current: its acidflow revision or ``None``.
+        Raises:
+            ForeignDatabaseError: tables but no acidflow revision, or an unknown revision.
+        """
+        if current is not None:
+            if current not in known_revisions():
+                raise ForeignDatabaseError(
+                    self.render_url(), [VERSION_TABLE],
+                    f"; its {VERSION_TABLE} names revision {current!r}, which this acidflow "
+                    "does not know (a newer acidflow, or another application)")
+            return
+        names = sorted(sa.inspect(conn).get_table_names())
+        others = [n for n in names if n != VERSION_TABLE]
+        if others:
+            raise ForeignDatabaseError(self.render_url(), others)
 
     def downgrade(self, revision: str) -> None:
         """``alembic downgrade <revision>`` (``"base"`` drops every catalog table)."""
-        with self._migration_connection() as conn:
-            command.downgrade(alembic_config(connection=conn), revision)
+        with self._errors_named():
+            with self._migration_connection() as conn:
+                command.downgrade(alembic_config(connection=conn), revision)
 
     def current_revision(self) -> str | None:
-        """The revision the database is at (``None`` if never migrated)."""
-        with self.engine.connect() as conn:
-            if self.is_sqlite:
-                conn.execution_options(acidflow_write=False)
-            ctx = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
-            return ctx.get_current_revision()
+        """The revision the database is at (``None`` if never migrated).
+
+        Raises:
+            CatalogDatabaseError: the database cannot be opened or read.
+        """
+        with self._errors_named():
+            with self.engine.connect() as conn:
+                if self.is_sqlite:
+                    conn.execution_options(acidflow_write=False)
+                ctx = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+                return ctx.get_current_revision()
+
+    @contextmanager
+    def _errors_named(self) -> Iterator[None]:
+        """Turn SQLAlchemy / DB-API errors into :class:`CatalogDatabaseError` naming the URL."""
+        try:
+            yield
+        except sa.exc.IntegrityError:
+            raise
+        except sa.exc.DBAPIError as exc:
+            raise describe_db_error(self.render_url(), exc) from exc
 
     @contextmanager
     def _migration_connection(self) -> Iterator[sa.Connection]:

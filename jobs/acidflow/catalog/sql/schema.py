@@ -424,3 +424,14 @@ class CdcTombstone(Base):
     key_json: Mapped[str] = mapped_column(sa.Text)
     position: Mapped[str] = mapped_column(sa.String(256))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class CatalogIdentity(Base):
+    """The catalog's stable id (revision 0005): one row, ``identity_key`` = 1. The warehouse
+    marker (``_acidflow_warehouse.json``) names this id as the warehouse's owner."""
+
+    __tablename__ = "catalog_identity"
+
+    identity_key: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
+    catalog_id: Mapped[str] = mapped_column(sa.String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)

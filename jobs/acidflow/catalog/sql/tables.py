@@ -13,6 +13,7 @@ from acidflow.catalog.errors import CatalogError, NoSuchTableError, TableExistsE
 from acidflow.catalog.sql import shared
 from acidflow.catalog.sql import schema as m
 from acidflow.catalog.sql.db import Database, utcnow
+from acidflow.catalog.warehouse import resolve_location, warehouse_root
 from acidflow.catalog.tabledef import (
     NAME_RE,
     Column,
@@ -22,9 +23,11 @@ from acidflow.catalog.tabledef import (
 )
 
 
-def load_tables(conn: sa.Connection, tbl_rows: Sequence[shared.Row]) -> list[TableDef]:
+def load_tables(conn: sa.Connection, tbl_rows: Sequence[shared.Row],
+                warehouse: str | None = None) -> list[TableDef]:
     """Build :class:`TableDef` objects for ``tbls`` rows (columns, keys, properties read in
-    one query per child table)."""
+    one query per child table). A relative location stored by an older acidflow is returned
+    resolved against ``warehouse`` (when given), never against the working directory."""
     ids = [r.tbl_id for r in tbl_rows]
     if not ids:
         return []
@@ -53,21 +56,28 @@ def load_tables(conn: sa.Connection, tbl_rows: Sequence[shared.Row]) -> list[Tab
             num_buckets=r.num_buckets,
             bucketing_version=r.bucketing_version,
             properties={p.param_key: p.param_value for p in params[r.tbl_id]},
-            location=r.location,
+            location=_absolute(r.location, warehouse),
             table_id=r.tbl_id,
             created_at=r.created_at,
         ))
     return tables
 
 
-def read_table(conn: sa.Connection, name: str) -> TableDef:
-    """The definition of ``name`` read on ``conn``.
+def _absolute(location: str, warehouse: str | None) -> str:
+    if warehouse is None or not location or "://" in location or location.startswith("/"):
+        return location
+    return f"{warehouse_root(warehouse).rstrip('/')}/{location}"
+
+
+def read_table(conn: sa.Connection, name: str, warehouse: str | None = None) -> TableDef:
+    """The definition of ``name`` read on ``conn`` (see :func:`load_tables` for
+    ``warehouse``).
 
     Raises:
         NoSuchTableError: unknown table.
     """
     db, tbl = split_table_name(name)
-    return load_tables(conn, [shared.table_row(conn, db, tbl)])[0]
+    return load_tables(conn, [shared.table_row(conn, db, tbl)], warehouse)[0]
 
 
 def _insert_columns(conn: sa.Connection, tbl_id: int, columns: list[Column], start: int) -> None:
@@ -91,7 +101,19 @@ class SqlTables:
 
     def default_location(self, db: str, tbl: str) -> str:
         """``<warehouse>/<db>.db/<tbl>`` (Hive's default table location)."""
-        return f"{self.warehouse.rstrip('/')}/{db}.db/{tbl}"
+        return f"{warehouse_root(self.warehouse).rstrip('/')}/{db}.db/{tbl}"
+
+    def location_of(self, table: TableDef) -> str:
+        """Where ``table`` lives: its location resolved against the warehouse
+        (:func:`acidflow.catalog.warehouse.resolve_location`), or the default location.
+
+        Raises:
+            TableLocationError: ``..`` leaving the warehouse, or outside it without
+                ``external``.
+        """
+        db, tbl = split_table_name(table.name)
+        return resolve_location(table.name, table.location, self.warehouse,
+                                external=table.external) or self.default_location(db, tbl)
 
     def create_table(self, table: TableDef | dict[str, Any], if_not_exists: bool = False
                      ) -> TableDef:
@@ -105,20 +127,21 @@ class SqlTables:
             The stored definition (with ``table_id``, ``created_at``, ``location``).
         Raises:
             ValueError: invalid definition (:meth:`TableDef.validate`).
+            TableLocationError: a location outside the warehouse (a ``ValueError`` too).
             TableExistsError: the name is taken and ``if_not_exists`` is false.
         """
         table = TableDef.from_dict(table.to_dict()) if isinstance(table, TableDef) else \
             TableDef.from_dict(table)
         table.validate()
         db, tbl = split_table_name(table.name)
-        location = table.location or self.default_location(db, tbl)
+        location = self.location_of(table)
 
         def fn(conn: sa.Connection) -> TableDef:
             exists = conn.execute(sa.select(m.Tbl.tbl_id).where(
                 m.Tbl.db_name == db, m.Tbl.tbl_name == tbl)).first()
             if exists is not None:
                 if if_not_exists:
-                    return read_table(conn, table.name)
+                    return read_table(conn, table.name, self.warehouse)
                 raise TableExistsError(table.name)
             now = utcnow()
             tbl_id = conn.execute(sa.insert(m.Tbl).values(
@@ -142,7 +165,7 @@ class SqlTables:
                 {"tbl_id": tbl_id, "param_key": k, "param_value": v}
                 for k, v in sorted(table.properties.items())])
             conn.execute(sa.insert(m.NextWriteId).values(db_name=db, tbl_name=tbl, nwi_next=1))
-            return read_table(conn, table.name)
+            return read_table(conn, table.name, self.warehouse)
 
         try:
             return self.db.run(fn)
@@ -158,7 +181,7 @@ class SqlTables:
         Raises:
             NoSuchTableError: unknown table.
         """
-        return self.db.run(lambda conn: read_table(conn, name), write=False)
+        return self.db.run(lambda conn: read_table(conn, name, self.warehouse), write=False)
 
     def table_exists(self, name: str) -> bool:
         """True when ``name`` is registered."""
@@ -173,7 +196,7 @@ class SqlTables:
             q = sa.select(m.Tbl.__table__).order_by(m.Tbl.db_name, m.Tbl.tbl_name)
             if db_name is not None:
                 q = q.where(m.Tbl.db_name == db_name.strip().lower())
-            return load_tables(conn, conn.execute(q).all())
+            return load_tables(conn, conn.execute(q).all(), self.warehouse)
 
         return self.db.run(fn, write=False)
 
@@ -241,7 +264,7 @@ class SqlTables:
                 if not updated:
                     conn.execute(sa.insert(m.TableParam).values(
                         tbl_id=current.table_id, param_key=key, param_value=value))
-            return read_table(conn, name)
+            return read_table(conn, name, self.warehouse)
 
         return self.db.run(fn)
 
@@ -269,7 +292,7 @@ class SqlTables:
                 taken.add(col.name)
             assert current.table_id is not None  # read from the catalog
             _insert_columns(conn, current.table_id, new_columns, len(current.columns))
-            return read_table(conn, name)
+            return read_table(conn, name, self.warehouse)
 
         return self.db.run(fn)
 

@@ -1,0 +1,224 @@
+"""Issue 15: warehouse ownership, exclusive directory creates and table locations, on real
+SQLite catalogs, real ORC files and the real local / ``memory://`` filesystems (no Spark: the
+statements write Arrow tables in this process)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import fsspec
+import pyarrow as pa
+import pytest
+
+from acidflow import reads
+from acidflow.acid.compaction import VERIFIED_MARKER, CompactionError, finish_publish
+from acidflow.acid.fs import CLAIM_FILE, DirectoryClaimedError, TableFS, new_claim
+from acidflow.acid.transaction import Transaction
+from acidflow.acid.types import arrow_schema
+from acidflow.catalog import Column, SqlCatalog, TableDef
+from acidflow.catalog.errors import TableLocationError, WarehouseOwnedError
+from acidflow.catalog.warehouse import WAREHOUSE_MARKER, forget_checks, read_marker
+from acidflow.tables_config import load_tables_config
+
+
+def accounts(name: str = "bank.accounts", **kwargs) -> TableDef:
+    return TableDef(name=name, columns=[Column("id", "int"), Column("owner", "string")],
+                    primary_key=["id"], **kwargs)
+
+
+def write_rows(cat: SqlCatalog, name: str, rows: list[dict]) -> None:
+    """One committed insert statement (split-update primitive, Arrow path)."""
+    table = cat.get_table(name)
+    data = pa.Table.from_pylist(rows, schema=arrow_schema(
+        [(c.name, c.hive_type) for c in table.columns]))
+    none = pa.table({"owid": pa.array([], pa.int64()), "bprop": pa.array([], pa.int32()),
+                     "rowid": pa.array([], pa.int64())})
+    with Transaction(cat, heartbeat_s=0) as txn:
+        txn.apply_row_changes(name, data, none, counts={
+            "rows_inserted": len(rows), "rows_updated": 0, "rows_deleted": 0})
+
+
+def read_rows(cat: SqlCatalog, name: str) -> list[dict]:
+    got = reads.run_plan(None, reads.plan_table(cat, name))
+    return sorted(got.select(["id", "owner"]).to_pylist(), key=lambda r: r["id"])
+
+
+@pytest.fixture(autouse=True)
+def _fresh_owner_cache():
+    forget_checks()
+    yield
+    forget_checks()
+
+
+# ------------------------------------------------------------------ finding 2: ownership
+
+
+def test_second_catalog_refuses_a_warehouse_another_catalog_owns(tmp_path):
+    """issue 15 finding 2: a second catalog (another SQLite file) pointed at the same
+    warehouse refuses to write there - create, write id - naming both catalogs and the
+    warehouse; the first catalog's committed rows are untouched and reads still work."""
+    wh = tmp_path / "wh"
+    first = SqlCatalog(f"sqlite:///{tmp_path / 'one.db'}", warehouse=str(wh))
+    second = SqlCatalog(f"sqlite:///{tmp_path / 'two.db'}", warehouse=str(wh))
+    first.create_table(accounts())
+    write_rows(first, "bank.accounts", [{"id": 1, "owner": "ann"}])
+    marker = json.loads((wh / WAREHOUSE_MARKER).read_text())
+    assert marker["catalog_id"] == first.catalog_id()
+    assert marker["catalog_url"] == f"sqlite:///{tmp_path / 'one.db'}"
+    assert first.catalog_id() != second.catalog_id()
+
+    with pytest.raises(WarehouseOwnedError) as exc:
+        second.create_table(accounts())
+    msg = str(exc.value)
+    for part in (first.catalog_id(), second.catalog_id(), str(wh), "one.db", "two.db"):
+        assert part in msg
+    assert not second.table_exists("bank.accounts")
+    txn = second.open_transaction()
+    with pytest.raises(WarehouseOwnedError):
+        second.allocate_write_id(txn, "bank.accounts")
+    with pytest.raises(WarehouseOwnedError):
+        second.claim_compaction("w1")
+    assert read_rows(first, "bank.accounts") == [{"id": 1, "owner": "ann"}]
+    # the marker is written once: the first catalog's id is still there
+    assert read_marker(str(wh))["catalog_id"] == first.catalog_id()
+    # the cache is per (warehouse, catalog): the owner keeps writing
+    write_rows(first, "bank.accounts", [{"id": 2, "owner": "bob"}])
+    assert [r["id"] for r in read_rows(first, "bank.accounts")] == [1, 2]
+
+
+def test_exclusive_create_refuses_to_replace_a_committed_delta(tmp_path):
+    """issue 15 finding 2, the original report: with the ownership check bypassed, the second
+    catalog's write id 1 would rewrite ``delta_0000001_0000001_0000`` in place; the exclusive
+    directory create refuses, names the directory, and the first catalog's data is intact."""
+    wh = tmp_path / "wh"
+    first = SqlCatalog(f"sqlite:///{tmp_path / 'one.db'}", warehouse=str(wh))
+    second = SqlCatalog(f"sqlite:///{tmp_path / 'two.db'}", warehouse=str(wh))
+    first.create_table(accounts())
+    write_rows(first, "bank.accounts", [{"id": 1, "owner": "ann"}, {"id": 2, "owner": "bob"}])
+    delta = Path(first.get_table("bank.accounts").location) / "delta_0000001_0000001_0000"
+    before = {p.name: p.read_bytes() for p in delta.iterdir()}
+    assert "bucket_00000" in before and CLAIM_FILE in before
+
+    second.check_warehouse_owner = lambda: None  # type: ignore[method-assign]  # bypassed
+    second.create_table(accounts())
+    with pytest.raises(DirectoryClaimedError) as exc:
+        write_rows(second, "bank.accounts", [{"id": 1, "owner": "mallory"}])
+    assert "delta_0000001_0000001_0000" in str(exc.value)
+    assert "another writer or another catalog" in str(exc.value)
+    assert {p.name: p.read_bytes() for p in delta.iterdir()} == before
+    assert read_rows(first, "bank.accounts") == [{"id": 1, "owner": "ann"},
+                                                 {"id": 2, "owner": "bob"}]
+    assert second.list_transactions(["aborted"])  # the loser aborted, nothing visible
+
+
+def test_claim_dir_is_exclusive_on_local_disk_and_memory(tmp_path):
+    """issue 15 finding 2: a statement directory is created exclusively - the same claim
+    (sibling tasks of one statement) shares it, any other claim or an unclaimed existing
+    directory is refused - on local disk and on an fsspec store (``memory://``)."""
+    for root in (str(tmp_path / "t"), "memory://wh-claims/t"):
+        tfs = TableFS(root)
+        d = f"{root}/delta_0000001_0000001_0000"
+        mine, other = new_claim(write_id=1), new_claim(write_id=1)
+        assert tfs.claim_dir(d, mine) is True
+        assert tfs.claim_dir(d, mine) is False
+        with pytest.raises(DirectoryClaimedError, match="delta_0000001_0000001_0000"):
+            tfs.claim_dir(d, other)
+        tfs.write_bytes(f"{root}/delta_0000002_0000002_0000/bucket_00000", b"old data")
+        with pytest.raises(DirectoryClaimedError):
+            tfs.claim_dir(f"{root}/delta_0000002_0000002_0000", mine)
+        assert tfs.read_bytes(f"{root}/delta_0000002_0000002_0000/bucket_00000") == b"old data"
+        with pytest.raises(FileExistsError):
+            tfs.create_exclusive(f"{d}/{CLAIM_FILE}", b"x")
+    fsspec.filesystem("memory").rm("/wh-claims", recursive=True)
+
+
+def test_compaction_publish_never_replaces_an_existing_directory(tmp_path):
+    """issue 15 finding 2: publishing a compaction's verified output under a name that exists
+    (another writer's) is refused; the existing directory is left as it was."""
+    pdir = tmp_path / "t"
+    tmp = pdir / ".compact_tmp_7"
+    (tmp / "base_0000005").mkdir(parents=True)
+    (tmp / "base_0000005" / "bucket_00000").write_bytes(b"new")
+    (tmp / VERIFIED_MARKER).write_text(json.dumps({"outputs": ["base_0000005"]}))
+    (pdir / "base_0000005").mkdir()
+    (pdir / "base_0000005" / "bucket_00000").write_bytes(b"theirs")
+    tfs = TableFS(str(pdir))
+    with pytest.raises(CompactionError, match="base_0000005"):
+        finish_publish(tfs, str(pdir), str(tmp))
+    assert (pdir / "base_0000005" / "bucket_00000").read_bytes() == b"theirs"
+    (pdir / "base_0000005" / "bucket_00000").unlink()
+    (pdir / "base_0000005").rmdir()
+    assert finish_publish(tfs, str(pdir), str(tmp)) == ["base_0000005"]
+    assert (pdir / "base_0000005" / "bucket_00000").read_bytes() == b"new"
+
+
+# ------------------------------------------------------------------ finding 4: locations
+
+
+def test_relative_location_reads_the_same_rows_from_any_cwd(tmp_path, monkeypatch):
+    """issue 15 finding 4: a relative ``location`` in the tables YAML is relative to the
+    warehouse, so the table reads the same rows whichever directory a command runs from."""
+    wh = tmp_path / "wh"
+    cfg = tmp_path / "tables.yaml"
+    cfg.write_text(
+        "database: bank\n"
+        "tables:\n"
+        "  - name: accounts\n"
+        "    location: data/accounts\n"
+        "    columns: [{name: id, type: int}, {name: owner, type: string}]\n"
+        "    primary_key: [id]\n")
+    url = f"sqlite:///{tmp_path / 'cat.db'}"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    monkeypatch.chdir(tmp_path / "a")
+    cat = SqlCatalog(url, warehouse=str(wh))
+    (tdef,) = load_tables_config(cfg).values()
+    created = cat.create_table(tdef)
+    assert created.location == str(wh / "data" / "accounts")
+    write_rows(cat, "bank.accounts", [{"id": 1, "owner": "ann"}])
+    assert not (tmp_path / "a" / "data").exists()
+    monkeypatch.chdir(tmp_path / "b")
+    again = SqlCatalog(url, warehouse=str(wh))
+    assert read_rows(again, "bank.accounts") == [{"id": 1, "owner": "ann"}]
+
+
+def test_locations_outside_the_warehouse_are_refused_unless_external(tmp_path):
+    """issue 15 finding 4: ``..`` may not leave the warehouse; an absolute location outside
+    it needs ``external: true`` (stored as ``acidflow.external=true``); the error names the
+    table, the location and the warehouse."""
+    wh = tmp_path / "wh"
+    cat = SqlCatalog(f"sqlite:///{tmp_path / 'cat.db'}", warehouse=str(wh))
+    with pytest.raises(TableLocationError) as exc:
+        cat.create_table(accounts(location="../escape"))
+    assert "bank.accounts" in str(exc.value) and "../escape" in str(exc.value)
+    assert str(wh) in str(exc.value)
+    with pytest.raises(TableLocationError, match="outside the warehouse"):
+        cat.create_table(accounts(location=str(tmp_path / "elsewhere")))
+    with pytest.raises(TableLocationError, match="outside the warehouse"):
+        cat.create_table(accounts(location=f"{wh}/../elsewhere"))
+    assert not cat.table_exists("bank.accounts")
+    inside = cat.create_table(accounts("bank.a2", location=f"{wh}/x/../custom"))
+    assert inside.location == str(wh / "custom")
+    ext = cat.create_table(accounts(location=str(tmp_path / "elsewhere"), external=True))
+    assert ext.location == str(tmp_path / "elsewhere")
+    assert ext.external and ext.properties["acidflow.external"] == "true"
+    assert cat.get_table("bank.accounts").external
+    write_rows(cat, "bank.accounts", [{"id": 3, "owner": "cy"}])
+    assert read_rows(cat, "bank.accounts") == [{"id": 3, "owner": "cy"}]
+    with pytest.raises(TableLocationError):
+        cat.create_table(accounts("bank.a3", location="s3://bucket/x"))
+
+
+def test_tables_yaml_external_key(tmp_path):
+    """issue 15 finding 4: ``external: true`` in the tables YAML reaches the catalog."""
+    cfg = tmp_path / "tables.yaml"
+    cfg.write_text(
+        "tables:\n"
+        "  - name: bank.ext\n"
+        f"    location: {tmp_path / 'outside'}\n"
+        "    external: true\n"
+        "    columns: [{name: id, type: int}]\n")
+    (tdef,) = load_tables_config(cfg).values()
+    assert tdef.external
+    cat = SqlCatalog(f"sqlite:///{tmp_path / 'cat.db'}", warehouse=str(tmp_path / "wh"))
+    assert cat.create_table(tdef).location == str(tmp_path / "outside")
