@@ -193,8 +193,8 @@ def check_layout(partition: str, entries: Iterable[DirEntry], state: AcidState,
         out.append(Finding(partition, "aborted", INFO, name, "aborted write ids; cleaner removes it"))
     for name in state.obsolete:
         out.append(Finding(partition, "obsolete", INFO, name, "superseded; cleaner removes it"))
-    for kind in (False, True):
-        same = sorted((d for d in deltas if d.is_delete == kind),
+    for deletes in (False, True):
+        same = sorted((d for d in deltas if d.is_delete == deletes),
                       key=lambda d: (d.min_write_id, -d.max_write_id))
         for i, wide in enumerate(same):
             for other in same[i + 1:]:

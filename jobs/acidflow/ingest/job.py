@@ -280,7 +280,7 @@ def ingest(spark: Any, catalog: Any, table_name: str, path: str, fmt: str,
         return report
     unreadable = _unreadable_files(files, fmt)
     poison = [_poison_record(u, table.name) for u in unreadable]
-    readable = [f["path"] for f in files if "unreadable" not in f]
+    readable = [str(f["path"]) for f in files if "unreadable" not in f]
     report.files_quarantined = len(unreadable)
     if not readable:
         qfile = write_quarantine(catalog.warehouse, "ingest", batch_id, poison)

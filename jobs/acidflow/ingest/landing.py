@@ -22,7 +22,7 @@ import codecs
 import gzip
 import zlib
 from dataclasses import dataclass
-from typing import IO, Iterator
+from typing import BinaryIO, Iterator
 
 import pyarrow.parquet as pq
 
@@ -58,7 +58,7 @@ class UnreadableFile:
         return f"{self.path}:{self.line}" if self.line is not None else self.path
 
 
-def _chunks(fh: IO[bytes]) -> Iterator[bytes]:
+def _chunks(fh: BinaryIO | gzip.GzipFile) -> Iterator[bytes]:
     while True:
         chunk = fh.read(CHUNK)
         if not chunk:
