@@ -50,9 +50,18 @@ def test_compactor_commands(warehouse):
     findings = [json.loads(l) for l in invoke("fsck", "shop.items", "--json").splitlines()]
     assert findings == []
     (loc / ".compact_tmp_99").mkdir()
-    (loc / "delta_0000002_0000005").mkdir()          # overlapping range, no metadata
+    (loc / "delta_0000002_0000003").mkdir()          # committed ids, overlapping range, no metadata
+    (loc / "delta_0000002_0000005").mkdir()          # ids 4, 5 above the high watermark 3
     out = invoke("fsck", "shop.items", code=1)
     assert "orphan" in out and "overlap" in out and "missing_metadata" in out
+    found = {(f["kind"], f["path"]): f for f in map(json.loads, invoke(
+        "fsck", "shop.items", "--json", code=1).splitlines())}
+    assert found[("missing_metadata", "delta_0000002_0000003")]["severity"] == "error"
+    assert ("overlap", "delta_0000002_0000003") in found
+    # issue 15 finding 10: write ids unknown to the catalog are an orphan, not missing metadata
+    assert found[("orphan", "delta_0000002_0000005")]["severity"] == "warning"
+    assert not any(f["path"] == "delta_0000002_0000005" for k, f in found.items()
+                   if k[0] != "orphan")
     assert "removed" not in invoke("clean") or True
     assert not (loc / ".compact_tmp_99").exists()    # the cleaner removed the orphan temp dir
     invoke("compact", "shop.items", "--type", "medium", code=2)

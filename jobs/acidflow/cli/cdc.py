@@ -105,23 +105,39 @@ def register(app: typer.Typer, cdc_app: typer.Typer, show_app: typer.Typer,
         fmt: str = typer.Option(..., "--format", help="csv | jsonl | parquet"),
         data_interval: str = typer.Option(..., "--data-interval",
                                           help="identity of the interval, e.g. 2024-01-01"),
-        mode: str = typer.Option("append", "--mode", help="append | overwrite"),
+        mode: str = typer.Option("append", "--mode", help="append | overwrite | upsert"),
+        upsert: bool = typer.Option(False, "--upsert",
+                                    help="update rows whose primary key is already in the "
+                                         "table instead of refusing them (= --mode upsert)"),
         partition: Optional[list[str]] = typer.Option(None, "--partition",
                                                       help="col=value (repeatable)"),
         quarantine_threshold: float = typer.Option(0.01, "--quarantine-threshold"),
     ) -> None:
-        """Load the landing files of one data interval into a table, once (Spark)."""
+        """Load the landing files of one data interval into a table, once (Spark).
+
+        Appending to a table with a primary key refuses keys that are already in the table
+        (or repeat in the files) unless --upsert is given. Unreadable files (binary, truncated
+        .gz, broken Parquet) are quarantined whole and the other files are loaded."""
+        if upsert:
+            if mode not in ("append", "upsert"):
+                raise typer.BadParameter(f"--upsert does not combine with --mode {mode}")
+            mode = "upsert"
         spec = dict(kv.split("=", 1) for kv in partition or []) or None
         r = ingest(get_spark("acidflow-ingest"), catalog_factory(), table, path, fmt,
                    data_interval, mode=mode, partition=spec,
                    quarantine_threshold=quarantine_threshold)
         console.print(f"{r.status}: {r.table} {r.data_interval} ({r.mode}) rows={r.rows} "
-                      f"quarantined={r.quarantined} txn={r.txn_id} write id={r.write_id} "
+                      + (f"updated={r.rows_updated} " if r.mode == "upsert" else "")
+                      + f"quarantined={r.quarantined} txn={r.txn_id} write id={r.write_id} "
                       f"batch={r.batch_id} {r.seconds:.1f}s")
         if r.note:
             console.print(f"[yellow]{r.note}")
+        for f in r.files:
+            if f.get("unreadable"):
+                console.print(f"[yellow]quarantined unreadable file {f['path']}: "
+                              f"{f['unreadable']}")
         if r.quarantine_file:
-            console.print(f"[yellow]bad rows: {r.quarantine_file}")
+            console.print(f"[yellow]bad records: {r.quarantine_file}")
 
     @show_app.command("batches")
     def show_batches(kind: Optional[str] = typer.Option(None, "--kind",

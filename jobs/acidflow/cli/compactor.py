@@ -143,8 +143,9 @@ def register(app: typer.Typer, show_app: typer.Typer) -> None:
     @app.command("fsck")
     def fsck(table: str = typer.Argument(..., help="db.table"),
              as_json: bool = typer.Option(False, "--json")) -> None:
-        """Check a table: orphan and aborted dirs, missing metadata, overlapping write-id
-        ranges, duplicate ROW__IDs. Exit code 1 when an error is found."""
+        """Check a table: orphan, aborted and open dirs (a killed or running writer's, by
+        write-id state), missing metadata of committed dirs, overlapping write-id ranges,
+        duplicate ROW__IDs, duplicate primary keys. Exit code 1 when an error is found."""
         findings = fsck_table(_catalog(), table)
         if as_json:
             for f in findings:

@@ -8,6 +8,9 @@ lives below both (``acidflow.sources.records``, ``acidflow.quarantine``,
 """
 from __future__ import annotations
 
-from acidflow.ingest.job import FILE_FORMATS, MODES, IngestReport, ingest, landing_files
+from acidflow.ingest.job import (FILE_FORMATS, MODES, ExistingKeysError, IngestReport,
+                                 LandingFileError, ingest, landing_files)
+from acidflow.ingest.landing import UnreadableFile, check_landing_file
 
-__all__ = ["FILE_FORMATS", "MODES", "IngestReport", "ingest", "landing_files"]
+__all__ = ["FILE_FORMATS", "MODES", "ExistingKeysError", "IngestReport", "LandingFileError",
+           "UnreadableFile", "check_landing_file", "ingest", "landing_files"]

@@ -24,12 +24,18 @@ def ingest_main(argv: list[str]) -> int:
     p.add_argument("--path", required=True, help="file, glob or directory")
     p.add_argument("--format", dest="fmt", required=True, choices=["csv", "jsonl", "parquet"])
     p.add_argument("--data-interval", required=True)
-    p.add_argument("--mode", default="append", choices=["append", "overwrite"])
+    p.add_argument("--mode", default="append", choices=["append", "overwrite", "upsert"],
+                   help="append refuses primary keys already in the table; upsert updates them")
+    p.add_argument("--upsert", action="store_true", help="same as --mode upsert")
     p.add_argument("--partition", action="append", default=[], help="col=value (repeatable)")
     p.add_argument("--quarantine-threshold", type=float, default=0.01)
     p.add_argument("--tables-config", default=None,
                    help="YAML file/dir: create the table from it when it does not exist")
     a = p.parse_args(argv)
+    if a.upsert:
+        if a.mode not in ("append", "upsert"):
+            p.error(f"--upsert does not combine with --mode {a.mode}")
+        a.mode = "upsert"
     partition = dict(kv.split("=", 1) for kv in a.partition) or None
     catalog = Catalog.from_settings()
     if a.tables_config and not catalog.table_exists(a.table):

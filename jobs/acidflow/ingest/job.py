@@ -10,8 +10,19 @@ by construction).
 
 Rows that do not parse with the table's schema (Spark's PERMISSIVE mode ``_corrupt_record``)
 or have a NULL primary key go to quarantine (``acidflow.quarantine``) with the file and the raw
-record; more than the threshold (1 %) aborts the batch. The good rows pass the table's expectation
-suite (``acidflow.quality.gx.gate_staged``) before they are written.
+record; more than the threshold (1 %) aborts the batch. A file that cannot be read at all (binary,
+not UTF-8, a truncated ``.gz``, an unreadable Parquet file: ``acidflow.ingest.landing``) is
+quarantined as a whole -- one record naming the file, the line / byte offset and the reason --
+and the other files are loaded; it does not count toward the row threshold, but a batch whose
+files are all unreadable fails (:class:`LandingFileError`). The good rows pass the table's
+expectation suite (``acidflow.quality.gx.gate_staged``) before they are written.
+
+Primary keys: ``append`` into a table with a primary key refuses rows whose key is already in
+the table's snapshot or repeats within the batch (:class:`ExistingKeysError`, nothing applied) --
+an INSERT must not create a second live row of a key. ``upsert`` (CLI ``--upsert``) writes the
+batch as a split-update instead (``Transaction.upsert``: keys in the table are updated, new keys
+inserted); it has the batch id of ``append``. Tables without a primary key keep Hive's INSERT
+semantics.
 """
 from __future__ import annotations
 
@@ -23,15 +34,62 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from acidflow.acid import lookup
 from acidflow.acid import types as htypes
+from acidflow.acid.conform import DuplicateKeyError
 from acidflow.acid.transaction import Transaction
+from acidflow.ingest.landing import UnreadableFile, check_landing_file
 from acidflow.quality.gx import gate_staged
 from acidflow.quarantine import DEFAULT_THRESHOLD, check_threshold, write_quarantine
 from acidflow.sources.records import BadRecord
 
 FILE_FORMATS = ("csv", "jsonl", "parquet")
-MODES = ("append", "overwrite")
+MODES = ("append", "overwrite", "upsert")
 CORRUPT = "_corrupt_record"
+#: keys named at most in an :class:`ExistingKeysError`
+MAX_NAMED_KEYS = 10
+
+
+class ExistingKeysError(DuplicateKeyError):
+    """``append`` into a table with a primary key met rows whose key is already in the table
+    or repeats within the batch; nothing was applied.
+
+    Attributes:
+        table: the table; existing / repeated: how many key values are in the table already /
+            occur more than once in the batch; examples: up to :data:`MAX_NAMED_KEYS` of them
+            as ``{column: value}``.
+    """
+
+    def __init__(self, table: str, key: list[str], existing: int, repeated: int,
+                 examples: list[dict[str, Any]]) -> None:
+        self.table, self.existing, self.repeated, self.examples = table, existing, repeated, examples
+        what = []
+        if existing:
+            what.append(f"{existing} primary key value(s) already in the table")
+        if repeated:
+            what.append(f"{repeated} repeated within the batch")
+        super().__init__(
+            f"ingest append into {table}: {' and '.join(what)} (key {', '.join(key)}), e.g. "
+            + ", ".join(str(e) for e in examples)
+            + "; nothing was applied. An append never creates a second row of a key: ingest "
+              "with mode upsert (acidflow ingest --upsert) to update existing keys.")
+
+
+class LandingFileError(ValueError):
+    """Every landing file of a batch is unreadable (see ``acidflow.ingest.landing``); nothing
+    was applied.
+
+    Attributes:
+        files: the :class:`acidflow.ingest.landing.UnreadableFile` of each file.
+        quarantine_file: where they were recorded.
+    """
+
+    def __init__(self, table: str, files: list[UnreadableFile], quarantine_file: str | None
+                 ) -> None:
+        self.files, self.quarantine_file = files, quarantine_file
+        super().__init__(f"ingest into {table}: no readable landing file; "
+                         + "; ".join(f"{f.path}: {f.reason}" for f in files)
+                         + f" (recorded in {quarantine_file})")
 
 
 @dataclass
@@ -42,7 +100,11 @@ class IngestReport:
         batch_id, table, data_interval, mode: what was loaded where.
         status: ``applied`` or ``skipped`` (already applied).
         files: ``[{"path", "sha256", "bytes"}]`` of the batch.
-        rows: rows written; quarantined: bad rows; quarantine_file: where they are.
+        rows: rows written (upsert: inserted + updated); rows_updated: rows of keys already
+            in the table that an upsert replaced.
+        quarantined: bad records (rows, plus one per unreadable file); files_quarantined:
+            landing files quarantined as a whole (unreadable); quarantine_file: where the bad
+            records are.
         txn_id, write_id: the transaction (this run's or the earlier one's) and write id.
         note: extra information (e.g. files changed since an appended interval was loaded).
         seconds: wall time.
@@ -55,7 +117,9 @@ class IngestReport:
     status: str
     files: list[dict[str, Any]] = field(default_factory=list)
     rows: int = 0
+    rows_updated: int = 0
     quarantined: int = 0
+    files_quarantined: int = 0
     quarantine_file: str | None = None
     txn_id: int | None = None
     write_id: int | None = None
@@ -90,7 +154,7 @@ def _sha256(path: str) -> str:
     return h.hexdigest()
 
 
-def _batch_id(table: str, interval: str, mode: str, files: list[dict]) -> str:
+def _batch_id(table: str, interval: str, mode: str, files: list[dict[str, Any]]) -> str:
     bid = f"ingest:{table}:{interval}"
     if mode == "overwrite":
         digest = hashlib.sha256("\n".join(f"{os.path.basename(f['path'])} {f['sha256']}"
@@ -136,7 +200,10 @@ def _csv_columns(files: list[str], cols: list[tuple[str, str]]) -> list[tuple[st
     for f in files:
         opener = gzip.open if f.endswith(".gz") else open
         with opener(f, "rt", encoding="utf-8") as fh:
-            names = [h.strip().strip('"').lower() for h in fh.readline().rstrip("\r\n").split(",")]
+            first = fh.readline()
+        if not first.strip():
+            continue  # an empty file has no header and no rows
+        names = [h.strip().strip('"').lower() for h in first.rstrip("\r\n").split(",")]
         unknown = [h for h in names if h not in types]
         if unknown:
             raise ValueError(f"{f}: CSV header names column(s) {unknown} that the table does "
@@ -144,8 +211,8 @@ def _csv_columns(files: list[str], cols: list[tuple[str, str]]) -> list[tuple[st
         if header is not None and names != header:
             raise ValueError(f"{f}: CSV header {names} differs from {files[0]}'s {header}")
         header = names
-    if header is None:  # no files (TypeError, as iterating the missing header always gave)
-        raise TypeError("no CSV files to read a header from")
+    if header is None:  # every file is empty
+        return cols
     return [types[h] for h in header]
 
 
@@ -160,8 +227,10 @@ def ingest(spark: Any, catalog: Any, table_name: str, path: str, fmt: str,
         fmt: ``csv`` (header row), ``jsonl`` or ``parquet``.
         data_interval: the interval's identity, e.g. Airflow's
             ``"2024-01-01T00:00:00+00:00/2024-01-02T00:00:00+00:00"`` or ``"2024-01-01"``.
-        mode: ``append`` (INSERT INTO) or ``overwrite`` (INSERT OVERWRITE of ``partition``, or
-            of the whole table when unpartitioned).
+        mode: ``append`` (INSERT INTO; into a table with a primary key only rows of new keys,
+            see the module docstring), ``upsert`` (split-update: existing keys updated, new
+            keys inserted; needs a primary key) or ``overwrite`` (INSERT OVERWRITE of
+            ``partition``, or of the whole table when unpartitioned).
         partition: partition values, e.g. ``{"ds": "2024-01-01"}``; filled into rows that do not
             carry the partition columns.
         quality_gate: run the table's expectation suite (``<suite_dir>/<table>.json``, if any)
@@ -169,7 +238,12 @@ def ingest(spark: Any, catalog: Any, table_name: str, path: str, fmt: str,
     Returns:
         :class:`IngestReport`.
     Raises:
-        FileNotFoundError: no files; ValueError: bad format/mode/partition;
+        FileNotFoundError: no files; ValueError: bad format/mode/partition, ``upsert`` into a
+        table without a primary key;
+        ExistingKeysError: ``append`` of keys already in the table or repeated in the batch
+        (nothing applied); acidflow.acid.conform.DuplicateKeyError: ``upsert`` of a batch
+        that repeats a key (nothing applied);
+        LandingFileError: every landing file is unreadable (nothing applied);
         QuarantineThresholdError: too many bad rows (nothing applied);
         acidflow.quality.gx.QualityGateError: the rows failed the suite (nothing applied);
         acidflow.acid.conform.SchemaMismatchError: Parquet columns that do not fit the table.
@@ -186,6 +260,9 @@ def ingest(spark: Any, catalog: Any, table_name: str, path: str, fmt: str,
     if partition and set(partition) != set(pnames):
         raise ValueError(f"{table.name}: partition must give exactly {pnames}, got "
                          f"{sorted(partition)}")
+    if mode == "upsert" and not table.primary_key:
+        raise ValueError(f"ingest upsert into {table.name}: the table has no primary key; "
+                         "use mode append")
     files: list[dict[str, Any]] = [{"path": p, "sha256": _sha256(p), "bytes": os.path.getsize(p)}
                                    for p in landing_files(path, fmt)]
     batch_id = _batch_id(table.name, data_interval, mode, files)
@@ -201,7 +278,14 @@ def ingest(spark: Any, catalog: Any, table_name: str, path: str, fmt: str,
                            "overwrite to reload it")
         report.seconds = time.monotonic() - t0
         return report
-    df = read_landing(spark, table, [f["path"] for f in files], fmt)
+    unreadable = _unreadable_files(files, fmt)
+    poison = [_poison_record(u, table.name) for u in unreadable]
+    readable = [str(f["path"]) for f in files if "unreadable" not in f]
+    report.files_quarantined = len(unreadable)
+    if not readable:
+        qfile = write_quarantine(catalog.warehouse, "ingest", batch_id, poison)
+        raise LandingFileError(table.name, unreadable, qfile)
+    cached = df = read_landing(spark, table, readable, fmt)
     try:
         for p, v in (partition or {}).items():
             if p not in [c.lower() for c in df.columns]:
@@ -229,8 +313,10 @@ def ingest(spark: Any, catalog: Any, table_name: str, path: str, fmt: str,
             catalog.register_batch(txn.txn_id, batch_id, "ingest", source=path,
                                    details={"files": files})
             report.txn_id = txn.txn_id
-            report.quarantined = len(bad)
-            report.quarantine_file = write_quarantine(catalog.warehouse, "ingest", batch_id, bad)
+            report.quarantined = len(poison) + len(bad)
+            report.quarantine_file = write_quarantine(catalog.warehouse, "ingest", batch_id,
+                                                      poison + bad)
+            # unreadable files are reported, not counted: the threshold is about rows
             check_threshold(batch_id, bad, total, quarantine_threshold, report.quarantine_file)
             data = good.drop("_source_file", *([CORRUPT] if CORRUPT in df.columns else []))
             if quality_gate:  # raising aborts the transaction: nothing of the batch is visible
@@ -238,18 +324,77 @@ def ingest(spark: Any, catalog: Any, table_name: str, path: str, fmt: str,
             if mode == "overwrite":
                 result = txn.insert_overwrite(table.name, data,
                                                  partitions=[partition] if partition else None)
+            elif mode == "upsert":
+                result = txn.upsert(table.name, data)
             else:
+                if table.primary_key:
+                    refuse_existing_keys(spark, catalog, txn, table, data)
                 result = txn.insert(table.name, data)
-            report.rows, report.write_id = result.rows_inserted, result.write_id
+            report.rows = result.rows_inserted + result.rows_updated
+            report.rows_updated, report.write_id = result.rows_updated, result.write_id
             txn.stats[table.name].update(batch_id=batch_id, data_interval=data_interval,
-                                         quarantined=len(bad), source_files=len(files))
+                                         quarantined=report.quarantined, source_files=len(files),
+                                         files_quarantined=len(unreadable))
             catalog.register_batch(txn.txn_id, batch_id, "ingest", source=path, details={
                 "files": files, "rows": report.rows, "write_id": report.write_id,
-                "data_interval": data_interval, "mode": mode, "quarantined": len(bad)})
+                "data_interval": data_interval, "mode": mode, "quarantined": report.quarantined,
+                "files_quarantined": len(unreadable)})
     finally:
-        df.unpersist()
+        cached.unpersist()  # the cached read itself: ``df`` is rebound to derived frames above
     report.seconds = time.monotonic() - t0
     return report
+
+
+def _unreadable_files(files: list[dict[str, Any]], fmt: str) -> list[UnreadableFile]:
+    """Check every landing file (``acidflow.ingest.landing``); marks the entries of
+    unreadable ones with ``"unreadable": reason`` and returns them, in file order."""
+    out = []
+    for f in files:
+        u = check_landing_file(f["path"], fmt)
+        if u is not None:
+            f["unreadable"] = u.reason
+            out.append(u)
+    return out
+
+
+def _poison_record(u: UnreadableFile, table: str) -> BadRecord:
+    """The quarantine record of a whole unreadable file."""
+    raw = f"<whole file quarantined: {os.path.getsize(u.path)} bytes>"
+    if u.excerpt:
+        raw += f" bytes at offset {u.offset}: {u.excerpt}"
+    return BadRecord(u.source, f"unreadable file: {u.reason}", raw, table)
+
+
+def refuse_existing_keys(spark: Any, catalog: Any, txn: Transaction, table: Any, data: Any,
+                         limit: int = MAX_NAMED_KEYS) -> None:
+    """Refuse an append whose rows repeat a primary key or carry a key already visible in the
+    transaction's snapshot (the key lookup of a merge: only the partitions and buckets the
+    keys hash to are read, ``acidflow.acid.lookup.matching_rows``).
+
+    Args:
+        data: the rows about to be inserted (Spark DataFrame with the key columns).
+    Raises:
+        ExistingKeysError: naming the table, the counts and up to ``limit`` keys.
+    """
+    from pyspark.sql import functions as F  # deferred: pyspark is heavy; the CLI imports this
+
+    key = list(table.primary_key)
+    keys = data.select(*key)
+    repeated = keys.groupBy(*key).count().where(F.col("count") > 1).select(*key).cache()
+    existing = lookup.matching_rows(spark, catalog, txn, table, keys.distinct()) \
+        .select(*key).distinct().cache()
+    try:
+        n_rep, n_exist = repeated.count(), existing.count()
+        if not (n_rep or n_exist):
+            return
+        examples = [r.asDict() for r in existing.orderBy(*key).limit(limit).collect()]
+        if len(examples) < limit:
+            examples += [r.asDict() for r in
+                         repeated.orderBy(*key).limit(limit - len(examples)).collect()]
+    finally:
+        repeated.unpersist()
+        existing.unpersist()
+    raise ExistingKeysError(table.name, key, n_exist, n_rep, examples)
 
 
 def _bad_row(r: Any, table: Any) -> BadRecord:

@@ -3,7 +3,8 @@
 
 ``fsck`` already reports missing metadata (``_orc_acid_version``, ``hive.acid.key.index``,
 ``hive.acid.stats``, ``hive.acid.version``, key index entries vs stripes), overlapping delta
-ranges, orphan/aborted/obsolete directories and duplicate visible ROW__IDs. This module adds the
+ranges, orphan/aborted/open/obsolete directories, duplicate visible ROW__IDs and duplicate
+primary keys. This module adds the
 per-event rules Hive's readers rely on, for every file of the current snapshot's base and deltas:
 
 * ``unsorted_events`` -- events of a file must be strictly ascending by

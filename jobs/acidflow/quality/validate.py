@@ -5,13 +5,14 @@
 1. the GX suite (``acidflow.quality.gx``, expectations of scope ``both`` and ``snapshot``) on the
    visible rows of the current snapshot (pinned with ``reads.reader_snapshot`` while it runs);
 2. the table checks the caller hands in (``checks``; the validate job ``acidflow.validation``
-   passes ``acidflow.compactor.fsck.fsck_table``: missing metadata, overlapping deltas, duplicate
-   visible ROW__IDs, orphan / aborted / obsolete directories);
+   passes ``acidflow.compactor.fsck.fsck_table``: missing metadata of committed directories,
+   overlapping deltas, duplicate visible ROW__IDs, duplicate primary keys, orphan / aborted /
+   open / obsolete directories);
 3. ``acidflow.quality.invariants.check_table``: events sorted within each file, events in the bucket
    file their bucket property names, key index = last key of each stripe.
 
 It fails when an expectation fails or a finding has severity ``error`` (orphans are warnings,
-aborted/obsolete directories awaiting the cleaner are info; both are reported, neither fails).
+aborted/open/obsolete directories are info; both are reported, neither fails).
 The report goes to ``<warehouse>/_quality/<table>/<run id>/validation.json`` next to the GX
 ``report.json`` / ``report.html`` of the same run.
 """
