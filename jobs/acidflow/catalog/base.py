@@ -364,6 +364,10 @@ class Catalog(abc.ABC):
           ``as_of_write_id`` if smaller (time travel);
         * exceptions = write ids <= high watermark whose transaction is open (``open_write_ids``)
           or aborted (``aborted_write_ids``), ascending;
+        * with ``txn_id``: the snapshot taken when that transaction opened (Hive's
+          ``ValidTxnList`` at ``openTxns``) plus its own writes -- a write id whose transaction
+          committed after ``txn_id`` opened (commit id > ``txn_id``) is an open exception, so
+          all reads of one transaction agree;
         * the write id of ``txn_id`` (the caller's own transaction) is valid, not an exception,
           so a transaction reads its own writes;
         * ``min_open_write_id`` = lowest open exception, ``None`` when there is none.

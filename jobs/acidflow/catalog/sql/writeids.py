@@ -38,15 +38,21 @@ class SqlWriteIds:
                 m.NextWriteId.db_name == db, m.NextWriteId.tbl_name == tbl)).scalar_one() - 1
             if as_of_write_id is not None:
                 hwm = min(hwm, as_of_write_id)
+            not_visible: sa.ColumnElement[bool] = m.Txn.txn_state.in_(("open", "aborted"))
+            if txn_id is not None:
+                # snapshot at open (Hive's ValidTxnList of openTxns): a transaction that
+                # committed after txn_id opened (commit id > txn_id; both come from one
+                # sequence) is still open for txn_id's reads
+                not_visible = sa.or_(not_visible, sa.and_(m.Txn.txn_state == "committed",
+                                                          m.Txn.txn_commit_id > txn_id))
             rows = conn.execute(
                 sa.select(m.TxnToWriteId.write_id, m.TxnToWriteId.txn_id, m.Txn.txn_state)
                 .join(m.Txn, m.Txn.txn_id == m.TxnToWriteId.txn_id)
                 .where(m.TxnToWriteId.db_name == db, m.TxnToWriteId.tbl_name == tbl,
-                       m.TxnToWriteId.write_id <= hwm,
-                       m.Txn.txn_state.in_(("open", "aborted")))
+                       m.TxnToWriteId.write_id <= hwm, not_visible)
                 .order_by(m.TxnToWriteId.write_id)).all()
             open_ids = tuple(r.write_id for r in rows
-                             if r.txn_state == "open" and r.txn_id != txn_id)
+                             if r.txn_state in ("open", "committed") and r.txn_id != txn_id)
             aborted = tuple(r.write_id for r in rows
                             if r.txn_state == "aborted" and r.txn_id != txn_id)
             return (f"{db}.{tbl}", hwm, open_ids, aborted, open_ids[0] if open_ids else None)
@@ -62,6 +68,12 @@ class SqlWriteIds:
           ``as_of_write_id`` if smaller (time travel);
         * exceptions = write ids <= high watermark whose transaction is open (``open_write_ids``)
           or aborted (``aborted_write_ids``), ascending;
+        * with ``txn_id`` the snapshot is the one taken when that transaction opened (Hive's
+          ``ValidTxnList`` of ``openTxns``, plus its own writes): a write id whose transaction
+          committed after ``txn_id`` opened (commit id > ``txn_id``; txn ids and commit ids
+          come from one sequence) is an open exception too, so every read the transaction
+          makes -- key lookups of upsert/delete/CDC, ``reads.read_table(..., txn_id=)`` --
+          agrees with its first one;
         * the write id of ``txn_id`` (the caller's own transaction) is valid, not an exception,
           so a transaction reads its own writes;
         * ``min_open_write_id`` = lowest open exception, ``None`` when there is none.
