@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal, Sequence
 import pyarrow as pa
 
 from acidflow.acid import conform
+from acidflow.acid import keys
 from acidflow.acid import lookup
 from acidflow.acid import partitions as parts
 from acidflow.acid.bucketing import check_statement_id
@@ -68,7 +69,9 @@ class Transaction:
         heartbeat_s: heartbeat period in seconds; 0 disables the thread.
     Raises:
         acidflow.catalog.errors.WriteConflictError: from commit, when a concurrent transaction
-            updated or deleted in the same partition first (the transaction is aborted).
+            (one that committed after this one opened) updated or deleted in the same
+            partition, or -- keyed tables -- wrote one of the same primary keys (the
+            transaction is aborted; nothing of it is visible).
     """
 
     def __init__(self, catalog: TxnCatalog, *, spark: "SparkSession | None" = None,
@@ -217,7 +220,8 @@ class Transaction:
         """The one statement epilogue: ``_orc_acid_version`` in every directory the statement
         created (and in the statement directory of ``extra_partitions``), the write's
         statistics, the transaction's components (``(partition, operation)``, Hive
-        ``TXN_COMPONENTS``) and the commit record."""
+        ``TXN_COMPONENTS``), for a keyed table the hashes of the primary keys it wrote
+        (``Catalog.add_write_keys``, the key-level write set) and the commit record."""
         for spec, files in written:
             finish_dirs(spec, files, extra_partitions)
         first = written[0][0]
@@ -227,6 +231,10 @@ class Transaction:
             setattr(result, k, v)
         for partition, op in components:
             self.catalog.add_component(self._open_id(), table.name, partition or None, op)
+        scopes = keys.write_scopes(table, [f for spec, files in written
+                                           if spec.kind != "delete" for f in files])
+        if scopes:  # keyed table: the key-level write set checked at commit
+            self.catalog.add_write_keys(self._open_id(), table.name, scopes)
         self.record(table.name, operation, result)
         return result
 

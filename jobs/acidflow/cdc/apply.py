@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import json
 import logging
 import os
 import time
@@ -42,6 +41,7 @@ from acidflow.acid import types as htypes
 from acidflow.acid import lookup
 from acidflow.acid.transaction import Transaction
 from acidflow.acid.fs import TableFS
+from acidflow.acid.keys import key_json  # the catalog's tombstone key (one rule)
 from acidflow.acid.partitions import parse_partition_path
 from acidflow.acid.snapshot import ROW_ID, split_partitions
 from acidflow.catalog import Column, TableDef
@@ -318,14 +318,6 @@ def _apply_table(spark, catalog, txn, table: TableDef, changes_, options: CdcOpt
         stats["write_id"] = result.write_id
         stats["files"] = result.files
     return stats
-
-
-def key_json(key: tuple[Any, ...]) -> str:
-    """Canonical JSON of a key tuple (the catalog's tombstone key)."""
-    if all(type(v) is int for v in key):  # same text as json.dumps, without its overhead
-        return "[" + ",".join(map(str, key)) + "]"
-    return json.dumps([str(v) if not isinstance(v, (int, str)) or isinstance(v, bool) else v
-                       for v in key], separators=(",", ":"))
 
 
 def _tombstones(catalog, table: TableDef, keys: list[tuple]) -> dict[tuple, str]:

@@ -132,6 +132,7 @@ def run_cleaner(catalog: Catalog, *, reader_timeout_s: float | None = None,
     report = CleanerReport()
     catalog.abort_timed_out_transactions()
     catalog.purge_expired_readers(reader_timeout_s)
+    catalog.purge_write_sets()  # Hive's housekeeper drops WRITE_SET rows nobody can hit
     tables: dict[str, TableDef] = {}
 
     def table_of(name: str) -> TableDef:

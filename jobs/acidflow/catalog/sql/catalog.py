@@ -17,10 +17,11 @@ This class only wires them and forwards each interface method (documented on
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 import sqlalchemy as sa
 
 from acidflow.acid.layout import ValidWriteIdList
@@ -165,6 +166,13 @@ class SqlCatalog(Catalog):
     def add_component(self, txn_id: int, table_name: str, partition: str | None,
                       operation: str) -> None:
         return self._txns.add_component(txn_id, table_name, partition, operation)
+
+    def add_write_keys(self, txn_id: int, table_name: str,
+                       scopes: Mapping[tuple[str | None, int], np.ndarray | None]) -> None:
+        return self._txns.add_write_keys(txn_id, table_name, scopes)
+
+    def purge_write_sets(self) -> dict[str, int]:
+        return self._txns.purge_write_sets()
 
     def commit_transaction(self, txn_id: int,
                            stats: dict[str, dict[str, Any]] | None = None) -> int:
