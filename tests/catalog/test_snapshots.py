@@ -113,3 +113,20 @@ def test_snapshot_taken_at_transaction_open(catalog, tables):
     assert catalog.valid_write_ids("sales.orders").is_write_id_valid(w2)
     later = catalog.open_transaction()
     assert catalog.valid_write_ids("sales.orders", txn_id=later).is_write_id_valid(w2)
+
+
+def test_compactor_snapshot_is_that_of_the_oldest_open_transaction(catalog, tables):
+    """issue 15 (snapshot isolation) and Hive 3's MIN_HISTORY_LEVEL: a compaction covers only
+    write ids every open transaction can see, so a transaction whose snapshot predates a commit
+    is never left without a usable base; its own (uncommitted) write id stays open."""
+    old = catalog.open_transaction()
+    own = catalog.allocate_write_id(old, "sales.orders")
+    later, w2 = _txn_with_write(catalog, "sales.orders")
+    catalog.commit_transaction(later)                       # committed after `old` opened
+    v = catalog.compactor_valid_write_ids("sales.orders")
+    assert not v.is_write_id_valid(own) and not v.is_write_id_valid(w2)
+    assert v.for_compactor().high_watermark < own
+    catalog.abort_transaction(old)
+    v = catalog.compactor_valid_write_ids("sales.orders")   # nothing open: the plain snapshot
+    assert _snap(v) == _snap(catalog.valid_write_ids("sales.orders"))
+    assert v.is_write_id_valid(w2)

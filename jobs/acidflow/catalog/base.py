@@ -418,6 +418,18 @@ class Catalog(abc.ABC):
         """
 
     @abc.abstractmethod
+    def compactor_valid_write_ids(self, table_name: str) -> ValidWriteIdList:
+        """The snapshot a compaction may cover (Hive 3 ``MIN_HISTORY_LEVEL`` rule): the one
+        the oldest open transaction took when it opened, without its own writes, so no open
+        transaction -- whose reads use the snapshot of its open -- is left without a usable
+        base. Equals :meth:`valid_write_ids` when nothing is open; the compactor applies
+        ``for_compactor()`` to it.
+
+        Raises:
+            NoSuchTableError.
+        """
+
+    @abc.abstractmethod
     def write_id_states(self, table_name: str) -> list[tuple[int, int, str]]:
         """Every allocated write id of a table as ``(write_id, txn_id, state)`` in write id
         order; state is the owning transaction's (``"open"``, ``"committed"``, ``"aborted"``).

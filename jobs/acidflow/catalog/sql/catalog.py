@@ -195,6 +195,9 @@ class SqlCatalog(Catalog):
                         as_of_write_id: int | None = None) -> ValidWriteIdList:
         return self._write_ids.valid_write_ids(table_name, txn_id, as_of_write_id)
 
+    def compactor_valid_write_ids(self, table_name: str) -> ValidWriteIdList:
+        return self._write_ids.compactor_valid_write_ids(table_name)
+
     def write_id_states(self, table_name: str) -> list[tuple[int, int, str]]:
         return self._write_ids.write_id_states(table_name)
 
