@@ -9,6 +9,8 @@ Default size: a couple of minutes on 2 cores. ``make stress`` runs it larger thr
 """
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.support.races import RaceConfig, run_race
@@ -25,7 +27,7 @@ def test_concurrent_writers_cdc_and_compaction_equal_a_serial_replay(tmp_path, m
     # updates of one unpartitioned table conflict at partition level (HIVE-13395), so the CDC
     # job may lose several races in a row: give its retry more attempts than the default 3
     monkeypatch.setenv("ACIDFLOW_CDC_COMMIT_ATTEMPTS",
-                       __import__("os").environ.get("ACIDFLOW_CDC_COMMIT_ATTEMPTS", "6"))
+                       os.environ.get("ACIDFLOW_CDC_COMMIT_ATTEMPTS", "6"))
     cfg = RaceConfig.from_env()
     result = run_race(tmp_path, cfg)
     print(result.summary())
