@@ -349,6 +349,9 @@ def run_race(root: Path, cfg: RaceConfig) -> RaceResult:
         result.problems.append(f"final major compaction: {outcome}")
     if sorted(before) != sorted(after):
         result.problems.append("the final major compaction changed the table")
+    stuck = catalog.list_compactions(TABLE, states=("ready for cleaning",))
+    if stuck:  # nothing is open any more: every compaction must be cleaned by now
+        result.problems.append(f"compactions never cleaned: {[c.id for c in stuck]}")
     result.seconds = time.monotonic() - t0
     catalog.close()
     return result
