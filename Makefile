@@ -10,7 +10,7 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose lint test test-fast demo lock clean bench bench-report bench-write-paths sample-data
+.PHONY: stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose lint test test-fast demo lock clean bench bench-report bench-write-paths sample-data
 
 # PostgreSQL 15 server binaries, as tests/support/postgres.py finds them ($$ACIDFLOW_PG_BINDIR).
 PG_BINDIR ?= $(or $(ACIDFLOW_PG_BINDIR),/usr/lib/postgresql/15/bin)
@@ -96,6 +96,14 @@ bench-report: setup
 
 bench-write-paths: setup
 	PYTHONPATH=$(CURDIR) $(PY) bench/write_paths.py
+
+# The race harness of tests/integration/test_races.py, larger than in `make test`: 4 writers (one
+# with its own Spark session), a CDC job and a compactor on one keyed table; prints rounds,
+# commits, conflicts and duplicates (must be 0). Sizes: make stress STRESS="WRITERS=3 ROUNDS=20"
+STRESS ?= WRITERS=4 SPARK_WRITERS=1 ROUNDS=30 KEYS=200 BATCH=20
+stress: setup
+	env $(addprefix ACIDFLOW_RACE_,$(STRESS)) $(PY) -m pytest -q -s -p no:cacheprovider \
+	  tests/integration/test_races.py
 
 lock:
 	$(UV) pip compile --python $(PY) requirements.in -o requirements.txt

@@ -21,7 +21,7 @@ def _tables(url: str) -> set[str]:
 
 
 def test_fresh_database_is_migrated_to_head(empty_url, tmp_path):
-    assert head_revision() == "0005"
+    assert head_revision() == "0006"
     with SqlCatalog(empty_url, warehouse=str(tmp_path), migrate=False) as cat:
         assert cat.current_revision() is None
     with SqlCatalog(empty_url, warehouse=str(tmp_path)) as cat:

@@ -52,11 +52,14 @@ def test_open_and_aborted_exceptions(catalog, history):
 
 
 def test_own_write_id_is_valid(catalog, history):
+    # t1 and t4 committed after t2 and t5 opened: with the snapshot taken at open (issue 15)
+    # they are open exceptions for t2's and t5's reads, like the still-open t2/t5
     v = catalog.valid_write_ids("sales.orders", txn_id=history["t2"])
-    assert _snap(v) == ("sales.orders", 5, (5,), (3,), 5)
+    assert _snap(v) == ("sales.orders", 5, (1, 4, 5), (3,), 1)
     assert v.is_write_id_valid(2)
     v = catalog.valid_write_ids("sales.orders", txn_id=history["t5"])
-    assert _snap(v) == ("sales.orders", 5, (2,), (3,), 2)
+    assert _snap(v) == ("sales.orders", 5, (1, 2, 4), (3,), 1)
+    assert v.is_write_id_valid(5)
     # a reader txn without a write id on this table sees the plain snapshot
     reader = catalog.open_transaction()
     assert _snap(catalog.valid_write_ids("sales.orders", txn_id=reader)) == (
@@ -86,3 +89,44 @@ def test_snapshots_are_per_table(catalog, history):
     assert _snap(catalog.valid_write_ids("default.events")) == ("default.events", 0, (), (), None)
     with pytest.raises(NoSuchTableError):
         catalog.write_id_states("nope")
+
+
+def test_snapshot_taken_at_transaction_open(catalog, tables):
+    """issue 15 (snapshot isolation): a transaction's reads use the snapshot of the moment it
+    opened (Hive's ValidTxnList at openTxns) plus its own writes; a commit made in between by
+    another transaction stays invisible to it, so two of its reads agree."""
+    before, w1 = _txn_with_write(catalog, "sales.orders")
+    catalog.commit_transaction(before)
+    reader = catalog.open_transaction()
+    first = catalog.valid_write_ids("sales.orders", txn_id=reader)
+    other, w2 = _txn_with_write(catalog, "sales.orders")
+    catalog.commit_transaction(other)  # commits after `reader` opened
+    second = catalog.valid_write_ids("sales.orders", txn_id=reader)
+    assert [first.is_write_id_valid(w) for w in (w1, w2)] == [True, False]
+    assert [second.is_write_id_valid(w) for w in (w1, w2)] == [True, False]
+    assert second.open_write_ids == (w2,) and second.min_open_write_id == w2
+    # the reader's own later write is visible to it, the other commit still is not
+    own = catalog.allocate_write_id(reader, "sales.orders")
+    third = catalog.valid_write_ids("sales.orders", txn_id=reader)
+    assert third.is_write_id_valid(own) and not third.is_write_id_valid(w2)
+    # a snapshot without a transaction (or of a transaction opened later) sees the commit
+    assert catalog.valid_write_ids("sales.orders").is_write_id_valid(w2)
+    later = catalog.open_transaction()
+    assert catalog.valid_write_ids("sales.orders", txn_id=later).is_write_id_valid(w2)
+
+
+def test_compactor_snapshot_is_that_of_the_oldest_open_transaction(catalog, tables):
+    """issue 15 (snapshot isolation) and Hive 3's MIN_HISTORY_LEVEL: a compaction covers only
+    write ids every open transaction can see, so a transaction whose snapshot predates a commit
+    is never left without a usable base; its own (uncommitted) write id stays open."""
+    old = catalog.open_transaction()
+    own = catalog.allocate_write_id(old, "sales.orders")
+    later, w2 = _txn_with_write(catalog, "sales.orders")
+    catalog.commit_transaction(later)                       # committed after `old` opened
+    v = catalog.compactor_valid_write_ids("sales.orders")
+    assert not v.is_write_id_valid(own) and not v.is_write_id_valid(w2)
+    assert v.for_compactor().high_watermark < own
+    catalog.abort_transaction(old)
+    v = catalog.compactor_valid_write_ids("sales.orders")   # nothing open: the plain snapshot
+    assert _snap(v) == _snap(catalog.valid_write_ids("sales.orders"))
+    assert v.is_write_id_valid(w2)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Iterable
 
 import pyarrow as pa
 
+from acidflow.acid import keys
 from acidflow.acid import partitions as parts
 from acidflow.acid import snapshot
 from acidflow.acid.fs import TableFS
@@ -32,11 +33,8 @@ LOCAL_LOOKUP_BYTES = int(os.environ.get("ACIDFLOW_LOCAL_LOOKUP_BYTES", str(8 << 
 def _scope_columns(table: TableDesc) -> tuple[list[str] | None, bool]:
     """What a key batch can be narrowed by: the partition columns when all of them are key
     columns (else None), and whether the bucket columns are all key columns."""
-    key_cols = {k.lower() for k in table.primary_key}
-    pnames = [c.name for c in table.partition_columns]
-    by_partition = pnames if pnames and all(p.lower() in key_cols for p in pnames) else None
-    by_bucket = table.num_buckets > 0 and {b.lower() for b in table.bucket_columns} <= key_cols
-    return by_partition, by_bucket
+    by_partition, by_bucket = keys.scope_rule(table)
+    return ([c.name for c in table.partition_columns] if by_partition else None), by_bucket
 
 
 def key_scope(table: TableDesc, keys_df: "DataFrame") -> tuple[list[str] | None,

@@ -9,13 +9,17 @@ catalog backend (the SQL one, wave 2's Hive Metastore one) fits without acid kno
   ``bucketing_version``, location);
 * :class:`TxnCatalog` -- the transaction calls of Hive's ``IMetaStoreClient`` a writer makes
   (``openTxns``, ``heartbeat``, ``allocateTableWriteIds``, ``getValidWriteIds``, ``lock``,
-  ``addDynamicPartitions``, ``commitTxn``, ``abortTxn``).
+  ``addDynamicPartitions``, ``commitTxn``, ``abortTxn``) plus the key-level write set
+  (``add_write_keys``, no Hive counterpart).
 """
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
 
 from acidflow.acid.layout import ValidWriteIdList
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class ColumnDef(Protocol):
@@ -87,6 +91,9 @@ class TxnCatalog(Protocol):
 
     def add_component(self, txn_id: int, table_name: str, partition: str | None,
                       operation: str) -> None: ...
+
+    def add_write_keys(self, txn_id: int, table_name: str,
+                       scopes: Mapping[tuple[str | None, int], "np.ndarray | None"]) -> None: ...
 
     def commit_transaction(self, txn_id: int, stats: dict[str, dict] | None = None) -> int: ...
 

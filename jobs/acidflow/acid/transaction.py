@@ -36,10 +36,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from acidflow.acid import conform
+from acidflow.acid import keys
 from acidflow.acid import lookup
 from acidflow.acid import partitions as parts
+from acidflow.acid import snapshot
 from acidflow.acid.bucketing import check_statement_id
 from acidflow.acid.conform import DuplicateKeyError, SchemaMismatchError
 from acidflow.acid.ports import TableDesc, TxnCatalog
@@ -69,7 +72,9 @@ class Transaction:
         heartbeat_s: heartbeat period in seconds; 0 disables the thread.
     Raises:
         acidflow.catalog.errors.WriteConflictError: from commit, when a concurrent transaction
-            updated or deleted in the same partition first (the transaction is aborted).
+            (one that committed after this one opened) updated or deleted in the same
+            partition, or -- keyed tables -- wrote one of the same primary keys (the
+            transaction is aborted; nothing of it is visible).
     """
 
     def __init__(self, catalog: TxnCatalog, *, spark: "SparkSession | None" = None,
@@ -218,7 +223,8 @@ class Transaction:
         """The one statement epilogue: ``_orc_acid_version`` in every directory the statement
         created (and in the statement directory of ``extra_partitions``), the write's
         statistics, the transaction's components (``(partition, operation)``, Hive
-        ``TXN_COMPONENTS``) and the commit record."""
+        ``TXN_COMPONENTS``), for a keyed table the hashes of the primary keys it wrote
+        (``Catalog.add_write_keys``, the key-level write set) and the commit record."""
         for spec, files in written:
             finish_dirs(spec, files, extra_partitions)
         first = written[0][0]
@@ -228,6 +234,10 @@ class Transaction:
             setattr(result, k, v)
         for partition, op in components:
             self.catalog.add_component(self._open_id(), table.name, partition or None, op)
+        scopes = keys.write_scopes(table, [f for spec, files in written
+                                           if spec.kind != "delete" for f in files])
+        if scopes:  # keyed table: the key-level write set checked at commit
+            self.catalog.add_write_keys(self._open_id(), table.name, scopes)
         self.record(table.name, operation, result)
         return result
 
@@ -311,13 +321,19 @@ class Transaction:
             [(p, "delete") for p in sorted({f["partition"] for f in files})],
             {"rows_deleted": sum(f["rows"] for f in files)})
 
-    def upsert(self, table_name: str, df: "DataFrame", **options: Any) -> WriteResult:
+    def upsert(self, table_name: str, df: "DataFrame | pa.Table", **options: Any) -> WriteResult:
         """Insert new keys and replace existing ones (split-update): for a key already in
         the table a delete event for its current ROW__ID plus an insert event for the new
-        version, both in ``W``/statement ``S``; for a new key an insert event only.
+        version, both in ``W``/statement ``S``; for a new key an insert event only. The
+        existing rows are looked up in the transaction's snapshot (taken when it opened);
+        a key another transaction wrote after that makes the commit fail with
+        ``WriteConflictError`` (key-level write set) instead of duplicating it.
 
         Args:
-            df: full rows (every column), at most one row per primary key.
+            df: full rows (every column), at most one row per primary key: a Spark DataFrame
+                (read and written by Spark tasks), or a pyarrow Table with the table's
+                columns (cast to its types like :func:`acidflow.acid.conform.aligned_arrow`),
+                looked up and written in this process -- no Spark needed.
         Returns:
             :class:`WriteResult` with ``rows_inserted`` (new keys) and ``rows_updated``.
         Raises:
@@ -325,13 +341,15 @@ class Transaction:
             DuplicateKeyError: two rows share a key (precombine first, e.g. ``acidflow.cdc``).
             ValueError: the table has no primary key.
         """
-        # deferred: pyspark is imported only by the statements that run Spark SQL
-        from pyspark.sql import functions as F
-
         table = self.catalog.get_table(table_name)
         key = list(table.primary_key)
         if not key:
             raise ValueError(f"table {table.name} has no primary key; upsert needs one")
+        if isinstance(df, pa.Table):
+            return self._upsert_arrow(table, df, **options)
+        # deferred: pyspark is imported only by the statements that run Spark SQL
+        from pyspark.sql import functions as F
+
         aligned = conform.aligned(df, table).cache()
         try:
             dups = aligned.groupBy(*key).count().where(F.col("count") > 1).limit(5).collect()
@@ -349,6 +367,38 @@ class Transaction:
         finally:
             aligned.unpersist()
         return result
+
+    def _upsert_arrow(self, table: TableDesc, rows: pa.Table, **options: Any) -> WriteResult:
+        """:meth:`upsert` of a pyarrow Table in this process: key lookup in the buckets (and
+        partitions) the keys hash to at the transaction's snapshot, then one split-update."""
+        key = list(table.primary_key)
+        aligned = conform.aligned_arrow(rows, table)
+        counted = aligned.group_by(key).aggregate([([], "count_all")])
+        dups = counted.filter(pc.greater(counted.column("count_all"), 1))
+        if dups.num_rows:
+            raise DuplicateKeyError(
+                f"upsert into {table.name}: duplicate keys in the batch, e.g. "
+                + ", ".join(str({k: r[k] for k in key}) for r in dups.slice(0, 5).to_pylist()))
+        self._lock(table, "shared_write")
+        pnames = [c.name for c in table.partition_columns]
+        data_cols = {c.name for c in table.columns}
+        keys_tbl = aligned.select(key)
+        partitions, buckets = lookup.key_scope_arrow(table, keys_tbl)
+        current = lookup.plan_current(self.catalog, table, self, partitions=partitions,
+                                      buckets=buckets)
+        found = lookup.lookup_rows(None, current,
+                                   keys_tbl.select([k for k in key if k in data_cols]),
+                                   project=[k for k in key if k in data_cols])
+        if found.num_rows and any(k not in data_cols for k in key):
+            # partition key columns are matched here (the readers filter data columns)
+            wanted = set(zip(*(keys_tbl.column(k).to_pylist() for k in key)))
+            got = zip(*(found.column(k).to_pylist() for k in key))
+            found = found.filter(pa.array([t in wanted for t in got], pa.bool_()))
+        rid = found.column(snapshot.ROW_ID).combine_chunks()
+        deletes = pa.table([found.column(p) for p in pnames]
+                           + [rid.field("writeid"), rid.field("bucketid"), rid.field("rowid")],
+                           names=pnames + ["owid", "bprop", "rowid"])
+        return self._split_update(table, aligned, deletes, "upsert", **options)
 
     def apply_row_changes(self, table_name: str, inserts_df: "DataFrame | pa.Table",
                           deletes_df: "DataFrame | pa.Table", *, counts: dict[str, int],

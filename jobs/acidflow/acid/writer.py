@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 import pyarrow as pa
 
 from acidflow.acid import files as acid_files
+from acidflow.acid import keys as acid_keys
 from acidflow.acid import partitions as parts
 from acidflow.acid.bucketing import (MAX_BUCKET_ID, check_bucket_id, decode_bucket_id,
                                      encode_bucket_property)
@@ -36,7 +37,9 @@ BUCKET_COL = "_acid_bucket"
 #: writer ids an unbucketed insert may use (Spark partitions beyond are coalesced)
 WRITER_IDS = MAX_BUCKET_ID + 1
 
-#: one dict per event file written: partition path, bucket, path, rows, bytes, stripes
+#: one dict per event file written: partition path, bucket, path, rows, bytes, stripes, and
+#: ``key_hashes`` (keyed tables' insert/base files: the packed hashes of the primary keys written,
+#: :mod:`acidflow.acid.keys`; None when unkeyed or above ``MAX_KEYS_PER_SCOPE``)
 FileRow = dict[str, Any]
 
 
@@ -89,6 +92,9 @@ class WriteSpec:
         on the driver): every directory the statement writes is created exclusively with it
         (:meth:`acidflow.acid.fs.TableFS.claim_dir`), so the statement never writes into a
         directory another writer (or another catalog handing out the same write id) made.
+        key_columns: primary key column names (insert/base of a keyed table): the task hashes
+            each written key (:func:`acidflow.acid.keys.key_hash64`) for the key-level write
+            set; empty = no hashes.
     """
 
     tfs_url: str
@@ -102,6 +108,7 @@ class WriteSpec:
     compression: str = "zlib"
     stripe_rows: int = acid_files.DEFAULT_STRIPE_ROWS
     claim: str = ""
+    key_columns: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.claim:
@@ -118,7 +125,8 @@ class WriteSpec:
             columns=[(c.name, c.hive_type) for c in table.columns],
             partition_columns=[c.name for c in table.partition_columns],
             write_id=write_id, statement_id=statement_id, kind=kind,
-            bucketed=table.num_buckets > 0, **options)
+            bucketed=table.num_buckets > 0,
+            key_columns=list(table.primary_key) if kind != "delete" else [], **options)
 
     def dir_name(self) -> str:
         """``base_W`` or ``delta_W_W_S`` / ``delete_delta_W_W_S``."""
@@ -136,6 +144,7 @@ class WriteSpec:
 _RESULT_SCHEMA = pa.schema([
     ("partition", pa.string()), ("bucket", pa.int32()), ("path", pa.string()),
     ("rows", pa.int64()), ("bytes", pa.int64()), ("stripes", pa.int32()),
+    ("key_hashes", pa.binary()),
 ])
 
 BucketArgs = tuple[list[str], list[str], int, int]
@@ -191,20 +200,26 @@ def write_task(batches: Iterable[pa.RecordBatch], spec: WriteSpec) -> Iterator[p
         check_bucket_id(writer_id, hint=f"Spark partition {writer_id} is the writer id; "
                                         "repartition the input")
     npc = len(spec.partition_columns)
+    key_pos = _key_positions(spec)
     results: list[FileRow] = []
     current: tuple[str, int] | None = None
     writer: acid_files.EventFileWriter | None = None
     row_id = 0
     bprop = 0
     claimed: set[str] = set()
+    hashes: list[int] | None = [] if key_pos else None
 
     def finish() -> None:
         if writer is None or current is None:
             return
         done = writer.close()
         if done is not None:
+            packed = None
+            if hashes is not None and len(hashes) <= acid_keys.MAX_KEYS_PER_SCOPE:
+                packed = acid_keys.pack_hashes(acid_keys.hash_array(hashes))
             results.append({"partition": current[0], "bucket": current[1], "path": done.path,
-                            "rows": done.rows, "bytes": done.bytes, "stripes": done.stripes})
+                            "rows": done.rows, "bytes": done.bytes, "stripes": done.stripes,
+                            "key_hashes": packed})
 
     try:
         for b in batches:
@@ -228,6 +243,8 @@ def write_task(batches: Iterable[pa.RecordBatch], spec: WriteSpec) -> Iterator[p
                 group = (ppath, buckets[i])
                 if group != current or writer is None:
                     finish()
+                    if hashes is not None:
+                        hashes.clear()
                     current = group
                     if ppath not in claimed:
                         tfs.claim_dir(spec.directory(ppath), spec.claim,
@@ -247,6 +264,9 @@ def write_task(batches: Iterable[pa.RecordBatch], spec: WriteSpec) -> Iterator[p
                     writer.write([(acid_files.OPERATION_INSERT, spec.write_id, bprop, row_id,
                                    spec.write_id, rows[i])])
                     row_id += 1
+                    if hashes is not None and len(hashes) <= acid_keys.MAX_KEYS_PER_SCOPE:
+                        hashes.append(acid_keys.key_hash64(tuple(
+                            pvals[j][i] if part else rows[i][j] for part, j in key_pos)))
         finish()
         writer = None
     except BaseException:
@@ -255,6 +275,21 @@ def write_task(batches: Iterable[pa.RecordBatch], spec: WriteSpec) -> Iterator[p
         raise
     if results:
         yield pa.RecordBatch.from_pylist(results, schema=_RESULT_SCHEMA)
+
+
+def _key_positions(spec: WriteSpec) -> list[tuple[bool, int]]:
+    """Where each primary key column sits in a write task's input: ``(True, i)`` = partition
+    column i, ``(False, j)`` = data column j of the ``row`` struct (names matched
+    case-insensitively). Empty for deletes and unkeyed tables."""
+    if spec.kind == "delete" or not spec.key_columns:
+        return []
+    pcols = [p.lower() for p in spec.partition_columns]
+    dcols = [c.lower() for c, _ in spec.columns]
+    out = []
+    for k in spec.key_columns:
+        kl = k.lower()
+        out.append((True, pcols.index(kl)) if kl in pcols else (False, dcols.index(kl)))
+    return out
 
 
 def tfs_for(spec: WriteSpec) -> TableFS:
@@ -283,7 +318,8 @@ def run_writer(df: "DataFrame", spec: WriteSpec) -> list[FileRow]:
     out_schema = T.StructType([
         T.StructField("partition", T.StringType()), T.StructField("bucket", T.IntegerType()),
         T.StructField("path", T.StringType()), T.StructField("rows", T.LongType()),
-        T.StructField("bytes", T.LongType()), T.StructField("stripes", T.IntegerType())])
+        T.StructField("bytes", T.LongType()), T.StructField("stripes", T.IntegerType()),
+        T.StructField("key_hashes", T.BinaryType())])
     rows = df.mapInArrow(lambda it: write_task(it, spec), out_schema).collect()
     return [r.asDict() for r in rows]
 

@@ -22,10 +22,12 @@ unpartitioned), times are aware UTC ``datetime`` objects. Errors are the
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any
+
+import numpy as np
 
 from acidflow.acid.layout import ValidWriteIdList
 from acidflow.catalog.errors import CatalogError
@@ -335,6 +337,41 @@ class Catalog(abc.ABC):
         """
 
     @abc.abstractmethod
+    def add_write_keys(self, txn_id: int, table_name: str,
+                       scopes: Mapping[tuple[str | None, int], np.ndarray | None]) -> None:
+        """Record the primary keys the open transaction wrote into a keyed table: the
+        key-level write set (acidflow's; Hive keeps only the partition-level ``WRITE_SET``).
+        ``Transaction`` calls it from every statement that writes insert events (insert,
+        upsert, CDC merge, insert overwrite), with the hashes its write tasks computed.
+
+        At commit, if a transaction that committed after this one opened (commit id > txn id)
+        recorded one of the same key hashes in an overlapping scope, this transaction is
+        aborted with :class:`WriteConflictError` (first committer wins): two overlapping
+        transactions can never both insert a key, so no duplicate primary key is committed.
+        Unkeyed tables record nothing (Hive: inserts never conflict).
+
+        Args:
+            scopes: ``{(partition spec or None = every partition, bucket or -1 = every
+                bucket): hashes}``; hashes are ``acidflow.acid.keys.key_hash64`` values as a
+                ``uint64`` numpy array, or ``None`` = the whole scope (more than
+                ``acidflow.acid.keys.MAX_KEYS_PER_SCOPE`` keys; any key write there overlaps).
+        Raises:
+            ValueError: a partition spec not matching the table.
+            NoSuchTableError, NoSuchTransactionError, TxnAbortedError, TxnNotOpenError.
+        """
+
+    @abc.abstractmethod
+    def purge_write_sets(self) -> dict[str, int]:
+        """Housekeeper (Hive ``AcidHouseKeeperService``, ``WRITE_SET`` cleanup): delete
+        partition- and key-level write-set entries no open transaction can conflict with any
+        more (commit id below the oldest open transaction) and the key entries of aborted
+        transactions. The cleaner runs it.
+
+        Returns:
+            ``{"write_set": rows deleted, "write_set_keys": rows deleted}``.
+        """
+
+    @abc.abstractmethod
     def commit_transaction(self, txn_id: int,
                            stats: dict[str, dict[str, Any]] | None = None) -> int:
         """Commit atomically across every table the transaction wrote (Hive
@@ -350,7 +387,8 @@ class Catalog(abc.ABC):
         deleted or overwrote a (table, partition) that another transaction also updated /
         deleted / overwrote and that other transaction committed after this one opened (its
         commit id > this txn id), this transaction is aborted instead. A whole-table (``None``)
-        component overlaps every partition of its table. Inserts never conflict.
+        component overlaps every partition of its table. Inserts into unkeyed tables never
+        conflict; for keyed tables the key-level check of :meth:`add_write_keys` runs too.
 
         Committing an already committed transaction returns its commit id again (Hive's
         idempotent ``commitTxn``).
@@ -422,6 +460,10 @@ class Catalog(abc.ABC):
           ``as_of_write_id`` if smaller (time travel);
         * exceptions = write ids <= high watermark whose transaction is open (``open_write_ids``)
           or aborted (``aborted_write_ids``), ascending;
+        * with ``txn_id``: the snapshot taken when that transaction opened (Hive's
+          ``ValidTxnList`` at ``openTxns``) plus its own writes -- a write id whose transaction
+          committed after ``txn_id`` opened (commit id > ``txn_id``) is an open exception, so
+          all reads of one transaction agree;
         * the write id of ``txn_id`` (the caller's own transaction) is valid, not an exception,
           so a transaction reads its own writes;
         * ``min_open_write_id`` = lowest open exception, ``None`` when there is none.
@@ -431,6 +473,18 @@ class Catalog(abc.ABC):
         Raises:
             NoSuchTableError, NoSuchTransactionError (``txn_id`` unknown),
             ValueError (negative ``as_of_write_id``).
+        """
+
+    @abc.abstractmethod
+    def compactor_valid_write_ids(self, table_name: str) -> ValidWriteIdList:
+        """The snapshot a compaction may cover (Hive 3 ``MIN_HISTORY_LEVEL`` rule): the one
+        the oldest open transaction took when it opened, without its own writes, so no open
+        transaction -- whose reads use the snapshot of its open -- is left without a usable
+        base. Equals :meth:`valid_write_ids` when nothing is open; the compactor applies
+        ``for_compactor()`` to it.
+
+        Raises:
+            NoSuchTableError.
         """
 
     @abc.abstractmethod

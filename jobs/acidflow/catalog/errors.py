@@ -90,26 +90,47 @@ class WriteConflictError(TxnAbortedError):
 
     Subclasses :class:`TxnAbortedError` because the transaction is aborted when this is raised.
 
+    Also raised by the key-level write set of keyed tables (issue 15): both transactions wrote
+    the same primary key (an insert, or the new version of an update), so committing both would
+    leave two live rows for it. ``key_hash`` then names the key's 64-bit hash
+    (``acidflow.acid.keys.key_hash64``; ``None`` when a whole bucket was recorded, see
+    ``acidflow.acid.keys.MAX_KEYS_PER_SCOPE``) and ``bucket`` the bucket (-1 = any).
+
     Attributes:
         txn_id: the transaction that was aborted.
         other_txn_id: the transaction that committed first.
         other_commit_id: that transaction's commit id.
         table: ``db.table``.
         partition: partition spec (``"ds=2024-01-01"``) or ``None`` for the whole table.
+        operation, other_operation: what each wrote (``"update"``, ``"delete"``,
+            ``"insert_overwrite"``; ``"key write"`` for the key-level check).
+        key_hash, bucket: see above; ``None`` for partition-level conflicts.
     """
 
     def __init__(self, txn_id: int, other_txn_id: int, other_commit_id: int, table: str,
-                 partition: str | None, operation: str = "", other_operation: str = ""):
+                 partition: str | None, operation: str = "", other_operation: str = "",
+                 *, key_hash: int | None = None, bucket: int | None = None):
         self.other_txn_id = other_txn_id
         self.other_commit_id = other_commit_id
         self.table = table
         self.partition = partition
         self.operation = operation
         self.other_operation = other_operation
+        self.key_hash = key_hash
+        self.bucket = bucket
         where = f"{table} partition {partition}" if partition is not None else f"{table} (whole table)"
-        reason = (f"write conflict on {where}: txn {other_txn_id} (commit id {other_commit_id}) "
-                  f"committed {other_operation or 'a write'} there after txn {txn_id} opened; "
-                  f"txn {txn_id} wanted {operation or 'a write'}")
+        if bucket is not None and bucket >= 0:
+            where += f" bucket {bucket}"
+        if operation == "key write":
+            what = (f"the primary key with hash {key_hash:#018x}" if key_hash is not None
+                    else "keys in the same bucket (recorded whole)")
+            reason = (f"write conflict on {where}: txn {other_txn_id} (commit id "
+                      f"{other_commit_id}) committed a write of {what} after txn {txn_id} "
+                      f"opened; txn {txn_id} wrote it too (duplicate primary key prevented)")
+        else:
+            reason = (f"write conflict on {where}: txn {other_txn_id} (commit id "
+                      f"{other_commit_id}) committed {other_operation or 'a write'} there after "
+                      f"txn {txn_id} opened; txn {txn_id} wanted {operation or 'a write'}")
         super().__init__(txn_id, reason)
 
 

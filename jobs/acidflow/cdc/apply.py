@@ -22,13 +22,15 @@ For each change file, in name order (``apply_path``) -- one batch:
 6. commit: every table of the batch becomes visible at once, with the statistics (inserted,
    updated, deleted, ignored as late, deletes of missing keys, quarantined) in its commit
    record. Any error aborts the transaction: nothing of the batch is visible, and the next run
-   applies it again.
+   applies it again. A lost write-set race at commit (``WriteConflictError``: a concurrent
+   writer committed one of the batch's keys, or an update/delete in its partitions, first) is
+   retried here: steps 3-6 run again in a new transaction, whose snapshot includes the winner
+   (at most :data:`MAX_COMMIT_ATTEMPTS` transactions, a log line each).
 """
 from __future__ import annotations
 
 import gzip
 import hashlib
-import json
 import logging
 import os
 import time
@@ -43,9 +45,10 @@ from acidflow.acid import types as htypes
 from acidflow.acid import lookup
 from acidflow.acid.transaction import Transaction
 from acidflow.acid.fs import TableFS
+from acidflow.acid.keys import key_json  # the catalog's tombstone key (one rule)
 from acidflow.acid.partitions import parse_partition_path
 from acidflow.acid.snapshot import ROW_ID, split_partitions
-from acidflow.catalog import Column, TableDef, normalize_table_name
+from acidflow.catalog import Column, TableDef, WriteConflictError, normalize_table_name
 from acidflow.cdc import changes as chg
 from acidflow.cdc.tables import table_from_stream, with_position_column
 from acidflow.quality.gx import gate_staged
@@ -62,6 +65,12 @@ from acidflow.tables_config import load_tables_config
 log = logging.getLogger(__name__)
 
 SCHEMA_DRIFT = ("add", "fail")
+
+#: Transactions a batch may take: a batch that loses a write-set race at commit
+#: (``WriteConflictError``: another transaction committed an overlapping key or partition write
+#: after the batch's transaction opened) is re-planned against the new snapshot and applied again,
+#: at most this many times in all (``ACIDFLOW_CDC_COMMIT_ATTEMPTS``).
+MAX_COMMIT_ATTEMPTS = int(os.environ.get("ACIDFLOW_CDC_COMMIT_ATTEMPTS", "3"))
 
 #: A batch's merge plan (already in the driver) is written by this process when it has at most
 #: this many insert + delete rows, else by Spark tasks (``ACIDFLOW_LOCAL_WRITE_ROWS``).
@@ -129,6 +138,7 @@ class BatchReport:
         waiting: ``{source table: changes}`` of tables not created yet whose changes in this
             batch were only TRUNCATEs (no-ops: nothing to truncate; the table is created by
             the first change that carries its columns).
+        attempts: transactions it took (more than 1 after lost write-set races).
     """
 
     batch_id: str
@@ -140,6 +150,7 @@ class BatchReport:
     quarantine_file: str | None = None
     seconds: float = 0.0
     waiting: dict[str, int] = field(default_factory=dict)
+    attempts: int = 1
 
 
 def quarantine_hint(path: str) -> str:
@@ -236,7 +247,10 @@ def apply_file(spark: Any, catalog: Any, path: str, options: CdcOptions) -> Batc
         QuarantineThresholdError: too many bad records (nothing applied).
         SchemaDriftError: new columns under policy ``fail`` (nothing applied).
         acidflow.catalog.BatchInProgressError: another run is applying this batch.
-        acidflow.catalog.WriteConflictError and any write error: the transaction is aborted.
+        acidflow.catalog.WriteConflictError: lost the write-set race
+            :data:`MAX_COMMIT_ATTEMPTS` times (each attempt is logged and re-planned against
+            the snapshot of a new transaction; nothing of a lost attempt is visible).
+        Any write error: the transaction is aborted.
     """
     t0 = time.monotonic()
     lines, content = read_lines(path)
@@ -259,6 +273,32 @@ def apply_file(spark: Any, catalog: Any, path: str, options: CdcOptions) -> Batc
         wanted = {t.lower() for t in options.include_tables}
         by_table = {t: c for t, c in by_table.items()
                     if t in wanted or t.split(".", 1)[-1] in wanted}
+    for attempt in range(1, MAX_COMMIT_ATTEMPTS + 1):
+        try:
+            report = _apply_batch(spark, catalog, path, options, stream, batch_id, by_table)
+        except WriteConflictError as exc:
+            if attempt == MAX_COMMIT_ATTEMPTS:
+                log.error("batch %s (%s): write conflict at commit, attempt %d of %d, giving "
+                          "up: %s", batch_id, path, attempt, MAX_COMMIT_ATTEMPTS, exc)
+                raise
+            log.warning("batch %s (%s): write conflict at commit, attempt %d of %d: %s; "
+                        "re-planning against the new snapshot", batch_id, path, attempt,
+                        MAX_COMMIT_ATTEMPTS, exc)
+            continue
+        report.attempts = attempt
+        report.seconds = time.monotonic() - t0
+        return report
+    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
+def _apply_batch(spark: Any, catalog: Any, path: str, options: CdcOptions, stream: ParsedStream,
+                 batch_id: str, by_table: dict[str, list[Change]]) -> BatchReport:
+    """One attempt at a batch: one transaction that plans (at its snapshot), gates, writes,
+    quarantines and commits (module docstring, steps 3-6).
+
+    Raises:
+        acidflow.catalog.WriteConflictError: lost a write-set race at commit (aborted).
+    """
     total = len(stream.changes) + len(stream.bad)
     bad = list(stream.bad)
     report = BatchReport(batch_id, path, "applied")
@@ -305,7 +345,6 @@ def apply_file(spark: Any, catalog: Any, path: str, options: CdcOptions) -> Batc
             "format": options.fmt, "file": path, "tables": report.tables,
             "quarantined": report.quarantined, "quarantine_file": report.quarantine_file,
             "first_position": stream.first_position, "last_position": stream.last_position})
-    report.seconds = time.monotonic() - t0
     return report
 
 
@@ -492,14 +531,6 @@ def _apply_table(spark, catalog, txn, table: TableDef, changes_, options: CdcOpt
         stats["write_id"] = result.write_id
         stats["files"] = result.files
     return stats
-
-
-def key_json(key: tuple[Any, ...]) -> str:
-    """Canonical JSON of a key tuple (the catalog's tombstone key)."""
-    if all(type(v) is int for v in key):  # same text as json.dumps, without its overhead
-        return "[" + ",".join(map(str, key)) + "]"
-    return json.dumps([str(v) if not isinstance(v, (int, str)) or isinstance(v, bool) else v
-                       for v in key], separators=(",", ":"))
 
 
 def _tombstones(catalog, table: TableDef, keys: list[tuple]) -> dict[tuple, str]:

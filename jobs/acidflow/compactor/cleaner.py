@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from acidflow.acid.compaction import TMP_PREFIX, partition_dir, partition_paths
 from acidflow.acid.fs import TableFS, join
-from acidflow.acid.layout import ValidWriteIdList
+from acidflow.acid.layout import NotEnoughHistoryError, ValidWriteIdList
 from acidflow.acid.state import acid_state
 from acidflow.catalog import Catalog, TableDef
 
@@ -133,6 +133,7 @@ def run_cleaner(catalog: Catalog, *, reader_timeout_s: float | None = None,
     report = CleanerReport()
     catalog.abort_timed_out_transactions()
     catalog.purge_expired_readers(reader_timeout_s)
+    catalog.purge_write_sets()  # Hive's housekeeper drops WRITE_SET rows nobody can hit
     tables: dict[str, TableDef] = {}
 
     def table_of(name: str) -> TableDef:
@@ -153,6 +154,14 @@ def run_cleaner(catalog: Catalog, *, reader_timeout_s: float | None = None,
                                       capped_list(valid, entry.highest_write_id or 0))
             catalog.mark_compaction_succeeded(entry.id, {"cleaned": removed})
             report.cleaned[entry.id] = removed
+        except NotEnoughHistoryError as exc:
+            # A newer compaction already published a base above this one's high watermark
+            # (this entry's cleaning waited for a reader meanwhile): what this compaction made
+            # obsolete is obsolete under that base too and goes with its cleaning. Done.
+            log.info("compaction %s superseded by a newer base: %s", entry.id, exc)
+            catalog.mark_compaction_succeeded(entry.id, {"cleaned": [],
+                                                         "superseded": str(exc)})
+            report.cleaned[entry.id] = []
         except Exception as exc:  # noqa: BLE001 - reported; the entry stays ready for cleaning
             log.warning("cleaning compaction %s failed: %s", entry.id, exc)
             report.errors[entry.id] = f"{type(exc).__name__}: {exc}"

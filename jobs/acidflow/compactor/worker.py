@@ -124,7 +124,8 @@ def run_worker(spark: SparkSession | None, catalog: Catalog, *, cq_id: int | Non
     hb = _Heartbeat(catalog, entry.id, cfg.heartbeat_s).start()
     try:
         table = catalog.get_table(entry.table)
-        valid = catalog.valid_write_ids(table.name)
+        # only what every open transaction can see (their reads use the snapshot of their open)
+        valid = catalog.compactor_valid_write_ids(table.name)
         cvalid = valid.for_compactor()
         catalog.update_compaction(entry.id, highest_write_id=cvalid.high_watermark,
                                   details={"worker_id": wid, "valid_write_ids": str(cvalid)})

@@ -18,10 +18,11 @@ This class only wires them and forwards each interface method (documented on
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 import sqlalchemy as sa
 
 from acidflow.acid.layout import ValidWriteIdList
@@ -206,6 +207,13 @@ class SqlCatalog(Catalog):
                       operation: str) -> None:
         return self._txns.add_component(txn_id, table_name, partition, operation)
 
+    def add_write_keys(self, txn_id: int, table_name: str,
+                       scopes: Mapping[tuple[str | None, int], np.ndarray | None]) -> None:
+        return self._txns.add_write_keys(txn_id, table_name, scopes)
+
+    def purge_write_sets(self) -> dict[str, int]:
+        return self._txns.purge_write_sets()
+
     def commit_transaction(self, txn_id: int,
                            stats: dict[str, dict[str, Any]] | None = None) -> int:
         return self._txns.commit_transaction(txn_id, stats)
@@ -226,6 +234,9 @@ class SqlCatalog(Catalog):
     def valid_write_ids(self, table_name: str, txn_id: int | None = None,
                         as_of_write_id: int | None = None) -> ValidWriteIdList:
         return self._write_ids.valid_write_ids(table_name, txn_id, as_of_write_id)
+
+    def compactor_valid_write_ids(self, table_name: str) -> ValidWriteIdList:
+        return self._write_ids.compactor_valid_write_ids(table_name)
 
     def write_id_states(self, table_name: str) -> list[tuple[int, int, str]]:
         return self._write_ids.write_id_states(table_name)

@@ -284,6 +284,33 @@ class WriteSet(Base):
     operation: Mapped[str] = mapped_column(sa.String(16))
 
 
+class WriteSetKey(Base):
+    """Key-level write set of keyed tables (acidflow's; Hive's ``WRITE_SET`` is per
+    partition): the 64-bit hashes of the primary keys a transaction wrote into one scope
+    (partition or NULL = every partition, bucket or -1 = every bucket), packed as a sorted
+    little-endian ``uint64`` array (``acidflow.acid.keys.pack_hashes``). ``whole`` = the scope
+    was recorded without hashes (too many keys): any key write there overlaps. ``commit_id`` is
+    NULL until the transaction commits; the commit-time check compares with entries committed
+    after the committing transaction opened."""
+
+    __tablename__ = "write_set_keys"
+    __table_args__ = (
+        sa.Index(None, "db_name", "tbl_name", "commit_id"),
+        sa.Index(None, "txn_id"),
+    )
+
+    wk_id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    txn_id: Mapped[int] = mapped_column(sa.BigInteger)
+    commit_id: Mapped[int | None] = mapped_column(sa.BigInteger)
+    db_name: Mapped[str] = mapped_column(sa.String(128))
+    tbl_name: Mapped[str] = mapped_column(sa.String(256))
+    part_name: Mapped[str | None] = mapped_column(sa.Text)
+    bucket: Mapped[int] = mapped_column(sa.Integer)
+    whole: Mapped[bool] = mapped_column(sa.Boolean)
+    key_count: Mapped[int] = mapped_column(sa.BigInteger)
+    key_hashes: Mapped[bytes | None] = mapped_column(sa.LargeBinary)
+
+
 class NextLockId(Base):
     """Single row: the next lock id (Hive ``NEXT_LOCK_ID.NL_NEXT``); also the mutex that
     serialises lock grant decisions (Hive's ``CheckLock`` mutex)."""

@@ -228,7 +228,8 @@ class SqlTables:
                 raise CatalogError(f"cannot drop table {db}.{tbl}: open transactions "
                                    f"{sorted(users)} write to or lock it")
             by_name: tuple[Any, ...] = (m.NextWriteId, m.TxnToWriteId, m.TxnComponent,
-                                        m.CompletedTxnComponent, m.WriteSet, m.CommitRecordRow)
+                                        m.CompletedTxnComponent, m.WriteSet, m.WriteSetKey,
+                                        m.CommitRecordRow)
             for model in by_name:
                 conn.execute(sa.delete(model).where(model.db_name == db, model.tbl_name == tbl))
             by_id: tuple[Any, ...] = (m.ColumnV2, m.PartitionKey, m.BucketingCol,

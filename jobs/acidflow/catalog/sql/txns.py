@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+import numpy as np
 import sqlalchemy as sa
+
+from acidflow.acid import keys as acid_keys
 
 from acidflow.catalog.errors import (
     CatalogError,
@@ -152,6 +155,102 @@ class SqlTransactions:
 
         self.db.run(fn)
 
+    def add_write_keys(self, txn_id: int, table_name: str,
+                       scopes: Mapping[tuple[str | None, int], np.ndarray | None]) -> None:
+        """Record primary keys the open transaction wrote into a keyed table (the key-level
+        write set; see :meth:`acidflow.catalog.base.Catalog.add_write_keys`).
+
+        Raises:
+            ValueError: a partition spec not matching the table.
+            NoSuchTableError, NoSuchTransactionError, TxnAbortedError, TxnNotOpenError.
+        """
+        db, tbl = split_table_name(table_name)
+
+        def fn(conn: sa.Connection) -> None:
+            shared.open_txn_row(conn, txn_id)
+            shared.table_row(conn, db, tbl)
+            rows = []
+            for (partition, bucket), hashes in scopes.items():
+                part = shared.check_partition(conn, db, tbl, partition)
+                blob = None if hashes is None else acid_keys.pack_hashes(hashes)
+                rows.append({"txn_id": txn_id, "commit_id": None, "db_name": db,
+                             "tbl_name": tbl, "part_name": part, "bucket": int(bucket),
+                             "whole": hashes is None,
+                             "key_count": 0 if blob is None else len(blob) // 8,
+                             "key_hashes": blob})
+            if rows:
+                conn.execute(sa.insert(m.WriteSetKey), rows)
+
+        self.db.run(fn)
+
+    @staticmethod
+    def _key_conflict(conn: sa.Connection, txn_id: int) -> WriteConflictError | None:
+        """The key-level write-set check of ``txn_id`` at commit: its recorded key scopes
+        against those of transactions that committed after it opened (commit id > txn id), per
+        table; overlapping scopes conflict when either is whole or their sorted hash arrays
+        intersect. Returns the error to raise, or None."""
+        wk = m.WriteSetKey
+        mine = conn.execute(sa.select(wk.__table__).where(wk.txn_id == txn_id)
+                            .order_by(wk.wk_id)).all()
+        others_of: dict[tuple[str, str], Sequence[shared.Row]] = {}
+        for e in mine:
+            table = (e.db_name, e.tbl_name)
+            if table not in others_of:
+                others_of[table] = conn.execute(sa.select(wk.__table__).where(
+                    wk.db_name == e.db_name, wk.tbl_name == e.tbl_name,
+                    wk.commit_id.is_not(None), wk.commit_id > txn_id, wk.txn_id != txn_id)
+                    .order_by(wk.commit_id, wk.wk_id)).all()
+            mine_hashes = None if e.whole else acid_keys.unpack_hashes(e.key_hashes)
+            for o in others_of[table]:
+                if not (e.part_name is None or o.part_name is None
+                        or e.part_name == o.part_name):
+                    continue
+                if not (e.bucket == acid_keys.ANY_BUCKET or o.bucket == acid_keys.ANY_BUCKET
+                        or e.bucket == o.bucket):
+                    continue
+                sample: int | None = None
+                if mine_hashes is not None and not o.whole:
+                    common = acid_keys.intersect_hashes(mine_hashes,
+                                                        acid_keys.unpack_hashes(o.key_hashes))
+                    if not len(common):
+                        continue
+                    sample = int(common[0])
+                elif mine_hashes is not None and not len(mine_hashes):
+                    continue
+                return WriteConflictError(
+                    txn_id, o.txn_id, o.commit_id, f"{e.db_name}.{e.tbl_name}",
+                    e.part_name if e.part_name is not None else o.part_name,
+                    "key write", "key write", key_hash=sample,
+                    bucket=e.bucket if e.bucket != acid_keys.ANY_BUCKET else o.bucket)
+        return None
+
+    def purge_write_sets(self) -> dict[str, int]:
+        """Housekeeping of the write sets (Hive ``AcidHouseKeeperService`` ->
+        ``TxnHandler.cleanupCompletedTxnComponents`` / ``WRITE_SET`` cleanup): an entry is only
+        ever compared with transactions that opened before it committed, so ``write_set`` and
+        ``write_set_keys`` rows whose commit id is below the oldest open transaction (all of
+        them when none is open) can go, and so can the key entries of aborted transactions.
+
+        Returns:
+            ``{"write_set": rows deleted, "write_set_keys": rows deleted}``.
+        """
+        def fn(conn: sa.Connection) -> dict[str, int]:
+            oldest = conn.execute(sa.select(sa.func.min(m.Txn.txn_id))
+                                  .where(m.Txn.txn_state == "open")).scalar()
+            horizon = oldest if oldest is not None else shared.current_txn_seq(conn)
+            ws = conn.execute(sa.delete(m.WriteSet).where(m.WriteSet.commit_id < horizon))
+            wk = m.WriteSetKey
+            keys_done = conn.execute(sa.delete(wk).where(
+                wk.commit_id.is_not(None), wk.commit_id < horizon))
+            dead = sa.select(m.Txn.txn_id).where(m.Txn.txn_state == "aborted",
+                                                 m.Txn.txn_id == wk.txn_id)
+            keys_dead = conn.execute(sa.delete(wk).where(wk.commit_id.is_(None),
+                                                         dead.exists()))
+            return {"write_set": ws.rowcount or 0,
+                    "write_set_keys": (keys_done.rowcount or 0) + (keys_dead.rowcount or 0)}
+
+        return self.db.run(fn)
+
     def commit_transaction(self, txn_id: int,
                            stats: dict[str, dict[str, Any]] | None = None) -> int:
         """Commit atomically across every table the transaction wrote (Hive
@@ -167,7 +266,11 @@ class SqlTransactions:
         deleted or overwrote a (table, partition) that another transaction also updated /
         deleted / overwrote and that other transaction committed after this one opened (its
         commit id > this txn id), this transaction is aborted instead. A whole-table (``None``)
-        component overlaps every partition of its table. Inserts never conflict.
+        component overlaps every partition of its table. Inserts of unkeyed tables never
+        conflict. Key-level check (keyed tables, issue 15): the key hashes this transaction
+        recorded (:meth:`add_write_keys`) are intersected with those of every transaction
+        that committed after it opened in an overlapping scope; one common key (or a whole
+        scope) aborts it.
 
         Committing an already committed transaction returns its commit id again (Hive's
         idempotent ``commitTxn``).
@@ -177,7 +280,7 @@ class SqlTransactions:
         Returns:
             The commit id (larger than every txn id opened before the commit).
         Raises:
-            WriteConflictError: the check failed; the transaction is now aborted.
+            WriteConflictError: a check failed; the transaction is now aborted.
             TxnAbortedError: the transaction was already aborted (e.g. timed out).
             NoSuchTransactionError: unknown id.
             ValueError: stats for a table the transaction has no write id for, or stats that
@@ -225,6 +328,14 @@ class SqlTransactions:
                                  .values(ntxn_next=commit_id))
                     shared.abort_txns(conn, [txn_id], err.reason, now)
                     return Deferred(err)
+            key_err = self._key_conflict(conn, txn_id)
+            if key_err is not None:
+                conn.execute(sa.update(m.NextTxnId).where(m.NextTxnId.id == 1)
+                             .values(ntxn_next=commit_id))
+                shared.abort_txns(conn, [txn_id], key_err.reason, now)
+                return Deferred(key_err)
+            conn.execute(sa.update(m.WriteSetKey).where(m.WriteSetKey.txn_id == txn_id)
+                         .values(commit_id=commit_id))
             if ws_comps:
                 seen = set()
                 rows = []

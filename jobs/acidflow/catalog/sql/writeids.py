@@ -23,9 +23,11 @@ class SqlWriteIds:
         self.db = db
 
     def write_id_snapshot(self, table_name: str, txn_id: int | None = None,
-                           as_of_write_id: int | None = None) -> RawSnapshot:
+                           as_of_write_id: int | None = None, *,
+                           oldest_open: bool = False) -> RawSnapshot:
         """Raw ``(table, high_watermark, open_write_ids, aborted_write_ids, min_open_write_id)``
-        behind :meth:`valid_write_ids` (sorted tuples)."""
+        behind :meth:`valid_write_ids` (sorted tuples); ``oldest_open``: the snapshot of the
+        oldest open transaction without its own writes (:meth:`compactor_valid_write_ids`)."""
         if as_of_write_id is not None and as_of_write_id < 0:
             raise ValueError(f"as_of_write_id must be >= 0, got {as_of_write_id}")
         db, tbl = split_table_name(table_name)
@@ -34,19 +36,29 @@ class SqlWriteIds:
             shared.table_row(conn, db, tbl)
             if txn_id is not None:
                 shared.txn_row(conn, txn_id)
+            horizon = txn_id
+            if oldest_open:
+                horizon = conn.execute(sa.select(sa.func.min(m.Txn.txn_id))
+                                       .where(m.Txn.txn_state == "open")).scalar()
             hwm = conn.execute(sa.select(m.NextWriteId.nwi_next).where(
                 m.NextWriteId.db_name == db, m.NextWriteId.tbl_name == tbl)).scalar_one() - 1
             if as_of_write_id is not None:
                 hwm = min(hwm, as_of_write_id)
+            not_visible: sa.ColumnElement[bool] = m.Txn.txn_state.in_(("open", "aborted"))
+            if horizon is not None:
+                # snapshot at open (Hive's ValidTxnList of openTxns): a transaction that
+                # committed after txn_id opened (commit id > txn_id; both come from one
+                # sequence) is still open for txn_id's reads
+                not_visible = sa.or_(not_visible, sa.and_(m.Txn.txn_state == "committed",
+                                                          m.Txn.txn_commit_id > horizon))
             rows = conn.execute(
                 sa.select(m.TxnToWriteId.write_id, m.TxnToWriteId.txn_id, m.Txn.txn_state)
                 .join(m.Txn, m.Txn.txn_id == m.TxnToWriteId.txn_id)
                 .where(m.TxnToWriteId.db_name == db, m.TxnToWriteId.tbl_name == tbl,
-                       m.TxnToWriteId.write_id <= hwm,
-                       m.Txn.txn_state.in_(("open", "aborted")))
+                       m.TxnToWriteId.write_id <= hwm, not_visible)
                 .order_by(m.TxnToWriteId.write_id)).all()
             open_ids = tuple(r.write_id for r in rows
-                             if r.txn_state == "open" and r.txn_id != txn_id)
+                             if r.txn_state in ("open", "committed") and r.txn_id != txn_id)
             aborted = tuple(r.write_id for r in rows
                             if r.txn_state == "aborted" and r.txn_id != txn_id)
             return (f"{db}.{tbl}", hwm, open_ids, aborted, open_ids[0] if open_ids else None)
@@ -62,6 +74,12 @@ class SqlWriteIds:
           ``as_of_write_id`` if smaller (time travel);
         * exceptions = write ids <= high watermark whose transaction is open (``open_write_ids``)
           or aborted (``aborted_write_ids``), ascending;
+        * with ``txn_id`` the snapshot is the one taken when that transaction opened (Hive's
+          ``ValidTxnList`` of ``openTxns``, plus its own writes): a write id whose transaction
+          committed after ``txn_id`` opened (commit id > ``txn_id``; txn ids and commit ids
+          come from one sequence) is an open exception too, so every read the transaction
+          makes -- key lookups of upsert/delete/CDC, ``reads.read_table(..., txn_id=)`` --
+          agrees with its first one;
         * the write id of ``txn_id`` (the caller's own transaction) is valid, not an exception,
           so a transaction reads its own writes;
         * ``min_open_write_id`` = lowest open exception, ``None`` when there is none.
@@ -74,6 +92,22 @@ class SqlWriteIds:
         """
         name, hwm, open_ids, aborted, min_open = self.write_id_snapshot(
             table_name, txn_id, as_of_write_id)
+        return ValidWriteIdList(name, hwm, open_write_ids=open_ids, aborted_write_ids=aborted,
+                                min_open_write_id=min_open)
+
+    def compactor_valid_write_ids(self, table_name: str) -> ValidWriteIdList:
+        """The snapshot a compactor may compact up to (Hive 3 ``MIN_HISTORY_LEVEL``): the one
+        the oldest open transaction took when it opened, without its own writes -- write ids
+        committed after it opened are open exceptions -- so every open transaction can still
+        use the compactor's output (a base covering a write id some open transaction cannot
+        see would leave that transaction without a usable base). Equals :meth:`valid_write_ids`
+        when no transaction is open. Pass it through ``for_compactor()`` as usual.
+
+        Raises:
+            NoSuchTableError.
+        """
+        name, hwm, open_ids, aborted, min_open = self.write_id_snapshot(table_name,
+                                                                         oldest_open=True)
         return ValidWriteIdList(name, hwm, open_write_ids=open_ids, aborted_write_ids=aborted,
                                 min_open_write_id=min_open)
 
