@@ -10,20 +10,20 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose lint test test-fast demo lock clean bench bench-report bench-write-paths sample-data
+.PHONY: stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven hive-jars hms lint test test-fast demo lock clean bench bench-report bench-write-paths sample-data
 
 # PostgreSQL 15 server binaries, as tests/support/postgres.py finds them ($$ACIDFLOW_PG_BINDIR).
 PG_BINDIR ?= $(or $(ACIDFLOW_PG_BINDIR),/usr/lib/postgresql/15/bin)
 WAL2JSON_SO := $(abspath $(PG_BINDIR)/../lib/wal2json.so)
 WAL2JSON_PKG := postgresql-15-wal2json
 
-setup: system-deps $(VENV)/.installed
+setup: system-deps $(VENV)/.installed hive-jars
 
 # System packages: the wal2json logical decoding output plugin (CDC source side, tests and
 # 'make sample-data'), Chromium (headless screenshots of the Airflow UI page in the e2e test) and
 # docker-compose (offline validation of docker-compose.yml in tests/deploy; no engine needed).
 # Idempotent: a file/command test when installed; apt-get only when missing and we are root.
-system-deps: system-deps-wal2json system-deps-chromium system-deps-docker-compose
+system-deps: system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven
 
 # $(call apt_install,<test that succeeds when installed>,<Debian package>,<who needs it>)
 define apt_install
@@ -50,6 +50,41 @@ system-deps-chromium:
 
 system-deps-docker-compose:
 	$(call apt_install,command -v docker-compose >/dev/null,docker-compose,the docker-compose.yml validation test)
+
+system-deps-maven:
+	$(call apt_install,command -v mvn >/dev/null,maven,'make hive-jars' (the Hive Metastore tests and 'make hms'))
+
+# Hive 3.1.3's standalone metastore, hive-exec and the Hadoop jars they need, pinned in
+# tools/hive/pom.xml, fetched from Maven Central into .cache/hive/ (layout: the pom's header).
+# Idempotent: a stamp file, re-fetched only when the pom changes (the old jars are removed first).
+# A failed fetch fails the target when CI=true; elsewhere it warns and goes on, and the tests
+# that need the metastore skip (tests/integration/test_hive_metastore.py).
+HIVE_CACHE := $(CURDIR)/.cache/hive
+HIVE_STAMP := $(HIVE_CACHE)/.fetched
+hive-jars: $(HIVE_STAMP)
+
+$(HIVE_STAMP): tools/hive/pom.xml
+	@rm -rf $(HIVE_CACHE)/metastore $(HIVE_CACHE)/exec $(HIVE_CACHE)/src; mkdir -p $(HIVE_CACHE); \
+	start=$$(date +%s); \
+	if command -v mvn >/dev/null \
+	   && mvn -q -B -f tools/hive/pom.xml -Dhive.cache=$(HIVE_CACHE) \
+	        dependency:copy-dependencies@metastore dependency:copy-dependencies@exec \
+	        dependency:unpack@metastore-src >$(HIVE_CACHE)/mvn.log 2>&1; then \
+	  touch $@; \
+	  echo "hive-jars: Hive artifacts in $(HIVE_CACHE) ($$(du -sh $(HIVE_CACHE) | cut -f1)," \
+	       "$$(( $$(date +%s) - start ))s)"; \
+	else \
+	  msg="hive-jars: could not fetch the Hive artifacts of tools/hive/pom.xml with Maven"; \
+	  command -v mvn >/dev/null || msg="$$msg (mvn is not installed: apt-get install maven)"; \
+	  [ -f $(HIVE_CACHE)/mvn.log ] && tail -n 20 $(HIVE_CACHE)/mvn.log >&2; \
+	  if [ "$$CI" = true ]; then echo "$$msg; CI=true: failing" >&2; exit 1; fi; \
+	  echo "WARNING: $$msg; the Hive Metastore tests will skip (see $(HIVE_CACHE)/mvn.log)" >&2; \
+	fi
+
+# A Hive 3.1.3 metastore (thrift, DbTxnManager settings, Hive's compactor off) for a person, in
+# the foreground until Ctrl-C: prints its thrift:// URL. Options: make hms HMS_ARGS="--port 9083"
+hms: setup
+	$(PY) -m acidflow.cli.hms $(HMS_ARGS)
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
