@@ -50,3 +50,21 @@ def postgres_url():
     require_postgres()
     with PostgresCluster(settings={"wal_level": "logical"}) as cluster:
         yield cluster.url()
+
+
+@pytest.fixture(scope="session")
+def hive_metastore(tmp_path_factory):
+    """A Hive 3.1.3 metastore thrift server on 127.0.0.1 for the whole session (embedded Derby
+    initialised by Hive's schematool, DbTxnManager settings, Hive's compactor off; see
+    ``acidflow.cli.hms``): an object with ``.url`` (``thrift://127.0.0.1:<port>``),
+    ``.warehouse`` and ``.log``. Skips without the ``make hive-jars`` artifacts, fails instead
+    when ``CI=true``. Stopped at the end of the session."""
+    from acidflow.cli.hms import start_metastore
+    from tests.support.hms import require_hive_artifacts
+
+    artifacts = require_hive_artifacts()
+    hms = start_metastore(tmp_path_factory.mktemp("hive-metastore"), artifacts=artifacts)
+    try:
+        yield hms
+    finally:
+        hms.stop()
