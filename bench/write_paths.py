@@ -8,7 +8,7 @@ names, so it is only the reference):
 * spark-native    -- ``df.write.orc`` of the six-column event struct (reference; not usable).
 * pyarrow-mapInArrow -- pyarrow ORC writer inside ``mapInArrow`` (no user metadata: not usable).
 * pyorc-mapPartitions -- ``rdd.mapPartitions`` + our ``EventFileWriter`` (pickled Rows).
-* pyorc-mapInArrow -- ``mapInArrow`` + our ``EventFileWriter`` (what ``acidflow.acid.writes`` uses).
+* pyorc-mapInArrow -- ``mapInArrow`` + our ``EventFileWriter`` (what ``acidflow.acid.writer`` uses).
 
 Run: ``make bench`` or ``.venv/bin/python bench/write_paths.py [rows] [runs]``.
 Writes ``bench/results/write_paths.json``.

@@ -32,7 +32,6 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
-import pyarrow as pa
 
 from acidflow.acid import files as acid_files
 from acidflow.acid import partitions as parts
@@ -298,8 +297,3 @@ def acid_state_of(path: str, valid: ValidWriteIdList | None = None) -> AcidState
     tfs = TableFS(path)
     valid = valid or ValidWriteIdList(posixpath.basename(path.rstrip("/")), LONG_MAX)
     return acid_state(tfs, path, valid)
-
-
-def arrow_to_rows(table: pa.Table) -> list[dict]:
-    """Rows of an Arrow table as dicts (for the CLI and tests)."""
-    return table.to_pylist()

@@ -80,11 +80,6 @@ def _to_int32(x: int) -> int:
     return x - 0x100000000 if x & 0x80000000 else x
 
 
-def _to_int64(x: int) -> int:
-    x &= _M64
-    return x - 0x10000000000000000 if x & 0x8000000000000000 else x
-
-
 def murmur3_32(data: bytes, seed: int = MURMUR3_DEFAULT_SEED) -> int:
     """32-bit Murmur3 exactly as Hive's ``Murmur3.hash32(byte[], int length, int seed)``.
 

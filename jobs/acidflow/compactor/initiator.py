@@ -29,7 +29,7 @@ import fnmatch
 import getpass
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from acidflow.acid.compaction import partition_dir
 from acidflow.acid.fs import TableFS
@@ -279,6 +279,3 @@ def queued_ids_json(report: InitiatorReport) -> str:
     return json.dumps(report.queued_ids)
 
 
-def filter_tables(names: Iterable[str], pattern: str | None) -> list[str]:
-    """Names matching an fnmatch pattern (all when ``pattern`` is None)."""
-    return [n for n in names if not pattern or fnmatch.fnmatch(n, pattern)]
