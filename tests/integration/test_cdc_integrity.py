@@ -323,3 +323,82 @@ def test_pgbench_load_order_through_a_real_slot(spark, catalog, tmp_path):
                  .to_pylist())
     assert got == want
     assert POSITION_COLUMN in catalog.get_table("bench.accounts").column_names()
+
+
+def test_aborted_key_learning_batch_leaves_the_table_keyless_and_the_rerun_records_the_key(
+        spark, catalog, tmp_path):
+    """issue 15 finding 9 (review: key learning applied outside the batch's transaction): a
+    batch that takes the key and then aborts (quarantine threshold) leaves the table keyless
+    (old code: the key stayed set though nothing was applied); the rerun that applies the batch
+    sets the key and its commit record carries the schema_change (old code: the key was already
+    set, so the commit that applied the batch had no schema_change)."""
+    d = tmp_path / "in"
+    keyless_load(d, [1, 2, 3, 4])
+    apply_file(spark, catalog, str(d / "1.jsonl"), CdcOptions(target_db="src", auto_create=True))
+    batch = txn(2, "0/30", "0/40", upd("acc", 1, "u1"), upd("acc", 2, "u2"), dele("acc", 3),
+                ins("acc", 9))
+    f2 = write(d / "2.jsonl", batch[:2] + ["{not a record"] + batch[2:])   # 1 bad of 5
+    strict = CdcOptions(target_db="src", auto_create=True, quarantine_threshold=0.0)
+    with pytest.raises(QuarantineThresholdError):
+        apply_file(spark, catalog, str(f2), strict)
+    assert catalog.get_table("src.acc").primary_key == []
+    assert catalog.get_batch("wal2json:0000000000000030-0000000000000040").state == "aborted"
+    assert rows(catalog, "src.acc") == [(1, "x"), (2, "x"), (3, "x"), (4, "x")]
+    r = apply_file(spark, catalog, str(f2), CdcOptions(target_db="src", auto_create=True,
+                                                       quarantine_threshold=0.5))
+    assert r.status == "applied" and r.quarantined == 1
+    assert r.tables["src.acc"]["schema_change"]["primary_key"] == ["id"]
+    assert catalog.get_table("src.acc").primary_key == ["id"]
+    rec = catalog.commit_records("src.acc")[-1]
+    assert rec.txn_id == r.txn_id and rec.stats["schema_change"] == {
+        "primary_key": ["id"], "previous_primary_key": [], "source": "public.acc"}
+    assert rows(catalog, "src.acc") == [(1, "u1"), (2, "u2"), (4, "x"), (9, "x")]
+
+
+def test_key_learning_batch_that_loses_a_write_race_records_the_key_in_the_winning_attempt(
+        spark, catalog, tmp_path, monkeypatch):
+    """issue 15 finding 9 (review): the first attempt of a key-taking batch loses a write-set
+    race (another writer deletes a row of the table before the batch commits); the key is not
+    set by the lost attempt, and the attempt that commits records the schema_change in its
+    commit record and sets the key (old code: attempt 1 set the key, attempt 2 found it set and
+    its commit record had no schema_change)."""
+    import pyarrow as pa
+
+    from acidflow.acid import lookup
+    from acidflow.acid.transaction import Transaction
+    from acidflow.cdc import apply as cdc_apply
+
+    d = tmp_path / "in"
+    keyless_load(d, [1, 2, 3, 4])
+    opts = CdcOptions(target_db="src", auto_create=True)
+    apply_file(spark, catalog, str(d / "1.jsonl"), opts)
+    f2 = keyed_changes(d)
+    keys_seen = []
+    real_write_plan = cdc_apply.write_plan
+
+    def racing_write_plan(spark_, cat, txn_, table, plan):
+        keys_seen.append(list(cat.get_table(table.name).primary_key))
+        result = real_write_plan(spark_, cat, txn_, table, plan)
+        if len(keys_seen) == 1:  # a racer deletes row 4 and commits before the batch does
+            with Transaction(catalog, heartbeat_s=0) as racer:
+                t = catalog.get_table("src.acc")
+                found = lookup.current_rows(spark, catalog, t, racer).where("id = 4").toArrow()
+                rid = found.column("ROW__ID").combine_chunks()
+                deletes = pa.table([rid.field("writeid"), rid.field("bucketid"),
+                                    rid.field("rowid")], names=["owid", "bprop", "rowid"])
+                empty = found.select([c for c in found.column_names if c != "ROW__ID"]) \
+                    .slice(0, 0)
+                racer.apply_row_changes("src.acc", empty, deletes,
+                                        counts={"rows_inserted": 0, "rows_updated": 0,
+                                                "rows_deleted": 1})
+        return result
+
+    monkeypatch.setattr(cdc_apply, "write_plan", racing_write_plan)
+    r = apply_file(spark, catalog, str(f2), opts)
+    assert r.status == "applied" and r.attempts == 2
+    assert keys_seen == [[], []]   # the lost attempt did not set the key in the catalog
+    assert r.tables["src.acc"]["schema_change"]["primary_key"] == ["id"]
+    rec = catalog.commit_records("src.acc")[-1]
+    assert rec.txn_id == r.txn_id and rec.stats["schema_change"]["primary_key"] == ["id"]
+    assert catalog.get_table("src.acc").primary_key == ["id"]
+    assert rows(catalog, "src.acc") == [(1, "u1"), (2, "u2"), (9, "x")]

@@ -183,3 +183,56 @@ def test_cdc_batch_retries_after_losing_a_write_set_race(catalog, tmp_path, monk
     assert len(aborted) == 1 and "write conflict" in aborted[0].abort_reason
     again = cdc_apply.apply_file(None, catalog, path, options)
     assert again.status == "skipped" and again.txn_id == report.txn_id
+
+
+def test_cdc_batch_committed_by_a_concurrent_run_meanwhile_is_skipped(catalog, warehouse,
+                                                                     tmp_path, monkeypatch):
+    """issue 15 finding 1 / Deliver "CDC retry" (review: a lost race to a concurrent run of the
+    same batch failed the job): another run (its own catalog client on the same database)
+    commits the batch after this run's get_batch and before its claim; the claim's
+    BatchAlreadyAppliedError is caught and the batch reported as skipped with the winner's
+    transaction (old code: the job failed with BatchAlreadyAppliedError). The table holds the
+    batch once."""
+    _accounts(catalog)
+    path = _wal2json_file(tmp_path / "wal2json_1.jsonl", 0x100, [(1, "cdc"), (2, "cdc")])
+    options = cdc_apply.CdcOptions(fmt="wal2json", quality_gate=False)
+    other = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
+    winner = []
+    real_get_batch = catalog.get_batch
+
+    def get_batch_then_lose_the_race(batch_id):
+        seen = real_get_batch(batch_id)         # not applied yet ...
+        if not winner:                          # ... and now the other run applies it
+            winner.append(cdc_apply.apply_file(None, other, path, options))
+        return seen
+
+    monkeypatch.setattr(catalog, "get_batch", get_batch_then_lose_the_race)
+    report = cdc_apply.apply_file(None, catalog, path, options)
+    (won,) = winner
+    assert won.status == "applied" and report.status == "skipped"
+    assert report.txn_id == won.txn_id and report.tables["default.accounts"]["rows_inserted"] == 2
+    rows = _rows(catalog)
+    assert rows == [(1, "cdc"), (2, "cdc")] and _dup_keys(rows) == {}
+    assert len(catalog.commit_records("default.accounts")) == 1
+
+
+def test_commit_attempts_below_one_still_apply_the_batch(catalog, tmp_path, monkeypatch):
+    """Review of issue 15's CDC retry: ACIDFLOW_CDC_COMMIT_ATTEMPTS <= 0 means one attempt
+    (old code: the attempt loop never ran and apply_file hit an AssertionError; the module
+    constant kept the 0)."""
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", "import acidflow.cdc.apply as a; print(a.MAX_COMMIT_ATTEMPTS)"],
+        env={**os.environ, "ACIDFLOW_CDC_COMMIT_ATTEMPTS": "0"}, capture_output=True, text=True,
+        check=True)
+    assert out.stdout.strip() == "1"
+    _accounts(catalog)
+    monkeypatch.setattr(cdc_apply, "MAX_COMMIT_ATTEMPTS", 0)
+    path = _wal2json_file(tmp_path / "wal2json_1.jsonl", 0x100, [(1, "a")])
+    report = cdc_apply.apply_file(None, catalog, path,
+                                  cdc_apply.CdcOptions(fmt="wal2json", quality_gate=False))
+    assert report.status == "applied" and report.attempts == 1
+    assert _rows(catalog) == [(1, "a")]

@@ -25,7 +25,17 @@ For each change file, in name order (``apply_path``) -- one batch:
    applies it again. A lost write-set race at commit (``WriteConflictError``: a concurrent
    writer committed one of the batch's keys, or an update/delete in its partitions, first) is
    retried here: steps 3-6 run again in a new transaction, whose snapshot includes the winner
-   (at most :data:`MAX_COMMIT_ATTEMPTS` transactions, a log line each).
+   (at most :data:`MAX_COMMIT_ATTEMPTS` transactions, a log line each). A concurrent run of the
+   same batch that commits it first (between step 2 and the claim, or between attempts) makes
+   this run report the batch as ``skipped``, as in step 2.
+
+Catalog changes and the batch's transaction: auto-creating a table and appending new columns
+(schema drift ``add``) are catalog changes made during the attempt, before the batch's commit;
+they are idempotent (``if_not_exists``, only missing columns are added) and harmless when the
+batch then aborts (an empty table, NULL columns), so a retry or rerun simply finds them done.
+A primary key the stream newly names for a keyless auto-created table (:func:`_learn_primary_key`)
+is different -- it changes how every later batch treats the table -- so it is applied only once
+the batch has committed (the commit record carries it as ``schema_change``).
 """
 from __future__ import annotations
 
@@ -35,7 +45,7 @@ import logging
 import os
 import time
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +58,13 @@ from acidflow.acid.fs import TableFS
 from acidflow.acid.keys import key_json  # the catalog's tombstone key (one rule)
 from acidflow.acid.partitions import parse_partition_path
 from acidflow.acid.snapshot import ROW_ID, split_partitions
-from acidflow.catalog import Column, TableDef, WriteConflictError, normalize_table_name
+from acidflow.catalog import (
+    BatchAlreadyAppliedError,
+    Column,
+    TableDef,
+    WriteConflictError,
+    normalize_table_name,
+)
 from acidflow.cdc import changes as chg
 from acidflow.cdc.tables import table_from_stream, with_position_column
 from acidflow.quality.gx import gate_staged
@@ -70,7 +86,8 @@ SCHEMA_DRIFT = ("add", "fail")
 #: (``WriteConflictError``: another transaction committed an overlapping key or partition write
 #: after the batch's transaction opened) is re-planned against the new snapshot and applied again,
 #: at most this many times in all (``ACIDFLOW_CDC_COMMIT_ATTEMPTS``).
-MAX_COMMIT_ATTEMPTS = int(os.environ.get("ACIDFLOW_CDC_COMMIT_ATTEMPTS", "3"))
+#: Values below 1 count as 1 (one transaction, no retry).
+MAX_COMMIT_ATTEMPTS = max(1, int(os.environ.get("ACIDFLOW_CDC_COMMIT_ATTEMPTS", "3")))
 
 #: A batch's merge plan (already in the driver) is written by this process when it has at most
 #: this many insert + delete rows, else by Spark tasks (``ACIDFLOW_LOCAL_WRITE_ROWS``).
@@ -246,7 +263,9 @@ def apply_file(spark: Any, catalog: Any, path: str, options: CdcOptions) -> Batc
             sets the file aside (``acidflow cdc quarantine-file``); nothing was applied.
         QuarantineThresholdError: too many bad records (nothing applied).
         SchemaDriftError: new columns under policy ``fail`` (nothing applied).
-        acidflow.catalog.BatchInProgressError: another run is applying this batch.
+        acidflow.catalog.BatchInProgressError: another run is applying this batch (a run
+            that commits it first instead makes this one return ``skipped``).
+        PrimaryKeyError: a keyless table cannot take the key its source now names.
         acidflow.catalog.WriteConflictError: lost the write-set race
             :data:`MAX_COMMIT_ATTEMPTS` times (each attempt is logged and re-planned against
             the snapshot of a new transaction; nothing of a lost attempt is visible).
@@ -262,10 +281,7 @@ def apply_file(spark: Any, catalog: Any, path: str, options: CdcOptions) -> Batc
     done = catalog.get_batch(batch_id)
     if done is not None and done.state == "committed":
         log.info("batch %s (%s) already applied by txn %s: skipped", batch_id, path, done.txn_id)
-        return BatchReport(batch_id, path, "skipped", done.txn_id,
-                           tables=done.details.get("tables", {}),
-                           quarantined=done.details.get("quarantined", 0),
-                           seconds=time.monotonic() - t0)
+        return _skipped(catalog, batch_id, path, done.txn_id, done.details, t0)
     by_table: dict[str, list[Change]] = {}
     for ch in stream.changes:
         by_table.setdefault(ch.table, []).append(ch)
@@ -273,22 +289,70 @@ def apply_file(spark: Any, catalog: Any, path: str, options: CdcOptions) -> Batc
         wanted = {t.lower() for t in options.include_tables}
         by_table = {t: c for t, c in by_table.items()
                     if t in wanted or t.split(".", 1)[-1] in wanted}
-    for attempt in range(1, MAX_COMMIT_ATTEMPTS + 1):
+    attempts = max(1, MAX_COMMIT_ATTEMPTS)  # a monkeypatched or odd value: at least one
+    attempt = 1
+    while True:
         try:
             report = _apply_batch(spark, catalog, path, options, stream, batch_id, by_table)
+        except BatchAlreadyAppliedError as exc:
+            # a concurrent run of this batch committed it after get_batch (or between our
+            # attempts): the claim (register_batch, the attempt's first step) refused it and
+            # our transaction aborted with nothing written -- the batch is applied, once
+            log.info("batch %s (%s) applied meanwhile by txn %s of another run: skipped",
+                     batch_id, path, exc.txn_id)
+            won = catalog.get_batch(batch_id)
+            report = _skipped(catalog, batch_id, path, exc.txn_id,
+                              won.details if won is not None else {}, t0)
+            report.attempts = attempt
+            return report
         except WriteConflictError as exc:
-            if attempt == MAX_COMMIT_ATTEMPTS:
+            if attempt >= attempts:
                 log.error("batch %s (%s): write conflict at commit, attempt %d of %d, giving "
-                          "up: %s", batch_id, path, attempt, MAX_COMMIT_ATTEMPTS, exc)
+                          "up: %s", batch_id, path, attempt, attempts, exc)
                 raise
             log.warning("batch %s (%s): write conflict at commit, attempt %d of %d: %s; "
                         "re-planning against the new snapshot", batch_id, path, attempt,
-                        MAX_COMMIT_ATTEMPTS, exc)
+                        attempts, exc)
+            attempt += 1
             continue
+        _take_learned_keys(catalog, report.tables, path)
         report.attempts = attempt
         report.seconds = time.monotonic() - t0
         return report
-    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
+def _skipped(catalog: Any, batch_id: str, path: str, txn_id: int | None,
+             details: dict[str, Any], t0: float) -> BatchReport:
+    """The report of a batch a committed transaction already applied (``details``: its batch
+    ledger record). A primary key that batch took but did not get to set (a crash between its
+    commit and :func:`_take_learned_keys`) is set now, from the ledger."""
+    tables = details.get("tables", {}) or {}
+    _take_learned_keys(catalog, tables, path)
+    return BatchReport(batch_id, path, "skipped", txn_id, tables=tables,
+                       quarantined=details.get("quarantined", 0),
+                       seconds=time.monotonic() - t0)
+
+
+def _take_learned_keys(catalog: Any, tables: dict[str, dict[str, Any]], path: str) -> None:
+    """Set the primary keys a committed batch took (``schema_change`` of its table stats, see
+    :func:`_learn_primary_key`) in the catalog, each in its own catalog transaction right after
+    the batch's commit. Idempotent: a table that already has the key is left alone, and so is
+    one whose key changed otherwise since (its key is no longer the change's previous key)."""
+    for name, stats in tables.items():
+        change = stats.get("schema_change") if isinstance(stats, dict) else None
+        if not change or "primary_key" not in change:
+            continue
+        key = list(change["primary_key"])
+        current = list(catalog.get_table(name).primary_key)
+        if current == key:
+            continue
+        if current != list(change.get("previous_primary_key") or []):
+            log.warning("%s: %s has primary key (%s) now, not the (%s) the batch took: left "
+                        "as it is", path, name, ", ".join(current), ", ".join(key))
+            continue
+        catalog.set_primary_key(name, key)
+        log.warning("%s: %s takes the primary key (%s) its source now names", path, name,
+                    ", ".join(key))
 
 
 def _apply_batch(spark: Any, catalog: Any, path: str, options: CdcOptions, stream: ParsedStream,
@@ -427,12 +491,24 @@ def _learn_primary_key(spark: Any, catalog: Any, txn: Any, table: TableDef,
     (``pg_restore`` / ``pgbench -i`` load the rows first and add the key afterwards).
 
     Under schema drift ``add`` the stored rows (at the transaction's snapshot) are checked for
-    repeated or NULL keys, then the key is set in the catalog
-    (:meth:`acidflow.catalog.base.Catalog.set_primary_key`); the change is returned for the
-    commit record (``schema_change``). Under ``fail`` the batch stops.
+    repeated or NULL keys; the batch is then planned with the key (a copy of the definition
+    that has it) and the change is returned for the commit record (``schema_change``). The
+    catalog is not changed here: the key is set only after the batch commits
+    (:func:`_take_learned_keys`, :meth:`acidflow.catalog.base.Catalog.set_primary_key`), so a
+    batch that aborts (quarantine threshold, quality gate, write conflict, crash) leaves the
+    table keyless and every retry or rerun takes -- and records -- the key again. Under
+    ``fail`` the batch stops.
+
+    Remaining window: the key is set in its own catalog transaction just after the batch's
+    commit. A crash in between leaves the batch applied and the table keyless; a rerun of the
+    batch (reported as skipped) sets the key from the batch ledger, and the next batch that
+    names the key would take it anyway. The learning batch writes the table while the catalog
+    still calls it keyless, so its inserted keys are not in the key-level write set: a second
+    run of *another* batch of the same table, racing it before the key is set, is not checked
+    against them (two concurrent runs over one source stream break its order anyway).
 
     Returns:
-        ``(table definition, schema change or None)``.
+        ``(table definition -- with the key when it is taken, schema change or None)``.
     Raises:
         SchemaDriftError: schema drift policy ``fail`` (names the table and the new key), or a
             key column the table does not have.
@@ -463,11 +539,12 @@ def _learn_primary_key(spark: Any, catalog: Any, txn: Any, table: TableDef,
     if dups:
         raise PrimaryKeyError(table.name, key,
                               [(tuple(r[k] for k in key), r["count"]) for r in dups], path)
-    log.warning("%s: %s takes the primary key (%s) its source now names", path, table.name,
-                ", ".join(key))
-    updated = catalog.set_primary_key(table.name, key)
-    return updated, {"primary_key": key, "previous_primary_key": list(table.primary_key),
-                     "source": source_name}
+    log.info("%s: %s will take the primary key (%s) its source now names once the batch "
+             "commits", path, table.name, ", ".join(key))
+    # planned with the key; the catalog keeps the table keyless until the batch commits
+    keyed = replace(table, primary_key=list(key))
+    return keyed, {"primary_key": key, "previous_primary_key": list(table.primary_key),
+                   "source": source_name}
 
 
 def _handle_drift(catalog, table: TableDef, changes_, stream, options: CdcOptions,
@@ -683,7 +760,9 @@ def build_options(fmt: str, *, tables_config: str | None, auto_create: bool, tar
                   insert_existing: str, delete_missing: str, quarantine_threshold: float,
                   tables: list[str] | None = None) -> CdcOptions:
     """:class:`acidflow.cdc.apply.CdcOptions` from command-line values (shared by the CLI and the
-    spark-submit entry). ``tables_config`` defaults to ``include/tables`` when it exists."""
+    spark-submit entry). ``tables_config``: a tables YAML file or directory
+    (:func:`acidflow.tables_config.load_tables_config`); ``None`` or empty means no tables
+    config (``{}``: source tables map to ``<target_db>.<table>``), nothing is read by default."""
     cfg = {}
     if tables_config:
         cfg = load_tables_config(tables_config)

@@ -22,7 +22,10 @@ Three formats are read, one JSON document per line:
 Whole source transactions only: a file that ends inside a transaction -- wal2json v2 ``B``
 without its ``C``, a cut last v1 document, a Debezium ``BEGIN`` without its ``END``, a
 GoldenGate ``txind`` B/M without E -- raises :class:`IncompleteTransactionError` naming the
-file, the transaction id and the LSN / position; none of the file is applied. None of these
+file, the transaction id and the LSN / position; none of the file is applied. The same holds,
+in every format and with or without boundary records, for a last (non-blank) line that is not
+JSON: a record cut by an interrupted pull or copy, never quarantined as a bad record (which
+would drop the change and commit the rest); only the other lines' JSON errors are bad records. None of these
 formats defines a continuation of a transaction into the next file, and ``acidflow cdc pull``
 lands whole transactions only, so this is always a cut file (interrupted pull or copy).
 Without boundary records (Debezium without transaction metadata, GoldenGate without
@@ -77,16 +80,18 @@ def parse_lines(fmt: str, lines: Iterable[str], file_name: str) -> ParsedStream:
     Returns:
         :class:`ParsedStream`.
     Raises:
+        IncompleteTransactionError: the lines end inside a source transaction, or the last
+            non-blank line is not JSON (a cut record); names the file, line and position.
         ValueError: unknown format.
     """
     if fmt == "wal2json":
         return _parse_wal2json(lines, file_name)
     if fmt == "debezium":
         return _parse_simple(lines, file_name, _debezium_record,
-                             "its transaction's END record")
+                             "its transaction's END record", ("lsn", "pos"))
     if fmt == "goldengate":
         return _parse_simple(lines, file_name, _goldengate_record,
-                             "its transaction's end (txind E)")
+                             "its transaction's end (txind E)", ("pos",))
     raise ValueError(f"unknown change format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
@@ -211,7 +216,9 @@ def _parse_wal2json(lines: Iterable[str], file_name: str) -> ParsedStream:
 
     Transactions must be whole: a file that ends after a ``B`` but before its ``C`` (v2), or
     whose last line is a cut v1 document, or where a ``B`` follows a ``B`` without a ``C``,
-    raises :class:`IncompleteTransactionError`. wal2json defines no continuation of a
+    raises :class:`IncompleteTransactionError`; so does a last line that is not JSON at all
+    (a cut ``I``/``U``/``D`` record of a stream without ``B``/``C``: its position is the
+    record's own ``lsn`` when whole in the cut text, else the last LSN before it). wal2json defines no continuation of a
     transaction into another file, and ``acidflow cdc pull`` lands whole transactions only
     (``acidflow.sources.postgres.pull``), so a trailing open transaction is always a cut file.
     """
@@ -245,19 +252,32 @@ def _parse_wal2json(lines: Iterable[str], file_name: str) -> ParsedStream:
             out.changes.append(ch)
         batch.clear()
 
+    last_lsn: Any = None                        # the last complete record's LSN text
     for lineno, raw in numbered:
         try:
             rec = _loads(raw)
         except ValueError as e:
-            if lineno == last_line and open_txn is None and \
+            if lineno == last_line and open_txn is not None:
+                raise IncompleteTransactionError(
+                    file_name, open_txn["xid"], open_txn.get("last") or open_txn["lsn"],
+                    open_txn["line"], f"the last line ({lineno}) is cut (not JSON: {e}) and "
+                    "the transaction has no COMMIT") from None
+            if lineno == last_line and \
                     (v1_seen or _looks_like_v1(raw) or raw.lstrip().startswith('{"action":"B"')):
                 # the last line is a cut transaction (a v1 document or a v2 BEGIN)
                 raise IncompleteTransactionError(
                     file_name, _grep_field(raw, "xid"),
                     _grep_field(raw, "nextlsn") or _grep_field(raw, "lsn"), lineno,
                     f"the last line is a cut transaction record (not JSON: {e})") from None
+            if lineno == last_line:  # a cut I/U/D/T record without transaction records
+                raise IncompleteTransactionError(
+                    file_name, _complete_field(raw, "xid"),
+                    _complete_field(raw, "lsn") or last_lsn, lineno,
+                    f"the last line is a cut change record (not JSON: {e})") from None
             out.bad.append(BadRecord(_src(file_name, lineno), f"not JSON: {e}", raw))
             continue
+        if isinstance(rec, dict):
+            last_lsn = rec.get("nextlsn") or rec.get("lsn") or last_lsn
         if isinstance(rec, dict) and "action" not in rec and isinstance(rec.get("change"), list):
             v1_seen = True
             if open_txn is not None:
@@ -321,6 +341,16 @@ def _grep_field(raw: str, name: str) -> str | None:
     """The value of ``"name": <value>`` in a cut JSON text (for error messages)."""
     m = re.search(r'"' + re.escape(name) + r'"\s*:\s*"?([^",}\s]+)', raw)
     return m.group(1) if m else None
+
+
+def _complete_field(raw: str, name: str) -> str | None:
+    """The value of ``"name": <value>`` in a cut JSON text when the value itself is whole
+    (a closing quote, or a ``,``/``}`` after a bare value), else None: a cut line must not
+    report a cut LSN or position."""
+    m = re.search(r'"' + re.escape(name) + r'"\s*:\s*(?:"([^"\\]*)"|([^",}\s]+)\s*[,}])', raw)
+    if not m:
+        return None
+    return m.group(1) if m.group(1) is not None else m.group(2)
 
 
 _V1_ACTIONS = {"insert": "I", "update": "U", "delete": "D", "truncate": "T"}
@@ -471,13 +501,32 @@ class _Txns:
 
 def _parse_simple(lines: Iterable[str], file_name: str,
                   fn: Callable[[Any, str, int, ParsedStream, _Txns], list[Change]],
-                  end_marker: str) -> ParsedStream:
+                  end_marker: str, position_fields: tuple[str, ...]) -> ParsedStream:
+    """Debezium / GoldenGate lines: ``fn`` turns one record into changes; a line that is not
+    JSON is a bad record, except the last (non-blank) line, which is a cut record
+    (:class:`IncompleteTransactionError` naming the file, the line, the open transaction if
+    any, and the position: ``position_fields`` found whole in the cut text, else the last
+    position before it)."""
     out = ParsedStream()
     txns = _Txns(file_name)
-    for lineno, raw in _numbered(lines):
+    numbered = list(_numbered(lines))
+    last_line = numbered[-1][0] if numbered else 0
+    last_position: Any = None
+    for lineno, raw in numbered:
         try:
             rec = _loads(raw)
         except ValueError as e:
+            if lineno == last_line:
+                found = [v for f in position_fields if (v := _complete_field(raw, f))]
+                if txns.open:
+                    txid, st = min(txns.open.items(), key=lambda kv: kv[1]["line"])
+                    raise IncompleteTransactionError(
+                        file_name, txid, found[0] if found else st["position"], st["line"],
+                        f"the last line ({lineno}) is cut (not JSON: {e}) and the file ends "
+                        f"before {end_marker}") from None
+                raise IncompleteTransactionError(
+                    file_name, None, found[0] if found else last_position, lineno,
+                    f"the last line is a cut change record (not JSON: {e})") from None
             out.bad.append(BadRecord(_src(file_name, lineno), f"not JSON: {e}", raw))
             continue
         try:
@@ -489,6 +538,7 @@ def _parse_simple(lines: Iterable[str], file_name: str,
         for ch in changes:
             ch.seq = len(out.changes)
             out.changes.append(ch)
+            last_position = ch.position
             if out.first_position is None or ch.position < out.first_position:
                 out.first_position = ch.position
             if out.last_position is None or ch.position > out.last_position:
