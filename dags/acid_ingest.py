@@ -1,11 +1,23 @@
 """acid_ingest: load each data interval's landing files into its tables, once.
 
 One mapped spark-submit ``ingest`` task per table (a Great Expectations gate on the staged rows
-runs before commit), then spark-submit ``validate`` on the loaded tables. ``--mode overwrite``
-(the default) replaces
-the interval's partition (INSERT OVERWRITE), ``append`` inserts; either way the batch id is per
-(table, data interval), so retries, reruns and backfills (``airflow backfill create --dag-id
-acid_ingest --from-date ... --to-date ...``) leave the tables as the scheduled runs did.
+runs before commit), then spark-submit ``validate`` on the loaded tables. The ``mode`` param:
+
+* ``overwrite`` (the default) replaces the interval's partition (INSERT OVERWRITE); the batch id
+  is ``ingest:<table>:<interval>:<digest of the files' checksums>``: a rerun with the same files
+  is skipped, changed files replace the partition again.
+* ``append`` inserts (INSERT INTO); into a table with a primary key it refuses keys already
+  stored or repeated in the files (nothing applied).
+* ``upsert`` (keyed tables) updates stored keys and inserts new ones (split-update).
+
+``append`` and ``upsert`` share the batch id ``ingest:<table>:<interval>``. A rerun of their
+interval applies only the files that no committed batch of the interval applied (by SHA-256:
+a file quarantined as unreadable -- a truncated ``.gz`` of a copy in progress -- and fixed
+since, or a file that arrived late) as a follow-up batch ``ingest:<table>:<interval>:+<n>``;
+with no such file it is skipped, and a file applied before and changed since is reported, not
+applied again (rerun with ``overwrite`` to reload). So retries, reruns and backfills
+(``airflow backfill create --dag-id acid_ingest --from-date ... --to-date ...``) never apply a
+file twice.
 """
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ def test_interface_params_and_schedules(parsed):
     assert cdc["params"]["source"]["enum"] == ["landing", "postgres"]
     assert cdc["params"]["quarantine_threshold"]["maximum"] == 1
     assert ingest["params"]["tables"]["type"] == "array"
-    assert ingest["params"]["mode"]["enum"] == ["overwrite", "append"]
+    assert ingest["params"]["mode"]["enum"] == ["overwrite", "append", "upsert"]
     assert comp["params"]["dry_run"]["type"] == "boolean"
     assert comp["schedule"] == "0 2 * * *"
     assert ingest["schedule"] in ("@daily", "0 0 * * *")

@@ -44,10 +44,20 @@ def test_csv_append_is_idempotent_and_bad_rows_quarantined(spark, catalog, tmp_p
     again = ingest(spark, catalog, "sales.orders", str(d1), "csv", "2024-01-01",
                    partition={"ds": "2024-01-01"})
     assert again.status == "skipped" and again.txn_id == r.txn_id and again.note == ""
+    # a file that arrived late is applied by a rerun, as a follow-up batch (issue 15 finding
+    # 5 review; this used to be skipped with a note)
     (d1 / "b.csv").write_text("id,amount,city\n999,1,z\n")
     late = ingest(spark, catalog, "sales.orders", str(d1), "csv", "2024-01-01",
                   partition={"ds": "2024-01-01"})
-    assert late.status == "skipped" and "overwrite" in late.note
+    assert (late.status, late.rows, late.batch_id) == ("applied", 1, r.batch_id + ":+1")
+    first = sorted(first + [("2024-01-01", 999, "1.00", "z")])
+    assert snapshot(spark, catalog) == first
+    # a file applied before and changed since is not applied again (its rows would double)
+    (d1 / "a.csv").write_text("\n".join(lines[:50]) + "\n")
+    changed = ingest(spark, catalog, "sales.orders", str(d1), "csv", "2024-01-01",
+                     partition={"ds": "2024-01-01"})
+    assert changed.status == "skipped" and "overwrite" in changed.note
+    assert str(d1 / "a.csv") in changed.note
     assert snapshot(spark, catalog) == first
 
 
@@ -138,6 +148,72 @@ def test_unreadable_files_are_quarantined_whole_and_later_files_load(spark, cata
     assert "quarantined unreadable file" in res.output and "a.csv.gz" in res.output
     assert sorted(x[1] for x in snapshot(spark, catalog) if x[0] == "2024-02-02") == \
         list(range(200, 210))
+
+
+def test_rerun_loads_a_quarantined_file_once_it_is_fixed(spark, catalog, tmp_path):
+    """issue 15 finding 5 (review of the ingest half): an append/upsert batch with a truncated
+    ``.gz`` (a copy in progress) quarantines that file and commits the rest; once the file is
+    whole, a rerun of the same (table, interval) applies just that file as a follow-up batch
+    ``<batch id>:+1`` (on the old code the rerun was skipped and its rows were never loaded),
+    a further rerun is a no-op, a rerun racing an open follow-up is refused by the batch
+    ledger, and nothing is applied twice. Upsert reruns the same way."""
+    import gzip
+
+    from acidflow.acid.transaction import Transaction
+    from acidflow.catalog.errors import BatchInProgressError
+
+    d = tmp_path / "land"
+    d.mkdir()
+    _csv(d / "a.csv", range(1, 51))
+    whole = gzip.compress(("id,amount,city\n" + "".join(f"{i},{i}.25,g{i}\n"
+                                                      for i in range(100, 150))).encode())
+    (d / "b.csv.gz").write_bytes(whole[: len(whole) // 2])       # still being copied
+    kw = dict(partition={"ds": "2024-05-01"})
+    r = ingest(spark, catalog, "sales.orders", str(d), "csv", "2024-05-01", **kw)
+    assert (r.status, r.rows, r.files_quarantined) == ("applied", 50, 1)
+    assert r.batch_id == "ingest:sales.orders:2024-05-01"
+    assert [x[1] for x in snapshot(spark, catalog)] == list(range(1, 51))
+    stored = catalog.get_batch(r.batch_id).details["files"]
+    assert {f["path"].rsplit("/", 1)[1]: bool(f.get("unreadable")) for f in stored} == \
+        {"a.csv": False, "b.csv.gz": True}
+
+    (d / "b.csv.gz").write_bytes(whole)                           # the copy finished
+    # another run holding the follow-up id (open): this rerun is refused, nothing applied
+    with pytest.raises(BatchInProgressError):
+        with Transaction(catalog, heartbeat_s=0) as other:
+            catalog.register_batch(other.txn_id, r.batch_id + ":+1", "ingest")
+            ingest(spark, catalog, "sales.orders", str(d), "csv", "2024-05-01", **kw)
+    assert [x[1] for x in snapshot(spark, catalog)] == list(range(1, 51))
+
+    fixed = ingest(spark, catalog, "sales.orders", str(d), "csv", "2024-05-01", **kw)
+    assert (fixed.status, fixed.rows, fixed.files_quarantined) == ("applied", 50, 0)
+    assert fixed.batch_id == r.batch_id + ":+1" and "follow-up of" in fixed.note
+    assert [f["path"].rsplit("/", 1)[1] for f in fixed.files] == ["b.csv.gz"]
+    rows = snapshot(spark, catalog)
+    assert [x[1] for x in rows] == list(range(1, 51)) + list(range(100, 150))
+    assert catalog.get_batch(fixed.batch_id).state == "committed"
+
+    again = ingest(spark, catalog, "sales.orders", str(d), "csv", "2024-05-01", **kw)
+    assert (again.status, again.batch_id, again.note) == ("skipped", r.batch_id, "")
+    assert snapshot(spark, catalog) == rows
+    assert catalog.get_batch(r.batch_id + ":+2") is None
+
+    # upsert: the same rerun rule (the follow-up updates nothing that was applied before)
+    u = tmp_path / "up"
+    u.mkdir()
+    _csv(u / "a.csv", range(1, 11), city="u")                    # keys 1..10 exist: updated
+    (u / "b.csv.gz").write_bytes(whole[: len(whole) // 3])
+    kw2 = dict(partition={"ds": "2024-05-01"}, mode="upsert")
+    up = ingest(spark, catalog, "sales.orders", str(u), "csv", "2024-05-02", **kw2)
+    assert (up.status, up.rows, up.rows_updated, up.files_quarantined) == ("applied", 10, 10, 1)
+    (u / "b.csv.gz").write_bytes(gzip.compress(b"id,amount,city\n200,2.00,new\n5,5.00,b\n"))
+    up2 = ingest(spark, catalog, "sales.orders", str(u), "csv", "2024-05-02", **kw2)
+    assert (up2.status, up2.rows, up2.rows_updated) == ("applied", 2, 1)
+    assert up2.batch_id == "ingest:sales.orders:2024-05-02:+1"
+    assert ingest(spark, catalog, "sales.orders", str(u), "csv", "2024-05-02",
+                  **kw2).status == "skipped"
+    final = {x[1]: x[3] for x in snapshot(spark, catalog)}
+    assert len(final) == 101 and final[5] == "b" and final[6] == "u6" and final[200] == "new"
 
 
 def test_unreadable_jsonl_and_parquet_and_a_batch_of_only_poison(spark, catalog, tmp_path):

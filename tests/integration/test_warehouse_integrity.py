@@ -132,6 +132,99 @@ def test_claim_dir_is_exclusive_on_local_disk_and_memory(tmp_path):
     fsspec.filesystem("memory").rm("/wh-claims", recursive=True)
 
 
+class _SiblingAfter:
+    """The real fsspec filesystem of task B, unchanged, except that right after B's
+    ``n``-th look at the store (``exists`` / ``ls`` / ``isdir`` / ``info``) the sibling task A
+    runs to completion: a deterministic interleaving of two tasks of one statement."""
+
+    LOOKS = ("exists", "ls", "isdir", "info")
+
+    def __init__(self, real, n: int, sibling) -> None:
+        self._real, self._n, self._sibling, self.looks = real, n, sibling, 0
+
+    def __getattr__(self, name):
+        attr = getattr(self._real, name)
+        if name not in self.LOOKS:
+            return attr
+
+        def look(*args, **kwargs):
+            result = attr(*args, **kwargs)
+            self.looks += 1
+            if self.looks == self._n:
+                self._sibling()
+            return result
+        return look
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_sibling_tasks_share_a_claimed_directory_on_fsspec(n):
+    """issue 15 finding 2 (review of the fsspec branch of ``TableFS.claim_dir``): two tasks of
+    one statement write into the same ``delta_W_W_S`` (one bucket file each). Task B looks
+    at the store, then task A claims the directory and writes its bucket file, then B goes
+    on: B must recognise the statement's own claim and write next to A (on the old code B
+    raised ``DirectoryClaimedError(owner=None)`` when A ran right after B's first look).
+    Every interleaving point is tried on the real ``memory://`` store."""
+    root = f"memory://wh-siblings-{n}/t"
+    d = f"{root}/delta_0000001_0000001_0000"
+    claim = new_claim(write_id=1, statement_id=0)
+    task_a, task_b = TableFS(root), TableFS(root)
+    created: dict[str, bool] = {}
+
+    def run_a() -> None:
+        created["a"] = task_a.claim_dir(d, claim, what="task A")
+        task_a.write_bytes(f"{d}/bucket_00000", b"rows of bucket 0")
+
+    task_b.fs = _SiblingAfter(task_b.fs, n, run_a)
+    try:
+        created["b"] = task_b.claim_dir(d, claim, what="task B")
+        task_b.write_bytes(f"{d}/bucket_00001", b"rows of bucket 1")
+        if "a" not in created:  # B made no n-th look before claiming: A comes second
+            run_a()
+        assert sorted(created.values()) == [False, True]   # exactly one task created it
+        assert task_a.read_bytes(f"{d}/bucket_00000") == b"rows of bucket 0"
+        assert task_a.read_bytes(f"{d}/bucket_00001") == b"rows of bucket 1"
+        assert json.loads(task_a.read_bytes(f"{d}/{CLAIM_FILE}")) == json.loads(claim)
+        # a third task of another statement (or catalog) is still refused, naming the owner
+        with pytest.raises(DirectoryClaimedError) as e:
+            TableFS(root).claim_dir(d, new_claim(write_id=1, statement_id=0))
+        assert e.value.owner is not None and json.loads(e.value.owner) == json.loads(claim)
+    finally:
+        fsspec.filesystem("memory").rm(f"/wh-siblings-{n}", recursive=True)
+
+
+def test_fsspec_claim_dir_waits_for_a_half_written_claim_and_refuses_unclaimed_files():
+    """issue 15 finding 2 (review of the fsspec branch of ``TableFS.claim_dir``): a directory
+    whose claim file a sibling has created but not yet filled (a store that shows a file
+    while it is written) is waited for, as on local disk, then shared; a directory with
+    files but no claim (Hive's, an older acidflow's) or another statement's claim is
+    refused, its files untouched."""
+    import threading
+
+    root = "memory://wh-halfclaim/t"
+    tfs = TableFS(root)
+    claim = new_claim(write_id=3, statement_id=0)
+    d = f"{root}/delta_0000003_0000003_0000"
+    tfs.write_bytes(f"{d}/{CLAIM_FILE}", b"")               # created, content not there yet
+    tfs.write_bytes(f"{d}/bucket_00000", b"sibling rows")
+    filler = threading.Timer(0.3, tfs.write_bytes, (f"{d}/{CLAIM_FILE}", claim.encode()))
+    filler.start()
+    try:
+        assert tfs.claim_dir(d, claim) is False
+    finally:
+        filler.join()
+    with pytest.raises(DirectoryClaimedError) as e:
+        tfs.claim_dir(d, new_claim(write_id=3, statement_id=0))
+    assert json.loads(e.value.owner) == json.loads(claim)
+    hive = f"{root}/delta_0000004_0000004_0000"
+    tfs.write_bytes(f"{hive}/bucket_00000", b"hive rows")
+    with pytest.raises(DirectoryClaimedError, match="delta_0000004_0000004_0000") as e:
+        tfs.claim_dir(hive, claim)
+    assert e.value.owner is None
+    assert tfs.read_bytes(f"{hive}/bucket_00000") == b"hive rows"
+    assert not tfs.exists(f"{hive}/{CLAIM_FILE}")
+    fsspec.filesystem("memory").rm("/wh-halfclaim", recursive=True)
+
+
 def test_compaction_publish_never_replaces_an_existing_directory(tmp_path):
     """issue 15 finding 2: publishing a compaction's verified output under a name that exists
     (another writer's) is refused; the existing directory is left as it was."""

@@ -211,7 +211,10 @@ class TableFS:
         Local disk: ``os.mkdir`` (fails if present), then the claim file; a task that finds
         the directory made by a sibling waits up to :data:`CLAIM_WAIT_S` seconds for its
         claim. fsspec stores (no real directories): the claim file is created exclusively
-        (:meth:`create_exclusive`) in a directory that must hold nothing else yet.
+        (:meth:`create_exclusive`) in a directory that must hold nothing else yet; a directory
+        that already holds files is this statement's when it holds the claim file with the
+        same claim id (read with the same wait for a half-written claim), another writer's
+        when the claim differs or files are there without a claim.
 
         Returns:
             True when this call created the directory, False when it was ours already.
@@ -232,12 +235,17 @@ class TableFS:
                 raise DirectoryClaimedError(self.qualify(d), owner, what) from None
             self.create_exclusive(marker, claim.encode())
             return True
-        if self.fs.exists(marker):
-            owner = self._read_claim(marker, 0)
+        present = [name for name, _ in self.list_dir(d)] if self.fs.exists(d) else []
+        # A sibling task of this statement may create the claim and write its bucket file at
+        # any moment, so a listing that holds anything is judged by the claim it holds:
+        # the claim is created before any other file, so other files without it are foreign.
+        # The claim is also looked up directly (a listing may lag behind a fresh write).
+        if present and (CLAIM_FILE in present or self.fs.exists(marker)):
+            owner = self._read_claim(marker, CLAIM_WAIT_S)
             if owner is not None and _claim_id(owner) == want:
                 return False
             raise DirectoryClaimedError(self.qualify(d), owner, what)
-        if self.fs.exists(d) and self.list_dir(d):
+        if present:
             raise DirectoryClaimedError(self.qualify(d), None, what)
         try:
             self.create_exclusive(marker, claim.encode())

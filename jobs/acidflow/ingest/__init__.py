@@ -9,8 +9,9 @@ lives below both (``acidflow.sources.records``, ``acidflow.quarantine``,
 from __future__ import annotations
 
 from acidflow.ingest.job import (FILE_FORMATS, MODES, ExistingKeysError, IngestReport,
-                                 LandingFileError, ingest, landing_files)
+                                 LandingFileError, RerunPlan, ingest, landing_files, plan_rerun)
 from acidflow.ingest.landing import UnreadableFile, check_landing_file
 
 __all__ = ["FILE_FORMATS", "MODES", "ExistingKeysError", "IngestReport", "LandingFileError",
-           "UnreadableFile", "check_landing_file", "ingest", "landing_files"]
+           "RerunPlan", "UnreadableFile", "check_landing_file", "ingest", "landing_files",
+           "plan_rerun"]

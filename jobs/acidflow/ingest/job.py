@@ -1,12 +1,19 @@
 """Batch ingest: CSV, JSON lines and Parquet files of a landing path for one data interval,
 appended to a table or overwriting a partition (Hive INSERT INTO / INSERT OVERWRITE), once.
 
-Idempotence is per (table, data interval): the batch id is
-``ingest:<table>:<data interval>`` for ``append`` (a rerun of the interval is reported and
-skipped, even if files were added since -- rerun with ``overwrite`` to reload it) and
-``ingest:<table>:<data interval>:<digest of the files and their checksums>`` for ``overwrite``
-(the same files are skipped; changed files replace the partition again, which is idempotent
-by construction).
+Idempotence, ``append`` and ``upsert``: the first load of a (table, data interval) has the batch
+id ``ingest:<table>:<data interval>``; its ledger record (``Catalog.register_batch`` details)
+lists every landing file with its SHA-256, the unreadable ones marked ``unreadable``. A rerun of
+the interval applies only the files whose SHA-256 is in no committed batch of the interval -- a
+file quarantined as unreadable (a ``.gz`` still being copied) and fixed since, or a file that
+arrived late -- as a follow-up batch ``ingest:<table>:<data interval>:+<n>`` (n = 1, 2, ...: the
+next number after the committed follow-ups, so two reruns racing for the same interval claim
+the same id and one of them is refused, never both applied). A rerun with no new file is
+reported and skipped. A file whose path was applied with other content is not applied again
+(its rows would be doubled): it is named in the report's note -- rerun with ``overwrite`` to
+reload the interval. ``overwrite``: the batch id is
+``ingest:<table>:<data interval>:<digest of the files and their checksums>`` (the same files are
+skipped; changed files replace the partition again, which is idempotent by construction).
 
 Rows that do not parse with the table's schema (Spark's PERMISSIVE mode ``_corrupt_record``)
 or have a NULL primary key go to quarantine (``acidflow.quarantine``) with the file and the raw
@@ -38,6 +45,7 @@ from acidflow.acid import lookup
 from acidflow.acid import types as htypes
 from acidflow.acid.conform import DuplicateKeyError
 from acidflow.acid.transaction import Transaction
+from acidflow.catalog import BatchInfo
 from acidflow.ingest.landing import UnreadableFile, check_landing_file
 from acidflow.quality.gx import gate_staged
 from acidflow.quarantine import DEFAULT_THRESHOLD, check_threshold, write_quarantine
@@ -99,14 +107,16 @@ class IngestReport:
     Attributes:
         batch_id, table, data_interval, mode: what was loaded where.
         status: ``applied`` or ``skipped`` (already applied).
-        files: ``[{"path", "sha256", "bytes"}]`` of the batch.
+        files: ``[{"path", "sha256", "bytes"}]`` of the batch (a follow-up batch of a rerun:
+            only the files it applies; unreadable ones carry ``"unreadable": reason``).
         rows: rows written (upsert: inserted + updated); rows_updated: rows of keys already
             in the table that an upsert replaced.
         quarantined: bad records (rows, plus one per unreadable file); files_quarantined:
             landing files quarantined as a whole (unreadable); quarantine_file: where the bad
             records are.
         txn_id, write_id: the transaction (this run's or the earlier one's) and write id.
-        note: extra information (e.g. files changed since an appended interval was loaded).
+        note: extra information (a follow-up batch of a rerun; files changed since an
+            appended interval was loaded, which are not applied again).
         seconds: wall time.
     """
 
@@ -163,6 +173,77 @@ def _batch_id(table: str, interval: str, mode: str, files: list[dict[str, Any]])
     if len(bid) > 128:
         bid = "ingest:" + hashlib.sha256(bid.encode()).hexdigest()
     return bid
+
+
+def _followup_id(base: str, n: int) -> str:
+    """The id of the ``n``-th follow-up batch of an append/upsert interval whose first batch
+    is ``base`` (hashed like :func:`_batch_id` when longer than the ledger's 128 characters)."""
+    bid = f"{base}:+{n}"
+    if len(bid) > 128:
+        bid = "ingest:" + hashlib.sha256(bid.encode()).hexdigest()
+    return bid
+
+
+@dataclass
+class RerunPlan:
+    """What a rerun of an already loaded append/upsert interval applies.
+
+    Attributes:
+        batch_id: the follow-up batch id to claim (``<first batch id>:+<n>``).
+        new: the landing files (``{"path", "sha256", "bytes"}``) whose SHA-256 is in no
+            committed batch of the interval, in file order; empty: nothing to apply.
+        changed: paths applied before with other content (left out, see the module docstring).
+        applied: the committed batches of the interval, first batch then follow-ups.
+    """
+
+    batch_id: str
+    new: list[dict[str, Any]]
+    changed: list[str]
+    applied: list[BatchInfo]
+
+
+def plan_rerun(catalog: Any, base: str, files: list[dict[str, Any]]) -> RerunPlan:
+    """Compare the landing files of an interval whose first batch ``base`` is committed with
+    the files its committed batches applied (their ledger details ``files``; entries marked
+    ``unreadable`` were quarantined, not applied).
+
+    Follow-up batches are numbered 1, 2, ...; each run claims the number after the last
+    committed one, so the committed follow-ups are always 1..k without a gap and the scan
+    stops at the first number that is absent, open or aborted (an open one: another run is
+    applying it, and claiming the same id is refused with ``BatchInProgressError``).
+
+    Args:
+        catalog: the catalog (``get_batch``).
+        base: the interval's first batch id (committed).
+        files: this run's landing files with their ``sha256``.
+    Returns:
+        :class:`RerunPlan`.
+    """
+    first = catalog.get_batch(base)
+    applied: list[BatchInfo] = [first] if first is not None else []
+    n = 1
+    while True:
+        b = catalog.get_batch(_followup_id(base, n))
+        if b is None or b.state != "committed":
+            break
+        applied.append(b)
+        n += 1
+    shas: set[str] = set()
+    paths: dict[str, str] = {}
+    for b in applied:
+        for f in b.details.get("files", []):
+            if not f.get("unreadable"):
+                shas.add(f["sha256"])
+                paths[os.path.abspath(f["path"])] = f["sha256"]
+    new, changed = [], []
+    for f in files:
+        if f["sha256"] in shas:
+            continue
+        if os.path.abspath(f["path"]) in paths:
+            changed.append(str(f["path"]))
+        else:
+            new.append(f)
+    return RerunPlan(_followup_id(base, n), new, changed, applied)
 
 
 def read_landing(spark: Any, table: Any, files: list[str], fmt: str) -> Any:
@@ -223,6 +304,10 @@ def ingest(spark: Any, catalog: Any, table_name: str, path: str, fmt: str,
            suite_dir: str | None = None) -> IngestReport:
     """Load the files of ``path`` for one data interval into ``table_name``, once.
 
+    A rerun of an ``append`` / ``upsert`` interval applies only the files no committed batch
+    of the interval applied, as a follow-up batch (:func:`plan_rerun`, module docstring); with
+    no such file it is reported as ``skipped``.
+
     Args:
         fmt: ``csv`` (header row), ``jsonl`` or ``parquet``.
         data_interval: the interval's identity, e.g. Airflow's
@@ -269,15 +354,24 @@ def ingest(spark: Any, catalog: Any, table_name: str, path: str, fmt: str,
     report = IngestReport(batch_id, table.name, data_interval, mode, "applied", files)
     done = catalog.get_batch(batch_id)
     if done is not None and done.state == "committed":
-        report.status, report.txn_id = "skipped", done.txn_id
-        report.rows = done.details.get("rows", 0)
-        report.write_id = done.details.get("write_id")
-        before = {f["sha256"] for f in done.details.get("files", [])}
-        if before != {f["sha256"] for f in files}:
-            report.note = ("files changed since this interval was loaded; rerun with mode "
-                           "overwrite to reload it")
-        report.seconds = time.monotonic() - t0
-        return report
+        rerun = plan_rerun(catalog, batch_id, files) if mode != "overwrite" else None
+        notes = []
+        if rerun is not None and rerun.changed:
+            notes.append(f"{len(rerun.changed)} file(s) changed since they were applied to "
+                         f"this interval and are not applied again: "
+                         f"{', '.join(rerun.changed)}; rerun with mode overwrite to reload it")
+        if rerun is None or not rerun.new:
+            report.status, report.txn_id = "skipped", done.txn_id
+            report.rows = done.details.get("rows", 0)
+            report.write_id = done.details.get("write_id")
+            report.note = "; ".join(notes)
+            report.seconds = time.monotonic() - t0
+            return report
+        notes.insert(0, f"follow-up of {batch_id}: {len(rerun.new)} file(s) not applied by "
+                        f"its {len(rerun.applied)} committed batch(es)")
+        batch_id, files = rerun.batch_id, rerun.new
+        report = IngestReport(batch_id, table.name, data_interval, mode, "applied", files,
+                              note="; ".join(notes))
     unreadable = _unreadable_files(files, fmt)
     poison = [_poison_record(u, table.name) for u in unreadable]
     readable = [str(f["path"]) for f in files if "unreadable" not in f]
