@@ -6,6 +6,7 @@ from decimal import Decimal
 import pytest
 
 from acidflow.sources import formats as F
+from acidflow.sources.wal2json import pg_to_hive
 from acidflow.cdc.changes import CoercionError, coerce
 
 
@@ -70,13 +71,13 @@ def test_wal2json_bad_and_unsupported_records_are_reported_not_dropped():
 
 
 def test_pg_type_mapping():
-    assert F.pg_to_hive("numeric(10,2)") == "decimal(10,2)"
-    assert F.pg_to_hive("numeric(50,2)") == "string"
-    assert F.pg_to_hive("character varying(20)") == "varchar(20)"
-    assert F.pg_to_hive("timestamp with time zone") == "timestamp"
-    assert F.pg_to_hive("timestamp(3) without time zone") == "timestamp"
-    assert F.pg_to_hive("bigint") == "bigint" and F.pg_to_hive("bytea") == "binary"
-    assert F.pg_to_hive("integer[]") == "string" and F.pg_to_hive("jsonb") == "string"
+    assert pg_to_hive("numeric(10,2)") == "decimal(10,2)"
+    assert pg_to_hive("numeric(50,2)") == "string"
+    assert pg_to_hive("character varying(20)") == "varchar(20)"
+    assert pg_to_hive("timestamp with time zone") == "timestamp"
+    assert pg_to_hive("timestamp(3) without time zone") == "timestamp"
+    assert pg_to_hive("bigint") == "bigint" and pg_to_hive("bytea") == "binary"
+    assert pg_to_hive("integer[]") == "string" and pg_to_hive("jsonb") == "string"
 
 
 def test_debezium_envelope_forms_and_positions():

@@ -1,6 +1,6 @@
 """include/sample_data/pgbench is consistent: the landing files hold whole transactions in LSN
 order, the keyed tables' changes carry ``pk``, and replaying every change in order (a simple
-reference replay, independent of acidflow.sources.formats) gives exactly the saved source contents."""
+reference replay, independent of acidflow.sources.wal2json) gives exactly the saved source contents."""
 from __future__ import annotations
 
 import collections

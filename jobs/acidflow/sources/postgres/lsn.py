@@ -3,7 +3,7 @@
 An LSN is a 64-bit position in the write-ahead log, written by PostgreSQL as two upper-case hex
 numbers of up to 8 digits each, ``<high 32 bits>/<low 32 bits>`` (``16/B374D848``). acidflow keeps
 LSNs as Python ints: the slot pull (``acidflow.sources.postgres.pull``) names landing files and
-advances the slot with them, and the wal2json parser (``acidflow.sources.formats``) orders the
+advances the slot with them, and the wal2json parser (``acidflow.sources.wal2json``) orders the
 changes of a batch by commit LSN.
 """
 from __future__ import annotations
