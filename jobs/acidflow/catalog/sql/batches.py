@@ -52,19 +52,7 @@ class SqlBatches:
     def register_batch(self, txn_id: int, batch_id: str, kind: str, *,
                        source: str | None = None, details: dict[str, Any] | None = None
                        ) -> BatchInfo:
-        """Claim ``batch_id`` for the open transaction ``txn_id``. The claim becomes an
-        "applied" record atomically with the transaction's commit; if the transaction aborts,
-        the next attempt re-claims the batch and applies it again.
-
-        Timed-out transactions are aborted first (the housekeeper's rule), so a crashed run
-        does not block its batch for longer than the transaction timeout.
-
-        Raises:
-            BatchAlreadyAppliedError: a committed transaction applied this batch.
-            BatchInProgressError: another open transaction holds it.
-            NoSuchTransactionError, TxnAbortedError, TxnNotOpenError: ``txn_id`` is not open.
-            ValueError: empty or over-long batch id.
-        """
+        """SQL side of ``Catalog.register_batch`` (contract in base.py)."""
         if not batch_id or len(batch_id) > 128:
             raise ValueError(f"batch id must be 1..128 characters, got {batch_id!r}")
         self.txns.abort_timed_out_transactions()
@@ -101,7 +89,7 @@ class SqlBatches:
             return self.db.run(fn)
 
     def get_batch(self, batch_id: str) -> BatchInfo | None:
-        """The record of ``batch_id`` with its transaction's state, or ``None``."""
+        """SQL side of ``Catalog.get_batch`` (contract in base.py)."""
         def fn(conn: sa.Connection) -> BatchInfo | None:
             rows = conn.execute(sa.select(m.BatchRow.__table__).where(
                 m.BatchRow.batch_id == batch_id)).all()
@@ -110,7 +98,7 @@ class SqlBatches:
         return self.db.run(fn, write=False)
 
     def list_batches(self, kind: str | None = None) -> list[BatchInfo]:
-        """Batch records in registration order, optionally of one ``kind``."""
+        """SQL side of ``Catalog.list_batches`` (contract in base.py)."""
         def fn(conn: sa.Connection) -> list[BatchInfo]:
             q = sa.select(m.BatchRow.__table__).order_by(m.BatchRow.registered_at,
                                                          m.BatchRow.batch_id)
@@ -123,12 +111,7 @@ class SqlBatches:
     # -- CDC tombstones --------------------------------------------------------------------
     def add_tombstones(self, txn_id: int, table_name: str,
                        entries: list[tuple[str, str]]) -> None:
-        """Record CDC deletes of the open transaction: ``[(key as canonical JSON, ordering
-        value of the delete)]``. They count once the transaction commits.
-
-        Raises:
-            NoSuchTransactionError, TxnAbortedError, TxnNotOpenError: ``txn_id`` is not open.
-        """
+        """SQL side of ``Catalog.add_tombstones`` (contract in base.py)."""
         if not entries:
             return
         db, tbl = split_table_name(table_name)
@@ -155,8 +138,7 @@ class SqlBatches:
         self.db.run(fn)
 
     def tombstones(self, table_name: str, key_jsons: list[str]) -> dict[str, str]:
-        """Largest committed delete position per key among ``key_jsons`` (keys never deleted
-        by CDC are absent)."""
+        """SQL side of ``Catalog.tombstones`` (contract in base.py)."""
         db, tbl = split_table_name(table_name)
         by_hash = {_key_hash(k): k for k in key_jsons}
 

@@ -61,24 +61,7 @@ class SqlCompactions:
                            *, requester: str = "initiator", state: str = "initiated",
                            error: str | None = None,
                            properties: dict[str, Any] | None = None) -> CompactionInfo:
-        """Queue a compaction request (Hive ``TxnHandler.compact``), or record a finished
-        decision (``state="did not initiate"`` / ``"refused"`` with ``error``).
-
-        A request for a (table, partition) that already has an ``initiated`` or ``working``
-        entry is not queued twice: that entry is returned instead (Hive answers
-        ``accepted=false`` with the existing id).
-
-        Args:
-            table_name: ``db.table``; partition: full spec or ``None``.
-            compaction_type: ``"major"`` or ``"minor"``.
-            requester: ``"initiator"`` or a user name (manual ALTER TABLE COMPACT).
-            state: ``"initiated"`` (default), ``"did not initiate"`` or ``"refused"``.
-            properties: request overrides (JSON-able).
-        Returns:
-            The new (or existing) :class:`CompactionInfo`.
-        Raises:
-            ValueError: unknown type/state, bad partition spec; NoSuchTableError.
-        """
+        """SQL side of ``Catalog.enqueue_compaction`` (contract in base.py)."""
         if compaction_type not in COMPACTION_TYPES:
             raise ValueError(f"unknown compaction type {compaction_type!r}; expected one of "
                              f"{COMPACTION_TYPES}")
@@ -111,11 +94,7 @@ class SqlCompactions:
         return self.db.run(fn)
 
     def get_compaction(self, cq_id: int) -> CompactionInfo:
-        """One queue entry.
-
-        Raises:
-            CatalogError: unknown id.
-        """
+        """SQL side of ``Catalog.get_compaction`` (contract in base.py)."""
         def fn(conn: sa.Connection) -> CompactionInfo:
             r = conn.execute(sa.select(m.CompactionQueueRow.__table__).where(
                 m.CompactionQueueRow.cq_id == cq_id)).first()
@@ -128,15 +107,7 @@ class SqlCompactions:
     def list_compactions(self, table_name: str | None = None, states: Iterable[str] | None = None,
                          partition: str | None = None, *, any_partition: bool = True
                          ) -> list[CompactionInfo]:
-        """Queue and history in id order (Hive ``SHOW COMPACTIONS``).
-
-        Args:
-            table_name: only this table; states: only these states.
-            partition, any_partition: with ``any_partition=False`` only entries of exactly
-                ``partition`` (``None`` = the whole-table entries).
-        Raises:
-            ValueError: unknown state.
-        """
+        """SQL side of ``Catalog.list_compactions`` (contract in base.py)."""
         if isinstance(states, str):
             states = [states]
         wanted = None if states is None else sorted(set(states))
@@ -209,12 +180,7 @@ class SqlCompactions:
         return r
 
     def heartbeat_compaction(self, cq_id: int) -> None:
-        """The worker is alive: refresh the entry's heartbeat and its transaction's.
-
-        Raises:
-            CompactionStateError: the entry is no longer ``working`` (reclaimed after a
-                timeout, or failed): the worker must stop.
-        """
+        """SQL side of ``Catalog.heartbeat_compaction`` (contract in base.py)."""
         now = utcnow()
 
         def fn(conn: sa.Connection) -> None:
@@ -230,12 +196,7 @@ class SqlCompactions:
 
     def update_compaction(self, cq_id: int, *, highest_write_id: int | None = None,
                           details: dict[str, Any] | None = None) -> None:
-        """Record the compactor's high watermark and/or merge ``details`` into the report of
-        an active entry.
-
-        Raises:
-            CompactionStateError: the entry is finished.
-        """
+        """SQL side of ``Catalog.update_compaction`` (contract in base.py)."""
         def fn(conn: sa.Connection) -> None:
             r = self._entry(conn, cq_id, ACTIVE_STATES)
             values: dict[str, Any] = {}
@@ -253,16 +214,7 @@ class SqlCompactions:
 
     def mark_compaction_ready_for_cleaning(self, cq_id: int, highest_write_id: int,
                                            details: dict[str, Any] | None = None) -> int:
-        """The worker published its result (Hive ``markCompacted`` + commit of the compactor
-        transaction): commit the compaction's transaction (taking a commit id from the global
-        sequence) and set the entry ``ready for cleaning`` with the highest write id covered.
-
-        Returns:
-            The commit id: readers whose snapshot is at or below it may still use the old
-            directories, so the cleaner waits for them.
-        Raises:
-            CompactionStateError: the entry is not ``working`` (e.g. it was reclaimed).
-        """
+        """SQL side of ``Catalog.mark_compaction_ready_for_cleaning`` (contract in base.py)."""
         now = utcnow()
 
         def fn(conn: sa.Connection) -> int:
@@ -281,12 +233,7 @@ class SqlCompactions:
         return self.db.run(fn)
 
     def mark_compaction_succeeded(self, cq_id: int, details: dict[str, Any] | None = None) -> None:
-        """The cleaner removed everything the compaction made obsolete (Hive ``markCleaned``):
-        ``ready for cleaning`` -> ``succeeded`` with the end time.
-
-        Raises:
-            CompactionStateError: the entry is not ``ready for cleaning``.
-        """
+        """SQL side of ``Catalog.mark_compaction_succeeded`` (contract in base.py)."""
         now = utcnow()
 
         def fn(conn: sa.Connection) -> None:
@@ -301,13 +248,7 @@ class SqlCompactions:
 
     def mark_compaction_failed(self, cq_id: int, error: str,
                                details: dict[str, Any] | None = None) -> None:
-        """The compaction failed (Hive ``markFailed``): the entry becomes ``failed`` with the
-        error and end time, its transaction (if still open) is aborted. Already finished
-        entries are left alone (idempotent for ``failed``).
-
-        Raises:
-            CompactionStateError: the entry already ``succeeded``.
-        """
+        """SQL side of ``Catalog.mark_compaction_failed`` (contract in base.py)."""
         now = utcnow()
 
         def fn(conn: sa.Connection) -> None:
@@ -331,17 +272,7 @@ class SqlCompactions:
 
     def reclaim_dead_compactions(self, timeout_s: float | None = None,
                                  now: datetime | None = None) -> list[int]:
-        """Put ``working`` entries whose worker stopped heartbeating back into the queue (Hive
-        ``revokeTimedoutWorkers``): state ``initiated``, worker and start cleared, the dead
-        worker's transaction aborted. A later worker re-runs them (the worker's temp directory
-        is per entry, so the rerun finishes or discards what the dead one left).
-
-        Args:
-            timeout_s: heartbeat age that counts as dead; default ``txn_timeout_s``.
-            now: reference time (UTC), default now.
-        Returns:
-            The reclaimed entry ids.
-        """
+        """SQL side of ``Catalog.reclaim_dead_compactions`` (contract in base.py)."""
         now = as_utc(now) if now is not None else utcnow()
         cutoff = now - timedelta(seconds=self.txn_timeout_s if timeout_s is None else timeout_s)
 
@@ -366,21 +297,12 @@ class SqlCompactions:
         return self.db.run(fn)
 
     def compaction_history(self, table_name: str, partition: str | None) -> list[CompactionInfo]:
-        """Finished entries of one (table, partition), newest first (Hive
-        ``COMPLETED_COMPACTIONS`` as ``checkFailedCompactions`` reads it)."""
+        """SQL side of ``Catalog.compaction_history`` (contract in base.py)."""
         items = self.list_compactions(table_name, FINISHED_STATES, partition, any_partition=False)
         return sorted(items, key=lambda c: c.id, reverse=True)
 
     def purge_compaction_history(self, retention: dict[str, int] | None = None) -> list[int]:
-        """Apply history retention (Hive ``purgeCompactionHistory``): per (table, partition)
-        keep the newest ``succeeded`` (3), ``failed`` (3, ``refused`` counted with them) and
-        ``did not initiate`` (2) entries; delete older finished entries.
-
-        Args:
-            retention: overrides of :data:`DEFAULT_RETENTION` (state -> count).
-        Returns:
-            Ids deleted, ascending.
-        """
+        """SQL side of ``Catalog.purge_compaction_history`` (contract in base.py)."""
         keep = dict(DEFAULT_RETENTION)
         keep.update(retention or {})
 
@@ -405,10 +327,7 @@ class SqlCompactions:
 
     # ------------------------------------------------------------------ initiator inputs
     def compaction_candidates(self) -> list[tuple[str, str | None, int]]:
-        """(table, partition, highest write id written) of every partition written by a
-        committed transaction after the last compaction that covered it (Hive
-        ``findPotentialCompactions`` over ``COMPLETED_TXN_COMPONENTS``), plus partitions with
-        aborted writes not yet covered. Sorted by table, partition."""
+        """SQL side of ``Catalog.compaction_candidates`` (contract in base.py)."""
         def fn(conn: sa.Connection) -> list[tuple[str, str | None, int]]:
             c = m.CompletedTxnComponent
             written: dict[tuple[str, str, str | None], int] = {}
@@ -443,9 +362,7 @@ class SqlCompactions:
 
     def aborted_write_ids(self, table_name: str, partition: str | None = None, *,
                           any_partition: bool = False) -> list[int]:
-        """Write ids of aborted transactions that wrote (registered a component in) the
-        partition (Hive: aborted ``TXN_COMPONENTS``), ascending; with ``any_partition`` every
-        aborted write id of the table, written or not."""
+        """SQL side of ``Catalog.aborted_write_ids`` (contract in base.py)."""
         db, tbl = split_table_name(table_name)
 
         def fn(conn: sa.Connection) -> list[int]:
@@ -463,10 +380,7 @@ class SqlCompactions:
         return self.db.run(fn, write=False)
 
     def forget_aborted_components(self, table_name: str, up_to_write_id: int) -> int:
-        """After the cleaner removed a table's aborted directories: delete the
-        ``txn_components`` rows of aborted transactions with write id <= ``up_to_write_id``
-        (Hive ``markCleaned`` removes cleaned aborted ``TXN_COMPONENTS``). The write ids stay
-        aborted in every ValidWriteIdList. Returns the rows deleted."""
+        """SQL side of ``Catalog.forget_aborted_components`` (contract in base.py)."""
         db, tbl = split_table_name(table_name)
 
         def fn(conn: sa.Connection) -> int:

@@ -31,19 +31,7 @@ class SqlReaders:
     def register_reader(self, table_name: str,
                         valid_write_ids: ValidWriteIdList | None = None, *,
                         agent_info: str | None = None) -> ReaderInfo:
-        """Register a snapshot reader of a table so the cleaner waits for it.
-
-        The registration records the current value of the transaction sequence
-        (``snapshot_seq``): a compaction committed with a commit id at or above it is newer
-        than this reader's snapshot. Take the ValidWriteIdList *after* registering (or pass
-        it here to have it recorded).
-
-        Args:
-            valid_write_ids: the reader's ``ValidWriteIdList`` (recorded for display).
-            agent_info: free text; default ``"reader pid <pid>"``.
-        Raises:
-            NoSuchTableError.
-        """
+        """SQL side of ``Catalog.register_reader`` (contract in base.py)."""
         db, tbl = split_table_name(table_name)
         now = utcnow()
 
@@ -67,7 +55,7 @@ class SqlReaders:
         return self.db.run(fn)
 
     def set_reader_snapshot(self, reader_id: int, valid_write_ids: ValidWriteIdList) -> None:
-        """Record the ValidWriteIdList a registered reader uses (display only)."""
+        """SQL side of ``Catalog.set_reader_snapshot`` (contract in base.py)."""
         def fn(conn: sa.Connection) -> None:
             conn.execute(sa.update(m.ReaderRegistration).where(
                 m.ReaderRegistration.reader_id == reader_id).values(
@@ -77,8 +65,7 @@ class SqlReaders:
         self.db.run(fn)
 
     def heartbeat_reader(self, reader_id: int) -> bool:
-        """Refresh a reader's heartbeat. Returns False when the registration is gone (it
-        expired and was purged: the reader's files may have been cleaned)."""
+        """SQL side of ``Catalog.heartbeat_reader`` (contract in base.py)."""
         now = utcnow()
 
         def fn(conn: sa.Connection) -> bool:
@@ -89,12 +76,12 @@ class SqlReaders:
         return self.db.run(fn)
 
     def unregister_reader(self, reader_id: int) -> None:
-        """Remove a reader registration (missing is fine)."""
+        """SQL side of ``Catalog.unregister_reader`` (contract in base.py)."""
         self.db.run(lambda conn: conn.execute(sa.delete(m.ReaderRegistration).where(
             m.ReaderRegistration.reader_id == reader_id)))
 
     def list_readers(self, table_name: str | None = None) -> list[ReaderInfo]:
-        """Registered readers in id order, optionally of one table (expired ones included)."""
+        """SQL side of ``Catalog.list_readers`` (contract in base.py)."""
         def fn(conn: sa.Connection) -> list[ReaderInfo]:
             r = m.ReaderRegistration
             sel = sa.select(r.__table__).order_by(r.reader_id)
@@ -112,8 +99,7 @@ class SqlReaders:
 
     def purge_expired_readers(self, timeout_s: float | None = None,
                               now: datetime | None = None) -> list[int]:
-        """Delete registrations whose heartbeat is older than ``timeout_s`` (default
-        ``txn_timeout_s``, Hive ``hive.txn.timeout``); returns their ids."""
+        """SQL side of ``Catalog.purge_expired_readers`` (contract in base.py)."""
         now = as_utc(now) if now is not None else utcnow()
         cutoff = now - timedelta(seconds=self.txn_timeout_s if timeout_s is None else timeout_s)
 
@@ -130,15 +116,7 @@ class SqlReaders:
     def blocking_readers(self, table_name: str, commit_id: int, *,
                          timeout_s: float | None = None, now: datetime | None = None
                          ) -> dict[str, list[int]]:
-        """Who may still read directories that a compaction committed at ``commit_id`` made
-        obsolete: live readers of the table registered at or before it (``snapshot_seq <=
-        commit_id``, heartbeat younger than ``timeout_s``) and open transactions that started
-        before it (``txn_id < commit_id``; a writer reads the table too). Hive H4's cleaner uses
-        the same "min open txn" rule.
-
-        Returns:
-            ``{"readers": [reader ids], "txns": [txn ids]}`` (empty lists = safe to clean).
-        """
+        """SQL side of ``Catalog.blocking_readers`` (contract in base.py)."""
         db, tbl = split_table_name(table_name)
         now = as_utc(now) if now is not None else utcnow()
         cutoff = now - timedelta(seconds=self.txn_timeout_s if timeout_s is None else timeout_s)

@@ -176,21 +176,17 @@ class SqlTables:
             raise TableExistsError(table.name) from None
 
     def get_table(self, name: str) -> TableDef:
-        """The definition of ``name`` (``"db.t"`` or ``"t"`` = ``"default.t"``).
-
-        Raises:
-            NoSuchTableError: unknown table.
-        """
+        """SQL side of ``Catalog.get_table`` (contract in base.py)."""
         return self.db.run(lambda conn: read_table(conn, name, self.warehouse), write=False)
 
     def table_exists(self, name: str) -> bool:
-        """True when ``name`` is registered."""
+        """SQL side of ``Catalog.table_exists`` (contract in base.py)."""
         db, tbl = split_table_name(name)
         return self.db.run(lambda conn: conn.execute(sa.select(m.Tbl.tbl_id).where(
             m.Tbl.db_name == db, m.Tbl.tbl_name == tbl)).first() is not None, write=False)
 
     def list_tables(self, db_name: str | None = None) -> list[TableDef]:
-        """All tables (optionally of one database), sorted by name."""
+        """SQL side of ``Catalog.list_tables`` (contract in base.py)."""
 
         def fn(conn: sa.Connection) -> list[TableDef]:
             q = sa.select(m.Tbl.__table__).order_by(m.Tbl.db_name, m.Tbl.tbl_name)
@@ -201,14 +197,7 @@ class SqlTables:
         return self.db.run(fn, write=False)
 
     def drop_table(self, name: str, if_exists: bool = False) -> None:
-        """Remove a table and all its transactional metadata (write ids, components, write
-        set, commit records), like Hive's ``DROP TABLE`` cleanup (``TxnHandler.cleanupRecords``).
-        Data files are not touched.
-
-        Raises:
-            NoSuchTableError: unknown table (unless ``if_exists``).
-            CatalogError: an open transaction holds a write id or a lock on the table.
-        """
+        """SQL side of ``Catalog.drop_table`` (contract in base.py)."""
         db, tbl = split_table_name(name)
 
         def fn(conn: sa.Connection) -> None:
@@ -242,17 +231,7 @@ class SqlTables:
         self.db.run(fn)
 
     def set_table_properties(self, name: str, props: dict[str, str]) -> TableDef:
-        """Add or replace table properties (Hive ``ALTER TABLE ... SET TBLPROPERTIES``);
-        values are stored as strings.
-
-        Returns:
-            The updated definition.
-        Raises:
-            NoSuchTableError: unknown table.
-            ValueError: changing ``transactional``, ``transactional_properties`` or
-                ``bucketing_version`` (Hive forbids the first two; the third would misplace
-                rows in buckets).
-        """
+        """SQL side of ``Catalog.set_table_properties`` (contract in base.py)."""
         props = {str(k): str(v) for k, v in props.items()}
 
         def fn(conn: sa.Connection) -> TableDef:
@@ -270,15 +249,7 @@ class SqlTables:
         return self.db.run(fn)
 
     def add_columns(self, name: str, columns: Sequence[Column | dict[str, Any]]) -> TableDef:
-        """Append data columns at the end (Hive ``ALTER TABLE ... ADD COLUMNS``; ORC schema
-        evolution reads older files with the new columns as NULL).
-
-        Returns:
-            The updated definition.
-        Raises:
-            NoSuchTableError: unknown table.
-            ValueError: a name already used (data or partition column), bad name or type.
-        """
+        """SQL side of ``Catalog.add_columns`` (contract in base.py)."""
         new_columns = [c if isinstance(c, Column) else Column.from_dict(c) for c in columns]
 
         def fn(conn: sa.Connection) -> TableDef:

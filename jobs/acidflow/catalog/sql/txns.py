@@ -43,14 +43,7 @@ class SqlTransactions:
 
     def open_transaction(self, user: str | None = None, host: str | None = None,
                          agent_info: str | None = None) -> int:
-        """Open a transaction (Hive ``TxnHandler.openTxns``).
-
-        Args:
-            user, host: recorded for display; default the OS user and host name.
-            agent_info: free text (job, task, pid); default ``"acidflow pid <pid>"``.
-        Returns:
-            The new transaction id from the global increasing sequence (Hive ``NEXT_TXN_ID``).
-        """
+        """SQL side of ``Catalog.open_transaction`` (contract in base.py)."""
         now = utcnow()
 
         def fn(conn: sa.Connection) -> int:
@@ -63,14 +56,7 @@ class SqlTransactions:
         return self.db.run(fn)
 
     def heartbeat(self, txn_id: int) -> None:
-        """Record that the transaction's owner is alive; also refreshes its locks (Hive
-        ``TxnHandler.heartbeat``). Call well within ``txn_timeout_s``.
-
-        Raises:
-            NoSuchTransactionError: unknown id.
-            TxnAbortedError: aborted (e.g. timed out by the housekeeper).
-            TxnNotOpenError: already committed.
-        """
+        """SQL side of ``Catalog.heartbeat`` (contract in base.py)."""
         now = utcnow()
 
         def fn(conn: sa.Connection) -> None:
@@ -116,19 +102,7 @@ class SqlTransactions:
 
     def add_component(self, txn_id: int, table_name: str, partition: str | None,
                       operation: str) -> None:
-        """Register that the transaction writes a partition (Hive ``TXN_COMPONENTS``, as
-        ``addDynamicPartitions`` / lock components do). Repeats are ignored.
-
-        Args:
-            partition: ``"ds=2024-01-01/region=eu"`` (all partition columns, in order) or
-                ``None`` for an unpartitioned table or a whole-table operation.
-            operation: ``"insert"``, ``"update"``, ``"delete"`` or ``"insert_overwrite"``;
-                the last three take part in the commit-time write-conflict check.
-        Raises:
-            ValueError: unknown operation, partition spec not matching the table.
-            CatalogError: no write id allocated yet for this (transaction, table).
-            NoSuchTableError, NoSuchTransactionError, TxnAbortedError, TxnNotOpenError.
-        """
+        """SQL side of ``Catalog.add_component`` (contract in base.py)."""
         if operation not in OPERATIONS:
             raise ValueError(f"unknown operation {operation!r}; expected one of {OPERATIONS}")
         db, tbl = split_table_name(table_name)
@@ -386,14 +360,7 @@ class SqlTransactions:
         return hit
 
     def abort_transaction(self, txn_id: int, reason: str = "") -> None:
-        """Abort (Hive ``TxnHandler.abortTxn``): the transaction's write ids become aborted
-        (invisible to readers, see :meth:`valid_write_ids`), its locks are released, its
-        components are kept for the cleaner. Aborting an aborted transaction does nothing.
-
-        Raises:
-            NoSuchTransactionError: unknown id.
-            TxnNotOpenError: already committed.
-        """
+        """SQL side of ``Catalog.abort_transaction`` (contract in base.py)."""
         now = utcnow()
 
         def fn(conn: sa.Connection) -> None:
@@ -426,21 +393,12 @@ class SqlTransactions:
             heartbeat_count=r.txn_heartbeat_count) for r in txn_rows]
 
     def get_transaction(self, txn_id: int) -> TxnInfo:
-        """State and details of one transaction.
-
-        Raises:
-            NoSuchTransactionError: unknown id.
-        """
+        """SQL side of ``Catalog.get_transaction`` (contract in base.py)."""
         return self.db.run(lambda conn: self._txn_infos(conn, [shared.txn_row(conn, txn_id)])[0],
                          write=False)
 
     def list_transactions(self, states: Iterable[str] | None = None) -> list[TxnInfo]:
-        """Transactions in id order, optionally only those in ``states`` (``"open"``,
-        ``"committed"``, ``"aborted"``) (Hive ``SHOW TRANSACTIONS``).
-
-        Raises:
-            ValueError: unknown state.
-        """
+        """SQL side of ``Catalog.list_transactions`` (contract in base.py)."""
         if isinstance(states, str):
             states = [states]
         wanted = None if states is None else sorted(set(states))

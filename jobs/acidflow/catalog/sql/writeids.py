@@ -112,12 +112,7 @@ class SqlWriteIds:
                                 min_open_write_id=min_open)
 
     def write_id_states(self, table_name: str) -> list[tuple[int, int, str]]:
-        """Every allocated write id of a table as ``(write_id, txn_id, state)`` in write id
-        order; state is the owning transaction's (``"open"``, ``"committed"``, ``"aborted"``).
-
-        Raises:
-            NoSuchTableError: unknown table.
-        """
+        """SQL side of ``Catalog.write_id_states`` (contract in base.py)."""
         db, tbl = split_table_name(table_name)
 
         def fn(conn: sa.Connection) -> list[tuple[int, int, str]]:
@@ -132,12 +127,7 @@ class SqlWriteIds:
         return self.db.run(fn, write=False)
 
     def commit_records(self, table_name: str) -> list[CommitRecord]:
-        """Commit records of a table in write id order (one per committed transaction that
-        allocated a write id for it).
-
-        Raises:
-            NoSuchTableError: unknown table.
-        """
+        """SQL side of ``Catalog.commit_records`` (contract in base.py)."""
         db, tbl = split_table_name(table_name)
 
         def fn(conn: sa.Connection) -> list[CommitRecord]:
