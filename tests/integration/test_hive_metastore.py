@@ -39,6 +39,13 @@ from pymetastore.hive_metastore.ttypes import (
     TxnAbortedException,
 )
 
+from acidflow.catalog.hms.client import (
+    MetastoreUnreachableError,
+    aborted_write_ids,
+    hms_client,
+    to_valid_write_ids,
+    valid_txn_list,
+)
 from acidflow.cli.hms import (
     HiveArtifacts,
     HiveArtifactsMissing,
@@ -47,13 +54,7 @@ from acidflow.cli.hms import (
     site_properties,
     start_metastore,
 )
-from tests.support.hms import (
-    aborted_write_ids,
-    hms_client,
-    require_hive_artifacts,
-    transactional_orc_table,
-    valid_txn_list,
-)
+from tests.support.hms import require_hive_artifacts, transactional_orc_table
 
 pytestmark = pytest.mark.slow
 
@@ -145,6 +146,10 @@ def test_commit_path_write_id_lock_and_snapshots(hive_metastore):
         assert before.writeIdHighWaterMark == 1
         assert before.invalidWriteIds == [1] and before.minOpenWriteId == 1
         assert aborted_write_ids(before.invalidWriteIds, before.abortedBits) == []  # open
+        mine = to_valid_write_ids(before)
+        assert (mine.table_name, mine.high_watermark, sorted(mine.open_write_ids),
+                sorted(mine.aborted_write_ids), mine.min_open_write_id) == (
+            table, 1, [1], [], 1)
 
         client.commit_txn(CommitTxnRequest(txnid=writer))
         assert client.show_locks(ShowLocksRequest(dbname="smoke_commit",
@@ -211,6 +216,17 @@ def test_hive_compactor_is_off(hive_metastore):
                 if c.dbname == "smoke_compact"]
         assert [(c.id, c.state, c.type, c.workerid) for c in mine] == [
             (resp.id, "initiated", CompactionType.MAJOR, None)]
+
+
+def test_unreachable_metastore_names_the_url():
+    """A metastore URL nobody listens on is refused with the URL in the message."""
+    port = socket.socket()
+    port.bind(("127.0.0.1", 0))
+    dead = port.getsockname()[1]
+    port.close()
+    with pytest.raises(MetastoreUnreachableError, match=f"thrift://127.0.0.1:{dead}"):
+        with hms_client(f"thrift://127.0.0.1:{dead}"):
+            pass
 
 
 def test_missing_artifacts_are_named(tmp_path):

@@ -1,38 +1,19 @@
-"""Test helpers for the Hive 3.1.3 metastore (issue 11): artifacts or skip, a thrift client,
-Hive's ``ValidTxnList`` string, the transactional ORC table of Hive's storage descriptor.
+"""Test helpers for the Hive 3.1.3 metastore (issue 11): artifacts or skip, and a hand-made
+transactional ORC table with Hive's storage descriptor.
 
 The metastore itself is started by ``acidflow.cli.hms.start_metastore`` (one per test session:
-the ``hive_metastore`` fixture in ``tests/conftest.py``). The thrift client is ``pymetastore``'s
-generated ``ThriftHiveMetastore.Client`` (the Hive metastore IDL, ACID calls included), over a
-buffered socket transport and the binary protocol, as Hive's own ``HiveMetaStoreClient`` talks
-to a metastore without SASL.
+the ``hive_metastore`` fixture in ``tests/conftest.py``); the thrift client and the
+``ValidTxnList`` helpers are :mod:`acidflow.catalog.hms.client`'s.
 """
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from urllib.parse import urlparse
 
 import pytest
-from pymetastore.hive_metastore import ThriftHiveMetastore
-from pymetastore.hive_metastore.ttypes import (
-    FieldSchema,
-    GetOpenTxnsResponse,
-    SerDeInfo,
-    StorageDescriptor,
-    Table,
-)
-from thrift.protocol import TBinaryProtocol
-from thrift.transport import TSocket, TTransport
+from pymetastore.hive_metastore.ttypes import FieldSchema, SerDeInfo, StorageDescriptor, Table
 
+from acidflow.catalog.hms.client import ORC_INPUT, ORC_OUTPUT, ORC_SERDE
 from acidflow.cli.hms import HiveArtifacts, HiveArtifactsMissing
-
-ORC_SERDE = "org.apache.hadoop.hive.ql.io.orc.OrcSerde"
-ORC_INPUT = "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat"
-ORC_OUTPUT = "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat"
-#: Java's Long.MAX_VALUE: ValidReadTxnList's minOpenTxn when no transaction is open.
-NO_OPEN_TXN = 9223372036854775807
 
 
 def require_hive_artifacts() -> HiveArtifacts:
@@ -45,45 +26,6 @@ def require_hive_artifacts() -> HiveArtifacts:
             pytest.fail(f"CI=true and {exc}", pytrace=False)
         pytest.skip(str(exc), allow_module_level=True)
         raise  # unreachable: pytest.skip raises
-
-
-@contextmanager
-def hms_client(url: str, timeout_ms: int = 60_000) -> Iterator[ThriftHiveMetastore.Client]:
-    """A connected thrift client for ``thrift://host:port``; closed on exit."""
-    parsed = urlparse(url)
-    assert parsed.scheme == "thrift" and parsed.hostname and parsed.port, url
-    sock = TSocket.TSocket(parsed.hostname, parsed.port)
-    sock.setTimeout(timeout_ms)
-    transport = TTransport.TBufferedTransport(sock)
-    client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport))
-    transport.open()
-    try:
-        yield client
-    finally:
-        transport.close()
-
-
-def valid_txn_list(open_txns: GetOpenTxnsResponse, current_txn: int | None = None) -> str:
-    """Hive's ``ValidReadTxnList.writeToString()`` of a ``get_open_txns`` answer, as the
-    transaction ``current_txn`` sees it (its own id left out, as ``TxnUtils
-    .createValidReadTxnList`` does): ``<hwm>:<minOpenTxn>:<open ids>:<aborted ids>``, with
-    ``abortedBits`` a Java ``BitSet.toByteArray()`` over ``open_txns`` (bit set = aborted)."""
-    bits = int.from_bytes(open_txns.abortedBits or b"", "little")
-    opened, aborted = [], []
-    for i, txn in enumerate(open_txns.open_txns):
-        if txn == current_txn:
-            continue
-        (aborted if bits >> i & 1 else opened).append(txn)
-    min_open = min(opened) if opened else NO_OPEN_TXN
-    return (f"{open_txns.txn_high_water_mark}:{min_open}:{','.join(map(str, opened))}:"
-            f"{','.join(map(str, aborted))}")
-
-
-def aborted_write_ids(invalid: list[int], aborted_bits: bytes | None) -> list[int]:
-    """The aborted ones among a ``TableValidWriteIds.invalidWriteIds`` (``abortedBits``: a Java
-    BitSet over that list, bit set = aborted, clear = open)."""
-    bits = int.from_bytes(aborted_bits or b"", "little")
-    return [w for i, w in enumerate(invalid) if bits >> i & 1]
 
 
 def transactional_orc_table(db: str, name: str, location: str, *, key: str = "id",

@@ -1,0 +1,114 @@
+"""A thrift client for a Hive 3.1 metastore and the conversions of its transactional answers.
+
+The client is ``pymetastore``'s generated ``ThriftHiveMetastore.Client`` (Hive's
+``hive_metastore.thrift``, ACID calls included: ``open_txns``, ``commit_txn``,
+``allocate_table_write_ids``, ``get_valid_write_ids``, ``lock`` ...) over a buffered socket
+transport and the binary protocol, as Hive's own ``HiveMetaStoreClient`` talks to a metastore
+without SASL (``hive.metastore.sasl.enabled=false``).
+
+Shapes: a metastore URL is ``thrift://host:port``; Hive's ``ValidTxnList`` string is
+``<hwm>:<minOpenTxn>:<open ids>:<aborted ids>`` (``ValidReadTxnList.writeToString``).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from contextlib import contextmanager
+from urllib.parse import urlparse
+
+from pymetastore.hive_metastore import ThriftHiveMetastore
+from pymetastore.hive_metastore.ttypes import GetOpenTxnsResponse, TableValidWriteIds
+from thrift.protocol import TBinaryProtocol
+from thrift.transport import TSocket, TTransport
+
+from acidflow.acid.writeids import ValidWriteIdList
+from acidflow.catalog.errors import CatalogError
+
+#: Java's Long.MAX_VALUE: ValidReadTxnList's minOpenTxn when no transaction is open.
+NO_OPEN_TXN = 9223372036854775807
+
+#: Hive's ORC serde and input/output formats of a transactional ORC table.
+ORC_SERDE = "org.apache.hadoop.hive.ql.io.orc.OrcSerde"
+ORC_INPUT = "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat"
+ORC_OUTPUT = "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat"
+
+#: The generated thrift client class (one connection; not thread-safe).
+HmsClient = ThriftHiveMetastore.Client
+
+
+class MetastoreUnreachableError(CatalogError):
+    """The metastore at a URL does not answer (names the URL and the socket error)."""
+
+
+def parse_metastore_url(url: str) -> tuple[str, int]:
+    """``(host, port)`` of ``thrift://host:port``.
+
+    Raises:
+        CatalogError: not a ``thrift://host:port`` URL (names it).
+    """
+    parsed = urlparse(url)
+    if parsed.scheme != "thrift" or not parsed.hostname or not parsed.port:
+        raise CatalogError(f"not a Hive metastore URL (thrift://host:port): {url!r}")
+    return parsed.hostname, parsed.port
+
+
+@contextmanager
+def hms_client(url: str, timeout_ms: int = 60_000) -> Iterator[Any]:
+    """A connected thrift client for ``thrift://host:port``, closed on exit.
+
+    Args:
+        url: the metastore URL (Hive ``hive.metastore.uris``, one URI).
+        timeout_ms: socket timeout of every call, in milliseconds.
+    Raises:
+        MetastoreUnreachableError: the connection is refused or times out (names the URL).
+        CatalogError: not a thrift URL.
+    """
+    host, port = parse_metastore_url(url)
+    sock = TSocket.TSocket(host, port)
+    sock.setTimeout(timeout_ms)
+    transport = TTransport.TBufferedTransport(sock)
+    client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport))
+    try:
+        transport.open()
+    except TTransport.TTransportException as exc:
+        raise MetastoreUnreachableError(f"Hive metastore {url} is unreachable: {exc}") from exc
+    try:
+        yield client
+    finally:
+        transport.close()
+
+
+def valid_txn_list(open_txns: GetOpenTxnsResponse, current_txn: int | None = None) -> str:
+    """Hive's ``ValidReadTxnList.writeToString()`` of a ``get_open_txns`` answer, as the
+    transaction ``current_txn`` sees it (its own id left out, as ``TxnUtils
+    .createValidReadTxnList`` does): ``<hwm>:<minOpenTxn>:<open ids>:<aborted ids>``, with
+    ``abortedBits`` a Java ``BitSet.toByteArray()`` over ``open_txns`` (bit set = aborted)."""
+    bits = int.from_bytes(open_txns.abortedBits or b"", "little")
+    opened: list[int] = []
+    aborted: list[int] = []
+    for i, txn in enumerate(open_txns.open_txns):
+        if txn == current_txn:
+            continue
+        (aborted if bits >> i & 1 else opened).append(txn)
+    min_open = min(opened) if opened else NO_OPEN_TXN
+    return (f"{open_txns.txn_high_water_mark}:{min_open}:{','.join(map(str, opened))}:"
+            f"{','.join(map(str, aborted))}")
+
+
+def aborted_write_ids(invalid: list[int], aborted_bits: bytes | None) -> list[int]:
+    """The aborted ones among a ``TableValidWriteIds.invalidWriteIds`` (``abortedBits``: a Java
+    BitSet over that list, bit set = aborted, clear = open)."""
+    bits = int.from_bytes(aborted_bits or b"", "little")
+    return [w for i, w in enumerate(invalid) if bits >> i & 1]
+
+
+def to_valid_write_ids(ids: TableValidWriteIds) -> ValidWriteIdList:
+    """acidflow's ``ValidWriteIdList`` of one table's ``get_valid_write_ids`` answer (Hive
+    ``TxnUtils.createValidReaderWriteIdList``): high watermark, open and aborted exceptions
+    split by ``abortedBits``, ``minOpenWriteId``."""
+    invalid = list(ids.invalidWriteIds or [])
+    aborted = aborted_write_ids(invalid, ids.abortedBits)
+    aborted_set = set(aborted)
+    opened = [w for w in invalid if w not in aborted_set]
+    return ValidWriteIdList(ids.fullTableName, ids.writeIdHighWaterMark, opened, aborted,
+                            ids.minOpenWriteId)
