@@ -212,6 +212,47 @@ class Catalog(abc.ABC):
         """
 
     @abc.abstractmethod
+    def adopt_table(self, table: TableDef | dict[str, Any], history: ValidWriteIdList
+                    ) -> TableDef:
+        """Register an existing Hive full-ACID table directory with the write-id history Hive
+        gave it (``acidflow table adopt``), so acidflow becomes its writer.
+
+        * write ids 1..``history.high_watermark`` are recorded as allocated: the history's
+          aborted ones as aborted, its *open* ones as aborted too - after adoption acidflow is
+          the table's only writer through this catalog, and a Hive transaction that was open at
+          adoption can never commit into it (its files stay invisible and go to the cleaner);
+          every other one is committed;
+        * the next :meth:`allocate_write_id` gives ``hwm + 1`` (a write id Hive allocated is
+          never reused);
+        * :meth:`valid_write_ids` returns exactly ``history`` with open turned aborted (same
+          high watermark, ``min_open_write_id`` None), so readers see what Hive's readers saw;
+          ``as_of_write_id`` <= hwm (time travel) works as far as the files allow;
+        * commit records of adopted write ids have operations ``["adopted"]``; the partitions
+          with deltas become compaction candidates, so the compactor treats Hive's deltas
+          (and original files, write id 0) as its own.
+
+        ``history.table_name`` may differ from ``table.name`` (a table adopted under another
+        name); the stored history is the table's.
+
+        Args:
+            table: the definition (columns, partition columns, buckets, location - which must
+                be given for an existing directory; outside the warehouse it needs
+                ``external``); validated as by :meth:`create_table`.
+            history: Hive's ``ValidWriteIdList`` of the table (``get_valid_write_ids``, or built
+                from ``--hwm/--open/--aborted``).
+        Returns:
+            The stored definition.
+        Raises:
+            ValueError: invalid definition (:meth:`TableDef.validate`).
+            TableExistsError: the name is taken.
+            acidflow.acid.adoption.AdoptionError (a ``ValueError``): the location is missing or
+                not a directory; a base/delta directory naming a write id above the high
+                watermark (Hive never wrote it under this history; names the directory); data
+                at an unexpected depth; open/aborted ids outside 1..hwm.
+            TableLocationError: location outside the warehouse without ``external``.
+        """
+
+    @abc.abstractmethod
     def get_table(self, name: str) -> TableDef:
         """The definition of ``name`` (``"db.t"`` or ``"t"`` = ``"default.t"``).
 

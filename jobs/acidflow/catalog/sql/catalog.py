@@ -35,6 +35,7 @@ from acidflow.catalog.records import (
     ReaderInfo,
     TxnInfo,
 )
+from acidflow.catalog.sql.adopt import SqlAdoption
 from acidflow.catalog.sql.batches import SqlBatches
 from acidflow.catalog.sql.compactions import SqlCompactions
 from acidflow.catalog.sql.db import Database
@@ -91,6 +92,7 @@ class SqlCatalog(Catalog):
         self._batches = SqlBatches(self.db, self._txns)
         self._compactions = SqlCompactions(self.db, self.txn_timeout_s)
         self._readers = SqlReaders(self.db, self.txn_timeout_s)
+        self._adoption = SqlAdoption(self.db, self._tables)
         if migrate:
             self.upgrade()
 
@@ -169,6 +171,11 @@ class SqlCatalog(Catalog):
                      ) -> TableDef:
         self.check_warehouse_owner()
         return self._tables.create_table(table, if_not_exists)
+
+    def adopt_table(self, table: TableDef | dict[str, Any], history: ValidWriteIdList
+                    ) -> TableDef:
+        self.check_warehouse_owner()
+        return self._adoption.adopt_table(table, history)
 
     def get_table(self, name: str) -> TableDef:
         return self._tables.get_table(name)

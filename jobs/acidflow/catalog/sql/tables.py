@@ -87,6 +87,35 @@ def _insert_columns(conn: sa.Connection, tbl_id: int, columns: list[Column], sta
              "type_name": c.hive_type} for i, c in enumerate(columns)])
 
 
+def insert_table(conn: sa.Connection, table: TableDef, location: str) -> int:
+    """Insert the metadata rows of a validated ``table`` at ``location`` (``tbls``, columns,
+    partition keys, bucketing and primary key columns, properties) on ``conn``; the caller
+    adds its ``next_write_id`` row and checks that the name is free. Returns the ``tbl_id``."""
+    db, tbl = split_table_name(table.name)
+    now = utcnow()
+    tbl_id = conn.execute(sa.insert(m.Tbl).values(
+        db_name=db, tbl_name=tbl, location=location, num_buckets=table.num_buckets,
+        bucketing_version=table.bucketing_version, ordering_column=table.ordering_column,
+        created_at=now).returning(m.Tbl.tbl_id)).scalar_one()
+    _insert_columns(conn, tbl_id, table.columns, 0)
+    if table.partition_columns:
+        conn.execute(sa.insert(m.PartitionKey), [
+            {"tbl_id": tbl_id, "integer_idx": i, "pkey_name": c.name,
+             "pkey_type": c.hive_type} for i, c in enumerate(table.partition_columns)])
+    if table.bucket_columns:
+        conn.execute(sa.insert(m.BucketingCol), [
+            {"tbl_id": tbl_id, "integer_idx": i, "bucket_col_name": c}
+            for i, c in enumerate(table.bucket_columns)])
+    if table.primary_key:
+        conn.execute(sa.insert(m.PrimaryKeyCol), [
+            {"tbl_id": tbl_id, "integer_idx": i, "column_name": c}
+            for i, c in enumerate(table.primary_key)])
+    conn.execute(sa.insert(m.TableParam), [
+        {"tbl_id": tbl_id, "param_key": k, "param_value": v}
+        for k, v in sorted(table.properties.items())])
+    return tbl_id
+
+
 class SqlTables:
     """The table half of the metastore on a :class:`~acidflow.catalog.sql.db.Database`.
 
@@ -143,27 +172,7 @@ class SqlTables:
                 if if_not_exists:
                     return read_table(conn, table.name, self.warehouse)
                 raise TableExistsError(table.name)
-            now = utcnow()
-            tbl_id = conn.execute(sa.insert(m.Tbl).values(
-                db_name=db, tbl_name=tbl, location=location, num_buckets=table.num_buckets,
-                bucketing_version=table.bucketing_version, ordering_column=table.ordering_column,
-                created_at=now).returning(m.Tbl.tbl_id)).scalar_one()
-            _insert_columns(conn, tbl_id, table.columns, 0)
-            if table.partition_columns:
-                conn.execute(sa.insert(m.PartitionKey), [
-                    {"tbl_id": tbl_id, "integer_idx": i, "pkey_name": c.name,
-                     "pkey_type": c.hive_type} for i, c in enumerate(table.partition_columns)])
-            if table.bucket_columns:
-                conn.execute(sa.insert(m.BucketingCol), [
-                    {"tbl_id": tbl_id, "integer_idx": i, "bucket_col_name": c}
-                    for i, c in enumerate(table.bucket_columns)])
-            if table.primary_key:
-                conn.execute(sa.insert(m.PrimaryKeyCol), [
-                    {"tbl_id": tbl_id, "integer_idx": i, "column_name": c}
-                    for i, c in enumerate(table.primary_key)])
-            conn.execute(sa.insert(m.TableParam), [
-                {"tbl_id": tbl_id, "param_key": k, "param_value": v}
-                for k, v in sorted(table.properties.items())])
+            insert_table(conn, table, location)
             conn.execute(sa.insert(m.NextWriteId).values(db_name=db, tbl_name=tbl, nwi_next=1))
             return read_table(conn, table.name, self.warehouse)
 
