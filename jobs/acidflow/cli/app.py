@@ -30,6 +30,7 @@ from acidflow.cli import cdc as cdc_cli
 from acidflow.cli import compactor as compactor_cli
 from acidflow.cli import pull as pull_cli
 from acidflow.cli import reconcile as reconcile_cli
+from acidflow.cli import table as table_cli
 from acidflow.cli import validate as validate_cli
 from acidflow.cli.console import console, err
 from acidflow.cli.demo import SAMPLE_DIR, run_demo, run_demo_airflow
@@ -351,6 +352,7 @@ def _register_subcommands() -> None:
     validate_cli.register(app)
     compactor_cli.register(app, show_app)
     catalog_cli.register(app)
+    table_cli.register(app, _catalog)
 
 
 _register_subcommands()
