@@ -230,3 +230,172 @@ def test_columns_from_placeholder_names_need_columns(catalog, tmp_path):
         location=str(d)))
     assert plan.rows == 2
     assert sorted(r["id"] for r in rows(catalog, "db.t")) == [1, 2]
+
+
+# -------------------------------------------------------------- convert a plain ORC table
+
+B0, B1 = 536870912, 536936448  # BucketCodec V1 of buckets 0 and 1, statement 0
+
+
+def _plain(path: Path, ids: list[int], tag: str = "r") -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    paorc.write_table(pa.table({"id": pa.array(ids, pa.int64()),
+                                "name": [f"{tag}{i}" for i in ids]}), str(path))
+
+
+PLAIN_COLS = [Column("id", "bigint"), Column("name", "string")]
+
+
+def test_convert_plain_orc_then_write_and_compact(catalog, tmp_path):
+    d = tmp_path / "plain"
+    _plain(d / "000000_0", [1, 2, 3])
+    _plain(d / "000000_0_copy_1", [4, 5])
+    _plain(d / "000001_0", [6, 7])
+    (d / "_SUCCESS").write_text("")
+    stored, plan = convert_table(catalog, TableDef(name="db.plain", columns=PLAIN_COLS,
+                                                   primary_key=["id"], location=str(d)))
+    assert plan.rows == 7 and len(plan.files) == 3 and stored.external
+    assert catalog.valid_write_ids("db.plain") == ValidWriteIdList("db.plain", 0)
+    got = {r["id"]: r["ROW__ID"] for r in rows(catalog, "db.plain")}
+    # synthetic ROW__IDs: write id 0, bucket from the name, rowId across the copies of bucket 0
+    assert got[1] == {"writeid": 0, "bucketid": B0, "rowid": 0}
+    assert got[5] == {"writeid": 0, "bucketid": B0, "rowid": 4}
+    assert got[7] == {"writeid": 0, "bucketid": B1, "rowid": 1}
+    # new writes are deltas from write id 1: an update of an original row is a delete event
+    # of its synthetic ROW__ID plus an insert
+    with Transaction(catalog) as txn:
+        txn.upsert("db.plain", pa.table({"id": pa.array([2, 8], pa.int64()),
+                                         "name": ["two", "eight"]}))
+        assert txn.write_id("db.plain") == 1
+    names = sorted(p.name for p in d.iterdir())
+    assert "delta_0000001_0000001_0000" in names and "delete_delta_0000001_0000001_0000" in names
+    want = {1: "r1", 2: "two", 3: "r3", 4: "r4", 5: "r5", 6: "r6", 7: "r7", 8: "eight"}
+    assert {r["id"]: r["name"] for r in rows(catalog, "db.plain")} == want
+    # the first major compaction rewrites originals and deltas into a base; the cleaner
+    # removes the originals
+    compact_major(catalog, "db.plain")
+    assert {r["id"]: r["name"] for r in rows(catalog, "db.plain")} == want
+    cleaner.run_cleaner(catalog)
+    left = sorted(p.name for p in d.iterdir() if not p.name.startswith(("_", ".")))
+    assert len(left) == 1 and left[0].startswith("base_0000001"), left
+    after = {r["id"]: r for r in rows(catalog, "db.plain")}
+    assert {i: r["name"] for i, r in after.items()} == want
+    assert after[1]["ROW__ID"] == {"writeid": 0, "bucketid": B0, "rowid": 0}  # kept for good
+
+
+def test_convert_partitioned_plain_orc(catalog, tmp_path):
+    d = tmp_path / "parted"
+    _plain(d / "ds=2024-01-01" / "000000_0", [1, 2])
+    _plain(d / "ds=2024-01-02" / "000000_0", [3])
+    stored, plan = convert_table(catalog, TableDef(
+        name="db.parted", columns=PLAIN_COLS, partition_columns=[Column("ds", "string")],
+        primary_key=["id"], location=str(d)))
+    assert plan.rows == 3
+    got = {r["id"]: (r["ds"], r["ROW__ID"]["rowid"]) for r in rows(catalog, "db.parted")}
+    assert got == {1: ("2024-01-01", 0), 2: ("2024-01-01", 1), 3: ("2024-01-02", 0)}
+    with Transaction(catalog) as txn:
+        txn.upsert("db.parted", pa.table({"id": pa.array([2], pa.int64()), "name": ["two"],
+                                          "ds": ["2024-01-01"]}))
+    info = initiator.request_compaction(catalog, "db.parted", "ds=2024-01-01", "major")
+    assert worker.run_worker(None, catalog, cq_id=info.id, config=CFG).state == \
+        "ready for cleaning"
+    cleaner.run_cleaner(catalog)
+    assert sorted(p.name for p in (d / "ds=2024-01-01").iterdir())[0].startswith("base_")
+    assert sorted(p.name for p in (d / "ds=2024-01-02").iterdir()) == ["000000_0"]
+    assert {r["id"]: r["name"] for r in rows(catalog, "db.parted")} == \
+        {1: "r1", 2: "two", 3: "r3"}
+
+
+def test_convert_refuses_what_hive_refuses(catalog, tmp_path):
+    def table(d: Path, **kw) -> TableDef:
+        return TableDef(name="db.bad", columns=PLAIN_COLS, location=str(d), **kw)
+
+    d = tmp_path / "names"
+    _plain(d / "part-00000-abc.c000.snappy.orc", [1])
+    with pytest.raises(TableOpsError, match=r"Unexpected data file name format.*"
+                                            r"part-00000-abc.c000.snappy.orc"):
+        convert_table(catalog, table(d))
+    d = tmp_path / "parquet"
+    d.mkdir()
+    import pyarrow.parquet as pq
+    pq.write_table(pa.table({"id": [1], "name": ["a"]}), str(d / "000000_0"))
+    with pytest.raises(TableOpsError, match=r"000000_0 is not an ORC file"):
+        convert_table(catalog, table(d))
+    d = tmp_path / "types"
+    d.mkdir()
+    paorc.write_table(pa.table({"id": ["x"], "name": ["a"]}), str(d / "000000_0"))
+    with pytest.raises(TableOpsError, match=r"types/000000_0 column 'id' is string, the table "
+                                            r"declares id bigint"):
+        convert_table(catalog, table(d))
+    d = tmp_path / "wide"
+    d.mkdir()
+    paorc.write_table(pa.table({"id": [1], "name": ["a"], "x": [1]}), str(d / "000000_0"))
+    with pytest.raises(TableOpsError, match=r"wide/000000_0 has 3 columns"):
+        convert_table(catalog, table(d))
+    d = tmp_path / "renamed"
+    d.mkdir()
+    paorc.write_table(pa.table({"key": [1], "name": ["a"]}), str(d / "000000_0"))
+    with pytest.raises(TableOpsError, match=r"has column 'key' where the table declares 'id'"):
+        convert_table(catalog, table(d))
+    d = tmp_path / "acid"
+    shutil.copytree(tmp_path / "renamed", d / "delta_0000001_0000001_0000")
+    with pytest.raises(TableOpsError, match=r"already transactional"):
+        convert_table(catalog, table(d))
+    d = tmp_path / "above"
+    _plain(d / "000000_0", [1])
+    with pytest.raises(TableOpsError, match=r"above the partition directories"):
+        convert_table(catalog, table(d, partition_columns=[Column("ds", "string")]))
+    assert catalog.list_tables() == []
+    # an older file with fewer columns is fine (ALTER TABLE ... ADD COLUMNS before)
+    d = tmp_path / "narrow"
+    d.mkdir()
+    paorc.write_table(pa.table({"id": pa.array([1], pa.int64())}), str(d / "000000_0"))
+    convert_table(catalog, table(d))
+    assert rows(catalog, "db.bad")[0]["name"] is None
+
+
+def test_cli_convert(warehouse, tmp_path):
+    d = tmp_path / "cli"
+    _plain(d / "000000_0", [1, 2])
+    res = run_cli("table", "convert", "db.c", "--location", str(d), "--primary-key", "id",
+                  "--json")
+    assert res.returncode == 0, res.stderr
+    info = json.loads(res.stdout)
+    assert info["rows"] == 2 and info["columns"] == [{"name": "id", "type": "bigint"},
+                                                     {"name": "name", "type": "string"}]
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "000000_0").write_text("not orc")
+    res = run_cli("table", "convert", "db.d", "--location", str(bad), "--columns", "id bigint")
+    assert res.returncode == 1 and "000000_0 is not an ORC file" in res.stderr
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_convert_spark_written_table(spark, catalog, tmp_path):
+    d = tmp_path / "spark_orc"
+    df = spark.createDataFrame([(i, f"s{i}", "a" if i % 2 else "b") for i in range(10)],
+                               "id bigint, name string, part string")
+    df.write.partitionBy("part").orc(str(d))
+    tdef = TableDef(name="db.sparked", columns=PLAIN_COLS, primary_key=["id"],
+                    partition_columns=[Column("part", "string")], location=str(d))
+    # Spark's part-*.orc names are refused as Hive refuses them ...
+    with pytest.raises(TableOpsError, match=r"Unexpected data file name format.*part-"):
+        convert_table(catalog, tdef)
+    # ... and renamed to Hive's original names on request
+    stored, plan = convert_table(catalog, tdef, rename=True)
+    assert plan.rows == 10
+    assert all(Path(f.path).name.startswith("000000_0") for f in plan.files)
+    got = rows(catalog, "db.sparked")
+    assert sorted((r["id"], r["name"], r["part"]) for r in got) == sorted(
+        (i, f"s{i}", "a" if i % 2 else "b") for i in range(10))
+    sdf = reads.read_table(spark, catalog, "db.sparked")
+    assert sdf.count() == 10
+    with Transaction(catalog) as txn:
+        txn.upsert("db.sparked", pa.table({"id": pa.array([3], pa.int64()), "name": ["three"],
+                                           "part": ["a"]}))
+    compact_major_partition = initiator.request_compaction(catalog, "db.sparked", "part=a",
+                                                           "major")
+    assert worker.run_worker(None, catalog, cq_id=compact_major_partition.id,
+                             config=CFG).state == "ready for cleaning"
+    assert {r["id"]: r["name"] for r in rows(catalog, "db.sparked")}[3] == "three"

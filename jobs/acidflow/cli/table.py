@@ -13,10 +13,9 @@ from typing import Optional
 
 import typer
 
-from acidflow.catalog import Catalog, TableDef
+from acidflow.catalog import Catalog, Column, TableDef
 from acidflow.catalog.tabledef import normalize_table_name
 from acidflow.cli.console import console
-from acidflow.reads import describe_path
 from acidflow.tableops import adopt as ops
 from acidflow.tableops.convert import convert_table
 from acidflow.tableops.ddl import hive_ddl, trino_ddl
@@ -198,20 +197,16 @@ def _definition(name: str, location: str, columns: Optional[str], partitioned_by
                 buckets: int, clustered_by: Optional[str], primary_key: Optional[str]
                 ) -> TableDef:
     """The TableDef of a path adoption / conversion from the options (module doc)."""
+    if "://" not in location and not location.startswith("file:"):
+        location = os.path.abspath(location)
     if partitioned_by is not None:
         pcols = ops.parse_columns(partitioned_by, "--partitioned-by")
     else:
-        try:
-            found = describe_path(location).partition_columns
-        except FileNotFoundError:
-            found = []
-        pcols = ops.parse_columns(", ".join(f"{n} {t}" for n, t in found), "--partitioned-by")
+        pcols = [Column(n, "string") for n in ops.partition_names_from_dirs(location)]
     cols = ops.parse_columns(columns) if columns else \
         ops.columns_from_files(name, location, [c.name for c in pcols])
     if buckets and not (clustered_by or primary_key):
         raise ops.TableOpsError(f"table {name}: --buckets {buckets} needs --clustered-by")
-    if "://" not in location and not location.startswith("file:"):
-        location = os.path.abspath(location)
     tdef = TableDef(name=name, columns=cols, partition_columns=pcols,
                     primary_key=_names(primary_key) if primary_key else [],
                     bucket_columns=_names(clustered_by) if clustered_by else [],

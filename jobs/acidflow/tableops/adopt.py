@@ -30,6 +30,7 @@ from typing import Any
 from pymetastore.hive_metastore.ttypes import GetValidWriteIdsRequest, NoSuchObjectException
 
 from acidflow.acid import files as acid_files
+from acidflow.acid import partitions as parts
 from acidflow.acid.hivetypes import normalize_hive_type
 from acidflow.acid.fs import TableFS, join
 from acidflow.acid.layout import is_hidden, parse_delta
@@ -146,6 +147,22 @@ def history_from_options(table: str, *, hwm: int | None, open_ids: Sequence[int]
     if bad:
         raise TableOpsError(f"table {table}: --open/--aborted ids {bad} are not in 1..{hwm}")
     return history
+
+
+def partition_names_from_dirs(location: str) -> list[str]:
+    """Partition column names read off the ``key=value`` directory levels under ``location``
+    (each level where every visible entry is such a directory), without reading any file;
+    ``[]`` for a flat or missing directory."""
+    tfs = TableFS(location)
+    names: list[str] = []
+    level = location
+    while True:
+        entries = [(n, is_dir) for n, is_dir in tfs.list_dir(level) if not is_hidden(n)]
+        if not entries or not all(is_dir and parts.is_partition_dir_name(n)
+                                  for n, is_dir in entries):
+            return names
+        names.append(parts.unescape(entries[0][0].split("=", 1)[0]).lower())
+        level = join(level, entries[0][0])
 
 
 def sample_data_file(location: str) -> str | None:
