@@ -27,7 +27,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pymetastore.hive_metastore.ttypes import GetValidWriteIdsRequest, NoSuchObjectException
+from pymetastore.hive_metastore.ttypes import (
+    ClientCapabilities,
+    ClientCapability,
+    GetTableRequest,
+    GetValidWriteIdsRequest,
+    NoSuchObjectException,
+)
+from thrift.Thrift import TException
 
 from acidflow.acid import files as acid_files
 from acidflow.acid import partitions as parts
@@ -242,17 +249,30 @@ def table_from_metastore(url: str, name: str, *, as_name: str | None = None
     full = normalize_table_name(name)
     db, tbl = full.split(".")
     with hms_client(url) as client:
+        # thrift exceptions are caught inside the block: they are immutable and cannot pass
+        # through a contextmanager's __exit__ (it sets __traceback__)
         try:
-            t = client.get_table(db, tbl)
+            # Hive's own client declares INSERT_ONLY_TABLES; without it the metastore refuses
+            # to describe an insert-only table at all
+            t = client.get_table_req(GetTableRequest(
+                dbName=db, tblName=tbl, capabilities=ClientCapabilities(
+                    [ClientCapability.INSERT_ONLY_TABLES]))).table
         except NoSuchObjectException:
             raise TableOpsError(f"table {full} is not in the metastore {url}") from None
+        except TException as exc:
+            raise TableOpsError(f"table {full}: the metastore {url} answered "
+                                f"{type(exc).__name__}: {getattr(exc, 'message', exc)}") from None
         refuse = _not_full_acid_orc(t)
         if refuse:
             raise TableOpsError(f"table {full} in the metastore {url} cannot be adopted: "
                                 f"{refuse}")
-        txns = valid_txn_list(client.get_open_txns())
-        resp = client.get_valid_write_ids(GetValidWriteIdsRequest(
-            fullTableNames=[full], validTxnList=txns))
+        try:
+            txns = valid_txn_list(client.get_open_txns())
+            resp = client.get_valid_write_ids(GetValidWriteIdsRequest(
+                fullTableNames=[full], validTxnList=txns))
+        except TException as exc:
+            raise TableOpsError(f"table {full}: the metastore {url} gave no ValidWriteIdList: "
+                                f"{type(exc).__name__}: {getattr(exc, 'message', exc)}") from None
         (ids,) = resp.tblValidWriteIds
         history = to_valid_write_ids(ids)
     params: dict[str, Any] = dict(t.parameters or {})

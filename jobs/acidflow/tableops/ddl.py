@@ -31,7 +31,7 @@ Hive (beeline), after which Trino's Hive connector reads it through the metastor
 from __future__ import annotations
 
 from acidflow.acid import hivetypes as ht
-from acidflow.catalog.tabledef import TableDef
+from acidflow.catalog.tabledef import EXTERNAL_PROPERTY, TableDef
 
 ORC_SERDE = "org.apache.hadoop.hive.ql.io.orc.OrcSerde"
 ORC_INPUT = "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat"
@@ -91,9 +91,12 @@ def column_comments(table: TableDef) -> dict[str, str]:
 
 
 def shown_properties(table: TableDef) -> dict[str, str]:
-    """The table properties ``TBLPROPERTIES`` shows: all but comments, sorted by key."""
+    """The table properties ``TBLPROPERTIES`` shows, sorted by key: all but the comments and
+    ``acidflow.external`` (acidflow's warehouse rule; Hive's tables have no such notion and
+    its ``EXTERNAL`` means something else)."""
     return {k: v for k, v in sorted(table.properties.items())
-            if k != TABLE_COMMENT_KEY and not k.startswith(COLUMN_COMMENT_PREFIX)}
+            if k not in (TABLE_COMMENT_KEY, EXTERNAL_PROPERTY)
+            and not k.startswith(COLUMN_COMMENT_PREFIX)}
 
 
 def hive_ddl(table: TableDef, *, constraints: bool = True) -> str:
