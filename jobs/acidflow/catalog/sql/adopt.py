@@ -79,7 +79,7 @@ class SqlAdoption:
                                        f"{ADOPTED_AGENT}: write id {write_id}")
                 conn.execute(sa.insert(m.TxnToWriteId).values(
                     db_name=db, tbl_name=tbl, write_id=write_id, txn_id=txn_id))
-                for part, op in _components(dirs, write_id):
+                for part, op in _components(dirs, write_id, own_only=True):
                     conn.execute(sa.insert(m.TxnComponent).values(
                         txn_id=txn_id, db_name=db, tbl_name=tbl, part_name=part, operation=op,
                         write_id=write_id))
@@ -114,10 +114,15 @@ class SqlAdoption:
             raise TableExistsError(table.name) from None
 
 
-def _components(dirs: TableDirs, write_id: int) -> list[tuple[str | None, str]]:
+def _components(dirs: TableDirs, write_id: int, own_only: bool = False
+                ) -> list[tuple[str | None, str]]:
     """``(partition, operation)`` pairs of the directories holding ``write_id``: ``insert`` for
-    a delta, ``delete`` for a delete delta (split-update writes both for an update)."""
+    a delta, ``delete`` for a delete delta (split-update writes both for an update).
+    ``own_only``: only directories of that write id alone (an aborted write's own deltas; a
+    compacted range that spans it holds committed data too)."""
     out: set[tuple[str | None, str]] = set()
     for d in dirs.dirs_with(write_id):
+        if own_only and d.min_write_id != d.max_write_id:
+            continue
         out.add((d.partition, "delete" if d.kind == "delete_delta" else "insert"))
     return sorted(out, key=lambda p: (p[0] or "", p[1]))
