@@ -27,7 +27,7 @@ BUCKETS, the ORC serde and input/output formats, LOCATION, and TBLPROPERTIES
 
 Hive: run it in beeline (or any Hive 3 client) and Hive's readers see the table; write ids
 stay in acidflow's catalog, so give a Hive reader acidflow's ValidWriteIdList
-('acidflow cat --json' prints it) or keep acidflow the only writer. Trino: Trino's CREATE
+('acidflow describe TABLE' prints it) or keep acidflow the only writer. Trino: Trino's CREATE
 TABLE cannot point a transactional table at an existing location, so register the table by
 running the Hive statement in Hive against the metastore Trino's Hive connector uses; Trino then
 reads it like any Hive ACID table. '--dialect trino' prints Trino's CREATE TABLE ... WITH
@@ -64,13 +64,18 @@ files whose columns do not match the declared ones, ACID directories (adopt thos
 files above the partition directories. Columns come from --columns or from the files."""
 
 
+def _paragraphs(text: str) -> str:
+    """Help text as paragraphs: single newlines joined, blank lines kept (Rich wraps)."""
+    return "\n\n".join(" ".join(p.split()) for p in text.split("\n\n"))
+
+
 def register(app: typer.Typer, get_catalog: Callable[[], Catalog]) -> None:
     """Add the ``table`` command group (``ddl``, ``adopt``, ``convert``) to ``app``."""
     table_app = typer.Typer(help="Tables and Hive: DDL, adopt a Hive ACID table, convert a "
                                  "plain ORC table.", no_args_is_help=True)
     app.add_typer(table_app, name="table")
 
-    @table_app.command("ddl", help=DDL_HELP)
+    @table_app.command("ddl", help=_paragraphs(DDL_HELP))
     def ddl_cmd(
             table: str = typer.Argument(..., help="db.table"),
             dialect: str = typer.Option("hive", "--dialect", help="hive or trino"),
@@ -92,7 +97,7 @@ def register(app: typer.Typer, get_catalog: Callable[[], Catalog]) -> None:
         else:
             raise typer.BadParameter(f"--dialect must be hive or trino, got {dialect!r}")
 
-    @table_app.command("adopt", help=ADOPT_HELP)
+    @table_app.command("adopt", help=_paragraphs(ADOPT_HELP))
     def adopt_cmd(
             table: str = typer.Argument(..., help="db.table (the name in acidflow's catalog)"),
             location: Optional[str] = typer.Option(None, "--location", help="table directory"),
@@ -153,7 +158,7 @@ def register(app: typer.Typer, get_catalog: Callable[[], Catalog]) -> None:
         console.print(f"adopted {stored.name} at {stored.location}: ValidWriteIdList "
                       f"{info['valid_write_ids']}; the next write id is {info['next_write_id']}")
 
-    @table_app.command("convert", help=CONVERT_HELP)
+    @table_app.command("convert", help=_paragraphs(CONVERT_HELP))
     def convert_cmd(
             table: str = typer.Argument(..., help="db.table"),
             location: str = typer.Option(..., "--location", help="the plain ORC table's directory"),
