@@ -15,7 +15,7 @@ launcher: it execs the JVM in the foreground, so the process we start is the ser
   ``docs/trino.md``), exit on OOM;
 - ``config.properties``: coordinator and worker in one process
   (``coordinator=true``, ``node-scheduler.include-coordinator=true``), HTTP on a free port,
-  ``discovery.uri`` pointing at itself, query memory limits under the heap;
+  ``discovery.uri`` pointing at itself, query memory from Trino's heap-relative defaults;
 - ``catalog/hive.properties``: ``connector.name=hive``, ``hive.metastore.uri=thrift://...``,
   Trino's native local file system for ``file:`` locations (``fs.native-local.enabled=true``,
   ``local.location=/``: ``file:///a/b`` is read as ``/a/b``; the metastore's warehouse and
@@ -126,15 +126,15 @@ def _properties(props: Mapping[str, str]) -> str:
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
-def server_properties(port: int, *, max_query_memory: str = "512MB") -> dict[str, str]:
-    """``config.properties`` of a one-process coordinator + worker on 127.0.0.1:``port``."""
+def server_properties(port: int) -> dict[str, str]:
+    """``config.properties`` of a one-process coordinator + worker on 127.0.0.1:``port``.
+    Query memory is left to Trino's defaults, which follow the heap
+    (``query.max-memory-per-node`` = 30% of it, ``memory.heap-headroom-per-node`` 30%)."""
     return {
         "coordinator": "true",
         "node-scheduler.include-coordinator": "true",
         "http-server.http.port": str(port),
         "discovery.uri": f"http://127.0.0.1:{port}",
-        "query.max-memory": max_query_memory,
-        "query.max-memory-per-node": max_query_memory,
     }
 
 
