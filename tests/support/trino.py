@@ -168,13 +168,20 @@ def mirror_write_ids(metastore_url: str, catalog: Catalog, name: str) -> ValidWr
 
     Raises:
         ValueError: acidflow has an open write id to mirror (it would be neither visible nor
-            aborted), or the metastore allocated a different write id than acidflow's (the
-            histories diverged: someone else wrote the table through the metastore).
+            aborted), or the metastore is ahead of acidflow or allocated a different write id
+            than acidflow's (the histories diverged: someone else wrote the table through the
+            metastore; names the write ids).
     """
     ours = catalog.valid_write_ids(name)
     full = catalog.get_table(name).name
     db, table = full.split(".", 1)
     theirs = metastore_write_ids(metastore_url, full)
+    if theirs.high_watermark > ours.high_watermark:
+        raise ValueError(f"{full}: the metastore's high watermark {theirs.high_watermark} is"
+                         f" above acidflow's {ours.high_watermark}: write ids"
+                         f" {ours.high_watermark + 1}..{theirs.high_watermark} were allocated"
+                         " through the metastore (Hive or Trino wrote the table), and acidflow's"
+                         " catalog would allocate them again")
     aborted = set(ours.aborted_write_ids)
     with hms_client(metastore_url) as client:
         for write_id in range(theirs.high_watermark + 1, ours.high_watermark + 1):
