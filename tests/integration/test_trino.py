@@ -87,7 +87,7 @@ def test_trino_writes_acidflow_reads(trino_server, hive_metastore):
     assert q("DELETE FROM hive.trino_w.orders WHERE id IN (2, 5)") == [[2]]
     assert q("UPDATE hive.trino_w.orders SET amount = amount + 10, name = 'u' || name"
              " WHERE id = 3") == [[1]]
-    # a failing INSERT: Trino's transaction (write id 5) is aborted in the metastore
+    # a failing INSERT (write id 5)
     with pytest.raises(TrinoQueryError) as failed:
         q("INSERT INTO hive.trino_w.orders SELECT id + 100, name, amount, day"
           " FROM hive.trino_w.orders WHERE 10 / (id - 1) > 0")
@@ -96,10 +96,9 @@ def test_trino_writes_acidflow_reads(trino_server, hive_metastore):
     assert trino_now == [[1, "a", "1.50", "2024-01-01"], [3, "uc", "13.25", "2024-01-03"],
                          [4, "d", "4.00", "2024-01-04"]]
 
-    # Hive 3.1's abort_txn drops a transaction that recorded no write components (Trino's
-    # INSERT adds none on an unpartitioned table): write id 5 is then neither open nor aborted
-    # in the metastore's lists, i.e. it reads as committed. Trino's rollback deletes the
-    # failed INSERT's files in delta_0000005_0000005_0000 instead (asynchronously: wait).
+    # The failed INSERT's transaction is not left aborted in the metastore (docs/trino.md):
+    # write id 5 is neither open nor aborted, i.e. it reads as committed, and Trino deletes the
+    # failed INSERT's files in delta_0000005_0000005_0000 itself (asynchronously: wait).
     valid = metastore_write_ids(url, "trino_w.orders")
     assert valid.high_watermark == 5
     assert not list(valid.aborted_write_ids) and not list(valid.open_write_ids)
