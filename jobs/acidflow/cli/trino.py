@@ -17,9 +17,9 @@ launcher: it execs the JVM in the foreground, so the process we start is the ser
   (``coordinator=true``, ``node-scheduler.include-coordinator=true``), HTTP on a free port,
   ``discovery.uri`` pointing at itself, query memory from Trino's heap-relative defaults;
 - ``catalog/hive.properties``: ``connector.name=hive``, ``hive.metastore.uri=thrift://...``,
-  Trino's native local file system for ``file:`` locations (``fs.native-local.enabled=true``,
-  ``local.location=/``: ``file:///a/b`` is read as ``/a/b``; the metastore's warehouse and
-  acidflow's tables live on the local disk), and writes to external tables allowed
+  Hadoop's local file system for ``file:`` locations (``fs.hadoop.enabled=true``; Trino's
+  native local one names listed files ``local://...`` while the metastore says ``file:...``,
+  and Trino's ACID DELETE then fails: ``docs/trino.md``), and writes to external tables allowed
   (``hive.non-managed-table-writes-enabled=true``).
 
 It waits until ``GET /v1/info`` says ``"starting": false`` (catalogs loaded), then until
