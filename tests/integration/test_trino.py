@@ -175,9 +175,20 @@ def test_trino_reads_acidflow_table(trino_server, hive_metastore, catalog, spark
     location = catalog.get_table(name).location
     assert "delete_delta_0000003_0000003_0000" in _dirs(location)
 
+    # acidflow's minor compaction: delta_0000001_0000003 + delete_delta_0000001_0000003 (the
+    # aborted write 4 is dropped, not covered), read by Trino before and after the cleaner
+    config = CompactorConfig(heartbeat_s=0.5)
+    info = initiator.request_compaction(catalog, name, None, "minor")
+    out = worker.run_worker(spark, catalog, cq_id=info.id, config=config)
+    assert out.state == "ready for cleaning", out.report
+    assert check(9) == ours
+    cleaner.run_cleaner(catalog)
+    assert _dirs(location) == ["delete_delta_0000001_0000003", "delta_0000001_0000003"]
+    assert check(9) == ours
+
     # acidflow's major compaction: Trino reads the new base alone, before and after the cleaner
     info = initiator.request_compaction(catalog, name, None, "major")
-    out = worker.run_worker(spark, catalog, cq_id=info.id, config=CompactorConfig(heartbeat_s=0.5))
+    out = worker.run_worker(spark, catalog, cq_id=info.id, config=config)
     assert out.state == "ready for cleaning", out.report
     base = [n for n in _dirs(location) if n.startswith("base_")]
     assert len(base) == 1
