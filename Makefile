@@ -10,14 +10,14 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven hive-jars hms lint test test-fast demo lock clean bench bench-report bench-write-paths sample-data
+.PHONY: stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven hive-jars trino-server hms lint test test-fast demo lock clean bench bench-report bench-write-paths sample-data
 
 # PostgreSQL 15 server binaries, as tests/support/postgres.py finds them ($$ACIDFLOW_PG_BINDIR).
 PG_BINDIR ?= $(or $(ACIDFLOW_PG_BINDIR),/usr/lib/postgresql/15/bin)
 WAL2JSON_SO := $(abspath $(PG_BINDIR)/../lib/wal2json.so)
 WAL2JSON_PKG := postgresql-15-wal2json
 
-setup: system-deps $(VENV)/.installed hive-jars
+setup: system-deps $(VENV)/.installed hive-jars trino-server
 
 # System packages: the wal2json logical decoding output plugin (CDC source side, tests and
 # 'make sample-data'), Chromium (headless screenshots of the Airflow UI page in the e2e test) and
@@ -79,6 +79,44 @@ $(HIVE_STAMP): tools/hive/pom.xml
 	  [ -f $(HIVE_CACHE)/mvn.log ] && tail -n 20 $(HIVE_CACHE)/mvn.log >&2; \
 	  if [ "$$CI" = true ]; then echo "$$msg; CI=true: failing" >&2; exit 1; fi; \
 	  echo "WARNING: $$msg; the Hive Metastore tests will skip (see $(HIVE_CACHE)/mvn.log)" >&2; \
+	fi
+
+# The Trino server (io.trino:trino-server tar.gz, version pinned in tools/trino/pom.xml) for the
+# Trino-on-our-metastore test (tests/integration/test_trino.py): Maven copies the tar.gz from
+# Maven Central, GNU tar unpacks it into .cache/trino/ (the archive's plugin folders are hard
+# links, which Maven's own unpack turns into empty files), and every plugin but the Hive connector
+# is removed (~820 MB download, ~110 MB kept). Trino 476 runs on Java 24+: acidflow.cli.trino
+# uses $$ACIDFLOW_TRINO_JAVA_HOME, else /usr/lib/jvm/temurin-25-jdk-amd64. Idempotent (a stamp
+# file, re-fetched when the pom changes). A failure fails the target when CI=true; elsewhere it
+# warns and the Trino tests skip.
+TRINO_CACHE := $(CURDIR)/.cache/trino
+TRINO_STAMP := $(TRINO_CACHE)/.fetched
+trino-server: $(TRINO_STAMP)
+
+$(TRINO_STAMP): tools/trino/pom.xml
+	@rm -rf $(TRINO_CACHE); mkdir -p $(TRINO_CACHE); \
+	start=$$(date +%s); \
+	if command -v mvn >/dev/null \
+	   && mvn -q -B -f tools/trino/pom.xml -Dtrino.cache=$(TRINO_CACHE) \
+	        dependency:copy@server >$(TRINO_CACHE)/mvn.log 2>&1 \
+	   && tgz=$$(ls $(TRINO_CACHE)/trino-server-*.tar.gz) \
+	   && size=$$(du -m $$tgz | cut -f1) \
+	   && tar -xzf $$tgz -C $(TRINO_CACHE) \
+	   && rm -f $$tgz \
+	   && find $(TRINO_CACHE)/trino-server-*/plugin -mindepth 1 -maxdepth 1 ! -name hive \
+	        -exec rm -rf {} + \
+	   && rm -rf $(TRINO_CACHE)/trino-server-*/secrets-plugin \
+	   && test -x $(TRINO_CACHE)/trino-server-*/bin/launcher \
+	   && test -s "$$(ls $(TRINO_CACHE)/trino-server-*/plugin/hive/trino-hive-*.jar | head -n1)"; then \
+	  touch $@; \
+	  echo "trino-server: $$(ls -d $(TRINO_CACHE)/trino-server-*) (download $${size} MB," \
+	       "kept $$(du -sh $(TRINO_CACHE) | cut -f1), $$(( $$(date +%s) - start ))s)"; \
+	else \
+	  msg="trino-server: could not fetch or unpack the Trino server of tools/trino/pom.xml"; \
+	  command -v mvn >/dev/null || msg="$$msg (mvn is not installed: apt-get install maven)"; \
+	  [ -f $(TRINO_CACHE)/mvn.log ] && tail -n 20 $(TRINO_CACHE)/mvn.log >&2; \
+	  if [ "$$CI" = true ]; then echo "$$msg; CI=true: failing" >&2; exit 1; fi; \
+	  echo "WARNING: $$msg; the Trino tests will skip (see $(TRINO_CACHE)/mvn.log)" >&2; \
 	fi
 
 # A Hive 3.1.3 metastore (thrift, DbTxnManager settings, Hive's compactor off) for a person, in

@@ -68,3 +68,14 @@ def hive_metastore(tmp_path_factory):
         yield hms
     finally:
         hms.stop()
+
+
+@pytest.fixture(scope="session")
+def trino_server(hive_metastore, tmp_path_factory):
+    """A Trino 476 server on 127.0.0.1 for the whole session, its ``hive`` catalog on the
+    ``hive_metastore`` fixture's metastore (``acidflow.cli.trino``; ``.url``, ``.execute(sql)``).
+    Skips without ``make trino-server`` artifacts, fails instead when ``CI=true``."""
+    from tests.support.trino import session_trino
+
+    with session_trino(hive_metastore.url, tmp_path_factory.mktemp("trino")) as server:
+        yield server
