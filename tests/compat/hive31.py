@@ -47,7 +47,9 @@ from typing import Any, Callable, NamedTuple
 
 import pytest
 
+from acidflow import reads
 from acidflow.acid.writeids import ValidWriteIdList
+from acidflow.catalog.base import Catalog
 from acidflow.cli.hms import HiveArtifacts, HiveArtifactsMissing
 
 READER_MAIN = "acidflow.hive31.AcidRead"
@@ -428,3 +430,30 @@ def acidflow_multiset(rows: Iterable[Mapping[str, Any]], columns: Sequence[tuple
         out[((rid["writeid"], rid["bucketid"], rid["rowid"]),
              tuple(r[n] for n, _ in columns), part)] += 1
     return out
+
+
+def same_as_acidflow(oracle: Hive31Oracle, catalog: Catalog, name: str,
+                     as_of_write_id: int | None = None) -> list[Hive31Row]:
+    """Hive 3.1.3's rows of the catalog table ``name`` (``acidflow.catalog.Catalog``) under the
+    catalog's ValidWriteIdList (now, or as of a write id), asserted equal -- ROW__IDs and
+    partition folders included -- to acidflow's snapshot read (``acidflow.reads.read_table``,
+    pyarrow); returns Hive's rows."""
+    td = catalog.get_table(name)
+    valid = catalog.valid_write_ids(td.name, as_of_write_id=as_of_write_id)
+    cols = [(c.name, c.hive_type) for c in td.columns]
+    pcols = [c.name for c in td.partition_columns]
+    pdirs = None
+    if pcols:
+        root = Path(td.location)
+        pdirs = sorted(str(p.relative_to(root)) for p in root.glob("/".join(["*=*"] * len(pcols))))
+    hive = oracle.read(td.location, cols, valid, partition_dirs=pdirs, num_buckets=td.num_buckets)
+    ours = reads.read_table(None, catalog, name, row_id=True,
+                            as_of_write_id=as_of_write_id).to_pylist()
+    theirs, mine = hive_multiset(hive), acidflow_multiset(ours, cols, pcols)
+    if theirs != mine:
+        only_hive, only_ours = list((theirs - mine).elements()), list((mine - theirs).elements())
+        raise AssertionError(
+            f"{name} under {valid}: Hive 3.1.3 read {len(hive)} rows, acidflow {len(ours)};"
+            f" {len(only_hive)} only in Hive's, e.g. {only_hive[:3]}; {len(only_ours)} only in"
+            f" acidflow's, e.g. {only_ours[:3]}")
+    return hive

@@ -13,19 +13,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from acidflow import reads
 from acidflow.acid.bucketing import decode_bucket_id, decode_statement_id
 from acidflow.acid.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
-from tests.compat.hive31 import (
-    Hive31Oracle,
-    Hive31Row,
-    acidflow_multiset,
-    hive_multiset,
-    require_hive31_tools,
-)
+from tests.compat.hive31 import Hive31Oracle, require_hive31_tools, same_as_acidflow
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -44,26 +37,6 @@ def catalog(warehouse):
     cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
     yield cat
     cat.close()
-
-
-def same_as_acidflow(hive31: Hive31Oracle, catalog, name: str,
-                     as_of_write_id: int | None = None) -> list[Hive31Row]:
-    """Hive 3.1.3's rows of the catalog table ``name`` under the catalog's ValidWriteIdList,
-    asserted equal (with ROW__IDs and partitions) to acidflow's snapshot; returns Hive's rows."""
-    td = catalog.get_table(name)
-    valid = catalog.valid_write_ids(td.name, as_of_write_id=as_of_write_id)
-    cols = [(c.name, c.hive_type) for c in td.columns]
-    pcols = [c.name for c in td.partition_columns]
-    pdirs = None
-    if pcols:
-        root = Path(td.location)
-        pdirs = sorted(str(p.relative_to(root)) for p in root.glob("/".join(["*=*"] * len(pcols))))
-    hive = hive31.read(td.location, cols, valid, partition_dirs=pdirs, num_buckets=td.num_buckets)
-    ours = reads.read_table(None, catalog, name, row_id=True,
-                            as_of_write_id=as_of_write_id).to_pylist()
-    assert len(hive) == len(ours)
-    assert hive_multiset(hive) == acidflow_multiset(ours, cols, pcols)
-    return hive
 
 
 def listing(catalog, name: str, partition: str = "") -> list[str]:
