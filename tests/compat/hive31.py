@@ -204,7 +204,11 @@ class Hive31Oracle:
     """One Hive 3.1.3 reader JVM (``acidflow.hive31.AcidRead``) answering reads until closed.
     A context manager; thread-safe (one read at a time)."""
 
-    def __init__(self, artifacts: HiveArtifacts | None = None, *, heap: str = "768m") -> None:
+    def __init__(self, artifacts: HiveArtifacts | None = None, *, heap: str = "768m",
+                 timeout_s: float = 600.0) -> None:
+        """Start the JVM. ``timeout_s``: a read that takes longer kills the JVM (the read then
+        raises :class:`Hive31Error`; the oracle is closed)."""
+        self._timeout_s = timeout_s
         self._cmd = java_command(READER_MAIN, artifacts=artifacts, heap=heap)
         self._stderr = tempfile.TemporaryFile()
         self._proc: subprocess.Popen[str] | None = subprocess.Popen(
@@ -254,18 +258,24 @@ class Hive31Oracle:
                 raise Hive31Error(f"the Hive 3.1 oracle JVM is gone ({exc}):\n"
                                   f"{self._stderr_tail()}") from exc
             out: list[str] = []
-            while True:
-                line = proc.stdout.readline()
-                if not line:
-                    raise Hive31Error(f"the Hive 3.1 oracle JVM exited ({proc.poll()}):\n"
-                                      f"{self._stderr_tail()}")
-                if line.startswith("{"):
-                    answer = json.loads(line)
-                    if "error" in answer:
-                        raise Hive31Error(f"Hive 3.1.3 failed to read: {answer['error']}")
-                    self.timings.append((int(answer["end"]), int(answer["ms"])))
-                    return out
-                out.append(line)
+            watchdog = threading.Timer(self._timeout_s, proc.kill)
+            watchdog.start()
+            try:
+                while True:
+                    line = proc.stdout.readline()
+                    if not line:
+                        raise Hive31Error(
+                            f"the Hive 3.1 oracle JVM exited ({proc.wait()}; killed after"
+                            f" {self._timeout_s:.0f}s if -9):\n{self._stderr_tail()}")
+                    if line.startswith("{"):
+                        answer = json.loads(line)
+                        if "error" in answer:
+                            raise Hive31Error(f"Hive 3.1.3 failed to read: {answer['error']}")
+                        self.timings.append((int(answer["end"]), int(answer["ms"])))
+                        return out
+                    out.append(line)
+            finally:
+                watchdog.cancel()
 
     @staticmethod
     def _lines(dirs: Sequence[str], columns: Sequence[tuple[str, str]], write_ids: str,
@@ -390,7 +400,7 @@ def stream_write(metastore_url: str, db: str, table: str,
         rows = [txn] if isinstance(txn, str) else list(txn)
         abort = bool(rows) and rows[-1] == "abort"
         for row in rows[:-1] if abort else rows:
-            fields = ["\\N" if v is None else str(v) for v in row]  # type: ignore[union-attr]
+            fields = ["\\N" if v is None else str(v) for v in row]
             for f in fields:
                 if "," in f or "\n" in f:
                     raise ValueError(f"a ',' or newline in a streamed value: {f!r}")

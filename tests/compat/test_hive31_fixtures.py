@@ -15,9 +15,11 @@ import pytest
 from acidflow import reads
 from acidflow.acid.layout import ValidWriteIdList
 from tests.compat.hive31 import (
+    Hive31Error,
     Hive31Oracle,
     acidflow_multiset,
     hive_multiset,
+    read_acid,
     require_hive31_tools,
 )
 
@@ -134,3 +136,34 @@ def test_impala_staged_acid_file_at_the_root(hive31, fixtures_dir):
     assert [(r.row_id_struct, r.values) for r in rows] == [
         ((0, V1_BUCKET_0, i), (0,)) for i in range(3)]
     assert sorted(k[:2] for k in ours) == [((w, V1_BUCKET_0, 0), (w,)) for w in (1, 2, 3)]
+
+
+def test_the_oracle_fails_loudly(hive31, fixtures_dir):
+    """Hive's exceptions come back as Hive31Error with the Java stack, a bad request line is
+    refused, the JVM keeps answering after both, and a snapshot Hive reads differently is told
+    apart (the comparison can fail)."""
+    path = case_dir(fixtures_dir, "trino-nation-delete-deltas")
+    columns = reads.describe_path(path).columns
+    with pytest.raises(Hive31Error, match="(?s)Hive 3.1.3 failed to read: .*Exception"):
+        hive31.read(path, columns, "default.nation:not-a-number:1::")
+    with pytest.raises(ValueError, match="newline or tab"):
+        hive31.read(path, columns, ValidWriteIdList("default.nation", 4), conf={"k": "a\tb"})
+    with pytest.raises(ValueError, match="unsupported column name"):
+        hive31.read(path, [("n x", "int")], ValidWriteIdList("default.nation", 4))
+    with pytest.raises(FileNotFoundError, match="no-such-dir"):
+        hive31.read(Path(path) / "no-such-dir", columns, ValidWriteIdList("default.nation", 4))
+    at3 = hive_multiset(hive31.read(path, columns, ValidWriteIdList("default.nation", 3)))
+    _, at4, ours_at4 = read_both(hive31, path, ValidWriteIdList("default.nation", 4))
+    assert at4 == ours_at4 and at3 != ours_at4
+    assert sum((at3 - ours_at4).values()) == 1000  # nation key 19 is back at write id 3
+
+
+def test_one_shot_read_and_splits(fixtures_dir):
+    """read_acid: one JVM per call (start, read, quit); splits: what getSplits made."""
+    path = case_dir(fixtures_dir, "trino-original-file-nation")
+    columns = reads.describe_path(path).columns
+    rows = read_acid(path, columns, ValidWriteIdList("default.nation", LONG_MAX))
+    assert len(rows) == 24
+    with Hive31Oracle(ARTIFACTS) as oracle:
+        (split,) = oracle.splits(path, columns, ValidWriteIdList("default.nation", LONG_MAX))
+    assert "000000_0" in split and "isOriginal=true" in split

@@ -50,7 +50,9 @@ import org.apache.hadoop.mapred.Reporter;
  * Answer: one line per row, a JSON array {@code [writeId, bucketProperty, rowId, v1, v2, ...]}
  * (numbers and booleans bare; string, char, varchar, decimal, date, timestamp as the Hive
  * value's toString(); binary as base64), then {@code {"end": rows, "ms": millis}}; or
- * {@code {"error": "..."}} when Hive threw. A line {@code quit} (or end of input) exits.
+ * {@code {"error": "..."}} when Hive threw or a request line was bad (every request gets exactly
+ * one end or error line, so a caller never waits for an answer that does not come). A line
+ * {@code quit} (or end of input) exits.
  */
 public final class AcidRead {
 
@@ -196,6 +198,46 @@ public final class AcidRead {
         }
     }
 
+    /** Add one request line to {@code req}; a bad line is kept as the request's error. */
+    static void parseLine(Request req, String[] f, String line) {
+        try {
+            switch (f[0]) {
+                case "dir": req.dirs.add(f[1]); break;
+                case "column": req.names.add(f[1]); req.types.add(f[2]); break;
+                case "buckets": req.buckets = Integer.parseInt(f[1]); break;
+                case "writeids": req.writeIds = f[1]; break;
+                case "txns": req.txns = f[1]; break;
+                case "conf": req.conf.put(f[1], f[2]); break;
+                case "numsplits": req.numSplits = Integer.parseInt(f[1]); break;
+                case "": break;
+                default: req.error = "unknown request line: " + line;
+            }
+        } catch (ArrayIndexOutOfBoundsException | NumberFormatException e) {
+            req.error = "bad request line: " + line + " (" + e + ")";
+        }
+    }
+
+    /** Run a finished request ({@code read} or {@code splits}): its rows then an end line, or
+     * one error line. */
+    static void run(Request req, String action, PrintStream out) {
+        try {
+            if (req.error != null) {
+                throw new IllegalArgumentException(req.error);
+            }
+            long start = System.nanoTime();
+            long rows = 0;
+            if (action.equals("read")) {
+                rows = read(req, out);
+            } else {
+                describeSplits(req, out);
+            }
+            out.println("{\"end\":" + rows + ",\"ms\":" + (System.nanoTime() - start) / 1_000_000 + "}");
+        } catch (Exception | LinkageError e) {
+            out.println(Json.error(e));
+        }
+        out.flush();
+    }
+
     public static void main(String[] args) throws Exception {
         PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out),
             false, "UTF-8");
@@ -204,53 +246,14 @@ public final class AcidRead {
         String line;
         while ((line = in.readLine()) != null) {
             String[] f = line.split("\t", -1);
-            if (req.error != null && !f[0].equals("read") && !f[0].equals("splits")
-                    && !f[0].equals("quit")) {
-                continue;
-            }
-            try {
-                if (req.error != null && !f[0].equals("quit")) {
-                    out.println(Json.error(new IllegalArgumentException(req.error)));
-                    req = new Request();
-                    out.flush();
-                    continue;
-                }
-                switch (f[0]) {
-                    case "dir": req.dirs.add(f[1]); break;
-                    case "column": req.names.add(f[1]); req.types.add(f[2]); break;
-                    case "buckets": req.buckets = Integer.parseInt(f[1]); break;
-                    case "writeids": req.writeIds = f[1]; break;
-                    case "txns": req.txns = f[1]; break;
-                    case "conf": req.conf.put(f[1], f[2]); break;
-                    case "numsplits": req.numSplits = Integer.parseInt(f[1]); break;
-                    case "read": {
-                        long start = System.nanoTime();
-                        long rows = read(req, out);
-                        out.println("{\"end\":" + rows + ",\"ms\":"
-                            + (System.nanoTime() - start) / 1_000_000 + "}");
-                        req = new Request();
-                        break;
-                    }
-                    case "splits":
-                        describeSplits(req, out);
-                        out.println("{\"end\":0,\"ms\":0}");
-                        req = new Request();
-                        break;
-                    case "quit":
-                        out.flush();
-                        return;
-                    case "":
-                        break;
-                    default:
-                        req.error = "unknown request line: " + line;
-                }
-            } catch (ArrayIndexOutOfBoundsException | NumberFormatException e) {
-                req.error = "bad request line: " + line + " (" + e + ")";
-            } catch (Exception | LinkageError e) {
-                out.println(Json.error(e));
+            if (f[0].equals("quit")) {
+                break;
+            } else if (f[0].equals("read") || f[0].equals("splits")) {
+                run(req, f[0], out);
                 req = new Request();
+            } else if (req.error == null) {
+                parseLine(req, f, line);
             }
-            out.flush();
         }
         out.flush();
     }
