@@ -11,7 +11,10 @@ or partition directory with Hive 3.1.3's ``OrcInputFormat`` in ACID mode -- ``ge
 ``hive.txn.valid.writeids``) then ``getRecordReader``, which with vectorization off is the
 row-by-row ``OrcRawRecordMerger`` (or the original-file reader with synthetic ROW__IDs) -- and
 returns every visible row with its ROW__ID from ``AcidRecordReader.getRecordIdentifier()``.
-Conf keys set (``AcidRead.jobConf``): ``hive.transactional.table.scan=true``,
+With ``vectorized=True`` every split goes through
+``VectorizedOrcAcidRowBatchReader`` instead (what a vectorized Hive 3 query runs), with the
+``ROW__ID`` virtual column in its batch context so that it fills ROW__IDs too. Conf keys set
+(``AcidRead.jobConf``): ``hive.transactional.table.scan=true``,
 ``transactional=true``, ``transactional_properties=default``,
 ``hive.txn.operational.properties=1`` (split-update), ``columns`` / ``columns.types`` and
 ``schema.evolution.columns(.types)``, ``bucket_count``, ``hive.txn.valid.writeids``, optionally
@@ -280,8 +283,8 @@ class Hive31Oracle:
     @staticmethod
     def _lines(dirs: Sequence[str], columns: Sequence[tuple[str, str]], write_ids: str,
                num_buckets: int, valid_txns: str | None, conf: Mapping[str, str] | None,
-               num_splits: int) -> list[str]:
-        lines = [f"dir\t{d}" for d in dirs]
+               num_splits: int, vectorized: bool = False) -> list[str]:
+        lines = [f"dir\t{d}" for d in dirs] + (["vectorized\t1"] if vectorized else [])
         lines += [f"column\t{_column_name(n)}\t{_norm_type(t)}" for n, t in columns]
         lines += [f"buckets\t{int(num_buckets)}", f"writeids\t{write_ids}",
                   f"numsplits\t{int(num_splits)}"]
@@ -297,7 +300,7 @@ class Hive31Oracle:
              valid_write_ids: ValidWriteIdList | str, *,
              partition_dirs: Iterable[str] | None = None, num_buckets: int = 0,
              valid_txns: str | None = None, conf: Mapping[str, str] | None = None,
-             num_splits: int = 1) -> list[Hive31Row]:
+             num_splits: int = 1, vectorized: bool = False) -> list[Hive31Row]:
         """Visible rows of a Hive 3 full-ACID table directory as Hive 3.1.3 reads them.
 
         Args:
@@ -313,6 +316,9 @@ class Hive31Oracle:
             valid_txns: Hive's ValidTxnList string (``hive.txn.valid.txns``), if any.
             conf: more JobConf keys, applied last.
             num_splits: ``getSplits``' hint.
+            vectorized: read every split with Hive 3.1's ``VectorizedOrcAcidRowBatchReader``
+                (what a vectorized Hive 3 query runs, ``hive.vectorized.execution.enabled``;
+                ROW__ID projected as a virtual column) instead of the row-by-row reader.
 
         Returns:
             :class:`Hive31Row` s in Hive's split order (compare as multisets or sort).
@@ -331,7 +337,7 @@ class Hive31Oracle:
             if not d.is_dir():
                 raise FileNotFoundError(f"no such table or partition directory: {d}")
             lines = self._lines([str(d)], columns, write_ids, num_buckets, valid_txns, conf,
-                                num_splits)
+                                num_splits, vectorized)
             for text in self._request(lines, "read"):
                 raw = json.loads(text)
                 values = raw[3:]
@@ -443,11 +449,13 @@ def acidflow_multiset(rows: Iterable[Mapping[str, Any]], columns: Sequence[tuple
 
 
 def same_as_acidflow(oracle: Hive31Oracle, catalog: Catalog, name: str,
-                     as_of_write_id: int | None = None) -> list[Hive31Row]:
+                     as_of_write_id: int | None = None,
+                     modes: Sequence[bool] = (False, True)) -> list[Hive31Row]:
     """Hive 3.1.3's rows of the catalog table ``name`` (``acidflow.catalog.Catalog``) under the
     catalog's ValidWriteIdList (now, or as of a write id), asserted equal -- ROW__IDs and
     partition folders included -- to acidflow's snapshot read (``acidflow.reads.read_table``,
-    pyarrow); returns Hive's rows."""
+    pyarrow), through each of Hive's readers in ``modes`` (False: row-by-row, True: vectorized);
+    returns the rows of the first."""
     td = catalog.get_table(name)
     valid = catalog.valid_write_ids(td.name, as_of_write_id=as_of_write_id)
     cols = [(c.name, c.hive_type) for c in td.columns]
@@ -456,14 +464,22 @@ def same_as_acidflow(oracle: Hive31Oracle, catalog: Catalog, name: str,
     if pcols:
         root = Path(td.location)
         pdirs = sorted(str(p.relative_to(root)) for p in root.glob("/".join(["*=*"] * len(pcols))))
-    hive = oracle.read(td.location, cols, valid, partition_dirs=pdirs, num_buckets=td.num_buckets)
     ours = reads.read_table(None, catalog, name, row_id=True,
                             as_of_write_id=as_of_write_id).to_pylist()
-    theirs, mine = hive_multiset(hive), acidflow_multiset(ours, cols, pcols)
-    if theirs != mine:
-        only_hive, only_ours = list((theirs - mine).elements()), list((mine - theirs).elements())
-        raise AssertionError(
-            f"{name} under {valid}: Hive 3.1.3 read {len(hive)} rows, acidflow {len(ours)};"
-            f" {len(only_hive)} only in Hive's, e.g. {only_hive[:3]}; {len(only_ours)} only in"
-            f" acidflow's, e.g. {only_ours[:3]}")
-    return hive
+    mine = acidflow_multiset(ours, cols, pcols)
+    first: list[Hive31Row] | None = None
+    for vectorized in modes:
+        hive = oracle.read(td.location, cols, valid, partition_dirs=pdirs,
+                           num_buckets=td.num_buckets, vectorized=vectorized)
+        theirs = hive_multiset(hive)
+        if theirs != mine:
+            only_hive = list((theirs - mine).elements())
+            only_ours = list((mine - theirs).elements())
+            raise AssertionError(
+                f"{name} under {valid}: Hive 3.1.3 ({'vectorized' if vectorized else 'row'}"
+                f" reader) read {len(hive)} rows, acidflow {len(ours)}; {len(only_hive)} only"
+                f" in Hive's, e.g. {only_hive[:3]}; {len(only_ours)} only in acidflow's, e.g."
+                f" {only_ours[:3]}")
+        first = hive if first is None else first
+    assert first is not None, "no reader mode given"
+    return first

@@ -31,6 +31,12 @@ NATION_KEYS = set(range(25))
 V1_BUCKET_0 = 536870912  # BucketCodec V1: bucket 0, statement 0
 
 
+@pytest.fixture(scope="module", params=[False, True], ids=["row", "vectorized"])
+def vectorized(request) -> bool:
+    """Hive 3.1's row-by-row ACID reader, then its vectorized one."""
+    return request.param
+
+
 @pytest.fixture(scope="module")
 def hive31():
     with Hive31Oracle(ARTIFACTS) as oracle:
@@ -41,10 +47,10 @@ def case_dir(fixtures_dir: Path, case: str) -> str:
     return str(fixtures_dir / case / "table")
 
 
-def read_both(hive31, path: str, valid: ValidWriteIdList):
+def read_both(hive31, path: str, valid: ValidWriteIdList, vectorized: bool = False):
     """(Hive 3.1.3's rows, their multiset, acidflow's multiset) of a bare directory."""
     info = reads.describe_path(path)
-    hive = hive31.read(path, info.columns, valid)
+    hive = hive31.read(path, info.columns, valid, vectorized=vectorized)
     ours = reads.run_plan(None, reads.plan_path(
         path, high_watermark=valid.high_watermark, open_write_ids=valid.open_write_ids,
         aborted_write_ids=valid.aborted_write_ids), row_id=True).to_pylist()
@@ -55,13 +61,13 @@ def read_both(hive31, path: str, valid: ValidWriteIdList):
     (LONG_MAX, (), (), {5, 19}), (4, (), (), {5, 19}), (3, (), (), {5}), (2, (), (), set()),
     (4, (4,), (), {5}), (4, (), (3,), {19}),
 ])
-def test_nation_delete_deltas(hive31, fixtures_dir, hwm, open_ids, aborted, deleted):
+def test_nation_delete_deltas(hive31, vectorized, fixtures_dir, hwm, open_ids, aborted, deleted):
     """Insert delta + two delete deltas under several ValidWriteIdLists: an open or aborted
     delete write id does not delete."""
     valid = ValidWriteIdList("default.nation", hwm, open_write_ids=open_ids,
                              aborted_write_ids=aborted)
     rows, hive, ours = read_both(hive31, case_dir(fixtures_dir, "trino-nation-delete-deltas"),
-                                 valid)
+                                 valid, vectorized)
     per_key = collections.Counter(r.values[0] for r in rows)
     assert len(rows) == 25_000 - 1000 * len(deleted)
     assert set(per_key) == NATION_KEYS - deleted and set(per_key.values()) == {1000}
@@ -69,12 +75,12 @@ def test_nation_delete_deltas(hive31, fixtures_dir, hwm, open_ids, aborted, dele
     assert hive == ours
 
 
-def test_original_files_with_a_delete_delta(hive31, fixtures_dir):
+def test_original_files_with_a_delete_delta(hive31, vectorized, fixtures_dir):
     """A converted table: original files get synthetic ROW__IDs (write id 0, bucket from the
     file name, running row number per bucket across ``_copy_N`` files) and the delete event
     (0, bucket 0, row 2) removes id 3."""
     rows, hive, ours = read_both(hive31, case_dir(fixtures_dir, "trino-original-files-dummy-id"),
-                                 ValidWriteIdList("default.dummy", LONG_MAX))
+                                 ValidWriteIdList("default.dummy", LONG_MAX), vectorized)
     assert sorted(r.values[0] for r in rows) == [0, 1] + list(range(4, 21))
     by_id = {r.values[0]: r.row_id_struct for r in rows}
     assert by_id[0] == (0, V1_BUCKET_0, 0) and by_id[4] == (0, V1_BUCKET_0, 3)
@@ -84,35 +90,35 @@ def test_original_files_with_a_delete_delta(hive31, fixtures_dir):
     assert hive == ours
 
 
-def test_original_nation_file_with_a_delete_delta(hive31, fixtures_dir):
+def test_original_nation_file_with_a_delete_delta(hive31, vectorized, fixtures_dir):
     rows, hive, ours = read_both(hive31, case_dir(fixtures_dir, "trino-original-file-nation"),
-                                 ValidWriteIdList("default.nation", LONG_MAX))
+                                 ValidWriteIdList("default.nation", LONG_MAX), vectorized)
     assert {r.values[0] for r in rows} == NATION_KEYS - {24}
     assert all(r.values[1] != "UNITED STATES" for r in rows)
     assert hive == ours
 
 
-def test_delete_deltas_only(hive31, fixtures_dir):
+def test_delete_deltas_only(hive31, vectorized, fixtures_dir):
     """Delete events and no data (with a minor-compacted delete delta name): no rows."""
     rows, hive, ours = read_both(hive31, case_dir(fixtures_dir, "trino-delete-deltas-only"),
-                                 ValidWriteIdList("default.dd", LONG_MAX))
+                                 ValidWriteIdList("default.dd", LONG_MAX), vectorized)
     assert rows == [] and ours == collections.Counter()
 
 
-def test_plain_orc_file_at_the_root_is_an_original_file(hive31, fixtures_dir):
+def test_plain_orc_file_at_the_root_is_an_original_file(hive31, vectorized, fixtures_dir):
     """Trino refuses this file as ACID data; at the root of a transactional table Hive 3.1
     reads it as an original file (synthetic ROW__IDs), and so does acidflow."""
     rows, hive, ours = read_both(hive31, case_dir(fixtures_dir, "trino-no-acid-version-negative"),
-                                 ValidWriteIdList("default.neg", LONG_MAX))
+                                 ValidWriteIdList("default.neg", LONG_MAX), vectorized)
     assert [(r.values[0], r.row_id) for r in rows] == [(0, 0), (1, 1), (3, 2), (4, 3)]
     assert hive == ours
 
 
-def test_impala_alltypes_original_file(hive31, fixtures_dir):
+def test_impala_alltypes_original_file(hive31, vectorized, fixtures_dir):
     """7,300 rows of an original file: the ROW__ID samples the Impala test asserts, every
     type (float as float32, timestamps as wall clock) equal to acidflow's."""
     rows, hive, ours = read_both(hive31, case_dir(fixtures_dir, "impala-original-file-alltypes"),
-                                 ValidWriteIdList("default.alltypes", LONG_MAX))
+                                 ValidWriteIdList("default.alltypes", LONG_MAX), vectorized)
     assert len(rows) == 7300
     assert {(r.write_id, r.bucket) for r in rows} == {(0, V1_BUCKET_0)}
     row_of_id = {r.values[0]: r.row_id for r in rows}
@@ -124,7 +130,7 @@ def test_impala_alltypes_original_file(hive31, fixtures_dir):
     assert hive == ours
 
 
-def test_impala_staged_acid_file_at_the_root(hive31, fixtures_dir):
+def test_impala_staged_acid_file_at_the_root(hive31, vectorized, fixtures_dir):
     """An ACID-schema file copied to the table root (Impala's test staging, not a layout Hive
     writes): 3 rows, as the MANIFEST states. Hive 3.1's getAcidState classifies any file at the
     root as an original file, so Hive reads the event struct's first field (operation = 0) as
@@ -132,7 +138,7 @@ def test_impala_staged_acid_file_at_the_root(hive31, fixtures_dir):
     under their own ROW__IDs). The counts agree; the values are where the readers differ."""
     rows, hive, ours = read_both(
         hive31, case_dir(fixtures_dir, "impala-query-compacted-no-acid-metadata"),
-        ValidWriteIdList("default.compacted", LONG_MAX))
+        ValidWriteIdList("default.compacted", LONG_MAX), vectorized)
     assert [(r.row_id_struct, r.values) for r in rows] == [
         ((0, V1_BUCKET_0, i), (0,)) for i in range(3)]
     assert sorted(k[:2] for k in ours) == [((w, V1_BUCKET_0, 0), (w,)) for w in (1, 2, 3)]

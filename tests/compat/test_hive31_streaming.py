@@ -88,10 +88,10 @@ class StreamedTable:
             client.commit_txn(CommitTxnRequest(txnid=txn))
         return to_valid_write_ids(ids), txns
 
-    def read_hive(self, oracle: Hive31Oracle) -> list[Hive31Row]:
+    def read_hive(self, oracle: Hive31Oracle, vectorized: bool = False) -> list[Hive31Row]:
         valid, txns = self.snapshot()
         return oracle.read(self.location, COLUMNS, valid, num_buckets=self.buckets,
-                           valid_txns=txns)
+                           valid_txns=txns, vectorized=vectorized)
 
     def read_acidflow(self) -> list[dict]:
         valid, _ = self.snapshot()
@@ -114,8 +114,8 @@ def rows(ids, tag: str) -> list[tuple]:
 def test_hive_streams_into_a_metastore_table_both_readers_agree(hive_metastore, hive31):
     """Two streaming connections: the first a batch of three transactions (two committed, the
     third writes rows and aborts) in one ``delta_1_3`` directory, the second one more
-    transaction. The metastore's snapshot has write id 3 aborted; Hive's reader and acidflow's
-    return the same 5+3+4 rows with the same ROW__IDs (write id, Hive's bucket property,
+    transaction. The metastore's snapshot has write id 3 aborted; Hive's readers (row-by-row and
+    vectorized) and acidflow's return the same 5+3+4 rows with the same ROW__IDs (write id, Hive's bucket property,
     row id) and agree with acidflow's bucket hash on every row's bucket."""
     table = StreamedTable.create(hive_metastore, "streamed", "orders")
     first = table.stream([rows(range(1, 6), "a"), rows(range(6, 9), "b"),
@@ -133,6 +133,7 @@ def test_hive_streams_into_a_metastore_table_both_readers_agree(hive_metastore, 
     hive = table.read_hive(hive31)
     ours = table.read_acidflow()
     assert hive_multiset(hive) == acidflow_multiset(ours, COLUMNS)
+    assert hive_multiset(table.read_hive(hive31, vectorized=True)) == hive_multiset(hive)
     expected = {r[0]: (r[0], r[1], decimal.Decimal(r[2])) for r in
                 rows(range(1, 6), "a") + rows(range(6, 9), "b") + rows(range(9, 13), "c")}
     assert sorted(r.values for r in hive) == sorted(expected.values())

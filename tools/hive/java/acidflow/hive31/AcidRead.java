@@ -46,10 +46,12 @@ import org.apache.hadoop.mapred.Reporter;
  * txns     &lt;ValidReadTxnList string&gt;         (hive.txn.valid.txns; optional)
  * conf     &lt;key&gt;  &lt;value&gt;           (any JobConf key, applied last)
  * numsplits &lt;n&gt;                    (getSplits' hint; default 1)
+ * vectorized 1                      (VectorizedOrcAcidRowBatchReader, as a vectorized query)
  * </pre>
  * Answer: one line per row, a JSON array {@code [writeId, bucketProperty, rowId, v1, v2, ...]}
  * (numbers and booleans bare; string, char, varchar, decimal, date, timestamp as the Hive
- * value's toString(); binary as base64), then {@code {"end": rows, "ms": millis}}; or
+ * value's toString(); binary as base64), then {@code {"end": rows, "ms": millis,
+ * "vectorizedSplits": v, "rowSplits": r}}; or
  * {@code {"error": "..."}} when Hive threw or a request line was bad (every request gets exactly
  * one end or error line, so a caller never waits for an answer that does not come). A line
  * {@code quit} (or end of input) exits.
@@ -67,6 +69,9 @@ public final class AcidRead {
         final Map<String, String> conf = new LinkedHashMap<>();
         int buckets;
         int numSplits = 1;
+        boolean vectorized;
+        int vectorizedSplits;
+        int rowSplits;
         String writeIds;
         String txns;
         /** A bad request line, reported when the request is run (so answers stay in step). */
@@ -136,44 +141,61 @@ public final class AcidRead {
         }
     }
 
-    /** Read every split of {@code req} and print its rows; returns the row count. */
-    @SuppressWarnings({"rawtypes", "unchecked"})
+    /** Read every split of {@code req} and print its rows; returns the row count. With
+     * {@code req.vectorized} every split goes through {@link VectorizedRead}, as
+     * {@code getRecordReader} does for ACID splits in a vectorized query. */
     static long read(Request req, PrintStream out) throws Exception {
         JobConf conf = jobConf(req);
         StructObjectInspector oi = (StructObjectInspector) OrcStruct.createObjectInspector(
             TypeInfoUtils.getTypeInfoFromTypeString(
                 "struct<" + structFields(req) + ">"));
-        List<? extends StructField> fields = oi.getAllStructFieldRefs();
         OrcInputFormat format = new OrcInputFormat();
         InputSplit[] splits = format.getSplits(conf, req.numSplits);
+        VectorizedRead vectorized = req.vectorized ? new VectorizedRead(req) : null;
+        long rows = 0;
+        for (InputSplit split : splits) {
+            if (vectorized != null) {
+                rows += vectorized.readSplit(conf, split, out);
+                req.vectorizedSplits++;
+            } else {
+                rows += readSplit(format, conf, split, oi, out);
+                req.rowSplits++;
+            }
+        }
+        return rows;
+    }
+
+    /** One split through OrcInputFormat.getRecordReader's row-by-row ACID reader. */
+    @SuppressWarnings({"rawtypes", "unchecked"})
+    static long readSplit(OrcInputFormat format, JobConf conf, InputSplit split,
+                          StructObjectInspector oi, PrintStream out) throws Exception {
+        List<? extends StructField> fields = oi.getAllStructFieldRefs();
         long rows = 0;
         StringBuilder sb = new StringBuilder();
-        for (InputSplit split : splits) {
-            RecordReader reader = format.getRecordReader(split, conf, Reporter.NULL);
-            try {
-                if (!(reader instanceof AcidInputFormat.AcidRecordReader)) {
-                    throw new IllegalStateException("Hive did not pick an ACID reader for split "
-                        + split + " (got " + reader.getClass().getName() + ")");
-                }
-                AcidInputFormat.AcidRecordReader acid = (AcidInputFormat.AcidRecordReader) reader;
-                Object key = reader.createKey();
-                Object value = reader.createValue();
-                while (reader.next(key, value)) {
-                    RecordIdentifier id = acid.getRecordIdentifier();
-                    sb.setLength(0);
-                    sb.append('[').append(id.getWriteId()).append(',')
-                        .append(id.getBucketProperty()).append(',').append(id.getRowId());
-                    for (StructField field : fields) {
-                        sb.append(',');
-                        appendValue(sb, oi.getStructFieldData(value, field),
-                            (PrimitiveObjectInspector) field.getFieldObjectInspector());
-                    }
-                    out.println(sb.append(']'));
-                    rows++;
-                }
-            } finally {
-                reader.close();
+        RecordReader reader = format.getRecordReader(split, conf, Reporter.NULL);
+        try {
+            if (!(reader instanceof AcidInputFormat.AcidRecordReader)) {
+                throw new IllegalStateException("Hive did not pick an ACID reader for split "
+                    + split + " (got " + reader.getClass().getName() + ")");
             }
+            AcidInputFormat.AcidRecordReader acid = (AcidInputFormat.AcidRecordReader) reader;
+            Object key = reader.createKey();
+            Object value = reader.createValue();
+            while (reader.next(key, value)) {
+                RecordIdentifier id = acid.getRecordIdentifier();
+                sb.setLength(0);
+                sb.append('[').append(id.getWriteId()).append(',')
+                    .append(id.getBucketProperty()).append(',').append(id.getRowId());
+                for (StructField field : fields) {
+                    sb.append(',');
+                    appendValue(sb, oi.getStructFieldData(value, field),
+                        (PrimitiveObjectInspector) field.getFieldObjectInspector());
+                }
+                out.println(sb.append(']'));
+                rows++;
+            }
+        } finally {
+            reader.close();
         }
         return rows;
     }
@@ -209,6 +231,7 @@ public final class AcidRead {
                 case "txns": req.txns = f[1]; break;
                 case "conf": req.conf.put(f[1], f[2]); break;
                 case "numsplits": req.numSplits = Integer.parseInt(f[1]); break;
+                case "vectorized": req.vectorized = f[1].equals("1"); break;
                 case "": break;
                 default: req.error = "unknown request line: " + line;
             }
@@ -231,7 +254,9 @@ public final class AcidRead {
             } else {
                 describeSplits(req, out);
             }
-            out.println("{\"end\":" + rows + ",\"ms\":" + (System.nanoTime() - start) / 1_000_000 + "}");
+            out.println("{\"end\":" + rows + ",\"ms\":" + (System.nanoTime() - start) / 1_000_000
+                + ",\"vectorizedSplits\":" + req.vectorizedSplits + ",\"rowSplits\":"
+                + req.rowSplits + "}");
         } catch (Exception | LinkageError e) {
             out.println(Json.error(e));
         }
