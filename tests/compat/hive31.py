@@ -21,6 +21,14 @@ With ``vectorized=True`` every split goes through
 ``hive.txn.valid.txns``; vectorization off. Hive 3.1 reads ORC timestamps and dates into its
 zone-less ``common.type.Timestamp`` / ``Date``, and the JVM runs with ``-Duser.timezone=UTC``.
 
+Measured (``test_hive31_fixtures.py::test_jobconf_keys_that_matter``, both readers): without
+``transactional`` Hive 3.1 silently returns no rows; without ``schema.evolution.columns(.types)``
+it fails with Error 30020; without ``hive.transactional.table.scan`` the row path hands out a
+plain ORC reader and the vectorized one fails with Error 30022; without
+``hive.txn.valid.writeids`` every write id is valid. ``transactional_properties``,
+``hive.txn.operational.properties`` (unlike Hive 2.3, which then ignores delete deltas),
+``columns`` / ``columns.types`` and ``bucket_count`` change nothing on that fixture.
+
 One JVM answers any number of reads (stdin requests, see ``AcidRead.java``): a
 :class:`Hive31Oracle` keeps one open (measured: JVM start ~0.5 s, a 23,000-row read ~1.2 s
 cold); :func:`read_acid` starts one per call.
@@ -282,7 +290,7 @@ class Hive31Oracle:
 
     @staticmethod
     def _lines(dirs: Sequence[str], columns: Sequence[tuple[str, str]], write_ids: str,
-               num_buckets: int, valid_txns: str | None, conf: Mapping[str, str] | None,
+               num_buckets: int, valid_txns: str | None, conf: Mapping[str, str | None] | None,
                num_splits: int, vectorized: bool = False) -> list[str]:
         lines = [f"dir\t{d}" for d in dirs] + (["vectorized\t1"] if vectorized else [])
         lines += [f"column\t{_column_name(n)}\t{_norm_type(t)}" for n, t in columns]
@@ -290,7 +298,8 @@ class Hive31Oracle:
                   f"numsplits\t{int(num_splits)}"]
         if valid_txns is not None:
             lines.append(f"txns\t{valid_txns}")
-        lines += [f"conf\t{k}\t{v}" for k, v in (conf or {}).items()]
+        lines += [f"conf\t{k}\t{v}" if v is not None else f"unset\t{k}"
+                  for k, v in (conf or {}).items()]
         for line in lines:
             if "\n" in line or line.count("\t") > 2:
                 raise ValueError(f"newline or tab in a Hive 3.1 oracle request: {line!r}")
@@ -299,7 +308,7 @@ class Hive31Oracle:
     def read(self, table_dir: str | os.PathLike[str], columns: Sequence[tuple[str, str]],
              valid_write_ids: ValidWriteIdList | str, *,
              partition_dirs: Iterable[str] | None = None, num_buckets: int = 0,
-             valid_txns: str | None = None, conf: Mapping[str, str] | None = None,
+             valid_txns: str | None = None, conf: Mapping[str, str | None] | None = None,
              num_splits: int = 1, vectorized: bool = False) -> list[Hive31Row]:
         """Visible rows of a Hive 3 full-ACID table directory as Hive 3.1.3 reads them.
 
@@ -314,7 +323,7 @@ class Hive31Oracle:
                 row tagged with its folder; ``None`` reads ``table_dir`` itself.
             num_buckets: the table's bucket count (``bucket_count``), 0 when unbucketed.
             valid_txns: Hive's ValidTxnList string (``hive.txn.valid.txns``), if any.
-            conf: more JobConf keys, applied last.
+            conf: more JobConf keys, applied last; a ``None`` value unsets the key.
             num_splits: ``getSplits``' hint.
             vectorized: read every split with Hive 3.1's ``VectorizedOrcAcidRowBatchReader``
                 (what a vectorized Hive 3 query runs, ``hive.vectorized.execution.enabled``;
@@ -353,7 +362,7 @@ class Hive31Oracle:
 
     def splits(self, table_dir: str | os.PathLike[str], columns: Sequence[tuple[str, str]],
                valid_write_ids: ValidWriteIdList | str, *, num_buckets: int = 0,
-               conf: Mapping[str, str] | None = None, num_splits: int = 1) -> list[str]:
+               conf: Mapping[str, str | None] | None = None, num_splits: int = 1) -> list[str]:
         """``toString()`` of every split Hive 3.1.3 computes for the read (diagnostics)."""
         lines = self._lines([str(Path(table_dir).resolve())], columns,
                             write_id_list_string(valid_write_ids), num_buckets, None, conf,

@@ -173,3 +173,32 @@ def test_one_shot_read_and_splits(fixtures_dir):
     with Hive31Oracle(ARTIFACTS) as oracle:
         (split,) = oracle.splits(path, columns, ValidWriteIdList("default.nation", LONG_MAX))
     assert "000000_0" in split and "isOriginal=true" in split
+
+
+@pytest.mark.parametrize("unset,outcome", [
+    ((), 24_000),
+    (("transactional_properties",), 24_000),          # Hive 3's default flavour anyway
+    (("hive.txn.operational.properties",), 24_000),   # split-update is Hive 3's only mode
+    (("columns", "columns.types"), 24_000),           # the read schema is schema.evolution.*
+    (("hive.txn.valid.writeids",), 23_000),           # no list: every write id is valid
+    (("transactional",), 0),                          # silently nothing
+    (("schema.evolution.columns",), "Error 30020"),
+    (("schema.evolution.columns.types",), "Error 30020"),
+    (("hive.transactional.table.scan",), ("did not pick an ACID reader", "Error 30022")),
+])
+def test_jobconf_keys_that_matter(hive31, vectorized, fixtures_dir, unset, outcome):
+    """Which of the oracle's JobConf keys Hive 3.1.3 needs, measured on the nation fixture at
+    high watermark 3 (24,000 rows): what the module doc of ``tests/compat/hive31.py`` states.
+    Without ``hive.transactional.table.scan`` the row path hands out a plain ORC reader (event
+    structs, no ROW__ID) and the vectorized one refuses with Error 30022."""
+    path = case_dir(fixtures_dir, "trino-nation-delete-deltas")
+    columns = reads.describe_path(path).columns
+    conf = {key: None for key in unset}
+    valid = ValidWriteIdList("default.nation", 3)
+    if isinstance(outcome, int):
+        rows = hive31.read(path, columns, valid, conf=conf, vectorized=vectorized)
+        assert len(rows) == outcome
+    else:
+        expected = outcome if isinstance(outcome, str) else outcome[vectorized]
+        with pytest.raises(Hive31Error, match=expected):
+            hive31.read(path, columns, valid, conf=conf, vectorized=vectorized)

@@ -45,6 +45,7 @@ import org.apache.hadoop.mapred.Reporter;
  * writeids &lt;ValidReaderWriteIdList string&gt;   (hive.txn.valid.writeids)
  * txns     &lt;ValidReadTxnList string&gt;         (hive.txn.valid.txns; optional)
  * conf     &lt;key&gt;  &lt;value&gt;           (any JobConf key, applied last)
+ * unset    &lt;key&gt;                    (a JobConf key removed after that, for experiments)
  * numsplits &lt;n&gt;                    (getSplits' hint; default 1)
  * vectorized 1                      (VectorizedOrcAcidRowBatchReader, as a vectorized query)
  * </pre>
@@ -67,6 +68,7 @@ public final class AcidRead {
         final List<String> names = new ArrayList<>();
         final List<String> types = new ArrayList<>();
         final Map<String, String> conf = new LinkedHashMap<>();
+        final List<String> unset = new ArrayList<>();
         int buckets;
         int numSplits = 1;
         boolean vectorized;
@@ -106,6 +108,9 @@ public final class AcidRead {
         }
         for (Map.Entry<String, String> e : req.conf.entrySet()) {
             conf.set(e.getKey(), e.getValue());
+        }
+        for (String key : req.unset) {
+            conf.unset(key);
         }
         Path[] paths = new Path[req.dirs.size()];
         for (int i = 0; i < paths.length; i++) {
@@ -230,6 +235,7 @@ public final class AcidRead {
                 case "writeids": req.writeIds = f[1]; break;
                 case "txns": req.txns = f[1]; break;
                 case "conf": req.conf.put(f[1], f[2]); break;
+                case "unset": req.unset.add(f[1]); break;
                 case "numsplits": req.numSplits = Integer.parseInt(f[1]); break;
                 case "vectorized": req.vectorized = f[1].equals("1"); break;
                 case "": break;
