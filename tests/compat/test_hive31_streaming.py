@@ -6,7 +6,12 @@ reader and by acidflow's reader on the path: the same rows with the same ROW__ID
 transaction's rows invisible to both.
 
 :class:`StreamedTable` is the helper to extend once the thrift:// catalog lands (acidflow
-upserting into and compacting the Hive-streamed table through the metastore catalog).
+upserting into and compacting the Hive-streamed table through the metastore catalog). The
+recipe: create the table with that catalog (``catalog.create_table(TableDef(...))``, so acidflow
+owns it), ``StreamedTable.existing(url, db, name, location, buckets).stream([...])`` for Hive's
+writes, acidflow's ``Transaction(catalog).upsert`` / ``initiator`` + ``worker`` + ``cleaner``
+on it, then ``tests.compat.hive31.same_as_acidflow(oracle, catalog, "db.name")``, which reads
+through the catalog's ValidWriteIdList with both of Hive's readers and compares ROW__IDs.
 """
 from __future__ import annotations
 
@@ -60,6 +65,12 @@ class StreamedTable:
     @property
     def full_name(self) -> str:
         return f"{self.db}.{self.name}"
+
+    @classmethod
+    def existing(cls, url: str, db: str, name: str, location: Path,
+                 buckets: int) -> "StreamedTable":
+        """A table already in the metastore (e.g. one acidflow's metastore catalog created)."""
+        return cls(url, db, name, Path(location), buckets)
 
     @classmethod
     def create(cls, hive_metastore, db: str, name: str, buckets: int = 2) -> "StreamedTable":
