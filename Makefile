@@ -61,14 +61,22 @@ system-deps-maven:
 # that need the metastore skip (tests/integration/test_hive_metastore.py).
 HIVE_CACHE := $(CURDIR)/.cache/hive
 HIVE_STAMP := $(HIVE_CACHE)/.fetched
-hive-jars: $(HIVE_STAMP)
+# The Java side of the Hive 3.1.3 oracle and writer (tools/hive/java: acidflow.hive31.AcidRead,
+# StreamWrite), compiled with javac against the fetched jars into .cache/hive/classes (see
+# tests/compat/hive31.py). Same failure rule as the fetch: CI=true fails, elsewhere a warning.
+HIVE_CLASSES := $(HIVE_CACHE)/classes
+HIVE_CLASSES_STAMP := $(HIVE_CLASSES)/.compiled
+HIVE_JAVA := $(wildcard tools/hive/java/acidflow/hive31/*.java)
+hive-jars: $(HIVE_STAMP) $(HIVE_CLASSES_STAMP)
 
 $(HIVE_STAMP): tools/hive/pom.xml
-	@rm -rf $(HIVE_CACHE)/metastore $(HIVE_CACHE)/exec $(HIVE_CACHE)/src; mkdir -p $(HIVE_CACHE); \
+	@rm -rf $(HIVE_CACHE)/metastore $(HIVE_CACHE)/exec $(HIVE_CACHE)/streaming $(HIVE_CACHE)/src; \
+	mkdir -p $(HIVE_CACHE); \
 	start=$$(date +%s); \
 	if command -v mvn >/dev/null \
 	   && mvn -q -B -f tools/hive/pom.xml -Dhive.cache=$(HIVE_CACHE) \
 	        dependency:copy-dependencies@metastore dependency:copy-dependencies@exec \
+	        dependency:copy-dependencies@streaming \
 	        dependency:unpack@metastore-src >$(HIVE_CACHE)/mvn.log 2>&1; then \
 	  touch $@; \
 	  echo "hive-jars: Hive artifacts in $(HIVE_CACHE) ($$(du -sh $(HIVE_CACHE) | cut -f1)," \
@@ -79,6 +87,20 @@ $(HIVE_STAMP): tools/hive/pom.xml
 	  [ -f $(HIVE_CACHE)/mvn.log ] && tail -n 20 $(HIVE_CACHE)/mvn.log >&2; \
 	  if [ "$$CI" = true ]; then echo "$$msg; CI=true: failing" >&2; exit 1; fi; \
 	  echo "WARNING: $$msg; the Hive Metastore tests will skip (see $(HIVE_CACHE)/mvn.log)" >&2; \
+	fi
+
+$(HIVE_CLASSES_STAMP): $(HIVE_STAMP) $(HIVE_JAVA)
+	@rm -rf $(HIVE_CLASSES); mkdir -p $(HIVE_CLASSES); \
+	if [ -f $(HIVE_STAMP) ] && command -v javac >/dev/null \
+	   && javac --release 17 -nowarn -encoding UTF-8 -d $(HIVE_CLASSES) \
+	        -cp '$(HIVE_CACHE)/exec/*:$(HIVE_CACHE)/streaming/*:$(HIVE_CACHE)/metastore/*' \
+	        $(HIVE_JAVA) >$(HIVE_CACHE)/javac.log 2>&1; then \
+	  touch $@; echo "hive-jars: compiled tools/hive/java into $(HIVE_CLASSES)"; \
+	else \
+	  msg="hive-jars: could not compile tools/hive/java (the Hive 3.1.3 oracle)"; \
+	  [ -f $(HIVE_CACHE)/javac.log ] && tail -n 20 $(HIVE_CACHE)/javac.log >&2; \
+	  if [ "$$CI" = true ]; then echo "$$msg; CI=true: failing" >&2; exit 1; fi; \
+	  echo "WARNING: $$msg; the Hive 3.1 oracle tests will skip" >&2; \
 	fi
 
 # The Trino server (io.trino:trino-server tar.gz, version pinned in tools/trino/pom.xml) for the

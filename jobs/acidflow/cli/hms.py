@@ -6,6 +6,7 @@ The Hive artifacts come from ``make hive-jars`` (``tools/hive/pom.xml``) in a ca
     metastore/  hive-standalone-metastore 3.1.3 + dependencies, Hadoop 3.5.0, Derby, pgJDBC
     exec/       hive-exec-3.1.3.jar (Hive's fat jar)
     src/        hive_metastore.thrift and the schematool SQL scripts (derby, postgres)
+    streaming/  hive-streaming-3.1.3.jar;  classes/  tools/hive/java compiled (Hive 3.1 oracle)
 
 :func:`start_metastore` lays out a work folder (``conf/metastore-site.xml``, a Derby database or
 a PostgreSQL one, a warehouse folder, the log), initialises the backing database with Hive's own
@@ -119,6 +120,33 @@ class HiveArtifacts:
     def thrift_idl(self) -> Path:
         """Hive 3.1.3's ``hive_metastore.thrift`` (the API the Python client speaks)."""
         return self.root / "src" / _SRC_DIR / "src" / "main" / "thrift" / "hive_metastore.thrift"
+
+    @property
+    def streaming_dir(self) -> Path:
+        """Folder of ``hive-streaming-3.1.3.jar`` (Hive's streaming ingest API, alone)."""
+        return self.root / "streaming"
+
+    @property
+    def classes_dir(self) -> Path:
+        """``tools/hive/java`` compiled by ``make hive-jars``: ``acidflow.hive31.AcidRead`` (the
+        Hive 3.1.3 reader oracle) and ``acidflow.hive31.StreamWrite`` (the streaming writer)."""
+        return self.root / "classes"
+
+    def tools_classpath(self) -> str:
+        """The classpath of the ``acidflow.hive31`` tools: their classes, hive-exec (first: its
+        ORC and Hive classes win over the metastore folder's older ``orc-core``), hive-streaming,
+        then the metastore's jars (Hadoop 3.5.0's LocalFileSystem, the thrift client's deps)."""
+        return os.pathsep.join([str(self.classes_dir), str(self.hive_exec_jar),
+                                str(self.streaming_dir / "*"), str(self.metastore_dir / "*")])
+
+    def missing_tools(self) -> list[Path]:
+        """The ``acidflow.hive31`` tools' files that are absent (empty when all are there): the
+        compiled classes and hive-streaming. Not part of :meth:`missing` (the metastore runs
+        without them)."""
+        wanted = [self.classes_dir / "acidflow" / "hive31" / "AcidRead.class",
+                  self.classes_dir / "acidflow" / "hive31" / "StreamWrite.class",
+                  self.streaming_dir / f"hive-streaming-{HIVE_VERSION}.jar"]
+        return [p for p in wanted if not p.exists()]
 
     def missing(self) -> list[Path]:
         """The expected files or folders that are absent (empty when all are there)."""

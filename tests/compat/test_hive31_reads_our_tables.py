@@ -1,0 +1,176 @@
+"""Tables acidflow writes (Spark inserts, pyarrow and Spark upserts, deletes, two statements in
+one transaction, an aborted transaction, bucketed and partitioned) read by Hive 3.1.3's own ACID
+reader (``tests/compat/hive31.py``) under the catalog's ValidWriteIdList: exactly acidflow's
+snapshot, ROW__IDs included -- after the writes, at an older write id, after a minor
+compaction, after the cleaner, after a major compaction and clean.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from acidflow.acid.bucketing import decode_bucket_id, decode_statement_id
+from acidflow.acid.transaction import Transaction
+from acidflow.catalog import Column, SqlCatalog, TableDef
+from acidflow.compactor import cleaner, initiator, worker
+from acidflow.compactor.config import CompactorConfig
+from tests.compat.hive31 import Hive31Oracle, require_hive31_tools, same_as_acidflow
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+ARTIFACTS = require_hive31_tools()
+CFG = CompactorConfig(heartbeat_s=0.5)
+
+
+@pytest.fixture(scope="module")
+def hive31():
+    with Hive31Oracle(ARTIFACTS) as oracle:
+        yield oracle
+
+
+@pytest.fixture
+def catalog(warehouse):
+    cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
+    yield cat
+    cat.close()
+
+
+def listing(catalog, name: str, partition: str = "") -> list[str]:
+    root = Path(catalog.get_table(name).location) / partition
+    return sorted(p.name for p in root.iterdir() if not p.name.startswith((".", "_")))
+
+
+def compact(spark, catalog, name: str, kind: str, partition: str | None = None) -> None:
+    info = initiator.request_compaction(catalog, name, partition, kind)
+    out = worker.run_worker(spark, catalog, cq_id=info.id, config=CFG)
+    assert out is not None and out.state == "ready for cleaning", out and out.report
+
+
+BUCKETED_COLS = [("id", "int"), ("amount", "bigint"), ("name", "string"),
+                 ("price", "decimal(18,4)"), ("day", "date"), ("at", "timestamp"),
+                 ("ok", "boolean"), ("score", "double")]
+BUCKETED_SCHEMA = ("id int, amount bigint, name string, price decimal(18,4), day date,"
+                   " at timestamp_ntz, ok boolean, score double")
+
+
+def bucketed_row(i: int, tag: str) -> tuple:
+    return (i, i * 1_000_003, f"{tag}-{i}-é", decimal.Decimal(i * 7919 % 100_000) / 10_000,
+            dt.date(1969, 12, 30) + dt.timedelta(days=i * 37 % 20_000),
+            dt.datetime(2024, 3, 10, 2, 30) + dt.timedelta(seconds=i * 3607, microseconds=i % 7),
+            i % 3 == 0, None if i % 13 == 0 else i / 7)
+
+
+def test_bucketed_table_writes_minor_major_clean(spark, catalog, hive31):
+    """4 buckets keyed on id: a Spark insert (small stripes), a pyarrow upsert, a transaction
+    with two statements (upsert then delete: statement ids 0 and 1), an aborted upsert, a Spark
+    delete; then minor compaction, clean, one more write, major compaction, clean."""
+    name = "db.hb"
+    catalog.create_table(TableDef(name=name, columns=[Column(*c) for c in BUCKETED_COLS],
+                                  primary_key=["id"], num_buckets=4))
+    n = 3000
+    with Transaction(catalog) as txn:                                             # w1
+        txn.insert(name, spark.createDataFrame([bucketed_row(i, "a") for i in range(n)],
+                                               BUCKETED_SCHEMA), stripe_rows=500)
+    arrow_schema = pa.schema([("id", pa.int32()), ("amount", pa.int64()), ("name", pa.string()),
+                              ("price", pa.decimal128(18, 4)), ("day", pa.date32()),
+                              ("at", pa.timestamp("us")), ("ok", pa.bool_()),
+                              ("score", pa.float64())])
+
+    def arrow(rows):
+        return pa.Table.from_pylist([dict(zip(arrow_schema.names, r)) for r in rows],
+                                    schema=arrow_schema)
+
+    with Transaction(catalog) as txn:                                             # w2
+        txn.upsert(name, arrow([bucketed_row(i, "u") for i in range(0, n + 200, 7)]))
+    with Transaction(catalog) as txn:                                             # w3: 2 statements
+        txn.upsert(name, arrow([bucketed_row(i, "s") for i in range(1, 400, 5)]))
+        txn.delete(name, spark.createDataFrame([(i,) for i in range(2, 600, 10)], "id int"))
+    with pytest.raises(RuntimeError, match="on purpose"):                         # w4 aborted
+        with Transaction(catalog) as txn:
+            txn.upsert(name, arrow([bucketed_row(i, "x") for i in range(0, 3000, 3)]))
+            raise RuntimeError("aborted on purpose")
+    with Transaction(catalog) as txn:                                             # w5
+        txn.delete(name, spark.createDataFrame([(i,) for i in range(1000, 1100)], "id int"))
+    valid = catalog.valid_write_ids(name)
+    assert (valid.high_watermark, valid.aborted_write_ids) == (5, (4,))
+
+    hive = same_as_acidflow(hive31, catalog, name)
+    assert len(hive) == n + len(range(n, n + 200, 7)) - len(range(2, 600, 10)) - 100
+    assert {r.values[2].split("-")[0] for r in hive} == {"a", "u", "s"}
+    assert {decode_statement_id(r.bucket) for r in hive if r.write_id == 3} == {0}
+    assert any(name.startswith("delete_delta_0000003_0000003_0001") for name in listing(catalog, name))
+    for r in hive:  # every row sits in the bucket its ROW__ID names
+        assert 0 <= decode_bucket_id(r.bucket) < 4
+    same_as_acidflow(hive31, catalog, name, as_of_write_id=2)
+    same_as_acidflow(hive31, catalog, name, as_of_write_id=3)
+
+    compact(spark, catalog, name, "minor")
+    assert "delta_0000001_0000005" in listing(catalog, name)
+    same_as_acidflow(hive31, catalog, name)
+    cleaner.run_cleaner(catalog)
+    assert listing(catalog, name) == ["delete_delta_0000001_0000005", "delta_0000001_0000005"]
+    same_as_acidflow(hive31, catalog, name)
+
+    with Transaction(catalog) as txn:                                             # w6
+        txn.upsert(name, arrow([bucketed_row(i, "m") for i in range(5, 50, 3)]))
+    same_as_acidflow(hive31, catalog, name)
+    compact(spark, catalog, name, "major")
+    same_as_acidflow(hive31, catalog, name)
+    cleaner.run_cleaner(catalog)
+    assert listing(catalog, name) == ["base_0000006"]
+    hive = same_as_acidflow(hive31, catalog, name)
+    assert {r.values[2].split("-")[0] for r in hive} == {"a", "u", "s", "m"}
+
+
+PART_COLS = [("k", "bigint"), ("v", "string"), ("ts", "timestamp"), ("amt", "decimal(38,10)")]
+PART_SCHEMA = "k long, v string, ts timestamp_ntz, amt decimal(38,10), region string"
+
+
+def part_row(i: int, tag: str, region: str) -> tuple:
+    return (i, f"{tag}{i}", dt.datetime(2024, 5, 1, 12, 30, i % 60, 123000 + i),
+            decimal.Decimal(10**20 + i) / 3, region)
+
+
+def test_partitioned_unbucketed_table_writes_minor_major_clean(spark, catalog, hive31):
+    """Unpartitioned buckets (writer files), two partitions: a Spark insert in 3 tasks, a Spark
+    upsert, a delete; minor, clean, major per partition, clean."""
+    name = "db.hp"
+    catalog.create_table(TableDef(name=name, columns=[Column(*c) for c in PART_COLS],
+                                  partition_columns=[Column("region", "string")],
+                                  primary_key=["k", "region"]))
+    data = [part_row(i, "v", "eu" if i % 2 else "us") for i in range(600)]
+    with Transaction(catalog) as txn:                                             # w1
+        txn.insert(name, spark.createDataFrame(data, PART_SCHEMA).repartition(3))
+    with Transaction(catalog) as txn:                                             # w2
+        txn.upsert(name, spark.createDataFrame(
+            [part_row(i, "new", "eu") for i in range(1, 200, 2)]
+            + [part_row(i, "fresh", "us") for i in range(1000, 1010)], PART_SCHEMA))
+    with Transaction(catalog) as txn:                                             # w3
+        txn.delete(name, spark.createDataFrame([(i, "us") for i in range(0, 100, 2)],
+                                               "k long, region string"))
+    writers = {p.name for p in Path(catalog.get_table(name).location).rglob(
+        "delta_0000001_0000001_0000/bucket_*")}
+    assert len(writers) > 1  # several writer files in one delta
+    hive = same_as_acidflow(hive31, catalog, name)
+    assert len(hive) == 600 + 10 - 50
+    assert {r.partition for r in hive} == {"region=eu", "region=us"}
+    same_as_acidflow(hive31, catalog, name, as_of_write_id=1)
+
+    for region in ("eu", "us"):
+        compact(spark, catalog, name, "minor", f"region={region}")
+    same_as_acidflow(hive31, catalog, name)
+    cleaner.run_cleaner(catalog)
+    assert listing(catalog, name, "region=us") == ["delete_delta_0000001_0000003",
+                                                   "delta_0000001_0000003"]
+    same_as_acidflow(hive31, catalog, name)
+    for region in ("eu", "us"):
+        compact(spark, catalog, name, "major", f"region={region}")
+    cleaner.run_cleaner(catalog)
+    # the last write of region=eu is w2 (w3 deleted in region=us only)
+    assert [listing(catalog, name, f"region={r}") for r in ("eu", "us")] == [
+        ["base_0000002"], ["base_0000003"]]
+    same_as_acidflow(hive31, catalog, name)
