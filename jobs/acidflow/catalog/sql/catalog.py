@@ -175,6 +175,12 @@ class SqlCatalog(Catalog):
         self.check_warehouse_owner()
         return self._tables.create_table(table, if_not_exists)
 
+    def adopt_table(self, table: TableDef | dict[str, Any], history: ValidWriteIdList
+                    ) -> TableDef:
+        # Placeholder of branch hmscat: the adopt branch implements Catalog.adopt_table for
+        # the SQL backend; the merge replaces this.
+        raise NotImplementedError("SqlCatalog.adopt_table comes with the adopt branch")
+
     def get_table(self, name: str) -> TableDef:
         return self._tables.get_table(name)
 
