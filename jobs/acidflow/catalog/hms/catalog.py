@@ -67,6 +67,7 @@ from acidflow.catalog.hms.client import (
     MetastoreConnection,
     aborted_write_ids,
     to_valid_write_ids,
+    valid_txn_list,
 )
 from acidflow.catalog.hms.tables import (
     check_acid_orc,
@@ -176,6 +177,12 @@ class HiveMetastoreCatalog(Catalog):
     def current_revision(self) -> str | None:
         """The side catalog's Alembic revision (the metastore's schema is Hive's)."""
         return self.side.current_revision()
+
+    @property
+    def engine(self) -> Any:
+        """The side catalog's SQLAlchemy engine (tests and maintenance tools read acidflow's
+        records there)."""
+        return self.side.engine
 
     def metastore_version(self) -> str:
         """The metastore's version string (``getVersion``, e.g. ``"3.1.3"``)."""
@@ -533,10 +540,13 @@ class HiveMetastoreCatalog(Catalog):
         return sorted(ids)
 
     # -- write ids and snapshots ------------------------------------------------------------
-    def _txn_list(self, txn_id: int | None) -> str:
+    def _txn_list(self, txn_id: int | None, current_txn: int | None = None) -> str:
         """The ValidTxnList to read with: the one ``txn_id`` took at open (kept by this
         object), or rebuilt - high watermark ``txn_id``, open and aborted ids below it, and the
-        side's transactions that committed after it opened - or the current one."""
+        side's transactions that committed after it opened - or, for ``txn_id=None``, the
+        current one (without ``current_txn``, whose writes are then valid)."""
+        if txn_id is None:
+            return valid_txn_list(self.conn.call("get_open_txns"), current_txn)
         if txn_id is not None:
             found = self.hooks.snapshots.get(txn_id)
             if found is not None:
@@ -566,19 +576,44 @@ class HiveMetastoreCatalog(Catalog):
                         as_of_write_id: int | None = None) -> ValidWriteIdList:
         """The metastore's ``get_valid_write_ids`` for the transaction's snapshot (the
         ValidTxnList taken at its open; its own write id is valid) or the current one; an
-        ``as_of_write_id`` below the high watermark cuts the list there (time travel)."""
+        ``as_of_write_id`` below the high watermark cuts the list there (time travel).
+
+        Hive ends a snapshot's list at the write ids of the transactions it can see (its
+        high watermark follows the ValidTxnList's); acidflow's contract puts the high
+        watermark at the table's highest allocated write id, so write ids allocated after
+        the snapshot are added as exceptions - aborted ones as aborted, the others as open
+        (they are invisible to it either way: the same files are read).
+        """
         if as_of_write_id is not None and as_of_write_id < 0:
             raise ValueError(f"as_of_write_id must be >= 0, got {as_of_write_id}")
         table = self.get_table(table_name)
         if txn_id is not None:
             self.side.get_transaction(txn_id)  # NoSuchTransactionError
         found = self._hive_write_ids(table.name, self._txn_list(txn_id))
+        if txn_id is not None:
+            found = self._extend(found, self._hive_write_ids(table.name,
+                                                             self._txn_list(None, txn_id)))
         if as_of_write_id is None or as_of_write_id >= found.high_watermark:
             return found
         cut = as_of_write_id
         opened = [w for w in found.open_write_ids if w <= cut]
         return ValidWriteIdList(found.table_name, cut, opened,
                                 [w for w in found.aborted_write_ids if w <= cut],
+                                opened[0] if opened else None)
+
+    @staticmethod
+    def _extend(snapshot: ValidWriteIdList, current: ValidWriteIdList) -> ValidWriteIdList:
+        """``snapshot`` with the high watermark of ``current`` and the write ids between the
+        two as exceptions, and every write id ``current`` knows as aborted marked aborted (a
+        transaction open at the snapshot that aborted since stays invisible either way)."""
+        dead = set(current.aborted_write_ids)
+        hwm = max(snapshot.high_watermark, current.high_watermark)
+        later = set(range(snapshot.high_watermark + 1, hwm + 1))
+        invalid = set(snapshot.open_write_ids) | set(snapshot.aborted_write_ids) | later
+        opened = sorted(w for w in invalid if w not in dead
+                        and w not in snapshot.aborted_write_ids)
+        aborted = sorted(invalid - set(opened))
+        return ValidWriteIdList(snapshot.table_name, hwm, opened, aborted,
                                 opened[0] if opened else None)
 
     def compactor_valid_write_ids(self, table_name: str) -> ValidWriteIdList:

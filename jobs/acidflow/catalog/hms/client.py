@@ -18,7 +18,11 @@ from typing import Any
 from urllib.parse import urlparse
 
 from pymetastore.hive_metastore import ThriftHiveMetastore
-from pymetastore.hive_metastore.ttypes import GetOpenTxnsResponse, TableValidWriteIds
+from pymetastore.hive_metastore.ttypes import (
+    GetOpenTxnsResponse,
+    MetaException,
+    TableValidWriteIds,
+)
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
@@ -39,6 +43,12 @@ HmsClient = ThriftHiveMetastore.Client
 
 class MetastoreUnreachableError(CatalogError):
     """The metastore at a URL does not answer (names the URL and the socket error)."""
+
+
+class MetastoreError(CatalogError):
+    """The metastore refused a call with a ``MetaException`` (names the URL, the call and
+    Hive's message). Thrift's exception objects are immutable (``__traceback__`` cannot be
+    set), so they are converted before they travel through context managers."""
 
 
 def parse_metastore_url(url: str) -> tuple[str, int]:
@@ -157,7 +167,8 @@ class MetastoreConnection:
 
         Raises:
             MetastoreUnreachableError: the metastore cannot be reached again (names the URL).
-            the thrift exceptions of the call (``TxnAbortedException`` ...).
+            MetastoreError: a ``MetaException`` (names the URL, the call, Hive's message).
+            the other thrift exceptions of the call (``TxnAbortedException`` ...).
         """
         with self._lock:
             for attempt in (0, 1):
@@ -165,6 +176,9 @@ class MetastoreConnection:
                     if self._client is None:
                         self._connect()
                     return getattr(self._client, method)(*args)
+                except MetaException as exc:
+                    raise MetastoreError(
+                        f"Hive metastore {self.url}: {method} failed: {exc.message}") from None
                 except (TTransport.TTransportException, OSError, EOFError) as exc:
                     self.close()
                     if attempt:
