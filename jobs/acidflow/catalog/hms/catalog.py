@@ -37,9 +37,15 @@ import numpy as np
 from pymetastore.hive_metastore.ttypes import (
     AddDynamicPartitions,
     AddPartitionsRequest,
+    AbortTxnsRequest,
+    AllocateTableWriteIdsRequest,
     AlreadyExistsException,
+    ClientCapabilities,
+    ClientCapability,
+    CommitTxnRequest,
     Database,
     DataOperationType,
+    GetTableRequest,
     GetValidWriteIdsRequest,
     HeartbeatRequest,
     LockComponent,
@@ -48,8 +54,8 @@ from pymetastore.hive_metastore.ttypes import (
     LockType,
     NoSuchObjectException,
     NoSuchTxnException,
+    OpenTxnRequest,
     Partition,
-    ReplTblWriteIdStateRequest,
     TxnAbortedException,
 )
 
@@ -190,8 +196,13 @@ class HiveMetastoreCatalog(Catalog):
 
     # -- tables ------------------------------------------------------------------------------
     def _hms_table(self, db: str, tbl: str) -> Any:
+        """The metastore's ``Table`` or ``None``. Asked with ``get_table_req`` declaring the
+        insert-only capability, so that Hive answers with an insert-only table too (plain
+        ``get_table`` refuses them) and :func:`check_acid_orc` can name the reason."""
         try:
-            return self.conn.call("get_table", db, tbl)
+            return self.conn.call("get_table_req", GetTableRequest(
+                dbName=db, tblName=tbl, capabilities=ClientCapabilities(
+                    values=[ClientCapability.INSERT_ONLY_TABLES]))).table
         except NoSuchObjectException:
             return None
 
@@ -337,10 +348,19 @@ class HiveMetastoreCatalog(Catalog):
 
         A table the metastore already has (transactional ORC) keeps the metastore's write ids:
         ``history`` must agree with its current ``get_valid_write_ids`` (same high watermark,
-        every open / aborted write id invalid there) and only the side facts are registered.
-        Otherwise the table is created in the metastore and its write-id state seeded with
-        ``repl_tbl_writeid_state`` (Hive 3.1's replication call: write ids 1..hwm allocated,
-        the list's open and aborted ones aborted, ``NEXT_WRITE_ID`` = hwm + 1).
+        every open / aborted write id of the history invalid there) and only the side facts
+        (primary key, ordering column) are registered.
+
+        Otherwise the table is created in the metastore and its write-id history replayed:
+        one metastore transaction per write id 1..hwm (``open_txns`` with ``num_txns=hwm``,
+        one ``allocate_table_write_ids`` for all of them, which maps them in txn order), the
+        history's aborted and open write ids aborted - each after a table lock component, so
+        Hive's ``TXN_COMPONENTS`` keeps the aborted transaction (an aborted transaction with no
+        component is deleted by Hive's initiator and its write id would then read as
+        committed) - and the others committed. Hive's ``repl_tbl_writeid_state`` was tried
+        first: it seeds ``NEXT_WRITE_ID`` but maps only the aborted write ids, and Hive 3.1's
+        ``getValidWriteIds`` then takes its high watermark from the highest *mapped* write id,
+        so Hive would not see the committed ones above the last aborted one.
 
         Raises:
             CatalogError: ``history`` disagrees with the metastore (names the table and both
@@ -365,13 +385,34 @@ class HiveMetastoreCatalog(Catalog):
             return mirrored
         stored = self.create_table(table)
         if history.high_watermark > 0:
-            hive_list = ValidWriteIdList(
-                stored.name, history.high_watermark, history.open_write_ids,
-                history.aborted_write_ids)
-            self.conn.call("repl_tbl_writeid_state", ReplTblWriteIdStateRequest(
-                validWriteIdlist=hive_list.to_string(), user=self._owner,
-                hostName=self.hooks.host, dbName=db, tableName=tbl, partNames=None))
+            self._replay_write_ids(stored, history)
         return stored
+
+    def _replay_write_ids(self, table: TableDef, history: ValidWriteIdList) -> None:
+        """Allocate write ids 1..hwm in the metastore, aborting the history's invalid ones."""
+        hwm = history.high_watermark
+        txns = list(self.conn.call("open_txns", OpenTxnRequest(
+            num_txns=hwm, user=self._owner, hostname=self.hooks.host,
+            agentInfo=f"acidflow adopt {table.name}")).txn_ids)
+        alloc = self.conn.call("allocate_table_write_ids", AllocateTableWriteIdsRequest(
+            dbName=table.db_name, tableName=table.table_name, txnIds=txns)).txnToWriteIds
+        by_write_id = {a.writeId: a.txnId for a in alloc}
+        if sorted(by_write_id) != list(range(1, hwm + 1)):
+            self.conn.call("abort_txns", AbortTxnsRequest(txn_ids=txns))
+            raise CatalogError(f"adopt {table.name}: the metastore at {self.url} allocated "
+                               f"write ids {sorted(by_write_id)[:5]}..., not 1..{hwm}")
+        dead = set(history.open_write_ids) | set(history.aborted_write_ids)
+        for write_id in range(1, hwm + 1):
+            txn = by_write_id[write_id]
+            if write_id in dead:
+                self.conn.call("lock", LockRequest(component=[LockComponent(
+                    type=LockType.SHARED_READ, level=LockLevel.TABLE, dbname=table.db_name,
+                    tablename=table.table_name, operationType=DataOperationType.INSERT,
+                    isTransactional=True)], txnid=txn, user=self._owner,
+                    hostname=self.hooks.host))
+                self.conn.call("abort_txns", AbortTxnsRequest(txn_ids=[txn]))
+            else:
+                self.conn.call("commit_txn", CommitTxnRequest(txnid=txn))
 
     # -- transactions ------------------------------------------------------------------------
     def open_transaction(self, user: str | None = None, host: str | None = None,

@@ -15,7 +15,6 @@ Hive's ``Warehouse`` qualifies it.
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 from pymetastore.hive_metastore.ttypes import FieldSchema, SerDeInfo, StorageDescriptor, Table
 
@@ -47,18 +46,20 @@ class NotAnAcidTableError(CatalogError):
 
 def location_uri(location: str) -> str:
     """A table location as the metastore stores it: a URI (``file:///abs/path`` for a local
-    path; URIs with a scheme are kept)."""
+    path, not percent-encoded: Hadoop's ``Path`` takes ``ds=1`` as it is and would keep
+    ``ds%3D1`` literally; URIs with a scheme are kept)."""
     if "://" in location or location.startswith("file:"):
         return location
-    return Path(location).resolve().as_uri()
+    return "file://" + str(Path(location).resolve())
 
 
 def local_location(uri: str) -> str:
     """The inverse of :func:`location_uri` for local tables: ``file:/a/b`` or ``file:///a/b``
     -> ``/a/b``; other schemes are kept as they are."""
-    parsed = urlparse(uri)
-    if parsed.scheme == "file":
-        return unquote(parsed.path)
+    if uri.startswith("file://"):
+        return uri[len("file://"):]
+    if uri.startswith("file:"):
+        return uri[len("file:"):]
     return uri
 
 
