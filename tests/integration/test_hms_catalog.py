@@ -135,6 +135,9 @@ def test_upsert_is_what_hive_sees(spark, catalog, hms):
         assert not {first, second} & set(client.get_open_txns().open_txns)
     recs = catalog.commit_records("shop.orders")
     assert [(r.write_id, r.txn_id) for r in recs] == [(1, first), (2, second)]
+    assert catalog.describe() == [
+        f"Hive metastore {hms.url} sees:",
+        "  shop.orders: write-id high watermark 2, open [], aborted [], 2 partitions"]
     assert recs[1].stats["rows_inserted"] >= 1
 
 

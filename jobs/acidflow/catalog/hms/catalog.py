@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, quote, urlparse
 
 import numpy as np
 from pymetastore.hive_metastore.ttypes import (
@@ -157,6 +157,7 @@ class HiveMetastoreCatalog(Catalog):
         self.side = SqlCatalog(side_url_of(url, self.warehouse, side_url),
                                warehouse=self.warehouse, txn_timeout_s=self.txn_timeout_s,
                                migrate=migrate, txn_hooks=self.hooks)
+        self._side_url = side_url_of(url, self.warehouse, side_url)
         self._owner = getpass.getuser()
         self._known_parts: set[tuple[str, str, str]] = set()
         self._lock = threading.Lock()
@@ -172,6 +173,31 @@ class HiveMetastoreCatalog(Catalog):
 
     def catalog_id(self) -> str:
         return self.side.catalog_id()
+
+    def job_url(self) -> str:
+        """The URL that makes the same catalog in another process (``ACIDFLOW_CATALOG_URL`` of
+        a spark-submit job or a DAG run): the thrift URL, with ``?side=`` when the side
+        catalog is not the default file of the warehouse (its password kept)."""
+        if self._side_url == side_url_of(self.url, self.warehouse, None):
+            return self.url
+        return f"{self.url}?side={quote(self._side_url, safe='')}"
+
+    def describe(self) -> list[str]:
+        """What Hive sees, one line per table of every database: the table, its partition
+        count and its write-id high watermark with the open / aborted write ids
+        (``get_valid_write_ids`` at the current snapshot)."""
+        lines = [f"Hive metastore {self.url} sees:"]
+        txns = self._txn_list(None)
+        for db in sorted(self.conn.call("get_all_databases")):
+            for tbl in sorted(self.conn.call("get_all_tables", db)):
+                (ids,) = self.conn.call("get_valid_write_ids", GetValidWriteIdsRequest(
+                    fullTableNames=[f"{db}.{tbl}"], validTxnList=txns)).tblValidWriteIds
+                v = to_valid_write_ids(ids)
+                parts = len(self.conn.call("get_partition_names", db, tbl, -1))
+                lines.append(f"  {db}.{tbl}: write-id high watermark {v.high_watermark}, "
+                             f"open {list(v.open_write_ids)}, aborted "
+                             f"{list(v.aborted_write_ids)}, {parts} partitions")
+        return lines
 
     def display_url(self) -> str:
         return self.url
@@ -189,10 +215,6 @@ class HiveMetastoreCatalog(Catalog):
         """The side catalog's SQLAlchemy engine (tests and maintenance tools read acidflow's
         records there)."""
         return self.side.engine
-
-    def metastore_version(self) -> str:
-        """The metastore's version string (``getVersion``, e.g. ``"3.1.3"``)."""
-        return str(self.conn.call("getVersion"))
 
     # -- tables ------------------------------------------------------------------------------
     def _hms_table(self, db: str, tbl: str) -> Any:
