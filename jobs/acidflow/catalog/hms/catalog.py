@@ -255,37 +255,41 @@ class HiveMetastoreCatalog(Catalog):
     def create_table(self, table: TableDef | dict[str, Any], if_not_exists: bool = False
                      ) -> TableDef:
         """Register the table in the metastore (Hive's storage descriptor for transactional
-        ORC, see :mod:`acidflow.catalog.hms.tables`) and on the side.
+        ORC, see :mod:`acidflow.catalog.hms.tables`), then on the side. The metastore's
+        ``create_table`` decides races between processes (``AlreadyExistsException`` for the
+        loser); a side row older than the metastore's table (Hive dropped and someone made
+        the table again) is replaced.
 
         Raises:
-            ValueError: invalid definition; TableExistsError: the metastore has the name;
-            NotAnAcidTableError: ``if_not_exists`` and the existing table is not ACID ORC.
+            ValueError: invalid definition or location; TableExistsError: the metastore has
+            the name; NotAnAcidTableError: ``if_not_exists`` and the existing table is not
+            ACID ORC.
         """
         table = TableDef.from_dict(table.to_dict() if isinstance(table, TableDef) else table)
         table.validate()
         db, tbl = split_table_name(table.name)
+        table.location = self.side.location_of(table)
         self.check_warehouse_owner()
-        existing = self._hms_table(db, tbl)
-        if existing is not None:
-            if not if_not_exists:
-                raise TableExistsError(table.name)
-            check_acid_orc(existing)
-            return self._mirror(existing)
-        if self.side.table_exists(table.name):  # a stale mirror (dropped by Hive)
-            self.side.drop_table(table.name)
-        stored = self.side.create_table(table)
         self._ensure_database(db)
         try:
-            self.conn.call("create_table", to_hms_table(stored, self._owner))
+            self.conn.call("create_table", to_hms_table(table, self._owner))
         except AlreadyExistsException:
-            self.side.drop_table(table.name)
-            if if_not_exists:
-                return self.get_table(table.name)
-            raise TableExistsError(table.name) from None
+            if not if_not_exists:
+                raise TableExistsError(table.name) from None
+            return self.get_table(table.name)
+        hms = self._hms_table(db, tbl)
+        try:
+            old = self.side.get_table(table.name)
+            made = hms.createTime if hms is not None and hms.createTime else 0
+            if old.created_at is not None and old.created_at.timestamp() < made - 1:
+                self.side.drop_table(table.name)  # a mirror of a table Hive dropped
+        except NoSuchTableError:
+            pass
+        try:
+            return self.side.create_table(table, if_not_exists=True)
         except Exception:
-            self.side.drop_table(table.name)
+            self.conn.call("drop_table", db, tbl, False)
             raise
-        return stored
 
     def get_table(self, name: str) -> TableDef:
         """The table's definition; the metastore must have it as a full-ACID ORC table.

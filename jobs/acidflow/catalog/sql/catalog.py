@@ -181,6 +181,17 @@ class SqlCatalog(Catalog):
         # the SQL backend; the merge replaces this.
         raise NotImplementedError("SqlCatalog.adopt_table comes with the adopt branch")
 
+    def location_of(self, table: TableDef) -> str:
+        """Where ``table`` would live (its location resolved against the warehouse, or the
+        default ``<warehouse>/<db>.db/<table>``); the Hive metastore catalog registers the
+        same location in the metastore before its side row exists.
+
+        Raises:
+            TableLocationError: ``..`` leaving the warehouse, or outside it without
+                ``external``.
+        """
+        return self._tables.location_of(table)
+
     def get_table(self, name: str) -> TableDef:
         return self._tables.get_table(name)
 
