@@ -193,6 +193,31 @@ def test_hive_write_set_conflict_refuses_acidflow_commit(catalog, hms):
     assert mine in catalog.valid_write_ids("shop.orders").aborted_write_ids
 
 
+def test_side_record_is_reconciled_from_the_metastore(catalog, hms):
+    """A process that died after the metastore's commit_txn but before its side transaction
+    committed (simulated: commit_txn over raw thrift) leaves the side record open; the next
+    read commits it on the side (commit record, write id committed). A transaction the
+    metastore aborted behind acidflow's back is mirrored as aborted."""
+    catalog.create_table(orders())
+    done, dead = catalog.open_transaction(), catalog.open_transaction()
+    w_done = catalog.allocate_write_id(done, "shop.orders")
+    w_dead = catalog.allocate_write_id(dead, "shop.orders")
+    catalog.add_component(done, "shop.orders", "ds=1", "insert")
+    catalog.add_component(dead, "shop.orders", "ds=2", "insert")
+    with hms_client(hms.url) as client:
+        client.commit_txn(CommitTxnRequest(txnid=done))
+        client.abort_txn(AbortTxnRequest(txnid=dead))
+    states = {t.txn_id: t.state for t in catalog.list_transactions()}
+    assert (states[done], states[dead]) == ("committed", "aborted")
+    assert [(r.write_id, r.txn_id) for r in catalog.commit_records("shop.orders")] == [
+        (w_done, done)]
+    assert catalog.write_id_states("shop.orders") == [(w_done, done, "committed"),
+                                                      (w_dead, dead, "aborted")]
+    snap = catalog.valid_write_ids("shop.orders")
+    assert (snap.high_watermark, snap.open_write_ids, snap.aborted_write_ids) == (
+        2, (), (w_dead,))
+
+
 def test_unreachable_metastore_is_named_before_any_file(tmp_path):
     """A thrift URL nobody answers: the constructor fails naming the URL, and nothing (no
     side catalog, no warehouse marker) is written."""
