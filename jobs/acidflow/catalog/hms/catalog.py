@@ -37,12 +37,9 @@ import numpy as np
 from pymetastore.hive_metastore.ttypes import (
     AddDynamicPartitions,
     AddPartitionsRequest,
-    AbortTxnsRequest,
-    AllocateTableWriteIdsRequest,
     AlreadyExistsException,
     ClientCapabilities,
     ClientCapability,
-    CommitTxnRequest,
     Database,
     DataOperationType,
     GetTableRequest,
@@ -54,7 +51,6 @@ from pymetastore.hive_metastore.ttypes import (
     LockType,
     NoSuchObjectException,
     NoSuchTxnException,
-    OpenTxnRequest,
     Partition,
     TxnAbortedException,
 )
@@ -69,11 +65,16 @@ from acidflow.catalog.errors import (
     TxnNotOpenError,
 )
 from acidflow.catalog.hms.client import (
-    NO_OPEN_TXN,
     MetastoreConnection,
     aborted_write_ids,
     to_valid_write_ids,
     valid_txn_list,
+)
+from acidflow.catalog.hms.snapshots import (
+    compactor_txn_list,
+    rebuilt_txn_list,
+    split_open_txns,
+    widen,
 )
 from acidflow.catalog.hms.tables import (
     check_acid_orc,
@@ -82,7 +83,7 @@ from acidflow.catalog.hms.tables import (
     to_hms_table,
     update_hms_table,
 )
-from acidflow.catalog.hms.txns import MetastoreTxnHooks, hive_abort_error
+from acidflow.catalog.hms.txns import MetastoreTxnHooks, hive_abort_error, replay_write_ids
 from acidflow.catalog.records import (
     OPERATIONS,
     BatchInfo,
@@ -411,34 +412,8 @@ class HiveMetastoreCatalog(Catalog):
             return mirrored
         stored = self.create_table(table)
         if history.high_watermark > 0:
-            self._replay_write_ids(stored, history)
+            replay_write_ids(self.conn, stored, history, self._owner, self.hooks.host)
         return stored
-
-    def _replay_write_ids(self, table: TableDef, history: ValidWriteIdList) -> None:
-        """Allocate write ids 1..hwm in the metastore, aborting the history's invalid ones."""
-        hwm = history.high_watermark
-        txns = list(self.conn.call("open_txns", OpenTxnRequest(
-            num_txns=hwm, user=self._owner, hostname=self.hooks.host,
-            agentInfo=f"acidflow adopt {table.name}")).txn_ids)
-        alloc = self.conn.call("allocate_table_write_ids", AllocateTableWriteIdsRequest(
-            dbName=table.db_name, tableName=table.table_name, txnIds=txns)).txnToWriteIds
-        by_write_id = {a.writeId: a.txnId for a in alloc}
-        if sorted(by_write_id) != list(range(1, hwm + 1)):
-            self.conn.call("abort_txns", AbortTxnsRequest(txn_ids=txns))
-            raise CatalogError(f"adopt {table.name}: the metastore at {self.url} allocated "
-                               f"write ids {sorted(by_write_id)[:5]}..., not 1..{hwm}")
-        dead = set(history.open_write_ids) | set(history.aborted_write_ids)
-        for write_id in range(1, hwm + 1):
-            txn = by_write_id[write_id]
-            if write_id in dead:
-                self.conn.call("lock", LockRequest(component=[LockComponent(
-                    type=LockType.SHARED_READ, level=LockLevel.TABLE, dbname=table.db_name,
-                    tablename=table.table_name, operationType=DataOperationType.INSERT,
-                    isTransactional=True)], txnid=txn, user=self._owner,
-                    hostname=self.hooks.host))
-                self.conn.call("abort_txns", AbortTxnsRequest(txn_ids=[txn]))
-            else:
-                self.conn.call("commit_txn", CommitTxnRequest(txnid=txn))
 
     # -- transactions ------------------------------------------------------------------------
     def open_transaction(self, user: str | None = None, host: str | None = None,
@@ -570,9 +545,7 @@ class HiveMetastoreCatalog(Catalog):
         if not opened:
             return []
         resp = self.conn.call("get_open_txns")
-        bits = int.from_bytes(resp.abortedBits or b"", "little")
-        hive_open = {t for i, t in enumerate(resp.open_txns) if not bits >> i & 1}
-        hive_aborted = {t for i, t in enumerate(resp.open_txns) if bits >> i & 1}
+        hive_open, hive_aborted = map(set, split_open_txns(resp))
         changed = []
         for txn in opened:
             if txn in hive_open:
@@ -607,32 +580,21 @@ class HiveMetastoreCatalog(Catalog):
         return sorted(ids)
 
     # -- write ids and snapshots ------------------------------------------------------------
+    def _late(self, txn_id: int) -> list[int]:
+        """Side transactions below ``txn_id`` that committed after it opened."""
+        return [t.txn_id for t in self.side.list_transactions(["committed"])
+                if t.commit_id is not None and t.commit_id > txn_id and t.txn_id < txn_id]
+
     def _txn_list(self, txn_id: int | None, current_txn: int | None = None) -> str:
         """The ValidTxnList to read with: the one ``txn_id`` took at open (kept by this
-        object), or rebuilt - high watermark ``txn_id``, open and aborted ids below it, and the
-        side's transactions that committed after it opened - or, for ``txn_id=None``, the
-        current one (without ``current_txn``, whose writes are then valid)."""
+        object, else :func:`rebuilt_txn_list`), or, for ``txn_id=None``, the current one
+        (without ``current_txn``, whose writes are then valid)."""
         if txn_id is None:
             return valid_txn_list(self.conn.call("get_open_txns"), current_txn)
-        if txn_id is not None:
-            found = self.hooks.snapshots.get(txn_id)
-            if found is not None:
-                return found
-        resp = self.conn.call("get_open_txns")
-        bits = int.from_bytes(resp.abortedBits or b"", "little")
-        hwm = resp.txn_high_water_mark if txn_id is None else txn_id
-        opened = {t for i, t in enumerate(resp.open_txns) if not bits >> i & 1
-                  and t < hwm + 1 and t != txn_id}
-        aborted = sorted(t for i, t in enumerate(resp.open_txns) if bits >> i & 1
-                         and t <= hwm and t != txn_id)
-        if txn_id is not None:
-            opened.update(t.txn_id for t in self.side.list_transactions(["committed"])
-                          if t.commit_id is not None and t.commit_id > txn_id
-                          and t.txn_id < txn_id)
-        ordered = sorted(opened)
-        min_open = ordered[0] if ordered else NO_OPEN_TXN
-        return (f"{hwm}:{min_open}:{','.join(map(str, ordered))}:"
-                f"{','.join(map(str, aborted))}")
+        found = self.hooks.snapshots.get(txn_id)
+        if found is not None:
+            return found
+        return rebuilt_txn_list(self.conn.call("get_open_txns"), txn_id, self._late(txn_id))
 
     def _hive_write_ids(self, name: str, txns: str) -> ValidWriteIdList:
         (ids,) = self.conn.call("get_valid_write_ids", GetValidWriteIdsRequest(
@@ -658,7 +620,7 @@ class HiveMetastoreCatalog(Catalog):
             self.side.get_transaction(txn_id)  # NoSuchTransactionError
         found = self._hive_write_ids(table.name, self._txn_list(txn_id))
         if txn_id is not None:
-            found = self._extend(found, self._hive_write_ids(table.name,
+            found = widen(found, self._hive_write_ids(table.name,
                                                              self._txn_list(None, txn_id)))
         if as_of_write_id is None or as_of_write_id >= found.high_watermark:
             return found
@@ -666,21 +628,6 @@ class HiveMetastoreCatalog(Catalog):
         opened = [w for w in found.open_write_ids if w <= cut]
         return ValidWriteIdList(found.table_name, cut, opened,
                                 [w for w in found.aborted_write_ids if w <= cut],
-                                opened[0] if opened else None)
-
-    @staticmethod
-    def _extend(snapshot: ValidWriteIdList, current: ValidWriteIdList) -> ValidWriteIdList:
-        """``snapshot`` with the high watermark of ``current`` and the write ids between the
-        two as exceptions, and every write id ``current`` knows as aborted marked aborted (a
-        transaction open at the snapshot that aborted since stays invisible either way)."""
-        dead = set(current.aborted_write_ids)
-        hwm = max(snapshot.high_watermark, current.high_watermark)
-        later = set(range(snapshot.high_watermark + 1, hwm + 1))
-        invalid = set(snapshot.open_write_ids) | set(snapshot.aborted_write_ids) | later
-        opened = sorted(w for w in invalid if w not in dead
-                        and w not in snapshot.aborted_write_ids)
-        aborted = sorted(invalid - set(opened))
-        return ValidWriteIdList(snapshot.table_name, hwm, opened, aborted,
                                 opened[0] if opened else None)
 
     def compactor_valid_write_ids(self, table_name: str) -> ValidWriteIdList:
@@ -693,18 +640,11 @@ class HiveMetastoreCatalog(Catalog):
         is open."""
         table = self.get_table(table_name)
         resp = self.conn.call("get_open_txns")
-        bits = int.from_bytes(resp.abortedBits or b"", "little")
-        opened = [t for i, t in enumerate(resp.open_txns) if not bits >> i & 1]
-        if not opened:
+        opened, _ = split_open_txns(resp)
+        late_of = {min(opened): self._late(min(opened))} if opened else {}
+        txns = compactor_txn_list(resp, late_of)
+        if txns is None:
             return self.valid_write_ids(table.name)
-        oldest = min(opened)
-        aborted = sorted(t for i, t in enumerate(resp.open_txns) if bits >> i & 1
-                         and t < oldest)
-        late = sorted(t.txn_id for t in self.side.list_transactions(["committed"])
-                      if t.commit_id is not None and t.commit_id > oldest
-                      and t.txn_id < oldest)
-        txns = (f"{oldest - 1}:{late[0] if late else NO_OPEN_TXN}:"
-                f"{','.join(map(str, late))}:{','.join(map(str, aborted))}")
         return self._hive_write_ids(table.name, txns)
 
     def write_id_states(self, table_name: str) -> list[tuple[int, int, str]]:
@@ -854,9 +794,7 @@ class HiveMetastoreCatalog(Catalog):
         before ``commit_id`` (Hive's own readers and writers: their snapshot may still need
         the old directories)."""
         found = self.side.blocking_readers(table_name, commit_id, timeout_s=timeout_s, now=now)
-        resp = self.conn.call("get_open_txns")
-        bits = int.from_bytes(resp.abortedBits or b"", "little")
-        hive = {t for i, t in enumerate(resp.open_txns) if not bits >> i & 1 and t < commit_id}
+        hive = {t for t in split_open_txns(self.conn.call("get_open_txns"))[0] if t < commit_id}
         return {"readers": found["readers"], "txns": sorted(set(found["txns"]) | hive)}
 
 

@@ -21,19 +21,28 @@ import threading
 
 from pymetastore.hive_metastore.ttypes import (
     AbortTxnRequest,
+    AbortTxnsRequest,
     AllocateTableWriteIdsRequest,
     CommitTxnRequest,
+    DataOperationType,
+    LockComponent,
+    LockLevel,
+    LockRequest,
+    LockType,
     NoSuchTxnException,
     OpenTxnRequest,
     TxnAbortedException,
 )
 
+from acidflow.acid.layout import ValidWriteIdList
 from acidflow.catalog.errors import (
+    CatalogError,
     NoSuchTransactionError,
     TxnAbortedError,
     WriteConflictError,
 )
 from acidflow.catalog.hms.client import MetastoreConnection, valid_txn_list
+from acidflow.catalog.tabledef import TableDef
 
 #: Hive 3.1's write-conflict message of ``TxnHandler.commitTxn``.
 _CONFLICT_RE = re.compile(
@@ -136,3 +145,39 @@ class MetastoreTxnHooks:
         except NoSuchTxnException:
             raise NoSuchTransactionError(txn_id) from None
         return int(alloc.writeId)
+
+
+def replay_write_ids(conn: MetastoreConnection, table: TableDef, history: ValidWriteIdList,
+                     user: str, host: str) -> None:
+    """Give a new metastore table the write-id history ``history`` (``adopt_table``): one
+    transaction per write id 1..hwm (``open_txns(num_txns=hwm)``, one
+    ``allocate_table_write_ids`` for all, which maps them in txn order), the history's open and
+    aborted ids aborted after a table lock component (so Hive's ``TXN_COMPONENTS`` keeps the
+    aborted transaction: one without components is deleted by Hive's initiator and its write
+    id would then read as committed), the others committed.
+
+    Raises:
+        CatalogError: the metastore did not hand out exactly 1..hwm (the table had write ids).
+    """
+    hwm = history.high_watermark
+    txns = list(conn.call("open_txns", OpenTxnRequest(
+        num_txns=hwm, user=user, hostname=host, agentInfo=f"acidflow adopt {table.name}")
+    ).txn_ids)
+    alloc = conn.call("allocate_table_write_ids", AllocateTableWriteIdsRequest(
+        dbName=table.db_name, tableName=table.table_name, txnIds=txns)).txnToWriteIds
+    by_write_id = {a.writeId: a.txnId for a in alloc}
+    if sorted(by_write_id) != list(range(1, hwm + 1)):
+        conn.call("abort_txns", AbortTxnsRequest(txn_ids=txns))
+        raise CatalogError(f"adopt {table.name}: the metastore at {conn.url} allocated "
+                           f"write ids {sorted(by_write_id)[:5]}..., not 1..{hwm}")
+    dead = set(history.open_write_ids) | set(history.aborted_write_ids)
+    for write_id in range(1, hwm + 1):
+        txn = by_write_id[write_id]
+        if write_id in dead:
+            conn.call("lock", LockRequest(component=[LockComponent(
+                type=LockType.SHARED_READ, level=LockLevel.TABLE, dbname=table.db_name,
+                tablename=table.table_name, operationType=DataOperationType.INSERT,
+                isTransactional=True)], txnid=txn, user=user, hostname=host))
+            conn.call("abort_txns", AbortTxnsRequest(txn_ids=[txn]))
+        else:
+            conn.call("commit_txn", CommitTxnRequest(txnid=txn))
