@@ -10,7 +10,7 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven hive-jars trino-server hms lint test test-fast demo lock clean bench bench-report bench-write-paths sample-data
+.PHONY: stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven hive-jars trino-server hms lint test test-fast demo demo-hms lock clean bench bench-report bench-write-paths sample-data
 
 # PostgreSQL 15 server binaries, as tests/support/postgres.py finds them ($$ACIDFLOW_PG_BINDIR).
 PG_BINDIR ?= $(or $(ACIDFLOW_PG_BINDIR),/usr/lib/postgresql/15/bin)
@@ -173,6 +173,22 @@ test-fast: setup
 
 demo: setup
 	$(VENV)/bin/acidflow demo
+
+# make demo on a Hive 3.1.3 metastore (thrift:// catalog, docs/hms-catalog.md): starts one
+# (make hms) on a free port with a fresh warehouse, runs the demo against it, prints what Hive
+# sees (tables, write-id high watermarks), stops it and removes its folder.
+demo-hms: setup
+	@set -e; dir=$$(mktemp -d -t acidflow-demo-hms.XXXXXX); \
+	$(PY) -m acidflow.cli.hms --dir $$dir/hms > $$dir/hms.out 2>&1 & pid=$$!; \
+	trap 'kill $$pid 2>/dev/null; wait $$pid 2>/dev/null; rm -rf $$dir' EXIT; \
+	for i in $$(seq 240); do grep -q ' metastore: thrift://' $$dir/hms.out && break; \
+	  kill -0 $$pid 2>/dev/null || { cat $$dir/hms.out; exit 1; }; sleep 1; done; \
+	url=$$(sed -n 's/^Hive .* metastore: \(thrift:[^ ]*\).*/\1/p' $$dir/hms.out); \
+	test -n "$$url" || { cat $$dir/hms.out; exit 1; }; \
+	echo "Hive metastore: $$url (warehouse $$dir/warehouse)"; \
+	export ACIDFLOW_CATALOG_URL=$$url ACIDFLOW_WAREHOUSE=$$dir/warehouse; \
+	$(VENV)/bin/acidflow demo; \
+	$(PY) -c "from acidflow.catalog import load_catalog; print(*load_catalog().describe(), sep=chr(10))"
 
 # Real wal2json change data from a private PostgreSQL 15 (pgbench), about a minute.
 sample-data: setup

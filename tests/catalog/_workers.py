@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 def worker(url: str, warehouse: str, table_def: dict, barrier, rounds: int, out) -> None:
-    """Phases, each started together with the other processes via ``barrier``:
+    """``url``: any catalog URL (``load_catalog``). Phases, each started together with the other processes via ``barrier``:
 
     1. open the catalog (migrating a fresh database, maybe concurrently) and create the
        table if missing (concurrently);
@@ -14,11 +14,11 @@ def worker(url: str, warehouse: str, table_def: dict, barrier, rounds: int, out)
     Puts ``("ok", [(txn, write_id), ...], "committed"|"conflict", txn)`` or
     ``("error", repr)`` on ``out``.
     """
-    from acidflow.catalog import SqlCatalog, TableDef, WriteConflictError
+    from acidflow.catalog import TableDef, WriteConflictError, load_catalog
 
     catalog = None
     try:
-        catalog = SqlCatalog(url, warehouse=warehouse)
+        catalog = load_catalog(url, warehouse=warehouse)
         table = catalog.create_table(TableDef.from_dict(table_def), if_not_exists=True)
         barrier.wait(60)
         got = []

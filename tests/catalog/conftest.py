@@ -1,5 +1,7 @@
-"""Fixtures for the catalog suite: every behavioural test runs against SQLite (a temp file)
-and PostgreSQL (a fresh database per test on the session's private cluster)."""
+"""Fixtures for the catalog suite: every behavioural test runs against SQLite (a temp file),
+PostgreSQL (a fresh database per test on the session's private cluster) and the Hive 3.1.3
+metastore (``hms``: the session's metastore, emptied before each test, with a SQLite side
+catalog copied from the template). Tests of SQL-only behaviour use ``sql_only``."""
 from __future__ import annotations
 
 import shutil
@@ -8,12 +10,31 @@ from pathlib import Path
 
 import pytest
 
-from acidflow.catalog import Catalog, Column, SqlCatalog, TableDef
+from acidflow.catalog import Catalog, Column, HiveMetastoreCatalog, SqlCatalog, TableDef
 
 BACKENDS = [
     pytest.param("sqlite", id="sqlite"),
     pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres),
+    pytest.param("hms", id="hms", marks=pytest.mark.slow),
 ]
+
+
+def sql_only(reason: str) -> pytest.MarkDecorator:
+    """Mark a test of SQL-backend specifics: its ``hms`` parameter is skipped with ``reason``."""
+    return pytest.mark.sql_only(reason=reason)
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "sql_only(reason): SQL catalog backends only")
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """Deselect-as-skip the ``hms`` parameter of ``sql_only`` tests (reason shown)."""
+    for item in items:
+        mark = item.get_closest_marker("sql_only")
+        callspec = getattr(item, "callspec", None)
+        if mark is not None and callspec is not None and callspec.params.get("backend") == "hms":
+            item.add_marker(pytest.mark.skip(reason=f"SQL backends only: {mark.kwargs['reason']}"))
 
 
 @pytest.fixture(scope="session")
@@ -71,8 +92,13 @@ def sqlite_template(tmp_path_factory) -> Path:
 @pytest.fixture
 def catalog_url(backend, request, tmp_path):
     """URL of an empty catalog at head: a copy of the migrated SQLite template file, or the
-    session's PostgreSQL catalog database, emptied."""
-    if backend == "sqlite":
+    session's PostgreSQL catalog database, emptied. For ``hms`` the side catalog's URL (a
+    template copy); the metastore is emptied too."""
+    if backend == "hms":
+        from tests.support.hms import reset_metastore
+
+        reset_metastore(request.getfixturevalue("hive_metastore").url)
+    if backend in ("sqlite", "hms"):
         path = tmp_path / "catalog.db"
         shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
         yield f"sqlite:///{path}"
@@ -85,7 +111,7 @@ def catalog_url(backend, request, tmp_path):
 @pytest.fixture
 def empty_url(backend, request, tmp_path):
     """URL of a fresh, never migrated database."""
-    if backend == "sqlite":
+    if backend in ("sqlite", "hms"):
         yield f"sqlite:///{tmp_path / 'empty.db'}"
         return
     from tests.support.postgres import drop_database
@@ -96,13 +122,19 @@ def empty_url(backend, request, tmp_path):
 
 
 @pytest.fixture
-def make_catalog(catalog_url, tmp_path):
-    """Factory of Catalog objects on the test's database (closed at teardown)."""
+def make_catalog(catalog_url, backend, request, tmp_path):
+    """Factory of Catalog objects on the test's database (closed at teardown):
+    ``SqlCatalog``, or ``HiveMetastoreCatalog`` on the session's metastore with the test's
+    side catalog."""
     made: list[Catalog] = []
+    hms_url = request.getfixturevalue("hive_metastore").url if backend == "hms" else None
 
     def make(**kwargs) -> Catalog:
         kwargs.setdefault("warehouse", str(tmp_path / "warehouse"))
-        cat = SqlCatalog(catalog_url, **kwargs)
+        if hms_url is not None:
+            cat: Catalog = HiveMetastoreCatalog(hms_url, side_url=catalog_url, **kwargs)
+        else:
+            cat = SqlCatalog(catalog_url, **kwargs)
         made.append(cat)
         return cat
 

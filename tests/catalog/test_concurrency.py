@@ -1,4 +1,5 @@
-"""Several processes ('spawn') using one catalog at once, on both backends.
+"""Several processes ('spawn') using one catalog at once, on every backend (on ``hms`` the
+processes share the metastore and one SQLite side catalog file).
 
 One spawn per backend keeps the suite fast; the worker runs three phases (see
 ``_workers.worker``): concurrent migration + create_table, concurrent write id allocation,
@@ -7,8 +8,9 @@ concurrent conflicting commits.
 from __future__ import annotations
 
 import multiprocessing
+from urllib.parse import quote
 
-from acidflow.catalog import SqlCatalog
+from acidflow.catalog import load_catalog
 from tests.catalog import _workers
 from tests.catalog.conftest import plain_table
 
@@ -16,7 +18,13 @@ PROCESSES = 3
 ROUNDS = 10
 
 
-def test_processes_share_one_catalog(empty_url, tmp_path):
+def test_processes_share_one_catalog(backend, empty_url, request, tmp_path):
+    if backend == "hms":
+        from tests.support.hms import reset_metastore
+
+        hms_url = request.getfixturevalue("hive_metastore").url
+        reset_metastore(hms_url)
+        empty_url = f"{hms_url}?side={quote(empty_url, safe='')}"
     ctx = multiprocessing.get_context("spawn")
     barrier, out = ctx.Barrier(PROCESSES), ctx.Queue()
     procs = [ctx.Process(target=_workers.worker, args=(
@@ -42,7 +50,7 @@ def test_processes_share_one_catalog(empty_url, tmp_path):
     outcomes = sorted(r[2] for r in results)
     assert outcomes == ["committed"] + ["conflict"] * (PROCESSES - 1), results
 
-    with SqlCatalog(empty_url, warehouse=str(tmp_path)) as catalog:
+    with load_catalog(empty_url, warehouse=str(tmp_path)) as catalog:
         assert [t.name for t in catalog.list_tables()] == ["default.events"]
         recs = catalog.commit_records("default.events")
         assert [r.write_id for r in recs[:len(write_ids)]] == write_ids

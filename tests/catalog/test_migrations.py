@@ -7,7 +7,7 @@ from alembic.runtime.migration import MigrationContext
 
 from acidflow.catalog import SqlCatalog, alembic_config, head_revision
 from acidflow.catalog.sql import schema as models
-from tests.catalog.conftest import plain_table
+from tests.catalog.conftest import plain_table, sql_only
 
 CATALOG_TABLES = set(models.Base.metadata.tables)
 
@@ -20,6 +20,7 @@ def _tables(url: str) -> set[str]:
         engine.dispose()
 
 
+@sql_only("Alembic migrations of the SQL catalog (the side catalog runs the same)")
 def test_fresh_database_is_migrated_to_head(empty_url, tmp_path):
     assert head_revision() == "0006"
     with SqlCatalog(empty_url, warehouse=str(tmp_path), migrate=False) as cat:
@@ -33,6 +34,7 @@ def test_fresh_database_is_migrated_to_head(empty_url, tmp_path):
         assert cat.acquire_lock(txn, "events", None, "shared_read") == 1
 
 
+@sql_only("Alembic migrations of the SQL catalog (the side catalog runs the same)")
 def test_models_match_migrations(empty_url, tmp_path):
     """The declarative models and the migration scripts describe the same schema."""
     with SqlCatalog(empty_url, warehouse=str(tmp_path)) as cat:
@@ -43,6 +45,7 @@ def test_models_match_migrations(empty_url, tmp_path):
     assert diffs == []
 
 
+@sql_only("Alembic migrations of the SQL catalog (the side catalog runs the same)")
 def test_downgrade_upgrade_round_trip(empty_url, tmp_path):
     with SqlCatalog(empty_url, warehouse=str(tmp_path)) as cat:
         cat.create_table(plain_table())

@@ -43,3 +43,26 @@ def transactional_orc_table(db: str, name: str, location: str, *, key: str = "id
     return Table(tableName=name, dbName=db, owner="acidflow", sd=sd, partitionKeys=[],
                  parameters={"transactional": "true", "bucketing_version": "2"},
                  tableType="MANAGED_TABLE")
+
+
+def reset_metastore(url: str) -> None:
+    """Give the next test an empty metastore name space, cheaply (no restart): abort every
+    open transaction, drop every database but ``default`` (cascade) and every table of
+    ``default``. Dropping a table also removes its write-id state (Hive's
+    ``AcidEventListener`` -> ``TxnHandler.cleanupRecords``), so a table made again starts at
+    write id 1; transaction ids keep growing (one global sequence, as in Hive)."""
+    from pymetastore.hive_metastore.ttypes import AbortTxnsRequest
+
+    from acidflow.catalog.hms.client import hms_client
+
+    with hms_client(url) as client:
+        resp = client.get_open_txns()
+        bits = int.from_bytes(resp.abortedBits or b"", "little")
+        opened = [t for i, t in enumerate(resp.open_txns) if not bits >> i & 1]
+        if opened:
+            client.abort_txns(AbortTxnsRequest(txn_ids=opened))
+        for db in client.get_all_databases():
+            if db != "default":
+                client.drop_database(db, False, True)
+        for tbl in client.get_all_tables("default"):
+            client.drop_table("default", tbl, False)

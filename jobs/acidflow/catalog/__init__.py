@@ -4,8 +4,9 @@ write ids, write set, locks, heartbeats, commit records, batches, compaction que
 :class:`Catalog` (:mod:`acidflow.catalog.base`) is the interface the rest of acidflow uses;
 :class:`SqlCatalog` (:mod:`acidflow.catalog.sql`) implements it on SQLAlchemy - SQLite file by
 default (``<warehouse>/_acidflow_catalog.db``), PostgreSQL for shared deployments; schema
-managed by Alembic (``jobs/acidflow/catalog/sql/migrations``), upgraded on start-up. A Hive
-Metastore backend (``thrift://``) comes in wave 2.
+managed by Alembic (``jobs/acidflow/catalog/sql/migrations``), upgraded on start-up.
+:class:`HiveMetastoreCatalog` (:mod:`acidflow.catalog.hms`) implements it on a Hive 3.1
+metastore (``thrift://host:port``) with a SQL side catalog (docs/hms-catalog.md).
 
     from acidflow.catalog import Column, TableDef, load_catalog
     cat = load_catalog()                      # or Catalog.from_settings(), SqlCatalog(url)
@@ -42,6 +43,7 @@ from acidflow.catalog.records import (
     ReaderInfo,
     TxnInfo,
 )
+from acidflow.catalog.hms.catalog import HiveMetastoreCatalog, make_hms_catalog
 from acidflow.catalog.sql import SqlCatalog, alembic_config, head_revision
 from acidflow.catalog.tabledef import (
     Column,
@@ -51,11 +53,12 @@ from acidflow.catalog.tabledef import (
     split_table_name,
 )
 
-# The SQL backend serves every URL that no other backend claims (thrift:// is reserved).
+# The SQL backend serves every URL that no other backend claims; thrift:// is the metastore.
 register_backend(None, SqlCatalog)
+register_backend("thrift", make_hms_catalog)
 
 __all__ = [
-    "Catalog", "SqlCatalog", "load_catalog", "register_backend",
+    "Catalog", "SqlCatalog", "HiveMetastoreCatalog", "load_catalog", "register_backend",
     "Column", "TableDef", "TxnInfo", "LockInfo", "CommitRecord", "BatchInfo",
     "CompactionInfo", "ReaderInfo",
     "CatalogError", "NoSuchTableError", "TableExistsError", "NoSuchTransactionError",

@@ -4,15 +4,14 @@
 transactions (open / heartbeat / commit / abort), write ids and snapshots
 (``ValidWriteIdList``), the write set, commit records, locks, the batch ledger, the compaction
 queue and its history, and reader registrations - with no connections or sessions in it, so a
-backend may be a SQL database (:class:`acidflow.catalog.sql.SqlCatalog`) or, in wave 2, the Hive
-Metastore over thrift (``catalog/hms``: ``open_txns``, ``commit_txn``,
+backend may be a SQL database (:class:`acidflow.catalog.sql.SqlCatalog`) or the Hive
+Metastore over thrift (:class:`acidflow.catalog.hms.HiveMetastoreCatalog`: ``open_txns``, ``commit_txn``,
 ``allocate_table_write_ids``, ``get_valid_write_ids``, ``lock`` / ``check_lock`` / ``unlock``,
 ``compact2`` / ``show_compact``). Every method is atomic on its own; code that holds a
 catalog annotates against :class:`Catalog`.
 
-:func:`load_catalog` picks the backend from the URL: ``thrift://...`` is reserved for the Hive
-Metastore backend (not available yet, a clear :class:`CatalogError`); anything else is a
-SQLAlchemy URL. Backends register themselves with :func:`register_backend`.
+:func:`load_catalog` picks the backend from the URL: ``thrift://host:port`` is the Hive
+Metastore backend; anything else is a SQLAlchemy URL. Backends register themselves with :func:`register_backend`.
 
 Shapes: table names are ``"db.table"`` (a bare ``"t"`` is ``"default.t"``), partitions are spec
 strings ``"k=v/k2=v2"`` with every partition column in table order (``None`` = whole table /
@@ -47,7 +46,7 @@ from acidflow.config import Settings, load_settings
 CatalogFactory = Callable[..., "Catalog"]
 
 #: URL schemes reserved for backends that do not exist yet, with what they will be.
-PLANNED_BACKENDS = {"thrift": "the Hive Metastore backend (acidflow.catalog.hms, wave 2)"}
+PLANNED_BACKENDS: dict[str, str] = {}
 
 _BACKENDS: dict[str, CatalogFactory] = {}
 _DEFAULT_KEY = "*"
@@ -78,10 +77,13 @@ def load_catalog(url: str | None = None, *, warehouse: str | None = None, migrat
         migrate: bring the catalog's schema up to date now (SQL: Alembic ``upgrade head``).
         kwargs: backend options (``txn_timeout_s``, Hive ``hive.txn.timeout`` in seconds).
     Returns:
-        A :class:`Catalog` (today a :class:`~acidflow.catalog.sql.SqlCatalog`).
+        A :class:`Catalog`: :class:`~acidflow.catalog.hms.HiveMetastoreCatalog` for
+        ``thrift://host:port`` (its side catalog: ``side_url=`` or ``?side=<url>``), else
+        :class:`~acidflow.catalog.sql.SqlCatalog`.
     Raises:
-        CatalogError: ``thrift://`` (the Hive Metastore backend is not available yet) or no
-            backend registered for the URL.
+        CatalogError: no backend registered for the URL.
+        acidflow.catalog.hms.client.MetastoreUnreachableError: the metastore does not answer
+            (names the URL).
     """
     if url is None:
         settings = load_settings(warehouse=warehouse)
@@ -250,6 +252,8 @@ class Catalog(abc.ABC):
                 watermark (Hive never wrote it under this history; names the directory); data
                 at an unexpected depth; open/aborted ids outside 1..hwm.
             TableLocationError: location outside the warehouse without ``external``.
+            CatalogError: the history disagrees with what the store knows of the table
+                (metastore backend: a table the metastore has keeps Hive's write ids).
         """
 
     @abc.abstractmethod

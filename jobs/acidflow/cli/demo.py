@@ -24,7 +24,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from acidflow.catalog import Catalog, SqlCatalog, TableDef
+from acidflow.catalog import Catalog, HiveMetastoreCatalog, SqlCatalog, TableDef
 from acidflow.cdc.apply import CdcOptions, apply_path
 from acidflow.cdc.tables import with_position_column
 from acidflow.cli.localairflow import DEFAULT_HOME, airflow_env, dags_test, migrate
@@ -127,15 +127,19 @@ def run_demo_airflow(catalog: Catalog, *, airflow_home: Path | None = None,
 
     Raises:
         RuntimeError: a DAG run did not succeed (the message holds the end of its output).
-        TypeError: ``catalog`` is not a :class:`SqlCatalog` (the DAG runs get its URL).
+        TypeError: ``catalog`` is neither a :class:`SqlCatalog` nor a
+            :class:`HiveMetastoreCatalog` (the DAG runs get its URL).
     """
-    if not isinstance(catalog, SqlCatalog):
-        raise TypeError(f"the Airflow demo hands its DAG runs a SQL catalog URL; "
+    if isinstance(catalog, SqlCatalog):
+        url = catalog.url.render_as_string(hide_password=False)
+    elif isinstance(catalog, HiveMetastoreCatalog):
+        url = catalog.job_url()
+    else:
+        raise TypeError(f"the Airflow demo hands its DAG runs a catalog URL; "
                         f"got a {type(catalog).__name__}")
     t0 = time.monotonic()
     env = airflow_env(airflow_home or DEFAULT_HOME, warehouse=catalog.warehouse,
-                      extra={"ACIDFLOW_CATALOG_URL": catalog.url.render_as_string(
-                          hide_password=False)})
+                      extra={"ACIDFLOW_CATALOG_URL": url})
     migrate(env)
     out = DemoSummary()
     runs: list[tuple[str, dict[str, Any]]] = [("acid_cdc", {"source": "landing", "format": "wal2json",

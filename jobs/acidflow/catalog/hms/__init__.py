@@ -1,3 +1,5 @@
-"""The Hive Metastore (HMS) side of acidflow's catalog: a thrift client for Hive 3.1's metastore
-(:mod:`acidflow.catalog.hms.client`) and the converters between Hive's thrift values and
-acidflow's (``ValidTxnList`` strings, ``TableValidWriteIds`` -> ``ValidWriteIdList``)."""
+"""The Hive Metastore (HMS) backend of acidflow's catalog (docs/hms-catalog.md):
+:class:`~acidflow.catalog.hms.catalog.HiveMetastoreCatalog` (``thrift://host:port``), a thrift
+client for Hive 3.1's metastore (:mod:`acidflow.catalog.hms.client`), the table conversions
+(:mod:`acidflow.catalog.hms.tables`) and the metastore as the side catalog's id authority
+(:mod:`acidflow.catalog.hms.txns`)."""

@@ -11,13 +11,18 @@ Shapes: a metastore URL is ``thrift://host:port``; Hive's ``ValidTxnList`` strin
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
-from typing import Any
 from contextlib import contextmanager
+from typing import Any
 from urllib.parse import urlparse
 
 from pymetastore.hive_metastore import ThriftHiveMetastore
-from pymetastore.hive_metastore.ttypes import GetOpenTxnsResponse, TableValidWriteIds
+from pymetastore.hive_metastore.ttypes import (
+    GetOpenTxnsResponse,
+    MetaException,
+    TableValidWriteIds,
+)
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
@@ -38,6 +43,12 @@ HmsClient = ThriftHiveMetastore.Client
 
 class MetastoreUnreachableError(CatalogError):
     """The metastore at a URL does not answer (names the URL and the socket error)."""
+
+
+class MetastoreError(CatalogError):
+    """The metastore refused a call with a ``MetaException`` (names the URL, the call and
+    Hive's message). Thrift's exception objects are immutable (``__traceback__`` cannot be
+    set), so they are converted before they travel through context managers."""
 
 
 def parse_metastore_url(url: str) -> tuple[str, int]:
@@ -112,3 +123,75 @@ def to_valid_write_ids(ids: TableValidWriteIds) -> ValidWriteIdList:
     opened = [w for w in invalid if w not in aborted_set]
     return ValidWriteIdList(ids.fullTableName, ids.writeIdHighWaterMark, opened, aborted,
                             ids.minOpenWriteId)
+
+
+class MetastoreConnection:
+    """One thrift connection to a metastore, shared by the methods of one catalog object.
+
+    The generated client is not thread-safe: every call runs under a lock. A broken socket
+    (the metastore restarted, an idle connection dropped) is reopened once and the call retried;
+    thrift exceptions declared by the IDL (``NoSuchTxnException``, ``MetaException`` ...) pass
+    through. Open it per process (a socket does not survive ``fork``).
+
+    Args:
+        url: ``thrift://host:port`` (Hive ``hive.metastore.uris``, one URI).
+        timeout_ms: socket timeout of every call, in milliseconds.
+    Raises:
+        MetastoreUnreachableError: at construction or on a call whose reconnect fails (names
+            the URL).
+    """
+
+    def __init__(self, url: str, timeout_ms: int = 60_000) -> None:
+        self.url = url
+        self.host, self.port = parse_metastore_url(url)
+        self.timeout_ms = timeout_ms
+        self._lock = threading.RLock()
+        self._transport: Any = None
+        self._client: Any = None
+        self._connect()
+
+    def _connect(self) -> None:
+        sock = TSocket.TSocket(self.host, self.port)
+        sock.setTimeout(self.timeout_ms)
+        transport = TTransport.TBufferedTransport(sock)
+        try:
+            transport.open()
+        except TTransport.TTransportException as exc:
+            raise MetastoreUnreachableError(
+                f"Hive metastore {self.url} is unreachable: {exc}") from exc
+        self._transport = transport
+        self._client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport))
+
+    def call(self, method: str, *args: Any) -> Any:
+        """``client.<method>(*args)`` under the lock; reconnect once on a broken socket.
+
+        Raises:
+            MetastoreUnreachableError: the metastore cannot be reached again (names the URL).
+            MetastoreError: a ``MetaException`` (names the URL, the call, Hive's message).
+            the other thrift exceptions of the call (``TxnAbortedException`` ...).
+        """
+        with self._lock:
+            for attempt in (0, 1):
+                try:
+                    if self._client is None:
+                        self._connect()
+                    return getattr(self._client, method)(*args)
+                except MetaException as exc:
+                    raise MetastoreError(
+                        f"Hive metastore {self.url}: {method} failed: {exc.message}") from None
+                except (TTransport.TTransportException, OSError, EOFError) as exc:
+                    self.close()
+                    if attempt:
+                        raise MetastoreUnreachableError(
+                            f"Hive metastore {self.url}: {method} failed: {exc}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def close(self) -> None:
+        """Close the socket (the next call reconnects)."""
+        with self._lock:
+            if self._transport is not None:
+                try:
+                    self._transport.close()
+                finally:
+                    self._transport = None
+                    self._client = None

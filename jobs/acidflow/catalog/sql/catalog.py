@@ -41,6 +41,7 @@ from acidflow.catalog.sql.compactions import SqlCompactions
 from acidflow.catalog.sql.db import Database
 from acidflow.catalog.sql.locks import SqlLocks
 from acidflow.catalog.sql.readers import SqlReaders
+from acidflow.catalog.sql.shared import TxnHooks
 from acidflow.catalog.sql.tables import SqlTables
 from acidflow.catalog.sql.txns import SqlTransactions
 from acidflow.catalog.sql import schema as m
@@ -65,6 +66,9 @@ class SqlCatalog(Catalog):
         migrate: run ``alembic upgrade head`` now (serialised between processes); a database
             with other tables that is not an acidflow catalog is refused
             (:class:`~acidflow.catalog.errors.ForeignDatabaseError`; see :meth:`initialize`).
+        txn_hooks: an outside authority for txn, commit and write ids
+            (:class:`acidflow.catalog.sql.shared.TxnHooks`; the Hive metastore catalog's side
+            catalog uses it), ``None`` = this database's own sequences.
 
     Attributes:
         db: the :class:`~acidflow.catalog.sql.db.Database`; url, engine, backend,
@@ -78,13 +82,14 @@ class SqlCatalog(Catalog):
     """
 
     def __init__(self, url: str, *, warehouse: str | None = None, txn_timeout_s: int = 300,
-                 migrate: bool = True) -> None:
+                 migrate: bool = True, txn_hooks: TxnHooks | None = None) -> None:
         if warehouse is None:
             warehouse = load_settings().warehouse
         self.warehouse = warehouse_root(str(warehouse))
         self._catalog_id: str | None = None
         self.txn_timeout_s = int(txn_timeout_s)
         self.db = Database(url)
+        self.db.txn_hooks = txn_hooks
         self._tables = SqlTables(self.db, self.warehouse)
         self._txns = SqlTransactions(self.db, self.txn_timeout_s)
         self._write_ids = SqlWriteIds(self.db)
@@ -176,6 +181,17 @@ class SqlCatalog(Catalog):
                     ) -> TableDef:
         self.check_warehouse_owner()
         return self._adoption.adopt_table(table, history)
+
+    def location_of(self, table: TableDef) -> str:
+        """Where ``table`` would live (its location resolved against the warehouse, or the
+        default ``<warehouse>/<db>.db/<table>``); the Hive metastore catalog registers the
+        same location in the metastore before its side row exists.
+
+        Raises:
+            TableLocationError: ``..`` leaving the warehouse, or outside it without
+                ``external``.
+        """
+        return self._tables.location_of(table)
 
     def get_table(self, name: str) -> TableDef:
         return self._tables.get_table(name)

@@ -156,9 +156,9 @@ class SqlCompactions:
                     shared.same_part(q.part_name, r.part_name), q.cq_state == "working")).first()
                 if busy is not None:
                     continue
-                txn_id = shared.next_txn_id(conn)
-                shared.insert_open_txn(conn, txn_id, now, self.db.user, self.db.host,
-                                     f"compactor {worker_id} cq {r.cq_id}")
+                info = f"compactor {worker_id} cq {r.cq_id}"
+                txn_id = shared.open_txn_id(conn, info)
+                shared.insert_open_txn(conn, txn_id, now, self.db.user, self.db.host, info)
                 conn.execute(sa.update(q).where(q.cq_id == r.cq_id).values(
                     cq_state="working", cq_worker_id=worker_id, cq_start=now, cq_heartbeat=now,
                     cq_txn_id=txn_id, cq_error_message=None))
@@ -219,7 +219,7 @@ class SqlCompactions:
 
         def fn(conn: sa.Connection) -> int:
             r = self._entry(conn, cq_id, ("working",))
-            commit_id = shared.next_txn_id(conn)
+            commit_id = shared.take_commit_id(conn)
             if r.cq_txn_id is not None:
                 shared.commit_txn_row(conn, r.cq_txn_id, commit_id, now)
             merged = dict(r.cq_details or {})

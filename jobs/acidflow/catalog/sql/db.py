@@ -164,6 +164,8 @@ class Database:
         self.engine = self._create_engine()
         self.user = _default_user()
         self.host = socket.gethostname()
+        #: ids from an outside authority (``shared.TxnHooks``; the Hive metastore catalog's)
+        self.txn_hooks: Any = None
 
     def _create_engine(self) -> sa.Engine:
         if not self.is_sqlite:
@@ -240,6 +242,7 @@ class Database:
                 with self.engine.connect() as conn:
                     if self.is_sqlite:
                         conn.execution_options(acidflow_write=write)
+                    conn.info["acidflow_txn_hooks"] = self.txn_hooks
                     with conn.begin():
                         result = fn(conn)
             except sa.exc.OperationalError as exc:

@@ -9,7 +9,7 @@ into another.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, TypeAlias, Unpack
+from typing import Any, Protocol, TypeAlias, Unpack
 
 import sqlalchemy as sa
 
@@ -24,6 +24,42 @@ from acidflow.catalog.tabledef import parse_partition_spec
 
 #: A result row (``sqlalchemy.Row``) of one catalog table.
 Row: TypeAlias = "sa.Row[Unpack[tuple[Any, ...]]]"
+
+#: ``Connection.info`` key under which :meth:`Database.run` passes the catalog's hooks.
+HOOKS_KEY = "acidflow_txn_hooks"
+
+
+class TxnHooks(Protocol):
+    """An outside authority for transaction ids, commit ids and write ids (the Hive metastore
+    of :class:`acidflow.catalog.hms.HiveMetastoreCatalog`, whose side catalog is a
+    ``SqlCatalog`` with these hooks). Every hook runs inside the catalog's database
+    transaction, so a hook that raises rolls the unit of work back; the global sequence row
+    (``next_txn_id``) is locked before ``open_txn`` / ``commit_id`` run, which serialises
+    opens and commits of one catalog database."""
+
+    def open_txn(self, agent_info: str) -> int:
+        """Open a transaction at the authority; its id becomes the catalog's txn id."""
+
+    def commit_id(self) -> int:
+        """A commit id from the authority's transaction sequence: larger than every txn id
+        opened so far, smaller than every txn id opened after the commit."""
+
+    def committing(self, txn_id: int, commit_id: int) -> None:
+        """The last step of a commit (the visibility point at the authority); raising rolls
+        the catalog's commit back."""
+
+    def aborting(self, txn_ids: list[int], reason: str) -> None:
+        """Transactions the catalog is aborting (abort them at the authority too)."""
+
+    def write_id(self, txn_id: int, db: str, tbl: str) -> int:
+        """The write id the authority allocated to ``txn_id`` for ``db.tbl``."""
+
+
+def hooks(conn: sa.Connection) -> TxnHooks | None:
+    """The hooks of the catalog running ``conn``'s unit of work, ``None`` for a plain
+    SQL catalog."""
+    found: TxnHooks | None = conn.info.get(HOOKS_KEY)
+    return found
 
 
 def table_row(conn: sa.Connection, db: str, tbl: str) -> Row:
@@ -103,6 +139,35 @@ def next_txn_id(conn: sa.Connection) -> int:
     return value
 
 
+def set_txn_seq(conn: sa.Connection, value: int) -> None:
+    """Set the global sequence's next value (after the authority of :class:`TxnHooks` gave an
+    id, so that the catalog's sequence follows it)."""
+    conn.execute(sa.update(m.NextTxnId).where(m.NextTxnId.id == 1).values(ntxn_next=value))
+
+
+def open_txn_id(conn: sa.Connection, agent_info: str) -> int:
+    """The id of a transaction being opened: the next value of the global sequence, or the
+    id the hooks' authority gave (the sequence then follows it)."""
+    value = next_txn_id(conn)
+    h = hooks(conn)
+    if h is None:
+        return value
+    txn_id = h.open_txn(agent_info)
+    set_txn_seq(conn, max(value, txn_id) + 1)
+    return txn_id
+
+
+def take_commit_id(conn: sa.Connection) -> int:
+    """A commit id: the next value of the global sequence, or the hooks' authority's."""
+    value = next_txn_id(conn)
+    h = hooks(conn)
+    if h is None:
+        return value
+    commit_id = h.commit_id()
+    set_txn_seq(conn, max(value, commit_id) + 1)
+    return commit_id
+
+
 def current_txn_seq(conn: sa.Connection) -> int:
     """The next value of the global sequence, without taking it (a snapshot's position)."""
     value: int = conn.execute(sa.select(m.NextTxnId.ntxn_next).where(
@@ -123,6 +188,9 @@ def commit_txn_row(conn: sa.Connection, txn_id: int, commit_id: int, now: dateti
     conn.execute(sa.update(m.Txn).where(m.Txn.txn_id == txn_id).values(
         txn_state="committed", txn_commit_id=commit_id, txn_committed=now))
     conn.execute(sa.delete(m.HiveLock).where(m.HiveLock.txn_id == txn_id))
+    h = hooks(conn)
+    if h is not None:
+        h.committing(txn_id, commit_id)
 
 
 def abort_txns(conn: sa.Connection, txn_ids: list[int], reason: str, now: datetime) -> None:
@@ -133,6 +201,9 @@ def abort_txns(conn: sa.Connection, txn_ids: list[int], reason: str, now: dateti
     conn.execute(sa.update(m.Txn).where(m.Txn.txn_id.in_(txn_ids)).values(
         txn_state="aborted", txn_aborted=now, txn_abort_reason=reason))
     conn.execute(sa.delete(m.HiveLock).where(m.HiveLock.txn_id.in_(txn_ids)))
+    h = hooks(conn)
+    if h is not None:
+        h.aborting(list(txn_ids), reason)
 
 
 def txn_state(conn: sa.Connection, txn_id: int) -> str | None:

@@ -47,10 +47,10 @@ class SqlTransactions:
         now = utcnow()
 
         def fn(conn: sa.Connection) -> int:
-            txn_id = shared.next_txn_id(conn)
+            info = agent_info if agent_info is not None else f"acidflow pid {os.getpid()}"
+            txn_id = shared.open_txn_id(conn, info)
             shared.insert_open_txn(conn, txn_id, now, user or self.db.user, host or self.db.host,
-                                 agent_info if agent_info is not None else
-                                 f"acidflow pid {os.getpid()}")
+                                   info)
             return txn_id
 
         return self.db.run(fn)
@@ -91,6 +91,9 @@ class SqlTransactions:
             write_id = conn.execute(sa.select(m.NextWriteId.nwi_next).where(
                 m.NextWriteId.db_name == db, m.NextWriteId.tbl_name == tbl)
                 .with_for_update()).scalar_one()
+            h = shared.hooks(conn)
+            if h is not None:  # the authority's write id; the sequence follows it
+                write_id = max(h.write_id(txn_id, db, tbl), 1)
             conn.execute(sa.update(m.NextWriteId).where(
                 m.NextWriteId.db_name == db, m.NextWriteId.tbl_name == tbl)
                 .values(nwi_next=write_id + 1))
@@ -274,7 +277,7 @@ class SqlTransactions:
             current = shared.txn_row(conn, txn_id)  # cheap pre-check before the global lock
             if current.txn_state == "committed":
                 return current.txn_commit_id
-            commit_id = shared.next_txn_id(conn)  # global order: next_txn_id, then txn row
+            commit_id = shared.take_commit_id(conn)  # global order: next_txn_id, then txn row
             row = shared.txn_row(conn, txn_id, for_update=True)
             if row.txn_state == "committed":
                 return row.txn_commit_id
