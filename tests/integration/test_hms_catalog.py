@@ -25,9 +25,11 @@ from pymetastore.hive_metastore.ttypes import (
 )
 
 from acidflow import reads
+from acidflow.acid.adoption import AdoptionError
 from acidflow.acid.layout import ValidWriteIdList
 from acidflow.acid.transaction import Transaction
 from acidflow.catalog import (
+    CatalogError,
     Column,
     HiveMetastoreCatalog,
     TableDef,
@@ -283,6 +285,7 @@ def test_adopt_seeds_the_write_id_history(catalog, hms):
     and acidflow's next write id is 6. Adopting a table the metastore has keeps its ids and
     refuses a history that disagrees."""
     td = TableDef(name="adopt.t", columns=[Column("id", "bigint")], primary_key=["id"])
+    (Path(catalog.warehouse) / "adopt.db" / "t").mkdir(parents=True)  # the table's directory
     adopted = catalog.adopt_table(td, ValidWriteIdList("adopt.t", 5, [4], [2]))
     assert adopted.name == "adopt.t"
     with hms_client(hms.url) as client:
@@ -299,6 +302,32 @@ def test_adopt_seeds_the_write_id_history(catalog, hms):
     assert again.primary_key == ["id"]
     with pytest.raises(Exception, match="disagrees"):
         catalog.adopt_table(td, ValidWriteIdList("adopt.t", 9, [], []))
+
+
+def test_adopt_replays_long_histories_in_batches_and_refuses_huge_ones(catalog, hms, tmp_path):
+    """A history longer than one open_txns batch (Hive's metastore.txn.max.open.batch, 1000)
+    is replayed in batches; one above the replay limit is refused, naming the metastore, before
+    anything is created; a directory above the high watermark is refused as on SQL."""
+    td = TableDef(name="adopt.long", columns=[Column("id", "bigint")])
+    (Path(catalog.warehouse) / "adopt.db" / "long").mkdir(parents=True)
+    catalog.adopt_table(td, ValidWriteIdList("adopt.long", 2500, [], [1700]))
+    snap = catalog.valid_write_ids("adopt.long")
+    assert (snap.high_watermark, snap.aborted_write_ids) == (2500, (1700,))
+    with hms_client(hms.url) as client:
+        seen = _hive_ids(client, "adopt.long")
+    assert seen.high_watermark == 2500 and list(seen.aborted_write_ids) == [1700]
+    huge = TableDef(name="adopt.huge", columns=[Column("id", "bigint")])
+    with pytest.raises(CatalogError, match=f"10000.*{hms.url}"):
+        catalog.adopt_table(huge, ValidWriteIdList("adopt.huge", 10_000_001))
+    assert not catalog.table_exists("adopt.huge")
+    root = tmp_path / "above"
+    (root / "delta_0000009_0000009_0000").mkdir(parents=True)
+    (root / "delta_0000009_0000009_0000" / "bucket_00000").write_bytes(b"orc")
+    with pytest.raises(AdoptionError, match="delta_0000009_0000009_0000"):
+        catalog.adopt_table(TableDef(name="adopt.above", columns=[Column("id", "bigint")],
+                                     location=str(root), external=True),
+                            ValidWriteIdList("adopt.above", 5))
+    assert not catalog.table_exists("adopt.above")
 
 
 def test_compaction_waits_for_an_open_hive_transaction(spark, catalog, hms):

@@ -45,7 +45,7 @@ from acidflow.catalog.hms.client import hms_client
 from acidflow.tableops import adopt as ops
 from acidflow.tableops.adopt import TableOpsError
 from acidflow.tableops.ddl import hive_ddl, location_uri, shown_properties
-from tests.support.hms import require_hive_artifacts, transactional_orc_table
+from tests.support.hms import require_hive_artifacts, reset_metastore, transactional_orc_table
 
 pytestmark = pytest.mark.slow
 
@@ -152,6 +152,7 @@ def _create_db(client, hive_metastore, db: str) -> None:
 
 
 def test_ddl_round_trip_through_the_metastore(hive_metastore, tmp_path, warehouse):
+    reset_metastore(hive_metastore.url)  # the session metastore may hold a "sales" database
     loc = tmp_path / "orders"
     loc.mkdir()
     table = rich_table(str(loc))

@@ -9,6 +9,9 @@
   in the metastore with its write-id history (``tests.support.trino.register_in_metastore``:
   by hand until the thrift:// catalog backend does it), and Trino's SELECT returns exactly
   acidflow's snapshot after every step.
+- acidflow on the ``thrift://`` catalog (HiveMetastoreCatalog) and Trino write the same
+  partitioned table through one metastore: Trino's write id is never reused, acidflow's
+  split-update finds Trino's row, its major compaction folds Trino's delta into a base.
 
 One Trino server per test session (``trino_server`` fixture). Without ``make trino-server`` or
 the Hive artifacts the module skips (fails when ``CI=true``).
@@ -26,7 +29,7 @@ import pytest
 from acidflow import reads
 from acidflow.acid.transaction import Transaction
 from acidflow.acid.writeids import ValidWriteIdList
-from acidflow.catalog import Column, SqlCatalog, TableDef
+from acidflow.catalog import Column, SqlCatalog, TableDef, load_catalog
 from acidflow.cli.trino import TrinoMissing, TrinoQueryError, locate_trino
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
@@ -224,6 +227,68 @@ def test_trino_reads_acidflow_table(trino_server, hive_metastore, catalog, spark
     cols = trino_server.execute(f"DESCRIBE hive.{name}")
     assert [(c[0], c[1]) for c in cols] == [("id", "bigint"), ("name", "varchar"),
                                            ("amount", "decimal(12,2)"), ("day", "date")]
+
+
+def test_trino_and_acidflow_share_the_metastore_catalog(trino_server, hive_metastore, spark,
+                                                        tmp_path):
+    """acidflow on the ``thrift://`` catalog (HiveMetastoreCatalog) and Trino write one
+    partitioned, bucketed table through the same metastore: every write id comes from the
+    metastore (Trino's included, never reused by acidflow), acidflow's split-update finds the row
+    Trino wrote, its major compaction folds Trino's delta into a base, and after each step
+    Trino's SELECT equals acidflow's snapshot."""
+    name = "af_thrift.orders"
+    cat = load_catalog(hive_metastore.url, warehouse=str(tmp_path / "warehouse"))
+    try:
+        cat.create_table(TableDef(name=name, columns=[
+            Column("id", "bigint"), Column("name", "string"), Column("amount", "decimal(12,2)"),
+            Column("day", "date")], partition_columns=[Column("region", "string")],
+            primary_key=["id"], num_buckets=2))
+        schema = SCHEMA + ", region string"
+
+        def check(expect_rows: int) -> list[list[Any]]:
+            table = reads.read_table(None, cat, name)
+            ours = sorted([[_norm(r[c]) for c in ("id", "name", "amount", "day", "region")]
+                           for r in table.to_pylist()])
+            assert len(ours) == expect_rows
+            theirs = sorted(trino_server.execute(f"SELECT {COLS}, region FROM hive.{name}"))
+            assert theirs == ours
+            return ours
+
+        with Transaction(cat, spark=spark) as txn:                                     # w1
+            txn.insert(name, spark.createDataFrame(
+                [_row(i) + ("eu" if i % 2 else "us",) for i in range(1, 9)], schema))
+        check(8)
+        assert sorted(trino_server.execute(
+            'SELECT region FROM hive.af_thrift."orders$partitions"')) == [["eu"], ["us"]]
+
+        assert trino_server.execute(                                                # w2: Trino
+            f"INSERT INTO hive.{name} VALUES (20, 'trino', 2.00, DATE '2024-03-01', 'eu')"
+        ) == [[1]]
+        check(9)
+        assert cat.valid_write_ids(name).high_watermark == 2  # Trino's write id
+        with Transaction(cat, spark=spark) as txn:                                     # w3
+            txn.upsert(name, spark.createDataFrame(
+                [_row(20, "af") + ("eu",), _row(3, "u") + ("eu",)], schema))
+        with Transaction(cat, spark=spark) as txn:                                     # w4
+            txn.delete(name, spark.createDataFrame([(2, "us")], "id bigint, region string"))
+        ours = check(8)
+        assert [20, "af20", "25.00", "2024-01-21", "eu"] in ours
+        assert not any(r[0] == 2 for r in ours)
+        valid = cat.valid_write_ids(name)
+        assert valid.high_watermark == 4 and not valid.invalid_write_ids
+
+        # acidflow's major compaction of the partition Trino wrote into, then its cleaner
+        config = CompactorConfig(heartbeat_s=0.5)
+        info = initiator.request_compaction(cat, name, "region=eu", "major")
+        out = worker.run_worker(spark, cat, cq_id=info.id, config=config)
+        assert out.state == "ready for cleaning", out.report
+        cleaner.run_cleaner(cat, reader_timeout_s=0)
+        location = Path(cat.get_table(name).location)
+        assert [p.name for p in sorted((location / "region=eu").iterdir())
+                if not p.name.startswith(".")] == ["base_0000003"]  # w3: eu's last write
+        assert check(8) == ours
+    finally:
+        cat.close()
 
 
 def test_trino_errors_are_named(trino_server, tmp_path):

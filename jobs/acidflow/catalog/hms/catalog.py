@@ -55,6 +55,7 @@ from pymetastore.hive_metastore.ttypes import (
     TxnAbortedException,
 )
 
+from acidflow.acid.adoption import check_adoptable
 from acidflow.acid.layout import ValidWriteIdList
 from acidflow.catalog.base import Catalog
 from acidflow.catalog.errors import (
@@ -124,6 +125,11 @@ def side_url_of(url: str, warehouse: str, side_url: str | None) -> str:
         return query["side"][0]
     return f"sqlite:///{Path(warehouse) / SIDE_DB_NAME}"
 
+
+#: The longest write-id history :meth:`HiveMetastoreCatalog.adopt_table` replays into a new
+#: metastore table (one metastore transaction per write id, opened in batches of
+#: ``metastore.txn.max.open.batch`` = 1000, Hive's default).
+ADOPT_REPLAY_LIMIT = 10_000
 
 class HiveMetastoreCatalog(Catalog):
     """The catalog on a Hive 3.1 metastore (``thrift://host:port``) plus a SQL side catalog.
@@ -389,14 +395,28 @@ class HiveMetastoreCatalog(Catalog):
         ``getValidWriteIds`` then takes its high watermark from the highest *mapped* write id,
         so Hive would not see the committed ones above the last aborted one.
 
+        The replay opens one metastore transaction per write id, so a history above
+        :data:`ADOPT_REPLAY_LIMIT` write ids is refused for a table the metastore does not have
+        (create it in Hive first; adoption then keeps Hive's write ids). The side catalog
+        records the table, not the adopted write ids: ``write_id_states``, ``commit_records``
+        and ``compaction_candidates`` start with acidflow's first write (request a compaction
+        of Hive's deltas explicitly).
+
         Raises:
+            TableExistsError: acidflow's side catalog has the table and the metastore does
+                not.
+            acidflow.acid.adoption.AdoptionError: the directory does not match ``history``
+                (as on the SQL backend; checked before the metastore is touched).
             CatalogError: ``history`` disagrees with the metastore (names the table and both
-                lists); NotAnAcidTableError: the metastore's table is not ACID ORC.
+                lists), or is too long to replay; NotAnAcidTableError: the metastore's table is
+                not ACID ORC.
         """
         table = TableDef.from_dict(table.to_dict() if isinstance(table, TableDef) else table)
         table.validate()
         db, tbl = split_table_name(table.name)
         existing = self._hms_table(db, tbl)
+        if existing is None and self.side.table_exists(table.name):
+            raise TableExistsError(table.name)
         if existing is not None:
             check_acid_orc(existing)
             now = self.valid_write_ids(table.name)
@@ -410,6 +430,14 @@ class HiveMetastoreCatalog(Catalog):
             if table.primary_key and table.primary_key != mirrored.primary_key:
                 mirrored = self.set_primary_key(table.name, table.primary_key)
             return mirrored
+        if history.high_watermark > ADOPT_REPLAY_LIMIT:
+            raise CatalogError(
+                f"adopt {table.name}: replaying {history.high_watermark} write ids would open "
+                f"as many transactions in the metastore at {self.url} (limit "
+                f"{ADOPT_REPLAY_LIMIT}); create the table in Hive at its location first, then "
+                "adopt keeps the metastore's write ids")
+        check_adoptable(table.name, self.side.location_of(table),
+                        table.partition_column_names(), history)
         stored = self.create_table(table)
         if history.high_watermark > 0:
             replay_write_ids(self.conn, stored, history, self._owner, self.hooks.host)

@@ -12,8 +12,7 @@ Shapes: a metastore URL is ``thrift://host:port``; Hive's ``ValidTxnList`` strin
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from types import TracebackType
 from typing import Any
 from urllib.parse import urlparse
 
@@ -63,30 +62,42 @@ def parse_metastore_url(url: str) -> tuple[str, int]:
     return parsed.hostname, parsed.port
 
 
-@contextmanager
-def hms_client(url: str, timeout_ms: int = 60_000) -> Iterator[Any]:
+class hms_client:  # noqa: N801 - used like a function: ``with hms_client(url) as client``
     """A connected thrift client for ``thrift://host:port``, closed on exit.
+
+    A class rather than a ``contextlib`` generator on purpose: thrift's generated exceptions
+    (``MetaException``, ``NoSuchObjectException`` ...) are immutable, and ``contextlib`` sets
+    ``__traceback__`` on an exception that passes through it, which turns Hive's error into
+    ``TypeError: can't modify immutable instance``. Here exceptions pass through untouched.
 
     Args:
         url: the metastore URL (Hive ``hive.metastore.uris``, one URI).
         timeout_ms: socket timeout of every call, in milliseconds.
     Raises:
-        MetastoreUnreachableError: the connection is refused or times out (names the URL).
+        MetastoreUnreachableError: on enter, the connection is refused or times out (names
+            the URL).
         CatalogError: not a thrift URL.
     """
-    host, port = parse_metastore_url(url)
-    sock = TSocket.TSocket(host, port)
-    sock.setTimeout(timeout_ms)
-    transport = TTransport.TBufferedTransport(sock)
-    client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport))
-    try:
-        transport.open()
-    except TTransport.TTransportException as exc:
-        raise MetastoreUnreachableError(f"Hive metastore {url} is unreachable: {exc}") from exc
-    try:
-        yield client
-    finally:
-        transport.close()
+
+    def __init__(self, url: str, timeout_ms: int = 60_000) -> None:
+        host, port = parse_metastore_url(url)
+        self.url = url
+        sock = TSocket.TSocket(host, port)
+        sock.setTimeout(timeout_ms)
+        self._transport = TTransport.TBufferedTransport(sock)
+        self._client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(self._transport))
+
+    def __enter__(self) -> Any:
+        try:
+            self._transport.open()
+        except TTransport.TTransportException as exc:
+            raise MetastoreUnreachableError(
+                f"Hive metastore {self.url} is unreachable: {exc}") from exc
+        return self._client
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._transport.close()
 
 
 def valid_txn_list(open_txns: GetOpenTxnsResponse, current_txn: int | None = None) -> str:

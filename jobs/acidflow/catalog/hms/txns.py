@@ -147,11 +147,16 @@ class MetastoreTxnHooks:
         return int(alloc.writeId)
 
 
+#: Transactions opened per ``open_txns`` call when a history is replayed (Hive's default
+#: ``metastore.txn.max.open.batch``).
+OPEN_TXN_BATCH = 1000
+
+
 def replay_write_ids(conn: MetastoreConnection, table: TableDef, history: ValidWriteIdList,
                      user: str, host: str) -> None:
     """Give a new metastore table the write-id history ``history`` (``adopt_table``): one
-    transaction per write id 1..hwm (``open_txns(num_txns=hwm)``, one
-    ``allocate_table_write_ids`` for all, which maps them in txn order), the history's open and
+    transaction per write id 1..hwm (``open_txns`` in batches of :data:`OPEN_TXN_BATCH`, one
+    ``allocate_table_write_ids`` per batch, which maps them in txn order), the history's open and
     aborted ids aborted after a table lock component (so Hive's ``TXN_COMPONENTS`` keeps the
     aborted transaction: one without components is deleted by Hive's initiator and its write
     id would then read as committed), the others committed.
@@ -160,12 +165,16 @@ def replay_write_ids(conn: MetastoreConnection, table: TableDef, history: ValidW
         CatalogError: the metastore did not hand out exactly 1..hwm (the table had write ids).
     """
     hwm = history.high_watermark
-    txns = list(conn.call("open_txns", OpenTxnRequest(
-        num_txns=hwm, user=user, hostname=host, agentInfo=f"acidflow adopt {table.name}")
-    ).txn_ids)
-    alloc = conn.call("allocate_table_write_ids", AllocateTableWriteIdsRequest(
-        dbName=table.db_name, tableName=table.table_name, txnIds=txns)).txnToWriteIds
-    by_write_id = {a.writeId: a.txnId for a in alloc}
+    txns: list[int] = []
+    by_write_id: dict[int, int] = {}
+    while len(txns) < hwm:  # Hive caps one open_txns at metastore.txn.max.open.batch (1000)
+        batch = list(conn.call("open_txns", OpenTxnRequest(
+            num_txns=min(OPEN_TXN_BATCH, hwm - len(txns)), user=user, hostname=host,
+            agentInfo=f"acidflow adopt {table.name}")).txn_ids)
+        txns.extend(batch)
+        alloc = conn.call("allocate_table_write_ids", AllocateTableWriteIdsRequest(
+            dbName=table.db_name, tableName=table.table_name, txnIds=batch)).txnToWriteIds
+        by_write_id.update({a.writeId: a.txnId for a in alloc})
     if sorted(by_write_id) != list(range(1, hwm + 1)):
         conn.call("abort_txns", AbortTxnsRequest(txn_ids=txns))
         raise CatalogError(f"adopt {table.name}: the metastore at {conn.url} allocated "
