@@ -167,6 +167,30 @@ def test_hive_transaction_concurrent_with_acidflow_gets_its_own_write_id(spark, 
     assert catalog.write_id_states("shop.orders") == [(2, txn.txn_id, "committed")]
 
 
+def test_initiator_is_offered_the_writes_hive_made(catalog, hms):
+    """Write ids Hive allocated and committed (acidflow's side has no record of them) make the
+    table's partitions compaction candidates up to the metastore's high watermark; acidflow's
+    own writes stay candidates as on SQL."""
+    catalog.create_table(orders())  # partitioned by ds
+    flat = TableDef(name="shop.flat", columns=[Column("id", "bigint")])
+    catalog.create_table(flat)
+    assert [c for c in catalog.compaction_candidates() if c[0].startswith("shop.")] == []
+    txn = catalog.open_transaction()
+    catalog.allocate_write_id(txn, "shop.orders")
+    catalog.add_component(txn, "shop.orders", "ds=2024-01-01", "insert")
+    catalog.commit_transaction(txn)
+    assert catalog.compaction_candidates() == [("shop.orders", "ds=2024-01-01", 1)]
+    with hms_client(hms.url) as client:
+        for name in ("orders", "flat", "flat"):
+            (hive_txn,) = client.open_txns(OpenTxnRequest(num_txns=1, user="hive",
+                                                          hostname="hive-host")).txn_ids
+            client.allocate_table_write_ids(AllocateTableWriteIdsRequest(
+                dbName="shop", tableName=name, txnIds=[hive_txn]))
+            client.commit_txn(CommitTxnRequest(txnid=hive_txn))
+    assert catalog.compaction_candidates() == [("shop.flat", None, 2),
+                                               ("shop.orders", "ds=2024-01-01", 2)]
+
+
 def test_hive_write_set_conflict_refuses_acidflow_commit(catalog, hms):
     """Hive's own commit-time write-set check covers acidflow's components: a Hive UPDATE of
     partition ds=1 committed after acidflow's transaction opened makes acidflow's UPDATE of the

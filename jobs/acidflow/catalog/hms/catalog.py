@@ -399,8 +399,8 @@ class HiveMetastoreCatalog(Catalog):
         :data:`ADOPT_REPLAY_LIMIT` write ids is refused for a table the metastore does not have
         (create it in Hive first; adoption then keeps Hive's write ids). The side catalog
         records the table, not the adopted write ids: ``write_id_states``, ``commit_records``
-        and ``compaction_candidates`` start with acidflow's first write (request a compaction
-        of Hive's deltas explicitly).
+        start with acidflow's first write; ``compaction_candidates`` offers the adopted
+        partitions through the metastore's high watermark.
 
         Raises:
             TableExistsError: acidflow's side catalog has the table and the metastore does
@@ -773,7 +773,32 @@ class HiveMetastoreCatalog(Catalog):
         return self.side.purge_compaction_history(retention)
 
     def compaction_candidates(self) -> list[tuple[str, str | None, int]]:
-        return self.side.compaction_candidates()
+        """The side's candidates (acidflow's writes), plus the writes Hive and Trino made:
+        for every table, when the metastore's write-id high watermark is above the highest
+        write id acidflow allocated, each partition the metastore lists (or the table, when
+        unpartitioned) not yet covered by a compaction up to that watermark. The metastore
+        does not tell which partitions a foreign write touched, so all are offered; the
+        initiator's thresholds (on the directory listing) then decide."""
+        found = {(n, p): w for n, p, w in self.side.compaction_candidates()}
+        txns = self._txn_list(None)
+        for table in self.side.list_tables():
+            (ids,) = self.conn.call("get_valid_write_ids", GetValidWriteIdsRequest(
+                fullTableNames=[table.name], validTxnList=txns)).tblValidWriteIds
+            hwm = ids.writeIdHighWaterMark
+            ours = max((w for w, _t, _s in self.side.write_id_states(table.name)), default=0)
+            if hwm <= ours:
+                continue
+            parts: list[str | None] = [None]
+            if table.partition_columns:
+                parts = list(self.conn.call("get_partition_names", table.db_name,
+                                            table.table_name, -1))
+            for part in parts:
+                covered = max((c.highest_write_id or 0 for c in
+                               self.side.compaction_history(table.name, part)
+                               if c.state in ("ready for cleaning", "succeeded")), default=0)
+                if hwm > covered:
+                    found[(table.name, part)] = max(found.get((table.name, part), 0), hwm)
+        return sorted(((n, p, w) for (n, p), w in found.items()), key=lambda x: (x[0], x[1] or ""))
 
     def aborted_write_ids(self, table_name: str, partition: str | None = None, *,
                           any_partition: bool = False) -> list[int]:
