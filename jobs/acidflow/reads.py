@@ -61,6 +61,7 @@ def plan_table(catalog: Catalog, name: str, *, as_of_write_id: int | None = None
         txn_id: read inside this transaction (its own writes are visible).
         read_optimized: base only.
         valid: use this ValidWriteIdList (a pinned snapshot) instead of asking the catalog.
+    The plan's columns are the schema version the snapshot sees (``Catalog.schema_for``).
     Raises:
         acidflow.catalog.errors.NoSuchTableError; acidflow.acid.layout.NotEnoughHistoryError when the
         files for an old snapshot were cleaned.
@@ -69,8 +70,11 @@ def plan_table(catalog: Catalog, name: str, *, as_of_write_id: int | None = None
     if valid is None:
         valid = catalog.valid_write_ids(table.name, txn_id=txn_id, as_of_write_id=as_of_write_id)
     tfs = TableFS(table.location)
+    # issue 12: the schema of the snapshot (a time-travel read sees the names and types of its
+    # time; a schema change is seen once its transaction committed)
+    columns = catalog.schema_for(table, valid)
     return snapshot.plan_read(
-        tfs, table.location, [(c.name, c.hive_type) for c in table.columns],
+        tfs, table.location, [(c.name, c.hive_type) for c in columns],
         [(c.name, c.hive_type) for c in table.partition_columns], valid,
         bucketed=table.num_buckets > 0, read_optimized=read_optimized,
         partitions=partitions, buckets=buckets)

@@ -38,6 +38,7 @@ from acidflow.catalog.records import (
     ReaderInfo,
     TxnInfo,
 )
+from acidflow.catalog.schemahistory import SchemaVersion, pick_version
 from acidflow.catalog.tabledef import Column, TableDef
 from acidflow.catalog.warehouse import check_owner
 from acidflow.config import Settings, load_settings
@@ -324,6 +325,69 @@ class Catalog(abc.ABC):
             NoSuchTableError: unknown table.
             ValueError: unknown or repeated column names (naming the table).
         """
+
+    # --- issue 12: schema evolution ----------------------------------------------------
+    @abc.abstractmethod
+    def alter_schema(self, txn_id: int, name: str, columns: Sequence[Column | dict[str, Any]],
+                     *, change: Mapping[str, Any]) -> TableDef:
+        """Replace the table's data columns (names, types, comments, order) as part of the open
+        transaction ``txn_id``, which must hold a write id W on the table (Hive ``alter_table``
+        of ``sd.cols``; on the metastore backend with ``CASCADE`` to the partitions).
+
+        Records a schema version valid from W (version 0, the schema before, is recorded on the
+        first change): readers take the newest version their ValidWriteIdList sees
+        (:meth:`schema_for`), so the change is visible exactly when the transaction commits.
+        ``change["renames"]`` (``{old: new}``) renames primary key, bucketing and ordering
+        columns too. The caller checks acidflow's rules
+        (:mod:`acidflow.acid.schemaevolution`, ``acidflow.tableops.schema``); the catalog
+        checks names and, unless ``change["rewrite"]``, the metastore's positional type rule
+        (``hive.metastore.disallow.incompatible.col.type.changes``).
+
+        Args:
+            columns: the complete new data-column list in file order.
+            change: JSON-able description stored with the version (``{"op": ...}``).
+        Returns:
+            The updated definition.
+        Raises:
+            acidflow.acid.schemaevolution.SchemaChangeError: bad or repeated names, or a type
+                change the metastore refuses (names table and columns).
+            CatalogError: the transaction has no write id on the table.
+            NoSuchTableError, NoSuchTransactionError, TxnAbortedError, TxnNotOpenError.
+        """
+
+    @abc.abstractmethod
+    def schema_history(self, name: str) -> list[SchemaVersion]:
+        """The table's recorded schema versions ascending by write id (empty when its schema
+        never changed through :meth:`alter_schema`).
+
+        Raises:
+            NoSuchTableError: unknown table.
+        """
+
+    def schema_for(self, table: TableDef | str, valid: ValidWriteIdList) -> list[Column]:
+        """The data columns a reader with snapshot ``valid`` uses: those of the newest schema
+        version whose write id ``valid`` sees; the table's current columns when that is the
+        newest version (or there is no history; columns added since with :meth:`add_columns`
+        are included).
+
+        Raises:
+            NoSuchTableError: unknown table.
+        """
+        table = table if isinstance(table, TableDef) else self.get_table(table)
+        history = self.schema_history(table.name)
+        chosen = pick_version(history, valid)
+        if chosen is None or chosen.write_id == history[-1].write_id:
+            return list(table.columns)
+        return list(chosen.columns)
+
+    def schema_at(self, name: str, write_id: int) -> list[Column]:
+        """The data columns of the table as of ``write_id`` (the snapshot of
+        ``valid_write_ids(name, as_of_write_id=write_id)``; see :meth:`schema_for`).
+
+        Raises:
+            NoSuchTableError; ValueError: negative write id.
+        """
+        return self.schema_for(name, self.valid_write_ids(name, as_of_write_id=write_id))
 
     # ====================================================================================
     # Transactions (Hive ``open_txns`` / ``heartbeat`` / ``allocate_table_write_ids`` /

@@ -83,10 +83,12 @@ def parse_partition_spec(spec: str) -> list[tuple[str, str]]:
 @dataclass
 class Column:
     """One column: ``name`` (lower-cased) and ``hive_type`` (a Hive type string such as
-    ``"int"``, ``"varchar(20)"``, ``"decimal(10,2)"``, ``"array<string>"``)."""
+    ``"int"``, ``"varchar(20)"``, ``"decimal(10,2)"``, ``"array<string>"``), and an optional
+    ``comment`` (Hive ``COLUMNS_V2.COMMENT``; not part of the data)."""
 
     name: str
     hive_type: str
+    comment: str | None = None
 
     def __post_init__(self) -> None:
         self.name = str(self.name).strip().lower()
@@ -96,8 +98,11 @@ class Column:
             self.hive_type = re.sub(r"\s+", " ", str(self.hive_type).strip().lower())
 
     def to_dict(self) -> dict[str, str]:
-        """``{"name": ..., "type": ...}`` (the YAML shape)."""
-        return {"name": self.name, "type": self.hive_type}
+        """``{"name": ..., "type": ...}`` (the YAML shape), with ``"comment"`` when set."""
+        out = {"name": self.name, "type": self.hive_type}
+        if self.comment:
+            out["comment"] = self.comment
+        return out
 
     @classmethod
     def from_dict(cls, data: Any) -> "Column":
@@ -107,14 +112,15 @@ class Column:
             ValueError: missing keys.
         """
         if isinstance(data, Column):
-            return cls(data.name, data.hive_type)
+            return cls(data.name, data.hive_type, data.comment)
         if not isinstance(data, dict) or "name" not in data or not (
                 "type" in data or "hive_type" in data):
             raise ValueError(f"column must be a mapping with 'name' and 'type', got {data!r}")
         extra = set(data) - {"name", "type", "hive_type", "comment"}
         if extra:
             raise ValueError(f"unknown column keys {sorted(extra)} in {data!r}")
-        return cls(data["name"], data["type"] if "type" in data else data["hive_type"])
+        return cls(data["name"], data["type"] if "type" in data else data["hive_type"],
+                   data.get("comment") or None)
 
 
 def _columns_from(value: Any, what: str) -> list[Column]:

@@ -16,6 +16,7 @@ import typer
 from acidflow.catalog import Catalog, Column, TableDef
 from acidflow.catalog.tabledef import normalize_table_name
 from acidflow.cli.console import console
+from acidflow.cli.tablealter import register_alter
 from acidflow.tableops import adopt as ops
 from acidflow.tableops.convert import convert_table
 from acidflow.tableops.ddl import hive_ddl, trino_ddl
@@ -70,10 +71,12 @@ def _paragraphs(text: str) -> str:
 
 
 def register(app: typer.Typer, get_catalog: Callable[[], Catalog]) -> None:
-    """Add the ``table`` command group (``ddl``, ``adopt``, ``convert``) to ``app``."""
+    """Add the ``table`` command group (``ddl``, ``adopt``, ``convert``, ``alter``) to
+    ``app``."""
     table_app = typer.Typer(help="Tables and Hive: DDL, adopt a Hive ACID table, convert a "
                                  "plain ORC table.", no_args_is_help=True)
     app.add_typer(table_app, name="table")
+    register_alter(table_app, get_catalog)  # issue 12: schema evolution
 
     @table_app.command("ddl", help=_paragraphs(DDL_HELP))
     def ddl_cmd(

@@ -85,9 +85,14 @@ def location_uri(location: str) -> str:
 
 
 def column_comments(table: TableDef) -> dict[str, str]:
-    """``{column: comment}`` from the ``acidflow.comment.<column>`` table properties."""
-    return {k[len(COLUMN_COMMENT_PREFIX):]: v for k, v in table.properties.items()
-            if k.startswith(COLUMN_COMMENT_PREFIX)}
+    """``{column: comment}`` from the ``acidflow.comment.<column>`` table properties, and the
+    columns' own comments (``Column.comment``, set by ``acidflow table alter --comment``), which
+    win."""
+    out = {k[len(COLUMN_COMMENT_PREFIX):]: v for k, v in table.properties.items()
+           if k.startswith(COLUMN_COMMENT_PREFIX)}
+    out.update({c.name: c.comment for c in [*table.columns, *table.partition_columns]
+                if c.comment})
+    return out
 
 
 def shown_properties(table: TableDef) -> dict[str, str]:

@@ -42,9 +42,11 @@ from pymetastore.hive_metastore.ttypes import (
     ClientCapability,
     Database,
     DataOperationType,
+    EnvironmentContext,
     GetTableRequest,
     GetValidWriteIdsRequest,
     HeartbeatRequest,
+    InvalidOperationException,
     LockComponent,
     LockLevel,
     LockRequest,
@@ -57,7 +59,10 @@ from pymetastore.hive_metastore.ttypes import (
 
 from acidflow.acid.adoption import check_adoptable
 from acidflow.acid.layout import ValidWriteIdList
+from acidflow.acid.schemaevolution import SchemaChangeError
 from acidflow.catalog.base import Catalog
+from acidflow.catalog.schemahistory import SchemaVersion
+from acidflow.catalog.sql.schemahistory import check_columns
 from acidflow.catalog.errors import (
     CatalogError,
     NoSuchTableError,
@@ -370,6 +375,64 @@ class HiveMetastoreCatalog(Catalog):
     def add_columns(self, name: str, columns: Sequence[Column | dict[str, Any]]) -> TableDef:
         self.get_table(name)
         return self._alter(self.side.add_columns(name, columns))
+
+    # --- issue 12: schema evolution
+    def alter_schema(self, txn_id: int, name: str, columns: Sequence[Column | dict[str, Any]],
+                     *, change: Mapping[str, Any]) -> TableDef:
+        """The metastore first (``alter_table_with_environment_context`` with ``CASCADE``, so
+        partitions get the new columns too; the metastore applies its own positional type rule
+        and refuses what ``hive.metastore.disallow.incompatible.col.type.changes`` forbids),
+        then the side (schema history, acidflow's facts); a side failure puts the metastore's
+        columns back. A ``rewrite`` change passes through an empty column list first: Hive
+        checks types only over the positions both lists have, and the rewritten files no
+        longer need the old positions."""
+        current = self.get_table(name)
+        new_cols = [c if isinstance(c, Column) else Column.from_dict(c) for c in columns]
+        check_columns(current, new_cols, positional_types=False)
+        renames = {str(k): str(v) for k, v in (change.get("renames") or {}).items()}
+        proposed = TableDef.from_dict(current.to_dict())
+        proposed.columns = new_cols
+        proposed.primary_key = [renames.get(k, k) for k in current.primary_key]
+        proposed.bucket_columns = [renames.get(k, k) for k in current.bucket_columns]
+        if current.ordering_column:
+            proposed.ordering_column = renames.get(current.ordering_column,
+                                                   current.ordering_column)
+        db, tbl = split_table_name(current.name)
+        hms = self._hms_table(db, tbl)
+        if hms is None:
+            raise NoSuchTableError(current.name)
+        old_cols, old_bucket_cols = list(hms.sd.cols), list(hms.sd.bucketCols or [])
+        old_params = dict(hms.parameters or {})
+        cascade = EnvironmentContext(properties={"CASCADE": "true"})
+
+        def alter(cols: list[Any], bucket_cols: list[str], params: dict[str, str] | None) -> None:
+            table = self._hms_table(db, tbl)
+            table.sd.cols = cols
+            table.sd.bucketCols = bucket_cols
+            if params is not None:
+                table.parameters = params
+            self.conn.call("alter_table_with_environment_context", db, tbl, table, cascade)
+
+        new_hms = update_hms_table(hms, proposed)
+        try:
+            if change.get("rewrite"):
+                alter([], old_bucket_cols, None)
+            alter(list(new_hms.sd.cols), list(proposed.bucket_columns) if current.num_buckets
+                  else [], dict(new_hms.parameters))
+        except InvalidOperationException as exc:
+            if change.get("rewrite"):
+                alter(old_cols, old_bucket_cols, old_params)
+            raise SchemaChangeError(f"table {current.name}: the Hive metastore refuses the "
+                                    f"change: {exc.message}") from None
+        try:
+            return self.side.alter_schema(txn_id, name, new_cols, change=change)
+        except BaseException:
+            alter(old_cols, old_bucket_cols, old_params)
+            raise
+
+    def schema_history(self, name: str) -> list[SchemaVersion]:
+        self.get_table(name)
+        return self.side.schema_history(name)
 
     def set_primary_key(self, name: str, columns: Sequence[str]) -> TableDef:
         self.get_table(name)

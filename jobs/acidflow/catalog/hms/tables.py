@@ -103,7 +103,7 @@ def to_hms_table(table: TableDef, owner: str) -> Table:
     if table.external:  # acidflow's flag (outside the warehouse), not Hive's EXTERNAL
         params[EXTERNAL_PROPERTY] = "true"
     sd = StorageDescriptor(
-        cols=[FieldSchema(c.name, c.hive_type, None) for c in table.columns],
+        cols=[FieldSchema(c.name, c.hive_type, c.comment) for c in table.columns],
         location=location_uri(table.location), inputFormat=ORC_INPUT, outputFormat=ORC_OUTPUT,
         compressed=False, numBuckets=table.num_buckets if table.num_buckets > 0 else -1,
         serdeInfo=SerDeInfo(name=None, serializationLib=ORC_SERDE, parameters={}),
@@ -150,7 +150,8 @@ def from_hms_table(table: Table, warehouse: str) -> TableDef:
     buckets = table.sd.numBuckets if table.sd.numBuckets and table.sd.numBuckets > 0 else 0
     return TableDef(
         name=f"{table.dbName}.{table.tableName}".lower(),
-        columns=[Column(c.name.lower(), normalize_hive_type(c.type)) for c in table.sd.cols],
+        columns=[Column(c.name.lower(), normalize_hive_type(c.type), c.comment or None)
+                 for c in table.sd.cols],
         partition_columns=[Column(c.name.lower(), normalize_hive_type(c.type))
                            for c in (table.partitionKeys or [])],
         primary_key=pk, ordering_column=ordering,

@@ -47,6 +47,8 @@ from acidflow.catalog.sql.txns import SqlTransactions
 from acidflow.catalog.sql import schema as m
 from acidflow.catalog.sql.db import utcnow
 from acidflow.catalog.sql.writeids import SqlWriteIds
+from acidflow.catalog.schemahistory import SchemaVersion
+from acidflow.catalog.sql.schemahistory import SqlSchemaHistory
 from acidflow.catalog.tabledef import Column, TableDef
 from acidflow.catalog.warehouse import warehouse_root
 from acidflow.config import load_settings
@@ -98,6 +100,7 @@ class SqlCatalog(Catalog):
         self._compactions = SqlCompactions(self.db, self.txn_timeout_s)
         self._readers = SqlReaders(self.db, self.txn_timeout_s)
         self._adoption = SqlAdoption(self.db, self._tables)
+        self._schema = SqlSchemaHistory(self.db, self.warehouse)  # issue 12: schema evolution
         if migrate:
             self.upgrade()
 
@@ -210,6 +213,14 @@ class SqlCatalog(Catalog):
 
     def add_columns(self, name: str, columns: Sequence[Column | dict[str, Any]]) -> TableDef:
         return self._tables.add_columns(name, columns)
+
+    # --- issue 12: schema evolution
+    def alter_schema(self, txn_id: int, name: str, columns: Sequence[Column | dict[str, Any]],
+                     *, change: Mapping[str, Any]) -> TableDef:
+        return self._schema.alter_schema(txn_id, name, columns, change=change)
+
+    def schema_history(self, name: str) -> list[SchemaVersion]:
+        return self._schema.schema_history(name)
 
     def set_primary_key(self, name: str, columns: Sequence[str]) -> TableDef:
         return self._tables.set_primary_key(name, columns)

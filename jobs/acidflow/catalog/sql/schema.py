@@ -113,6 +113,7 @@ class ColumnV2(Base):
     integer_idx: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
     column_name: Mapped[str] = mapped_column(sa.String(256))
     type_name: Mapped[str] = mapped_column(sa.Text)
+    comment: Mapped[str | None] = mapped_column(sa.Text)  # revision 0007
 
 
 class PartitionKey(Base):
@@ -462,3 +463,21 @@ class CatalogIdentity(Base):
     identity_key: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
     catalog_id: Mapped[str] = mapped_column(sa.String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+# --- issue 12: schema evolution
+class SchemaHistoryRow(Base):
+    """One schema version of a table (revision 0007): the data columns valid from ``write_id``
+    (the write id of the transaction that changed the schema; 0 = the schema before the first
+    recorded change). Readers take the newest version whose write id their ValidWriteIdList
+    sees (``acidflow.catalog.base.Catalog.schema_for``)."""
+
+    __tablename__ = "schema_history"
+
+    db_name: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    tbl_name: Mapped[str] = mapped_column(sa.String(256), primary_key=True)
+    write_id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, autoincrement=False)
+    txn_id: Mapped[int | None] = mapped_column(sa.BigInteger)
+    columns: Mapped[list] = mapped_column(sa.JSON)
+    change: Mapped[dict] = mapped_column(sa.JSON)
+    recorded_at: Mapped[datetime] = mapped_column(UTCDateTime)

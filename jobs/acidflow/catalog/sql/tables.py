@@ -48,7 +48,7 @@ def load_tables(conn: sa.Connection, tbl_rows: Sequence[shared.Row],
     for r in tbl_rows:
         tables.append(TableDef(
             name=f"{r.db_name}.{r.tbl_name}",
-            columns=[Column(c.column_name, c.type_name) for c in cols[r.tbl_id]],
+            columns=[Column(c.column_name, c.type_name, c.comment) for c in cols[r.tbl_id]],
             partition_columns=[Column(c.pkey_name, c.pkey_type) for c in pkeys[r.tbl_id]],
             primary_key=[c.column_name for c in pk[r.tbl_id]],
             ordering_column=r.ordering_column,
@@ -84,7 +84,7 @@ def _insert_columns(conn: sa.Connection, tbl_id: int, columns: list[Column], sta
     if columns:
         conn.execute(sa.insert(m.ColumnV2), [
             {"tbl_id": tbl_id, "integer_idx": start + i, "column_name": c.name,
-             "type_name": c.hive_type} for i, c in enumerate(columns)])
+             "type_name": c.hive_type, "comment": c.comment} for i, c in enumerate(columns)])
 
 
 def insert_table(conn: sa.Connection, table: TableDef, location: str) -> int:
@@ -227,7 +227,7 @@ class SqlTables:
                                    f"{sorted(users)} write to or lock it")
             by_name: tuple[Any, ...] = (m.NextWriteId, m.TxnToWriteId, m.TxnComponent,
                                         m.CompletedTxnComponent, m.WriteSet, m.WriteSetKey,
-                                        m.CommitRecordRow)
+                                        m.CommitRecordRow, m.SchemaHistoryRow)
             for model in by_name:
                 conn.execute(sa.delete(model).where(model.db_name == db, model.tbl_name == tbl))
             by_id: tuple[Any, ...] = (m.ColumnV2, m.PartitionKey, m.BucketingCol,
