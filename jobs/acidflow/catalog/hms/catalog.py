@@ -389,6 +389,14 @@ class HiveMetastoreCatalog(Catalog):
         current = self.get_table(name)
         new_cols = [c if isinstance(c, Column) else Column.from_dict(c) for c in columns]
         check_columns(current, new_cols, positional_types=False)
+        info = self.side.get_transaction(txn_id)
+        if info.state == "aborted":
+            raise TxnAbortedError(txn_id, info.abort_reason)
+        if info.state != "open":
+            raise TxnNotOpenError(txn_id, info.state)
+        if current.name not in info.write_ids:
+            raise CatalogError(f"alter schema of {current.name}: transaction {txn_id} has no "
+                               "write id on the table (allocate_write_id first)")
         renames = {str(k): str(v) for k, v in (change.get("renames") or {}).items()}
         proposed = TableDef.from_dict(current.to_dict())
         proposed.columns = new_cols
@@ -405,29 +413,45 @@ class HiveMetastoreCatalog(Catalog):
         old_params = dict(hms.parameters or {})
         cascade = EnvironmentContext(properties={"CASCADE": "true"})
 
-        def alter(cols: list[Any], bucket_cols: list[str], params: dict[str, str] | None) -> None:
+        def alter(cols: list[Any], bucket_cols: list[str], params: dict[str, str] | None
+                  ) -> str | None:
+            """One ``alter_table``; the metastore's refusal as text (thrift's exceptions are
+            immutable and must not travel through context managers), ``None`` when done."""
             table = self._hms_table(db, tbl)
             table.sd.cols = cols
             table.sd.bucketCols = bucket_cols
             if params is not None:
                 table.parameters = params
-            self.conn.call("alter_table_with_environment_context", db, tbl, table, cascade)
+            try:
+                self.conn.call("alter_table_with_environment_context", db, tbl, table, cascade)
+            except InvalidOperationException as exc:
+                return str(exc.message)
+            return None
+
+        def restore() -> None:
+            # back to the old columns through an empty list (the way back from a widening is
+            # a narrowing the metastore's positional rule would refuse)
+            alter([], old_bucket_cols, None)
+            why = alter(old_cols, old_bucket_cols, old_params)
+            if why is not None:  # pragma: no cover - the metastore took these columns before
+                raise CatalogError(f"table {current.name}: the metastore's columns could not "
+                                   f"be restored: {why}")
 
         new_hms = update_hms_table(hms, proposed)
-        try:
+        if change.get("rewrite"):
+            alter([], old_bucket_cols, None)
+        why = alter(list(new_hms.sd.cols),
+                    list(proposed.bucket_columns) if current.num_buckets else [],
+                    dict(new_hms.parameters))
+        if why is not None:
             if change.get("rewrite"):
-                alter([], old_bucket_cols, None)
-            alter(list(new_hms.sd.cols), list(proposed.bucket_columns) if current.num_buckets
-                  else [], dict(new_hms.parameters))
-        except InvalidOperationException as exc:
-            if change.get("rewrite"):
-                alter(old_cols, old_bucket_cols, old_params)
+                restore()
             raise SchemaChangeError(f"table {current.name}: the Hive metastore refuses the "
-                                    f"change: {exc.message}") from None
+                                    f"change: {' '.join(why.split())}")
         try:
             return self.side.alter_schema(txn_id, name, new_cols, change=change)
         except BaseException:
-            alter(old_cols, old_bucket_cols, old_params)
+            restore()
             raise
 
     def schema_history(self, name: str) -> list[SchemaVersion]:
