@@ -47,7 +47,7 @@ def test_widenings_are_allowed(old, new):
 
 
 REFUSED = [
-    ("bigint", "int", "metastore"), ("double", "float", "metastore"),
+    ("bigint", "int", "narrowing"), ("double", "float", "narrowing"),
     ("decimal(10,2)", "decimal(10,1)", "scale"), ("decimal(10,2)", "decimal(9,2)", "integer digits"),
     ("int", "decimal(9,0)", "integer digits"), ("varchar(10)", "varchar(5)", "truncate"),
     ("string", "varchar(100)", "truncate"), ("string", "char(10)", "pad or truncate"),

@@ -108,6 +108,10 @@ def type_change_problem(old: str, new: str) -> str | None:
     htypes.mapped(new_n)
     o, n = parse_hive_type(old_n), parse_hive_type(new_n)
     if not metastore_compatible(old_n, new_n):
+        on_, nn_ = _type_name(old_n), _type_name(new_n)
+        if on_ in NUMERIC_CAST_ORDER and nn_ in NUMERIC_CAST_ORDER:
+            return (f"{on_} -> {nn_} is a narrowing (Hive's metastore refuses it too: "
+                    "ColumnType.areColTypesCompatible)")
         return ("Hive's metastore refuses it (ColumnType.areColTypesCompatible, "
                 "hive.metastore.disallow.incompatible.col.type.changes=true)")
     if not isinstance(o, (PrimitiveType, DecimalType, CharType, VarcharType)) or not isinstance(
