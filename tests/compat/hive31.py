@@ -459,13 +459,16 @@ def acidflow_multiset(rows: Iterable[Mapping[str, Any]], columns: Sequence[tuple
 
 def same_as_acidflow(oracle: Hive31Oracle, catalog: Catalog, name: str,
                      as_of_write_id: int | None = None,
-                     modes: Sequence[bool] = (False, True)) -> list[Hive31Row]:
+                     modes: Sequence[bool] = (False, True),
+                     conf: Mapping[str, str | None] | None = None) -> list[Hive31Row]:
     """Hive 3.1.3's rows of the catalog table ``name`` (``acidflow.catalog.Catalog``) under the
     catalog's ValidWriteIdList (now, or as of a write id), asserted equal -- ROW__IDs and
     partition folders included -- to acidflow's snapshot read (``acidflow.reads.read_table``,
     pyarrow), through each of Hive's readers in ``modes`` (False: row-by-row, True: vectorized);
-    returns the rows of the first."""
+    returns the rows of the first. ``conf``: more JobConf keys for Hive's reader (the table's
+    ``orc.*`` properties, which Hive copies into a read's conf, are added by default)."""
     td = catalog.get_table(name)
+    conf = {**{k: v for k, v in td.properties.items() if k.startswith("orc.")}, **(conf or {})}
     valid = catalog.valid_write_ids(td.name, as_of_write_id=as_of_write_id)
     cols = [(c.name, c.hive_type) for c in td.columns]
     pcols = [c.name for c in td.partition_columns]
@@ -479,7 +482,7 @@ def same_as_acidflow(oracle: Hive31Oracle, catalog: Catalog, name: str,
     first: list[Hive31Row] | None = None
     for vectorized in modes:
         hive = oracle.read(td.location, cols, valid, partition_dirs=pdirs,
-                           num_buckets=td.num_buckets, vectorized=vectorized)
+                           num_buckets=td.num_buckets, vectorized=vectorized, conf=conf or None)
         theirs = hive_multiset(hive)
         if theirs != mine:
             only_hive = list((theirs - mine).elements())

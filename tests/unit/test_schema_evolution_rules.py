@@ -32,9 +32,9 @@ def test_metastore_rule(old, new, accepted):
 
 WIDENINGS = [
     ("tinyint", "smallint"), ("tinyint", "bigint"), ("smallint", "int"), ("int", "bigint"),
-    ("int", "double"), ("bigint", "double"), ("float", "double"), ("int", "decimal(10,0)"),
+    ("int", "double"), ("smallint", "float"), ("float", "double"), ("int", "decimal(10,0)"),
     ("smallint", "decimal(7,2)"), ("decimal(8,2)", "decimal(12,2)"),
-    ("decimal(8,2)", "decimal(10,4)"), ("decimal(8,2)", "double"), ("varchar(10)", "varchar(20)"),
+    ("decimal(8,2)", "decimal(10,4)"), ("varchar(10)", "varchar(20)"),
     ("varchar(10)", "string"), ("char(4)", "string"), ("char(4)", "varchar(4)"),
     ("int", "string"), ("bigint", "string"), ("date", "string"), ("int", "int"),
 ]
@@ -54,7 +54,8 @@ REFUSED = [
     ("string", "double", "NULL"), ("string", "int", "metastore"), ("int", "varchar(20)", "use string"),
     ("double", "string", "text forms"), ("timestamp", "string", "text forms"),
     ("decimal(10,2)", "string", "text forms"), ("date", "timestamp", "metastore"),
-    ("boolean", "int", "metastore"), ("array<int>", "array<bigint>", "complex"),
+    ("boolean", "int", "metastore"), ("bigint", "double", "2^53"), ("int", "float", "2^24"),
+    ("decimal(8,2)", "double", "rounds"), ("array<int>", "array<bigint>", "complex"),
     ("struct<a:int>", "struct<a:int,b:int>", "complex"),
 ]
 
@@ -80,3 +81,16 @@ def test_bucket_column_type_never_changes():
 def test_unparsable_type_is_a_schema_change_error():
     with pytest.raises(SchemaChangeError, match="db.t.*column c"):
         check_type_change("db.t", "c", "int", "bigintt")
+
+
+def test_float_to_double_reads_as_hive_converts_it():
+    """Hive's ORC reader widens a float through its shortest decimal text."""
+    import pyarrow as pa
+
+    from acidflow.acid.schemaevolution import read_as
+
+    col = pa.array([0.1, 1 / 3, None, 16777216.0, float("inf")], pa.float32())
+    assert read_as(col, pa.float64()).to_pylist() == [0.1, 0.33333334, None, 16777216.0,
+                                                      float("inf")]
+    assert read_as(pa.array([1, None], pa.int32()), pa.int64()).type == pa.int64()
+    assert read_as(pa.array([7], pa.int32()), pa.string()).to_pylist() == ["7"]

@@ -15,7 +15,8 @@ Two sources of truth, and a change is allowed only when both accept it:
   file column to the table type with Arrow.
 
 acidflow is stricter than the metastore where the metastore lets values change meaning on read
-(a *narrowing*): ``decimal(p,s)`` only to a decimal with no fewer integer digits and no smaller
+(a *narrowing*): integers only into floating point types that hold every value (``tinyint`` and
+``smallint`` into ``float``, and ``int`` into ``double``), decimals not into floating point, ``decimal(p,s)`` only to a decimal with no fewer integer digits and no smaller
 scale, integers into decimals only with enough integer digits, ``varchar(n)``/``char(n)`` only to
 ``string`` or a ``varchar(m)`` with ``m >= n``, ``string`` not to ``varchar``/``char``
 (truncation), string group to ``double`` refused (values that do not parse would read as NULL),
@@ -34,12 +35,14 @@ every old file, so it needs a rewrite of the data (``acidflow.tableops.schema``)
 """
 from __future__ import annotations
 
+import pyarrow as pa
+
 from acidflow.acid import types as htypes
 from acidflow.acid.hivetypes import (CharType, DecimalType, HiveType, PrimitiveType, VarcharType,
                                      parse_hive_type)
 
 __all__ = ["SchemaChangeError", "metastore_compatible", "type_change_problem",
-           "check_type_change", "NUMERIC_CAST_ORDER"]
+           "check_type_change", "NUMERIC_CAST_ORDER", "read_as"]
 
 
 class SchemaChangeError(ValueError):
@@ -57,6 +60,9 @@ _PRIMITIVE = frozenset({"void", "boolean", "tinyint", "smallint", "int", "bigint
                         "interval_year_month", "interval_day_time", "decimal", "binary",
                         "timestamp with time zone"})
 _INTEGER_DIGITS = {"tinyint": 3, "smallint": 5, "int": 10, "bigint": 19}
+#: integer types every value of which a float / double holds exactly
+_FLOAT_EXACT = {"float": {"tinyint", "smallint"}, "double": {"tinyint", "smallint", "int"}}
+_MANTISSA = {"float": 24, "double": 53}
 
 
 def _type_name(hive_type: str) -> str:
@@ -151,6 +157,12 @@ def type_change_problem(old: str, new: str) -> str | None:
                 return (f"integer digits {o.precision - o.scale} -> {n.precision - n.scale} "
                         "would overflow values to NULL (a narrowing)")
             return None
+    if isinstance(o, DecimalType) and nn in ("float", "double"):
+        return f"{old_n} -> {nn} rounds values to the nearest {nn} (a narrowing)"
+    if on in _INTEGER_DIGITS and nn in _FLOAT_EXACT:
+        if on in _FLOAT_EXACT[nn]:
+            return None
+        return f"{on} -> {nn} rounds values above 2^{_MANTISSA[nn]} (a narrowing)"
     if on in NUMERIC_CAST_ORDER and nn in NUMERIC_CAST_ORDER:
         if NUMERIC_CAST_ORDER[on] < NUMERIC_CAST_ORDER[nn]:
             return None
@@ -179,3 +191,17 @@ def check_type_change(table: str, column: str, old: str, new: str, *,
         raise SchemaChangeError(
             f"table {table}: cannot change column {column} from {old} to {new_n}: {problem}")
     return new_n
+
+
+def read_as(column: pa.Array | pa.ChunkedArray, target: pa.DataType
+            ) -> pa.Array | pa.ChunkedArray:
+    """A file column read as the table's (possibly widened) type, converted as Hive's ORC
+    reader converts it (``ConvertTreeReaderFactory``): ``float`` -> ``double`` goes through the
+    float's shortest decimal text (``DoubleFromFloatTreeReader``: 0.1f reads as 0.1, not
+    0.10000000149011612), everything else is a plain cast (integers and decimals widen exactly;
+    integers and dates to string as their text)."""
+    if column.type == target:
+        return column
+    if pa.types.is_float32(column.type) and pa.types.is_float64(target):
+        return column.cast(pa.string()).cast(target)
+    return column.cast(target)

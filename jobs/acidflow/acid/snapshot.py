@@ -42,6 +42,7 @@ from acidflow.acid import partitions as parts
 from acidflow.acid import types as htypes
 from acidflow.acid.bucketing import encode_bucket_property
 from acidflow.acid.fs import TableFS, join
+from acidflow.acid.schemaevolution import read_as
 from acidflow.acid.layout import (AcidState, DirEntry, ValidWriteIdList, bucket_files,
                                   parse_bucket_file, parse_original_bucket_id)
 from acidflow.acid.state import acid_state
@@ -475,7 +476,7 @@ def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
                         arrays.append(pa.nulls(m, target))
                     else:
                         col = acid_files.normalize_timestamps(data[src])
-                        arrays.append(col if col.type == target else col.cast(target))
+                        arrays.append(read_as(col, target))  # Hive's conversions (issue 12)
                 arrays += _partition_arrays(partition_columns, task.partition, m)
                 if row_id:
                     arrays.append(pa.StructArray.from_arrays(

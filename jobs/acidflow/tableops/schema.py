@@ -10,7 +10,11 @@ Metadata-only changes (no file is written; old files are read by ORC position, a
 ACID files, see :mod:`acidflow.acid.schemaevolution`):
 
 * ``rename_column`` -- a data column (primary key, bucketing and ordering references follow);
-  partition columns are refused (their names are in every directory name);
+  partition columns are refused (their names are in every directory name). Hive 3.1's ORC
+  reader maps a file's row struct by *name* when the file names its columns (acidflow's files
+  do; Hive writes ``_col0, _col1 ...``, which it maps by position), so a rename also sets the
+  table property ``orc.force.positional.evolution=true`` (ORC ``SchemaEvolution``); Trino maps
+  full-ACID files by position anyway (``OrcPageSourceFactory.ensureColumnNameConsistency``);
 * ``change_type`` -- Hive's widenings that the metastore and the ORC reader both accept and
   that change no value (:func:`acidflow.acid.schemaevolution.check_type_change`); a bucketing
   column's type never changes;
@@ -54,6 +58,9 @@ __all__ = ["SchemaChangeError", "AlterResult", "alter_table", "SCHEMA_OPERATION"
 
 #: The operation name of a schema change in the commit record's ``stats["operations"]``.
 SCHEMA_OPERATION = "schema"
+#: ORC's ``OrcConf.FORCE_POSITIONAL_EVOLUTION``: a rename sets it as a table property, which
+#: Hive copies into its readers' conf, so Hive maps the file's row struct by position.
+POSITIONAL_PROPERTY = "orc.force.positional.evolution"
 
 
 @dataclass
@@ -284,6 +291,11 @@ def alter_table(catalog: Catalog, table_name: str, *,
         if change.get("rewrite"):
             rows, files, result = _rewrite(catalog, table, txn, write_id, new_cols)
         change["before"] = [c.to_dict() for c in table.columns]
+        if change["op"] == "rename_column" and \
+                table.properties.get(POSITIONAL_PROPERTY) != "true":
+            # Hive 3.1's ORC reader maps the row struct by NAME when a file names its columns
+            # (acidflow's do; Hive's own are _col0, _col1 ...): positional from now on
+            catalog.set_table_properties(table.name, {POSITIONAL_PROPERTY: "true"})
         after = catalog.alter_schema(txn_id, table.name, new_cols, change=change)
         txn.record(table.name, SCHEMA_OPERATION, result)
         txn.stats[table.name]["schema_change"] = change
