@@ -300,3 +300,42 @@ def test_spark_reads_the_evolved_table_like_pyarrow(spark, catalog):
         want = sorted(ours.to_pylist(), key=lambda r: r["id"])
         assert got == want
     assert dict(reads.read_table(spark, catalog, name).dtypes)["quantity"] == "bigint"
+
+
+@pytest.mark.slow
+def test_alter_table_on_a_hive_metastore(hive_metastore, tmp_path):
+    """The same verbs on a ``thrift://`` catalog (a real Hive 3.1.3 metastore): Hive's table
+    and its partitions get the new columns, the metastore refuses what Hive refuses, a rewrite
+    passes, and reads (now and as of an old write id) follow the side catalog's history."""
+    from acidflow.catalog import load_catalog
+    from tests.support.hms import require_hive_artifacts, reset_metastore
+
+    require_hive_artifacts()
+    reset_metastore(hive_metastore.url)
+    catalog = load_catalog(hive_metastore.url, warehouse=str(tmp_path / "warehouse"))
+    try:
+        name = "db.hmsevo"
+        make_table(catalog, name, True, 2)
+        write_two_batches(catalog, name, True)
+        before = by_id(reads.read_table(None, catalog, name, row_id=True))
+        alter_table(catalog, name, rename_column=("qty", "quantity"))
+        alter_table(catalog, name, change_type=("quantity", "bigint"))
+        hms = catalog._hms_table("db", "hmsevo")
+        assert [(c.name, c.type) for c in hms.sd.cols][1] == ("quantity", "bigint")
+        assert hms.parameters["orc.force.positional.evolution"] == "true"
+        part = catalog.conn.call("get_partition", "db", "hmsevo", ["d1"])
+        assert [c.name for c in part.sd.cols][1] == "quantity"
+        with pytest.raises(SchemaChangeError, match="narrowing"):
+            alter_table(catalog, name, change_type=("quantity", "int"))
+        r = alter_table(catalog, name, reorder=["note", "quantity", "id", "price", "score"],
+                        rewrite=True)
+        assert r.rows_rewritten == len(before)
+        hms = catalog._hms_table("db", "hmsevo")
+        assert [c.name for c in hms.sd.cols] == ["note", "quantity", "id", "price", "score"]
+        got = by_id(reads.read_table(None, catalog, name, row_id=True))
+        assert {i: {("qty" if k == "quantity" else k): v for k, v in row.items()}
+                for i, row in got.items()} == before
+        assert by_id(reads.read_table(None, catalog, name, as_of_write_id=2, row_id=True)) \
+            == before
+    finally:
+        catalog.close()
