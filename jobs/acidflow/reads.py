@@ -210,6 +210,7 @@ def read_incremental(spark: Any, catalog: Catalog, name: str, start_write_id: in
     if start_write_id > end:
         raise ValueError(f"start write id {start_write_id} is after end write id {end}")
     before = read_table(spark, catalog, name, as_of_write_id=start_write_id, row_id=True)
+    before = _in_schema_of_end(before, catalog, name, start_write_id, end)  # issue 12
     after = read_table(spark, catalog, name, as_of_write_id=end, row_id=True)
     rid = snapshot.ROW_ID
     inserted = (after.where(F.col(rid + ".writeid") > start_write_id)
@@ -218,6 +219,38 @@ def read_incremental(spark: Any, catalog: Catalog, name: str, start_write_id: in
     deleted = gone.withColumn("op", F.lit("D")).withColumn("write_id", F.lit(None).cast("bigint"))
     cols = ["op", "write_id"] + [c for c in after.columns]
     return deleted.select(*cols).unionByName(inserted.select(*cols))
+
+
+def _in_schema_of_end(df: Any, catalog: Catalog, name: str, start: int, end: int) -> Any:
+    """Rows read as of ``start`` in the columns of ``end``'s schema version (issue 12): columns
+    renamed in between take their new names (``change["renames"]`` of every version committed
+    in ``(start, end]``), widened ones the new type, added ones NULL, dropped ones go. The same
+    DataFrame when the schema did not change."""
+    # deferred: only the incremental read needs pyspark here
+    from pyspark.sql import functions as F
+
+    start_cols = [c.name for c in catalog.schema_at(name, start)]
+    end_valid = catalog.valid_write_ids(catalog.get_table(name).name, as_of_write_id=end)
+    end_cols = catalog.schema_for(name, end_valid)
+    if [(c.name, c.hive_type) for c in catalog.schema_at(name, start)] == \
+            [(c.name, c.hive_type) for c in end_cols]:
+        return df
+    current = {n: n for n in start_cols}  # start name -> its name now
+    for version in catalog.schema_history(name):
+        if start < version.write_id <= end and end_valid.is_write_id_valid(version.write_id):
+            renames = version.change.get("renames") or {}
+            current = {old: renames.get(now, now) for old, now in current.items()}
+    source = {now: old for old, now in current.items()}
+    table = catalog.get_table(name)
+    cols = []
+    for c in end_cols:
+        dtype = htypes.spark_type(c.hive_type)
+        if c.name in source:
+            cols.append(F.col(f"`{source[c.name]}`").cast(dtype).alias(c.name))
+        else:
+            cols.append(F.lit(None).cast(dtype).alias(c.name))
+    cols += [F.col(f"`{p.name}`") for p in table.partition_columns] + [F.col(snapshot.ROW_ID)]
+    return df.select(*cols)
 
 
 @dataclass
