@@ -357,3 +357,20 @@ def test_incremental_read_across_a_schema_change(spark, catalog):
     assert "qty" not in chg.columns and dict(chg.dtypes)["quantity"] == "bigint"
     got = sorted((r["op"], r["id"], r["quantity"]) for r in chg.collect())
     assert got == [("D", 2, 2 * 3 + 1), ("I", 2, 2**40)]
+
+
+def test_a_writer_that_read_the_old_schema_stops_before_writing(catalog):
+    """A statement that fetched the table before a schema change committed and took its lock
+    after it refuses to write (its files would be laid out for the old columns)."""
+    from acidflow.acid.conform import SchemaMismatchError
+
+    name = "db.stale"
+    make_table(catalog, name, False, 0)
+    upsert(catalog, name, batch([1, 2], "a", False))
+    stale = catalog.get_table(name)
+    alter_table(catalog, name, reorder=["note", "id", "qty", "price", "score"], rewrite=True)
+    files = files_of(catalog, name)
+    with Transaction(catalog, heartbeat_s=0) as txn:
+        with pytest.raises(SchemaMismatchError, match="schema changed while"):
+            txn._lock(stale, "shared_write")
+    assert files_of(catalog, name) == files

@@ -207,6 +207,17 @@ class Transaction:
 
     def _lock(self, table: TableDesc, lock_type: str) -> None:
         self.catalog.acquire_lock(self._open_id(), table.name, None, lock_type)
+        # issue 12: a schema change (``acidflow table alter``, exclusive lock) may have
+        # committed while this statement waited; its files would be laid out for the old
+        # columns, so the statement stops before writing anything
+        now = self.catalog.get_table(table.name)
+        if [(c.name, c.hive_type) for c in now.columns] != \
+                [(c.name, c.hive_type) for c in table.columns]:
+            raise SchemaMismatchError(
+                f"table {table.name}: its schema changed while this statement waited for its "
+                f"lock ({', '.join(f'{c.name} {c.hive_type}' for c in table.columns)} -> "
+                f"{', '.join(f'{c.name} {c.hive_type}' for c in now.columns)}); nothing was "
+                "written, run the statement again")
 
     def _begin_statement(self, table: TableDesc, *kinds: str,
                          **options: Any) -> list[WriteSpec]:
