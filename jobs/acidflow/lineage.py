@@ -82,7 +82,8 @@ def report_lineage(job: str, inputs: Iterable[Mapping[str, Any]],
         for d in items:
             key = (str(d["namespace"]), str(d["name"]))
             if key in seen:
-                seen[key]["changed"] = bool(seen[key].get("changed")) or bool(d.get("changed"))
+                if "changed" in d or "changed" in seen[key]:
+                    seen[key]["changed"] = bool(seen[key].get("changed") or d.get("changed"))
             else:
                 seen[key] = dict(d)
         return list(seen.values())
