@@ -1,48 +1,62 @@
-"""acid_cdc: apply pending change batches to full-ACID tables.
+"""acid_cdc: apply pending change batches to full-ACID tables, every 5 minutes.
 
 pull (only when ``source`` is ``postgres``: ``acidflow cdc pull`` from a wal2json slot into the
-landing path) -> cdc_upsert (spark-submit ``cdc-upsert``: one batch per landing file, one
+landing path; a no-op otherwise) -> pending (a short-circuit: with no change file in the
+landing path the run ends here, a success with the rest skipped) -> cdc_upsert (spark-submit ``cdc-upsert``: one batch per landing file, one
 transaction per batch, already-applied batches skipped; a Great Expectations gate on each
 table's staged rows runs before commit and aborts the batch when it fails) -> validate
 (spark-submit ``validate``: the tables' suites on the committed snapshot plus ACID invariants).
 Safe to retry: batches are idempotent by id, the pull by LSN.
+
+Schedule ``[acidflow] cdc_schedule`` (default every 5 minutes; seconds, cron, ``@continuous`` or
+``none``) with ``max_active_runs=1`` and no catchup; the scheduled runs take the params'
+defaults, which ``[acidflow] cdc_params`` (JSON) sets. ``cdc_upsert`` declares the asset alias
+``acidflow-tables``: each table it changed gets an asset event ``acid://<catalog id>/<db.table>``.
 """
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from acidflow_common import DEFAULT_ARGS, AcidflowSparkSubmitOperator, cli_task, include
-from airflow.sdk import DAG, Param
+from acidflow_common import AcidflowSparkSubmitOperator, cli_task, has_change_files, include
+from acidflow_ops import DEFAULT_CDC_SCHEDULE, default_args, param_defaults, schedule
+from airflow.sdk import DAG, Param, task
+
+DEFAULTS = param_defaults("cdc_params", {
+    "source": "landing", "format": "wal2json",
+    "input_path": include("sample_data", "pgbench", "landing"), "tables_config": include("tables"),
+    "target_db": "default", "tables": [], "auto_create": False, "schema_drift": "add",
+    "quarantine_threshold": 0.01, "postgres_conn_id": "", "slot": "acidflow"})
 
 with DAG(
     dag_id="acid_cdc",
     description="Apply CDC change batches (wal2json / Debezium / GoldenGate) to ACID tables",
-    schedule=None,
+    schedule=schedule("cdc_schedule", DEFAULT_CDC_SCHEDULE),
     start_date=datetime(2024, 1, 1, tzinfo=timezone.utc),
     catchup=False,
     max_active_runs=1,
-    default_args=DEFAULT_ARGS,
+    default_args=default_args(),
     tags=["acidflow", "cdc"],
     params={
-        "source": Param("landing", enum=["landing", "postgres"],
+        "source": Param(DEFAULTS["source"], enum=["landing", "postgres"],
                         description="landing: apply the files already in input_path; "
                                     "postgres: pull from a replication slot first"),
-        "format": Param("wal2json", enum=["wal2json", "debezium", "goldengate"]),
-        "input_path": Param(include("sample_data", "pgbench", "landing"), type="string",
+        "format": Param(DEFAULTS["format"], enum=["wal2json", "debezium", "goldengate"]),
+        "input_path": Param(DEFAULTS["input_path"], type="string",
                             minLength=1, description="landing directory of change files"),
-        "tables_config": Param(include("tables"), type="string",
+        "tables_config": Param(DEFAULTS["tables_config"], type="string",
                                description="YAML file or directory of table definitions"),
-        "target_db": Param("default", type="string", pattern="^[a-z0-9_]+$",
+        "target_db": Param(DEFAULTS["target_db"], type="string", pattern="^[a-z0-9_]+$",
                            description="database for tables named after their source"),
-        "tables": Param([], type="array", items={"type": "string"},
+        "tables": Param(DEFAULTS["tables"], type="array", items={"type": "string"},
                         description="only these source tables (empty: all)"),
-        "auto_create": Param(False, type="boolean",
+        "auto_create": Param(DEFAULTS["auto_create"], type="boolean",
                              description="register unknown tables from the stream"),
-        "schema_drift": Param("add", enum=["add", "fail"]),
-        "quarantine_threshold": Param(0.01, type="number", minimum=0, maximum=1),
-        "postgres_conn_id": Param("", type="string",
+        "schema_drift": Param(DEFAULTS["schema_drift"], enum=["add", "fail"]),
+        "quarantine_threshold": Param(DEFAULTS["quarantine_threshold"], type="number",
+                                      minimum=0, maximum=1),
+        "postgres_conn_id": Param(DEFAULTS["postgres_conn_id"], type="string",
                                   description="Airflow connection of the source database"),
-        "slot": Param("acidflow", type="string", pattern="^[a-z0-9_]+$"),
+        "slot": Param(DEFAULTS["slot"], type="string", pattern="^[a-z0-9_]+$"),
     },
     doc_md=__doc__,
 ) as dag:
@@ -56,6 +70,14 @@ with DAG(
                                         "{{ conn.get(params.postgres_conn_id).get_uri() }}"
                                         "{% endif %}"},
     )
+
+    @task.short_circuit
+    def pending(params: dict | None = None) -> bool:
+        """True when the landing path holds change files (else the run ends: a success)."""
+        found = has_change_files(params["input_path"])
+        print(f"{params['input_path']}: {'change files to apply' if found else 'no change files'}")
+        return found
+
     upsert = AcidflowSparkSubmitOperator(
         task_id="cdc_upsert",
         subcommand="cdc-upsert",
@@ -72,4 +94,4 @@ with DAG(
         subcommand="validate",
         args=["--tables-config", "{{ params.tables_config }}", "--db", "{{ params.target_db }}"],
     )
-    pull >> upsert >> validate
+    pull >> pending() >> upsert >> validate

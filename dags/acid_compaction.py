@@ -4,23 +4,28 @@ initiate (the initiator: thresholds from the catalog and table properties; print
 compaction ids as JSON) -> worker (one mapped spark-submit ``compact --worker --id N`` per
 queued request: rewrite, verify, publish) -> clean (the cleaner: deletes obsolete and aborted
 directories once no reader needs them). ``dry_run`` only prints the plan.
+
+Schedule: ``[acidflow] compaction_schedule`` (cron, default ``0 2 * * *``); with
+``[acidflow] compaction_on_writes = true`` also whenever a DAG changed a table (an asset event
+of the alias ``acidflow-tables``; the compactor's own rewrites emit none).
 """
 from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
 
-from acidflow_common import DEFAULT_ARGS, AcidflowSparkSubmitOperator, cli_task
+from acidflow_common import AcidflowSparkSubmitOperator, cli_task
+from acidflow_ops import compaction_schedule, default_args
 from airflow.sdk import DAG, Param, task
 
 with DAG(
     dag_id="acid_compaction",
     description="Initiator -> workers -> cleaner (Hive's compactor)",
-    schedule="0 2 * * *",
+    schedule=compaction_schedule(),
     start_date=datetime(2024, 1, 1, tzinfo=timezone.utc),
     catchup=False,
     max_active_runs=1,
-    default_args=DEFAULT_ARGS,
+    default_args=default_args(),
     tags=["acidflow", "compaction"],
     params={
         "table_filter": Param("", type="string",

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from acidflow_common import DEFAULT_ARGS, AcidflowSparkSubmitOperator, include
-from airflow.sdk import DAG, Param, task
+from acidflow_common import TABLES_ALIAS, AcidflowSparkSubmitOperator, include
+from acidflow_ops import default_args
+from airflow.sdk import DAG, AssetAlias, Param, task
 
 with DAG(
     dag_id="acid_ingest",
@@ -33,7 +34,7 @@ with DAG(
     start_date=datetime(2024, 1, 1, tzinfo=timezone.utc),
     catchup=False,
     max_active_runs=2,
-    default_args=DEFAULT_ARGS,
+    default_args=default_args(),
     tags=["acidflow", "ingest"],
     params={
         "tables": Param(["sales.orders"], type="array", minItems=1,
@@ -70,7 +71,8 @@ with DAG(
         """``validate`` arguments: every loaded table."""
         return [arg for t in params["tables"] for arg in ("--table", t)]
 
-    loads = AcidflowSparkSubmitOperator.partial(task_id="ingest", subcommand="ingest") \
+    loads = AcidflowSparkSubmitOperator.partial(
+        task_id="ingest", subcommand="ingest", outlets=[AssetAlias(TABLES_ALIAS)]) \
         .expand(args=ingest_args())
     validate = AcidflowSparkSubmitOperator(task_id="validate", subcommand="validate",
                                            args=validate_args())

@@ -20,21 +20,34 @@ repo                the checkout holding this file       ``jobs/submit.py``, ``i
 
 ``ACIDFLOW_WAREHOUSE`` / ``ACIDFLOW_CATALOG_URL`` / ``ACIDFLOW_TXN_TIMEOUT`` are passed through
 to the jobs. Nothing here touches a table: DAG files only name entry points and arguments.
+
+Lineage: a job reports what it read and wrote to a file the operator names in
+``ACIDFLOW_LINEAGE_FILE`` (:mod:`acidflow.lineage`). The operator then adds an asset event per
+table whose rows changed to its outlet alias ``acidflow-tables`` (asset
+``acid://<catalog id>/<db.table>``) and hands the datasets to the OpenLineage provider through
+``get_openlineage_facets_on_complete`` (inputs: the batch's landing files; outputs: the tables).
 """
 from __future__ import annotations
 
 import os
 import shlex
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from airflow.configuration import conf
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.providers.standard.operators.bash import BashOperator
-from airflow.sdk import Context
+from airflow.sdk import Asset, AssetAlias, Context
 
 from acidflow.jobszip import build_jobs_zip
+from acidflow.lineage import LINEAGE_ENV, read_lineage
+
+#: the asset alias of table writes (see :mod:`acidflow_ops`)
+TABLES_ALIAS = "acidflow-tables"
+#: subcommands that change tables' rows: their tasks declare the alias as outlet
+WRITING_SUBCOMMANDS = ("cdc-upsert", "ingest")
 
 _HERE = Path(__file__).resolve().parent
 DEFAULT_JAVA_HOME = "/usr/lib/jvm/java-17-openjdk-amd64"
@@ -99,7 +112,10 @@ class AcidflowSparkSubmitOperator(SparkSubmitOperator):
         kwargs.setdefault("name", f"acidflow-{subcommand}")
         kwargs.setdefault("conf", {"spark.sql.session.timeZone": "UTC",
                                    "spark.sql.shuffle.partitions": "4"})
+        if subcommand in WRITING_SUBCOMMANDS:
+            kwargs.setdefault("outlets", [AssetAlias(TABLES_ALIAS)])
         self.subcommand = subcommand
+        self.lineage: dict[str, Any] | None = None
         # args may be an XComArg (resolved when the task runs): the subcommand goes in front
         # of the resolved list in execute()
         listed = args is None or isinstance(args, (list, tuple))
@@ -114,9 +130,52 @@ class AcidflowSparkSubmitOperator(SparkSubmitOperator):
         if not args or args[0] != self.subcommand:
             self.application_args = [self.subcommand, *args]
         self.py_files = str(build_jobs_zip())
-        self.env_vars = {**job_env(), **(self.env_vars or {})}
+        fd, report = tempfile.mkstemp(prefix=f"acidflow-lineage-{self.task_id}-", suffix=".json")
+        os.close(fd)
+        self.env_vars = {**job_env(), **(self.env_vars or {}), LINEAGE_ENV: report}
         self._hook = None  # rebuild the hook with the values above
-        return super().execute(context)
+        try:
+            super().execute(context)
+            self.lineage = read_lineage(report)
+        finally:
+            os.unlink(report)
+        self._emit_asset_events(context)
+
+    def _emit_asset_events(self, context: Context) -> None:
+        """One asset event per table whose rows the job changed, through the outlet alias."""
+        if not self.lineage or not any(isinstance(o, AssetAlias) for o in self.outlets):
+            return
+        for out in self.lineage["outputs"]:
+            if out.get("changed"):
+                context["outlet_events"][AssetAlias(TABLES_ALIAS)].add(
+                    Asset(f"{out['namespace']}/{out['name']}"),
+                    extra={"job": self.lineage.get("job"), "table": out["name"]})
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """OpenLineage datasets of the run (the OpenLineage provider calls this after the
+        task succeeded): inputs = landing files (namespace ``file``) or tables, outputs =
+        tables (namespace ``acid://<catalog id>``, name ``db.table``), from the job's report.
+        """
+        # deferred: the OpenLineage provider is loaded only when lineage is collected
+        from airflow.providers.common.compat.openlineage.facet import Dataset
+        from airflow.providers.openlineage.extractors import OperatorLineage
+
+        rep = self.lineage or {"inputs": [], "outputs": []}
+        return OperatorLineage(
+            inputs=[Dataset(namespace=d["namespace"], name=d["name"]) for d in rep["inputs"]],
+            outputs=[Dataset(namespace=d["namespace"], name=d["name"]) for d in rep["outputs"]])
+
+
+def has_change_files(input_path: str) -> bool:
+    """Whether the landing path holds change files (``acidflow.cdc.apply.change_files``).
+
+    Raises:
+        FileNotFoundError: the path does not exist (names it).
+    """
+    # deferred: the CDC package is not loaded when the DAG files are parsed
+    from acidflow.cdc.apply import change_files
+
+    return bool(change_files(input_path))
 
 
 def cli_task(task_id: str, command: str, env_extra: dict[str, str] | None = None,

@@ -29,16 +29,26 @@ for dag_id, dag in bag.dags.items():
         "operators": sorted({type(t).__name__ for t in dag.tasks}),
         "params": {k: dag.params.get_param(k).schema for k in dag.params},
         "schedule": str(getattr(dag.timetable, "expression", "")),
+        "timetable": type(dag.timetable).__name__,
+        "delta": str(getattr(dag.timetable, "delta", "")),
+        "max_active_runs": dag.max_active_runs,
+        "defaults": {k: dag.params[k] for k in dag.params},
+        "outlets": {t.task_id: [repr(o) for o in (t.outlets or [])] for t in dag.tasks},
+        "callbacks": {t.task_id: [type(c).__name__ for c in (t.on_failure_callback or [])]
+                      for t in dag.tasks},
+        "notifier": [{k: getattr(c, k, None) for k in ("to", "from_email", "smtp_conn_id")}
+                     for t in dag.tasks[:1] for c in (t.on_failure_callback or [])],
         "catchup": dag.catchup}
 print("RESULT " + json.dumps(out, default=str))
 """
 
 
-@pytest.fixture(scope="module")
-def parsed(tmp_path_factory):
-    env = {"AIRFLOW_HOME": str(tmp_path_factory.mktemp("airflow_home")),
+def parse(home, **config):
+    """Parse the DAG folder in a subprocess with ``AIRFLOW__ACIDFLOW__<KEY>`` = ``config``."""
+    env = {"AIRFLOW_HOME": str(home),
            "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
-           "PATH": "/usr/bin:/bin", "PYTHONPATH": str(DAGS)}
+           "PATH": "/usr/bin:/bin", "PYTHONPATH": f"{DAGS}:{REPO / 'jobs'}",
+           **{f"AIRFLOW__ACIDFLOW__{k.upper()}": v for k, v in config.items()}}
     r = subprocess.run([sys.executable, "-c", PARSE, str(DAGS)], env=env, capture_output=True,
                        text=True, timeout=300)
     line = [x for x in r.stdout.splitlines() if x.startswith("RESULT ")]
@@ -46,9 +56,17 @@ def parsed(tmp_path_factory):
     return json.loads(line[-1][len("RESULT "):])
 
 
+@pytest.fixture(scope="module")
+def parsed(tmp_path_factory):
+    return parse(tmp_path_factory.mktemp("airflow_home"))
+
+
+DAG_IDS = {"acid_ingest", "acid_cdc", "acid_compaction", "acid_health"}
+
+
 def test_every_dag_imports_without_errors(parsed):
     assert parsed["errors"] == {}
-    assert set(parsed["dags"]) == {"acid_ingest", "acid_cdc", "acid_compaction"}
+    assert set(parsed["dags"]) == DAG_IDS
 
 
 def test_owners_retries_tags(parsed):
@@ -77,6 +95,69 @@ def test_interface_params_and_schedules(parsed):
     assert "AcidflowSparkSubmitOperator" in cdc["operators"]
     assert {"initiate", "worker", "clean"} <= set(comp["tasks"])
     assert {"cdc_upsert", "pull"} <= set(cdc["tasks"])
+
+
+def test_schedules_run_one_at_a_time_without_catchup(parsed):
+    dags = parsed["dags"]
+    cdc, health = dags["acid_cdc"], dags["acid_health"]
+    # acid_cdc every 5 minutes by default, acid_health every 15
+    assert (cdc["schedule"], health["schedule"]) == ("*/5 * * * *", "*/15 * * * *")
+    for dag_id, d in dags.items():
+        assert d["max_active_runs"] <= (2 if dag_id == "acid_ingest" else 1), dag_id
+        assert d["catchup"] is False, dag_id
+    # the short-circuit between the pull and the Spark job
+    assert cdc["tasks"] == ["cdc_upsert", "pending", "pull", "validate"]
+    assert "ShortCircuitOperator" in str(cdc["operators"]) or "_ShortCircuitDecoratedOperator" \
+        in cdc["operators"]
+    assert health["tasks"] == ["check"]
+    assert {k for k, v in health["defaults"].items() if v is None} == {
+        "initiated_max_s", "working_max_s", "failed_max", "failed_window_s", "txn_max_age_s",
+        "slot_lag_max_bytes"}
+
+
+def test_table_writers_declare_the_asset_alias(parsed):
+    dags = parsed["dags"]
+    alias = "AssetAlias(name='acidflow-tables', group='asset')"
+    assert dags["acid_cdc"]["outlets"]["cdc_upsert"] == [alias]
+    assert dags["acid_ingest"]["outlets"]["ingest"] == [alias]
+    # the compactor rewrites files, not rows: no asset events (a DAG scheduled on the tables
+    # would otherwise trigger itself)
+    assert not any(dags["acid_compaction"]["outlets"].values())
+    assert not dags["acid_cdc"]["outlets"]["validate"]
+
+
+def test_no_notifier_without_recipients(parsed):
+    for d in parsed["dags"].values():
+        assert not any(d["callbacks"].values())
+
+
+def test_configured_schedule_params_notifier_and_asset_trigger(tmp_path):
+    p = parse(tmp_path, cdc_schedule="30", health_schedule="@continuous",
+              alert_to="ops@example.com, dba@example.com", alert_smtp_conn_id="smtp_alerts",
+              compaction_on_writes="true",
+              cdc_params=json.dumps({"format": "goldengate", "input_path": "/data/landing"}))
+    assert p["errors"] == {}
+    dags = p["dags"]
+    assert dags["acid_cdc"]["timetable"] == "DeltaTriggerTimetable"
+    assert dags["acid_cdc"]["delta"] == "0:00:30"
+    assert dags["acid_health"]["timetable"] == "ContinuousTimetable"
+    assert dags["acid_cdc"]["defaults"]["format"] == "goldengate"
+    assert dags["acid_cdc"]["defaults"]["input_path"] == "/data/landing"
+    assert dags["acid_compaction"]["timetable"] == "AssetOrTimeSchedule"
+    for dag_id, d in dags.items():
+        assert set(map(tuple, d["callbacks"].values())) == {("SmtpNotifier",)}, dag_id
+    (n,) = dags["acid_health"]["notifier"]
+    assert n == {"to": ["ops@example.com", "dba@example.com"], "from_email": "acidflow@localhost",
+                 "smtp_conn_id": "smtp_alerts"}
+
+
+def test_bad_configuration_is_an_import_error_naming_the_key(tmp_path):
+    p = parse(tmp_path, cdc_params='{"formt": "x"}', health_schedule="0",
+              alert_notifier="nosuch.module:make")
+    errors = "\n".join(p["errors"].values())
+    assert "cdc_params: unknown params ['formt']" in errors
+    assert "health_schedule='0': the interval must be > 0 seconds" in errors
+    assert "alert_notifier='nosuch.module:make': cannot load it" in errors
 
 
 def test_params_are_validated_by_json_schema():

@@ -34,7 +34,10 @@ def services(tmp_path_factory, postgres_url):
     root = tmp_path_factory.mktemp("airflow-services")
     wh = root / "warehouse"
     metadata = create_database(postgres_url, "airflow_e2e")
-    with AirflowServices(root, wh, metadata_url=metadata) as af:
+    af = AirflowServices(root, wh, metadata_url=metadata)
+    # acid_cdc is triggered here (tests/e2e/test_airflow_alerts_lineage.py runs its schedule)
+    af.env["AIRFLOW__ACIDFLOW__CDC_SCHEDULE"] = "none"
+    with af:
         yield af, SqlCatalog(f"sqlite:///{wh}/_acidflow_catalog.db", warehouse=str(wh)), root
 
 
@@ -74,7 +77,7 @@ def test_trigger_acid_cdc_through_the_rest_api(services):
     assert rows == {1: "a2@x"}
     status, body = af.request("GET", f"/api/v2/dags/acid_cdc/dagRuns/{run_id}/taskInstances")
     assert {t["task_id"]: t["state"] for t in json.loads(body)["task_instances"]} == {
-        "pull": "success", "cdc_upsert": "success", "validate": "success"}
+        "pull": "success", "pending": "success", "cdc_upsert": "success", "validate": "success"}
 
 
 def expected_orders():

@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 
+from acidflow import lineage
 from acidflow.catalog import Catalog
 from acidflow.cdc.apply import apply_path, build_options
 from acidflow.spark import get_spark
@@ -54,8 +55,14 @@ def cdc_upsert_main(argv: list[str]) -> int:
                             insert_existing=a.insert_existing, delete_missing=a.delete_missing,
                             quarantine_threshold=a.quarantine_threshold,
                             tables=(a.table or []) + [t for t in a.tables.split(",") if t.strip()])
-    reports = apply_path(get_spark("acidflow-cdc-upsert"), Catalog.from_settings(), a.input,
-                         options)
+    catalog = Catalog.from_settings()
+    reports = apply_path(get_spark("acidflow-cdc-upsert"), catalog, a.input, options)
+    if reports:  # lineage for the Airflow operator (acidflow.lineage): batch files -> tables
+        cid = catalog.catalog_id()
+        lineage.report_lineage(
+            "cdc-upsert", [lineage.file_dataset(r.file) for r in reports],
+            [lineage.table_dataset(cid, t, changed=r.status == "applied")
+             for r in reports for t in r.tables])
     print(json.dumps({"batches": [r.__dict__ for r in reports]}, default=str))
     return 0
 

@@ -17,6 +17,7 @@ import argparse
 import json
 import sys
 
+from acidflow import lineage
 from acidflow.catalog import Catalog
 from acidflow.compactor import worker
 from acidflow.compactor.cleaner import run_cleaner
@@ -69,6 +70,10 @@ def compact_main(argv: list[str]) -> int:
             state = catalog.get_compaction(args.id).state
             print(json.dumps({"id": args.id, "state": state, "claimed": False}))
             return 0 if state in ("ready for cleaning", "succeeded", "working") else 1
+        if out.state == "ready for cleaning":  # lineage: the table in, the table out, rows same
+            tbl = lineage.table_dataset(catalog.catalog_id(), catalog.get_compaction(out.cq_id).table,
+                                        changed=False)
+            lineage.report_lineage("compact", [tbl], [tbl])
         print(json.dumps(out.to_dict(), default=str))
         return 0 if out.state == "ready for cleaning" else 1
     outs = worker.run_queue(spark, catalog)

@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 
+from acidflow import lineage
 from acidflow.catalog import Catalog
 from acidflow.ingest.job import ingest
 from acidflow.spark import get_spark
@@ -46,6 +47,10 @@ def ingest_main(argv: list[str]) -> int:
     report = ingest(get_spark("acidflow-ingest"), catalog, a.table, a.path, a.fmt,
                     a.data_interval, mode=a.mode, partition=partition,
                     quarantine_threshold=a.quarantine_threshold)
+    lineage.report_lineage(  # for the Airflow operator (acidflow.lineage): files -> table
+        "ingest", [lineage.file_dataset(str(f["path"])) for f in report.files if "path" in f],
+        [lineage.table_dataset(catalog.catalog_id(), report.table,
+                               changed=report.status == "applied")])
     print(json.dumps(report.__dict__, default=str))
     return 0
 

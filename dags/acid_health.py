@@ -1,0 +1,67 @@
+"""acid_health: is the ACID machinery moving? Every 15 minutes, ``acidflow health``.
+
+One task, ``check``: it fails -- and so notifies through the configured notifier (the SMTP
+provider's ``SmtpNotifier`` by default; ``[acidflow] alert_*``) -- when a compaction has been
+``initiated`` or ``working`` longer than its threshold, failed compactions within a window pass
+their count, a transaction is open past the heartbeat timeout or too long, or (with
+``postgres_conn_id``) a replication slot lags by more than a threshold or is missing. The
+failure message lists every finding; a check that finds something fails at once (no retries:
+the failure is the alert), one that cannot reach the catalog or the source is retried first.
+
+Thresholds: the params below (empty = ``ACIDFLOW_HEALTH_*`` in the worker's environment, else
+the defaults of ``acidflow.quality.health``: 2 h initiated, 2 h working, 2 failed in 24 h, 6 h
+open, 1 GiB of WAL); ``[acidflow] health_params`` (JSON) sets them for the scheduled runs.
+Schedule ``[acidflow] health_schedule`` (default ``*/15 * * * *``).
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from acidflow_ops import (DEFAULT_HEALTH_SCHEDULE, default_args, param_defaults,
+                          run_health_check, schedule)
+from airflow.sdk import DAG, Param, task
+
+DEFAULTS = param_defaults("health_params", {
+    "initiated_max_s": None, "working_max_s": None, "failed_max": None, "failed_window_s": None,
+    "txn_max_age_s": None, "slot_lag_max_bytes": None, "postgres_conn_id": "",
+    "slots": ["acidflow"]})
+
+
+def _limit(name: str, what: str, integer: bool = False) -> Param:
+    return Param(DEFAULTS[name], type=["null", "integer" if integer else "number"], minimum=0,
+                 description=f"{what} (empty: the command's default)")
+
+
+with DAG(
+    dag_id="acid_health",
+    description="Alert on stuck or failing compactions, stale transactions, lagging slots",
+    schedule=schedule("health_schedule", DEFAULT_HEALTH_SCHEDULE),
+    start_date=datetime(2024, 1, 1, tzinfo=timezone.utc),
+    catchup=False,
+    max_active_runs=1,
+    default_args=default_args(),
+    tags=["acidflow", "health"],
+    params={
+        "initiated_max_s": _limit("initiated_max_s", "seconds a compaction may stay initiated"),
+        "working_max_s": _limit("working_max_s", "seconds a compaction may stay working"),
+        "failed_max": _limit("failed_max", "failed compactions in the window that alert",
+                             integer=True),
+        "failed_window_s": _limit("failed_window_s", "window of failed_max in seconds"),
+        "txn_max_age_s": _limit("txn_max_age_s", "seconds a transaction may stay open"),
+        "slot_lag_max_bytes": _limit("slot_lag_max_bytes", "WAL bytes a slot may lag",
+                                     integer=True),
+        "postgres_conn_id": Param(DEFAULTS["postgres_conn_id"], type="string",
+                                  description="connection of the CDC source (empty: no slot check)"),
+        "slots": Param(DEFAULTS["slots"], type="array",
+                       items={"type": "string", "pattern": "^[a-z0-9_]+$"},
+                       description="replication slots checked with postgres_conn_id"),
+    },
+    doc_md=__doc__,
+) as dag:
+
+    @task
+    def check(params: dict | None = None) -> dict:
+        """``acidflow health --json``; fails with the findings (see the DAG doc)."""
+        return run_health_check(params or {})
+
+    check()
