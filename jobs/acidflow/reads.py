@@ -33,6 +33,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from acidflow.acid import files as acid_files
 from acidflow.acid import partitions as parts
 from acidflow.acid import snapshot
@@ -191,20 +194,23 @@ def read_incremental(spark: Any, catalog: Catalog, name: str, start_write_id: in
     (inclusive, default the current high watermark).
 
     Returns:
-        Spark DataFrame: ``op`` (``I``/``D``), ``write_id`` (the write id that inserted the row
-        for ``I``; the one that deleted it for ``D``), the table and partition columns, ``ROW__ID``.
-        Rows inserted and deleted inside the range do not appear.
+        Spark DataFrame (a ``pyarrow.Table`` when ``spark`` is None, the same columns and
+        rows): ``op`` (``I``/``D``), ``write_id`` (the write id that inserted the row for
+        ``I``; NULL for ``D``), the table and partition columns, ``ROW__ID``. Rows inserted and
+        deleted inside the range do not appear.
     Raises:
         ValueError: ``start_write_id`` > ``end_write_id``.
     """
-    # deferred: reads run without Spark (the CLI, pyarrow readers); only this one needs it
-    from pyspark.sql import functions as F
-
     end = end_write_id
     if end is None:
         end = catalog.valid_write_ids(catalog.get_table(name).name).high_watermark
     if start_write_id > end:
         raise ValueError(f"start write id {start_write_id} is after end write id {end}")
+    if spark is None:
+        return _incremental_arrow(catalog, name, start_write_id, end)
+    # deferred: reads run without Spark (the CLI, pyarrow readers); only this one needs it
+    from pyspark.sql import functions as F
+
     before = read_table(spark, catalog, name, as_of_write_id=start_write_id, row_id=True)
     after = read_table(spark, catalog, name, as_of_write_id=end, row_id=True)
     rid = snapshot.ROW_ID
@@ -214,6 +220,36 @@ def read_incremental(spark: Any, catalog: Catalog, name: str, start_write_id: in
     deleted = gone.withColumn("op", F.lit("D")).withColumn("write_id", F.lit(None).cast("bigint"))
     cols = ["op", "write_id"] + [c for c in after.columns]
     return deleted.select(*cols).unionByName(inserted.select(*cols))
+
+
+def _incremental_arrow(catalog: Catalog, name: str, start: int, end: int) -> pa.Table:
+    """:func:`read_incremental` in this process with pyarrow (the same rule: ``I`` = rows of the
+    end snapshot inserted after ``start``, ``D`` = rows of the start snapshot whose ROW__ID is
+    gone at the end)."""
+    before = read_table(None, catalog, name, as_of_write_id=start, row_id=True)
+    after = read_table(None, catalog, name, as_of_write_id=end, row_id=True)
+    rid = snapshot.ROW_ID
+
+    def keys(t: pa.Table) -> pa.Table:
+        r = t.column(rid).combine_chunks() if t.num_rows else None
+        if r is None:
+            return pa.table({"w": pa.array([], pa.int64()), "b": pa.array([], pa.int32()),
+                             "r": pa.array([], pa.int64())})
+        return pa.table({"w": r.field(0), "b": r.field(1), "r": r.field(2)})
+
+    after_keys = keys(after)
+    inserted = after.filter(pc.greater(after_keys.column("w"), start)) if after.num_rows else after
+    ins_w = keys(inserted).column("w").cast(pa.int64())
+    bk = keys(before).append_column("i", pa.array(range(before.num_rows), pa.int64()))
+    gone_idx = bk.join(after_keys, keys=["w", "b", "r"], join_type="left anti").column("i")
+    deleted = before.take(gone_idx.combine_chunks().sort()) if len(gone_idx) else before.slice(0, 0)
+    cols = after.column_names
+    n_del = deleted.num_rows
+    d = pa.table([pa.array(["D"] * n_del, pa.string()), pa.nulls(n_del, pa.int64())]
+                 + [deleted.column(c) for c in cols], names=["op", "write_id"] + cols)
+    i = pa.table([pa.array(["I"] * inserted.num_rows, pa.string()), ins_w]
+                 + [inserted.column(c) for c in cols], names=["op", "write_id"] + cols)
+    return pa.concat_tables([d, i.cast(d.schema)])
 
 
 @dataclass
