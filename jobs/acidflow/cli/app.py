@@ -34,6 +34,7 @@ from acidflow.cli import table as table_cli
 from acidflow.cli import timeline as timeline_cli
 from acidflow.cli import validate as validate_cli
 from acidflow.cli.console import console, err
+from acidflow.cli import demo_timeline
 from acidflow.cli.demo import SAMPLE_DIR, run_demo, run_demo_airflow
 from acidflow.spark import get_spark
 
@@ -356,6 +357,8 @@ def demo(sample_dir: Optional[Path] = typer.Option(None, help="sample data direc
         err.print("[red]MISMATCH[/]: a table does not reconcile with its source")
         raise typer.Exit(1)
     console.print("[green]every table reconciled exactly with its source[/]")
+    if not demo_timeline.show_timeline_and_incremental(cat_):  # --- issue 12: timeline
+        raise typer.Exit(1)
 
 
 def _register_subcommands() -> None:
