@@ -100,6 +100,7 @@ def test_small_files_are_queued_packed_and_read_by_hive(spark, catalog, hive31):
     assert by_part["ds=a"].reason.startswith("small files: 36 data files > "
                                              "acidflow.compactor.small.file.count 32")
     assert by_part["ds=b"].action is None
+    assert by_part["ds=a"].to_dict()["stats"]["data_files"] == 36
     (cq_id,) = report.queued_ids
     out = worker.run_worker(spark, catalog, cq_id=cq_id, config=CFG)
     assert out is not None and out.state == "ready for cleaning", out.report

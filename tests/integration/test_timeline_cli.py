@@ -147,4 +147,9 @@ def test_commit_batch_ids_and_operation_words(spark, catalog):
     assert operation_word(["delete", "restore"]) == "restore"
     assert operation_word(["insert_overwrite", "insert"]) == "overwrite"
     assert operation_word([]) == "commit"
+    # a compaction not committed yet comes after the last commit before its time
+    catalog.enqueue_compaction(name, None, "major", requester="test")
+    newest, commit = timeline(catalog, name)
+    assert (newest.kind, newest.compaction["state"], newest.commit_id) == ("compaction", "initiated", None)
+    assert commit.write_id == 1
     assert "NoSuchTableError" in repr(CliRunner().invoke(app, ["commits", "no.such"]).exception)

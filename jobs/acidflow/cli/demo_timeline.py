@@ -50,19 +50,24 @@ class IncrementalCheck:
 
 
 def _changed_keys(path: str, source_table: str, key: str) -> set[object]:
-    """Distinct ``key`` values the wal2json file ``path`` inserts, updates or deletes in
-    ``source_table`` (new and old key of an update)."""
+    """Distinct ``key`` values the wal2json file ``path`` changes in ``source_table`` with a
+    net effect: every key it inserts, updates or deletes (new and old key of an update), except
+    keys whose first change in the file is an insert and last a delete (born and gone inside
+    the batch, so no snapshot shows them)."""
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as fh:
         stream = parse_lines("wal2json", fh, Path(path).name)
-    keys: set[object] = set()
+    first: dict[object, str] = {}
+    last: dict[object, str] = {}
     for ch in stream.changes:
         if ch.table != source_table:
             continue
         for image in (ch.after, ch.before):
             if image and key in image:
-                keys.add(int(image[key]))
-    return keys
+                k = int(image[key])
+                first.setdefault(k, ch.op)
+                last[k] = ch.op
+    return {k for k in first if not (first[k] == "I" and last[k] == "D")}
 
 
 def incremental_check(catalog: Catalog, table: str = DEMO_TABLE,

@@ -42,6 +42,13 @@ def _human_bytes(n: int) -> str:
     return f"{n} B"
 
 
+def _short(batch_id: str | None) -> str:
+    """A batch id cut to its head and tail (``wal2json:00…0029D49A8``); ``-`` when none."""
+    if not batch_id:
+        return "-"
+    return batch_id if len(batch_id) <= 24 else f"{batch_id[:9]}…{batch_id[-12:]}"
+
+
 def timeline_table(entries: list[TimelineEntry], title: str | None = None) -> Table:
     """A Rich table of timeline entries (one line each, in the order given)."""
     t = Table("write id", "txn", "commit time (UTC)", "operation", "batch", "inserted",
@@ -57,7 +64,7 @@ def timeline_table(entries: list[TimelineEntry], title: str | None = None) -> Ta
             wid, op = str(e.write_id), e.operation
         t.add_row(wid, str(e.txn_id) if e.txn_id is not None else "-",
                   e.time.strftime("%Y-%m-%d %H:%M:%S") if e.time else "-", op,
-                  (e.batch_id[:12] if e.batch_id else "-"), str(e.rows_inserted),
+                  _short(e.batch_id), str(e.rows_inserted),
                   str(e.rows_updated), str(e.rows_deleted), str(e.files), _human_bytes(e.bytes),
                   str(len(e.partitions)))
     return t

@@ -88,8 +88,10 @@ class Decision:
     queued_id: int | None = None
 
     def to_dict(self) -> dict:
-        """JSON-able dict."""
+        """JSON-able dict (the stats' ``data_file_sizes`` as ``data_files``, a count)."""
         d = asdict(self)
+        if d.get("stats"):
+            d["stats"]["data_files"] = len(d["stats"].pop("data_file_sizes"))
         return d
 
 
