@@ -33,10 +33,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from acidflow.acid import files as acid_files
 from acidflow.acid import partitions as parts
 from acidflow.acid import snapshot
 from acidflow.acid import types as htypes
+from acidflow.acid.schemaevolution import read_as
 from acidflow.acid.fs import TableFS, join
 from acidflow.acid.layout import ValidWriteIdList, is_hidden, parse_base, parse_delta
 from acidflow.acid.state import acid_state
@@ -195,20 +199,23 @@ def read_incremental(spark: Any, catalog: Catalog, name: str, start_write_id: in
     (inclusive, default the current high watermark).
 
     Returns:
-        Spark DataFrame: ``op`` (``I``/``D``), ``write_id`` (the write id that inserted the row
-        for ``I``; the one that deleted it for ``D``), the table and partition columns, ``ROW__ID``.
-        Rows inserted and deleted inside the range do not appear.
+        Spark DataFrame (a ``pyarrow.Table`` when ``spark`` is None, the same columns and
+        rows): ``op`` (``I``/``D``), ``write_id`` (the write id that inserted the row for
+        ``I``; NULL for ``D``), the table and partition columns, ``ROW__ID``. Rows inserted and
+        deleted inside the range do not appear.
     Raises:
         ValueError: ``start_write_id`` > ``end_write_id``.
     """
-    # deferred: reads run without Spark (the CLI, pyarrow readers); only this one needs it
-    from pyspark.sql import functions as F
-
     end = end_write_id
     if end is None:
         end = catalog.valid_write_ids(catalog.get_table(name).name).high_watermark
     if start_write_id > end:
         raise ValueError(f"start write id {start_write_id} is after end write id {end}")
+    if spark is None:
+        return _incremental_arrow(catalog, name, start_write_id, end)
+    # deferred: reads run without Spark (the CLI, pyarrow readers); only this one needs it
+    from pyspark.sql import functions as F
+
     before = read_table(spark, catalog, name, as_of_write_id=start_write_id, row_id=True)
     before = _in_schema_of_end(before, catalog, name, start_write_id, end)  # issue 12
     after = read_table(spark, catalog, name, as_of_write_id=end, row_id=True)
@@ -221,36 +228,95 @@ def read_incremental(spark: Any, catalog: Catalog, name: str, start_write_id: in
     return deleted.select(*cols).unionByName(inserted.select(*cols))
 
 
-def _in_schema_of_end(df: Any, catalog: Catalog, name: str, start: int, end: int) -> Any:
-    """Rows read as of ``start`` in the columns of ``end``'s schema version (issue 12): columns
+def _end_schema_mapping(catalog: Catalog, name: str, start: int, end: int
+                        ) -> list[tuple[str, str | None, str]] | None:
+    """How rows read as of ``start`` map onto ``end``'s schema version (issue 12): one
+    ``(end name, start name or None, end hive type)`` per data column of ``end``; columns
     renamed in between take their new names (``change["renames"]`` of every version committed
-    in ``(start, end]``), widened ones the new type, added ones NULL, dropped ones go. The same
-    DataFrame when the schema did not change."""
-    # deferred: only the incremental read needs pyspark here
-    from pyspark.sql import functions as F
-
-    start_cols = [c.name for c in catalog.schema_at(name, start)]
+    in ``(start, end]``), widened ones the new type, added ones NULL (start name None), dropped
+    ones go. None when the schema did not change."""
+    start_cols = catalog.schema_at(name, start)
     end_valid = catalog.valid_write_ids(catalog.get_table(name).name, as_of_write_id=end)
     end_cols = catalog.schema_for(name, end_valid)
-    if [(c.name, c.hive_type) for c in catalog.schema_at(name, start)] == \
-            [(c.name, c.hive_type) for c in end_cols]:
-        return df
-    current = {n: n for n in start_cols}  # start name -> its name now
+    if [(c.name, c.hive_type) for c in start_cols] == [(c.name, c.hive_type) for c in end_cols]:
+        return None
+    current = {c.name: c.name for c in start_cols}  # start name -> its name now
     for version in catalog.schema_history(name):
         if start < version.write_id <= end and end_valid.is_write_id_valid(version.write_id):
             renames = version.change.get("renames") or {}
             current = {old: renames.get(now, now) for old, now in current.items()}
     source = {now: old for old, now in current.items()}
-    table = catalog.get_table(name)
+    return [(c.name, source.get(c.name), c.hive_type) for c in end_cols]
+
+
+def _in_schema_of_end(df: Any, catalog: Catalog, name: str, start: int, end: int) -> Any:
+    """A Spark DataFrame read as of ``start`` in the columns of ``end``'s schema version
+    (:func:`_end_schema_mapping`); the same DataFrame when the schema did not change."""
+    mapping = _end_schema_mapping(catalog, name, start, end)
+    if mapping is None:
+        return df
+    # deferred: only the Spark incremental read needs pyspark here
+    from pyspark.sql import functions as F
+
     cols = []
-    for c in end_cols:
-        dtype = htypes.spark_type(c.hive_type)
-        if c.name in source:
-            cols.append(F.col(f"`{source[c.name]}`").cast(dtype).alias(c.name))
-        else:
-            cols.append(F.lit(None).cast(dtype).alias(c.name))
+    for end_name, start_name, hive_type in mapping:
+        dtype = htypes.spark_type(hive_type)
+        src = F.col(f"`{start_name}`") if start_name is not None else F.lit(None)
+        cols.append(src.cast(dtype).alias(end_name))
+    table = catalog.get_table(name)
     cols += [F.col(f"`{p.name}`") for p in table.partition_columns] + [F.col(snapshot.ROW_ID)]
     return df.select(*cols)
+
+
+def _arrow_in_schema_of_end(t: pa.Table, catalog: Catalog, name: str, start: int,
+                            end: int) -> pa.Table:
+    """:func:`_in_schema_of_end` for a pyarrow Table (widened columns converted as Hive's ORC
+    reader converts them, :func:`acidflow.acid.schemaevolution.read_as`)."""
+    mapping = _end_schema_mapping(catalog, name, start, end)
+    if mapping is None:
+        return t
+    arrays, names = [], []
+    for end_name, start_name, hive_type in mapping:
+        target = htypes.arrow_type(hive_type)
+        arrays.append(read_as(t.column(start_name), target) if start_name is not None
+                      else pa.nulls(t.num_rows, target))
+        names.append(end_name)
+    table = catalog.get_table(name)
+    for extra in [p.name for p in table.partition_columns] + [snapshot.ROW_ID]:
+        arrays.append(t.column(extra))
+        names.append(extra)
+    return pa.table(arrays, names=names)
+
+
+def _incremental_arrow(catalog: Catalog, name: str, start: int, end: int) -> pa.Table:
+    """:func:`read_incremental` in this process with pyarrow (the same rule: ``I`` = rows of the
+    end snapshot inserted after ``start``, ``D`` = rows of the start snapshot whose ROW__ID is
+    gone at the end)."""
+    before = read_table(None, catalog, name, as_of_write_id=start, row_id=True)
+    before = _arrow_in_schema_of_end(before, catalog, name, start, end)
+    after = read_table(None, catalog, name, as_of_write_id=end, row_id=True)
+    rid = snapshot.ROW_ID
+
+    def keys(t: pa.Table) -> pa.Table:
+        r = t.column(rid).combine_chunks() if t.num_rows else None
+        if r is None:
+            return pa.table({"w": pa.array([], pa.int64()), "b": pa.array([], pa.int32()),
+                             "r": pa.array([], pa.int64())})
+        return pa.table({"w": r.field(0), "b": r.field(1), "r": r.field(2)})
+
+    after_keys = keys(after)
+    inserted = after.filter(pc.greater(after_keys.column("w"), start)) if after.num_rows else after
+    ins_w = keys(inserted).column("w").cast(pa.int64())
+    bk = keys(before).append_column("i", pa.array(range(before.num_rows), pa.int64()))
+    gone_idx = bk.join(after_keys, keys=["w", "b", "r"], join_type="left anti").column("i")
+    deleted = before.take(gone_idx.combine_chunks().sort()) if len(gone_idx) else before.slice(0, 0)
+    cols = after.column_names
+    n_del = deleted.num_rows
+    d = pa.table([pa.array(["D"] * n_del, pa.string()), pa.nulls(n_del, pa.int64())]
+                 + [deleted.column(c) for c in cols], names=["op", "write_id"] + cols)
+    i = pa.table([pa.array(["I"] * inserted.num_rows, pa.string()), ins_w]
+                 + [inserted.column(c) for c in cols], names=["op", "write_id"] + cols)
+    return pa.concat_tables([d, i.cast(d.schema)])
 
 
 @dataclass

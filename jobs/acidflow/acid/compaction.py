@@ -53,7 +53,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from acidflow.acid import files as acid_files
-from acidflow.acid import snapshot
+from acidflow.acid import packing, snapshot
 from acidflow.acid.fs import DirectoryClaimedError, TableFS, join
 from acidflow.acid.layout import (AcidState, DirEntry, ValidWriteIdList, bucket_files, format_base,
                                   format_delta, get_acid_state, is_hidden)
@@ -232,6 +232,10 @@ class CompactTask:
     stripe_rows: int
     compression: str = "zlib"
     stripe_bytes: int = DEFAULT_TARGET_STRIPE_BYTES
+    #: major of an unbucketed table (acidflow.acid.packing): further writer groups read by
+    #: this task, and the output file numbers its sorted rows are cut into
+    more_reads: list[dict] = field(default_factory=list)
+    file_ids: list[int] = field(default_factory=list)
 
     def to_json(self) -> str:
         """JSON text of the task."""
@@ -290,17 +294,20 @@ def run_task(task: CompactTask) -> list[dict]:
     opts: dict[str, Any] = dict(compression=task.compression, stripe_rows=task.stripe_rows,
                                 stripe_bytes=task.stripe_bytes)
 
-    def write(kind: str, events: pa.Table) -> None:
-        path = join(task.out_dirs[kind], f"bucket_{task.bucket_id:05d}")
+    def write(kind: str, events: pa.Table, file_id: int | None = None) -> None:
+        fid = task.bucket_id if file_id is None else file_id
+        path = join(task.out_dirs[kind], f"bucket_{fid:05d}")
         done = acid_files.write_event_table(tfs, path, columns, events, **opts)
         if done is not None:
-            out.append({"kind": kind, "bucket": task.bucket_id, "path": done.path,
+            out.append({"kind": kind, "bucket": fid, "path": done.path,
                         "rows": done.rows, "bytes": done.bytes, "stripes": done.stripes,
                         "s1": None, "s2": None})
 
     rt = task.read_task()
     if task.kind == MAJOR:
-        batches = list(snapshot.read_task(tfs, rt, columns, [], valid, row_id=True))
+        batches = [b for r in [rt] + [snapshot.ReadTask.from_json(json.dumps(m))
+                                      for m in task.more_reads]
+                   for b in snapshot.read_task(tfs, r, columns, [], valid, row_id=True)]
         read = checksum_batches(batches, names)
         out.append({"kind": "read", "bucket": task.bucket_id, "path": "", "rows": read.rows,
                     "bytes": 0, "stripes": 0, "s1": str(read.sum1), "s2": str(read.sum2)})
@@ -312,7 +319,12 @@ def run_task(task: CompactTask) -> list[dict]:
             t = pa.table([_ops(len(owid), acid_files.OPERATION_INSERT),
                           owid, rid.field(1), rid.field(2), owid] + [t.column(n) for n in names],
                          names=list(acid_files.EVENT_FIELDS[:5]) + names)
-            write("base", _sorted_by_key(t))
+            t = _sorted_by_key(t)
+            if task.file_ids:  # packed (unbucketed): sorted rows cut into the bin's files
+                for fid, part in zip(task.file_ids, packing.split_rows(t, len(task.file_ids))):
+                    write("base", part, fid)
+            else:
+                write("base", t)
         return out
 
     # minor: insert events
@@ -566,7 +578,8 @@ def compact_partition(spark: "SparkSession | None", table: TableDesc, partition:
                       valid: ValidWriteIdList, *, cq_id: int | str,
                       target_stripe_bytes: int = DEFAULT_TARGET_STRIPE_BYTES,
                       compression: str = "zlib", heartbeat: Callable[[], Any] | None = None,
-                      tamper: Callable[[str], Any] | None = None) -> CompactionResult:
+                      tamper: Callable[[str], Any] | None = None,
+                      target_file_bytes: int | None = None) -> CompactionResult:
     """Compact one partition: plan, write into ``.compact_tmp_<cq_id>``, verify, publish.
 
     Args:
@@ -580,6 +593,10 @@ def compact_partition(spark: "SparkSession | None", table: TableDesc, partition:
         target_stripe_bytes: ``acidflow.compactor.target.stripe.bytes``.
         heartbeat: callable invoked between phases (the worker's heartbeat).
         tamper: test hook called with the temp dir after writing, before verification.
+        target_file_bytes: ``acidflow.target.file.bytes``: a major compaction of an unbucketed
+            table packs the rows into files of about this size (:mod:`acidflow.acid.packing`);
+            ``None`` keeps one file per writer id (Hive 3.1's output). Bucketed tables always
+            get one file per bucket.
     Returns:
         :class:`CompactionResult` (``plan.skip_reason`` set when nothing was done).
     Raises:
@@ -612,7 +629,16 @@ def compact_partition(spark: "SparkSession | None", table: TableDesc, partition:
         key = "base" if name.startswith("base_") else ("delete" if name.startswith("delete_") else "insert")
         out_dirs[key] = join(tmp, name)
     tasks: list[CompactTask] = []
-    if kind == MAJOR:
+    if kind == MAJOR and not bucketed and target_file_bytes:
+        sizes = {b: sum(tfs.size(f.path) for f in rt.data_files) for b, rt in reads.items()}
+        for group, file_ids in packing.plan_bins(sizes, target_file_bytes):
+            tasks.append(CompactTask(MAJOR, group[0], asdict(reads[group[0]]), [], out_dirs,
+                                     table.location, [list(c) for c in columns],
+                                     cvalid.to_string(), stripe_rows, compression,
+                                     target_stripe_bytes,
+                                     more_reads=[asdict(reads[b]) for b in group[1:]],
+                                     file_ids=file_ids))
+    elif kind == MAJOR:
         for b in sorted(reads):
             rt = reads[b]
             tasks.append(CompactTask(MAJOR, b, asdict(rt), [], out_dirs, table.location,

@@ -32,8 +32,10 @@ from acidflow.cli import health as health_cli
 from acidflow.cli import pull as pull_cli
 from acidflow.cli import reconcile as reconcile_cli
 from acidflow.cli import table as table_cli
+from acidflow.cli import timeline as timeline_cli
 from acidflow.cli import validate as validate_cli
 from acidflow.cli.console import console, err
+from acidflow.cli import demo_timeline
 from acidflow.cli.demo import SAMPLE_DIR, run_demo, run_demo_airflow
 from acidflow.spark import get_spark
 
@@ -109,11 +111,23 @@ def cat(target: str = typer.Argument(..., help="table name or table/partition di
         aborted_ids: Optional[str] = typer.Option(None, "--aborted", help="aborted write ids, comma-separated"),
         row_id: bool = typer.Option(False, "--row-id", help="add ROW__ID {writeid, bucketid, rowid}"),
         read_optimized: bool = typer.Option(False, "--read-optimized", help="base only"),
-        fmt: str = typer.Option("jsonl", "--format", help="jsonl | csv | table")) -> None:
+        fmt: str = typer.Option("jsonl", "--format", help="jsonl | csv | table"),
+        incremental: Optional[str] = typer.Option(
+            None, "--incremental", metavar="FROM[:TO]",
+            help="changed rows between write ids FROM (exclusive) and TO (inclusive, default "
+                 "the high watermark): op I/D and write_id columns first; an update is a D of "
+                 "the old version and an I of the new one")) -> None:
     """Print the visible rows of a table or a table directory.
 
     A bare directory with no catalog entry: every write id found is committed unless
     --hwm/--open/--aborted say otherwise (Hive ValidWriteIdList semantics)."""
+    if incremental is not None:  # --- issue 12: timeline (cat --incremental)
+        if as_of is not None or hwm is not None or open_ids or aborted_ids or read_optimized:
+            raise typer.BadParameter("--incremental takes no --as-of/--hwm/--open/--aborted/"
+                                     "--read-optimized")
+        changes = timeline_cli.incremental_rows(_catalog(), target, incremental, row_id=row_id)
+        _emit(changes.to_pylist(), changes.column_names, fmt)
+        return
     if Path(target).exists() or "://" in target:
         if as_of is not None:
             raise typer.BadParameter("--as-of needs a catalog table; use --hwm for a directory")
@@ -344,6 +358,8 @@ def demo(sample_dir: Optional[Path] = typer.Option(None, help="sample data direc
         err.print("[red]MISMATCH[/]: a table does not reconcile with its source")
         raise typer.Exit(1)
     console.print("[green]every table reconciled exactly with its source[/]")
+    if not demo_timeline.show_timeline_and_incremental(cat_):  # --- issue 12: timeline
+        raise typer.Exit(1)
 
 
 def _register_subcommands() -> None:
@@ -355,6 +371,7 @@ def _register_subcommands() -> None:
     catalog_cli.register(app)
     table_cli.register(app, _catalog)
     health_cli.register(app, _catalog)  # issue 12: flow
+    timeline_cli.register(app, _catalog)  # --- issue 12: timeline
 
 
 _register_subcommands()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 
 from acidflow.acid.compaction import DEFAULT_TARGET_STRIPE_BYTES
+from acidflow.acid.packing import DEFAULT_TARGET_FILE_BYTES
 
 #: Hive's per-table override prefix (Hive ``Initiator`` / ``COMPACTOR_THRESHOLD_PREFIX``)
 THRESHOLD_PREFIX = "compactorthreshold."
@@ -29,10 +30,17 @@ KEYS = {
     "worker_timeout_s": "hive.compactor.worker.timeout",
     "heartbeat_s": "acidflow.compactor.heartbeat.seconds",
     "target_stripe_bytes": "acidflow.compactor.target.stripe.bytes",
+    # issue 12: small files (acidflow.acid.packing)
+    "small_file_count": "acidflow.compactor.small.file.count",
+    "small_file_ratio": "acidflow.compactor.small.file.ratio",
+    "target_file_bytes": "acidflow.target.file.bytes",
 }
 #: keys a table may override with the ``compactorthreshold.`` prefix
 TABLE_OVERRIDABLE = ("delta_num_threshold", "delta_pct_threshold", "aborted_txn_threshold",
-                     "failed_compacts_threshold")
+                     "failed_compacts_threshold", "small_file_count", "small_file_ratio",
+                     "target_file_bytes")
+#: acidflow's own table-overridable keys, also taken from a table property without the prefix
+TABLE_BARE = ("small_file_count", "small_file_ratio", "target_file_bytes")
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,15 @@ class CompactorConfig:
         heartbeat_s: worker heartbeat period (default 30 s).
         target_stripe_bytes: ``acidflow.compactor.target.stripe.bytes`` (64 MiB): stripe size
             the compacted files aim at.
+        small_file_count: ``acidflow.compactor.small.file.count`` (32): more data files than
+            this in a partition of an unbucketed table (original files in a bucketed one) ->
+            major ("small files").
+        small_file_ratio: ``acidflow.compactor.small.file.ratio`` (0.5): more than this
+            fraction of the data files under a quarter of ``target_file_bytes`` -> major
+            ("small files"), once there are more than ``small_file_count / 4`` files.
+        target_file_bytes: ``acidflow.target.file.bytes`` (128 MiB): the size a major
+            compaction of an unbucketed table packs its files to; 0 turns packing and the
+            small-file rule off (Hive 3.1's one base file per writer id).
     """
 
     delta_num_threshold: int = 10
@@ -68,6 +85,9 @@ class CompactorConfig:
     worker_timeout_s: float = 300.0
     heartbeat_s: float = 30.0
     target_stripe_bytes: int = DEFAULT_TARGET_STRIPE_BYTES
+    small_file_count: int = 32
+    small_file_ratio: float = 0.5
+    target_file_bytes: int = DEFAULT_TARGET_FILE_BYTES
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "CompactorConfig":
@@ -87,7 +107,9 @@ class CompactorConfig:
     def with_properties(self, props: Mapping[str, Any], *, table: bool = False) -> "CompactorConfig":
         """A copy with overrides from properties keyed by Hive key. With ``table=True`` only
         ``compactorthreshold.<key>`` entries of the overridable thresholds are used (Hive's
-        per-table override rule); otherwise bare keys (request properties).
+        per-table override rule), and acidflow's own keys (``acidflow.target.file.bytes``,
+        ``acidflow.compactor.small.file.*``) also bare, the prefixed form winning; otherwise
+        bare keys (request properties).
 
         Raises:
             ValueError: a value that does not parse.
@@ -96,6 +118,9 @@ class CompactorConfig:
         for name, key in KEYS.items():
             if table:
                 if name not in TABLE_OVERRIDABLE:
+                    continue
+                if name in TABLE_BARE and key in props and THRESHOLD_PREFIX + key not in props:
+                    changes[name] = _parse(name, props[key])
                     continue
                 key = THRESHOLD_PREFIX + key
             if key in props:

@@ -16,9 +16,13 @@ Rules, in Hive's order:
 4. more aborted write ids than ``hive.compactor.abortedtxn.threshold`` (1000) -> major;
 5. base (or original files) present and delta bytes / base bytes >
    ``hive.compactor.delta.pct.threshold`` (0.1) -> major;
-6. more current delta directories (insert + delete) than ``hive.compactor.delta.num.threshold``
+6. small files (acidflow, issue 12): more data files than ``acidflow.compactor.small.file.count``
+   (32), or mostly files under ``acidflow.target.file.bytes`` / 4 (``small.file.ratio``, 0.5)
+   -> major, which packs an unbucketed partition into files of about the target
+   (:func:`small_files`, :mod:`acidflow.acid.packing`);
+7. more current delta directories (insert + delete) than ``hive.compactor.delta.num.threshold``
    (10) -> minor, or major when there is no base;
-7. otherwise nothing.
+8. otherwise nothing.
 
 Thresholds can be overridden per table with ``compactorthreshold.<hive key>`` properties.
 Manual requests (:func:`request_compaction`, Hive ``ALTER TABLE ... COMPACT``) skip all this.
@@ -51,12 +55,16 @@ class PartitionStats:
         delta_bytes: bytes of the bucket files in the current deltas (delete deltas included).
         delta_count: number of current delta directories (insert + delete).
         aborted_count: aborted write ids that wrote the partition.
+        data_file_sizes: bytes of each data file the small-file rule counts: in an unbucketed
+            table every insert-side file (base, original and insert-delta ``bucket_N``), in a
+            bucketed table the original files only (a base has one file per bucket).
     """
 
     base_bytes: int = 0
     delta_bytes: int = 0
     delta_count: int = 0
     aborted_count: int = 0
+    data_file_sizes: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -80,8 +88,10 @@ class Decision:
     queued_id: int | None = None
 
     def to_dict(self) -> dict:
-        """JSON-able dict."""
+        """JSON-able dict (the stats' ``data_file_sizes`` as ``data_files``, a count)."""
         d = asdict(self)
+        if d.get("stats"):
+            d["stats"]["data_files"] = len(d["stats"].pop("data_file_sizes"))
         return d
 
 
@@ -100,6 +110,9 @@ def determine_compaction_type(stats: PartitionStats, config: CompactorConfig
         if ratio > config.delta_pct_threshold:
             return MAJOR, (f"delta/base size {ratio:.3f} > hive.compactor.delta.pct.threshold "
                            f"{config.delta_pct_threshold}")
+    small = small_files(stats, config)
+    if small is not None:  # packing needs a major compaction (acidflow.acid.packing)
+        return MAJOR, small
     if stats.delta_count > config.delta_num_threshold:
         kind = MAJOR if stats.base_bytes == 0 else MINOR
         return kind, (f"{stats.delta_count} deltas > hive.compactor.delta.num.threshold "
@@ -112,6 +125,26 @@ def determine_compaction_type(stats: PartitionStats, config: CompactorConfig
                   + (f", delta/base size {size_ratio:.3f} <= {config.delta_pct_threshold}"
                      if size_ratio is not None else "")
                   + f", {stats.aborted_count} aborted <= {config.aborted_txn_threshold}")
+
+
+def small_files(stats: PartitionStats, config: CompactorConfig) -> str | None:
+    """The small-file rule (pure): ``"small files: ..."`` when the partition has more data
+    files than ``acidflow.compactor.small.file.count``, or more than a quarter of that many
+    and more than ``acidflow.compactor.small.file.ratio`` of them under a quarter of
+    ``acidflow.target.file.bytes``; else ``None`` (always with a target of 0: packing off)."""
+    if config.target_file_bytes <= 0:
+        return None
+    sizes = stats.data_file_sizes
+    n = len(sizes)
+    if n > config.small_file_count:
+        return (f"small files: {n} data files > acidflow.compactor.small.file.count "
+                f"{config.small_file_count}")
+    small = sum(1 for b in sizes if b < config.target_file_bytes / 4)
+    if n > config.small_file_count / 4 and n > 1 and small / n > config.small_file_ratio:
+        return (f"small files: {small} of {n} data files under acidflow.target.file.bytes/4 "
+                f"({config.target_file_bytes // 4} bytes), ratio {small / n:.2f} > "
+                f"acidflow.compactor.small.file.ratio {config.small_file_ratio}")
+    return None
 
 
 def failed_too_often(history_states: Sequence[str], threshold: int) -> bool:
@@ -186,7 +219,14 @@ def partition_stats(table: TableDef, partition: str | None, valid: ValidWriteIdL
         base = sum(sizes.get(rel, 0) for rel, _ in bucket_files(entries, state.base.name))
     base += sum(sizes.get(rel, 0) for rel in state.original_files)
     delta = sum(sizes.get(rel, 0) for d in state.deltas for rel, _ in bucket_files(entries, d.name))
-    return PartitionStats(base, delta, len(state.deltas), aborted_count)
+    counted = list(state.original_files)
+    if table.num_buckets <= 0:
+        if state.base is not None:
+            counted += [rel for rel, _ in bucket_files(entries, state.base.name)]
+        counted += [rel for d in state.deltas if not d.is_delete
+                    for rel, _ in bucket_files(entries, d.name)]
+    return PartitionStats(base, delta, len(state.deltas), aborted_count,
+                          tuple(sizes.get(rel, 0) for rel in counted))
 
 
 @dataclass

@@ -120,10 +120,11 @@ def run_worker(spark: SparkSession | None, catalog: Catalog, *, cq_id: int | Non
     entry = catalog.claim_compaction(wid, cq_id)
     if entry is None:
         return None
-    cfg = cfg.with_properties(entry.properties)
-    hb = _Heartbeat(catalog, entry.id, cfg.heartbeat_s).start()
+    hb = _Heartbeat(catalog, entry.id, cfg.with_properties(entry.properties).heartbeat_s).start()
     try:
         table = catalog.get_table(entry.table)
+        # table properties (compactorthreshold.*, acidflow.target.file.bytes), then the request's
+        cfg = cfg.with_properties(table.properties, table=True).with_properties(entry.properties)
         # only what every open transaction can see (their reads use the snapshot of their open)
         valid = catalog.compactor_valid_write_ids(table.name)
         cvalid = valid.for_compactor()
@@ -135,7 +136,8 @@ def run_worker(spark: SparkSession | None, catalog: Catalog, *, cq_id: int | Non
                                   details={"worker_id": wid, "valid_write_ids": str(cvalid)})
         result = compaction.compact_partition(
             spark, table, entry.partition or "", entry.type, valid, cq_id=entry.id,
-            target_stripe_bytes=cfg.target_stripe_bytes, heartbeat=hb.beat, tamper=tamper)
+            target_stripe_bytes=cfg.target_stripe_bytes, heartbeat=hb.beat, tamper=tamper,
+            target_file_bytes=cfg.target_file_bytes)
         hb.stop()
         report = result.to_dict()
         catalog.mark_compaction_ready_for_cleaning(entry.id, cvalid.high_watermark, report)
