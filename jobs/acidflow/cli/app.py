@@ -28,6 +28,7 @@ from acidflow.catalog import Catalog, Column, NoSuchTableError, TableDef
 from acidflow.cli import catalog as catalog_cli
 from acidflow.cli import cdc as cdc_cli
 from acidflow.cli import compactor as compactor_cli
+from acidflow.cli import dml as dml_cli  # --- issue 12: dml
 from acidflow.cli import pull as pull_cli
 from acidflow.cli import reconcile as reconcile_cli
 from acidflow.cli import table as table_cli
@@ -353,6 +354,7 @@ def _register_subcommands() -> None:
     compactor_cli.register(app, show_app)
     catalog_cli.register(app)
     table_cli.register(app, _catalog)
+    dml_cli.register(app, _catalog)  # --- issue 12: dml (delete --where, update --set)
 
 
 _register_subcommands()
