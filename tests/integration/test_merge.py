@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from acidflow import reads
 from acidflow.acid.dml import DmlError
-from acidflow.acid.merge import CardinalityViolationError
+from acidflow.acid.merge import CardinalityViolationError, MergeBuilder, source_partitions
 from acidflow.acid.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 
@@ -178,3 +178,29 @@ def test_unkeyed_merge_updates_every_matched_row_once(spark, catalog):
     assert res.rows_updated == 20
     assert table_rows(catalog) == collections.Counter(
         (i, f"v{i}", i * 3 + (1 if r == "eu" else 0), r) for i, _, _, r in ROWS)
+
+
+def test_merge_on_keys_with_the_partition_columns_reads_only_the_source_partitions(
+        spark, catalog):
+    table = make(spark, catalog, "keyed-partitioned")
+    src = spark.createDataFrame([(3, "x", 1, "us"), (99, "y", 2, "us")], SCHEMA)
+    with Transaction(catalog) as txn:
+        assert source_partitions(MergeBuilder(txn, "db.t", src, ["id", "region"]),
+                                 table) == {"region=us"}
+        assert source_partitions(MergeBuilder(txn, "db.t", src, ["id"]), table) is None
+        assert source_partitions(MergeBuilder(txn, "db.t", src, "t.id = s.id"), table) is None
+        # a key without the partition column may sit in any partition: read them all
+        by_id = catalog.create_table(TableDef(
+            name="db.k", columns=[Column("id", "int"), Column("v", "string"),
+                                  Column("amt", "bigint")],
+            partition_columns=[Column("region", "string")], primary_key=["id"]))
+        assert source_partitions(MergeBuilder(txn, "db.k", src, ["id", "region"]),
+                                 by_id) is None
+        res = txn.merge("db.t", src, on=["id", "region"]) \
+            .when_matched_update(set={"v": "s.v"}).when_not_matched_insert().execute()
+    assert (res.rows_updated, res.rows_inserted) == (1, 1)
+    # only the 'us' partition got new directories
+    assert not [p for p in (Path(table.location) / "region=eu").iterdir()
+                if p.name.startswith(("delta_0000002", "delete_delta_0000002"))]
+    rows = {r[0]: r for r in table_rows(catalog)}
+    assert rows[3] == (3, "x", 9, "us") and rows[99] == (99, "y", 2, "us") and len(rows) == 31

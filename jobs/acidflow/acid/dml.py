@@ -124,16 +124,21 @@ def assignable_columns(table: TableDesc, names: Any, statement: str) -> dict[str
 
 
 def target_rows(spark: "SparkSession", txn: "Transaction", table: TableDesc,
-                where: "Column | None" = None) -> "DataFrame":
+                where: "Column | None" = None,
+                partitions: set[str] | None = None) -> "DataFrame":
     """The table's visible rows at the transaction's snapshot, every column plus ``ROW__ID``,
     aliased :data:`TARGET`. When ``where`` can be evaluated on the partition columns alone,
-    only the partitions it keeps are read (the predicate is still applied by the caller)."""
+    only the partitions it keeps are read (the predicate is still applied by the caller);
+    ``partitions`` (partition paths) narrows the read the same way."""
     current = lookup.plan_current(txn.catalog, table, txn)
     plan = current.plan
+    keep = partitions
     if where is not None and table.partition_columns and plan.states:
-        keep = _partitions_kept(spark, table, list(plan.states), where)
-        if keep is not None:
-            plan = replace(plan, tasks=[t for t in plan.tasks if t.partition in keep])
+        kept = _partitions_kept(spark, table, list(plan.states), where)
+        if kept is not None:
+            keep = kept if keep is None else keep & kept
+    if keep is not None and table.partition_columns:
+        plan = replace(plan, tasks=[t for t in plan.tasks if t.partition in keep])
     return snapshot.read_spark(spark, current.table_dir, plan, row_id=True).alias(TARGET)
 
 

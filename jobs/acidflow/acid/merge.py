@@ -34,9 +34,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from acidflow.acid import dml
+from acidflow.acid import keys
 from acidflow.acid import snapshot
 from acidflow.acid import types as htypes
 from acidflow.acid.dml import DmlError, Expr
+from acidflow.acid.partitions import make_partition_path
 from acidflow.acid.ports import TableDesc
 from acidflow.acid.writer import WriteResult
 
@@ -162,7 +164,8 @@ def _execute(b: MergeBuilder) -> WriteResult:
 
     spark = dml.session_of(txn, b._source)
     txn._lock(table, "shared_write")
-    target = dml.target_rows(spark, txn, table).alias(t)
+    target = dml.target_rows(spark, txn, table,
+                             partitions=source_partitions(b, table)).alias(t)
     source = b._source.alias(s)
 
     frames: list["DataFrame"] = []
@@ -232,6 +235,29 @@ def _plan(b: MergeBuilder, table: TableDesc, target: "DataFrame", source: "DataF
             [(c.name, c.hive_type) for c in table.partition_columns]
             + [("owid", "bigint"), ("bprop", "int"), ("rowid", "bigint")]))
     return new_rows, deletes, counts
+
+
+def source_partitions(b: MergeBuilder, table: TableDesc) -> set[str] | None:
+    """The partition paths a MERGE on key columns can touch: when ``on`` is a list naming
+    every partition column (and, for a keyed table, the primary key holds every partition
+    column too), only the partitions the source's rows name (values cast to the partition
+    columns' types) are read; otherwise None (every partition)."""
+    # deferred: pyspark is imported only by the statements that run Spark SQL
+    from pyspark.sql import functions as F
+
+    pcols = table.partition_columns
+    if not pcols or not isinstance(b._on, (list, tuple)):
+        return None
+    if table.primary_key and not keys.scope_rule(table)[0]:
+        return None  # a key may sit in any partition: the key checks read them all
+    on = {str(k).lower() for k in b._on}
+    src = {c.lower(): c for c in b._source.columns}
+    if not all(c.name.lower() in on and c.name.lower() in src for c in pcols):
+        return None
+    rows = b._source.select(*[F.col(f"`{src[c.name.lower()]}`")
+                              .cast(htypes.spark_type(c.hive_type)).alias(c.name)
+                              for c in pcols]).distinct().collect()
+    return {make_partition_path([(c.name, r[c.name]) for c in pcols]) for r in rows}
 
 
 def _settable(table: TableDesc, name: str) -> bool:
