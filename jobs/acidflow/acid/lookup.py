@@ -130,9 +130,9 @@ def current_rows(spark: "SparkSession", catalog: TxnCatalog, table: TableDesc,
 
 
 def matching_rows(spark: "SparkSession", catalog: TxnCatalog, txn: TxnRef, table: TableDesc,
-                  keys_df: "DataFrame") -> "DataFrame":
-    """Existing rows (key columns, partition columns, ``owid``, ``bprop``, ``rowid`` of the
-    ROW__ID) whose key is in ``keys_df``.
+                  keys_df: "DataFrame", extra: Iterable[str] = ()) -> "DataFrame":
+    """Existing rows (key columns, partition columns, the ``extra`` columns, ``owid``,
+    ``bprop``, ``rowid`` of the ROW__ID) whose key is in ``keys_df``.
 
     Raises:
         ValueError: the table has no primary key.
@@ -146,7 +146,7 @@ def matching_rows(spark: "SparkSession", catalog: TxnCatalog, txn: TxnRef, table
     partitions, buckets = key_scope(table, keys_df)
     existing = current_rows(spark, catalog, table, txn, partitions=partitions, buckets=buckets)
     pnames = [c.name for c in table.partition_columns]
-    cols = list(dict.fromkeys(key + pnames))
+    cols = list(dict.fromkeys(key + pnames + list(extra)))
     existing = existing.select(*cols, F.col(snapshot.ROW_ID + ".writeid").alias("owid"),
                                F.col(snapshot.ROW_ID + ".bucketid").alias("bprop"),
                                F.col(snapshot.ROW_ID + ".rowid").alias("rowid"))

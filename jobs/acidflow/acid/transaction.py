@@ -39,12 +39,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from acidflow.acid import conform
+from acidflow.acid import dml
 from acidflow.acid import keys
 from acidflow.acid import lookup
+from acidflow.acid import ordering
 from acidflow.acid import partitions as parts
 from acidflow.acid import snapshot
 from acidflow.acid.bucketing import check_statement_id
 from acidflow.acid.conform import DuplicateKeyError, SchemaMismatchError
+from acidflow.acid.merge import MergeBuilder
 from acidflow.acid.ports import TableDesc, TxnCatalog
 from acidflow.acid.writer import (FileRow, WriteResult, WriteSpec, finish_dirs,
                                   write_delete_events, write_insert_events, write_inserts)
@@ -164,6 +167,8 @@ class Transaction:
         st["operations"].append(operation)
         for k in ("rows_inserted", "rows_updated", "rows_deleted", "files", "bytes"):
             st[k] += getattr(result, k)
+        if result.rows_skipped_late:
+            st["rows_skipped_late"] = st.get("rows_skipped_late", 0) + result.rows_skipped_late
         for p, pst in result.partitions.items():
             agg = st["partitions"].setdefault(p, {"files": 0, "bytes": 0, "rows": 0})
             for k in agg:
@@ -260,15 +265,15 @@ class Transaction:
         ``aligned``, both in ``W``/statement ``S``. Spark DataFrames are written by Spark
         tasks, Arrow tables in this process.
 
-        ``counts`` gives ``rows_inserted``/``rows_updated``/``rows_deleted`` explicitly; by
-        default every delete event is an update and the remaining inserts are new rows."""
+        ``counts`` gives ``rows_inserted``/``rows_updated``/``rows_deleted`` (and
+        ``rows_skipped_late``) explicitly; those it leaves out default to: every delete event
+        is an update and the remaining inserts are new rows."""
         del_spec, ins_spec = self._begin_statement(table, "delete", "insert", **options)
         del_files = write_delete_events(matched, table, del_spec)
         ins_files = write_insert_events(aligned, table, ins_spec)
         deleted = sum(f["rows"] for f in del_files)
         inserted = sum(f["rows"] for f in ins_files)
-        if counts is None:
-            counts = {"rows_updated": deleted, "rows_inserted": inserted - deleted}
+        counts = {"rows_updated": deleted, "rows_inserted": inserted - deleted, **(counts or {})}
         del_parts = {f["partition"] for f in del_files}
         components = [(p, "update" if ins_files else "delete") for p in sorted(del_parts)]
         components += [(p, "insert") for p in sorted({f["partition"] for f in ins_files}
@@ -303,20 +308,30 @@ class Transaction:
             [(p, "insert") for p in sorted({f["partition"] for f in files})],
             {"rows_inserted": sum(f["rows"] for f in files)})
 
-    def delete(self, table_name: str, keys_df: "DataFrame", **options: Any) -> WriteResult:
-        """Delete the rows whose primary key is in ``keys_df`` (Hive DELETE ... WHERE key
-        IN ...).
+    def delete(self, table_name: str, keys_df: "DataFrame | None" = None, *,
+               where: "dml.Expr | bool | None" = None, **options: Any) -> WriteResult:
+        """Delete rows: by primary key -- the rows whose key is in ``keys_df`` (Hive DELETE
+        ... WHERE key IN ...) -- or by predicate -- ``where=`` (Hive ``DELETE FROM t WHERE
+        ...``, :func:`acidflow.acid.dml.delete_where`; keyed or not).
 
         Args:
             keys_df: DataFrame holding at least the primary key columns (extra columns
                 ignored).
+            where: a Spark Column or Spark SQL string over the table's columns (``True``
+                deletes every row); not together with ``keys_df``.
         Returns:
             :class:`WriteResult` with ``rows_deleted`` = rows found and deleted (keys that
             match no row are not errors and are not counted).
         Raises:
             SchemaMismatchError: key columns missing or of incompatible types.
-            ValueError: the table has no primary key.
+            ValueError: the table has no primary key (by key); both or neither of
+                ``keys_df`` and ``where``.
         """
+        if (keys_df is None) == (where is None):
+            raise ValueError(f"delete from {table_name}: give either keys_df (delete by key) "
+                             "or where= (delete by predicate)")
+        if keys_df is None:
+            return dml.delete_where(self, table_name, where, **options)
         table = self.catalog.get_table(table_name)
         keys = conform.key_columns_present(keys_df, table)
         self._lock(table, "shared_write")
@@ -332,7 +347,9 @@ class Transaction:
             [(p, "delete") for p in sorted({f["partition"] for f in files})],
             {"rows_deleted": sum(f["rows"] for f in files)})
 
-    def upsert(self, table_name: str, df: "DataFrame | pa.Table", **options: Any) -> WriteResult:
+    def upsert(self, table_name: str, df: "DataFrame | pa.Table", *,
+               ordering_field: "str | None | ordering.TableDefault" = ordering.TABLE_DEFAULT,
+               **options: Any) -> WriteResult:
         """Insert new keys and replace existing ones (split-update): for a key already in
         the table a delete event for its current ROW__ID plus an insert event for the new
         version, both in ``W``/statement ``S``; for a new key an insert event only. The
@@ -340,56 +357,89 @@ class Transaction:
         a key another transaction wrote after that makes the commit fail with
         ``WriteConflictError`` (key-level write set) instead of duplicating it.
 
+        With an ordering field (Hudi's precombine field with ``DefaultHoodieRecordPayload``;
+        the rule is :mod:`acidflow.acid.ordering`, shared with CDC): several rows of one key
+        in the batch keep the one with the greatest ordering value (the last in input order
+        among equal ones -- for a Spark DataFrame ``monotonically_increasing_id()`` order);
+        a batch row whose value is not greater than the stored row's (equal included, NULL
+        lowest) is dropped, the stored row stays, and it is counted as ``rows_skipped_late``
+        (WriteResult and commit record).
+
         Args:
-            df: full rows (every column), at most one row per primary key: a Spark DataFrame
-                (read and written by Spark tasks), or a pyarrow Table with the table's
-                columns (cast to its types like :func:`acidflow.acid.conform.aligned_arrow`),
-                looked up and written in this process -- no Spark needed.
+            df: full rows (every column): a Spark DataFrame (read and written by Spark
+                tasks), or a pyarrow Table with the table's columns (cast to its types like
+                :func:`acidflow.acid.conform.aligned_arrow`), looked up and written in this
+                process -- no Spark needed. Without an ordering field at most one row per
+                primary key.
+            ordering_field: a column of the table; default the table's declared
+                ``ordering_column`` (none declared = no ordering); ``None`` turns ordering
+                off even when the table declares a column.
         Returns:
-            :class:`WriteResult` with ``rows_inserted`` (new keys) and ``rows_updated``.
+            :class:`WriteResult` with ``rows_inserted`` (new keys), ``rows_updated`` and
+            ``rows_skipped_late``.
         Raises:
             SchemaMismatchError: before anything is written.
-            DuplicateKeyError: two rows share a key (precombine first, e.g. ``acidflow.cdc``).
+            DuplicateKeyError: without an ordering field, two rows share a key.
+            acidflow.acid.ordering.OrderingFieldError: the ordering field is no column of the
+                table, or of a type without an order (complex, binary, boolean).
             ValueError: the table has no primary key.
         """
         table = self.catalog.get_table(table_name)
         key = list(table.primary_key)
         if not key:
             raise ValueError(f"table {table.name} has no primary key; upsert needs one")
+        field = ordering.resolve_field(table, ordering_field)
         if isinstance(df, pa.Table):
-            return self._upsert_arrow(table, df, **options)
+            return self._upsert_arrow(table, df, field, **options)
         # deferred: pyspark is imported only by the statements that run Spark SQL
         from pyspark.sql import functions as F
 
-        aligned = conform.aligned(df, table).cache()
+        aligned = conform.aligned(df, table)
+        if field is not None:
+            seq = "_acid_input_seq"
+            aligned = ordering.latest_per_key(
+                aligned.withColumn(seq, F.monotonically_increasing_id()), key, field,
+                seq).drop(seq)
+        aligned = aligned.cache()
         try:
-            dups = aligned.groupBy(*key).count().where(F.col("count") > 1).limit(5).collect()
-            if dups:
-                raise DuplicateKeyError(
-                    f"upsert into {table.name}: duplicate keys in the batch, e.g. "
-                    + ", ".join(str({k: r[k] for k in key}) for r in dups))
+            if field is None:
+                dups = aligned.groupBy(*key).count().where(F.col("count") > 1).limit(5) \
+                    .collect()
+                if dups:
+                    raise DuplicateKeyError(
+                        f"upsert into {table.name}: duplicate keys in the batch, e.g. "
+                        + ", ".join(str({k: r[k] for k in key}) for r in dups))
             self._lock(table, "shared_write")
             matched = lookup.matching_rows(self._session(df), self.catalog, self, table,
-                                           aligned.select(*key)).cache()
+                                           aligned.select(*key),
+                                           extra=[field] if field else ()).cache()
             try:
-                result = self._split_update(table, aligned, matched, "upsert", **options)
+                if field is None:
+                    return self._split_update(table, aligned, matched, "upsert", **options)
+                fresh, current, late = ordering.drop_late(aligned, matched, key, field)
+                return self._split_update(table, fresh, current, "upsert",
+                                          {"rows_skipped_late": late}, **options)
             finally:
                 matched.unpersist()
         finally:
             aligned.unpersist()
-        return result
 
-    def _upsert_arrow(self, table: TableDesc, rows: pa.Table, **options: Any) -> WriteResult:
+    def _upsert_arrow(self, table: TableDesc, rows: pa.Table, field: str | None,
+                      **options: Any) -> WriteResult:
         """:meth:`upsert` of a pyarrow Table in this process: key lookup in the buckets (and
         partitions) the keys hash to at the transaction's snapshot, then one split-update."""
         key = list(table.primary_key)
         aligned = conform.aligned_arrow(rows, table)
-        counted = aligned.group_by(key).aggregate([([], "count_all")])
-        dups = counted.filter(pc.greater(counted.column("count_all"), 1))
-        if dups.num_rows:
-            raise DuplicateKeyError(
-                f"upsert into {table.name}: duplicate keys in the batch, e.g. "
-                + ", ".join(str({k: r[k] for k in key}) for r in dups.slice(0, 5).to_pylist()))
+        if field is not None:
+            aligned, _ = ordering.latest_per_key_arrow(aligned, key, field)
+        else:
+            counted = aligned.group_by(key).aggregate([([], "count_all")])
+            dups = counted.filter(pc.greater(counted.column("count_all"), 1))
+            if dups.num_rows:
+                raise DuplicateKeyError(
+                    f"upsert into {table.name}: duplicate keys in the batch, e.g. "
+                    + ", ".join(str({k: r[k] for k in key})
+                                for r in dups.slice(0, 5).to_pylist()))
         self._lock(table, "shared_write")
         pnames = [c.name for c in table.partition_columns]
         data_cols = {c.name for c in table.columns}
@@ -397,19 +447,51 @@ class Transaction:
         partitions, buckets = lookup.key_scope_arrow(table, keys_tbl)
         current = lookup.plan_current(self.catalog, table, self, partitions=partitions,
                                       buckets=buckets)
+        project = [k for k in key if k in data_cols]
+        if field is not None and field in data_cols and field not in project:
+            project.append(field)
         found = lookup.lookup_rows(None, current,
                                    keys_tbl.select([k for k in key if k in data_cols]),
-                                   project=[k for k in key if k in data_cols])
+                                   project=project)
         if found.num_rows and any(k not in data_cols for k in key):
             # partition key columns are matched here (the readers filter data columns)
             wanted = set(zip(*(keys_tbl.column(k).to_pylist() for k in key)))
             got = zip(*(found.column(k).to_pylist() for k in key))
             found = found.filter(pa.array([t in wanted for t in got], pa.bool_()))
+        late = 0
+        if field is not None:
+            aligned, found, late = ordering.drop_late_arrow(aligned, found, key, field)
         rid = found.column(snapshot.ROW_ID).combine_chunks()
         deletes = pa.table([found.column(p) for p in pnames]
                            + [rid.field("writeid"), rid.field("bucketid"), rid.field("rowid")],
                            names=pnames + ["owid", "bprop", "rowid"])
-        return self._split_update(table, aligned, deletes, "upsert", **options)
+        return self._split_update(table, aligned, deletes, "upsert",
+                                  {"rows_skipped_late": late}, **options)
+
+    def update(self, table_name: str, where: "dml.Expr | None" = None, *,
+               set: "dict[str, Any]", **options: Any) -> WriteResult:  # noqa: A002
+        """Predicate UPDATE (Hive ``UPDATE t SET col = value ... WHERE ...``): every matching
+        row becomes a delete event of its ROW__ID plus an insert event of the new version
+        (split-update), :func:`acidflow.acid.dml.update`.
+
+        Args:
+            where: Spark Column or Spark SQL string over the table's columns (None = all rows).
+            set: ``{column: value}``, values as Columns, SQL strings or Python literals.
+        Returns:
+            :class:`WriteResult` with ``rows_updated``.
+        Raises:
+            acidflow.acid.dml.DmlError: a partition, bucketing or primary key column in
+                ``set``, an unknown column or bad SQL -- before anything is written.
+        """
+        return dml.update(self, table_name, where, set, **options)
+
+    def merge(self, table_name: str, source: "DataFrame", on: "dml.Expr | Sequence[str]",
+              **options: Any) -> "MergeBuilder":
+        """A MERGE INTO ``table_name`` USING ``source`` builder in Delta's shape (aliases
+        ``t`` and ``s``): add ``when_matched_update`` / ``when_matched_delete`` /
+        ``when_not_matched_insert`` clauses, then ``execute()`` -> :class:`WriteResult`.
+        See :mod:`acidflow.acid.merge`."""
+        return MergeBuilder(self, table_name, source, on, **options)
 
     def apply_row_changes(self, table_name: str, inserts_df: "DataFrame | pa.Table",
                           deletes_df: "DataFrame | pa.Table", *, counts: dict[str, int],

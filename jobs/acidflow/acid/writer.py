@@ -52,6 +52,9 @@ class WriteResult:
         rows_inserted: insert events of new keys (and every row of an insert).
         rows_updated: rows replaced by an upsert (one delete + one insert event each).
         rows_deleted: rows deleted by key.
+        rows_skipped_late: batch rows of an upsert with an ordering field that were not written
+            because the stored version of their key is as new or newer
+            (:mod:`acidflow.acid.ordering`).
         files, bytes: event files written and their total size in bytes.
         partitions: ``{partition path or '': {"files", "bytes", "rows"}}``.
         file_list: the files, as dicts (path, rows, bytes, stripes, inserts, deletes).
@@ -62,6 +65,7 @@ class WriteResult:
     rows_inserted: int = 0
     rows_updated: int = 0
     rows_deleted: int = 0
+    rows_skipped_late: int = 0
     files: int = 0
     bytes: int = 0
     partitions: dict[str, dict] = field(default_factory=dict)

@@ -6,8 +6,9 @@ new row versions to insert -- Hive's split-update (docs/hive-acid-format.md §5)
 statistics the commit record keeps. The rules, in the order they apply:
 
 1. **Late events.** An event whose ordering value is not newer than the stored version of its
-   key (``position <= stored _cdc_position``) is ignored and counted (``ignored_late``): late
-   events never overwrite newer rows.
+   key (``position <= stored _cdc_position``, :func:`acidflow.acid.ordering.is_late`, the rule
+   ``Transaction.upsert(ordering_field=...)`` shares) is ignored and counted
+   (``ignored_late``): late events never overwrite newer rows.
 2. **Latest event per key.** The remaining events of a key are applied in ordering-value order
    (ties keep input order): an update fills only the columns it carries (absent or
    ``_isMissing`` columns keep their current value), an insert sets every column, a delete
@@ -33,6 +34,7 @@ from datetime import date, datetime, timezone
 from decimal import Decimal, InvalidOperation
 from typing import Any, Callable
 
+from acidflow.acid import ordering
 from acidflow.acid import types as htypes
 from acidflow.acid.hivetypes import CharType, DecimalType, PrimitiveType, VarcharType
 from acidflow.sources.records import BadRecord, Change
@@ -402,7 +404,7 @@ def fold_events(events: list[_Event], stored: dict[tuple, StoredRow], names: lis
         floor = old.position if old is not None else (tombstones or {}).get(key)
         changed, last, last_op = False, None, None
         for ev in evs:
-            if floor is not None and ev.position <= floor:
+            if floor is not None and ordering.is_late(ev.position, floor):
                 st["ignored_late"] += 1
                 continue
             if ev.op == "D":

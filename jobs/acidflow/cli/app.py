@@ -29,6 +29,7 @@ from acidflow.cli import catalog as catalog_cli
 from acidflow.cli import cdc as cdc_cli
 from acidflow.cli import compactor as compactor_cli
 from acidflow.cli import health as health_cli
+from acidflow.cli import dml as dml_cli  # --- issue 12: dml
 from acidflow.cli import pull as pull_cli
 from acidflow.cli import reconcile as reconcile_cli
 from acidflow.cli import table as table_cli
@@ -372,6 +373,7 @@ def _register_subcommands() -> None:
     table_cli.register(app, _catalog)
     health_cli.register(app, _catalog)  # issue 12: flow
     timeline_cli.register(app, _catalog)  # --- issue 12: timeline
+    dml_cli.register(app, _catalog)  # --- issue 12: dml (delete --where, update --set)
 
 
 _register_subcommands()
