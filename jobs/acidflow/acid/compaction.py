@@ -58,7 +58,7 @@ from acidflow.acid.fs import DirectoryClaimedError, TableFS, join
 from acidflow.acid.layout import (AcidState, DirEntry, ValidWriteIdList, bucket_files, format_base,
                                   format_delta, get_acid_state, is_hidden)
 from acidflow.acid.ports import TableDesc
-from acidflow.acid.state import compacted_base_check
+from acidflow.acid.state import compacted_base_check, mark_full_history
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -672,6 +672,8 @@ def compact_partition(spark: "SparkSession | None", table: TableDesc, partition:
     beat()
 
     # publish: marker first (a rerun finishes the renames), then the renames
+    if kind == MAJOR:  # issue 12: a partition's first base records its complete history
+        mark_full_history(tfs, pdir)
     tfs.write_bytes(join(tmp, VERIFIED_MARKER), json.dumps({"outputs": plan.outputs}).encode())
     result.published = recovered + finish_publish(tfs, pdir, tmp)
     for f in files:
