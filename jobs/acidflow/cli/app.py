@@ -19,7 +19,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from acidflow import reads
+from acidflow import history, reads
 from acidflow.acid import files as acid_files
 from acidflow.acid.fs import TableFS
 from acidflow.acid.layout import ValidWriteIdList
@@ -28,6 +28,7 @@ from acidflow.catalog import Catalog, Column, NoSuchTableError, TableDef
 from acidflow.cli import catalog as catalog_cli
 from acidflow.cli import cdc as cdc_cli
 from acidflow.cli import compactor as compactor_cli
+from acidflow.cli import history as history_cli
 from acidflow.cli import pull as pull_cli
 from acidflow.cli import reconcile as reconcile_cli
 from acidflow.cli import table as table_cli
@@ -220,6 +221,7 @@ def describe(name: str) -> None:
     for k, v in sorted(td.properties.items()):
         info.add_row(k, v)
     info.add_row("ValidWriteIdList", valid.to_string())
+    info.add_row("history", history.retained_range(cat_, td.name, table=td).describe())
     console.print(info)
 
 
@@ -353,6 +355,7 @@ def _register_subcommands() -> None:
     compactor_cli.register(app, show_app)
     catalog_cli.register(app)
     table_cli.register(app, _catalog)
+    history_cli.register(app, _catalog)  # --- issue 12: hist (restore, rollback)
 
 
 _register_subcommands()
