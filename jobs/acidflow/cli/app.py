@@ -336,6 +336,8 @@ def demo(sample_dir: Optional[Path] = typer.Option(None, help="sample data direc
                   "[green]exact[/]" if st["matches"] else
                   f"[red]{st['differing_keys']} keys differ[/] {st['first_differing_keys']}")
     console.print(t)
+    for line in s.history:  # issue 12: restore and rollback of one table
+        console.print(line, markup=False, highlight=False)
     applied = sum(1 for b in s.batches if b.status in ("applied", "empty"))
     skipped = sum(1 for b in s.batches if b.status == "skipped")
     quarantined = sum(b.quarantined for b in s.batches if b.status != "skipped")
