@@ -123,6 +123,7 @@ def test_time_travel_survives_compaction_and_clean_within_retention(catalog, sha
         ht.with_ids(catalog, "db.h", as_of_write_id=8)
 
 
+@pytest.mark.default_retention
 @pytest.mark.parametrize("shape", list(ht.SHAPES))
 def test_default_retention_keeps_ten_commits(catalog, shape):
     ht.make_table(catalog, shape)

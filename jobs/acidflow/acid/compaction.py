@@ -566,8 +566,14 @@ def compact_partition(spark: "SparkSession | None", table: TableDesc, partition:
                       valid: ValidWriteIdList, *, cq_id: int | str,
                       target_stripe_bytes: int = DEFAULT_TARGET_STRIPE_BYTES,
                       compression: str = "zlib", heartbeat: Callable[[], Any] | None = None,
-                      tamper: Callable[[str], Any] | None = None) -> CompactionResult:
+                      tamper: Callable[[str], Any] | None = None,
+                      record_history: bool = False) -> CompactionResult:
     """Compact one partition: plan, write into ``.compact_tmp_<cq_id>``, verify, publish.
+
+    ``record_history`` (the table retains history, ``acidflow.acid.retention``): a major
+    compaction publishing the partition's first base writes ``_acidflow_history`` first
+    (:func:`acidflow.acid.state.mark_full_history`), so snapshots below the base stay
+    readable from the deltas the cleaner keeps.
 
     Args:
         spark: SparkSession, or None to run every task in this process.
@@ -672,7 +678,7 @@ def compact_partition(spark: "SparkSession | None", table: TableDesc, partition:
     beat()
 
     # publish: marker first (a rerun finishes the renames), then the renames
-    if kind == MAJOR:  # issue 12: a partition's first base records its complete history
+    if kind == MAJOR and record_history:  # issue 12: the first base records full history
         mark_full_history(tfs, pdir)
     tfs.write_bytes(join(tmp, VERIFIED_MARKER), json.dumps({"outputs": plan.outputs}).encode())
     result.published = recovered + finish_publish(tfs, pdir, tmp)

@@ -3,10 +3,12 @@ TABLE ... TO VERSION AS OF``, Hudi's restore / rollback), as ONE new transaction
 
 The restore's commit makes the table's snapshot equal to ``read_table(as_of_write_id=W)``:
 
-* row versions are compared by ROW__ID (immutable, unique; major compaction keeps them): a
-  version visible now but not at W gets a delete event, a version visible at W but not now is
-  inserted again (a new ROW__ID in the restore's write id, as any insert) -- split-update events
-  through :meth:`Transaction.apply_row_changes`;
+* row versions are compared by (partition, ROW__ID) (immutable, unique in a partition; major
+  compaction keeps them): a version visible now but not at W gets a delete event, a version
+  visible at W but not now is inserted again (a new ROW__ID in the restore's write id, as any
+  insert) -- split-update events through :meth:`Transaction.apply_row_changes`; a version to
+  delete and one to insert with equal values cancel out (the same logical row under another
+  ROW__ID, e.g. after a new base rewrote it);
 * per partition (the whole table when unpartitioned) a new base (``base_W`` of an INSERT
   OVERWRITE, :meth:`Transaction.insert_overwrite`) replaces the events when cheaper: when the
   rows to delete plus the rows to insert are more than ``base_fraction`` (0.5) of the rows the
@@ -30,6 +32,7 @@ SparkSession the reads, the comparison and the writes are Spark jobs.
 """
 from __future__ import annotations
 
+import collections
 import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -197,6 +200,39 @@ def _minus(a: pa.Table, b: pa.Table, pnames: list[str]) -> pa.Table:
     return a.take(pc.take(pos, pc.sort_indices(pos)))
 
 
+def _hashable(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((k, _hashable(v)) for k, v in value.items())
+    return value
+
+
+def _cancel_equal(gone: pa.Table, back: pa.Table, cols: list[str]) -> tuple[pa.Table, pa.Table]:
+    """Drop pairs of a row version to delete and one to insert with equal values (the same
+    logical row under another ROW__ID, e.g. after a new base rewrote it): a restore changes
+    only what differs, and a table equal in values to W needs nothing."""
+    if not gone.num_rows or not back.num_rows:
+        return gone, back
+    gv = [tuple(_hashable(v) for v in row)
+          for row in zip(*(gone.column(c).to_pylist() for c in cols))]
+    bv = [tuple(_hashable(v) for v in row)
+          for row in zip(*(back.column(c).to_pylist() for c in cols))]
+    common = collections.Counter(gv) & collections.Counter(bv)
+    if not common:
+        return gone, back
+
+    def keep(values: list[tuple[Any, ...]]) -> pa.Array:
+        left = collections.Counter(common)
+        out = []
+        for v in values:
+            out.append(left[v] <= 0)
+            left[v] -= 1
+        return pa.array(out, pa.bool_())
+
+    return gone.filter(keep(gv)), back.filter(keep(bv))
+
+
 def _count_by(paths: list[str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for p in paths:
@@ -226,8 +262,8 @@ class _Diff:
 def _restore_arrow(txn: Transaction, table: TableDef, now: pa.Table, then: pa.Table,
                    fraction: float, operation: str) -> tuple[_Diff, dict[str, str]]:
     pnames = [c.name for c in table.partition_columns]
-    gone = _minus(now, then, pnames)
-    back = _minus(then, now, pnames)
+    data = [c.name for c in table.columns] + pnames
+    gone, back = _cancel_equal(_minus(now, then, pnames), _minus(then, now, pnames), data)
     gone_p, back_p, then_p = _part_paths(gone, pnames), _part_paths(back, pnames), \
         _part_paths(then, pnames)
     specs: dict[str, dict[str, Any]] = {}
@@ -239,7 +275,6 @@ def _restore_arrow(txn: Transaction, table: TableDef, now: pa.Table, then: pa.Ta
     methods = diff.methods(fraction)
     ev = [p for p, m in methods.items() if m == "events"]
     base = [p for p, m in methods.items() if m == "base"]
-    data = [c.name for c in table.columns] + pnames
     if ev:
         mask_g = pa.array([p in ev for p in gone_p], pa.bool_())
         mask_b = pa.array([p in ev for p in back_p], pa.bool_())
@@ -267,6 +302,7 @@ def _restore_spark(spark: SparkSession, txn: Transaction, table: TableDef, now: 
                    then: DataFrame, fraction: float,
                    operation: str) -> tuple[_Diff, dict[str, str]]:
     # deferred: the pyarrow path (the CLI) runs without pyspark
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     pnames = [c.name for c in table.partition_columns]
@@ -277,8 +313,20 @@ def _restore_spark(spark: SparkSession, txn: Transaction, table: TableDef, now: 
         cond = [a[c].eqNullSafe(other[f"__o_{c}"]) for c in [ROW_ID, *pnames]]
         return a.join(other, on=cond, how="left_anti")
 
-    gone = minus(now, then).cache()
-    back = minus(then, now).cache()
+    def cancel(a: DataFrame, b: DataFrame) -> DataFrame:
+        # rows of a without an equal-valued partner in b (n-th copy pairs with n-th copy)
+        if any("map<" in c.hive_type for c in [*table.columns, *table.partition_columns]):
+            return a  # maps cannot be grouped: no cancelling
+        w = Window.partitionBy(*data).orderBy(ROW_ID)
+        an = a.withColumn("__n", F.row_number().over(w))
+        bn = b.withColumn("__n", F.row_number().over(w)).select(
+            *[F.col(c).alias(f"__o_{c}") for c in [*data, "__n"]])
+        cond = [an[c].eqNullSafe(bn[f"__o_{c}"]) for c in [*data, "__n"]]
+        return an.join(bn, on=cond, how="left_anti").drop("__n")
+
+    gone0, back0 = minus(now, then), minus(then, now)
+    gone = cancel(gone0, back0).cache()
+    back = cancel(back0, gone0).cache()
     try:
         def counts(df: DataFrame) -> tuple[dict[str, int], dict[str, dict[str, Any]]]:
             if not pnames:
