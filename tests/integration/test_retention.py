@@ -7,6 +7,7 @@ Partitioned and unpartitioned, bucketed and unbucketed, keyed and unkeyed tables
 from __future__ import annotations
 
 import collections
+import json
 from pathlib import Path
 
 import pytest
@@ -218,3 +219,24 @@ def test_incremental_reads_within_retention_after_compaction_and_clean(spark, ca
     cleaner.run_cleaner(catalog, reader_timeout_s=0)  # Spark reads' registrations
     with pytest.raises(NotEnoughHistoryError, match="oldest write id still readable is 6"):
         incr(3, 6).most_common()
+
+
+def test_a_base_without_the_history_file_keeps_hives_rule(catalog):
+    # compacted while the table retained nothing (Hive's own compactions look the same): no
+    # _acidflow_history, so reads below the base are refused although the deltas are there
+    ht.make_table(catalog, "keyed_bucketed", **{RETAIN_COMMITS: "0", RETAIN_HOURS: "0"})
+    ht.history(catalog, "db.h")
+    ht.compact(catalog, "db.h", "major")
+    root = Path(catalog.get_table("db.h").location)
+    assert not (root / "_acidflow_history").exists()
+    assert (root / "delta_0000001_0000001_0000").is_dir()
+    catalog.set_table_properties("db.h", {RETAIN_COMMITS: "100"})
+    with pytest.raises(NotEnoughHistoryError, match=r"Not enough history available for \(3,x\)"):
+        ht.with_ids(catalog, "db.h", as_of_write_id=3)
+    # with retention on, the first base of a partition records its complete history
+    ht.make_table(catalog, "keyed_bucketed", name="db.g", **{RETAIN_COMMITS: "100"})
+    ht.history(catalog, "db.g")
+    ht.compact(catalog, "db.g", "major")
+    groot = Path(catalog.get_table("db.g").location)
+    assert json.loads((groot / "_acidflow_history").read_text()) == {"full_history_below": None}
+    assert ht.with_ids(catalog, "db.g", as_of_write_id=3)

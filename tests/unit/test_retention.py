@@ -115,3 +115,14 @@ def test_snapshot_at_keeps_only_exceptions_at_or_below_it():
     v = ValidWriteIdList("db.t", 9, [4, 8], [2, 7])
     s = rt.snapshot_at(v, 5)
     assert (s.high_watermark, s.open_write_ids, s.aborted_write_ids) == (5, (4,), (2,))
+
+
+def test_history_loss_counts_only_deltas_no_wider_delta_covers_and_originals():
+    remaining = ["delta_0000001_0000006", "delete_delta_0000001_0000006", "base_0000009"]
+    assert rt.history_loss(["delta_0000002_0000002_0000", "delete_delta_0000003_0000003_0000",
+                            "base_0000004"], remaining) is None
+    assert rt.history_loss(["delta_0000007_0000007_0000", "delta_0000002_0000002_0000"],
+                           remaining) == 7
+    assert rt.history_loss(["delete_delta_0000007_0000008"], remaining) == 7
+    assert rt.history_loss(["000000_0", "delta_0000007_0000007_0000"], remaining) == 0
+    assert rt.history_loss([], remaining) is None
