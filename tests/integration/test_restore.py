@@ -194,3 +194,21 @@ def test_cli_restore_and_rollback(catalog, warehouse, monkeypatch):
     assert res.exit_code == 0 and "nothing to do" in res.output, res.output
     res = runner.invoke(app, ["restore", "db.h", "--to-write-id", "42"])
     assert res.exit_code != 0 and "no such write id" in str(res.exception)
+
+
+def test_no_silent_reads_below_a_restore_base_once_history_is_cleaned(catalog):
+    # a restore by a new (INSERT OVERWRITE) base, then the compacted history below it goes:
+    # a read below both bases must fail, not read the remaining deltas as the whole history
+    ht.make_table(catalog, "keyed_partitioned_unbucketed", **ALL)
+    ht.history(catalog, "db.h")
+    ht.compact(catalog, "db.h", "major")
+    cleaner.run_cleaner(catalog)
+    restore(catalog, "db.h", 2, base_fraction=0.0)                # base_7 per partition
+    at3 = ht.values(catalog, "db.h", as_of_write_id=3)
+    assert at3 == ht.values(catalog, "db.h", as_of_write_id=3)
+    catalog.set_table_properties("db.h", {RETAIN_COMMITS: "0"})
+    ht.compact(catalog, "db.h", "major")
+    cleaner.run_cleaner(catalog)
+    assert "base_0000007" in leaves(catalog)
+    with pytest.raises(NotEnoughHistoryError, match="oldest write id still readable is 7"):
+        ht.values(catalog, "db.h", as_of_write_id=3)

@@ -18,7 +18,8 @@ leave to I/O once:
   first base writes it with no limit (nothing was ever removed there), and the cleaner lowers
   it to the lowest write id of any delta or original file it removes for good. No file while
   a compacted base exists = unknown history (Hive's, or an older cleaner's): Hive's rule,
-  ``NotEnoughHistoryError``.
+  ``NotEnoughHistoryError``. The file also refuses a base-less read below an INSERT OVERWRITE
+  base (which Hive 4's rule reads from the deltas) once deltas underneath are gone.
 """
 from __future__ import annotations
 
@@ -74,14 +75,26 @@ def acid_state(tfs: TableFS, partition_dir: str, valid: ValidWriteIdList, *,
     listing = list(tfs.list_recursive(partition_dir) if entries is None else entries)
     check = compacted_base_check(tfs, partition_dir)
     try:
-        return get_acid_state(listing, valid, check, txn_state,
-                              ignore_empty_files=ignore_empty_files)
+        state = get_acid_state(listing, valid, check, txn_state,
+                               ignore_empty_files=ignore_empty_files)
     except NotEnoughHistoryError:
         floor = history_floor(tfs, partition_dir, listing)
         if floor is None or valid.high_watermark >= floor:
             raise
         return get_acid_state(listing, valid, check, txn_state,
                               ignore_empty_files=ignore_empty_files, history_floor=floor)
+    if state.base is None:
+        # no usable base although bases exist (an INSERT OVERWRITE base is the oldest): the
+        # deltas underneath are read -- refused when the history file says some are gone
+        bases = sorted((b for b in (parse_base(e.path.split("/", 1)[0]) for e in listing)
+                        if b is not None), key=lambda b: b.write_id)
+        if bases:
+            floor = history_floor(tfs, partition_dir, listing)
+            if floor is not None and valid.high_watermark >= floor:
+                exc = valid.invalid_write_ids
+                raise NotEnoughHistoryError(valid.high_watermark,
+                                            str(exc[0]) if exc else "x", bases[0].name)
+    return state
 
 
 def history_floor(tfs: TableFS, partition_dir: str, entries: Iterable[DirEntry]) -> int | None:

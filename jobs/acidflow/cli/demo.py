@@ -82,8 +82,8 @@ def run_demo(spark: SparkSession, catalog: Catalog, sample_dir: Path = SAMPLE_DI
     out = DemoSummary()
     out.batches = apply_path(spark, catalog, str(sample_dir / "landing"),
                              CdcOptions(fmt="wal2json", tables=tables, target_db="pgbench"))
-    reconcile_tables(spark, catalog, tables, sample_dir, out)
     restore_and_rollback(catalog, sample_dir, out)  # issue 12: hist
+    reconcile_tables(spark, catalog, tables, sample_dir, out)
     out.seconds = time.monotonic() - t0
     return out
 
@@ -167,7 +167,7 @@ def run_demo_airflow(catalog: Catalog, *, airflow_home: Path | None = None,
     if compaction:
         out.compactions = [c for c in catalog.list_compactions()
                            if c.table.startswith("pgbench.")]
-    reconcile_tables(None, catalog, load_tables_config(tables_yaml), sample_dir, out)
     restore_and_rollback(catalog, sample_dir, out)  # issue 12: hist
+    reconcile_tables(None, catalog, load_tables_config(tables_yaml), sample_dir, out)
     out.seconds = time.monotonic() - t0
     return out

@@ -347,7 +347,7 @@ def _restore_spark(spark: SparkSession, txn: Transaction, table: TableDef, now: 
         methods = diff.methods(fraction)
 
         def only(df: DataFrame, chosen: list[str]) -> DataFrame:
-            if not pnames or len(chosen) == len(methods):
+            if not pnames:
                 return df
             sel = spark.createDataFrame([tuple(diff.specs[p][n] for n in pnames) for p in chosen],
                                         df.select(*pnames).schema)
