@@ -55,5 +55,5 @@ def test_hive31_reads_restored_tables_as_acidflow_does(spark, catalog, hive31, s
     ht.compact(catalog, "db.h", "major", spark=spark)
     cleaner.run_cleaner(catalog, reader_timeout_s=0)
     same_as_acidflow(hive31, catalog, "db.h")
-    assert ht.values(catalog, "db.h", as_of_write_id=5) == \
-        ht.values(catalog, "db.h", as_of_write_id=9)
+    assert ht.values(catalog, "db.h", as_of_write_id=8) == \
+        ht.values(catalog, "db.h", as_of_write_id=5)
