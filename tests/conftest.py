@@ -20,6 +20,26 @@ def spark():
     session.stop()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _cleaner_without_history_retention():
+    """The suite runs the cleaner as Hive's (history retention 0 commits / 0 hours through
+    ``ACIDFLOW_HISTORY_RETAIN_*``, for module and session fixtures too), so tests of
+    compaction and cleaning see Hive's layout; tests of retention set the table properties
+    (they win over the environment) or carry the ``default_retention`` marker (the shipped
+    defaults, 10 commits / 24 h)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ACIDFLOW_HISTORY_RETAIN_COMMITS", "0")
+        mp.setenv("ACIDFLOW_HISTORY_RETAIN_HOURS", "0")
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _default_retention_when_marked(request, monkeypatch):
+    if request.node.get_closest_marker("default_retention") is not None:
+        monkeypatch.delenv("ACIDFLOW_HISTORY_RETAIN_COMMITS")
+        monkeypatch.delenv("ACIDFLOW_HISTORY_RETAIN_HOURS")
+
+
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     """``../shared/fixtures/hive-acid`` (Hive-written tables); skips when absent."""

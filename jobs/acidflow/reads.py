@@ -36,13 +36,15 @@ from typing import TYPE_CHECKING, Any, Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from acidflow import history
 from acidflow.acid import files as acid_files
 from acidflow.acid import partitions as parts
 from acidflow.acid import snapshot
 from acidflow.acid import types as htypes
 from acidflow.acid.schemaevolution import read_as
 from acidflow.acid.fs import TableFS, join
-from acidflow.acid.layout import ValidWriteIdList, is_hidden, parse_base, parse_delta
+from acidflow.acid.layout import (NotEnoughHistoryError, ValidWriteIdList, is_hidden,
+                                  parse_base, parse_delta)
 from acidflow.acid.state import acid_state
 
 if TYPE_CHECKING:
@@ -68,7 +70,8 @@ def plan_table(catalog: Catalog, name: str, *, as_of_write_id: int | None = None
     The plan's columns are the schema version the snapshot sees (``Catalog.schema_for``).
     Raises:
         acidflow.catalog.errors.NoSuchTableError; acidflow.acid.layout.NotEnoughHistoryError when the
-        files for an old snapshot were cleaned.
+        files for an old snapshot were cleaned (beyond retention, ``acidflow.history``): the
+        message ends with "the oldest write id still readable is N".
     """
     table = catalog.get_table(name)
     if valid is None:
@@ -77,11 +80,19 @@ def plan_table(catalog: Catalog, name: str, *, as_of_write_id: int | None = None
     # issue 12: the schema of the snapshot (a time-travel read sees the names and types of its
     # time; a schema change is seen once its transaction committed)
     columns = catalog.schema_for(table, valid)
-    return snapshot.plan_read(
-        tfs, table.location, [(c.name, c.hive_type) for c in columns],
-        [(c.name, c.hive_type) for c in table.partition_columns], valid,
-        bucketed=table.num_buckets > 0, read_optimized=read_optimized,
-        partitions=partitions, buckets=buckets)
+    try:
+        return snapshot.plan_read(
+            tfs, table.location, [(c.name, c.hive_type) for c in columns],
+            [(c.name, c.hive_type) for c in table.partition_columns], valid,
+            bucketed=table.num_buckets > 0, read_optimized=read_optimized,
+            partitions=partitions, buckets=buckets)
+    except NotEnoughHistoryError as exc:
+        if exc.oldest_readable_write_id is not None:
+            raise
+        oldest = history.oldest_readable_write_id(catalog, table.name)
+        if oldest is None:
+            raise
+        raise exc.with_oldest_readable(oldest) from None
 
 
 def run_plan(spark: Any, plan: snapshot.ReadPlan, *, row_id: bool = False,

@@ -58,7 +58,7 @@ from acidflow.acid.fs import DirectoryClaimedError, TableFS, join
 from acidflow.acid.layout import (AcidState, DirEntry, ValidWriteIdList, bucket_files, format_base,
                                   format_delta, get_acid_state, is_hidden)
 from acidflow.acid.ports import TableDesc
-from acidflow.acid.state import compacted_base_check
+from acidflow.acid.state import compacted_base_check, mark_full_history
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -579,8 +579,14 @@ def compact_partition(spark: "SparkSession | None", table: TableDesc, partition:
                       target_stripe_bytes: int = DEFAULT_TARGET_STRIPE_BYTES,
                       compression: str = "zlib", heartbeat: Callable[[], Any] | None = None,
                       tamper: Callable[[str], Any] | None = None,
-                      target_file_bytes: int | None = None) -> CompactionResult:
+                      target_file_bytes: int | None = None,
+                      record_history: bool = False) -> CompactionResult:
     """Compact one partition: plan, write into ``.compact_tmp_<cq_id>``, verify, publish.
+
+    ``record_history`` (the table retains history, ``acidflow.acid.retention``): a major
+    compaction publishing the partition's first base writes ``_acidflow_history`` first
+    (:func:`acidflow.acid.state.mark_full_history`), so snapshots below the base stay
+    readable from the deltas the cleaner keeps.
 
     Args:
         spark: SparkSession, or None to run every task in this process.
@@ -698,6 +704,8 @@ def compact_partition(spark: "SparkSession | None", table: TableDesc, partition:
     beat()
 
     # publish: marker first (a rerun finishes the renames), then the renames
+    if kind == MAJOR and record_history:  # issue 12: the first base records full history
+        mark_full_history(tfs, pdir)
     tfs.write_bytes(join(tmp, VERIFIED_MARKER), json.dumps({"outputs": plan.outputs}).encode())
     result.published = recovered + finish_publish(tfs, pdir, tmp)
     for f in files:

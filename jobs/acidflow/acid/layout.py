@@ -524,19 +524,33 @@ class NotEnoughHistoryError(Exception):
     ``Not enough history available for (<HWM>,<first exception or x>).  Oldest available
     base: <base dir>``.
 
+    A catalog read (``acidflow.reads``) adds the table's oldest readable write id
+    (:meth:`with_oldest_readable`): ``...; the oldest write id still readable is N``.
+
     Attributes:
         high_watermark: the snapshot's HWM.
         min_open: the smallest exception as a string, ``"x"`` when there is none.
         oldest_base: relative name of the oldest base directory.
+        oldest_readable_write_id: the oldest ``as_of_write_id`` still readable in the whole
+            table, None when not known (the pure layer sees one partition).
     """
 
-    def __init__(self, high_watermark: int, min_open: str, oldest_base: str) -> None:
+    def __init__(self, high_watermark: int, min_open: str, oldest_base: str,
+                 oldest_readable_write_id: int | None = None) -> None:
         self.high_watermark = high_watermark
         self.min_open = min_open
         self.oldest_base = oldest_base
-        super().__init__(
-            f"Not enough history available for ({high_watermark},{min_open}).  "
-            f"Oldest available base: {oldest_base}")
+        self.oldest_readable_write_id = oldest_readable_write_id
+        message = (f"Not enough history available for ({high_watermark},{min_open}).  "
+                   f"Oldest available base: {oldest_base}")
+        if oldest_readable_write_id is not None:
+            message += f"; the oldest write id still readable is {oldest_readable_write_id}"
+        super().__init__(message)
+
+    def with_oldest_readable(self, write_id: int) -> "NotEnoughHistoryError":
+        """The same error naming the oldest write id still readable."""
+        return NotEnoughHistoryError(self.high_watermark, self.min_open, self.oldest_base,
+                                     write_id)
 
 
 _TXN_STATES = ("committed", "open", "aborted")
@@ -558,6 +572,7 @@ def get_acid_state(
     txn_state: Callable[[int], str] | None = None,
     *,
     ignore_empty_files: bool = False,
+    history_floor: int | None = None,
 ) -> AcidState:
     """Pick the base, deltas and original files a snapshot must read (docs/hive-acid-format.md §6).
 
@@ -587,7 +602,11 @@ def get_acid_state(
        last taken range are taken too; everything else is obsolete (deltas beyond the
        snapshot are just skipped).
     8. Bases exist, none usable, and the oldest one is compacted -> error (an INSERT
-       OVERWRITE base carries full history and is just skipped).
+       OVERWRITE base carries full history and is just skipped) -- unless ``history_floor``
+       says the deltas below the bases are all still there for this snapshot (acidflow's
+       retained history: ``high watermark < history_floor``, see
+       :func:`acidflow.acid.state.history_floor`); the snapshot then reads the original files
+       and deltas as if there were no base.
 
     The Hive 4 shortcut "a base with W <= minOpenWriteId is always usable" is not applied:
     it is not in Hive 3.1 nor in Trino, and HIVE-29601 (2026) removed it as a data-loss
@@ -601,6 +620,8 @@ def get_acid_state(
         txn_state: visibility-transaction state lookup for ``_v`` dirs (see step 2).
         ignore_empty_files: drop zero-length original files (Hive's ``ignoreEmptyFiles``;
             Trino always drops them).
+        history_floor: snapshots with a high watermark below it may read without a base
+            (step 8); None = Hive's rule.
 
     Returns:
         AcidState with ``obsolete`` and ``aborted`` sorted by name.
@@ -738,7 +759,8 @@ def get_acid_state(
             obsolete.append(d.name)
 
     # Step 8.
-    if oldest is not None and best is None and compacted(oldest):
+    full_history = history_floor is not None and valid_write_ids.high_watermark < history_floor
+    if oldest is not None and best is None and compacted(oldest) and not full_history:
         exceptions = valid_write_ids.invalid_write_ids
         raise NotEnoughHistoryError(valid_write_ids.high_watermark,
                                     str(exceptions[0]) if exceptions else "x", oldest.name)

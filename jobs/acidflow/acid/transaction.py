@@ -524,7 +524,7 @@ class Transaction:
         self._lock(table, "shared_write")
         return self._split_update(table, aligned, deletes_df, operation, counts, **options)
 
-    def insert_overwrite(self, table_name: str, df: "DataFrame",
+    def insert_overwrite(self, table_name: str, df: "DataFrame | pa.Table",
                          partitions: list[dict[str, Any]] | None = None,
                          **options: Any) -> WriteResult:
         """Replace the contents of the table, or of partitions, with ``df`` (Hive INSERT
@@ -532,7 +532,9 @@ class Transaction:
         become obsolete for readers whose snapshot includes W.
 
         Args:
-            df: full rows.
+            df: full rows: a Spark DataFrame (written by Spark tasks), or a pyarrow Table
+                with the table's columns (cast like :meth:`apply_row_changes`), written in
+                this process.
             partitions: for a partitioned table, the partitions to overwrite as
                 ``[{"ds": "2024-01-01"}, ...]``; they are emptied even when ``df`` has no rows
                 for them. Default: the partitions present in ``df`` (Hive's dynamic-partition
@@ -546,13 +548,19 @@ class Transaction:
                 table.
         """
         table = self.catalog.get_table(table_name)
-        aligned = conform.aligned(df, table)
         pnames = [c.name for c in table.partition_columns]
         explicit = [parts.make_partition_path([(p, spec_[p]) for p in pnames])
                     for spec_ in (partitions or [])]
+        aligned: "DataFrame | pa.Table"
+        if isinstance(df, pa.Table):
+            aligned = conform.aligned_arrow(df, table)
+            rows = aligned.select(pnames).to_pylist() if explicit and pnames else []
+        else:
+            aligned = conform.aligned(df, table)
+            rows = (aligned.select(*pnames).distinct().collect() if explicit and pnames
+                    else [])
         if explicit and pnames:
-            present = {parts.make_partition_path([(p, r[p]) for p in pnames])
-                       for r in aligned.select(*pnames).distinct().collect()}
+            present = {parts.make_partition_path([(p, r[p]) for p in pnames]) for r in rows}
             outside = present - set(explicit)
             if outside:
                 raise SchemaMismatchError(
@@ -560,7 +568,7 @@ class Transaction:
                     "overwritten: " + ", ".join(sorted(outside)))
         self._lock(table, "exclusive")
         (spec,) = self._begin_statement(table, "base", **options)
-        files = write_inserts(aligned, table, spec)
+        files = write_insert_events(aligned, table, spec)
         touched = sorted({f["partition"] for f in files} | set(explicit)) or [""]
         return self._end_statement(
             table, "insert_overwrite", [(spec, files)],

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from acidflow.acid.bucketing import MAX_BUCKET_ID
 from acidflow.acid.hivetypes import normalize_hive_type
+from acidflow.acid.retention import check_retention_properties
 
 DEFAULT_DB = "default"
 #: Properties every acidflow table carries (Hive: full ACID = ``transactional='true'`` with the
@@ -360,7 +361,8 @@ def check_fixed_properties(table: str, props: dict[str, str], bucketing_version:
 
     Raises:
         ValueError: ``transactional`` / ``transactional_properties`` other than
-            ``'true'`` / ``'default'``, or a ``bucketing_version`` property that disagrees.
+            ``'true'`` / ``'default'``, a ``bucketing_version`` property that disagrees, or a
+            bad ``acidflow.history.retain.*`` value (``acidflow.acid.retention``).
     """
     for key, value in TABLE_PROPERTIES_FIXED.items():
         if str(props.get(key, value)).lower() != value:
@@ -370,3 +372,5 @@ def check_fixed_properties(table: str, props: dict[str, str], bucketing_version:
         raise ValueError(f"table {table}: property bucketing_version="
                          f"{props['bucketing_version']!r} disagrees with bucketing_version="
                          f"{bucketing_version}")
+    # --- issue 12: retention (acidflow.history.retain.commits / .hours)
+    check_retention_properties(table, props)

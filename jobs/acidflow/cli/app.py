@@ -19,7 +19,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from acidflow import reads
+from acidflow import history, reads
 from acidflow.acid import files as acid_files
 from acidflow.acid.fs import TableFS
 from acidflow.acid.layout import ValidWriteIdList
@@ -30,6 +30,7 @@ from acidflow.cli import cdc as cdc_cli
 from acidflow.cli import compactor as compactor_cli
 from acidflow.cli import health as health_cli
 from acidflow.cli import dml as dml_cli  # --- issue 12: dml
+from acidflow.cli import history as history_cli
 from acidflow.cli import pull as pull_cli
 from acidflow.cli import reconcile as reconcile_cli
 from acidflow.cli import table as table_cli
@@ -236,6 +237,7 @@ def describe(name: str) -> None:
     for k, v in sorted(td.properties.items()):
         info.add_row(k, v)
     info.add_row("ValidWriteIdList", valid.to_string())
+    info.add_row("history", history.retained_range(cat_, td.name, table=td).describe())
     console.print(info)
 
 
@@ -350,6 +352,8 @@ def demo(sample_dir: Optional[Path] = typer.Option(None, help="sample data direc
                   "[green]exact[/]" if st["matches"] else
                   f"[red]{st['differing_keys']} keys differ[/] {st['first_differing_keys']}")
     console.print(t)
+    for line in s.history:  # issue 12: restore and rollback of one table
+        console.print(line, markup=False, highlight=False)
     applied = sum(1 for b in s.batches if b.status in ("applied", "empty"))
     skipped = sum(1 for b in s.batches if b.status == "skipped")
     quarantined = sum(b.quarantined for b in s.batches if b.status != "skipped")
@@ -374,6 +378,7 @@ def _register_subcommands() -> None:
     health_cli.register(app, _catalog)  # issue 12: flow
     timeline_cli.register(app, _catalog)  # --- issue 12: timeline
     dml_cli.register(app, _catalog)  # --- issue 12: dml (delete --where, update --set)
+    history_cli.register(app, _catalog)  # --- issue 12: hist (restore, rollback)
 
 
 _register_subcommands()

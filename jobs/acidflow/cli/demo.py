@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from acidflow.catalog import Catalog, HiveMetastoreCatalog, SqlCatalog, TableDef
 from acidflow.cdc.apply import CdcOptions, apply_path
 from acidflow.cdc.tables import with_position_column
+from acidflow.cli.demo_history import restore_and_rollback
 from acidflow.cli.localairflow import DEFAULT_HOME, airflow_env, dags_test, migrate
 from acidflow.quality.reconcile import reconcile
 from acidflow.reads import acid_state_of
@@ -57,11 +58,14 @@ class DemoSummary:
     seconds: float = 0.0
     compactions: list[Any] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)
+    history: list[str] = field(default_factory=list)  # issue 12: restore + rollback lines
+    history_ok: bool = True                             # ... and their reconciliations
 
     @property
     def ok(self) -> bool:
         """Every table reconciled exactly."""
-        return bool(self.tables) and all(t["matches"] for t in self.tables.values())
+        return (bool(self.tables) and all(t["matches"] for t in self.tables.values())
+                and self.history_ok)
 
 
 def run_demo(spark: SparkSession, catalog: Catalog, sample_dir: Path = SAMPLE_DIR,
@@ -78,6 +82,7 @@ def run_demo(spark: SparkSession, catalog: Catalog, sample_dir: Path = SAMPLE_DI
     out = DemoSummary()
     out.batches = apply_path(spark, catalog, str(sample_dir / "landing"),
                              CdcOptions(fmt="wal2json", tables=tables, target_db="pgbench"))
+    restore_and_rollback(catalog, sample_dir, out)  # issue 12: hist
     reconcile_tables(spark, catalog, tables, sample_dir, out)
     out.seconds = time.monotonic() - t0
     return out
@@ -162,6 +167,7 @@ def run_demo_airflow(catalog: Catalog, *, airflow_home: Path | None = None,
     if compaction:
         out.compactions = [c for c in catalog.list_compactions()
                            if c.table.startswith("pgbench.")]
+    restore_and_rollback(catalog, sample_dir, out)  # issue 12: hist
     reconcile_tables(None, catalog, load_tables_config(tables_yaml), sample_dir, out)
     out.seconds = time.monotonic() - t0
     return out

@@ -11,6 +11,14 @@ For every ``ready for cleaning`` entry:
    highest write id (aborted ids kept), and remove its ``obsolete`` and ``aborted`` entries;
 3. mark the entry ``succeeded`` -- only after every removal is done.
 
+**History retention** (``acidflow.history.retain.commits`` / ``.hours``,
+:mod:`acidflow.acid.retention`): step 2 keeps every obsolete directory that a retained
+snapshot (a time-travel or incremental read at a write id within retention) still reads. An
+entry that kept something stays ``ready for cleaning`` with ``retained`` (the names kept) and
+``retained_until`` (why) in its details, and every later cleaner pass revisits it; once those
+directories fall out of retention a pass removes them and marks it ``succeeded``. Aborted
+directories are never retained.
+
 Directories of aborted write ids are removed in every partition of a table that has aborted
 write ids (no reader ever reads them), and the aborted components are forgotten in the catalog
 so the initiator's aborted count drops (Hive ``markCleaned``).
@@ -26,10 +34,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from acidflow import history
+from acidflow.acid import retention
 from acidflow.acid.compaction import TMP_PREFIX, partition_dir, partition_paths
 from acidflow.acid.fs import TableFS, join
 from acidflow.acid.layout import NotEnoughHistoryError, ValidWriteIdList
-from acidflow.acid.state import acid_state
+from acidflow.acid.state import acid_state, history_floor, write_history_floor
 from acidflow.catalog import Catalog, TableDef
 
 log = logging.getLogger(__name__)
@@ -60,15 +70,44 @@ def remove_safely(tfs: TableFS, pdir: str, name: str) -> None:
 def clean_partition(table: TableDef, partition: str | None, valid: ValidWriteIdList) -> list[str]:
     """Remove the obsolete and aborted directories (and obsolete original files) of one
     partition as seen at ``valid``; returns the names removed, in removal order (aborted
-    first, then obsolete ones, oldest first)."""
+    first, then obsolete ones, oldest first). No retention (see
+    :func:`clean_partition_retaining`)."""
+    return clean_partition_retaining(table, partition, valid, None, None)[0]
+
+
+def clean_partition_retaining(table: TableDef, partition: str | None, valid: ValidWriteIdList,
+                              current: ValidWriteIdList | None, oldest_retained: int | None
+                              ) -> tuple[list[str], list[str]]:
+    """:func:`clean_partition` that keeps what retained snapshots read.
+
+    Args:
+        valid: the cleaner's capped snapshot (:func:`capped_list`).
+        current: the table's current ValidWriteIdList (retained snapshots derive from it);
+            None = no retention.
+        oldest_retained: ``acidflow.history.RetainedRange.oldest``.
+    Returns:
+        ``(removed, kept)``: names removed (aborted first, then obsolete, oldest first) and
+        obsolete names kept for retention.
+    """
     tfs = TableFS(table.location)
     pdir = partition_dir(table, partition)
     entries = tfs.list_recursive(pdir)
     state = acid_state(tfs, pdir, valid, entries=entries)
-    doomed = list(state.aborted) + [o for o in state.obsolete if o not in state.aborted]
+    obsolete = [o for o in state.obsolete if o not in state.aborted]
+    keep: set[str] = set()
+    if current is not None and oldest_retained is not None and obsolete:
+        keep = retention.retained_names(tfs, pdir, current, oldest_retained, entries=entries)
+    doomed = list(state.aborted) + [o for o in obsolete if o not in keep]
+    gone = set(doomed)
+    lost = retention.history_loss([o for o in obsolete if o in gone],
+                                  {e.path.split("/", 1)[0] for e in entries} - gone)
+    if lost is not None:  # record the loss before it happens (a killed cleaner errs safe)
+        floor = history_floor(tfs, pdir, entries)
+        if floor is not None and lost < floor:
+            write_history_floor(tfs, pdir, lost)
     for name in doomed:
         remove_safely(tfs, pdir, name)
-    return doomed
+    return doomed, [o for o in obsolete if o in keep]
 
 
 def remove_leftovers(table: TableDef, partition: str | None, live_cq_ids: set[int]) -> list[str]:
@@ -103,6 +142,8 @@ class CleanerReport:
         aborted: ``{"table/partition": [names removed]}`` aborted dirs removed.
         leftovers: hidden leftovers removed.
         errors: ``{queue id: message}`` of entries whose cleaning failed (kept ready).
+        retained: ``{queue id: [names kept]}`` of entries kept ready for cleaning because
+            retained snapshots still read those obsolete directories.
     """
 
     cleaned: dict[int, list[str]] = field(default_factory=dict)
@@ -110,13 +151,15 @@ class CleanerReport:
     aborted: dict[str, list[str]] = field(default_factory=dict)
     leftovers: list[str] = field(default_factory=list)
     errors: dict[int, str] = field(default_factory=dict)
+    retained: dict[int, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """JSON-able dict."""
         return {"cleaned": {str(k): v for k, v in self.cleaned.items()},
                 "waiting": {str(k): v for k, v in self.waiting.items()},
                 "aborted": self.aborted, "leftovers": self.leftovers,
-                "errors": {str(k): v for k, v in self.errors.items()}}
+                "errors": {str(k): v for k, v in self.errors.items()},
+                "retained": {str(k): v for k, v in self.retained.items()}}
 
 
 def run_cleaner(catalog: Catalog, *, reader_timeout_s: float | None = None,
@@ -150,10 +193,20 @@ def run_cleaner(catalog: Catalog, *, reader_timeout_s: float | None = None,
         try:
             table = table_of(entry.table)
             valid = catalog.valid_write_ids(table.name)
-            removed = clean_partition(table, entry.partition,
-                                      capped_list(valid, entry.highest_write_id or 0))
-            catalog.mark_compaction_succeeded(entry.id, {"cleaned": removed})
-            report.cleaned[entry.id] = removed
+            kept_range = history.retained_range(catalog, table.name, table=table)
+            removed, kept = clean_partition_retaining(
+                table, entry.partition, capped_list(valid, entry.highest_write_id or 0),
+                valid, kept_range.oldest)
+            done = list((entry.details or {}).get("cleaned") or []) + removed
+            if kept:
+                catalog.update_compaction(entry.id, details={
+                    "cleaned": done, "retained": kept,
+                    "retained_until": f"history retention: {kept_range.describe()}; kept "
+                                      "until no retained snapshot reads them"})
+                report.retained[entry.id] = kept
+                continue
+            catalog.mark_compaction_succeeded(entry.id, {"cleaned": done, "retained": []})
+            report.cleaned[entry.id] = done
         except NotEnoughHistoryError as exc:
             # A newer compaction already published a base above this one's high watermark
             # (this entry's cleaning waited for a reader meanwhile): what this compaction made

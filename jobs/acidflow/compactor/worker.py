@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from acidflow.acid import compaction
+from acidflow.acid.retention import retention_policy
 from acidflow.catalog import Catalog, CompactionStateError
 from acidflow.compactor.config import CompactorConfig
 
@@ -134,10 +135,12 @@ def run_worker(spark: SparkSession | None, catalog: Catalog, *, cq_id: int | Non
         table.columns = catalog.schema_for(table, cvalid)
         catalog.update_compaction(entry.id, highest_write_id=cvalid.high_watermark,
                                   details={"worker_id": wid, "valid_write_ids": str(cvalid)})
+        policy = retention_policy(table.name, table.properties)  # issue 12: history
         result = compaction.compact_partition(
             spark, table, entry.partition or "", entry.type, valid, cq_id=entry.id,
             target_stripe_bytes=cfg.target_stripe_bytes, heartbeat=hb.beat, tamper=tamper,
-            target_file_bytes=cfg.target_file_bytes)
+            target_file_bytes=cfg.target_file_bytes,
+            record_history=policy.commits > 0 or policy.hours > 0)
         hb.stop()
         report = result.to_dict()
         catalog.mark_compaction_ready_for_cleaning(entry.id, cvalid.high_watermark, report)

@@ -1,0 +1,64 @@
+"""``acidflow restore TABLE --to-write-id W`` and ``acidflow rollback TABLE``
+(``acidflow.tableops.restore``): one new transaction that makes the table equal to an earlier
+snapshot, run in this process with pyarrow (no JVM).
+
+``acidflow.cli.app`` calls :func:`register` with its top-level app and its catalog factory.
+Refusals (unknown write id, outside retention, history cleaned) go up to
+``acidflow.cli.app.main`` as one line, exit 1; "nothing to do" prints and exits 0.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import typer
+
+from acidflow.catalog import Catalog
+from acidflow.cli.console import console
+from acidflow.tableops.restore import RestoreResult, restore, rollback
+
+RESTORE_HELP = """Make TABLE equal to its snapshot at write id W (what 'acidflow cat TABLE
+--as-of W' shows) in one new transaction: delete events for the row versions visible now but
+not at W, the rows of W inserted again, or a new base per partition when more than half its
+rows change. The commit is recorded as 'restore' with restored_to_write_id=W; time travel to
+the write ids before it still works. Refused when W was never allocated, was aborted, is not
+committed, or lies outside history retention (acidflow.history.retain.commits / .hours, see
+'acidflow describe TABLE'). Nothing is committed when TABLE already equals W."""
+
+ROLLBACK_HELP = """Undo TABLE's latest commit that changed data: a restore to the committed
+write id before it, recorded as 'rollback'. A rollback of a rollback brings the undone rows
+back."""
+
+
+def _print(result: RestoreResult, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(result.to_dict(), sort_keys=True))
+    else:
+        console.print(result.summary(), markup=False, highlight=False)
+
+
+def register(app: typer.Typer, get_catalog: Callable[[], Catalog]) -> None:
+    """Add ``restore`` and ``rollback`` to ``app``."""
+
+    @app.command("restore", help=RESTORE_HELP)
+    def restore_cmd(
+            table: str = typer.Argument(..., help="db.table"),
+            to_write_id: int = typer.Option(..., "--to-write-id", help="W: committed write id"),
+            as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+    ) -> None:
+        cat = get_catalog()
+        try:
+            _print(restore(cat, table, to_write_id), as_json)
+        finally:
+            cat.close()
+
+    @app.command("rollback", help=ROLLBACK_HELP)
+    def rollback_cmd(
+            table: str = typer.Argument(..., help="db.table"),
+            as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+    ) -> None:
+        cat = get_catalog()
+        try:
+            _print(rollback(cat, table), as_json)
+        finally:
+            cat.close()
