@@ -71,6 +71,33 @@ def test_an_aborted_change_is_never_seen(catalog, tables):
     assert _types(catalog.schema_for(events, catalog.valid_write_ids(events))) == _types(before)
 
 
+def test_a_crashed_change_is_reverted_and_blocks_writers_until_then(catalog, tables):
+    """A schema change whose writer died after ``alter_schema`` (its transaction aborted by
+    the housekeeper) left its columns in the catalog: ``aborted_schema_change`` names it,
+    ``revert_aborted_schema_change`` puts the committed columns (and renamed key and ordering
+    columns) back in a recorded ``revert`` version, and a second call has nothing to do."""
+    orders, _ = tables
+    before = catalog.get_table(orders)
+    cols = [Column("oid", "bigint")] + list(before.columns[1:])
+    txn, wid = _change(catalog, orders, cols, {"op": "rename", "renames": {"id": "oid"}})
+    assert catalog.aborted_schema_change(orders) is None          # still open
+    catalog.abort_transaction(txn, "timed out")                    # the housekeeper
+    assert catalog.get_table(orders).column_names()[0] == "oid"   # what the crash left
+    crashed = catalog.aborted_schema_change(orders)
+    assert crashed is not None and crashed.write_id == wid and crashed.txn_id == txn
+    assert catalog.revert_aborted_schema_change(orders).write_id == wid
+    t = catalog.get_table(orders)
+    assert _types(t.columns) == _types(before.columns) and t.primary_key == before.primary_key
+    assert t.bucket_columns == before.bucket_columns
+    assert catalog.aborted_schema_change(orders) is None
+    assert catalog.revert_aborted_schema_change(orders) is None
+    last = catalog.schema_history(orders)[-1]
+    assert last.change["op"] == "revert" and last.change["of_write_id"] == wid
+    assert catalog.commit_records(orders)[-1].stats["operations"] == ["schema"]
+    assert _types(catalog.schema_for(orders, catalog.valid_write_ids(orders))) == \
+        _types(before.columns)
+
+
 def test_two_changes_in_one_transaction_are_one_version(catalog, tables):
     _, events = tables
     txn, wid = _change(catalog, events, [Column("id", "bigint"), Column("payload", "string")],

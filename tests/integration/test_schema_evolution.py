@@ -382,3 +382,35 @@ def test_a_writer_that_read_the_old_schema_stops_before_writing(catalog):
         with pytest.raises(SchemaMismatchError, match="schema changed while"):
             txn._lock(stale, "shared_write")
     assert files_of(catalog, name) == files
+
+
+def test_a_crashed_schema_change_blocks_writers_until_the_cleaner_reverts_it(catalog):
+    """``table alter`` died after the catalog took its columns (qty int -> bigint) and the
+    housekeeper aborted its transaction: readers keep the committed schema, writers refuse to
+    write files laid out for the aborted columns, and the cleaner puts the columns back, after
+    which writes go on."""
+    from acidflow.acid.conform import SchemaMismatchError
+
+    name = "db.crashed"
+    make_table(catalog, name, False, 2)
+    upsert(catalog, name, batch([1, 2], "a", False))
+    txn = catalog.open_transaction(agent_info="acidflow table alter")
+    catalog.allocate_write_id(txn, name)
+    catalog.acquire_lock(txn, name, None, "exclusive")
+    cols = catalog.get_table(name).columns
+    widened = [Column(c.name, "bigint" if c.name == "qty" else c.hive_type) for c in cols]
+    catalog.alter_schema(txn, name, widened, change={"op": "change_type"})
+    catalog.abort_transaction(txn, "timed out")          # the writer is gone
+    files = files_of(catalog, name)
+    with pytest.raises(SchemaMismatchError, match="was aborted after it had replaced"):
+        upsert(catalog, name, batch([3], "b", False))
+    assert files_of(catalog, name) == files
+    snap = reads.read_table(None, catalog, name)
+    assert snap.schema.field("qty").type == pa.int32() and sorted(by_id(snap)) == [1, 2]
+    report = cleaner.run_cleaner(catalog)
+    assert report.schema_reverted == [name]
+    assert [c.hive_type for c in catalog.get_table(name).columns if c.name == "qty"] == ["int"]
+    upsert(catalog, name, batch([3], "b", False))
+    rows = by_id(reads.read_table(None, catalog, name))
+    assert sorted(rows) == [1, 2, 3] and rows[3]["qty"] == 3 * 3 + 1
+    assert cleaner.run_cleaner(catalog).schema_reverted == []

@@ -67,6 +67,16 @@ class TxnRef(Protocol):
     def txn_id(self) -> int | None: ...
 
 
+class SchemaVersionRef(Protocol):
+    """A recorded schema version (``acidflow.catalog.schemahistory.SchemaVersion``)."""
+
+    @property
+    def write_id(self) -> int: ...
+
+    @property
+    def txn_id(self) -> int | None: ...
+
+
 class TxnCatalog(Protocol):
     """The transaction-catalog calls a writer makes (see ``acidflow.catalog`` for their
     contracts and errors)."""
@@ -98,3 +108,5 @@ class TxnCatalog(Protocol):
     def commit_transaction(self, txn_id: int, stats: dict[str, dict] | None = None) -> int: ...
 
     def abort_transaction(self, txn_id: int, reason: str = "") -> None: ...
+
+    def aborted_schema_change(self, name: str) -> SchemaVersionRef | None: ...

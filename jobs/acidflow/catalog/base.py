@@ -389,6 +389,66 @@ class Catalog(abc.ABC):
         """
         return self.schema_for(name, self.valid_write_ids(name, as_of_write_id=write_id))
 
+    def aborted_schema_change(self, name: str) -> SchemaVersion | None:
+        """The table's newest schema version when its transaction was aborted: a schema change
+        that had replaced the table's columns (:meth:`alter_schema`) and then never committed
+        (its writer crashed and the housekeeper aborted it). Readers never see such a version
+        (:meth:`schema_for`), but the table's current columns are still its columns, so writers
+        must not write until :meth:`revert_aborted_schema_change` puts the columns back.
+        ``None`` when the newest version is committed (or open, or there is no history).
+
+        Raises:
+            NoSuchTableError: unknown table.
+        """
+        history = self.schema_history(name)
+        if not history or history[-1].txn_id is None:
+            return None
+        newest = history[-1]
+        assert newest.txn_id is not None
+        return newest if self.get_transaction(newest.txn_id).state == "aborted" else None
+
+    def revert_aborted_schema_change(self, name: str, *, lock_timeout_s: float = 60.0
+                                     ) -> SchemaVersion | None:
+        """Put back the columns of the newest committed schema version when the newest version
+        is an aborted one (:meth:`aborted_schema_change`), in a transaction of its own that
+        allocates a write id and records the version ``{"op": "revert", "of_write_id": W}``
+        with the operation ``schema`` in its commit record. The cleaner runs it for every table
+        (``acidflow.compactor.cleaner``), and so does ``acidflow table alter`` before a change.
+
+        Returns:
+            The aborted version that was reverted, ``None`` when there was nothing to do.
+        Raises:
+            NoSuchTableError; LockTimeoutError: a writer held the table longer than
+            ``lock_timeout_s`` (nothing changed; a later run reverts).
+        """
+        aborted = self.aborted_schema_change(name)
+        if aborted is None:
+            return None
+        history = self.schema_history(name)
+        before = next(v for v in reversed(history) if v.write_id < aborted.write_id and (
+            v.txn_id is None or self.get_transaction(v.txn_id).state == "committed"))
+        renames = {str(new): str(old) for old, new in
+                   (aborted.change.get("renames") or {}).items()}
+        change = {"op": "revert", "of_write_id": aborted.write_id, "rewrite": True,
+                  "renames": renames}
+        txn_id = self.open_transaction(agent_info="acidflow schema revert")
+        try:
+            self.allocate_write_id(txn_id, name)
+            self.acquire_lock(txn_id, name, None, "exclusive", timeout_s=lock_timeout_s)
+            if self.aborted_schema_change(name) is None:  # another process reverted it
+                self.abort_transaction(txn_id, "nothing to revert")
+                return None
+            self.alter_schema(txn_id, name, before.columns, change=change)
+            self.commit_transaction(txn_id, {self.get_table(name).name: {
+                "operations": ["schema"], "schema_change": change, "rows_inserted": 0,
+                "rows_updated": 0, "rows_deleted": 0, "files": 0, "bytes": 0,
+                "partitions": {}}})
+        except BaseException as exc:
+            if self.get_transaction(txn_id).state == "open":
+                self.abort_transaction(txn_id, f"{type(exc).__name__}: {exc}")
+            raise
+        return aborted
+
     # ====================================================================================
     # Transactions (Hive ``open_txns`` / ``heartbeat`` / ``allocate_table_write_ids`` /
     # ``add_dynamic_partitions`` / ``commit_txn`` / ``abort_txn`` / ``show_txns``)

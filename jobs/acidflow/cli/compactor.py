@@ -132,6 +132,8 @@ def register(app: typer.Typer, show_app: typer.Typer) -> None:
         for cq, who in rep.waiting.items():
             console.print(f"compaction {cq}: ready for cleaning, waiting for readers "
                           f"{who['readers']} / open txns {who['txns']}")
+        for name in rep.schema_reverted:
+            console.print(f"{name}: an aborted schema change's columns reverted")
         for where, names in rep.aborted.items():
             console.print(f"{where}: removed aborted {', '.join(names)}")
         if not (rep.cleaned or rep.waiting or rep.aborted):

@@ -144,6 +144,8 @@ class CleanerReport:
         errors: ``{queue id: message}`` of entries whose cleaning failed (kept ready).
         retained: ``{queue id: [names kept]}`` of entries kept ready for cleaning because
             retained snapshots still read those obsolete directories.
+        schema_reverted: tables whose aborted schema change had left its columns behind and
+            got the committed ones back (``Catalog.revert_aborted_schema_change``).
     """
 
     cleaned: dict[int, list[str]] = field(default_factory=dict)
@@ -152,6 +154,7 @@ class CleanerReport:
     leftovers: list[str] = field(default_factory=list)
     errors: dict[int, str] = field(default_factory=dict)
     retained: dict[int, list[str]] = field(default_factory=dict)
+    schema_reverted: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """JSON-able dict."""
@@ -159,7 +162,8 @@ class CleanerReport:
                 "waiting": {str(k): v for k, v in self.waiting.items()},
                 "aborted": self.aborted, "leftovers": self.leftovers,
                 "errors": {str(k): v for k, v in self.errors.items()},
-                "retained": {str(k): v for k, v in self.retained.items()}}
+                "retained": {str(k): v for k, v in self.retained.items()},
+                "schema_reverted": self.schema_reverted}
 
 
 def run_cleaner(catalog: Catalog, *, reader_timeout_s: float | None = None,
@@ -177,6 +181,9 @@ def run_cleaner(catalog: Catalog, *, reader_timeout_s: float | None = None,
     catalog.abort_timed_out_transactions()
     catalog.purge_expired_readers(reader_timeout_s)
     catalog.purge_write_sets()  # Hive's housekeeper drops WRITE_SET rows nobody can hit
+    for tdef in catalog.list_tables():  # a crashed schema change: its columns go back
+        if catalog.revert_aborted_schema_change(tdef.name) is not None:
+            report.schema_reverted.append(tdef.name)
     tables: dict[str, TableDef] = {}
 
     def table_of(name: str) -> TableDef:

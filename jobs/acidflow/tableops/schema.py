@@ -268,6 +268,7 @@ def alter_table(catalog: Catalog, table_name: str, *,
             was written; the transaction is aborted).
         acidflow.catalog.errors.NoSuchTableError: unknown table.
     """
+    catalog.revert_aborted_schema_change(table_name, lock_timeout_s=lock_timeout_s)
     table = catalog.get_table(table_name)
     new_cols, change = _plan_change(
         table, rename_column=rename_column, change_type=change_type, comment=comment,
