@@ -16,6 +16,7 @@ from acidflow.acid.retention import RETAIN_COMMITS, RETAIN_HOURS
 from acidflow.catalog import SqlCatalog
 from acidflow.compactor import cleaner
 from acidflow.tableops.restore import RestoreError, restore, rollback
+from acidflow.tableops.schema import alter_table
 from tests.support import acidtables as at
 from tests.support import history_tables as ht
 
@@ -212,3 +213,22 @@ def test_no_silent_reads_below_a_restore_base_once_history_is_cleaned(catalog):
     assert "base_0000007" in leaves(catalog)
     with pytest.raises(NotEnoughHistoryError, match="oldest write id still readable is 7"):
         ht.values(catalog, "db.h", as_of_write_id=3)
+
+
+def test_restore_across_a_schema_change_is_refused_until_the_columns_are_back(catalog):
+    """A restore keeps today's columns: to a write id before a rename it is refused naming
+    both column lists, nothing is written; once the rename is undone it restores."""
+    ht.make_table(catalog, "keyed_bucketed", **ALL)
+    w1 = ht.put(catalog, "db.h", [1, 2], "a")
+    alter_table(catalog, "db.h", rename_column=("v", "val"))
+    ht.put(catalog, "db.h", [3], "b")
+    before = leaves(catalog)
+    with pytest.raises(RestoreError, match=r"columns changed after write id 1 \(id int, v "
+                                           r"string -> id int, val string\)"):
+        restore(catalog, "db.h", w1)
+    assert leaves(catalog) == before
+    alter_table(catalog, "db.h", rename_column=("val", "v"))
+    res = restore(catalog, "db.h", w1)
+    assert res.rows_deleted == 1 and res.rows_inserted == 0
+    assert ht.values(catalog, "db.h") == ht.values(catalog, "db.h", as_of_write_id=w1)
+    assert sorted(v[0] for v in ht.values(catalog, "db.h").elements()) == [1, 2]

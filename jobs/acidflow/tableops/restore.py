@@ -23,7 +23,10 @@ times), so the result is exactly the table as of W. The commit record's stats sa
 travel to write ids before the restore is unchanged).
 
 Refused before anything is written (:class:`RestoreError`): a write id never allocated,
-aborted or not yet committed; W outside history retention (``acidflow.history``); and
+aborted or not yet committed; W outside history retention (``acidflow.history``); W whose
+columns differ from today's (a schema change committed after W, ``acidflow.tableops.schema``:
+Delta's RESTORE brings the old schema back, acidflow's keeps it, so the change must be undone
+with ``acidflow table alter`` first); and
 ``NotEnoughHistoryError`` when the files of W were cleaned. W equal to the current state: nothing
 to do, nothing committed (``RestoreResult.noop``).
 
@@ -145,6 +148,15 @@ def check_target(catalog: Catalog, table: TableDef, write_id: int, operation: st
         raise RestoreError(f"{what}: write id {write_id} is outside history retention "
                            f"({kept.describe()}); the oldest write id that can be restored "
                            f"is {kept.oldest}")
+    then = [(c.name, c.hive_type) for c in catalog.schema_at(table.name, write_id)]
+    now = [(c.name, c.hive_type) for c in table.columns]
+    if then != now:
+        raise RestoreError(
+            f"{what}: the table's columns changed after write id {write_id} ("
+            + ", ".join(f"{n} {t}" for n, t in then) + " -> "
+            + ", ".join(f"{n} {t}" for n, t in now) + "); a restore keeps today's columns and "
+            "cannot write rows of the old ones: change the columns back with `acidflow table "
+            "alter` first, or restore to a write id after the change")
 
 
 def rollback_target(catalog: Catalog, table_name: str) -> tuple[int, int]:
