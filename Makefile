@@ -166,7 +166,7 @@ lint: setup
 	$(PY) -m mypy
 
 test: setup lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow"
