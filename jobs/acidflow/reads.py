@@ -233,7 +233,14 @@ def read_incremental(spark: Any, catalog: Catalog, name: str, start_write_id: in
     rid = snapshot.ROW_ID
     inserted = (after.where(F.col(rid + ".writeid") > start_write_id)
                 .withColumn("op", F.lit("I")).withColumn("write_id", F.col(rid + ".writeid")))
-    gone = before.join(after.select(rid), on=rid, how="left_anti")
+    # a ROW__ID is unique within a partition only (every partition's files count rowids from
+    # 0): a version is gone when its (partition, ROW__ID) is
+    pnames = [p.name for p in catalog.get_table(name).partition_columns]
+    part = F.concat_ws("\u0001", *[F.coalesce(F.col(f"`{p}`").cast("string"), F.lit("\u0000"))
+                                    for p in pnames]) if pnames else F.lit("")
+    gone = (before.withColumn("__part", part)
+            .join(after.select(rid, part.alias("__part")), on=[rid, "__part"], how="left_anti")
+            .drop("__part"))
     deleted = gone.withColumn("op", F.lit("D")).withColumn("write_id", F.lit(None).cast("bigint"))
     cols = ["op", "write_id"] + [c for c in after.columns]
     return deleted.select(*cols).unionByName(inserted.select(*cols))
@@ -301,25 +308,31 @@ def _arrow_in_schema_of_end(t: pa.Table, catalog: Catalog, name: str, start: int
 
 def _incremental_arrow(catalog: Catalog, name: str, start: int, end: int) -> pa.Table:
     """:func:`read_incremental` in this process with pyarrow (the same rule: ``I`` = rows of the
-    end snapshot inserted after ``start``, ``D`` = rows of the start snapshot whose ROW__ID is
-    gone at the end)."""
+    end snapshot inserted after ``start``, ``D`` = rows of the start snapshot whose
+    (partition, ROW__ID) is gone at the end)."""
     before = read_table(None, catalog, name, as_of_write_id=start, row_id=True)
     before = _arrow_in_schema_of_end(before, catalog, name, start, end)
     after = read_table(None, catalog, name, as_of_write_id=end, row_id=True)
     rid = snapshot.ROW_ID
+    pnames = [p.name for p in catalog.get_table(name).partition_columns]
 
     def keys(t: pa.Table) -> pa.Table:
-        r = t.column(rid).combine_chunks() if t.num_rows else None
-        if r is None:
+        """(partition, ROW__ID) of each row: a ROW__ID is unique within a partition only."""
+        if not t.num_rows:
             return pa.table({"w": pa.array([], pa.int64()), "b": pa.array([], pa.int32()),
-                             "r": pa.array([], pa.int64())})
-        return pa.table({"w": r.field(0), "b": r.field(1), "r": r.field(2)})
+                             "r": pa.array([], pa.int64()), "p": pa.array([], pa.string())})
+        r = t.column(rid).combine_chunks()
+        part = pa.array([""] * t.num_rows, pa.string())
+        for p in pnames:
+            value = pc.fill_null(t.column(p).cast(pa.string()), "\u0000")
+            part = pc.binary_join_element_wise(part, value, "\u0001")
+        return pa.table({"w": r.field(0), "b": r.field(1), "r": r.field(2), "p": part})
 
     after_keys = keys(after)
     inserted = after.filter(pc.greater(after_keys.column("w"), start)) if after.num_rows else after
     ins_w = keys(inserted).column("w").cast(pa.int64())
     bk = keys(before).append_column("i", pa.array(range(before.num_rows), pa.int64()))
-    gone_idx = bk.join(after_keys, keys=["w", "b", "r"], join_type="left anti").column("i")
+    gone_idx = bk.join(after_keys, keys=["w", "b", "r", "p"], join_type="left anti").column("i")
     deleted = before.take(gone_idx.combine_chunks().sort()) if len(gone_idx) else before.slice(0, 0)
     cols = after.column_names
     n_del = deleted.num_rows
