@@ -40,7 +40,7 @@ import subprocess
 from datetime import timedelta
 from typing import Any, Callable
 
-from acidflow_common import DEFAULT_ARGS, job_env, python_bin, repo
+from acidflow_common import DEFAULT_ARGS, _conf, job_env, python_bin, repo
 from airflow.configuration import conf
 from airflow.sdk import AssetAlias, AssetOrTimeSchedule, BaseHook
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
@@ -59,10 +59,6 @@ EMAIL_HTML = ("<p>Task <b>{{ ti.task_id }}</b> of DAG <b>{{ dag.dag_id }}</b> fa
               "(run {{ run_id }}, try {{ ti.try_number }}).</p>"
               "<pre>{{ exception }}</pre>"
               "<p>Log: {{ ti.log_url }}</p>")
-
-
-def _conf(key: str, fallback: str) -> str:
-    return conf.get("acidflow", key, fallback=fallback)
 
 
 def schedule(key: str, default: str) -> Any:

@@ -46,6 +46,7 @@ from acidflow.acid.fs import TableFS, join
 from acidflow.acid.layout import (NotEnoughHistoryError, ValidWriteIdList, is_hidden,
                                   parse_base, parse_delta)
 from acidflow.acid.state import acid_state
+from acidflow.catalog.schemahistory import renames_of
 
 if TYPE_CHECKING:
     from acidflow.acid.layout import AcidState
@@ -251,7 +252,7 @@ def _end_schema_mapping(catalog: Catalog, name: str, start: int, end: int
     """How rows read as of ``start`` map onto ``end``'s schema version (issue 12): one
     ``(end name, start name or None, end hive type)`` per data column of ``end``; columns
     renamed in between take their new names (``change["renames"]`` of every version committed
-    in ``(start, end]``), widened ones the new type, added ones NULL (start name None), dropped
+    in ``(start, end]``, :func:`acidflow.catalog.schemahistory.renames_of`), widened ones the new type, added ones NULL (start name None), dropped
     ones go. None when the schema did not change."""
     start_cols = catalog.schema_at(name, start)
     end_valid = catalog.valid_write_ids(catalog.get_table(name).name, as_of_write_id=end)
@@ -261,7 +262,7 @@ def _end_schema_mapping(catalog: Catalog, name: str, start: int, end: int
     current = {c.name: c.name for c in start_cols}  # start name -> its name now
     for version in catalog.schema_history(name):
         if start < version.write_id <= end and end_valid.is_write_id_valid(version.write_id):
-            renames = version.change.get("renames") or {}
+            renames = renames_of(version)
             current = {old: renames.get(now, now) for old, now in current.items()}
     source = {now: old for old, now in current.items()}
     return [(c.name, source.get(c.name), c.hive_type) for c in end_cols]

@@ -96,12 +96,12 @@ def test_rollback_undoes_the_last_commit_and_a_rollback_of_it_redoes_it(catalog,
 def test_a_new_base_or_events_per_partition(catalog, shape):
     ht.make_table(catalog, shape, **ALL)
     ht.history(catalog, "db.h")
+    at6 = ht.with_ids(catalog, "db.h", as_of_write_id=6)
     r = restore(catalog, "db.h", 2, base_fraction=0.0)      # every changed partition: a base
     assert set(r.methods.values()) == {"base"}
     assert "base_0000007" in leaves(catalog)
     assert ht.values(catalog, "db.h") == ht.values(catalog, "db.h", as_of_write_id=2)
-    assert ht.with_ids(catalog, "db.h", as_of_write_id=6) == \
-        ht.with_ids(catalog, "db.h", as_of_write_id=6)
+    assert ht.with_ids(catalog, "db.h", as_of_write_id=6) == at6   # time travel unchanged
     r = restore(catalog, "db.h", 6, base_fraction=1e9)      # events everywhere
     assert set(r.methods.values()) == {"events"}
     assert "delete_delta_0000008_0000008_0000" in leaves(catalog)
@@ -202,11 +202,11 @@ def test_no_silent_reads_below_a_restore_base_once_history_is_cleaned(catalog):
     # a read below both bases must fail, not read the remaining deltas as the whole history
     ht.make_table(catalog, "keyed_partitioned_unbucketed", **ALL)
     ht.history(catalog, "db.h")
+    at3 = ht.values(catalog, "db.h", as_of_write_id=3)
     ht.compact(catalog, "db.h", "major")
     cleaner.run_cleaner(catalog)
     restore(catalog, "db.h", 2, base_fraction=0.0)                # base_7 per partition
-    at3 = ht.values(catalog, "db.h", as_of_write_id=3)
-    assert at3 == ht.values(catalog, "db.h", as_of_write_id=3)
+    assert ht.values(catalog, "db.h", as_of_write_id=3) == at3    # below the new base, kept
     catalog.set_table_properties("db.h", {RETAIN_COMMITS: "0"})
     ht.compact(catalog, "db.h", "major")
     cleaner.run_cleaner(catalog)

@@ -24,6 +24,7 @@ import pytest
 
 from acidflow import reads
 from acidflow.acid import files as acid_files
+from acidflow.acid.conform import SchemaMismatchError
 from acidflow.acid.fs import TableFS
 from acidflow.acid.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
@@ -370,8 +371,6 @@ def test_incremental_read_across_a_schema_change(spark, catalog, engine):
 def test_a_writer_that_read_the_old_schema_stops_before_writing(catalog):
     """A statement that fetched the table before a schema change committed and took its lock
     after it refuses to write (its files would be laid out for the old columns)."""
-    from acidflow.acid.conform import SchemaMismatchError
-
     name = "db.stale"
     make_table(catalog, name, False, 0)
     upsert(catalog, name, batch([1, 2], "a", False))
@@ -389,8 +388,6 @@ def test_a_crashed_schema_change_blocks_writers_until_the_cleaner_reverts_it(cat
     housekeeper aborted its transaction: readers keep the committed schema, writers refuse to
     write files laid out for the aborted columns, and the cleaner puts the columns back, after
     which writes go on."""
-    from acidflow.acid.conform import SchemaMismatchError
-
     name = "db.crashed"
     make_table(catalog, name, False, 2)
     upsert(catalog, name, batch([1, 2], "a", False))
@@ -414,3 +411,26 @@ def test_a_crashed_schema_change_blocks_writers_until_the_cleaner_reverts_it(cat
     rows = by_id(reads.read_table(None, catalog, name))
     assert sorted(rows) == [1, 2, 3] and rows[3]["qty"] == 3 * 3 + 1
     assert cleaner.run_cleaner(catalog).schema_reverted == []
+
+
+def test_a_transaction_older_than_a_rewrite_stops_before_writing(catalog):
+    """A transaction that opened before a drop-column rewrite committed reads at its snapshot
+    files laid out for the old columns: its upsert refuses before writing (otherwise its key
+    lookup would read the old files with the new columns, miss the stored keys and insert
+    duplicates); a new transaction upserts normally."""
+    name = "db.older"
+    make_table(catalog, name, False, 2)
+    upsert(catalog, name, batch([1, 2], "a", False))
+    old = Transaction(catalog, heartbeat_s=0)
+    old.begin()
+    alter_table(catalog, name, drop_columns=["qty"], rewrite=True)
+    files = files_of(catalog, name)
+    rows = batch([2], "b", False).drop_columns(["qty"])
+    with pytest.raises(SchemaMismatchError, match="rewrote its data .* committed after "
+                                                  "transaction"):
+        old.upsert(name, rows)
+    old.abort("test")
+    assert files_of(catalog, name) == files
+    upsert(catalog, name, rows)
+    got = by_id(reads.read_table(None, catalog, name))
+    assert sorted(got) == [1, 2] and got[2]["note"] == "b2" and "qty" not in got[2]

@@ -8,6 +8,7 @@ import pytest
 
 from acidflow.acid.schemaevolution import (SchemaChangeError, check_type_change,
                                            metastore_compatible, type_change_problem)
+from acidflow.catalog.schemahistory import SchemaVersion, renames_of, rewrites
 
 # (old, new, metastore accepts) -- Hive 3.1.3's ColumnType, read from its class file
 METASTORE = [
@@ -94,3 +95,15 @@ def test_float_to_double_reads_as_hive_converts_it():
                                                       float("inf")]
     assert read_as(pa.array([1, None], pa.int32()), pa.int64()).type == pa.int64()
     assert read_as(pa.array([7], pa.int32()), pa.string()).to_pylist() == ["7"]
+
+
+def test_renames_compose_over_the_steps_of_one_version():
+    one = SchemaVersion("db.t", 3, 7, change={"op": "rename_column", "renames": {"a": "b"}})
+    many = SchemaVersion("db.t", 4, 8, change={"op": "multiple", "steps": [
+        {"op": "rename_column", "renames": {"a": "b"}},
+        {"op": "rename_column", "renames": {"b": "c", "x": "y"}},
+        {"op": "drop_columns", "rewrite": True}]})
+    assert renames_of(one) == {"a": "b"} and not rewrites(one)
+    assert renames_of(many) == {"a": "c", "x": "y"} and rewrites(many)
+    revert = SchemaVersion("db.t", 5, 9, change={"op": "revert", "rewrite": True})
+    assert not rewrites(revert)

@@ -206,7 +206,8 @@ def drop_late(rows: "DataFrame", matched: "DataFrame", key: Sequence[str],
                             F.col(field).alias("_acid_stored"))
     joined = rows.join(stored, on=list(key), how="left")
     late = late_condition(F.col(field), F.col("_acid_stored"), F.col("_acid_found"))
-    flagged = joined.withColumn("_acid_late", late).cache()
+    # not cached: rows and matched are (the caller caches and unpersists them)
+    flagged = joined.withColumn("_acid_late", late)
     n_late = flagged.where(F.col("_acid_late")).count()
     fresh = flagged.where(~F.col("_acid_late")).select(*rows.columns)
     current = matched

@@ -67,16 +67,6 @@ class TxnRef(Protocol):
     def txn_id(self) -> int | None: ...
 
 
-class SchemaVersionRef(Protocol):
-    """A recorded schema version (``acidflow.catalog.schemahistory.SchemaVersion``)."""
-
-    @property
-    def write_id(self) -> int: ...
-
-    @property
-    def txn_id(self) -> int | None: ...
-
-
 class TxnCatalog(Protocol):
     """The transaction-catalog calls a writer makes (see ``acidflow.catalog`` for their
     contracts and errors)."""
@@ -109,4 +99,4 @@ class TxnCatalog(Protocol):
 
     def abort_transaction(self, txn_id: int, reason: str = "") -> None: ...
 
-    def aborted_schema_change(self, name: str) -> SchemaVersionRef | None: ...
+    def writer_schema_problem(self, name: str, txn_id: int) -> str | None: ...

@@ -223,13 +223,9 @@ class Transaction:
                 f"lock ({', '.join(f'{c.name} {c.hive_type}' for c in table.columns)} -> "
                 f"{', '.join(f'{c.name} {c.hive_type}' for c in now.columns)}); nothing was "
                 "written, run the statement again")
-        aborted = self.catalog.aborted_schema_change(table.name)
-        if aborted is not None:  # a crashed `table alter` left its columns behind
-            raise SchemaMismatchError(
-                f"table {table.name}: its last schema change (write id {aborted.write_id}, "
-                f"transaction {aborted.txn_id}) was aborted after it had replaced the columns; "
-                "nothing was written. The cleaner (`acidflow clean`) or the next `acidflow "
-                "table alter` puts the committed columns back; run the statement again then")
+        problem = self.catalog.writer_schema_problem(table.name, self._open_id())
+        if problem is not None:
+            raise SchemaMismatchError(f"table {table.name}: {problem}; nothing was written")
 
     def _begin_statement(self, table: TableDesc, *kinds: str,
                          **options: Any) -> list[WriteSpec]:

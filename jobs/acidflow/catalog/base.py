@@ -38,7 +38,7 @@ from acidflow.catalog.records import (
     ReaderInfo,
     TxnInfo,
 )
-from acidflow.catalog.schemahistory import SchemaVersion, pick_version
+from acidflow.catalog.schemahistory import SchemaVersion, pick_version, renames_of, rewrites
 from acidflow.catalog.tabledef import Column, TableDef
 from acidflow.catalog.warehouse import check_owner
 from acidflow.config import Settings, load_settings
@@ -407,6 +407,43 @@ class Catalog(abc.ABC):
         assert newest.txn_id is not None
         return newest if self.get_transaction(newest.txn_id).state == "aborted" else None
 
+    def writer_schema_problem(self, name: str, txn_id: int) -> str | None:
+        """Why transaction ``txn_id`` must not write files into ``name`` now, or ``None``.
+        Writers lay their files out for the table's current columns, so they stop when
+
+        * the newest schema version was aborted after it replaced the columns
+          (:meth:`aborted_schema_change`: a crashed ``table alter``), or
+        * a version that moved data positions (drop/reorder with rewrite,
+          :func:`acidflow.catalog.schemahistory.rewrites`) committed after the transaction's
+          snapshot: what the transaction reads at its snapshot (the key lookup of an upsert)
+          is laid out for the old columns.
+
+        Raises:
+            NoSuchTableError: unknown table.
+        """
+        history = self.schema_history(name)
+        if not history:
+            return None
+        aborted = self.aborted_schema_change(name)
+        if aborted is not None:
+            return (f"its last schema change (write id {aborted.write_id}, transaction "
+                    f"{aborted.txn_id}) was aborted after it had replaced the columns; the "
+                    "cleaner (`acidflow clean`) or the next `acidflow table alter` puts the "
+                    "committed columns back")
+        if not any(rewrites(v) for v in history if v.txn_id is not None):
+            return None
+        valid = self.valid_write_ids(name, txn_id=txn_id)
+        for v in reversed(history):
+            if v.txn_id is None or v.txn_id == txn_id or not rewrites(v):
+                continue
+            if not valid.is_write_id_valid(v.write_id) and \
+                    self.get_transaction(v.txn_id).state == "committed":
+                return (f"a schema change that rewrote its data (write id {v.write_id}) "
+                        f"committed after transaction {txn_id} opened; its snapshot's files "
+                        "are laid out for the old columns: run the statement in a new "
+                        "transaction")
+        return None
+
     def revert_aborted_schema_change(self, name: str, *, lock_timeout_s: float = 60.0
                                      ) -> SchemaVersion | None:
         """Put back the columns of the newest committed schema version when the newest version
@@ -427,8 +464,7 @@ class Catalog(abc.ABC):
         history = self.schema_history(name)
         before = next(v for v in reversed(history) if v.write_id < aborted.write_id and (
             v.txn_id is None or self.get_transaction(v.txn_id).state == "committed"))
-        renames = {str(new): str(old) for old, new in
-                   (aborted.change.get("renames") or {}).items()}
+        renames = {new: old for old, new in renames_of(aborted).items()}
         change = {"op": "revert", "of_write_id": aborted.write_id, "rewrite": True,
                   "renames": renames}
         txn_id = self.open_transaction(agent_info="acidflow schema revert")

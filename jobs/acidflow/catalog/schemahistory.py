@@ -17,7 +17,8 @@ from typing import Any
 from acidflow.acid.writeids import ValidWriteIdList
 from acidflow.catalog.tabledef import Column
 
-__all__ = ["SchemaVersion", "pick_version", "columns_to_json", "columns_from_json"]
+__all__ = ["SchemaVersion", "pick_version", "columns_to_json", "columns_from_json", "renames_of",
+           "rewrites"]
 
 
 @dataclass(frozen=True)
@@ -61,3 +62,30 @@ def pick_version(history: Sequence[SchemaVersion], valid: ValidWriteIdList
             if best is None or v.write_id > best.write_id:
                 best = v
     return best
+
+
+def _steps(change: dict[str, Any]) -> list[dict[str, Any]]:
+    """The single changes of a version (several changes in one transaction are stored as
+    ``{"op": "multiple", "steps": [...]}``)."""
+    steps = change.get("steps")
+    return [dict(c) for c in steps] if isinstance(steps, list) else [change]
+
+
+def renames_of(version: SchemaVersion) -> dict[str, str]:
+    """``{old name: new name}`` of every rename a version made, composed in order over its
+    steps (``a -> b`` then ``b -> c`` gives ``a -> c``)."""
+    out: dict[str, str] = {}
+    for step in _steps(version.change):
+        renames = {str(k): str(v) for k, v in (step.get("renames") or {}).items()}
+        tracked = set(out.values())  # names that already stand for an earlier name
+        out = {old: renames.get(now, now) for old, now in out.items()}
+        out.update({k: v for k, v in renames.items() if k not in tracked})
+    return out
+
+
+def rewrites(version: SchemaVersion) -> bool:
+    """Whether a version moved data positions (drop/reorder with ``rewrite``): files written
+    for the columns before it cannot be read with it. A ``revert`` (of an aborted change)
+    puts back the layout committed files already have, so it moves nothing."""
+    return any(step.get("rewrite") and step.get("op") != "revert"
+               for step in _steps(version.change))

@@ -40,7 +40,7 @@ from acidflow.acid.compaction import TMP_PREFIX, partition_dir, partition_paths
 from acidflow.acid.fs import TableFS, join
 from acidflow.acid.layout import NotEnoughHistoryError, ValidWriteIdList
 from acidflow.acid.state import acid_state, history_floor, write_history_floor
-from acidflow.catalog import Catalog, TableDef
+from acidflow.catalog import Catalog, CatalogError, TableDef
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +146,8 @@ class CleanerReport:
             retained snapshots still read those obsolete directories.
         schema_reverted: tables whose aborted schema change had left its columns behind and
             got the committed ones back (``Catalog.revert_aborted_schema_change``).
+        schema_errors: ``{table: message}`` of such reverts deferred to a later pass (the
+            table's lock was not granted within 5 s).
     """
 
     cleaned: dict[int, list[str]] = field(default_factory=dict)
@@ -155,6 +157,7 @@ class CleanerReport:
     errors: dict[int, str] = field(default_factory=dict)
     retained: dict[int, list[str]] = field(default_factory=dict)
     schema_reverted: list[str] = field(default_factory=list)
+    schema_errors: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """JSON-able dict."""
@@ -163,7 +166,8 @@ class CleanerReport:
                 "aborted": self.aborted, "leftovers": self.leftovers,
                 "errors": {str(k): v for k, v in self.errors.items()},
                 "retained": {str(k): v for k, v in self.retained.items()},
-                "schema_reverted": self.schema_reverted}
+                "schema_reverted": self.schema_reverted,
+                "schema_errors": self.schema_errors}
 
 
 def run_cleaner(catalog: Catalog, *, reader_timeout_s: float | None = None,
@@ -182,8 +186,12 @@ def run_cleaner(catalog: Catalog, *, reader_timeout_s: float | None = None,
     catalog.purge_expired_readers(reader_timeout_s)
     catalog.purge_write_sets()  # Hive's housekeeper drops WRITE_SET rows nobody can hit
     for tdef in catalog.list_tables():  # a crashed schema change: its columns go back
-        if catalog.revert_aborted_schema_change(tdef.name) is not None:
-            report.schema_reverted.append(tdef.name)
+        try:
+            if catalog.revert_aborted_schema_change(tdef.name, lock_timeout_s=5) is not None:
+                report.schema_reverted.append(tdef.name)
+        except CatalogError as exc:  # e.g. a writer holds the table: the next pass reverts
+            log.warning("cleaner: schema revert of %s deferred: %s", tdef.name, exc)
+            report.schema_errors[tdef.name] = str(exc)
     tables: dict[str, TableDef] = {}
 
     def table_of(name: str) -> TableDef:

@@ -434,6 +434,10 @@ def restore(catalog: Catalog, table_name: str, to_write_id: int, *,
                 log.info("%s %s: write ids %s committed meanwhile, attempt %d", operation,
                          table.name, moved, attempt)
                 continue
+            # under the lock: the definition and the target's checks as they are now (a
+            # schema change may have committed since the first check)
+            table = catalog.get_table(table.name)
+            check_target(catalog, table, to_write_id, operation)
             then = reads.read_table(spark, catalog, table.name, row_id=True,
                                     as_of_write_id=to_write_id)
             now = reads.read_table(spark, catalog, table.name, row_id=True,

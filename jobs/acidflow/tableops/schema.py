@@ -36,6 +36,7 @@ Primary key, bucketing and ordering columns cannot be dropped.
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +54,8 @@ from acidflow.acid.writer import WriteResult
 from acidflow.catalog.base import Catalog
 from acidflow.catalog.tabledef import NAME_RE, Column, TableDef
 from acidflow.reads import plan_table
+
+log = logging.getLogger(__name__)
 
 __all__ = ["SchemaChangeError", "AlterResult", "alter_table", "SCHEMA_OPERATION"]
 
@@ -303,24 +306,25 @@ def alter_table(catalog: Catalog, table_name: str, *,
         txn.stats[table.name]["schema"] = [c.to_dict() for c in after.columns]
     except BaseException as exc:
         txn.abort(f"{type(exc).__name__}: {exc}")
+        _revert(catalog, table.name)
         raise
     try:
         txn.commit()
-    except BaseException:
-        _revert(catalog, table, write_id, change)
+    except BaseException as exc:
+        if catalog.get_transaction(txn_id).state == "open":
+            catalog.abort_transaction(txn_id, f"commit failed: {type(exc).__name__}: {exc}")
+        _revert(catalog, table.name)
         raise
     return AlterResult(after, write_id, txn_id, change, rows, files)
 
 
-def _revert(catalog: Catalog, before: TableDef, failed_write_id: int,
-            change: dict[str, Any]) -> None:
-    """The commit failed after the catalog took the new columns: put the old ones back in a
-    transaction of their own (recorded as a version ``{"op": "revert"}``; readers never saw
-    the failed version, its write id is aborted)."""
-    with Transaction(catalog, agent_info="acidflow table alter (revert)") as txn:
-        assert txn.txn_id is not None
-        txn.write_id(before.name)
-        catalog.alter_schema(txn.txn_id, before.name, before.columns,
-                             change={"op": "revert", "of_write_id": failed_write_id,
-                                     "rewrite": True, "renames": {
-                                         v: k for k, v in (change.get("renames") or {}).items()}})
+def _revert(catalog: Catalog, name: str) -> None:
+    """After the change's transaction was aborted: if the catalog had already taken its
+    columns, put the committed ones back (``Catalog.revert_aborted_schema_change``, under an
+    exclusive lock, recorded as a ``revert`` version). A failure here is logged, not raised
+    (the original error is the one to report); writers stay stopped until the cleaner or the
+    next ``table alter`` reverts."""
+    try:
+        catalog.revert_aborted_schema_change(name)
+    except Exception as exc:  # noqa: BLE001 - the caller re-raises the original error
+        log.warning("table %s: the aborted schema change is reverted later: %s", name, exc)
