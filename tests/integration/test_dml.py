@@ -14,25 +14,20 @@ from acidflow import reads
 from acidflow.acid import dml
 from acidflow.acid.dml import DmlError
 from acidflow.acid.transaction import Transaction
-from acidflow.catalog import Column, SqlCatalog, TableDef
+from acidflow.catalog import SqlCatalog, TableDef
 from acidflow.catalog.errors import WriteConflictError
+from tests.support import dml_tables
+from tests.support.dml_tables import LAYOUTS, SCHEMA, table_rows, tree
 
 pytestmark = pytest.mark.spark
 
-SCHEMA = "id int, v string, amt bigint, region string"
 ROWS = [(i, f"v{i}", i * 3, "eu" if i % 3 else "us") for i in range(40)]
 
 # layout name -> TableDef keyword arguments (region is a partition column where named)
-LAYOUTS = {
-    "keyed": {"primary_key": ["id"]},
-    "keyed-bucketed": {"primary_key": ["id"], "num_buckets": 4},
-    "keyed-partitioned": {"primary_key": ["id", "region"], "partitioned": True},
-    "keyed-partitioned-bucketed": {"primary_key": ["id", "region"], "partitioned": True,
-                                   "num_buckets": 2, "bucket_columns": ["id"]},
-    "unkeyed": {},
-    "unkeyed-partitioned-bucketed": {"partitioned": True, "num_buckets": 3,
-                                     "bucket_columns": ["id"]},
-}
+
+
+def make(spark, catalog, layout: str, name: str = "db.t") -> TableDef:
+    return dml_tables.make(spark, catalog, layout, ROWS, name)
 
 
 @pytest.fixture
@@ -42,32 +37,8 @@ def catalog(warehouse):
     cat.close()
 
 
-def make(spark, catalog, layout: str, name: str = "db.t") -> TableDef:
-    opts = dict(LAYOUTS[layout])
-    partitioned = opts.pop("partitioned", False)
-    cols = [Column("id", "int"), Column("v", "string"), Column("amt", "bigint")]
-    pcols = [Column("region", "string")] if partitioned else []
-    if not partitioned:
-        cols.append(Column("region", "string"))
-    table = catalog.create_table(TableDef(name=name, columns=cols, partition_columns=pcols,
-                                          **opts))
-    with Transaction(catalog) as txn:
-        txn.insert(name, spark.createDataFrame(ROWS, SCHEMA))
-    return table
-
-
-def table_rows(catalog, name="db.t"):
-    return collections.Counter(
-        (r["id"], r["v"], r["amt"], r["region"])
-        for r in reads.read_table(None, catalog, name).to_pylist())
-
-
 def frame_rows(df):
     return collections.Counter(tuple(r) for r in df.select("id", "v", "amt", "region").collect())
-
-
-def tree(path: Path) -> list[str]:
-    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))

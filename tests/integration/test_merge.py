@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from acidflow import reads
 from acidflow.acid.dml import DmlError
 from acidflow.acid.merge import CardinalityViolationError, MergeBuilder, source_partitions
 from acidflow.acid.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
+from tests.support import dml_tables
+from tests.support.dml_tables import LAYOUTS, SCHEMA, table_rows, tree
 
 pytestmark = pytest.mark.spark
 
-SCHEMA = "id int, v string, amt bigint, region string"
 ROWS = [(i, f"v{i}", i * 3, "eu" if i % 3 else "us") for i in range(30)]
 SRC_SCHEMA = "id int, v string, amt bigint, region string, op string"
 # updates of existing ids, deletes of existing ids, new ids (one of them flagged D: skipped)
@@ -26,16 +26,9 @@ SOURCE = ([(i, f"new{i}", i * 100, "eu" if i % 3 else "us", "U") for i in range(
           + [(i, f"ins{i}", i, "eu" if i % 2 else "us", "I") for i in range(30, 36)]
           + [(40, "never", 0, "us", "D")])
 
-LAYOUTS = {
-    "keyed": {"primary_key": ["id"]},
-    "keyed-bucketed": {"primary_key": ["id"], "num_buckets": 4},
-    "keyed-partitioned": {"primary_key": ["id", "region"], "partitioned": True},
-    "keyed-partitioned-bucketed": {"primary_key": ["id", "region"], "partitioned": True,
-                                   "num_buckets": 2, "bucket_columns": ["id"]},
-    "unkeyed": {},
-    "unkeyed-partitioned-bucketed": {"partitioned": True, "num_buckets": 3,
-                                     "bucket_columns": ["id"]},
-}
+
+def make(spark, catalog, layout: str, name: str = "db.t") -> TableDef:
+    return dml_tables.make(spark, catalog, layout, ROWS, name)
 
 
 @pytest.fixture
@@ -43,29 +36,6 @@ def catalog(warehouse):
     cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
     yield cat
     cat.close()
-
-
-def make(spark, catalog, layout: str) -> TableDef:
-    opts = dict(LAYOUTS[layout])
-    partitioned = opts.pop("partitioned", False)
-    cols = [Column("id", "int"), Column("v", "string"), Column("amt", "bigint")]
-    pcols = [Column("region", "string")] if partitioned else []
-    if not partitioned:
-        cols.append(Column("region", "string"))
-    table = catalog.create_table(TableDef(name="db.t", columns=cols, partition_columns=pcols,
-                                          **opts))
-    with Transaction(catalog) as txn:
-        txn.insert("db.t", spark.createDataFrame(ROWS, SCHEMA))
-    return table
-
-
-def table_rows(catalog):
-    return collections.Counter((r["id"], r["v"], r["amt"], r["region"])
-                               for r in reads.read_table(None, catalog, "db.t").to_pylist())
-
-
-def tree(path: Path) -> list[str]:
-    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
 
 
 def expected_merge(target, source):
