@@ -121,7 +121,7 @@ def _standalone_cluster(tmp: Path):
                 state = _get_json(json_url)
                 if any(w.get("state") == "ALIVE" for w in state.get("workers", [])):
                     break
-            except OSError:
+            except (OSError, ValueError):  # not up yet, or the UI still answers with HTML
                 pass
             if time.monotonic() > deadline:
                 pytest.fail("no ALIVE worker registered with the master within 90 s:\n"
