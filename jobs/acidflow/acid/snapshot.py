@@ -38,6 +38,7 @@ import pyarrow.orc as paorc
 import pyorc
 
 from acidflow.acid import files as acid_files
+from acidflow.acid import orcindex
 from acidflow.acid import partitions as parts
 from acidflow.acid import types as htypes
 from acidflow.acid.bucketing import encode_bucket_property
@@ -377,7 +378,9 @@ def _key_filter_mask(data: list, positions: list[int | None], keys: pa.Table,
 def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
               partition_columns: list[tuple[str, str]], valid: ValidWriteIdList, *,
               row_id: bool = False, file_name: bool = False, project: list[str] | None = None,
-              keys: pa.Table | None = None) -> Iterator[pa.RecordBatch]:
+              keys: pa.Table | None = None, prune: bool = True,
+              pruned: list[tuple[str, orcindex.StripeVerdict]] | None = None
+              ) -> Iterator[pa.RecordBatch]:
     """Visible rows of one task as Arrow record batches (schema: ``ReadPlan.output_schema``).
 
     Args:
@@ -385,6 +388,10 @@ def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
             streams are not read); None = all. Output keeps table order.
         keys: keep only rows whose values of ``keys``' columns (data columns, same names and
             types) are among its rows -- the key lookup of a merge, done inside the reader.
+        prune: with ``keys``, skip the stripes that the files' key statistics and bloom
+            filters prove free of them (``acidflow.acid.orcindex.file_stripes_to_read``; no
+            stream of a skipped stripe is read).
+        pruned: when given, ``(path, verdict)`` of every pruned file is appended (measurement).
     Raises:
         acidflow.acid.files.AcidFileError: a file that is not readable ORC (names the file).
     """
@@ -427,8 +434,18 @@ def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
             else None
         offset = df.row_offset
         with tfs.open(df.path, "rb") as fh:
+            verdict = None
+            if keys is not None and prune:
+                verdict = orcindex.file_stripes_to_read(
+                    fh, acid=acid, positions=[full_mapping[names.index(k)]
+                                              for k in keys.column_names], keys=keys)
+                if pruned is not None:
+                    pruned.append((df.path, verdict))
             orc = paorc.ORCFile(fh)
             for s in range(orc.nstripes):
+                if verdict is not None and not verdict.reads(s):
+                    offset += verdict.rows[s]  # original files: synthetic rowIds go on
+                    continue
                 batch = orc.read_stripe(s, columns=sel) if sel is not None else orc.read_stripe(s)
                 n = batch.num_rows
                 if n == 0:

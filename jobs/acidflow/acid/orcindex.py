@@ -1,0 +1,618 @@
+"""What an ORC file already says about its key columns, per stripe: column statistics (min/max)
+and bloom filters -- enough to prove that a stripe holds none of a batch of keys, so a key
+lookup skips it (Hudi's range and bloom indexes, built from what Hive writes anyway).
+
+Pure file-format code (bytes in, answers out; no catalog, no table layout). The ORC tail
+(ORC specification v1, "File Tail") is ``stripes | metadata | footer | postscript | 1 byte``;
+``Metadata.stripeStats[i].colStats[c]`` is the ``ColumnStatistics`` of column ``c`` (preorder
+type id: 0 the root struct; in an ACID event file 1..5 the event fields, 6 ``row``, 7.. its
+fields) in stripe ``i``. A stripe starts with its index streams (``indexLength`` bytes:
+``ROW_INDEX``, ``BLOOM_FILTER`` (kind 7), ``BLOOM_FILTER_UTF8`` (kind 8) in the order its
+``StripeFooter.streams`` lists them), then its data streams, then its footer. A bloom filter
+stream is a ``BloomFilterIndex`` protobuf: one ``BloomFilter{numHashFunctions = 1, bitset = 2
+(repeated fixed64), utf8bitset = 3 (bytes, little-endian longs)}`` per row group
+(``rowIndexStride`` rows, 10,000 by default). Protobufs and compressed chunks are parsed with
+the helpers of :mod:`acidflow.acid.orcfooter`; codecs NONE, ZLIB and SNAPPY are read (any other
+codec: the file has no usable index, and is read whole).
+
+Hashing (ORC Java ``org.apache.orc.util.BloomFilter``/``BloomFilterUtf8``/``Murmur3``, ORC C++
+``BloomFilterImpl``, Hive's ``orc.bloom.filter.columns``): a 64-bit hash of the value -- Murmur3
+64-bit (seed 104729) of the UTF-8 bytes for strings, Thomas Wang's 64-bit integer hash
+(``getLongHash``, arithmetic shifts) for integers of every width and dates (days since
+1970-01-01) -- is split into ``h1`` (low 32 bits) and ``h2`` (high 32 bits) and bit
+``(h1 + i*h2)`` (32-bit wrap, bits flipped when negative, modulo the bitset size) is set for
+``i = 1..numHashFunctions``. The legacy ``BLOOM_FILTER`` stream (kind 7) hashed strings in the
+JVM's default charset before ORC-101, so it is used for integers and dates only; strings use
+``BLOOM_FILTER_UTF8`` only. Decimals (the writers disagree on the string form they hash),
+timestamps (unit and zone differ between writers), floating point, char and binary keys are
+never tested against a bloom filter.
+
+Statistics: integer (``IntegerStatistics``), date (``DateStatistics``), string/varchar
+(``StringStatistics``: ``minimum``/``maximum``, or ORC-203's ``lowerBound``/``upperBound`` when
+the writer truncated long values -- both are valid bounds) and decimal (``DecimalStatistics``,
+compared by value) columns. String statistics of writers before HIVE-8732 (writer version < 2,
+which compared UTF-16 code units) are not used.
+
+Soundness: a stripe is skipped only when it is *proven* free of every batch key; everything
+unknown (no metadata section, no statistics for the column, a type this module does not know,
+a key column whose file type differs from the key's type family, NULL keys, a codec it cannot
+decompress) keeps the stripe.
+"""
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any, BinaryIO, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from acidflow.acid.orcfooter import OrcFooterError, _fields, _read_varint
+
+# CompressionKind (orc_proto.proto)
+_NONE, _ZLIB, _SNAPPY = 0, 1, 2
+# Type.Kind
+BYTE, SHORT, INT, LONG, STRING, DECIMAL, DATE, VARCHAR, CHAR = 1, 2, 3, 4, 7, 14, 15, 16, 17
+_INTEGER_KINDS = (BYTE, SHORT, INT, LONG)
+# Stream.Kind
+BLOOM_FILTER, BLOOM_FILTER_UTF8 = 7, 8
+#: ``OrcFile.WriterVersion.HIVE_8732``: string statistics compare UTF-8 bytes from here on
+HIVE_8732 = 2
+#: bytes read from the end of a file first (the postscript, footer and metadata usually fit)
+_TAIL_GUESS = 256 * 1024
+_MASK64 = (1 << 64) - 1
+
+#: key domains: how a key column's values are compared with a file column's index
+INTEGER, TEXT, DEC, DAYS = "integer", "string", "decimal", "date"
+
+
+class OrcIndexError(OrcFooterError):
+    """The index bytes of an ORC file are malformed (message says where)."""
+
+
+# ---------------------------------------------------------------------------------------- tail
+
+
+@dataclass
+class OrcType:
+    """One ``Footer.types`` entry: ``kind`` (``Type.Kind``), ``subtypes`` (type ids),
+    ``field_names`` (for structs), ``precision``/``scale`` (decimals)."""
+
+    kind: int
+    subtypes: list[int] = field(default_factory=list)
+    field_names: list[str] = field(default_factory=list)
+    precision: int = 0
+    scale: int = 0
+
+
+@dataclass
+class StripeInfo:
+    """``Footer.stripes[i]``: byte ``offset`` in the file, ``index_length``, ``data_length``,
+    ``footer_length`` (bytes) and ``rows``."""
+
+    offset: int
+    index_length: int
+    data_length: int
+    footer_length: int
+    rows: int
+
+
+@dataclass
+class ColumnStats:
+    """Statistics of one column in one stripe (``ColumnStatistics``).
+
+    Attributes:
+        values: ``numberOfValues`` (non-null values), None when absent.
+        has_null: ``hasNull``, None when absent (old writers).
+        minimum, maximum: inclusive bounds of the non-null values -- ``int`` (integers, dates in
+            days), ``bytes`` (strings, UTF-8; ORC-203 truncated bounds included) or ``Decimal``;
+            None when the statistics carry none.
+    """
+
+    values: int | None
+    has_null: bool | None
+    minimum: Any = None
+    maximum: Any = None
+
+
+@dataclass
+class OrcTailIndex:
+    """The parts of an ORC tail the key index needs (:func:`read_tail_index`).
+
+    Attributes:
+        codec, block: compression kind and block size; writer_version: ``PostScript``'s.
+        stripes: :class:`StripeInfo` per stripe; types: :class:`OrcType` by type id.
+        row_index_stride: rows per row group (0 = no row index).
+        stripe_stats: per stripe, the raw ``ColumnStatistics`` bytes by column id (empty when
+            the file has no metadata section).
+        file_size: bytes.
+    """
+
+    codec: int
+    block: int
+    writer_version: int
+    stripes: list[StripeInfo]
+    types: list[OrcType]
+    row_index_stride: int
+    stripe_stats: list[list[bytes]]
+    file_size: int
+
+    @property
+    def readable(self) -> bool:
+        """The codec is one this module decompresses."""
+        return self.codec in (_NONE, _ZLIB, _SNAPPY)
+
+    def data_column_ids(self, acid: bool) -> list[int]:
+        """Type ids of the data columns: the ``row`` struct's fields (ACID event file) or the
+        root struct's fields (original file)."""
+        root = self.types[0]
+        if acid:
+            return list(self.types[root.subtypes[5]].subtypes)
+        return list(root.subtypes)
+
+    def column_stats(self, stripe: int, column: int) -> ColumnStats | None:
+        """Statistics of ``column`` (type id) in ``stripe``; None when the file has none."""
+        if stripe >= len(self.stripe_stats) or column >= len(self.stripe_stats[stripe]):
+            return None
+        return _parse_stats(self.stripe_stats[stripe][column], self.types[column],
+                            self.writer_version)
+
+
+def _decompress(data: bytes, codec: int) -> bytes:
+    """Decompress an ORC compressed stream (3-byte chunk headers ``length*2 + isOriginal``)."""
+    if codec == _NONE:
+        return data
+    out = bytearray()
+    i = 0
+    while i < len(data):
+        if i + 3 > len(data):
+            raise OrcIndexError("truncated compression chunk header")
+        header = data[i] | data[i + 1] << 8 | data[i + 2] << 16
+        i += 3
+        length, original = header >> 1, header & 1
+        chunk = data[i:i + length]
+        i += length
+        if original:
+            out += chunk
+        elif codec == _ZLIB:
+            out += zlib.decompress(chunk, -15)
+        else:  # snappy: the raw block starts with its uncompressed length (varint)
+            size, _ = _read_varint(chunk, 0)
+            out += pa.decompress(chunk, decompressed_size=size, codec="snappy").to_pybytes()
+    return bytes(out)
+
+
+def _sint(v: int) -> int:
+    """Zigzag-decoded ``sint32``/``sint64``."""
+    return (v >> 1) ^ -(v & 1)
+
+
+def _packed(value: Any) -> list[int]:
+    if isinstance(value, int):
+        return [value]
+    out, i = [], 0
+    while i < len(value):
+        v, i = _read_varint(value, i)
+        out.append(v)
+    return out
+
+
+def _parse_type(buf: bytes) -> OrcType:
+    t = OrcType(kind=0)
+    for number, value, _ in _fields(buf):
+        if number == 1:
+            t.kind = value
+        elif number == 2:
+            t.subtypes += _packed(value)
+        elif number == 3:
+            t.field_names.append(value.decode("utf-8"))
+        elif number == 5:
+            t.precision = value
+        elif number == 6:
+            t.scale = value
+    return t
+
+
+def read_tail_index(fh: BinaryIO, file_size: int, *, path: str = "") -> OrcTailIndex:
+    """Read and parse the postscript, footer and metadata section of an ORC file.
+
+    Args:
+        fh: the open file (seekable, binary); file_size: its size in bytes; path: for errors.
+    Raises:
+        OrcIndexError: not an ORC file or a malformed tail (names ``path``).
+    """
+    try:
+        return _read_tail_index(fh, file_size)
+    except OrcFooterError as exc:
+        raise OrcIndexError(f"{path}: {exc}") from exc
+
+
+def _read_tail_index(fh: BinaryIO, file_size: int) -> OrcTailIndex:
+    take = min(file_size, _TAIL_GUESS)
+    fh.seek(file_size - take)
+    buf = fh.read(take)
+    if len(buf) < 4:
+        raise OrcIndexError("file too short for ORC")
+    ps_len = buf[-1]
+    ps = {n: v for n, v, _ in _fields(buf[-1 - ps_len:-1])}
+    if ps.get(8000) != b"ORC":
+        raise OrcIndexError("postscript has no 'ORC' magic")
+    footer_len, meta_len = int(ps.get(1, 0)), int(ps.get(5, 0))
+    codec, block, writer_version = int(ps.get(2, _NONE)), int(ps.get(3, 0)), int(ps.get(6, 0))
+    need = footer_len + meta_len + ps_len + 1
+    if need > len(buf):
+        if need > file_size:
+            raise OrcIndexError("footer and metadata lengths exceed the file size")
+        fh.seek(file_size - need)
+        buf = fh.read(need)
+    end = len(buf) - 1 - ps_len
+    stripes: list[StripeInfo] = []
+    types: list[OrcType] = []
+    stats: list[list[bytes]] = []
+    if codec not in (_NONE, _ZLIB, _SNAPPY):
+        return OrcTailIndex(codec, block, writer_version, stripes, types, 0, stats, file_size)
+    footer = _decompress(buf[end - footer_len:end], codec)
+    stride = 0
+    for number, value, _ in _fields(footer):
+        if number == 3:
+            s = {n: v for n, v, _ in _fields(value)}
+            stripes.append(StripeInfo(s.get(1, 0), s.get(2, 0), s.get(3, 0), s.get(4, 0),
+                                      s.get(5, 0)))
+        elif number == 4:
+            types.append(_parse_type(value))
+        elif number == 8:
+            stride = value
+    if meta_len:
+        meta = _decompress(buf[end - footer_len - meta_len:end - footer_len], codec)
+        for number, value, _ in _fields(meta):
+            if number == 1:
+                stats.append([v for n, v, _ in _fields(value) if n == 1])
+    return OrcTailIndex(codec, block, writer_version, stripes, types, stride, stats, file_size)
+
+
+def _parse_stats(buf: bytes, otype: OrcType, writer_version: int) -> ColumnStats:
+    top = list(_fields(buf))
+    values = next((v for n, v, _ in top if n == 1), None)
+    has_null = next((bool(v) for n, v, _ in top if n == 10), None)
+    out = ColumnStats(values, has_null)
+    sub = {n: v for n, v, _ in top}
+    lo: Any = None
+    hi: Any = None
+    if otype.kind in _INTEGER_KINDS and 2 in sub:
+        s = {n: v for n, v, _ in _fields(sub[2])}
+        lo, hi = (_sint(s[1]) if 1 in s else None), (_sint(s[2]) if 2 in s else None)
+    elif otype.kind == DATE and 7 in sub:
+        s = {n: v for n, v, _ in _fields(sub[7])}
+        lo, hi = (_sint(s[1]) if 1 in s else None), (_sint(s[2]) if 2 in s else None)
+    elif otype.kind in (STRING, VARCHAR) and 4 in sub and writer_version >= HIVE_8732:
+        s = {n: v for n, v, _ in _fields(sub[4])}
+        lo, hi = s.get(1, s.get(4)), s.get(2, s.get(5))  # minimum, else ORC-203's lowerBound
+    elif otype.kind == DECIMAL and 6 in sub:
+        s = {n: v for n, v, _ in _fields(sub[6])}
+        try:
+            lo = Decimal(s[1].decode()) if 1 in s else None
+            hi = Decimal(s[2].decode()) if 2 in s else None
+        except (InvalidOperation, UnicodeDecodeError):
+            lo = hi = None
+    if lo is not None and hi is not None:
+        out.minimum, out.maximum = lo, hi
+    return out
+
+
+# ------------------------------------------------------------------------------- bloom filters
+
+
+@dataclass
+class BloomFilter:
+    """One row group's ORC bloom filter: ``num_hashes`` functions over ``bits`` (uint64 words;
+    bit ``p`` is bit ``p % 64`` of word ``p // 64``, as Java's ``BloomFilter.BitSet``)."""
+
+    num_hashes: int
+    bits: np.ndarray
+
+    def test_hashes(self, h64: np.ndarray) -> np.ndarray:
+        """Which of the 64-bit value hashes (uint64 array) may be in the filter (bool array)."""
+        num_bits = len(self.bits) * 64
+        if num_bits == 0 or self.num_hashes <= 0:
+            return np.ones(len(h64), dtype=bool)
+        h1 = (h64 & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32).astype(np.int64)
+        h2 = (h64 >> np.uint64(32)).astype(np.uint32).view(np.int32).astype(np.int64)
+        hit = np.ones(len(h64), dtype=bool)
+        for i in range(1, self.num_hashes + 1):
+            combined = (h1 + i * h2).astype(np.int32).astype(np.int64)  # Java int wrap
+            combined = np.where(combined < 0, ~combined, combined)
+            pos = (combined % num_bits).astype(np.uint64)
+            word = self.bits[(pos >> np.uint64(6)).astype(np.int64)]
+            hit &= ((word >> (pos & np.uint64(63))) & np.uint64(1)).astype(bool)
+        return hit
+
+
+def _parse_bloom_index(buf: bytes) -> list[BloomFilter]:
+    out = []
+    for number, value, _ in _fields(buf):
+        if number != 1:
+            continue
+        k = 0
+        words: list[int] = []
+        utf8 = None
+        for n, v, _raw in _fields(value):
+            if n == 1:
+                k = v
+            elif n == 2 and isinstance(v, bytes) and len(v) == 8 and _raw[0] & 7 == 1:
+                words.append(int.from_bytes(v, "little"))
+            elif n == 2 and isinstance(v, bytes):  # packed repeated fixed64
+                words += [int.from_bytes(v[j:j + 8], "little") for j in range(0, len(v), 8)]
+            elif n == 3:
+                utf8 = v
+        bits = np.frombuffer(utf8, dtype="<u8").astype(np.uint64) if utf8 is not None \
+            else np.array(words, dtype=np.uint64)
+        out.append(BloomFilter(k, bits))
+    return out
+
+
+def read_bloom_filters(fh: BinaryIO, tail: OrcTailIndex, stripe: int, column: int, *,
+                       utf8_only: bool) -> list[BloomFilter] | None:
+    """The bloom filters (one per row group) of ``column`` (type id) in ``stripe``, read from
+    the stripe's index streams; None when the stripe has none usable.
+
+    Args:
+        utf8_only: use only ``BLOOM_FILTER_UTF8`` streams (strings: the legacy kind hashed the
+            JVM's default charset before ORC-101); else either kind, UTF-8 preferred.
+    Raises:
+        OrcIndexError: malformed stripe footer or bloom filter stream.
+    """
+    info = tail.stripes[stripe]
+    fh.seek(info.offset + info.index_length + info.data_length)
+    footer = _decompress(fh.read(info.footer_length), tail.codec)
+    at = info.offset
+    found: dict[int, tuple[int, int]] = {}
+    for number, value, _ in _fields(footer):
+        if number != 1:
+            continue
+        s = {n: v for n, v, _ in _fields(value)}
+        kind, col, length = s.get(1, 0), s.get(2, 0), s.get(3, 0)
+        if col == column and kind in (BLOOM_FILTER, BLOOM_FILTER_UTF8):
+            found[kind] = (at, length)
+        at += length
+    where = found.get(BLOOM_FILTER_UTF8) or (None if utf8_only else found.get(BLOOM_FILTER))
+    if where is None:
+        return None
+    if where[0] + where[1] > info.offset + info.index_length:
+        raise OrcIndexError(f"bloom filter stream of column {column} in stripe {stripe} lies "
+                            "outside the stripe's index area")
+    fh.seek(where[0])
+    filters = _parse_bloom_index(_decompress(fh.read(where[1]), tail.codec))
+    return filters or None
+
+
+def murmur3_64(data: bytes, seed: int = 104729) -> int:
+    """ORC's Murmur3 64-bit hash (``org.apache.orc.util.Murmur3.hash64``) as an unsigned int."""
+    c1, c2 = 0x87C37B91114253D5, 0x4CF5AD432745937F
+    h = seed
+    n = len(data)
+    nblocks = n >> 3
+    for i in range(nblocks):
+        k = int.from_bytes(data[i * 8:i * 8 + 8], "little")
+        k = (k * c1) & _MASK64
+        k = ((k << 31) | (k >> 33)) & _MASK64
+        k = (k * c2) & _MASK64
+        h ^= k
+        h = ((h << 27) | (h >> 37)) & _MASK64
+        h = (h * 5 + 0x52DCE729) & _MASK64
+    tail = data[nblocks * 8:]
+    if tail:
+        k = int.from_bytes(tail, "little")
+        k = (k * c1) & _MASK64
+        k = ((k << 31) | (k >> 33)) & _MASK64
+        k = (k * c2) & _MASK64
+        h ^= k
+    h ^= n
+    h ^= h >> 33
+    h = (h * 0xFF51AFD7ED558CCD) & _MASK64
+    h ^= h >> 33
+    h = (h * 0xC4CEB9FE1A85EC53) & _MASK64
+    h ^= h >> 33
+    return h
+
+
+def long_hash(values: np.ndarray) -> np.ndarray:
+    """Thomas Wang's 64-bit integer hash as ORC's ``BloomFilter.getLongHash`` (Java ``long``
+    arithmetic: wrapping, arithmetic right shifts), of an int64 array; returns uint64."""
+    with np.errstate(over="ignore"):
+        k = values.astype(np.int64)
+        k = (~k) + (k << 21)
+        k = k ^ (k >> 24)
+        k = (k + (k << 3)) + (k << 8)
+        k = k ^ (k >> 14)
+        k = (k + (k << 2)) + (k << 4)
+        k = k ^ (k >> 28)
+        k = k + (k << 31)
+    return k.view(np.uint64)
+
+
+# ------------------------------------------------------------------------------ key matching
+
+
+def key_domain(otype: OrcType, key_type: pa.DataType) -> str | None:
+    """How keys of Arrow type ``key_type`` compare with a file column of ORC type ``otype``
+    (one of :data:`INTEGER`, :data:`TEXT`, :data:`DEC`, :data:`DAYS`), or None: not the same
+    family (schema evolution changed the type, or a type this module does not index), so the
+    column cannot prune."""
+    if otype.kind in _INTEGER_KINDS and pa.types.is_integer(key_type):
+        return INTEGER
+    if otype.kind in (STRING, VARCHAR) and (pa.types.is_string(key_type)
+                                            or pa.types.is_large_string(key_type)):
+        return TEXT
+    if otype.kind == DECIMAL and pa.types.is_decimal(key_type):
+        return DEC
+    if otype.kind == DATE and pa.types.is_date32(key_type):
+        return DAYS
+    return None
+
+
+@dataclass
+class KeyValues:
+    """One key column of a batch, prepared for :func:`column_key_mask`.
+
+    Attributes:
+        domain: :func:`key_domain`'s answer.
+        values: per key: ``int`` (integers, dates in days), ``bytes`` (UTF-8) or ``Decimal``;
+            None for a NULL key value.
+        hashes: ORC bloom filter hashes (uint64) of the non-NULL values, None when the domain
+            is never tested against bloom filters (decimals).
+    """
+
+    domain: str
+    values: list[Any]
+    hashes: np.ndarray | None
+
+    @classmethod
+    def of(cls, column: pa.Array | pa.ChunkedArray, domain: str) -> "KeyValues":
+        """Prepare an Arrow key column (integer, string, decimal or date32) for ``domain``."""
+        if domain == DAYS:
+            column = column.cast(pa.int32())
+        values = column.to_pylist()
+        if domain == TEXT:
+            values = [None if v is None else v.encode("utf-8") for v in values]
+        hashes = None
+        if domain in (INTEGER, DAYS):
+            hashes = long_hash(np.array([0 if v is None else v for v in values], dtype=np.int64))
+        elif domain == TEXT:
+            hashes = np.array([0 if v is None else murmur3_64(v) for v in values],
+                              dtype=np.uint64)
+        return cls(domain, values, hashes)
+
+
+def stats_mask(stats: ColumnStats | None, keys: KeyValues) -> np.ndarray:
+    """Which keys may be in a stripe by its column statistics (bool per key): a non-NULL key
+    when it lies within the bounds (or the stripe has no usable bounds), a NULL key when the
+    stripe may hold NULLs (``hasNull`` not False)."""
+    n = len(keys.values)
+    if stats is not None and stats.has_null is False and stats.minimum is None:
+        # bounds unknown; a NULL key still cannot match a stripe without NULLs
+        return np.array([v is not None for v in keys.values], dtype=bool)
+    if stats is not None and stats.values == 0 and stats.has_null is not None:
+        # no non-null value in the stripe: only a NULL key could match
+        return np.array([v is None for v in keys.values], dtype=bool)
+    if stats is None or stats.minimum is None or stats.maximum is None:
+        return np.ones(n, dtype=bool)
+    lo, hi = stats.minimum, stats.maximum
+    null_may = stats.has_null is not False
+    return np.array([null_may if v is None else lo <= v <= hi for v in keys.values], dtype=bool)
+
+
+def bloom_mask(filters: list[BloomFilter] | None, keys: KeyValues) -> np.ndarray:
+    """Which keys may be in a stripe by its row groups' bloom filters (a key may be in the
+    stripe when any row group's filter may hold it; NULL keys are always "may")."""
+    n = len(keys.values)
+    if filters is None or keys.hashes is None:
+        return np.ones(n, dtype=bool)
+    hit = np.zeros(n, dtype=bool)
+    for bf in filters:
+        hit |= bf.test_hashes(keys.hashes)
+    hit |= np.array([v is None for v in keys.values], dtype=bool)
+    return hit
+
+
+@dataclass
+class StripeVerdict:
+    """:func:`stripes_to_read`'s answer for one file: ``keep[i]`` per stripe, ``rows[i]`` its
+    row count, and how it was decided: ``by_stats`` / ``by_bloom`` stripes skipped by each
+    test; ``indexed`` False when no key column could be used (the whole file is read)."""
+
+    keep: list[bool]
+    rows: list[int] = field(default_factory=list)
+    by_stats: int = 0
+    by_bloom: int = 0
+    indexed: bool = True
+
+    def reads(self, stripe: int) -> bool:
+        """Whether ``stripe`` must be read (True for a stripe the verdict does not cover)."""
+        return stripe >= len(self.keep) or self.keep[stripe]
+
+    @property
+    def skipped(self) -> int:
+        """Stripes proven free of the batch's keys."""
+        return self.by_stats + self.by_bloom
+
+
+def stripes_to_read(fh: BinaryIO, tail: OrcTailIndex, columns: Sequence[int | None],
+                    keys: pa.Table, *, blooms: bool = True) -> StripeVerdict:
+    """Which stripes of a file may hold one of ``keys``' rows.
+
+    Composite keys: per stripe, each key column gives the set of batch key tuples whose value
+    in that column may be in the stripe (statistics first; bloom filters only for the tuples
+    the statistics left); the stripe is kept when some tuple survives on *every* column. A
+    tuple present in the stripe passes every column's test (statistics bound every value, a
+    bloom filter has no false negatives), so this never skips a stripe holding a batch key;
+    it may keep a stripe where each column's value occurs in a different row (an
+    over-approximation, as testing the columns independently would also be).
+
+    Args:
+        fh: the open file; tail: its :func:`read_tail_index`.
+        columns: per key column of ``keys``, the file's type id of that column, None when the
+            file does not have it (then every key is "may": a missing column reads as NULL).
+        keys: the batch's key tuples (Arrow types of the table's key columns).
+        blooms: also read bloom filters (one read per stripe still in doubt).
+    Raises:
+        OrcIndexError: malformed statistics or bloom filter bytes.
+    """
+    n = len(tail.stripes)
+    rows = [s.rows for s in tail.stripes]
+    prepared: list[tuple[int, KeyValues]] = []
+    if tail.readable:
+        for name, col in zip(keys.column_names, columns):
+            if col is None or col >= len(tail.types):
+                continue
+            domain = key_domain(tail.types[col], keys.schema.field(name).type)
+            if domain is not None:
+                prepared.append((col, KeyValues.of(keys.column(name), domain)))
+    if not prepared or keys.num_rows == 0:
+        return StripeVerdict([True] * n, rows, indexed=bool(prepared))
+    verdict = StripeVerdict([True] * n, rows)
+    for s in range(n):
+        alive = np.ones(keys.num_rows, dtype=bool)
+        for col, kv in prepared:
+            alive &= stats_mask(tail.column_stats(s, col), kv)
+        if not alive.any():
+            verdict.keep[s] = False
+            verdict.by_stats += 1
+            continue
+        if not blooms:
+            continue
+        for col, kv in prepared:
+            if kv.hashes is None:
+                continue
+            filters = read_bloom_filters(fh, tail, s, col, utf8_only=kv.domain == TEXT)
+            if filters is None:
+                continue
+            sub = KeyValues(kv.domain, [v for v, a in zip(kv.values, alive) if a],
+                            kv.hashes[alive])
+            alive[np.flatnonzero(alive)] = bloom_mask(filters, sub)
+            if not alive.any():
+                verdict.keep[s] = False
+                verdict.by_bloom += 1
+                break
+    return verdict
+
+
+def file_stripes_to_read(fh: BinaryIO, *, acid: bool, positions: Sequence[int | None],
+                         keys: pa.Table, blooms: bool = True) -> StripeVerdict:
+    """:func:`stripes_to_read` for an open data file whose key columns are the data columns at
+    ``positions`` (index into the ``row`` struct's fields of an ACID event file, or into the
+    root struct's fields of an original file; None = the file lacks the column). A tail this
+    module cannot parse keeps every stripe (the index is never needed for correctness)."""
+    fh.seek(0, 2)
+    size = fh.tell()
+    try:
+        tail = read_tail_index(fh, size)
+        if not tail.readable or not tail.types:
+            return StripeVerdict([True] * len(tail.stripes), [s.rows for s in tail.stripes],
+                                 indexed=False)
+        data_ids = tail.data_column_ids(acid)
+        columns = [data_ids[p] if p is not None and p < len(data_ids) else None
+                   for p in positions]
+        return stripes_to_read(fh, tail, columns, keys, blooms=blooms)
+    except (OrcFooterError, IndexError, ValueError):
+        return StripeVerdict([], indexed=False)
