@@ -58,7 +58,7 @@ _INTEGER_KINDS = (BYTE, SHORT, INT, LONG)
 # Stream.Kind
 BLOOM_FILTER, BLOOM_FILTER_UTF8 = 7, 8
 #: ``OrcFile.WriterVersion.HIVE_8732``: string statistics compare UTF-8 bytes from here on
-HIVE_8732 = 2
+HIVE_8732 = 1
 #: bytes read from the end of a file first (the postscript, footer and metadata usually fit)
 _TAIL_GUESS = 256 * 1024
 _MASK64 = (1 << 64) - 1
@@ -108,12 +108,15 @@ class ColumnStats:
         minimum, maximum: inclusive bounds of the non-null values -- ``int`` (integers, dates in
             days), ``bytes`` (strings, UTF-8; ORC-203 truncated bounds included) or ``Decimal``;
             None when the statistics carry none.
+        truncated: the string bounds are ORC-203's ``lowerBound``/``upperBound`` (values
+            longer than the writer records, 1024 bytes in ORC Java), not exact min/max.
     """
 
     values: int | None
     has_null: bool | None
     minimum: Any = None
     maximum: Any = None
+    truncated: bool = False
 
 
 @dataclass
@@ -288,6 +291,7 @@ def _parse_stats(buf: bytes, otype: OrcType, writer_version: int) -> ColumnStats
     elif otype.kind in (STRING, VARCHAR) and 4 in sub and writer_version >= HIVE_8732:
         s = {n: v for n, v, _ in _fields(sub[4])}
         lo, hi = s.get(1, s.get(4)), s.get(2, s.get(5))  # minimum, else ORC-203's lowerBound
+        out.truncated = 1 not in s or 2 not in s
     elif otype.kind == DECIMAL and 6 in sub:
         s = {n: v for n, v, _ in _fields(sub[6])}
         try:
@@ -352,13 +356,15 @@ def _parse_bloom_index(buf: bytes) -> list[BloomFilter]:
 
 
 def read_bloom_filters(fh: BinaryIO, tail: OrcTailIndex, stripe: int, column: int, *,
-                       utf8_only: bool) -> list[BloomFilter] | None:
+                       kinds: Sequence[int] = (BLOOM_FILTER_UTF8, BLOOM_FILTER)
+                       ) -> list[BloomFilter] | None:
     """The bloom filters (one per row group) of ``column`` (type id) in ``stripe``, read from
     the stripe's index streams; None when the stripe has none usable.
 
     Args:
-        utf8_only: use only ``BLOOM_FILTER_UTF8`` streams (strings: the legacy kind hashed the
-            JVM's default charset before ORC-101); else either kind, UTF-8 preferred.
+        kinds: the stream kinds to use, in order of preference (strings: only
+            ``BLOOM_FILTER_UTF8``: the legacy kind hashed the JVM's default charset before
+            ORC-101).
     Raises:
         OrcIndexError: malformed stripe footer or bloom filter stream.
     """
@@ -375,7 +381,7 @@ def read_bloom_filters(fh: BinaryIO, tail: OrcTailIndex, stripe: int, column: in
         if col == column and kind in (BLOOM_FILTER, BLOOM_FILTER_UTF8):
             found[kind] = (at, length)
         at += length
-    where = found.get(BLOOM_FILTER_UTF8) or (None if utf8_only else found.get(BLOOM_FILTER))
+    where = next((found[k] for k in kinds if k in found), None)
     if where is None:
         return None
     if where[0] + where[1] > info.offset + info.index_length:
@@ -584,7 +590,9 @@ def stripes_to_read(fh: BinaryIO, tail: OrcTailIndex, columns: Sequence[int | No
         for col, kv in prepared:
             if kv.hashes is None:
                 continue
-            filters = read_bloom_filters(fh, tail, s, col, utf8_only=kv.domain == TEXT)
+            filters = read_bloom_filters(fh, tail, s, col, kinds=(BLOOM_FILTER_UTF8,)
+                                         if kv.domain == TEXT else
+                                         (BLOOM_FILTER_UTF8, BLOOM_FILTER))
             if filters is None:
                 continue
             sub = KeyValues(kv.domain, [v for v, a in zip(kv.values, alive) if a],
