@@ -220,3 +220,25 @@ def test_upsert_through_the_lookup_updates_the_right_rows(catalog):
         by_key.setdefault(r["n"], []).append(r["v"])
     assert len(by_key) == n + 50 and all(len(v) == 1 for v in by_key.values())
     assert {i for i, v in by_key.items() if v[0].startswith("z")} == set(changed)
+
+
+def test_fsck_rebuild_index_reports_each_file(warehouse):
+    import json
+    import os
+
+    from typer.testing import CliRunner
+
+    from acidflow.cli import app
+    cat = SqlCatalog(os.environ["ACIDFLOW_CATALOG_URL"], warehouse=str(warehouse))
+    _table(cat, "db.rep", "string")
+    _upsert(cat, "db.rep", _rows("string", range(3 * STRIPE_ROWS), "a"))
+    _upsert(cat, "db.rep", _rows("string", range(10), "b"))
+    res = CliRunner().invoke(app, ["fsck", "db.rep", "--rebuild-index", "--json"],
+                             env={"COLUMNS": "250"})
+    assert res.exit_code == 0, (res.output, res.exception)
+    found = [json.loads(line) for line in res.output.splitlines()]
+    assert {f["kind"] for f in found} == {"key_index"} and len(found) == 2
+    by_dir = {f["path"].split("/")[0]: f for f in found}
+    big = by_dir["delta_0000001_0000001_0000"]
+    assert big["severity"] == "info" and "3 stripes; k: min/max 3/3" in big["detail"]
+    cat.close()

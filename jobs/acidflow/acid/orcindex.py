@@ -40,6 +40,7 @@ decompress) keeps the stripe.
 """
 from __future__ import annotations
 
+import bisect
 import zlib
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -459,19 +460,25 @@ def key_domain(otype: OrcType, key_type: pa.DataType) -> str | None:
 
 @dataclass
 class KeyValues:
-    """One key column of a batch, prepared for :func:`column_key_mask`.
+    """One key column of a batch, prepared for :func:`stats_mask` and :func:`bloom_mask`.
 
     Attributes:
         domain: :func:`key_domain`'s answer.
         values: per key: ``int`` (integers, dates in days), ``bytes`` (UTF-8) or ``Decimal``;
             None for a NULL key value.
-        hashes: ORC bloom filter hashes (uint64) of the non-NULL values, None when the domain
+        hashes: ORC bloom filter hashes (uint64 per key; 0 for NULL keys), None when the domain
             is never tested against bloom filters (decimals).
+        nulls: bool per key, True for a NULL key.
+        order: positions of the non-NULL keys sorted by value; sorted_values: their values in
+            that order (a stripe's ``[min, max]`` is one slice of them, found by bisection).
     """
 
     domain: str
     values: list[Any]
     hashes: np.ndarray | None
+    nulls: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    sorted_values: list[Any] = field(default_factory=list)
 
     @classmethod
     def of(cls, column: pa.Array | pa.ChunkedArray, domain: str) -> "KeyValues":
@@ -481,13 +488,17 @@ class KeyValues:
         values = column.to_pylist()
         if domain == TEXT:
             values = [None if v is None else v.encode("utf-8") for v in values]
+        nulls = np.array([v is None for v in values], dtype=bool)
         hashes = None
         if domain in (INTEGER, DAYS):
             hashes = long_hash(np.array([0 if v is None else v for v in values], dtype=np.int64))
         elif domain == TEXT:
             hashes = np.array([0 if v is None else murmur3_64(v) for v in values],
                               dtype=np.uint64)
-        return cls(domain, values, hashes)
+        present = [i for i, v in enumerate(values) if v is not None]
+        present.sort(key=values.__getitem__)
+        return cls(domain, values, hashes, nulls, np.array(present, dtype=np.int64),
+                   [values[i] for i in present])
 
 
 def stats_mask(stats: ColumnStats | None, keys: KeyValues) -> np.ndarray:
@@ -495,29 +506,36 @@ def stats_mask(stats: ColumnStats | None, keys: KeyValues) -> np.ndarray:
     when it lies within the bounds (or the stripe has no usable bounds), a NULL key when the
     stripe may hold NULLs (``hasNull`` not False)."""
     n = len(keys.values)
-    if stats is not None and stats.has_null is False and stats.minimum is None:
-        # bounds unknown; a NULL key still cannot match a stripe without NULLs
-        return np.array([v is not None for v in keys.values], dtype=bool)
-    if stats is not None and stats.values == 0 and stats.has_null is not None:
-        # no non-null value in the stripe: only a NULL key could match
-        return np.array([v is None for v in keys.values], dtype=bool)
-    if stats is None or stats.minimum is None or stats.maximum is None:
+    if stats is None:
         return np.ones(n, dtype=bool)
-    lo, hi = stats.minimum, stats.maximum
     null_may = stats.has_null is not False
-    return np.array([null_may if v is None else lo <= v <= hi for v in keys.values], dtype=bool)
+    if stats.values == 0 and stats.has_null is not None:
+        # no non-null value in the stripe: only a NULL key could match
+        return keys.nulls & null_may
+    if stats.minimum is None or stats.maximum is None:
+        return ~keys.nulls | null_may
+    mask = keys.nulls & null_may
+    lo = bisect.bisect_left(keys.sorted_values, stats.minimum)
+    hi = bisect.bisect_right(keys.sorted_values, stats.maximum)
+    mask[keys.order[lo:hi]] = True
+    return mask
 
 
-def bloom_mask(filters: list[BloomFilter] | None, keys: KeyValues) -> np.ndarray:
-    """Which keys may be in a stripe by its row groups' bloom filters (a key may be in the
-    stripe when any row group's filter may hold it; NULL keys are always "may")."""
-    n = len(keys.values)
+def bloom_mask(filters: list[BloomFilter] | None, keys: KeyValues,
+               which: np.ndarray | None = None) -> np.ndarray:
+    """Which keys (of ``which``, positions; default all) may be in a stripe by its row
+    groups' bloom filters: a key may be in the stripe when any row group's filter may hold
+    it; NULL keys are always "may" (a bloom filter holds no NULLs; statistics decide them)."""
+    idx = np.arange(len(keys.values)) if which is None else which
     if filters is None or keys.hashes is None:
-        return np.ones(n, dtype=bool)
-    hit = np.zeros(n, dtype=bool)
+        return np.ones(len(idx), dtype=bool)
+    hashes = keys.hashes[idx]
+    hit = keys.nulls[idx].copy()
     for bf in filters:
-        hit |= bf.test_hashes(keys.hashes)
-    hit |= np.array([v is None for v in keys.values], dtype=bool)
+        todo = ~hit
+        if not todo.any():
+            break
+        hit[todo] = bf.test_hashes(hashes[todo])
     return hit
 
 
@@ -577,6 +595,7 @@ def stripes_to_read(fh: BinaryIO, tail: OrcTailIndex, columns: Sequence[int | No
     if not prepared or keys.num_rows == 0:
         return StripeVerdict([True] * n, rows, indexed=bool(prepared))
     verdict = StripeVerdict([True] * n, rows)
+    no_blooms: set[int] = set()
     for s in range(n):
         alive = np.ones(keys.num_rows, dtype=bool)
         for col, kv in prepared:
@@ -588,16 +607,18 @@ def stripes_to_read(fh: BinaryIO, tail: OrcTailIndex, columns: Sequence[int | No
         if not blooms:
             continue
         for col, kv in prepared:
-            if kv.hashes is None:
+            if kv.hashes is None or col in no_blooms:
                 continue
             filters = read_bloom_filters(fh, tail, s, col, kinds=(BLOOM_FILTER_UTF8,)
                                          if kv.domain == TEXT else
                                          (BLOOM_FILTER_UTF8, BLOOM_FILTER))
             if filters is None:
+                # writers put bloom filters in every stripe or in none: stop asking this file
+                # (only ever keeps more stripes)
+                no_blooms.add(col)
                 continue
-            sub = KeyValues(kv.domain, [v for v, a in zip(kv.values, alive) if a],
-                            kv.hashes[alive])
-            alive[np.flatnonzero(alive)] = bloom_mask(filters, sub)
+            which = np.flatnonzero(alive)
+            alive[which] = bloom_mask(filters, kv, which)
             if not alive.any():
                 verdict.keep[s] = False
                 verdict.by_bloom += 1
@@ -624,3 +645,60 @@ def file_stripes_to_read(fh: BinaryIO, *, acid: bool, positions: Sequence[int | 
         return stripes_to_read(fh, tail, columns, keys, blooms=blooms)
     except (OrcFooterError, IndexError, ValueError):
         return StripeVerdict([], indexed=False)
+
+
+@dataclass
+class KeyColumnIndex:
+    """What one data file carries for one key column (:func:`describe_key_columns`).
+
+    Attributes:
+        column: the key column's name; domain: :func:`key_domain` (None: not indexable here --
+            type family differs, unknown type, or the file lacks the column).
+        stripes: stripes in the file; with_bounds: stripes whose statistics give min/max;
+        with_blooms: stripes with a usable bloom filter stream (kind names in ``bloom_kinds``).
+    """
+
+    column: str
+    domain: str | None
+    stripes: int
+    with_bounds: int = 0
+    with_blooms: int = 0
+    bloom_kinds: list[str] = field(default_factory=list)
+
+
+def describe_key_columns(fh: BinaryIO, *, acid: bool, positions: Sequence[int | None],
+                         keys: pa.Schema) -> list[KeyColumnIndex]:
+    """Per key column (``keys``: their names and Arrow types; ``positions`` as
+    :func:`file_stripes_to_read`), what the file's index can do for a lookup: which stripes
+    have min/max statistics and which have bloom filters (every stripe's footer is read).
+
+    Raises:
+        OrcIndexError: malformed tail, statistics or bloom filter bytes.
+    """
+    fh.seek(0, 2)
+    tail = read_tail_index(fh, fh.tell())
+    n = len(tail.stripes)
+    data_ids = tail.data_column_ids(acid) if tail.types else []
+    out = []
+    for name, pos in zip(keys.names, positions):
+        col = data_ids[pos] if pos is not None and pos < len(data_ids) else None
+        domain = key_domain(tail.types[col], keys.field(name).type) \
+            if col is not None and tail.readable else None
+        d = KeyColumnIndex(name, domain, n)
+        if col is not None and domain is not None:
+            kinds = (BLOOM_FILTER_UTF8,) if domain == TEXT else (BLOOM_FILTER_UTF8, BLOOM_FILTER)
+            seen = set()
+            for s in range(n):
+                st = tail.column_stats(s, col)
+                d.with_bounds += bool(st is not None and st.minimum is not None)
+                if domain == DEC:
+                    continue
+                for k in kinds:
+                    if read_bloom_filters(fh, tail, s, col, kinds=(k,)):
+                        seen.add(k)
+                        d.with_blooms += 1
+                        break
+            d.bloom_kinds = [{BLOOM_FILTER_UTF8: "BLOOM_FILTER_UTF8",
+                              BLOOM_FILTER: "BLOOM_FILTER"}[k] for k in sorted(seen)]
+        out.append(d)
+    return out

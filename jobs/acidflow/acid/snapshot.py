@@ -317,6 +317,14 @@ def _map_columns(file_names: list[str], table_cols: list[str], positional: bool)
     return [i if i < len(file_names) else None for i in range(len(table_cols))]
 
 
+def source_positions(info: "acid_files.FileInfo", table_cols: list[str],
+                     wanted: list[str]) -> list[int | None]:
+    """Positions of the table columns ``wanted`` among a data file's data columns (the ``row``
+    struct's fields of an ACID file), by :func:`read_task`'s mapping rule; None = missing."""
+    mapping = _map_columns(info.row_schema.names, table_cols, positional=info.is_acid)
+    return [mapping[table_cols.index(c)] for c in wanted]
+
+
 def _partition_arrays(plan_pcols: list[tuple[str, str]], ppath: str, n: int) -> list[pa.Array]:
     if not plan_pcols:
         return []

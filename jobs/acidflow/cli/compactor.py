@@ -25,7 +25,7 @@ from rich.table import Table
 from acidflow.catalog import Catalog
 from acidflow.cli.console import console, err
 from acidflow.compactor.cleaner import run_cleaner
-from acidflow.compactor.fsck import ERROR, fsck_table
+from acidflow.compactor.fsck import ERROR, fsck_table, key_index_report
 from acidflow.compactor.initiator import request_compaction, run_initiator
 from acidflow.compactor.worker import run_worker
 from acidflow.spark import get_spark
@@ -144,11 +144,19 @@ def register(app: typer.Typer, show_app: typer.Typer) -> None:
 
     @app.command("fsck")
     def fsck(table: str = typer.Argument(..., help="db.table"),
-             as_json: bool = typer.Option(False, "--json")) -> None:
+             as_json: bool = typer.Option(False, "--json"),
+             rebuild_index: bool = typer.Option(
+                 False, "--rebuild-index",
+                 help="instead of the checks: report the key index of each data file (min/max "
+                      "statistics and bloom filters of the primary key columns per stripe). "
+                      "The index lives in the ORC files themselves, so nothing is rewritten; "
+                      "files without it are read whole by key lookups until compacted.")
+             ) -> None:
         """Check a table: orphan, aborted and open dirs (a killed or running writer's, by
         write-id state), missing metadata of committed dirs, overlapping write-id ranges,
         duplicate ROW__IDs, duplicate primary keys. Exit code 1 when an error is found."""
-        findings = fsck_table(_catalog(), table)
+        findings = key_index_report(_catalog(), table) if rebuild_index \
+            else fsck_table(_catalog(), table)
         if as_json:
             for f in findings:
                 typer.echo(json.dumps(f.to_dict()))
