@@ -449,6 +449,8 @@ def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
                                               for k in keys.column_names], keys=keys)
                 if pruned is not None:
                     pruned.append((df.path, verdict))
+                if verdict.keep and not any(verdict.keep):
+                    continue  # no stripe may hold a key: not even the reader's tail is read
             orc = paorc.ORCFile(fh)
             for s in range(orc.nstripes):
                 if verdict is not None and not verdict.reads(s):
