@@ -6,10 +6,15 @@ For each size ``(N, K)``:
 2. ``prepare`` every tool once (initial table of N rows) and keep that state as pristine;
 3. ``runs`` times, each tool's upsert of batch 1 from the pristine state (tools interleaved
    within a run, so that a noisy minute hits all of them);
-4. acidflow applies batches 1..B; after batch 1 and after batch B: ``runs`` snapshot reads,
-   each next to a plain Spark ORC full scan of the same rows;
+4. acidflow applies batches 1..B; after batch 1 and after batch B: ``runs`` snapshot reads
+   (``read_table``, and the Spark data source ``spark.read.format("acid")``), each next to a
+   plain Spark ORC full scan of the same rows;
 5. ``runs`` times, from the state after batch B: acidflow major compaction next to a plain
    Spark ORC rewrite of the same rows.
+
+Apart from the sizes (``--load N ...``): ``runs`` times, acidflow's initial load of the N base
+rows into a fresh table next to a plain Spark ORC write of the same rows
+(``bench/results/load_n<N>.json``).
 
 Results are checked against the expected table in the first run of each step and after
 acidflow's batches 1 and B (the later runs repeat the same input with the same tool).
@@ -24,6 +29,7 @@ Run: ``make bench`` or ``python -m bench.run --rows 1000000 --events 10000 --run
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -193,6 +199,7 @@ def bench_size(rows: int, events: int, *, runs: int, batches: int, seed: int, wo
         doc["prepare"][tool] = step(tool, "prepare")
         snapshot_dir(root / tool, kept)
         (kept / ".prepared.json").write_text(json.dumps(doc["prepare"][tool]))
+    with_datasource = importlib.util.find_spec("acidflow.datasource") is not None
     if not upsert_only:
         doc["prepare"]["spark-orc"] = step("spark-orc", "prepare")
     for i in range(runs):
@@ -208,16 +215,48 @@ def bench_size(rows: int, events: int, *, runs: int, batches: int, seed: int, wo
     for b in range(1, batches + 1):
         doc["acidflow_batches"].append(step("acidflow", "upsert", b))
         if b in (1, batches):
-            doc["read"][str(b)] = {"acidflow": [], "spark-orc": []}
+            reads = doc["read"][str(b)] = {"acidflow": [], "spark-orc": []}
+            if with_datasource:
+                reads["acidflow-ds"] = []
             for i in range(runs):
-                doc["read"][str(b)]["acidflow"].append(step("acidflow", "read", b,
-                                                            check=i == 0))
-                doc["read"][str(b)]["spark-orc"].append(step("spark-orc", "scan", b))
+                reads["acidflow"].append(step("acidflow", "read", b, check=i == 0))
+                if with_datasource:
+                    reads["acidflow-ds"].append(step("acidflow", "read-ds", b, check=i == 0))
+                reads["spark-orc"].append(step("spark-orc", "scan", b))
     snapshot_dir(root / "acidflow", root / "acidflow.after")
     for i in range(runs):
         snapshot_dir(root / "acidflow.after", root / "acidflow")
         doc["compact"]["acidflow"].append(step("acidflow", "compact", batches, check=i == 0))
         doc["compact"]["spark-orc"].append(step("spark-orc", "rewrite", batches, check=i == 0))
+    doc["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    doc["seconds"] = round(time.perf_counter() - t0, 1)
+    return doc
+
+
+def bench_load(rows: int, *, runs: int, seed: int, work: Path, log=None) -> dict:
+    """``runs`` times: acidflow's initial load of the N base rows (``acidflow load``: INSERT
+    OVERWRITE into a fresh table bucketed by ``id``) next to a plain Spark ORC write of the
+    same rows and columns (``spark-orc load``); both checked against the base in the first
+    run. Returns ``{"rows", "runs", "acidflow": [...], "spark-orc": [...]}``."""
+    log = log or (lambda msg: print(msg, flush=True))
+    data = work / "data" / f"n{rows}_k1000_b1_s{seed}"  # only base.parquet is used
+    if not (data / "meta.json").exists():
+        generate(data, rows, 1000, 1, seed)
+    root = work / f"load_n{rows}_s{seed}"
+    root.mkdir(parents=True, exist_ok=True)
+    doc: dict = {"rows": rows, "runs": runs, "seed": seed, "acidflow": [], "spark-orc": [],
+                 "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    t0 = time.perf_counter()
+    for i in range(runs):
+        for tool in ("acidflow", "spark-orc"):
+            if (root / tool).exists():
+                shutil.rmtree(root / tool)
+            r = run_step(tool, "load", data, root / tool, 0, root / "steps.log", check=i == 0)
+            doc[tool].append(r)
+            log(f"  {tool:9s} load     wall {r['wall']:7.2f} s  work {r['work']:7.2f} s  peak "
+                f"{r['peak_rss_mb'] or 0:7.0f} MB  {r.get('check', {})}")
+    for tool in ("acidflow", "spark-orc"):
+        shutil.rmtree(root / tool, ignore_errors=True)
     doc["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     doc["seconds"] = round(time.perf_counter() - t0, 1)
     return doc
@@ -266,7 +305,7 @@ def doc_from_logs(steps_log: Path, console_log: Path, rows: int, events: int, ba
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000],
+    ap.add_argument("--rows", type=int, nargs="*", default=[1_000_000, 10_000_000],
                     help="table sizes N")
     ap.add_argument("--events", nargs="+", default=["1%", "0.1%"],
                     help="batch sizes K: counts, or percentages of N")
@@ -278,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results", type=Path, default=RESULTS)
     ap.add_argument("--upsert-only", nargs="*", default=[], metavar="N:K",
                     help="sizes (e.g. 10000000:10000) for which only the upserts run")
+    ap.add_argument("--load", type=int, nargs="*", default=[], metavar="N",
+                    help="initial-load comparison at these N (acidflow vs plain Spark ORC)")
     a = ap.parse_args(argv)
     upsert_only = {tuple(int(x) for x in spec.split(":")) for spec in a.upsert_only}
     a.results.mkdir(parents=True, exist_ok=True)
@@ -292,6 +333,12 @@ def main(argv: list[str] | None = None) -> int:
             doc.update(env)
             out.write_text(json.dumps(doc, indent=1, default=str))
             print(f"wrote {out}")
+    for n in a.load:
+        doc = bench_load(n, runs=a.runs, seed=a.seed, work=a.work)
+        doc.update(env)
+        out = a.results / f"load_n{n}.json"
+        out.write_text(json.dumps(doc, indent=1, default=str))
+        print(f"wrote {out}")
 
     return 0
 
