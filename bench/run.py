@@ -6,10 +6,17 @@ For each size ``(N, K)``:
 2. ``prepare`` every tool once (initial table of N rows) and keep that state as pristine;
 3. ``runs`` times, each tool's upsert of batch 1 from the pristine state (tools interleaved
    within a run, so that a noisy minute hits all of them);
-4. acidflow applies batches 1..B; after batch 1 and after batch B: ``runs`` snapshot reads,
-   each next to a plain Spark ORC full scan of the same rows;
+4. acidflow applies batches 1..B; after batch 1 and after batch B: ``runs`` snapshot reads
+   (``read_table``, and the Spark data source ``spark.read.format("acid")``), each next to a
+   plain Spark ORC full scan of the same rows;
 5. ``runs`` times, from the state after batch B: acidflow major compaction next to a plain
    Spark ORC rewrite of the same rows.
+
+Apart from the sizes (``--load N ...``): ``runs`` times, acidflow's initial load of the N base
+rows into a fresh table next to a plain Spark ORC write of the same rows
+(``bench/results/load_n<N>.json``); (``--s3 N:K ...``) acidflow's upsert of batch 1 and a
+snapshot read with the warehouse on S3 (a moto server on loopback) next to local disk
+(``bench/results/s3_n<N>_k<K>.json``).
 
 Results are checked against the expected table in the first run of each step and after
 acidflow's batches 1 and B (the later runs repeat the same input with the same tool).
@@ -24,6 +31,7 @@ Run: ``make bench`` or ``python -m bench.run --rows 1000000 --events 10000 --run
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -193,6 +201,7 @@ def bench_size(rows: int, events: int, *, runs: int, batches: int, seed: int, wo
         doc["prepare"][tool] = step(tool, "prepare")
         snapshot_dir(root / tool, kept)
         (kept / ".prepared.json").write_text(json.dumps(doc["prepare"][tool]))
+    with_datasource = importlib.util.find_spec("acidflow.datasource") is not None
     if not upsert_only:
         doc["prepare"]["spark-orc"] = step("spark-orc", "prepare")
     for i in range(runs):
@@ -208,11 +217,14 @@ def bench_size(rows: int, events: int, *, runs: int, batches: int, seed: int, wo
     for b in range(1, batches + 1):
         doc["acidflow_batches"].append(step("acidflow", "upsert", b))
         if b in (1, batches):
-            doc["read"][str(b)] = {"acidflow": [], "spark-orc": []}
+            reads = doc["read"][str(b)] = {"acidflow": [], "spark-orc": []}
+            if with_datasource:
+                reads["acidflow-ds"] = []
             for i in range(runs):
-                doc["read"][str(b)]["acidflow"].append(step("acidflow", "read", b,
-                                                            check=i == 0))
-                doc["read"][str(b)]["spark-orc"].append(step("spark-orc", "scan", b))
+                reads["acidflow"].append(step("acidflow", "read", b, check=i == 0))
+                if with_datasource:
+                    reads["acidflow-ds"].append(step("acidflow", "read-ds", b, check=i == 0))
+                reads["spark-orc"].append(step("spark-orc", "scan", b))
     snapshot_dir(root / "acidflow", root / "acidflow.after")
     for i in range(runs):
         snapshot_dir(root / "acidflow.after", root / "acidflow")
@@ -221,6 +233,110 @@ def bench_size(rows: int, events: int, *, runs: int, batches: int, seed: int, wo
     doc["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     doc["seconds"] = round(time.perf_counter() - t0, 1)
     return doc
+
+
+def bench_load(rows: int, *, runs: int, seed: int, work: Path, log=None) -> dict:
+    """``runs`` times: acidflow's initial load of the N base rows (``acidflow load``: INSERT
+    OVERWRITE into a fresh table bucketed by ``id``) next to a plain Spark ORC write of the
+    same rows and columns (``spark-orc load``); both checked against the base in the first
+    run. Returns ``{"rows", "runs", "acidflow": [...], "spark-orc": [...]}``."""
+    log = log or (lambda msg: print(msg, flush=True))
+    data = work / "data" / f"n{rows}_k1000_b1_s{seed}"  # only base.parquet is used
+    if not (data / "meta.json").exists():
+        generate(data, rows, 1000, 1, seed)
+    root = work / f"load_n{rows}_s{seed}"
+    root.mkdir(parents=True, exist_ok=True)
+    doc: dict = {"rows": rows, "runs": runs, "seed": seed, "acidflow": [], "spark-orc": [],
+                 "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    t0 = time.perf_counter()
+    for i in range(runs):
+        for tool in ("acidflow", "spark-orc"):
+            if (root / tool).exists():
+                shutil.rmtree(root / tool)
+            r = run_step(tool, "load", data, root / tool, 0, root / "steps.log", check=i == 0)
+            doc[tool].append(r)
+            log(f"  {tool:9s} load     wall {r['wall']:7.2f} s  work {r['work']:7.2f} s  peak "
+                f"{r['peak_rss_mb'] or 0:7.0f} MB  {r.get('check', {})}")
+    for tool in ("acidflow", "spark-orc"):
+        shutil.rmtree(root / tool, ignore_errors=True)
+    doc["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    doc["seconds"] = round(time.perf_counter() - t0, 1)
+    return doc
+
+
+def _s3_copy_prefix(client, bucket: str, src: str, dst: str) -> int:
+    """Server-side copy of every object under ``src/`` to ``dst/`` (after deleting what is
+    under ``dst/``) in one bucket; returns the number of objects copied."""
+    def keys(prefix):
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket,
+                                                                     Prefix=prefix + "/"):
+            yield from (o["Key"] for o in page.get("Contents", []))
+
+    old = list(keys(dst))
+    for i in range(0, len(old), 1000):
+        client.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k}
+                                                                 for k in old[i:i + 1000]]})
+    n = 0
+    for key in keys(src):
+        client.copy_object(Bucket=bucket, Key=dst + key[len(src):],
+                           CopySource={"Bucket": bucket, "Key": key})
+        n += 1
+    return n
+
+
+def bench_s3(rows: int, events: int, *, runs: int, seed: int, work: Path, log=None) -> dict:
+    """acidflow with its warehouse on S3 next to local disk: a moto server on 127.0.0.1
+    (``tests.support.s3.start_s3_server``), the same data, each tool's table prepared once and
+    restored before every run (local: hard-link copy; S3: server-side copy of the prefix), then
+    ``runs`` times the upsert of batch 1 and a snapshot read, local and S3 interleaved.
+    Returns ``{"rows", "events", "runs", "local": {"upsert": [...], "read": [...]},
+    "s3": {...}}``."""
+    from tests.support.s3 import start_s3_server  # the same moto server the tests use
+
+    log = log or (lambda msg: print(msg, flush=True))
+    data = work / "data" / f"n{rows}_k{events}_b1_s{seed}"
+    if not (data / "meta.json").exists():
+        generate(data, rows, events, 1, seed)
+    root = work / f"s3_n{rows}_k{events}_s{seed}"
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    server = start_s3_server()
+    old_env = {k: os.environ.get(k) for k in [*server.env, "BENCH_S3_WAREHOUSE"]}
+    try:
+        bucket = server.make_bucket("acidflow-bench")
+        os.environ.update(server.env, BENCH_S3_WAREHOUSE=f"s3://{bucket}/wh")
+        client = server.client()
+        doc: dict = {"rows": rows, "events": events, "runs": runs, "seed": seed,
+                     "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                     "local": {"upsert": [], "read": []}, "s3": {"upsert": [], "read": []}}
+        t0 = time.perf_counter()
+        steplog = root / "steps.log"
+        tools = {"local": "acidflow", "s3": "acidflow-s3"}
+        for where, tool in tools.items():
+            run_step(tool, "prepare", data, root / where, 0, steplog)
+            snapshot_dir(root / where, root / f"{where}.pristine")
+        _s3_copy_prefix(client, bucket, "wh", "wh-pristine")
+        for i in range(runs):
+            for where, tool in tools.items():
+                snapshot_dir(root / f"{where}.pristine", root / where)
+                if where == "s3":
+                    _s3_copy_prefix(client, bucket, "wh-pristine", "wh")
+                for step in ("upsert", "read"):
+                    r = run_step(tool, step, data, root / where, 1, steplog, check=i == 0)
+                    doc[where][step].append(r)
+                    log(f"  {tool:11s} {step:6s} wall {r['wall']:7.2f} s  work "
+                        f"{r['work']:7.2f} s  {r.get('check', {}).get('correct')}")
+        doc["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        doc["seconds"] = round(time.perf_counter() - t0, 1)
+        return doc
+    finally:
+        for k, v in old_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        server.stop()
 
 
 def doc_from_logs(steps_log: Path, console_log: Path, rows: int, events: int, batches: int,
@@ -266,7 +382,7 @@ def doc_from_logs(steps_log: Path, console_log: Path, rows: int, events: int, ba
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000],
+    ap.add_argument("--rows", type=int, nargs="*", default=[1_000_000, 10_000_000],
                     help="table sizes N")
     ap.add_argument("--events", nargs="+", default=["1%", "0.1%"],
                     help="batch sizes K: counts, or percentages of N")
@@ -276,22 +392,43 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=REPO / "build" / "bench",
                     help="scratch directory (data and tables)")
     ap.add_argument("--results", type=Path, default=RESULTS)
+    ap.add_argument("--sizes", nargs="*", default=None, metavar="N:K",
+                    help="explicit (N, K) sizes; replaces the --rows x --events matrix")
     ap.add_argument("--upsert-only", nargs="*", default=[], metavar="N:K",
                     help="sizes (e.g. 10000000:10000) for which only the upserts run")
+    ap.add_argument("--load", type=int, nargs="*", default=[], metavar="N",
+                    help="initial-load comparison at these N (acidflow vs plain Spark ORC)")
+    ap.add_argument("--s3", nargs="*", default=[], metavar="N:K",
+                    help="upsert and read with the warehouse on S3 (moto) vs local disk")
     a = ap.parse_args(argv)
     upsert_only = {tuple(int(x) for x in spec.split(":")) for spec in a.upsert_only}
     a.results.mkdir(parents=True, exist_ok=True)
     env = {"machine": machine(), "versions": versions(),
            "command": " ".join(["python -m bench.run", *(argv if argv is not None else sys.argv[1:])])}
-    for n in a.rows:
-        for k_text in a.events:
-            k = round(n * float(k_text[:-1]) / 100) if k_text.endswith("%") else int(k_text)
-            out = a.results / f"bench_n{n}_k{k}.json"
-            doc = bench_size(n, k, runs=a.runs, batches=a.batches, seed=a.seed, work=a.work,
-                             upsert_only=(n, k) in upsert_only, checkpoint=out, extra=env)
-            doc.update(env)
-            out.write_text(json.dumps(doc, indent=1, default=str))
-            print(f"wrote {out}")
+    sizes = [tuple(int(x) for x in spec.split(":")) for spec in a.sizes] \
+        if a.sizes is not None else \
+        [(n, round(n * float(k_text[:-1]) / 100) if k_text.endswith("%") else int(k_text))
+         for n in a.rows for k_text in a.events]
+    for n, k in sizes:
+        out = a.results / f"bench_n{n}_k{k}.json"
+        doc = bench_size(n, k, runs=a.runs, batches=a.batches, seed=a.seed, work=a.work,
+                         upsert_only=(n, k) in upsert_only, checkpoint=out, extra=env)
+        doc.update(env)
+        out.write_text(json.dumps(doc, indent=1, default=str))
+        print(f"wrote {out}")
+    for spec in a.s3:
+        n, k = (int(x) for x in spec.split(":"))
+        doc = bench_s3(n, k, runs=a.runs, seed=a.seed, work=a.work)
+        doc.update(env)
+        out = a.results / f"s3_n{n}_k{k}.json"
+        out.write_text(json.dumps(doc, indent=1, default=str))
+        print(f"wrote {out}")
+    for n in a.load:
+        doc = bench_load(n, runs=a.runs, seed=a.seed, work=a.work)
+        doc.update(env)
+        out = a.results / f"load_n{n}.json"
+        out.write_text(json.dumps(doc, indent=1, default=str))
+        print(f"wrote {out}")
 
     return 0
 

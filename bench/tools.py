@@ -14,12 +14,21 @@ Tools and steps:
 
 =============  ==========================================================================
 acidflow       ``prepare`` (table ``bench.items`` bucketed by ``id``, base loaded as INSERT
-               OVERWRITE = ``base_1``), ``upsert --batch I`` (``acidflow.cdc.apply.apply_file``
-               of ``batch_I.jsonl``: the CDC job users run), ``read`` (snapshot read of every
-               row and column, Spark ``noop`` sink), ``compact`` (major compaction through the
-               compactor's queue and worker, then the cleaner)
+               OVERWRITE = ``base_1``), ``load`` (the same initial load into a fresh
+               warehouse, timed and checked: the initial-load comparison),
+               ``upsert --batch I`` (``acidflow.cdc.apply.apply_file`` of ``batch_I.jsonl``:
+               the CDC job users run), ``read`` (snapshot read of every row and column through
+               ``acidflow.reads.read_table``, Spark ``noop`` sink), ``read-ds`` (the same read
+               through the Spark data source, ``spark.read.format("acid")``), ``compact`` (major
+               compaction through the compactor's queue and worker, then the cleaner)
+acidflow-s3    ``prepare``, ``upsert``, ``read``: the acidflow steps with the warehouse on S3
+               (``$BENCH_S3_WAREHOUSE``, e.g. ``s3://bench/n1000000``; endpoint and keys from
+               the AWS environment the driver sets for its moto server); the SQLite catalog
+               stays in the step's local work directory
 spark-orc      ``prepare`` (plain ORC copies of the expected tables), ``scan --batch I``
-               (full scan, ``noop`` sink), ``rewrite --batch I`` (read + write ORC)
+               (full scan, ``noop`` sink), ``rewrite --batch I`` (read + write ORC),
+               ``load`` (the base rows, with the same ``_cdc_position`` column acidflow
+               stores, written as plain ORC: the reference of the initial load)
 spark-cow      ``prepare`` (base as plain ORC), ``upsert --batch 1`` (copy-on-write: fold the
                events, full outer join with the table, write a new ORC version)
 duckdb         ``prepare`` (base as Parquet), ``upsert --batch 1`` (copy-on-write in SQL to a
@@ -67,6 +76,11 @@ def normalise(table: pa.Table) -> pa.Table:
     return t.sort_by("id")
 
 
+def expected_file(data: Path, batch: int) -> Path:
+    """The expected table after ``batch`` (0 = the initial table, ``base.parquet``)."""
+    return data / "base.parquet" if batch == 0 else data / f"expected_{batch:04d}.parquet"
+
+
 #: False with ``--no-check``: results are not read back (later runs of a step whose first run
 #: was checked; the input and the tool are the same).
 CHECK = True
@@ -78,7 +92,7 @@ def compare(result, data: Path, batch: int) -> dict:
     ``{"correct": None, "skipped": True}`` under ``--no-check``."""
     if not CHECK:
         return {"correct": None, "skipped": True}
-    expected = pq.read_table(data / f"expected_{batch:04d}.parquet").sort_by("id")
+    expected = pq.read_table(expected_file(data, batch)).sort_by("id")
     got = normalise(result())
     out = {"rows": got.num_rows, "expected_rows": expected.num_rows}
     if got.num_rows == expected.num_rows and got.equals(expected):
@@ -135,12 +149,37 @@ def timed(fn):
 
 
 # -- acidflow ---------------------------------------------------------------------------------
+#: the warehouse URL of the ``acidflow-s3`` steps (None: ``WORK/warehouse`` on local disk)
+S3_WAREHOUSE: str | None = None
+
+
+def _acid_catalog_location(work: Path) -> tuple[str, str]:
+    """(catalog URL, warehouse) of the step: ``WORK/warehouse`` on local disk (the SQLite
+    catalog file inside it), or with :data:`S3_WAREHOUSE` the tables on S3 and the catalog
+    file in ``WORK``."""
+    if S3_WAREHOUSE:
+        work.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{work}/_acidflow_catalog.db", S3_WAREHOUSE
+    wh = work / "warehouse"
+    wh.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{wh}/_acidflow_catalog.db", str(wh)
+
+
 def _acid_catalog(work: Path):
     from acidflow.catalog import SqlCatalog
 
-    wh = work / "warehouse"
-    wh.mkdir(parents=True, exist_ok=True)
-    return SqlCatalog(f"sqlite:///{wh}/_acidflow_catalog.db", warehouse=str(wh))
+    url, warehouse = _acid_catalog_location(work)
+    return SqlCatalog(url, warehouse=warehouse)
+
+
+def _base_with_position(spark, data: Path):
+    """The initial table as a DataFrame plus the ``_cdc_position`` acidflow stores for a base
+    row (its ``updated_at`` as GoldenGate's ``op_ts|pos``)."""
+    from pyspark.sql import functions as F
+
+    return spark.read.parquet(str(data / "base.parquet")).withColumn(
+        "_cdc_position", F.concat(F.date_format("updated_at", "yyyy-MM-dd HH:mm:ss.SSSSSS"),
+                                  F.lit("|00000000000000000000")))
 
 
 def _acid_tdef():
@@ -155,8 +194,6 @@ def _acid_tdef():
 
 
 def acidflow_prepare(data: Path, work: Path, batch: int) -> dict:
-    from pyspark.sql import functions as F
-
     from acidflow.acid.transaction import Transaction
 
     spark, jvm = spark_session()
@@ -164,15 +201,21 @@ def acidflow_prepare(data: Path, work: Path, batch: int) -> dict:
     catalog.create_table(_acid_tdef())
 
     def load():
-        # the stored ordering value of a base row: its updated_at as GoldenGate's op_ts|pos
-        df = spark.read.parquet(str(data / "base.parquet")).withColumn(
-            "_cdc_position", F.concat(F.date_format("updated_at", "yyyy-MM-dd HH:mm:ss.SSSSSS"),
-                                      F.lit("|00000000000000000000")))
         with Transaction(catalog, agent_info="bench load") as txn:
-            txn.insert_overwrite(TABLE, df)
+            txn.insert_overwrite(TABLE, _base_with_position(spark, data))
 
     _, secs = timed(load)
     return {"jvm_start": jvm, "work": secs}
+
+
+def acidflow_load(data: Path, work: Path, batch: int) -> dict:
+    """The initial load (``prepare``) into a fresh warehouse, checked against the base."""
+    if work.exists():
+        shutil.rmtree(work)
+    out = acidflow_prepare(data, work, batch)
+    if CHECK:
+        out["check"] = compare(lambda: _acid_read_local(_acid_catalog(work)), data, 0)
+    return out
 
 
 def acidflow_upsert(data: Path, work: Path, batch: int, check: bool = True) -> dict:
@@ -189,10 +232,14 @@ def acidflow_upsert(data: Path, work: Path, batch: int, check: bool = True) -> d
     return out
 
 
-def _acid_check(catalog, data: Path, batch: int) -> dict:
+def _acid_read_local(catalog) -> pa.Table:
     from acidflow.reads import read_table
 
-    return compare(lambda: read_table(None, catalog, TABLE), data, batch)
+    return read_table(None, catalog, TABLE)
+
+
+def _acid_check(catalog, data: Path, batch: int) -> dict:
+    return compare(lambda: _acid_read_local(catalog), data, batch)
 
 
 def acidflow_read(data: Path, work: Path, batch: int) -> dict:
@@ -203,6 +250,21 @@ def acidflow_read(data: Path, work: Path, batch: int) -> dict:
 
     def scan():
         read_table(spark, catalog, TABLE).write.format("noop").mode("overwrite").save()
+
+    _, secs = timed(scan)
+    return {"jvm_start": jvm, "work": secs, "check": _acid_check(catalog, data, batch)}
+
+
+def acidflow_read_ds(data: Path, work: Path, batch: int) -> dict:
+    """The snapshot read through the Spark data source (``acidflow.datasource``), catalog
+    and warehouse given to it by the environment as a user's job would."""
+    os.environ["ACIDFLOW_CATALOG_URL"], os.environ["ACIDFLOW_WAREHOUSE"] = \
+        _acid_catalog_location(work)
+    catalog = _acid_catalog(work)
+    spark, jvm = spark_session()
+
+    def scan():
+        spark.read.format("acid").load(TABLE).write.format("noop").mode("overwrite").save()
 
     _, secs = timed(scan)
     return {"jvm_start": jvm, "work": secs, "check": _acid_check(catalog, data, batch)}
@@ -234,6 +296,19 @@ def spark_orc_prepare(data: Path, work: Path, batch: int) -> dict:
         spark.read.parquet(str(p)).repartition(NUM_BUCKETS).write.mode("overwrite").orc(
             str(work / p.stem))
     return {"jvm_start": jvm, "work": 0.0}
+
+
+def spark_orc_load(data: Path, work: Path, batch: int) -> dict:
+    """The reference of the initial load: the same rows and columns as acidflow's load,
+    written as plain ORC by Spark (zlib, ``NUM_BUCKETS`` files)."""
+    spark, jvm = spark_session()
+    dst = str(work / "load")
+    _, secs = timed(lambda: _base_with_position(spark, data).repartition(NUM_BUCKETS)
+                    .write.mode("overwrite").orc(dst))
+    import pyarrow.dataset as ds
+
+    return {"jvm_start": jvm, "work": secs,
+            "check": compare(lambda: ds.dataset(dst, format="orc").to_table(), data, 0)}
 
 
 def spark_orc_scan(data: Path, work: Path, batch: int) -> dict:
@@ -402,8 +477,11 @@ def delta_upsert(data: Path, work: Path, batch: int) -> dict:
 STEPS = {
     ("acidflow", "prepare"): acidflow_prepare, ("acidflow", "upsert"): acidflow_upsert,
     ("acidflow", "read"): acidflow_read, ("acidflow", "compact"): acidflow_compact,
+    ("acidflow", "load"): acidflow_load, ("acidflow", "read-ds"): acidflow_read_ds,
+    ("acidflow-s3", "prepare"): acidflow_prepare, ("acidflow-s3", "upsert"): acidflow_upsert,
+    ("acidflow-s3", "read"): acidflow_read,
     ("spark-orc", "prepare"): spark_orc_prepare, ("spark-orc", "scan"): spark_orc_scan,
-    ("spark-orc", "rewrite"): spark_orc_rewrite,
+    ("spark-orc", "rewrite"): spark_orc_rewrite, ("spark-orc", "load"): spark_orc_load,
     ("spark-cow", "prepare"): spark_cow_prepare, ("spark-cow", "upsert"): spark_cow_upsert,
     ("duckdb", "prepare"): duckdb_prepare, ("duckdb", "upsert"): duckdb_upsert,
     ("delta", "prepare"): delta_prepare, ("delta", "upsert"): delta_upsert,
@@ -420,8 +498,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-check", action="store_true",
                     help="do not compare the result with the expected table")
     a = ap.parse_args(argv)
-    global CHECK
+    global CHECK, S3_WAREHOUSE
     CHECK = not a.no_check
+    if a.tool == "acidflow-s3":
+        S3_WAREHOUSE = os.environ.get("BENCH_S3_WAREHOUSE")
+        if not S3_WAREHOUSE:
+            ap.error("acidflow-s3 needs $BENCH_S3_WAREHOUSE (s3://bucket/prefix)")
     fn = STEPS.get((a.tool, a.step))
     if fn is None:
         ap.error(f"{a.tool} has no step {a.step}")

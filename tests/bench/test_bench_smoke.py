@@ -68,3 +68,16 @@ def test_every_tool_runs_and_is_correct(tmp_path):
     for label in report.LABEL.values():
         assert label in text
     assert "**NO**" not in text
+
+
+def test_initial_load_phase_runs_and_is_correct(tmp_path):
+    doc = run.bench_load(1500, runs=1, seed=3, work=tmp_path, log=print)
+    for tool in ("acidflow", "spark-orc"):
+        (r,) = doc[tool]
+        assert r["check"]["correct"], (tool, r["check"])
+        assert r["check"]["rows"] == 1500
+        assert r["work"] > 0
+    doc.update(machine=run.machine(), versions=run.versions(), command="smoke")
+    text = report.render([], "", [doc])
+    assert "### Initial load" in text and "initial load of N=1,500 rows" in text
+    assert "**NO**" not in text

@@ -283,6 +283,21 @@ def test_partitioned_table_prunes_by_key_and_keeps_row_ids(spark, catalog, tmp_p
                                             POSITION_COLUMN)
     stored = [r[POSITION_COLUMN] for r in ids]
     assert known and newest >= max(stored) and newest.startswith("2024-02-01 00:00:00.000000|07")
+    # per file: a batch whose oldest event is at position 05 reads the positions of batch 2's
+    # delta only; batch 1's delta (positions 01..04) is known older and its positions unread
+    older, rest = lookup.split_by_column_bound(lookup.plan_current(catalog, table, None),
+                                               POSITION_COLUMN, "2024-02-01 00:00:00.000000|05")
+    dirs = lambda cur: {f.path.split("/")[-2] for t in cur.plan.tasks for f in t.data_files}
+    assert dirs(older) and all(n.startswith("delta_0000001_") for n in dirs(older))
+    assert dirs(rest) and all(n.startswith("delta_0000002_") for n in dirs(rest))
+    write(d / "3.json", [ev("U", "08", "eu", 2, "c2"),       # stored in batch 1's delta
+                         ev("U", "05", "eu", 1, "late2")])   # late against batch 2's 05
+    r3 = apply_file(spark, catalog, str(d / "3.json"), opts)
+    assert r3.tables["shop.visits"]["ignored_late"] == 1
+    assert r3.tables["shop.visits"]["rows_updated"] == 1
+    got = {(r["region"], r["id"]): r["v"] for r in read_table(None, catalog, "shop.visits")
+           .to_pylist()}
+    assert got == {("eu", 1): "a2", ("us", 1): "b", ("eu", 2): "c2", ("ap", 9): "z"}
 
 
 def deb(op, lsn, after=None, before=None, table="orders"):

@@ -101,6 +101,25 @@ def stored_column_max(current: CurrentPlan, column: str) -> tuple[bool, str | No
     return snapshot.string_column_max(current.tfs, current.plan, column)
 
 
+def split_by_column_bound(current: CurrentPlan, column: str,
+                          below: str) -> tuple[CurrentPlan, CurrentPlan]:
+    """The planned snapshot cut in two by the ORC statistics of a string column (footers
+    only, :func:`acidflow.acid.snapshot.string_column_maxima`): the files whose every value of
+    ``column`` is known to be below ``below`` (or NULL), and the rest. A lookup can skip
+    reading ``column`` in the first part: a CDC batch reads the stored ``_cdc_position`` only
+    of the files that may hold a position as new as its oldest event (usually the recent
+    deltas, not the base)."""
+    maxima = snapshot.string_column_maxima(current.tfs, current.plan, column)
+
+    def older(f: snapshot.DataFile) -> bool:
+        known, top = maxima.get(f.path, (False, None))
+        return known and (top is None or top < below)
+
+    old, rest = snapshot.split_plan(current.plan, older)
+    return (CurrentPlan(current.tfs, current.table_dir, old),
+            CurrentPlan(current.tfs, current.table_dir, rest))
+
+
 def lookup_rows(spark: "SparkSession | None", current: CurrentPlan, keys: pa.Table, *,
                 project: list[str] | None = None) -> pa.Table:
     """The visible rows (with ROW__ID) of a planned snapshot whose key is among ``keys``, as an

@@ -553,35 +553,70 @@ def planned_bytes(tfs: TableFS, plan: ReadPlan) -> int:
     return sum(tfs.size(p) for p in paths)
 
 
-def string_column_max(tfs: TableFS, plan: ReadPlan, column: str) -> tuple[bool, str | None]:
-    """Upper bound of a string data column over the insert-side files a plan reads, from the
-    ORC file statistics alone (footers, no data): ``(True, max)``, ``(True, None)`` when every
-    value is NULL or no file has the column (added later), ``(False, None)`` when a file has no
-    usable statistics (original files, or a writer that wrote none) -- the caller must then
-    read the column. ORC may truncate long string statistics, but only to a bound that is
-    still >= the true maximum (ORC-203), which is all a caller comparing with it needs."""
+def string_column_maxima(tfs: TableFS, plan: ReadPlan,
+                         column: str) -> dict[str, tuple[bool, str | None]]:
+    """Upper bound of a string data column in each insert-side file a plan reads, from the ORC
+    file statistics alone (footers, no data): ``{path: (True, max)}``, ``(True, None)`` when
+    every value in the file is NULL or the file has no such column (added later), ``(False,
+    None)`` when the file has no usable statistics (original files, or a writer that wrote
+    none) -- the caller must then read the column of that file. ORC may truncate long string
+    statistics, but only to a bound that is still >= the true maximum (ORC-203), which is all a
+    caller comparing with it needs."""
     idx = [n for n, _ in plan.columns].index(column)
-    best = None
+    out: dict[str, tuple[bool, str | None]] = {}
     for f in {f.path: f for t in plan.tasks for f in t.data_files}.values():
-        if f.kind == "original":
+        out[f.path] = (False, None) if f.kind == "original" else \
+            _file_string_max(tfs, f.path, idx)
+    return out
+
+
+def _file_string_max(tfs: TableFS, path: str, idx: int) -> tuple[bool, str | None]:
+    """One file's bound of the ``idx``-th row column (see :func:`string_column_maxima`)."""
+    with tfs.open(path, "rb") as fh:
+        reader = pyorc.Reader(fh)
+        schema: Any = reader.schema  # a struct TypeDescription (pyorc's stubs lack .fields)
+        top = list(schema.fields.values())
+        if len(top) != 6:
             return False, None
-        with tfs.open(f.path, "rb") as fh:
-            reader = pyorc.Reader(fh)
-            schema: Any = reader.schema  # a struct TypeDescription (pyorc's stubs lack .fields)
-            top = list(schema.fields.values())
-            if len(top) != 6:
-                return False, None
-            fields = list(top[5].fields.values())
-            if idx >= len(fields):
-                continue  # the column was added after this file was written: all NULL
-            stats = reader[fields[idx].column_id].statistics
-        if not stats.get("number_of_values"):
-            continue
-        top_value = stats.get("maximum")
-        if not isinstance(top_value, str):
+        fields = list(top[5].fields.values())
+        if idx >= len(fields):
+            return True, None  # the column was added after this file was written: all NULL
+        stats = reader[fields[idx].column_id].statistics
+    if not stats.get("number_of_values"):
+        return True, None
+    top_value = stats.get("maximum")
+    return (True, top_value) if isinstance(top_value, str) else (False, None)
+
+
+def string_column_max(tfs: TableFS, plan: ReadPlan, column: str) -> tuple[bool, str | None]:
+    """Upper bound of a string data column over every insert-side file a plan reads:
+    ``(True, max)``, ``(True, None)`` when all values are NULL, ``(False, None)`` when some
+    file has no usable statistics (see :func:`string_column_maxima`)."""
+    best = None
+    for known, top_value in string_column_maxima(tfs, plan, column).values():
+        if not known:
             return False, None
-        best = top_value if best is None or top_value > best else best
+        if top_value is not None and (best is None or top_value > best):
+            best = top_value
     return True, best
+
+
+def split_plan(plan: ReadPlan, first: Callable[[DataFile], bool]) -> tuple[ReadPlan, ReadPlan]:
+    """Two plans that together read what ``plan`` reads: the data files for which ``first``
+    is true, and the others. Each task is cut in two with the same delete files (delete events
+    match on ROW__ID, so applying them to a part of a task's insert events is the same as to
+    the whole); tasks left with no data files are dropped."""
+    a: list[ReadTask] = []
+    b: list[ReadTask] = []
+    for t in plan.tasks:
+        for side, files in ((a, [f for f in t.data_files if first(f)]),
+                            (b, [f for f in t.data_files if not first(f)])):
+            if files:
+                side.append(ReadTask(t.partition, t.bucket_id, files, list(t.delete_files)))
+    return (ReadPlan(plan.table_dir, plan.columns, plan.partition_columns,
+                     plan.valid_write_ids, a, plan.states),
+            ReadPlan(plan.table_dir, plan.columns, plan.partition_columns,
+                     plan.valid_write_ids, b, plan.states))
 
 
 def read_spark(spark: "SparkSession", tfs_url: str, plan: ReadPlan, *, row_id: bool = False,

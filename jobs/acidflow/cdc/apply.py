@@ -649,11 +649,14 @@ def lookup_stored(spark: Any, catalog: Any, txn: Any, table: TableDef, keys: lis
         full_keys: keys whose whole stored row is needed (partial updates keep stored values);
             None = all of them. For the others ``StoredRow.row`` holds only the key, partition
             and ``_cdc_position`` columns.
-        min_position: the batch's oldest event position. When the ORC statistics show every
-            stored ``_cdc_position`` of the touched buckets below it, no event can be late
-            against a stored row, the position column is not read (the widest column of the
-            lookup) and ``StoredRow.position`` is None. Batches arriving in order -- the usual
-            case -- take this path; a batch with late events reads the positions.
+        min_position: the batch's oldest event position. In the files whose ORC statistics
+            show every stored ``_cdc_position`` below it no event can be late against a stored
+            row: their position column (the widest column of the lookup) is not read and
+            their rows' ``StoredRow.position`` is None, which the late-event rule takes as
+            older than any event (as a NULL position). Only the files that may hold a
+            position as new as the batch's oldest event -- usually a few recent deltas, never
+            a base compacted before the batch -- have their positions read
+            (``lookup.split_by_column_bound``).
     Returns:
         ``{key tuple: StoredRow}``.
     """
@@ -676,10 +679,16 @@ def lookup_stored(spark: Any, catalog: Any, txn: Any, table: TableDef, keys: lis
         partitions, buckets = lookup.key_scope_arrow(table, keys_tbl)
         current = lookup.plan_current(catalog, table, txn, partitions=partitions, buckets=buckets)
         if project is not None and chg.POSITION_COLUMN in project and min_position is not None:
-            known, newest = lookup.stored_column_max(current, chg.POSITION_COLUMN)
-            if known and (newest is None or newest < min_position):
-                project = [c for c in project if c != chg.POSITION_COLUMN]
-        found = lookup.lookup_rows(spark, current, data_keys, project=project)
+            older, rest = lookup.split_by_column_bound(current, chg.POSITION_COLUMN,
+                                                       min_position)
+            parts_found = [lookup.lookup_rows(spark, older, data_keys, project=[
+                c for c in project if c != chg.POSITION_COLUMN])] if older.plan.tasks else []
+            if rest.plan.tasks:
+                parts_found.append(lookup.lookup_rows(spark, rest, data_keys, project=project))
+            found = pa.concat_tables(parts_found, promote_options="default") if parts_found \
+                else lookup.lookup_rows(spark, current, data_keys, project=project)
+        else:
+            found = lookup.lookup_rows(spark, current, data_keys, project=project)
         wanted = set(subset)
         for key, stored in _stored_rows(found, key_cols, types):
             if key in wanted:  # partition key columns are matched here
