@@ -64,6 +64,12 @@ HIVE_8732 = 1
 _TAIL_GUESS = 256 * 1024
 _MASK64 = (1 << 64) - 1
 
+#: bloom filters are read for a stripe only while at most this many batch keys are still in
+#: doubt after its statistics: with fpp 0.05 per row group, 64 absent keys all fail one row
+#: group's filter with probability 0.95**64 < 4% -- not worth two more reads per stripe (its
+#: footer and the bloom stream), which on object storage are two round trips
+BLOOM_MAX_KEYS = 64
+
 #: key domains: how a key column's values are compared with a file column's index
 INTEGER, TEXT, DEC, DAYS = "integer", "string", "decimal", "date"
 
@@ -578,7 +584,8 @@ def stripes_to_read(fh: BinaryIO, tail: OrcTailIndex, columns: Sequence[int | No
         columns: per key column of ``keys``, the file's type id of that column, None when the
             file does not have it (then every key is "may": a missing column reads as NULL).
         keys: the batch's key tuples (Arrow types of the table's key columns).
-        blooms: also read bloom filters (one read per stripe still in doubt).
+        blooms: also read bloom filters (two reads per stripe still in doubt, when at most
+            :data:`BLOOM_MAX_KEYS` batch keys are).
     Raises:
         OrcIndexError: malformed statistics or bloom filter bytes.
     """
@@ -604,7 +611,7 @@ def stripes_to_read(fh: BinaryIO, tail: OrcTailIndex, columns: Sequence[int | No
             verdict.keep[s] = False
             verdict.by_stats += 1
             continue
-        if not blooms:
+        if not blooms or int(alive.sum()) > BLOOM_MAX_KEYS:
             continue
         for col, kv in prepared:
             if kv.hashes is None or col in no_blooms:
