@@ -334,3 +334,41 @@ def test_hive_fixture_files_agree_with_their_rows():
                     assert oi.bloom_mask(filters, kv).all(), (p, s, tid)
                 checked += 1
     assert checked > 10
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_randomized_lookups_never_skip_a_stripe_holding_a_key(seed):
+    """Unordered int/string/date composite keys in many small stripes with bloom filters
+    (pyarrow): for random batches of present and absent tuples -- small batches, so bloom
+    filters are consulted -- a stripe holding one of the tuples is always kept, and absent
+    batches are mostly skipped."""
+    rnd = np.random.default_rng(seed)
+    n = 40000
+    a = rnd.integers(-10**6, 10**6, n)
+    b = np.array([f"s{x}" for x in rnd.integers(0, 5000, n)])
+    d = rnd.integers(0, 30000, n).astype(np.int32)
+    t = pa.table({"a": pa.array(a, pa.int64()), "b": pa.array(b),
+                  "d": pa.array(d, pa.int32()).cast(pa.date32())})
+    buf = io.BytesIO()
+    paorc.write_table(t, buf, stripe_size=16 * 1024, compression="uncompressed",
+                      bloom_filter_columns=[1, 2, 3], row_index_stride=512)
+    fh, tail = _tail(buf.getvalue())
+    bounds = np.cumsum([0] + [s.rows for s in tail.stripes])
+    assert len(tail.stripes) > 10
+    skipped = 0
+    for _ in range(12):
+        rows = rnd.integers(0, n, int(rnd.integers(1, 6)))
+        absent = pa.table({"a": pa.array(rnd.integers(2 * 10**6, 3 * 10**6, 3), pa.int64()),
+                           "b": pa.array(["s1", "s2", "s3"]),
+                           "d": pa.array([dt.date(2000, 1, 1)] * 3)})
+        for cols in (["a"], ["b"], ["a", "b"], ["b", "d"], ["a", "b", "d"]):
+            keys = t.take(pa.array(rows)).select(cols)
+            v = oi.stripes_to_read(fh, tail, [{"a": 1, "b": 2, "d": 3}[c] for c in cols], keys)
+            for r in rows:
+                stripe = int(np.searchsorted(bounds, r, side="right") - 1)
+                assert v.keep[stripe], (cols, r, stripe)
+            av = oi.stripes_to_read(fh, tail, [{"a": 1, "b": 2, "d": 3}[c] for c in cols
+                                               if c in ("a",)] or [2],
+                                    absent.select(["a"] if "a" in cols else ["b"]))
+            skipped += av.skipped
+    assert skipped > 0

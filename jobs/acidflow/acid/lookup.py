@@ -4,8 +4,11 @@ keys -- the input of a delete's or a split-update's delete events.
 
 The snapshot is the transaction's own ``ValidWriteIdList`` (Hive ``getValidWriteIds`` with the
 caller's txn id, so the transaction's earlier statements are visible). Key lookups read only
-the buckets the keys hash to (when the bucket columns are key columns) and only the partitions
-the keys name (when the partition columns are key columns).
+the buckets the keys hash to (when the bucket columns are key columns), only the partitions
+the keys name (when the partition columns are key columns), and in each base/delta file only
+the stripes whose key statistics and bloom filters may hold one of the keys (the key index,
+``acidflow.acid.orcindex``, applied by ``snapshot.read_task``; ``ACIDFLOW_KEY_INDEX=0`` turns it
+off).
 """
 from __future__ import annotations
 

@@ -23,20 +23,21 @@ Hashing (ORC Java ``org.apache.orc.util.BloomFilter``/``BloomFilterUtf8``/``Murm
 ``(h1 + i*h2)`` (32-bit wrap, bits flipped when negative, modulo the bitset size) is set for
 ``i = 1..numHashFunctions``. The legacy ``BLOOM_FILTER`` stream (kind 7) hashed strings in the
 JVM's default charset before ORC-101, so it is used for integers and dates only; strings use
-``BLOOM_FILTER_UTF8`` only. Decimals (the writers disagree on the string form they hash),
-timestamps (unit and zone differ between writers), floating point, char and binary keys are
-never tested against a bloom filter.
+``BLOOM_FILTER_UTF8`` only. Decimals and timestamps (hashed from a string form or in a unit
+that this module does not reproduce for every writer version), floating point, char and binary
+keys are never tested against a bloom filter. Bloom filters are read for a stripe only while
+at most :data:`BLOOM_MAX_KEYS` batch keys remain in doubt after its statistics.
 
 Statistics: integer (``IntegerStatistics``), date (``DateStatistics``), string/varchar
 (``StringStatistics``: ``minimum``/``maximum``, or ORC-203's ``lowerBound``/``upperBound`` when
 the writer truncated long values -- both are valid bounds) and decimal (``DecimalStatistics``,
-compared by value) columns. String statistics of writers before HIVE-8732 (writer version < 2,
+compared by value) columns. String statistics of writers before HIVE-8732 (writer version 0,
 which compared UTF-16 code units) are not used.
 
 Soundness: a stripe is skipped only when it is *proven* free of every batch key; everything
 unknown (no metadata section, no statistics for the column, a type this module does not know,
-a key column whose file type differs from the key's type family, NULL keys, a codec it cannot
-decompress) keeps the stripe.
+a key column whose file type differs from the key's type family, a NULL key unless the
+stripe's ``hasNull`` is false, a codec it cannot decompress) keeps the stripe.
 """
 from __future__ import annotations
 
@@ -362,8 +363,32 @@ def _parse_bloom_index(buf: bytes) -> list[BloomFilter]:
     return out
 
 
+def stripe_streams(fh: BinaryIO, tail: OrcTailIndex, stripe: int
+                   ) -> dict[tuple[int, int], tuple[int, int]]:
+    """``{(stream kind, column id): (file offset, length)}`` of a stripe's streams, from its
+    footer (streams lie back to back from the stripe's offset, in the footer's order).
+
+    Raises:
+        OrcIndexError: malformed stripe footer.
+    """
+    info = tail.stripes[stripe]
+    fh.seek(info.offset + info.index_length + info.data_length)
+    footer = _decompress(fh.read(info.footer_length), tail.codec)
+    at = info.offset
+    out: dict[tuple[int, int], tuple[int, int]] = {}
+    for number, value, _ in _fields(footer):
+        if number != 1:
+            continue
+        s = {n: v for n, v, _ in _fields(value)}
+        length = s.get(3, 0)
+        out[(s.get(1, 0), s.get(2, 0))] = (at, length)
+        at += length
+    return out
+
+
 def read_bloom_filters(fh: BinaryIO, tail: OrcTailIndex, stripe: int, column: int, *,
-                       kinds: Sequence[int] = (BLOOM_FILTER_UTF8, BLOOM_FILTER)
+                       kinds: Sequence[int] = (BLOOM_FILTER_UTF8, BLOOM_FILTER),
+                       streams: dict[tuple[int, int], tuple[int, int]] | None = None
                        ) -> list[BloomFilter] | None:
     """The bloom filters (one per row group) of ``column`` (type id) in ``stripe``, read from
     the stripe's index streams; None when the stripe has none usable.
@@ -372,23 +397,13 @@ def read_bloom_filters(fh: BinaryIO, tail: OrcTailIndex, stripe: int, column: in
         kinds: the stream kinds to use, in order of preference (strings: only
             ``BLOOM_FILTER_UTF8``: the legacy kind hashed the JVM's default charset before
             ORC-101).
+        streams: the stripe's :func:`stripe_streams` when already read.
     Raises:
         OrcIndexError: malformed stripe footer or bloom filter stream.
     """
     info = tail.stripes[stripe]
-    fh.seek(info.offset + info.index_length + info.data_length)
-    footer = _decompress(fh.read(info.footer_length), tail.codec)
-    at = info.offset
-    found: dict[int, tuple[int, int]] = {}
-    for number, value, _ in _fields(footer):
-        if number != 1:
-            continue
-        s = {n: v for n, v, _ in _fields(value)}
-        kind, col, length = s.get(1, 0), s.get(2, 0), s.get(3, 0)
-        if col == column and kind in (BLOOM_FILTER, BLOOM_FILTER_UTF8):
-            found[kind] = (at, length)
-        at += length
-    where = next((found[k] for k in kinds if k in found), None)
+    found = streams if streams is not None else stripe_streams(fh, tail, stripe)
+    where = next((found[(k, column)] for k in kinds if (k, column) in found), None)
     if where is None:
         return None
     if where[0] + where[1] > info.offset + info.index_length:
@@ -613,12 +628,14 @@ def stripes_to_read(fh: BinaryIO, tail: OrcTailIndex, columns: Sequence[int | No
             continue
         if not blooms or int(alive.sum()) > BLOOM_MAX_KEYS:
             continue
+        streams = None
         for col, kv in prepared:
             if kv.hashes is None or col in no_blooms:
                 continue
+            streams = streams if streams is not None else stripe_streams(fh, tail, s)
             filters = read_bloom_filters(fh, tail, s, col, kinds=(BLOOM_FILTER_UTF8,)
                                          if kv.domain == TEXT else
-                                         (BLOOM_FILTER_UTF8, BLOOM_FILTER))
+                                         (BLOOM_FILTER_UTF8, BLOOM_FILTER), streams=streams)
             if filters is None:
                 # writers put bloom filters in every stripe or in none: stop asking this file
                 # (only ever keeps more stripes)
@@ -650,7 +667,7 @@ def file_stripes_to_read(fh: BinaryIO, *, acid: bool, positions: Sequence[int | 
         columns = [data_ids[p] if p is not None and p < len(data_ids) else None
                    for p in positions]
         return stripes_to_read(fh, tail, columns, keys, blooms=blooms)
-    except (OrcFooterError, IndexError, ValueError):
+    except (OrcFooterError, IndexError, ValueError, zlib.error, pa.ArrowException):
         return StripeVerdict([], indexed=False)
 
 

@@ -26,6 +26,7 @@ columns, then optionally ``ROW__ID struct<writeid:bigint,bucketid:int,rowid:bigi
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -386,7 +387,7 @@ def _key_filter_mask(data: list, positions: list[int | None], keys: pa.Table,
 def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
               partition_columns: list[tuple[str, str]], valid: ValidWriteIdList, *,
               row_id: bool = False, file_name: bool = False, project: list[str] | None = None,
-              keys: pa.Table | None = None, prune: bool = True,
+              keys: pa.Table | None = None, prune: bool | None = None,
               pruned: list[tuple[str, orcindex.StripeVerdict]] | None = None
               ) -> Iterator[pa.RecordBatch]:
     """Visible rows of one task as Arrow record batches (schema: ``ReadPlan.output_schema``).
@@ -398,7 +399,8 @@ def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
             types) are among its rows -- the key lookup of a merge, done inside the reader.
         prune: with ``keys``, skip the stripes that the files' key statistics and bloom
             filters prove free of them (``acidflow.acid.orcindex.file_stripes_to_read``; no
-            stream of a skipped stripe is read).
+            stream of a skipped stripe is read). None (default): on unless the environment
+            sets ``ACIDFLOW_KEY_INDEX=0``.
         pruned: when given, ``(path, verdict)`` of every pruned file is appended (measurement).
     Raises:
         acidflow.acid.files.AcidFileError: a file that is not readable ORC (names the file).
@@ -443,7 +445,8 @@ def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
         offset = df.row_offset
         with tfs.open(df.path, "rb") as fh:
             verdict = None
-            if keys is not None and prune:
+            if keys is not None and (prune if prune is not None else
+                                     os.environ.get("ACIDFLOW_KEY_INDEX", "1") != "0"):
                 verdict = orcindex.file_stripes_to_read(
                     fh, acid=acid, positions=[full_mapping[names.index(k)]
                                               for k in keys.column_names], keys=keys)

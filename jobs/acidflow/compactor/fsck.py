@@ -21,6 +21,9 @@ Findings (``kind`` values) per partition:
   in the current snapshot (merge-on-read of the key columns only), named with the write ids of
   their rows (partition ``''``: keys are unique across partitions).
 
+``acidflow fsck --rebuild-index`` (:func:`key_index_report`) instead reports, per data file,
+the key statistics and bloom filters key lookups skip stripes by (kind ``key_index``).
+
 ``severity`` is ``error`` for missing metadata, overlaps, duplicate ROW__IDs and duplicate keys
 (validation fails), ``warning`` for orphans, ``info`` for aborted, open and obsolete directories.
 The directories of a killed run (no ``_orc_acid_version``, partial files) are classified by the
@@ -379,7 +382,7 @@ def key_index_report(catalog: Catalog, name: str) -> list[Finding]:
                                             else "")) for c in cols]
             useless = all(c.domain is None or (c.with_bounds == 0 and c.with_blooms == 0)
                           for c in cols)
-            rel = df.path[len(table.location):].lstrip("/")
+            rel = df.path[len(partition_dir(table, task.partition or None)):].lstrip("/")
             findings.append(Finding(task.partition, "key_index", WARNING if useless else INFO,
                                     rel, f"{info.stripes} stripes; " + "; ".join(parts)))
     return findings
