@@ -19,6 +19,7 @@ from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
 from tests.compat.hive31 import Hive31Oracle, require_hive31_tools, same_as_acidflow
+from tests.support import orcstreams
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -42,6 +43,17 @@ def catalog(warehouse):
 def listing(catalog, name: str, partition: str = "") -> list[str]:
     root = Path(catalog.get_table(name).location) / partition
     return sorted(p.name for p in root.iterdir() if not p.name.startswith((".", "_")))
+
+
+def assert_key_bloom_filters(catalog, name: str, key_column_id: int = 7) -> None:
+    """Every stripe of every insert/base file carries an ORC bloom filter (BLOOM_FILTER_UTF8)
+    on the key's data column and on nothing else; delete deltas carry none."""
+    files = [f for f in Path(catalog.get_table(name).location).rglob("bucket_*")
+             if not any(p.startswith(".") for p in f.parts)]
+    assert files
+    for f in files:
+        want = set() if f.parent.name.startswith("delete_delta_") else {key_column_id}
+        assert orcstreams.bloom_filter_columns(f) == [want] * len(orcstreams.stripe_streams(f)), f
 
 
 def compact(spark, catalog, name: str, kind: str, partition: str | None = None) -> None:
@@ -98,6 +110,7 @@ def test_bucketed_table_writes_minor_major_clean(spark, catalog, hive31):
     valid = catalog.valid_write_ids(name)
     assert (valid.high_watermark, valid.aborted_write_ids) == (5, (4,))
 
+    assert_key_bloom_filters(catalog, name)
     hive = same_as_acidflow(hive31, catalog, name)
     assert len(hive) == n + len(range(n, n + 200, 7)) - len(range(2, 600, 10)) - 100
     assert {r.values[2].split("-")[0] for r in hive} == {"a", "u", "s"}
@@ -113,6 +126,7 @@ def test_bucketed_table_writes_minor_major_clean(spark, catalog, hive31):
     same_as_acidflow(hive31, catalog, name)
     cleaner.run_cleaner(catalog)
     assert listing(catalog, name) == ["delete_delta_0000001_0000005", "delta_0000001_0000005"]
+    assert_key_bloom_filters(catalog, name)
     same_as_acidflow(hive31, catalog, name)
 
     with Transaction(catalog) as txn:                                             # w6
@@ -122,6 +136,7 @@ def test_bucketed_table_writes_minor_major_clean(spark, catalog, hive31):
     same_as_acidflow(hive31, catalog, name)
     cleaner.run_cleaner(catalog)
     assert listing(catalog, name) == ["base_0000006"]
+    assert_key_bloom_filters(catalog, name)
     hive = same_as_acidflow(hive31, catalog, name)
     assert {r.values[2].split("-")[0] for r in hive} == {"a", "u", "s", "m"}
 
@@ -155,6 +170,7 @@ def test_partitioned_unbucketed_table_writes_minor_major_clean(spark, catalog, h
     writers = {p.name for p in Path(catalog.get_table(name).location).rglob(
         "delta_0000001_0000001_0000/bucket_*")}
     assert len(writers) > 1  # several writer files in one delta
+    assert_key_bloom_filters(catalog, name)  # k only: region is a partition column
     hive = same_as_acidflow(hive31, catalog, name)
     assert len(hive) == 600 + 10 - 50
     assert {r.partition for r in hive} == {"region=eu", "region=us"}
@@ -173,4 +189,5 @@ def test_partitioned_unbucketed_table_writes_minor_major_clean(spark, catalog, h
     # the last write of region=eu is w2 (w3 deleted in region=us only)
     assert [listing(catalog, name, f"region={r}") for r in ("eu", "us")] == [
         ["base_0000002"], ["base_0000003"]]
+    assert_key_bloom_filters(catalog, name)
     same_as_acidflow(hive31, catalog, name)

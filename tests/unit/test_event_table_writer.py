@@ -16,6 +16,7 @@ import pytest
 from acidflow.acid import files as F
 from acidflow.acid import orcfooter
 from acidflow.acid.fs import TableFS
+from tests.support import orcstreams
 
 ALL_TYPES = [("b", "boolean"), ("t", "tinyint"), ("s", "smallint"), ("i", "int"), ("g", "bigint"),
              ("f", "float"), ("d", "double"), ("st", "string"), ("bi", "binary"), ("da", "date"),
@@ -155,3 +156,39 @@ def test_footer_rewrite_refuses_what_it_cannot_handle():
     paorc.write_table(pa.table({"a": [1, 2]}), sink, compression="snappy")
     with pytest.raises(orcfooter.OrcFooterError, match="compression kind 2"):
         orcfooter.read_tail(sink.getvalue())
+
+
+def test_event_column_ids_number_the_row_fields_in_preorder():
+    cols = [("id", "int"), ("tags", "array<string>"), ("m", "map<string,struct<a:int,b:int>>"),
+            ("K", "string")]
+    # 0 root, 1..5 event fields, 6 row; tags 8 + element 9; m 10 + key 11 + value 12 (a 13, b 14)
+    assert F.event_column_ids(cols, ["id", "tags", "m", "k"]) == [7, 8, 10, 15]
+    assert F.event_column_ids(cols, []) == []
+    with pytest.raises(ValueError, match=r"\['nope'\] are not table columns"):
+        F.event_column_ids(cols, ["id", "nope"])
+    assert F.key_bloom_filter_columns(cols, ["region", "ID", "k"]) == ["ID", "k"]
+
+
+@pytest.mark.parametrize("writer", ["columnar", "pyorc"])
+def test_bloom_filters_on_exactly_the_key_columns_in_every_stripe(tmp_path, writer):
+    cols = [("id", "bigint"), ("v", "string"), ("k2", "string"), ("n", "int")]
+    rng = np.random.default_rng(11)
+    n = 40000
+    rows = [(i, "".join(rng.choice(list("abcdef"), 30)), f"k{i}", i % 7) for i in range(n)]
+    ev = events(cols, rows, [0] * n, owid=3)
+    path = tmp_path / "bucket_00000"
+    tfs = TableFS(str(tmp_path))
+    if writer == "columnar":
+        done = F.write_event_table(tfs, str(path), cols, ev, stripe_bytes=64 * 1024,
+                                   bloom_filter_columns=["k2", "id"], bloom_filter_fpp=0.01)
+    else:
+        done = F.write_event_file(tfs, str(path), cols, F._event_tuples(cols, ev),
+                                  stripe_rows=8192, bloom_filter_columns=["k2", "id"],
+                                  bloom_filter_fpp=0.01)
+    assert done.stripes > 1
+    assert orcstreams.bloom_filter_columns(path) == [{7, 9}] * done.stripes
+    with open(path, "rb") as fh:
+        r = pyorc.Reader(fh)
+        assert [set(r.read_stripe(i).bloom_filter_columns) for i in range(r.num_of_stripes)] \
+            == [{7, 9}] * done.stripes
+    assert F.read_events(tfs, str(path)).column("k2").to_pylist() == [f"k{i}" for i in range(n)]

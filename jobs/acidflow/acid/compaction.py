@@ -219,6 +219,8 @@ class CompactTask:
         read: the insert side and delete files (a ``snapshot.ReadTask`` as dict).
         minor_deletes: delete delta files whose events go to ``delete_delta_*/bucket_N`` (minor).
         out_dirs: ``{"insert"|"delete"|"base": absolute temp dir}``.
+        bloom_columns: table columns whose ORC bloom filters the base / delta files carry (the
+            primary key's data columns, ``files.key_bloom_filter_columns``); none in delete deltas.
     """
 
     kind: str
@@ -236,6 +238,7 @@ class CompactTask:
     #: this task, and the output file numbers its sorted rows are cut into
     more_reads: list[dict] = field(default_factory=list)
     file_ids: list[int] = field(default_factory=list)
+    bloom_columns: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         """JSON text of the task."""
@@ -297,7 +300,9 @@ def run_task(task: CompactTask) -> list[dict]:
     def write(kind: str, events: pa.Table, file_id: int | None = None) -> None:
         fid = task.bucket_id if file_id is None else file_id
         path = join(task.out_dirs[kind], f"bucket_{fid:05d}")
-        done = acid_files.write_event_table(tfs, path, columns, events, **opts)
+        bloom = task.bloom_columns if kind != "delete" else []
+        done = acid_files.write_event_table(tfs, path, columns, events,
+                                            bloom_filter_columns=bloom, **opts)
         if done is not None:
             out.append({"kind": kind, "bucket": fid, "path": done.path,
                         "rows": done.rows, "bytes": done.bytes, "stripes": done.stripes,
@@ -635,6 +640,7 @@ def compact_partition(spark: "SparkSession | None", table: TableDesc, partition:
         key = "base" if name.startswith("base_") else ("delete" if name.startswith("delete_") else "insert")
         out_dirs[key] = join(tmp, name)
     tasks: list[CompactTask] = []
+    bloom = acid_files.key_bloom_filter_columns(columns, table.primary_key)
     if kind == MAJOR and not bucketed and target_file_bytes:
         sizes = {b: sum(tfs.size(f.path) for f in rt.data_files) for b, rt in reads.items()}
         for group, file_ids in packing.plan_bins(sizes, target_file_bytes):
@@ -643,13 +649,14 @@ def compact_partition(spark: "SparkSession | None", table: TableDesc, partition:
                                      cvalid.to_string(), stripe_rows, compression,
                                      target_stripe_bytes,
                                      more_reads=[asdict(reads[b]) for b in group[1:]],
-                                     file_ids=file_ids))
+                                     file_ids=file_ids, bloom_columns=bloom))
     elif kind == MAJOR:
         for b in sorted(reads):
             rt = reads[b]
             tasks.append(CompactTask(MAJOR, b, asdict(rt), [], out_dirs, table.location,
                                      [list(c) for c in columns], cvalid.to_string(),
-                                     stripe_rows, compression, target_stripe_bytes))
+                                     stripe_rows, compression, target_stripe_bytes,
+                                     bloom_columns=bloom))
     else:
         ids = sorted(set(reads) | {b for _, b in deletes})
         for b in ids:
@@ -657,7 +664,7 @@ def compact_partition(spark: "SparkSession | None", table: TableDesc, partition:
             tasks.append(CompactTask(MINOR, b, asdict(rt), [p for p, pb in deletes if pb == b],
                                      out_dirs, table.location, [list(c) for c in columns],
                                      cvalid.to_string(), stripe_rows, compression,
-                                     target_stripe_bytes))
+                                     target_stripe_bytes, bloom_columns=bloom))
     tfs.makedirs(tmp)
     written = _write_outputs(spark, tasks)
     files = [f for f in written if f["kind"] != "read"]

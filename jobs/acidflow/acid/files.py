@@ -34,7 +34,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -46,7 +46,8 @@ from pyorc.converters import ORCConverter
 from acidflow.acid import orcfooter
 from acidflow.acid import types as htypes
 from acidflow.acid.fs import TableFS, join
-from acidflow.acid.hivetypes import DecimalType, PrimitiveType
+from acidflow.acid.hivetypes import (ArrayType, DecimalType, HiveType, MapType, PrimitiveType,
+                                     StructType, UnionType)
 from acidflow.acid.layout import ACID_VERSION_FILE, METADATA_ACID_FILE
 
 OPERATION_INSERT = 0
@@ -69,6 +70,11 @@ _COMPRESSION = {
 }
 
 _EVENT_ARROW_TYPES = (pa.int32(), pa.int64(), pa.int32(), pa.int64(), pa.int64())
+#: ORC column id of the ``row`` struct in an event file (0 = the root struct, 1..5 the event
+#: fields); the table columns follow it in preorder
+ROW_COLUMN_ID = 6
+#: default false-positive probability of ORC bloom filters (``orc.bloom.filter.fpp``)
+DEFAULT_BLOOM_FILTER_FPP = 0.05
 _EPOCH = _dt.datetime(1970, 1, 1)
 _EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
@@ -100,6 +106,57 @@ def event_schema(columns: list[tuple[str, str]]) -> str:
     """
     return ("struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,"
             f"currentTransaction:bigint,row:{htypes.orc_struct(columns)}>")
+
+
+def _orc_type_ids(ht: HiveType) -> int:
+    """How many ORC column ids a type takes: 1, plus those of its children (ORC numbers the
+    type tree in preorder)."""
+    if isinstance(ht, StructType):
+        return 1 + sum(_orc_type_ids(t) for _, t in ht.fields)
+    if isinstance(ht, ArrayType):
+        return 1 + _orc_type_ids(ht.element)
+    if isinstance(ht, MapType):
+        return 1 + _orc_type_ids(ht.key) + _orc_type_ids(ht.value)
+    if isinstance(ht, UnionType):
+        return 1 + sum(_orc_type_ids(t) for t in ht.members)
+    return 1
+
+
+def key_bloom_filter_columns(columns: list[tuple[str, str]], key: Sequence[str]) -> list[str]:
+    """The primary key columns ``key`` that are table columns (fields of ``row``; partition
+    columns are not stored in the files), in key order: the columns acidflow's insert / base
+    files carry ORC bloom filters for (Hive ``orc.bloom.filter.columns``)."""
+    data = {c.lower() for c, _ in columns}
+    return [k for k in key if k.lower() in data]
+
+
+def event_column_ids(columns: list[tuple[str, str]], names: Sequence[str]) -> list[int]:
+    """ORC column ids, in an event file, of the table columns ``names`` (fields of ``row``).
+
+    ORC numbers the file's type tree in preorder: 0 the root struct, 1..5 the event fields,
+    6 ``row``, then the table columns, a nested column taking one id for itself and one per
+    type nested in it. Example: ``columns = [("id", "int"), ("tags", "array<string>"),
+    ("k", "string")]`` -> ``id`` 7, ``tags`` 8 (its element 9), ``k`` 10. These ids are what
+    ORC writers take for ``orc.bloom.filter.columns`` on nested schemas.
+
+    Args:
+        columns: table columns ``[(name, hive_type)]`` in table order.
+        names: column names (case-insensitive), in any order.
+    Returns:
+        The ids, in the order of ``names``.
+    Raises:
+        ValueError: a name that is not a table column.
+    """
+    ids: dict[str, int] = {}
+    next_id = ROW_COLUMN_ID + 1
+    for name, hive_type in columns:
+        ids[name.lower()] = next_id
+        next_id += _orc_type_ids(htypes.mapped(hive_type))
+    missing = [n for n in names if n.lower() not in ids]
+    if missing:
+        raise ValueError(f"bloom filter columns {missing} are not table columns "
+                         f"({[n for n, _ in columns]})")
+    return [ids[n.lower()] for n in names]
 
 
 @dataclass
@@ -142,21 +199,29 @@ class EventFileWriter:
         columns: table columns ``[(name, hive_type)]`` (partition columns excluded).
         compression: ``zlib`` (default, Hive's), ``snappy`` or ``none``.
         stripe_rows: events per stripe; rounded up to a multiple of the 1024-row write batch.
+        bloom_filter_columns: table columns (fields of ``row``) to write ORC bloom filters for
+            (``orc.bloom.filter.columns``; :func:`event_column_ids`).
+        bloom_filter_fpp: their false-positive probability (``orc.bloom.filter.fpp``).
     Raises:
         AcidFileError: events out of order, or a stripe count that does not match the key index.
+        ValueError: a bloom filter column that is not a table column.
     """
 
     def __init__(self, tfs: TableFS, path: str, columns: list[tuple[str, str]], *,
-                 compression: str = "zlib", stripe_rows: int = DEFAULT_STRIPE_ROWS):
+                 compression: str = "zlib", stripe_rows: int = DEFAULT_STRIPE_ROWS,
+                 bloom_filter_columns: Sequence[str] = (),
+                 bloom_filter_fpp: float = DEFAULT_BLOOM_FILTER_FPP):
         if compression not in _COMPRESSION:
             raise ValueError(f"compression must be one of {sorted(_COMPRESSION)} (never zstd: "
                              "Hive 3.1's ORC 1.5 cannot read it), got {compression!r}")
         self.tfs, self.path, self.columns = tfs, path, columns
         self.stripe_rows = max(1, -(-stripe_rows // WRITE_BATCH_ROWS)) * WRITE_BATCH_ROWS
+        bloom_ids = event_column_ids(columns, bloom_filter_columns)
         self._fh = tfs.open(path, "wb")
         self._writer = pyorc.Writer(
             self._fh, event_schema(columns), batch_size=WRITE_BATCH_ROWS,
             stripe_size=1 << 40, compression=_COMPRESSION[compression],
+            bloom_filter_columns=bloom_ids or None, bloom_filter_fpp=bloom_filter_fpp,
             converters={pyorc.TypeKind.TIMESTAMP: _UtcTimestampConverter})
         self._stripes: list[_Stripe] = []
         self._cur = _Stripe()
@@ -331,7 +396,9 @@ def _event_table(path: str, columns: list[tuple[str, str]], events: pa.Table) ->
 
 def write_event_table(tfs: TableFS, path: str, columns: list[tuple[str, str]], events: pa.Table,
                       *, compression: str = "zlib", stripe_bytes: int = DEFAULT_STRIPE_BYTES,
-                      stripe_rows: int = DEFAULT_STRIPE_ROWS) -> WrittenFile | None:
+                      stripe_rows: int = DEFAULT_STRIPE_ROWS,
+                      bloom_filter_columns: Sequence[str] = (),
+                      bloom_filter_fpp: float = DEFAULT_BLOOM_FILTER_FPP) -> WrittenFile | None:
     """Write one event file from an Arrow table of sorted events, column by column.
 
     Args:
@@ -343,6 +410,8 @@ def write_event_table(tfs: TableFS, path: str, columns: list[tuple[str, str]], e
         compression: ``zlib`` (default) or ``none`` here; ``snappy`` goes through pyorc.
         stripe_bytes: ORC stripe size target (``orc.stripe.size``) for the columnar writer.
         stripe_rows: events per stripe when the table falls back to :class:`EventFileWriter`.
+        bloom_filter_columns, bloom_filter_fpp: ORC bloom filters on these table columns
+            (``orc.bloom.filter.columns`` / ``orc.bloom.filter.fpp``; :func:`event_column_ids`).
     Returns:
         :class:`WrittenFile`, or ``None`` when ``events`` is empty (no file is left).
     Raises:
@@ -363,7 +432,10 @@ def write_event_table(tfs: TableFS, path: str, columns: list[tuple[str, str]], e
     _check_sorted(path, knp)
     if not columnar_writable(columns, compression):
         return write_event_file(tfs, path, columns, _event_tuples(columns, events),
-                                compression=compression, stripe_rows=stripe_rows)
+                                compression=compression, stripe_rows=stripe_rows,
+                                bloom_filter_columns=bloom_filter_columns,
+                                bloom_filter_fpp=bloom_filter_fpp)
+    bloom_ids = event_column_ids(columns, bloom_filter_columns)
     table = _event_table(path, columns, events)
     ops = np.bincount(table.column(0).to_numpy(), minlength=3)
     if len(ops) > 3 or pc.min(table.column(0)).as_py() < 0:
@@ -371,7 +443,8 @@ def write_event_table(tfs: TableFS, path: str, columns: list[tuple[str, str]], e
     sink = pa.BufferOutputStream()
     paorc.write_table(table, sink, file_version="0.12", batch_size=WRITE_BATCH_ROWS,
                       stripe_size=stripe_bytes, compression=_COLUMNAR_COMPRESSION[compression],
-                      compression_block_size=256 * 1024)
+                      compression_block_size=256 * 1024,
+                      bloom_filter_columns=bloom_ids or None, bloom_filter_fpp=bloom_filter_fpp)
     data = sink.getvalue()
     del table
     # key index entries: the last event of each stripe the writer cut

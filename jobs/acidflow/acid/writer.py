@@ -98,7 +98,8 @@ class WriteSpec:
         directory another writer (or another catalog handing out the same write id) made.
         key_columns: primary key column names (insert/base of a keyed table): the task hashes
             each written key (:func:`acidflow.acid.keys.key_hash64`) for the key-level write
-            set; empty = no hashes.
+            set, and its files carry ORC bloom filters on those that are data columns
+            (:meth:`bloom_filter_columns`); empty = no hashes, no bloom filters.
     """
 
     tfs_url: str
@@ -131,6 +132,14 @@ class WriteSpec:
             write_id=write_id, statement_id=statement_id, kind=kind,
             bucketed=table.num_buckets > 0,
             key_columns=list(table.primary_key) if kind != "delete" else [], **options)
+
+    def bloom_filter_columns(self) -> list[str]:
+        """The key columns that are fields of ``row`` (partition columns are not in the file):
+        the ORC bloom filter columns of the statement's insert/base files (Hive
+        ``orc.bloom.filter.columns``). Empty for deletes: delete events carry no row."""
+        if self.kind == "delete":
+            return []
+        return acid_files.key_bloom_filter_columns(self.columns, self.key_columns)
 
     def dir_name(self) -> str:
         """``base_W`` or ``delta_W_W_S`` / ``delete_delta_W_W_S``."""
@@ -212,6 +221,7 @@ def write_task(batches: Iterable[pa.RecordBatch], spec: WriteSpec) -> Iterator[p
     bprop = 0
     claimed: set[str] = set()
     hashes: list[int] | None = [] if key_pos else None
+    bloom = spec.bloom_filter_columns()
 
     def finish() -> None:
         if writer is None or current is None:
@@ -258,7 +268,8 @@ def write_task(batches: Iterable[pa.RecordBatch], spec: WriteSpec) -> Iterator[p
                     path = join(spec.directory(ppath), format_bucket_file(group[1]))
                     writer = acid_files.EventFileWriter(tfs, path, spec.columns,
                                                         compression=spec.compression,
-                                                        stripe_rows=spec.stripe_rows)
+                                                        stripe_rows=spec.stripe_rows,
+                                                        bloom_filter_columns=bloom)
                     row_id = 0
                     bprop = encode_bucket_property(group[1], spec.statement_id)
                 if spec.kind == "delete":

@@ -216,7 +216,9 @@ def _rewrite(catalog: Catalog, table: TableDef, txn: Transaction, write_id: int,
         events = events.take(_key_order(events))
         pdir = join(table.location, task.partition) if task.partition else table.location
         path = join(pdir, base, f"bucket_{task.bucket_id:05d}")
-        done = acid_files.write_event_table(tfs, path, new_pairs, events)
+        done = acid_files.write_event_table(
+            tfs, path, new_pairs, events,
+            bloom_filter_columns=acid_files.key_bloom_filter_columns(new_pairs, table.primary_key))
         if done is None:
             continue
         files.append(done.path)
