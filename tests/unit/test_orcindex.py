@@ -166,8 +166,7 @@ def test_false_positive_rate_is_near_the_fpp(files, flavour):
         for col, kv in ((1, absent_ids), (2, absent_names)):
             filters = oi.read_bloom_filters(fh, tail, s, col) or []
             for g, bf in enumerate(filters):
-                assert kv.hashes is not None
-                rate = float(bf.test_hashes(kv.hashes).mean())
+                rate = float(bf.test_hashes(kv.hashes_at(np.arange(5000))).mean())
                 fill = float(np.unpackbits(bf.bits.view(np.uint8)).mean())
                 measured.append(rate)
                 predicted.append(fill ** bf.num_hashes)

@@ -488,7 +488,8 @@ class KeyValues:
         values: per key: ``int`` (integers, dates in days), ``bytes`` (UTF-8) or ``Decimal``;
             None for a NULL key value.
         hashes: ORC bloom filter hashes (uint64 per key; 0 for NULL keys), None when the domain
-            is never tested against bloom filters (decimals).
+            is never tested against bloom filters (decimals). String hashes are computed on
+            first use (:meth:`hashes_at`): a large batch often never reaches a bloom filter.
         nulls: bool per key, True for a NULL key.
         order: positions of the non-NULL keys sorted by value; sorted_values: their values in
             that order (a stripe's ``[min, max]`` is one slice of them, found by bisection).
@@ -500,6 +501,23 @@ class KeyValues:
     nulls: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     sorted_values: list[Any] = field(default_factory=list)
+    pending: np.ndarray | None = None
+
+    def hashes_at(self, idx: np.ndarray) -> np.ndarray:
+        """The bloom filter hashes of the keys at positions ``idx`` (uint64 array).
+
+        Raises:
+            ValueError: the domain has no bloom filter hash (decimals).
+        """
+        if self.hashes is None:
+            raise ValueError(f"{self.domain} keys are not tested against bloom filters")
+        if self.pending is not None:
+            todo = idx[self.pending[idx]]
+            for i in todo:
+                v = self.values[i]
+                self.hashes[i] = 0 if v is None else murmur3_64(v)
+            self.pending[todo] = False
+        return self.hashes[idx]
 
     @classmethod
     def of(cls, column: pa.Array | pa.ChunkedArray, domain: str) -> "KeyValues":
@@ -510,16 +528,16 @@ class KeyValues:
         if domain == TEXT:
             values = [None if v is None else v.encode("utf-8") for v in values]
         nulls = np.array([v is None for v in values], dtype=bool)
-        hashes = None
+        hashes = pending = None
         if domain in (INTEGER, DAYS):
             hashes = long_hash(np.array([0 if v is None else v for v in values], dtype=np.int64))
         elif domain == TEXT:
-            hashes = np.array([0 if v is None else murmur3_64(v) for v in values],
-                              dtype=np.uint64)
+            hashes = np.zeros(len(values), dtype=np.uint64)
+            pending = np.ones(len(values), dtype=bool)
         present = [i for i, v in enumerate(values) if v is not None]
         present.sort(key=values.__getitem__)
         return cls(domain, values, hashes, nulls, np.array(present, dtype=np.int64),
-                   [values[i] for i in present])
+                   [values[i] for i in present], pending)
 
 
 def stats_mask(stats: ColumnStats | None, keys: KeyValues) -> np.ndarray:
@@ -550,7 +568,7 @@ def bloom_mask(filters: list[BloomFilter] | None, keys: KeyValues,
     idx = np.arange(len(keys.values)) if which is None else which
     if filters is None or keys.hashes is None:
         return np.ones(len(idx), dtype=bool)
-    hashes = keys.hashes[idx]
+    hashes = keys.hashes_at(idx)
     hit = keys.nulls[idx].copy()
     for bf in filters:
         todo = ~hit
