@@ -7,8 +7,8 @@ small; the writers put ORC bloom filters on the primary key, ``orc.bloom.filter.
 stripe's min/max spans nearly everything, only bloom filters can skip). For each, the lookup
 (``snapshot.read_task(keys=...)``, the reader of ``lookup.lookup_rows``) of K sequential keys
 (the newest rows), K random existing keys, 100 and 10 random keys, with and without pruning:
-stripes read, skipped by statistics, skipped by bloom filters, seconds (one thread, local disk;
-every lookup's rows checked equal with and without pruning).
+stripes read, skipped by statistics, skipped by bloom filters, seconds (best of three, one
+thread, local disk; every lookup's rows checked equal with and without pruning).
 
 Run: ``python -m bench.key_index --rows 1000000 --keys 10000 --stripe-rows 10000``.
 """
@@ -56,15 +56,19 @@ def table_lookup(n: int, k: int, stripe_rows: int, seed: int, key: str) -> None:
               f"{'s full':>7}")
         for label, pick in _key_sets(n, k, rnd).items():
             keys = pa.table({key: values.take(pa.array(pick))})
-            out = {}
-            for prune in (True, False):
-                verdicts: list = []
-                t0 = time.perf_counter()
-                found = pa.Table.from_batches([b for task in plan.tasks for b in snapshot.read_task(
-                    cur.tfs, task, plan.columns, plan.partition_columns,
-                    plan.valid_write_ids, row_id=True, project=[key], keys=keys,
-                    prune=prune, pruned=verdicts)])
-                out[prune] = (time.perf_counter() - t0, found, verdicts)
+            out: dict = {}
+            for _ in range(3):   # best of three, the two modes interleaved
+                for prune in (True, False):
+                    verdicts: list = []
+                    t0 = time.perf_counter()
+                    found = pa.Table.from_batches([b for task in plan.tasks for b in
+                                                   snapshot.read_task(
+                        cur.tfs, task, plan.columns, plan.partition_columns,
+                        plan.valid_write_ids, row_id=True, project=[key], keys=keys,
+                        prune=prune, pruned=verdicts)])
+                    took = time.perf_counter() - t0
+                    if prune not in out or took < out[prune][0]:
+                        out[prune] = (took, found, verdicts)
             assert out[True][1].num_rows == len(pick)
             assert out[True][1].sort_by(key).equals(out[False][1].sort_by(key)), label
             verdicts = out[True][2]
