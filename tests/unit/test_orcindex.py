@@ -84,16 +84,30 @@ def _spark_classpath() -> str:
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory) -> dict[str, bytes]:
+def files(tmp_path_factory) -> "_Files":
     """Writer flavour -> ORC file bytes (ROWS rows of :func:`_value`, bloom filters on all)."""
     tmp = tmp_path_factory.mktemp("orcindex")
     out = {f"pyarrow-{c}": _pyarrow_file(c) for c in ("uncompressed", "zlib", "snappy")}
     out["pyorc-zlib"] = _pyorc_file()
-    hive = _hive_classpath()
-    out["hive31-utf8"] = _java(tmp, "h1.orc", hive, "utf8", "65536")
-    out["hive31-original"] = _java(tmp, "h2.orc", hive, "original", "65536")
-    out["orc23-truncated"] = _java(tmp, "s1.orc", _spark_classpath(), "utf8", "65536", "1500")
-    return out
+    try:   # the Java writers: skipped one by one where Java or the jars are missing
+        hive = _hive_classpath()
+        out["hive31-utf8"] = _java(tmp, "h1.orc", hive, "utf8", "65536")
+        out["hive31-original"] = _java(tmp, "h2.orc", hive, "original", "65536")
+    except pytest.skip.Exception:
+        pass
+    try:
+        out["orc23-truncated"] = _java(tmp, "s1.orc", _spark_classpath(), "utf8", "65536",
+                                       "1500")
+    except pytest.skip.Exception:
+        pass
+    return _Files(out)
+
+
+class _Files(dict):
+    """Flavour -> bytes; a flavour whose writer is missing here skips the test asking for it."""
+
+    def __missing__(self, flavour: str) -> bytes:
+        pytest.skip(f"no {flavour} file: its Java writer is not available")
 
 
 def _tail(data: bytes) -> tuple[io.BytesIO, oi.OrcTailIndex]:
