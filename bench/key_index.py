@@ -8,7 +8,9 @@ stripe's min/max spans nearly everything, only bloom filters can skip). For each
 (``snapshot.read_task(keys=...)``, the reader of ``lookup.lookup_rows``) of K sequential keys
 (the newest rows), K random existing keys, 100 and 10 random keys, with and without pruning:
 stripes read, skipped by statistics, skipped by bloom filters, seconds (best of three, one
-thread, local disk; every lookup's rows checked equal with and without pruning).
+thread, local disk; every lookup's rows checked equal with and without pruning), and the
+file reads and bytes each lookup makes (every read is a round trip on object storage: what a
+sidecar index could save).
 
 Run: ``python -m bench.key_index --rows 1000000 --keys 10000 --stripe-rows 10000``.
 """
@@ -18,13 +20,57 @@ import argparse
 import random
 import tempfile
 import time
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from acidflow.acid import lookup, snapshot
+from acidflow.acid.fs import TableFS
 from acidflow.acid.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
+
+
+class _CountingFile:
+    """A file whose reads are counted (each read is a round trip on object storage)."""
+
+    def __init__(self, raw: Any, counts: dict[str, int]):
+        self._raw, self._counts = raw, counts
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._raw.read(n)
+        self._counts["reads"] += 1
+        self._counts["bytes"] += len(data)
+        return data
+
+    def readinto(self, buf: Any) -> int:
+        n = self._raw.readinto(buf)
+        self._counts["reads"] += 1
+        self._counts["bytes"] += n or 0
+        return n
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+    def __enter__(self) -> "_CountingFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._raw.close()
+
+
+class _CountingFS:
+    """A TableFS whose opened files count their reads into ``counts``."""
+
+    def __init__(self, tfs: TableFS):
+        self._tfs = tfs
+        self.counts = {"reads": 0, "bytes": 0}
+
+    def open(self, path: str, mode: str = "rb") -> Any:
+        return _CountingFile(self._tfs.open(path, mode), self.counts)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tfs, name)
 
 
 def _key_sets(n: int, k: int, rnd: random.Random) -> dict[str, list[int]]:
@@ -53,21 +99,25 @@ def table_lookup(n: int, k: int, stripe_rows: int, seed: int, key: str) -> None:
         cur = lookup.plan_current(cat, cat.get_table("db.t"), None)
         plan = cur.plan
         print(f"{'keys':<24} {'read':>5} {'by stats':>8} {'by bloom':>8} {'s pruned':>9} "
-              f"{'s full':>7}")
+              f"{'s full':>7} {'file reads pruned/full':>22} {'MB pruned/full':>15}")
         for label, pick in _key_sets(n, k, rnd).items():
             keys = pa.table({key: values.take(pa.array(pick))})
             out: dict = {}
-            for _ in range(3):   # best of three, the two modes interleaved
+            reads: dict = {}
+            for rep in range(4):   # the first counts reads, then best of three, interleaved
                 for prune in (True, False):
                     verdicts: list = []
+                    fs: Any = _CountingFS(cur.tfs) if rep == 0 else cur.tfs
                     t0 = time.perf_counter()
                     found = pa.Table.from_batches([b for task in plan.tasks for b in
                                                    snapshot.read_task(
-                        cur.tfs, task, plan.columns, plan.partition_columns,
+                        fs, task, plan.columns, plan.partition_columns,
                         plan.valid_write_ids, row_id=True, project=[key], keys=keys,
                         prune=prune, pruned=verdicts)])
                     took = time.perf_counter() - t0
-                    if prune not in out or took < out[prune][0]:
+                    if rep == 0:
+                        reads[prune] = fs.counts
+                    elif prune not in out or took < out[prune][0]:
                         out[prune] = (took, found, verdicts)
             assert out[True][1].num_rows == len(pick)
             assert out[True][1].sort_by(key).equals(out[False][1].sort_by(key)), label
@@ -75,8 +125,11 @@ def table_lookup(n: int, k: int, stripe_rows: int, seed: int, key: str) -> None:
             stats = sum(v.by_stats for _, v in verdicts)
             bloom = sum(v.by_bloom for _, v in verdicts)
             total = sum(len(v.keep) for _, v in verdicts)
+            r, f = reads[True], reads[False]
             print(f"{label:<24} {total - stats - bloom:>5} {stats:>8} {bloom:>8} "
-                  f"{out[True][0]:>9.3f} {out[False][0]:>7.3f}")
+                  f"{out[True][0]:>9.3f} {out[False][0]:>7.3f} "
+                  f"{str(r['reads']) + '/' + str(f['reads']):>22} "
+                  f"{r['bytes'] / 2**20:>7.1f}/{f['bytes'] / 2**20:<7.1f}")
         cat.close()
 
 

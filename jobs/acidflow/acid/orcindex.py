@@ -61,15 +61,17 @@ _INTEGER_KINDS = (BYTE, SHORT, INT, LONG)
 BLOOM_FILTER, BLOOM_FILTER_UTF8 = 7, 8
 #: ``OrcFile.WriterVersion.HIVE_8732``: string statistics compare UTF-8 bytes from here on
 HIVE_8732 = 1
-#: bytes read from the end of a file first (the postscript, footer and metadata usually fit)
-_TAIL_GUESS = 256 * 1024
+#: bytes read from the end of a file first (ORC's own readers guess 16 KiB too); a larger
+#: footer + metadata costs a second read
+_TAIL_GUESS = 16 * 1024
 _MASK64 = (1 << 64) - 1
 
 #: bloom filters are read for a stripe only while at most this many batch keys are still in
-#: doubt after its statistics: with fpp 0.05 per row group, 64 absent keys all fail one row
-#: group's filter with probability 0.95**64 < 4% -- not worth two more reads per stripe (its
-#: footer and the bloom stream), which on object storage are two round trips
-BLOOM_MAX_KEYS = 64
+#: doubt after its statistics: with fpp 0.05 per row group, 16 absent keys all fail a stripe
+#: of one row group with probability 0.95**16 = 44%, of two 0.90**16 = 19%, and keys that are
+#: present never do -- beyond that two more reads per stripe (its footer and the bloom
+#: stream; round trips on object storage) rarely pay (``bench/key_index.py`` counts them)
+BLOOM_MAX_KEYS = 16
 
 #: key domains: how a key column's values are compared with a file column's index
 INTEGER, TEXT, DEC, DAYS = "integer", "string", "decimal", "date"
