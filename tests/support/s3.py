@@ -1,7 +1,8 @@
 """A local S3 server for tests and benchmarks: moto in server mode on 127.0.0.1.
 
-:func:`start_s3_server` starts one (``moto.server.ThreadedMotoServer``: a Werkzeug server in a
-daemon thread of this process, on a free port) and returns an :class:`S3Server` with the
+:func:`start_s3_server` starts one (``python -m moto.server`` as a child process on a free
+port: its own interpreter, so its request handling never competes for this process's GIL
+with the code under test or a benchmark) and returns an :class:`S3Server` with the
 endpoint and the standard AWS environment that boto3/botocore, s3fs and (through
 ``acidflow.spark``) Hadoop's S3A read: ``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
 ``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``. Nothing here is product code: acidflow only
@@ -14,9 +15,12 @@ on.
 """
 from __future__ import annotations
 
-import logging
 import os
 import socket
+import subprocess
+import sys
+import time
+import urllib.request
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -80,7 +84,12 @@ class S3Server:
     def stop(self) -> None:
         """Stop the server (its objects are lost)."""
         if self._server is not None:
-            self._server.stop()
+            self._server.terminate()
+            try:
+                self._server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._server.kill()
+                self._server.wait()
             self._server = None
 
 
@@ -92,23 +101,38 @@ def _forget_fsspec_instances() -> None:
     s3fs.S3FileSystem.clear_instance_cache()
 
 
-def start_s3_server() -> S3Server:
-    """Start moto's S3 server on a free port of 127.0.0.1 (benchmarks call this too).
+def start_s3_server(timeout_s: float = 60.0) -> S3Server:
+    """Start moto's S3 server on a free port of 127.0.0.1 (benchmarks call this too) and wait
+    until it answers.
 
+    Args:
+        timeout_s: how long to wait for the first answer.
     Returns:
         A running :class:`S3Server`; call :meth:`S3Server.stop` when done.
+    Raises:
+        RuntimeError: the server exited or did not answer within ``timeout_s``.
     """
-    from moto.server import ThreadedMotoServer  # deferred: moto is a test-only dependency
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request
     port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1",
+                             "-p", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2):
+                break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                proc.wait()
+                raise RuntimeError(f"moto's S3 server on {endpoint} did not start "
+                                   f"(exit code {proc.returncode})") from None
+            time.sleep(0.2)
     env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
            "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_DEFAULT_REGION": REGION,
            "AWS_REGION": REGION}
-    return S3Server(endpoint, env, server)
+    return S3Server(endpoint, env, proc)
 
 
 @contextmanager

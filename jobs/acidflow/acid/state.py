@@ -57,7 +57,7 @@ def register_txn_state(root: str, lookup: Callable[[int], str]) -> None:
     key = root.rstrip("/")
     ref: weakref.ReferenceType[Callable[[int], str]]
     try:
-        ref = weakref.WeakMethod(lookup)  # type: ignore[arg-type]
+        ref = weakref.WeakMethod(lookup)
     except TypeError:  # a plain function
         ref = weakref.ref(lookup)
     with _TXN_STATES_LOCK:
