@@ -259,10 +259,9 @@ class TableFS:
         claim. fsspec stores (no real directories): the claim file is created exclusively
         (:meth:`create_exclusive`: on S3 a conditional ``PutObject``, so of two statements
         racing for one directory exactly one gets it) in a directory that must hold nothing
-        else yet; a directory
-        that already holds files is this statement's when it holds the claim file with the
-        same claim id (read with the same wait for a half-written claim), another writer's
-        when the claim differs or files are there without a claim.
+        else yet; a directory that already holds files is this statement's when it holds the
+        claim file with the same claim id (read with the same wait for a half-written claim),
+        another writer's when the claim differs or files are there without a claim.
 
         Returns:
             True when this call created the directory, False when it was ours already.
