@@ -6,10 +6,14 @@ rename), the cleaner, the CDC demo reconciled exactly, and Spark reading a landi
 S3A."""
 from __future__ import annotations
 
+import io
+import json
 import threading
 import time
 from collections import Counter
 
+import pyarrow as pa
+import pyarrow.orc as paorc
 import pytest
 
 from acidflow import reads
@@ -18,7 +22,11 @@ from acidflow.acid.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
+from acidflow.quarantine import write_quarantine
+from acidflow.sources.records import BadRecord
 from acidflow.spark import hadoop_aws_jars
+from acidflow.tableops.adopt import TableOpsError
+from acidflow.tableops.convert import check_convertible
 from tests.support.s3 import point_spark_at
 
 CFG = CompactorConfig(heartbeat_s=0.5, target_file_bytes=0)
@@ -98,6 +106,23 @@ def test_exclusive_create_and_claim_race_one_winner(s3_env):
     assert got.count(True) == 1 and sum(isinstance(g, DirectoryClaimedError) for g in got) == 3
     with pytest.raises(NotImplementedError, match="no atomic rename"):
         tfs.rename_exclusive(d, d + "_x")
+
+
+def test_quarantine_is_one_put_and_convert_refuses_renames_on_s3(s3_env):
+    wh = f"s3://{s3_env}/wh"
+    path = write_quarantine(wh, "cdc", "batch 1", [BadRecord("f.json:3", "no key", "{}", "s.t")])
+    tfs = TableFS(wh)
+    assert tfs.list_dir(f"{wh}/_quarantine/cdc") == [("batch_1.jsonl", False)]  # no temp file
+    assert json.loads(tfs.read_bytes(path))["reason"] == "no key"
+
+    buf = io.BytesIO()
+    paorc.write_table(pa.table({"k": pa.array([1, 2], pa.int32()), "v": ["a", "b"]}), buf)
+    loc = f"{wh}/plain"
+    tfs.put_atomic(f"{loc}/part-00000-abc.c000.orc", buf.getvalue())
+    tdef = TableDef(name="db.plain", columns=COLS, location=loc)
+    with pytest.raises(TableOpsError, match=r"s3://, which has no rename.*part-00000"):
+        check_convertible(tdef, loc, rename=True)
+    assert names(tfs, loc) == ["part-00000-abc.c000.orc"]  # nothing renamed
 
 
 @pytest.mark.spark

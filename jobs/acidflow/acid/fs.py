@@ -134,7 +134,7 @@ class TableFS:
     def open(self, path: str, mode: str = "rb") -> BinaryIO:
         """Open a file (binary modes)."""
         if "w" in mode:
-            self.fs.makedirs(posixpath.dirname(self._p(path)), exist_ok=True)
+            self.makedirs(posixpath.dirname(self._p(path)))
         return self.fs.open(self._p(path), mode)
 
     def exists(self, path: str) -> bool:
@@ -146,8 +146,11 @@ class TableFS:
         return self.fs.isdir(self._p(path))
 
     def makedirs(self, path: str) -> None:
-        """Create ``path`` and its parents; existing is fine."""
-        self.fs.makedirs(self._p(path), exist_ok=True)
+        """Create ``path`` and its parents; existing is fine. Nothing on object stores: a
+        prefix exists through its objects (s3fs's makedirs would send a request per call and
+        create a missing bucket)."""
+        if self.renames_atomically:
+            self.fs.makedirs(self._p(path), exist_ok=True)
 
     def read_bytes(self, path: str) -> bytes:
         """Whole content of a file. Raises ``FileNotFoundError``."""
@@ -179,7 +182,7 @@ class TableFS:
                 if os.path.lexists(tmp):
                     os.unlink(tmp)
             return
-        self.fs.makedirs(posixpath.dirname(p), exist_ok=True)
+        self.makedirs(posixpath.dirname(p))
         self.fs.pipe_file(p, data)
 
     def size(self, path: str) -> int:
@@ -202,7 +205,7 @@ class TableFS:
             FileExistsError: ``path`` exists.
         """
         p = self._p(path)
-        self.fs.makedirs(posixpath.dirname(p), exist_ok=True)
+        self.makedirs(posixpath.dirname(p))
         if self.protocol == "file":
             tmp = f"{posixpath.dirname(p)}/.{posixpath.basename(p)}.{uuid.uuid4().hex}.tmp"
             with open(tmp, "wb") as fh:
