@@ -112,10 +112,15 @@ class TableFS:
         """All files and directories under ``root`` as :class:`DirEntry` with paths relative
         to ``root`` ('/'-separated). Missing ``root`` -> empty list."""
         base = self._p(root).rstrip("/")
-        if not self.fs.exists(base):
+        # object stores: one LIST (an existence check would add a HEAD and a LIST)
+        if self.renames_atomically and not self.fs.exists(base):
+            return []
+        try:
+            found = self.fs.find(base, withdirs=True, detail=True)
+        except FileNotFoundError:
             return []
         out: list[DirEntry] = []
-        for path, info in self.fs.find(base, withdirs=True, detail=True).items():
+        for path, info in found.items():
             rel = posixpath.relpath(self._p(path), base)
             if rel in (".", ""):
                 continue
@@ -126,10 +131,14 @@ class TableFS:
     def list_dir(self, path: str) -> list[tuple[str, bool]]:
         """Names directly inside ``path`` with an is-directory flag; missing -> empty."""
         p = self._p(path).rstrip("/")
-        if not self.fs.exists(p):
+        if self.renames_atomically and not self.fs.exists(p):
+            return []
+        try:
+            listed = self.fs.ls(p, detail=True)
+        except FileNotFoundError:
             return []
         return sorted((posixpath.basename(i["name"].rstrip("/")), i["type"] == "directory")
-                      for i in self.fs.ls(p, detail=True))
+                      for i in listed)
 
     def open(self, path: str, mode: str = "rb") -> BinaryIO:
         """Open a file (binary modes)."""
