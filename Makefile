@@ -10,14 +10,14 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven hive-jars trino-server hms lint test test-fast demo demo-hms lock clean bench bench-report bench-write-paths sample-data
+.PHONY: stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven hive-jars hadoop-aws trino-server hms lint test test-fast demo demo-hms lock clean bench bench-report bench-write-paths sample-data
 
 # PostgreSQL 15 server binaries, as tests/support/postgres.py finds them ($$ACIDFLOW_PG_BINDIR).
 PG_BINDIR ?= $(or $(ACIDFLOW_PG_BINDIR),/usr/lib/postgresql/15/bin)
 WAL2JSON_SO := $(abspath $(PG_BINDIR)/../lib/wal2json.so)
 WAL2JSON_PKG := postgresql-15-wal2json
 
-setup: system-deps $(VENV)/.installed hive-jars trino-server
+setup: system-deps $(VENV)/.installed hive-jars hadoop-aws trino-server
 
 # System packages: the wal2json logical decoding output plugin (CDC source side, tests and
 # 'make sample-data'), Chromium (headless screenshots of the Airflow UI page in the e2e test) and
@@ -101,6 +101,33 @@ $(HIVE_CLASSES_STAMP): $(HIVE_STAMP) $(HIVE_JAVA)
 	  [ -f $(HIVE_CACHE)/javac.log ] && tail -n 20 $(HIVE_CACHE)/javac.log >&2; \
 	  if [ "$$CI" = true ]; then echo "$$msg; CI=true: failing" >&2; exit 1; fi; \
 	  echo "WARNING: $$msg; the Hive 3.1 oracle tests will skip" >&2; \
+	fi
+
+# Hadoop's S3A connector for Spark on s3:// tables: hadoop-aws matching PySpark's Hadoop
+# (3.5.0) and the AWS SDK v2 bundle, pinned in tools/hadoop-aws/pom.xml, fetched from Maven
+# Central into .cache/hadoop-aws/ (acidflow.spark.get_spark puts them on spark.jars). Idempotent
+# (a stamp file, re-fetched when the pom changes). A failed fetch fails the target when CI=true;
+# elsewhere it warns and the Spark-on-S3 test skips.
+HADOOP_AWS_CACHE := $(CURDIR)/.cache/hadoop-aws
+HADOOP_AWS_STAMP := $(HADOOP_AWS_CACHE)/.fetched
+hadoop-aws: $(HADOOP_AWS_STAMP)
+
+$(HADOOP_AWS_STAMP): tools/hadoop-aws/pom.xml
+	@rm -rf $(HADOOP_AWS_CACHE); mkdir -p $(HADOOP_AWS_CACHE); \
+	start=$$(date +%s); \
+	if command -v mvn >/dev/null \
+	   && mvn -q -B -f tools/hadoop-aws/pom.xml -Dhadoop.aws.cache=$(HADOOP_AWS_CACHE) \
+	        dependency:copy-dependencies@jars >$(HADOOP_AWS_CACHE)/mvn.log 2>&1 \
+	   && test -s "$$(ls $(HADOOP_AWS_CACHE)/hadoop-aws-*.jar | head -n1)"; then \
+	  touch $@; \
+	  echo "hadoop-aws: $$(ls $(HADOOP_AWS_CACHE)/*.jar | wc -l) jars in $(HADOOP_AWS_CACHE)" \
+	       "($$(du -sh $(HADOOP_AWS_CACHE) | cut -f1), $$(( $$(date +%s) - start ))s)"; \
+	else \
+	  msg="hadoop-aws: could not fetch the S3A jars of tools/hadoop-aws/pom.xml with Maven"; \
+	  command -v mvn >/dev/null || msg="$$msg (mvn is not installed: apt-get install maven)"; \
+	  [ -f $(HADOOP_AWS_CACHE)/mvn.log ] && tail -n 20 $(HADOOP_AWS_CACHE)/mvn.log >&2; \
+	  if [ "$$CI" = true ]; then echo "$$msg; CI=true: failing" >&2; exit 1; fi; \
+	  echo "WARNING: $$msg; Spark cannot read s3:// and the Spark-on-S3 test skips" >&2; \
 	fi
 
 # The Trino server (io.trino:trino-server tar.gz, version pinned in tools/trino/pom.xml) for the

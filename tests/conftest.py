@@ -99,3 +99,15 @@ def trino_server(hive_metastore, tmp_path_factory):
 
     with session_trino(hive_metastore.url, tmp_path_factory.mktemp("trino")) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """One local S3 server (moto in server mode on 127.0.0.1, free port) for the test session:
+    a :class:`tests.support.s3.S3Server` with ``endpoint``, ``env`` (the AWS variables pointing
+    at it; a test applies them, e.g. ``monkeypatch.setenv``) and ``make_bucket()``."""
+    from tests.support.s3 import start_s3_server
+
+    server = start_s3_server()
+    yield server
+    server.stop()

@@ -8,6 +8,15 @@ Keys (environment variables):
   file ``_acidflow_catalog.db`` inside the warehouse (hidden from ACID listings by its ``_``).
 * ``ACIDFLOW_TXN_TIMEOUT`` -- seconds without heartbeat before the housekeeper aborts a
   transaction (Hive ``hive.txn.timeout``, default 300).
+
+Object storage (a warehouse ``s3://bucket/prefix``): acidflow adds no S3 keys of its own. The
+endpoint, credentials and region are the standard AWS environment that botocore (hence s3fs,
+in the driver and in Spark's Python tasks) reads and that ``acidflow.spark`` hands to Hadoop's
+S3A for Spark: ``AWS_ENDPOINT_URL`` (or ``AWS_ENDPOINT_URL_S3``; a custom endpoint such as
+MinIO is used with path-style addressing by S3A), ``AWS_ACCESS_KEY_ID``,
+``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_REGION`` / ``AWS_DEFAULT_REGION``,
+``AWS_PROFILE``. ``ACIDFLOW_HADOOP_AWS_JARS`` -- folder of the S3A jars for Spark (default
+``.cache/hadoop-aws`` of the repository, filled by ``make hadoop-aws``).
 """
 from __future__ import annotations
 

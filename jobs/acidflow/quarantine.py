@@ -7,7 +7,8 @@ object per bad record::
      "reason": "...", "raw": "<the record as read>", "quarantined_at": "<UTC ISO time>"}
 
 The file is written before the batch's transaction commits (a rerun after an abort rewrites
-it), so every committed batch's bad records are on disk. A batch whose share of bad records
+it), so every committed batch's bad records are on disk. It appears whole or not at all
+(``TableFS.put_atomic``: a temporary file and a rename on local disk, one ``PutObject`` on S3). A batch whose share of bad records
 exceeds the threshold (default 1 %) is refused: :class:`QuarantineThresholdError`.
 """
 from __future__ import annotations
@@ -60,9 +61,7 @@ def write_quarantine(warehouse: str, kind: str, batch_id: str, bad: list[BadReco
                               sort_keys=True) + "\n" for b in bad)
     tfs = TableFS(warehouse)
     tfs.makedirs(join(warehouse, "_quarantine", kind))
-    tmp = path + ".tmp"
-    tfs.write_bytes(tmp, text.encode("utf-8"))
-    tfs.rename(tmp, path)
+    tfs.put_atomic(path, text.encode("utf-8"))  # whole or nothing, also on S3 (one PUT)
     return path
 
 
@@ -103,8 +102,7 @@ def quarantine_input_file(warehouse: str, kind: str, path: str, reason: str,
     dest = join(folder, f"{when:%Y%m%dT%H%M%S%fZ}_{name}")
     tfs = TableFS(warehouse)
     tfs.makedirs(folder)
-    tfs.write_bytes(dest + ".tmp", data)
-    tfs.rename(dest + ".tmp", dest)
+    tfs.put_atomic(dest, data)
     record = {"file": path, "quarantined_as": dest, "reason": reason,
               "quarantined_at": when.isoformat(), "size": len(data),
               "sha256": hashlib.sha256(data).hexdigest()}

@@ -4,6 +4,14 @@ Sets, when not already set by the caller's environment: ``SPARK_LOCAL_IP=127.0.0
 otherwise binds the external interface), ``PYSPARK_PYTHON`` = this interpreter (workers must see
 our packages) and ``JAVA_HOME`` (derived from ``java`` on PATH). Spark's ORC codec is forced to
 zlib: Spark 4 defaults to zstd, which Hive 3.1's ORC 1.5 readers cannot read.
+
+Object storage: when ``make hadoop-aws`` has fetched Hadoop's S3A connector (hadoop-aws
+matching PySpark's Hadoop, 3.5.0, and the AWS SDK v2 bundle) into ``.cache/hadoop-aws/`` (or
+``$ACIDFLOW_HADOOP_AWS_JARS`` names another folder), its jars go on the driver's and executors' class path
+(``spark.driver.extraClassPath`` / ``spark.executor.extraClassPath``), ``s3://``
+and ``s3a://`` map to ``org.apache.hadoop.fs.s3a.S3AFileSystem`` (``spark.hadoop.fs.s3.impl``),
+and the S3A settings come from the same AWS environment s3fs reads (:func:`s3a_settings`), so
+Spark reads landing files and table locations on S3 like the Python paths do.
 """
 from __future__ import annotations
 
@@ -11,7 +19,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -28,6 +36,64 @@ def prepare_environment() -> None:
             os.environ["JAVA_HOME"] = str(Path(java).resolve().parent.parent)
 
 
+#: where ``make hadoop-aws`` leaves the S3A jars (repository root/.cache/hadoop-aws)
+HADOOP_AWS_DIR = Path(__file__).resolve().parents[2] / ".cache" / "hadoop-aws"
+
+
+def hadoop_aws_jars() -> list[str]:
+    """The S3A jars (absolute paths, sorted): ``*.jar`` of ``$ACIDFLOW_HADOOP_AWS_JARS`` or
+    :data:`HADOOP_AWS_DIR`; empty when not fetched."""
+    folder = Path(os.environ.get("ACIDFLOW_HADOOP_AWS_JARS") or HADOOP_AWS_DIR)
+    return sorted(str(p) for p in folder.glob("*.jar")) if folder.is_dir() else []
+
+
+def s3a_settings(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Hadoop S3A settings (``fs.s3a.*`` keys, without the ``spark.hadoop.`` prefix) from the
+    standard AWS environment, so Spark sees the store s3fs/botocore see:
+
+    * ``fs.s3.impl`` / ``fs.s3a.impl`` = ``S3AFileSystem`` (``s3://`` URLs are S3A's too);
+    * ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL`` -> ``fs.s3a.endpoint``, with path-style
+      access (``fs.s3a.path.style.access``; a custom endpoint such as MinIO or moto rarely
+      serves virtual-host buckets) and ``fs.s3a.connection.ssl.enabled=false`` for http://;
+    * ``AWS_REGION`` or ``AWS_DEFAULT_REGION`` -> ``fs.s3a.endpoint.region``;
+    * ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` / ``AWS_SESSION_TOKEN`` ->
+      ``fs.s3a.access.key`` / ``secret.key`` / ``session.token`` (without them S3A's default
+      provider chain applies: profile, instance role...).
+
+    Args:
+        env: the environment (default ``os.environ``).
+    Returns:
+        ``{hadoop key: value}``.
+    """
+    env = os.environ if env is None else env
+    impl = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+    out = {"fs.s3.impl": impl, "fs.s3a.impl": impl}
+    endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        out["fs.s3a.endpoint"] = endpoint
+        out["fs.s3a.path.style.access"] = "true"
+        if endpoint.startswith("http://"):
+            out["fs.s3a.connection.ssl.enabled"] = "false"
+    region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+    if region:
+        out["fs.s3a.endpoint.region"] = region
+    for var, key in (("AWS_ACCESS_KEY_ID", "fs.s3a.access.key"),
+                     ("AWS_SECRET_ACCESS_KEY", "fs.s3a.secret.key"),
+                     ("AWS_SESSION_TOKEN", "fs.s3a.session.token")):
+        if env.get(var):
+            out[key] = env[var]
+    return out
+
+
+def apply_s3a_settings(spark: "SparkSession", env: Mapping[str, str] | None = None) -> None:
+    """Set :func:`s3a_settings` on a running session's Hadoop configuration (for an S3
+    environment that appeared after the session was built; file systems opened from then on
+    use it)."""
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    for key, value in s3a_settings(env).items():
+        conf.set(key, value)
+
+
 def get_spark(app_name: str = "acidflow", master: str | None = None, **conf: str) -> SparkSession:
     """Return the active SparkSession or build one.
 
@@ -37,7 +103,8 @@ def get_spark(app_name: str = "acidflow", master: str | None = None, **conf: str
             running under spark-submit (the session already exists).
         **conf: extra Spark configuration (dots written as given, e.g. ``{"spark.ui.enabled": "false"}``).
     Returns:
-        ``pyspark.sql.SparkSession`` with session time zone UTC and ORC codec zlib.
+        ``pyspark.sql.SparkSession`` with session time zone UTC and ORC codec zlib, and S3A
+        on ``s3://`` when its jars are fetched (module doc).
     """
     prepare_environment()
     # deferred: pyspark only when a session is wanted; CLI reads and catalog commands skip it
@@ -58,6 +125,13 @@ def get_spark(app_name: str = "acidflow", master: str | None = None, **conf: str
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": os.environ.get("ACIDFLOW_DRIVER_MEMORY", "4g"),
     }
+    jars = hadoop_aws_jars()
+    if jars:
+        # on the class path of the driver and executors, not spark.jars: spark.jars would make
+        # every executor copy the ~650 MB SDK bundle into its work folder first
+        defaults["spark.driver.extraClassPath"] = ":".join(jars)
+        defaults["spark.executor.extraClassPath"] = ":".join(jars)
+        defaults.update({f"spark.hadoop.{k}": v for k, v in s3a_settings().items()})
     defaults.update(conf)
     for key, value in defaults.items():
         builder = builder.config(key, value)

@@ -17,13 +17,29 @@ open write id, aborted ids as exceptions), so an open write id is never covered 
 aborted write ids is dropped. W / min / max are the write-id range of the directories read (Hive
 ``CompactorMR`` takes them from the parsed deltas).
 
-Directory names carry no ``_v<txn>`` visibility suffix by default: Hive 3.1 and Hive 2.3 cannot
-parse it (docs/hive-acid-format.md §12). Visibility comes from the publish order instead: output
-is written into a hidden directory ``.compact_tmp_<queue id>`` inside the partition
-(``get_acid_state`` skips names starting with ``.``), verified there, and only then renamed
-into place. A minor compaction that produced both an insert and a delete delta is published with
-two renames, as Hive 3.1's ``CompactorOutputCommitter.commitJob`` does; a ``_verified`` marker in
-the temp directory lets a rerun finish an interrupted publish instead of redoing it.
+Publishing. Two schemes, chosen by the storage (``TableFS.renames_atomically``):
+
+* **local disk, HDFS (rename)** -- directory names carry no ``_v<txn>`` visibility suffix: Hive
+  3.1 and Hive 2.3 cannot parse it (docs/hive-acid-format.md §12). Visibility comes from the
+  publish order instead: output is written into a hidden directory ``.compact_tmp_<queue id>``
+  inside the partition (``get_acid_state`` skips names starting with ``.``), verified there,
+  and only then renamed into place. A minor compaction that produced both an insert and a
+  delete delta is published with two renames, as Hive 3.1's
+  ``CompactorOutputCommitter.commitJob`` does; a ``_verified`` marker in the temp directory
+  lets a rerun finish an interrupted publish instead of redoing it.
+* **object stores (S3: no rename)** -- Hive 4's scheme (HIVE-20823, compaction in a
+  transaction): the output is written directly under its final name carrying the
+  compaction's transaction id T, ``base_<W>_v<T>`` / ``delta_<min>_<max>_v<T>`` /
+  ``delete_delta_<min>_<max>_v<T>``, and verified there. ``get_acid_state`` uses a ``_v<T>``
+  directory only when T is committed (``acidflow.acid.state.register_txn_state``: the
+  catalog of an object-store warehouse answers), so the directories stay invisible to
+  readers, the initiator and the cleaner while they are written and verified, and become
+  visible all at once through the catalog's commit of T (the worker's
+  ``mark_compaction_ready_for_cleaning``). A worker that dies or fails leaves them under an
+  aborted T, which the cleaner removes. This scheme is not used on local disk: Hive 2.3 / 3.1
+  readers cannot parse ``_v`` names, and a Trino or Hive reader without acidflow's catalog
+  would take a ``_v`` directory for committed while it is written; there the rename is as
+  safe and keeps the names every reader parses.
 
 Verification: the visible rows at the compactor's snapshot are read from the old layout and from
 the new one; the count and two order-independent 64-bit sums of per-row hashes of
@@ -58,7 +74,7 @@ from acidflow.acid.fs import DirectoryClaimedError, TableFS, join
 from acidflow.acid.layout import (AcidState, DirEntry, ValidWriteIdList, bucket_files, format_base,
                                   format_delta, get_acid_state, is_hidden)
 from acidflow.acid.ports import TableDesc
-from acidflow.acid.state import compacted_base_check, mark_full_history
+from acidflow.acid.state import compacted_base_check, mark_full_history, registered_txn_state
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -148,8 +164,9 @@ class CompactionPlan:
 
 def plan_compaction(entries: Iterable[DirEntry], valid: ValidWriteIdList, kind: str,
                     partition: str = "", *,
-                    is_compacted_base: Callable[[str], bool] = lambda name: False
-                    ) -> CompactionPlan:
+                    is_compacted_base: Callable[[str], bool] = lambda name: False,
+                    visibility_txn_id: int | None = None,
+                    txn_state: Callable[[int], str] | None = None) -> CompactionPlan:
     """Decide inputs and output names of a compaction from a partition listing (pure).
 
     Args:
@@ -158,6 +175,9 @@ def plan_compaction(entries: Iterable[DirEntry], valid: ValidWriteIdList, kind: 
             is converted here).
         kind: ``"major"`` or ``"minor"``.
         is_compacted_base: ``_metadata_acid`` lookup (see ``get_acid_state``).
+        visibility_txn_id: the compaction's transaction id T, named in the outputs as
+            ``_v<T>`` (object stores, module doc); None = no suffix.
+        txn_state: ``_v<T>`` directory lookup (see ``get_acid_state``).
     Returns:
         A :class:`CompactionPlan`; ``skip_reason`` set when there is nothing to do: minor with
         fewer than two distinct delta ranges, major with no delta and no original file.
@@ -169,7 +189,8 @@ def plan_compaction(entries: Iterable[DirEntry], valid: ValidWriteIdList, kind: 
         raise ValueError(f"compaction kind must be major or minor, got {kind!r}")
     cvalid = valid.for_compactor()
     entries = list(entries)
-    state = get_acid_state(entries, cvalid, is_compacted_base)
+    state = get_acid_state(entries, cvalid, is_compacted_base, txn_state)
+    vis = visibility_txn_id
     plan = CompactionPlan(kind, partition, cvalid.to_string(), state=state)
     deltas = state.deltas
     existing = {e.path.split("/", 1)[0] for e in entries}
@@ -184,9 +205,11 @@ def plan_compaction(entries: Iterable[DirEntry], valid: ValidWriteIdList, kind: 
         plan.max_write_id = max(d.max_write_id for d in deltas)
         outs = []
         if any(d.is_delete for d in deltas):
-            outs.append(format_delta(plan.min_write_id, plan.max_write_id, delete=True))
+            outs.append(format_delta(plan.min_write_id, plan.max_write_id, delete=True,
+                                     visibility_txn_id=vis))
         if any(not d.is_delete for d in deltas):
-            outs.append(format_delta(plan.min_write_id, plan.max_write_id))
+            outs.append(format_delta(plan.min_write_id, plan.max_write_id,
+                                     visibility_txn_id=vis))
         plan.outputs = outs
     else:
         if not deltas and not state.original_files:
@@ -200,7 +223,7 @@ def plan_compaction(entries: Iterable[DirEntry], valid: ValidWriteIdList, kind: 
             ids.append(state.base.write_id)
         plan.max_write_id = max(ids) if ids else 0
         plan.min_write_id = 0
-        plan.outputs = [format_base(plan.max_write_id)]
+        plan.outputs = [format_base(plan.max_write_id, vis)]
     clash = [o for o in plan.outputs if o in existing]
     if clash:
         raise CompactionError(f"output directory {clash} already exists in partition "
@@ -585,8 +608,11 @@ def compact_partition(spark: "SparkSession | None", table: TableDesc, partition:
                       compression: str = "zlib", heartbeat: Callable[[], Any] | None = None,
                       tamper: Callable[[str], Any] | None = None,
                       target_file_bytes: int | None = None,
-                      record_history: bool = False) -> CompactionResult:
-    """Compact one partition: plan, write into ``.compact_tmp_<cq_id>``, verify, publish.
+                      record_history: bool = False,
+                      visibility_txn_id: int | None = None) -> CompactionResult:
+    """Compact one partition: plan, write into ``.compact_tmp_<cq_id>``, verify, publish by
+    rename -- or, on an object store, write under the final ``_v<T>`` names and verify there;
+    the catalog's commit of T publishes (module doc).
 
     ``record_history`` (the table retains history, ``acidflow.acid.retention``): a major
     compaction publishing the partition's first base writes ``_acidflow_history`` first
@@ -608,24 +634,34 @@ def compact_partition(spark: "SparkSession | None", table: TableDesc, partition:
             table packs the rows into files of about this size (:mod:`acidflow.acid.packing`);
             ``None`` keeps one file per writer id (Hive 3.1's output). Bucketed tables always
             get one file per bucket.
+        visibility_txn_id: the compaction's own transaction id T (the worker's queue entry
+            ``txn_id``); required on object stores, unused where directories rename.
     Returns:
         :class:`CompactionResult` (``plan.skip_reason`` set when nothing was done).
     Raises:
-        VerificationError: rows differ (temp dir removed, nothing published).
-        CompactionError, acidflow.acid.files.AcidFileError.
+        VerificationError: rows differ (output removed, nothing published).
+        CompactionError: also an object store without ``visibility_txn_id``.
+        acidflow.acid.files.AcidFileError.
     """
     beat = heartbeat or (lambda: None)
     tfs = TableFS(table.location)
     pdir = join(table.location, partition) if partition else table.location
     tmp = join(pdir, tmp_dir_name(cq_id))
-    recovered = finish_publish(tfs, pdir, tmp)
+    direct = not tfs.renames_atomically  # object store: final _v<T> names, no rename
+    if direct and visibility_txn_id is None:
+        raise CompactionError(f"{pdir}: compaction on {tfs.protocol}:// publishes through its "
+                              "transaction (_v<T> directories) and needs visibility_txn_id")
+    recovered = [] if direct else finish_publish(tfs, pdir, tmp)
     entries = [e for e in tfs.list_recursive(pdir)]
     cvalid = valid.for_compactor()
     plan = plan_compaction(entries, cvalid, kind, partition,
-                           is_compacted_base=compacted_base_check(tfs, pdir))
+                           is_compacted_base=compacted_base_check(tfs, pdir),
+                           visibility_txn_id=visibility_txn_id if direct else None,
+                           txn_state=registered_txn_state(tfs.qualify(pdir)) if direct else None)
     result = CompactionResult(plan, published=recovered)
     if plan.nothing_to_do:
         return result
+    out_root = pdir if direct else tmp
     columns = [(c.name, c.hive_type) for c in table.columns]
     bucketed = table.num_buckets > 0
     data, deletes = _data_files_for(tfs, pdir, entries, plan)
@@ -638,7 +674,7 @@ def compact_partition(spark: "SparkSession | None", table: TableDesc, partition:
     out_dirs: dict[str, str] = {}
     for name in plan.outputs:
         key = "base" if name.startswith("base_") else ("delete" if name.startswith("delete_") else "insert")
-        out_dirs[key] = join(tmp, name)
+        out_dirs[key] = join(out_root, name)
     tasks: list[CompactTask] = []
     bloom = acid_files.key_bloom_filter_columns(columns, table.primary_key)
     if kind == MAJOR and not bucketed and target_file_bytes:
@@ -665,7 +701,9 @@ def compact_partition(spark: "SparkSession | None", table: TableDesc, partition:
                                      out_dirs, table.location, [list(c) for c in columns],
                                      cvalid.to_string(), stripe_rows, compression,
                                      target_stripe_bytes, bloom_columns=bloom))
-    tfs.makedirs(tmp)
+    if direct and kind == MAJOR and record_history:
+        mark_full_history(tfs, pdir)  # before the (still invisible) base_N_v<T> appears
+    tfs.makedirs(out_root)
     written = _write_outputs(spark, tasks)
     files = [f for f in written if f["kind"] != "read"]
     for d in out_dirs.values():
@@ -675,7 +713,7 @@ def compact_partition(spark: "SparkSession | None", table: TableDesc, partition:
         acid_files.write_compacted_marker(tfs, out_dirs["base"])
     beat()
     if tamper is not None:
-        tamper(tmp)
+        tamper(out_root)
 
     # verification: the same snapshot read from the old and from the new layout; a major
     # compaction's workers checksummed the rows they read (the old layout), a minor one reads
@@ -688,27 +726,32 @@ def compact_partition(spark: "SparkSession | None", table: TableDesc, partition:
     else:
         before = _checksum(spark, table.location, list(reads.values()), columns, cvalid)
     beat()
-    after_entries = tfs.list_recursive(tmp)
+    after_entries = tfs.list_recursive(out_root)
     new_data: list[snapshot.DataFile] = []
     new_deletes: list[tuple[str, int]] = []
     if kind == MAJOR:
         for rel, b in bucket_files(after_entries, plan.outputs[0]):
-            new_data.append(snapshot.DataFile(join(tmp, rel), "base", b))
+            new_data.append(snapshot.DataFile(join(out_root, rel), "base", b))
     else:
         new_data = [f for f in data if f.kind != "delta"]
         for name in plan.outputs:
             for rel, b in bucket_files(after_entries, name):
                 if name.startswith("delete_"):
-                    new_deletes.append((join(tmp, rel), b))
+                    new_deletes.append((join(out_root, rel), b))
                 else:
-                    new_data.append(snapshot.DataFile(join(tmp, rel), "delta", b))
+                    new_data.append(snapshot.DataFile(join(out_root, rel), "delta", b))
     after = _checksum(spark, table.location, list(_group(new_data, new_deletes, bucketed, "").values()),
                       columns, cvalid)
     result.before, result.after = before, after
     if before != after:
-        tfs.delete(tmp)
+        for d in ([tmp] if not direct else list(out_dirs.values())):
+            tfs.delete(d)
         raise VerificationError(before, after)
     beat()
+    if direct:  # published by the catalog's commit of the compaction's transaction
+        result.published = list(plan.outputs)
+        result.files = files
+        return result
 
     # publish: marker first (a rerun finishes the renames), then the renames
     if kind == MAJOR and record_history:  # issue 12: the first base records full history

@@ -4,6 +4,17 @@ Everything that touches table directories goes through :class:`TableFS`, so the 
 rules (``acidflow.acid.layout``) get a plain recursive listing and the rest of the code never
 branches on the storage kind. Paths handed in and out are strings: absolute local paths or
 URLs such as ``s3://bucket/wh/db.db/t``.
+
+Object storage (``s3://``, s3fs): there are no directories and no rename, only objects under
+key prefixes. What acidflow relies on there: a single ``PutObject`` is atomic (a reader sees the
+old object, none, or the whole new one); ``PutObject`` with ``If-None-Match: *`` creates a key
+only if it does not exist (AWS S3 since August 2024; HTTP 412 otherwise), which
+:meth:`TableFS.create_exclusive` uses; LIST is strongly consistent with PUT and DELETE (AWS S3
+since December 2020). :attr:`TableFS.renames_atomically` is False there, and callers that
+would publish by renaming a directory use another scheme (``acidflow.acid.compaction``).
+Endpoint, credentials and region come from the standard AWS environment botocore reads
+(``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``,
+``AWS_PROFILE``...), in the driver and in every Spark task alike.
 """
 from __future__ import annotations
 
@@ -66,6 +77,9 @@ def _renameat2_noreplace() -> Any:
 
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
+#: fsspec protocols whose directory rename is one atomic step (local disk, HDFS) or that are
+#: in-process test stores (``memory://``); everything else (s3, gcs, abfs...) is an object store
+RENAMING_PROTOCOLS = frozenset({"file", "local", "memory", "hdfs", "viewfs"})
 
 
 class TableFS:
@@ -79,6 +93,13 @@ class TableFS:
         self.fs, _ = fsspec.core.url_to_fs(url)
         self.protocol = url.split("://", 1)[0] if "://" in url else "file"
 
+    @property
+    def renames_atomically(self) -> bool:
+        """True when a directory can be published by renaming it (local disk, HDFS, the
+        in-memory test store); False on object stores (s3...), where a "rename" is a copy and
+        a delete per object, visible half done."""
+        return self.protocol in RENAMING_PROTOCOLS
+
     def _p(self, path: str) -> str:
         return self.fs._strip_protocol(path)
 
@@ -91,10 +112,15 @@ class TableFS:
         """All files and directories under ``root`` as :class:`DirEntry` with paths relative
         to ``root`` ('/'-separated). Missing ``root`` -> empty list."""
         base = self._p(root).rstrip("/")
-        if not self.fs.exists(base):
+        # object stores: one LIST (an existence check would add a HEAD and a LIST)
+        if self.renames_atomically and not self.fs.exists(base):
+            return []
+        try:
+            found = self.fs.find(base, withdirs=True, detail=True)
+        except FileNotFoundError:
             return []
         out: list[DirEntry] = []
-        for path, info in self.fs.find(base, withdirs=True, detail=True).items():
+        for path, info in found.items():
             rel = posixpath.relpath(self._p(path), base)
             if rel in (".", ""):
                 continue
@@ -105,15 +131,19 @@ class TableFS:
     def list_dir(self, path: str) -> list[tuple[str, bool]]:
         """Names directly inside ``path`` with an is-directory flag; missing -> empty."""
         p = self._p(path).rstrip("/")
-        if not self.fs.exists(p):
+        if self.renames_atomically and not self.fs.exists(p):
+            return []
+        try:
+            listed = self.fs.ls(p, detail=True)
+        except FileNotFoundError:
             return []
         return sorted((posixpath.basename(i["name"].rstrip("/")), i["type"] == "directory")
-                      for i in self.fs.ls(p, detail=True))
+                      for i in listed)
 
     def open(self, path: str, mode: str = "rb") -> BinaryIO:
         """Open a file (binary modes)."""
         if "w" in mode:
-            self.fs.makedirs(posixpath.dirname(self._p(path)), exist_ok=True)
+            self.makedirs(posixpath.dirname(self._p(path)))
         return self.fs.open(self._p(path), mode)
 
     def exists(self, path: str) -> bool:
@@ -125,8 +155,11 @@ class TableFS:
         return self.fs.isdir(self._p(path))
 
     def makedirs(self, path: str) -> None:
-        """Create ``path`` and its parents; existing is fine."""
-        self.fs.makedirs(self._p(path), exist_ok=True)
+        """Create ``path`` and its parents; existing is fine. Nothing on object stores: a
+        prefix exists through its objects (s3fs's makedirs would send a request per call and
+        create a missing bucket)."""
+        if self.renames_atomically:
+            self.fs.makedirs(self._p(path), exist_ok=True)
 
     def read_bytes(self, path: str) -> bytes:
         """Whole content of a file. Raises ``FileNotFoundError``."""
@@ -138,6 +171,29 @@ class TableFS:
         with self.open(path, "wb") as fh:
             fh.write(data)
 
+    def put_atomic(self, path: str, data: bytes) -> None:
+        """Create or replace the file ``path`` so that readers see either no file (or the old
+        one) or all of ``data``, never part of it (parents created).
+
+        Local disk: a hidden temporary file in the same directory, then ``os.replace``.
+        Object stores: one ``PutObject`` (atomic by S3's contract; objects up to 5 GiB).
+        Other fsspec stores: one ``pipe_file`` call.
+        """
+        p = self._p(path)
+        if self.protocol == "file":
+            os.makedirs(posixpath.dirname(p), exist_ok=True)
+            tmp = f"{posixpath.dirname(p)}/.{posixpath.basename(p)}.{uuid.uuid4().hex}.tmp"
+            try:
+                with open(tmp, "wb") as fh:
+                    fh.write(data)
+                os.replace(tmp, p)
+            finally:
+                if os.path.lexists(tmp):
+                    os.unlink(tmp)
+            return
+        self.makedirs(posixpath.dirname(p))
+        self.fs.pipe_file(p, data)
+
     def size(self, path: str) -> int:
         """File size in bytes."""
         return int(self.fs.size(self._p(path)))
@@ -148,15 +204,17 @@ class TableFS:
         Local disk: the content is written to a hidden temporary file that is then hard-linked
         to ``path`` (``link`` fails when the name exists), so a reader never sees the file
         half written. fsspec stores: ``open(path, "xb")`` where the filesystem supports
-        exclusive creation (``memory://``, local, ...); elsewhere an existence check then a
-        write - two writers racing inside that window can both succeed (object stores'
-        conditional writes come with a later issue).
+        exclusive creation: ``memory://``, and ``s3://`` where s3fs sends the single
+        ``PutObject`` with ``If-None-Match: *`` (the store answers 412 ``PreconditionFailed``
+        to all but the first of racing writers; s3fs raises ``FileExistsError``). A store
+        without exclusive creation: an existence check then a write - two writers racing
+        inside that window can both succeed.
 
         Raises:
             FileExistsError: ``path`` exists.
         """
         p = self._p(path)
-        self.fs.makedirs(posixpath.dirname(p), exist_ok=True)
+        self.makedirs(posixpath.dirname(p))
         if self.protocol == "file":
             tmp = f"{posixpath.dirname(p)}/.{posixpath.basename(p)}.{uuid.uuid4().hex}.tmp"
             with open(tmp, "wb") as fh:
@@ -211,10 +269,11 @@ class TableFS:
         Local disk: ``os.mkdir`` (fails if present), then the claim file; a task that finds
         the directory made by a sibling waits up to :data:`CLAIM_WAIT_S` seconds for its
         claim. fsspec stores (no real directories): the claim file is created exclusively
-        (:meth:`create_exclusive`) in a directory that must hold nothing else yet; a directory
-        that already holds files is this statement's when it holds the claim file with the
-        same claim id (read with the same wait for a half-written claim), another writer's
-        when the claim differs or files are there without a claim.
+        (:meth:`create_exclusive`: on S3 a conditional ``PutObject``, so of two statements
+        racing for one directory exactly one gets it) in a directory that must hold nothing
+        else yet; a directory that already holds files is this statement's when it holds the
+        claim file with the same claim id (read with the same wait for a half-written claim),
+        another writer's when the claim differs or files are there without a claim.
 
         Returns:
             True when this call created the directory, False when it was ours already.
@@ -261,12 +320,18 @@ class TableFS:
 
         Local disk (Linux): ``renameat2(RENAME_NOREPLACE)``, atomic; where that call is
         missing, an existence check then ``os.rename`` (which itself refuses a non-empty
-        ``dst``). fsspec stores: an existence check then a move (racy between the two).
+        ``dst``). Other renaming stores (``memory://``, HDFS): an existence check then a move
+        (racy between the two). Object stores have no rename and are refused.
 
         Raises:
             DirectoryClaimedError: ``dst`` exists.
+            NotImplementedError: an object store (:attr:`renames_atomically` is False).
         """
         s, d = self._p(src), self._p(dst)
+        if not self.renames_atomically:
+            raise NotImplementedError(
+                f"{self.qualify(s)}: {self.protocol}:// has no atomic rename; acidflow does "
+                "not publish by renaming on object stores")
         if self.protocol == "file":
             fn = _renameat2_noreplace()
             if fn is not None:
@@ -291,7 +356,9 @@ class TableFS:
         self.fs.mv(s, d, recursive=True)
 
     def rename(self, src: str, dst: str) -> None:
-        """Move ``src`` to ``dst`` (a directory rename is atomic on local and HDFS)."""
+        """Move ``src`` to ``dst`` (a directory rename is atomic on local and HDFS; on an
+        object store it is a copy and a delete per object: callers that need atomicity check
+        :attr:`renames_atomically`)."""
         self.fs.mv(self._p(src), self._p(dst), recursive=True)
 
     def delete(self, path: str) -> None:

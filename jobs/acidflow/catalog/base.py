@@ -28,8 +28,10 @@ from typing import Any
 
 import numpy as np
 
+from acidflow.acid.fs import TableFS
 from acidflow.acid.layout import ValidWriteIdList
-from acidflow.catalog.errors import CatalogError
+from acidflow.acid.state import register_txn_state
+from acidflow.catalog.errors import CatalogError, NoSuchTransactionError
 from acidflow.catalog.records import (
     BatchInfo,
     CommitRecord,
@@ -175,6 +177,27 @@ class Catalog(abc.ABC):
             acidflow.catalog.errors.ForeignDatabaseError: a foreign store, without ``force``.
             acidflow.catalog.errors.CatalogDatabaseError: the store cannot be used.
         """
+
+    def register_visibility(self) -> None:
+        """On an object-store warehouse (``s3://``...): register :meth:`visibility_state` as
+        the ``_v<T>`` lookup of every directory under :attr:`warehouse`
+        (:func:`acidflow.acid.state.register_txn_state`), so readers, the initiator and the
+        cleaner of this process ignore the output of a compaction until its transaction
+        commits (the compactor writes it there under its final ``_v<T>`` name, no rename).
+        Backends call it once constructed; local warehouses register nothing (their
+        compactor publishes by rename and writes no ``_v`` suffix)."""
+        if not TableFS(self.warehouse).renames_atomically:
+            register_txn_state(self.warehouse, self.visibility_state)
+
+    def visibility_state(self, txn_id: int) -> str:
+        """State of the visibility transaction ``T`` of a ``base_N_v<T>`` / ``delta_x_y_v<T>``
+        directory: ``"open"``, ``"committed"`` or ``"aborted"`` (:meth:`get_transaction`); a
+        transaction this catalog never had (a directory written by another system, e.g. a
+        Hive 4 table adopted here) counts as ``"committed"``, as Trino reads it."""
+        try:
+            return self.get_transaction(txn_id).state
+        except NoSuchTransactionError:
+            return "committed"
 
     def check_warehouse_owner(self) -> None:
         """Before a write into :attr:`warehouse` (table create, a statement's write id, a

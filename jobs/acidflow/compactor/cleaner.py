@@ -23,11 +23,21 @@ Directories of aborted write ids are removed in every partition of a table that 
 write ids (no reader ever reads them), and the aborted components are forgotten in the catalog
 so the initiator's aborted count drops (Hive ``markCleaned``).
 
-Removal is safe to kill at any point: each directory is first *renamed* to a hidden name
-(``.cleaning_<name>``, atomic; readers skip names starting with ``.``), then deleted. A killed
-cleaner leaves only hidden leftovers, which the next run deletes, and an entry that is still
-``ready for cleaning``, which the next run finishes. Leftover ``.compact_tmp_<id>`` dirs of
-entries that are no longer running are removed too.
+Removal is safe to kill at any point. Local disk and HDFS: each directory is first *renamed*
+to a hidden name (``.cleaning_<name>``, atomic; readers skip names starting with ``.``), then
+deleted; a killed cleaner leaves only hidden leftovers, which the next run deletes. Object
+stores (S3: no rename): the prefix's objects are deleted directly. No reader can be reading
+them -- an obsolete directory is removed only once no reader of a snapshot that used it is
+left (step 1), and an aborted one was never read -- so a half-deleted prefix is as unread as a
+whole one, and the next pass deletes what is left (the entry is still ``ready for cleaning``,
+the aborted directory still aborted). Leftover ``.compact_tmp_<id>`` dirs of entries that are
+no longer running are removed too.
+
+Object stores also get their aborted compaction output removed: a compaction there writes
+``base_N_v<T>`` / ``delta_x_y_v<T>`` directly (``acidflow.acid.compaction``), and when its
+transaction T aborted (a crashed or failed worker), ``get_acid_state`` lists those
+directories as aborted; every pass removes them from every partition, as it does the
+directories of aborted write ids.
 """
 from __future__ import annotations
 
@@ -57,8 +67,12 @@ def capped_list(valid: ValidWriteIdList, highest_write_id: int) -> ValidWriteIdL
 
 def remove_safely(tfs: TableFS, pdir: str, name: str) -> None:
     """Rename ``pdir/name`` to ``pdir/.cleaning_<name>`` (atomic: readers stop seeing it at
-    once) and delete it. Missing is fine (idempotent)."""
+    once) and delete it; on an object store delete the prefix ``pdir/name/`` directly (module
+    doc). Missing is fine (idempotent)."""
     src = join(pdir, name)
+    if not tfs.renames_atomically:
+        tfs.delete(src)
+        return
     hidden = join(pdir, CLEANING_PREFIX + name)
     if tfs.exists(src):
         if tfs.exists(hidden):
@@ -244,8 +258,8 @@ def run_cleaner(catalog: Catalog, *, reader_timeout_s: float | None = None,
         for part in partition_paths(table):
             report.leftovers += [f"{table.name}/{part}/{n}" if part else f"{table.name}/{n}"
                                  for n in remove_leftovers(table, part or None, live)]
-            if not aborted:
-                continue
+            if not aborted and tfs.renames_atomically:
+                continue  # object stores: aborted compaction output (_v<T>) is looked for too
             valid = catalog.valid_write_ids(table.name)
             pdir = partition_dir(table, part or None)
             entries = tfs.list_recursive(pdir)

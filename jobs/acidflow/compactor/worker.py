@@ -140,7 +140,8 @@ def run_worker(spark: SparkSession | None, catalog: Catalog, *, cq_id: int | Non
             spark, table, entry.partition or "", entry.type, valid, cq_id=entry.id,
             target_stripe_bytes=cfg.target_stripe_bytes, heartbeat=hb.beat, tamper=tamper,
             target_file_bytes=cfg.target_file_bytes,
-            record_history=policy.commits > 0 or policy.hours > 0)
+            record_history=policy.commits > 0 or policy.hours > 0,
+            visibility_txn_id=entry.txn_id)  # object stores: output named _v<txn_id>
         hb.stop()
         report = result.to_dict()
         catalog.mark_compaction_ready_for_cleaning(entry.id, cvalid.high_watermark, report)

@@ -13,7 +13,9 @@ Checks before anything is recorded (each refusal names the file):
   matches Hive's original-file patterns (``[0-9]+_[0-9]+`` or ``..._copy_[0-9]+``); Hive refuses
   with "Unexpected data file name format" otherwise. Spark's ``part-...-c000.snappy.orc`` names
   are refused the same way, unless ``rename=True`` (``--rename-files``) renames them to Hive's
-  names first (unbucketed tables only: a bucketed table's file name *is* its bucket). Hidden
+  names first (unbucketed tables only: a bucketed table's file name *is* its bucket; not on
+  object stores such as S3, which cannot rename a file without a window where it has both
+  names or none: there the files must already carry Hive's names). Hidden
   files (``_SUCCESS``, ``.crc``: names starting with ``_`` or ``.``) are skipped, as Hive's
   readers skip them;
 * no ``base_`` / ``delta_`` / ``delete_delta_`` directory (the table is already ACID: adopt it);
@@ -181,6 +183,13 @@ def check_convertible(table: TableDef, location: str, *, rename: bool = False) -
             rows = info.rows
         plan.files.append(OriginalFile(entry.path, spec, parsed[0] if parsed else None, rows))
     _plan_renames(plan, taken)
+    if plan.renames and not tfs.renames_atomically:
+        first = plan.renames[0]
+        raise TableOpsError(
+            f"table {table.name}: {location} is on {tfs.protocol}://, which has no rename: "
+            f"--rename-files cannot give {len(plan.renames)} file(s) Hive's names (first: "
+            f"{join(location, first.path)} -> {first.new_name}). Rewrite them under Hive's "
+            "names <bucket>_0[_copy_<n>] (e.g. with a copy tool), then convert")
     return plan
 
 
@@ -203,7 +212,12 @@ def _plan_renames(plan: ConvertPlan, taken: dict[str, set[str]]) -> None:
 
 
 def apply_renames(plan: ConvertPlan) -> None:
-    """Rename the planned files in place (no overwrite: a name taken meanwhile fails)."""
+    """Rename the planned files in place (no overwrite: a name taken meanwhile fails).
+    Only on storage that renames (:func:`check_convertible` refuses object stores).
+
+    Raises:
+        acidflow.acid.fs.DirectoryClaimedError: a new name was taken meanwhile.
+    """
     tfs = TableFS(plan.location)
     for f in plan.renames:
         assert f.new_name is not None

@@ -103,6 +103,7 @@ class SqlCatalog(Catalog):
         self._schema = SqlSchemaHistory(self.db, self.warehouse)  # issue 12: schema evolution
         if migrate:
             self.upgrade()
+        self.register_visibility()  # object-store warehouses: _v<T> dirs of open txns hidden
 
     # -- the database --------------------------------------------------------------------
     @property
