@@ -245,9 +245,9 @@ def s3_section(s3: list[dict]) -> list[str]:
 
 def render(docs: list[dict], notes: str = "", loads: list[dict] = (),
            s3: list[dict] = ()) -> str:
-    if not docs and not loads:
+    if not docs and not loads and not s3:
         return "# Benchmark results\n\nNo results yet: run `make bench`.\n"
-    first = (docs or list(loads))[0]
+    first = (docs or list(loads) or list(s3))[0]
     m, v = first["machine"], first["versions"]
     out = ["# Benchmark results", "",
            "Written by `python -m bench.report` from `bench/results/*.json` "

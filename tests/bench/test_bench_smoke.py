@@ -81,3 +81,16 @@ def test_initial_load_phase_runs_and_is_correct(tmp_path):
     text = report.render([], "", [doc])
     assert "### Initial load" in text and "initial load of N=1,500 rows" in text
     assert "**NO**" not in text
+
+
+def test_s3_phase_runs_and_is_correct(tmp_path):
+    doc = run.bench_s3(1500, 150, runs=1, seed=3, work=tmp_path, log=print)
+    for where in ("local", "s3"):
+        for step in ("upsert", "read"):
+            (r,) = doc[where][step]
+            assert r["check"]["correct"], (where, step, r["check"])
+            assert r["work"] > 0
+    doc.update(machine=run.machine(), versions=run.versions(), command="smoke")
+    text = report.render([], "", [], [doc])
+    assert "### Object storage" in text and "upsert on S3 (moto)" in text
+    assert "**NO**" not in text
