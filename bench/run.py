@@ -56,6 +56,21 @@ class StepFailed(RuntimeError):
     """A benchmark step exited non-zero or printed no result (message has its output tail)."""
 
 
+def tree_rss(root: psutil.Process) -> int:
+    """Summed RSS in bytes of ``root`` and its descendants (processes that ended meanwhile
+    count 0)."""
+    total = 0
+    try:
+        for p in [root, *root.children(recursive=True)]:
+            try:
+                total += p.memory_info().rss
+            except psutil.Error:
+                pass
+    except psutil.Error:
+        pass
+    return total
+
+
 def peak_rss_sampler(proc: subprocess.Popen, out: dict, interval: float = 0.05) -> threading.Thread:
     """Thread that records ``out["peak_rss_mb"]``: max over time of the summed RSS of ``proc``
     and its descendants."""
@@ -66,15 +81,7 @@ def peak_rss_sampler(proc: subprocess.Popen, out: dict, interval: float = 0.05) 
         except psutil.Error:
             return
         while proc.poll() is None:
-            total = 0
-            try:
-                for p in [root, *root.children(recursive=True)]:
-                    try:
-                        total += p.memory_info().rss
-                    except psutil.Error:
-                        pass
-            except psutil.Error:
-                pass
+            total = tree_rss(root)
             peak = max(peak, total)
             out["peak_rss_mb"] = round(peak / 2**20, 1)
             time.sleep(interval)

@@ -24,7 +24,7 @@ WORKER = textwrap.dedent("""
     from acidflow.acid import compaction
     from acidflow.compactor import worker
     from acidflow.compactor.config import CompactorConfig
-    real = compaction.acid_files.write_event_table
+    real = compaction.columnar.write_event_table
     calls = []
     def dying(*a, **kw):                      # first bucket file written, then killed mid-write
         out = real(*a, **kw)
@@ -33,7 +33,7 @@ WORKER = textwrap.dedent("""
             print("KILL", a[1], flush=True)
             os.kill(os.getpid(), signal.SIGKILL)
         return out
-    compaction.acid_files.write_event_table = dying
+    compaction.columnar.write_event_table = dying
     catalog = SqlCatalog(sys.argv[1], warehouse=sys.argv[2])
     worker.run_worker(None, catalog, cq_id=int(sys.argv[3]), worker_id="doomed",
                       config=CompactorConfig(heartbeat_s=0))

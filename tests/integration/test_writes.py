@@ -144,7 +144,10 @@ def test_bucketed_table_places_rows_with_hive_hash(spark, catalog):
     make_table(catalog, "acc", [("aid", "int"), ("bal", "bigint"), ("note", "string")],
                primary_key=["aid"], num_buckets=4)
     n = 6000
-    df = spark.createDataFrame([(i, i * 10, f"n{i}") for i in range(n)], "aid int, bal bigint, note string")
+    # 300-byte notes: the columnar writer cuts a 1024-event stripe once the stripe's zlib
+    # streams have output, i.e. after a 256 KiB compression block of some column
+    pad = "." * 300
+    df = spark.createDataFrame([(i, i * 10, f"n{i}{pad}") for i in range(n)], "aid int, bal bigint, note string")
     with Transaction(catalog) as txn:
         txn.insert("acc", df, stripe_rows=1024)
     tdir = Path(catalog.get_table("acc").location)
@@ -168,7 +171,7 @@ def test_bucketed_table_places_rows_with_hive_hash(spark, catalog):
         t = assert_hive_file_rules(f, ["aid", "bal", "note"])
         b = int(f.name.split("_")[1])
         assert {decode_bucket_id(x) for x in t.column("bucket").to_pylist()} == {b}
-    expected = {i: (i * 10, f"n{i}") for i in range(n)}
+    expected = {i: (i * 10, f"n{i}{pad}") for i in range(n)}
     for i in range(0, n, 7):
         expected[i] = (-i, "u")
     for i in range(1, n, 5):

@@ -13,6 +13,7 @@ import pyarrow.orc as paorc
 import pyorc
 import pytest
 
+from acidflow.acid import columnar as C
 from acidflow.acid import files as F
 from acidflow.acid import orcfooter
 from acidflow.acid.fs import TableFS
@@ -52,7 +53,7 @@ def test_round_trip_types_footer_and_nulls(tmp_path):
     tfs = TableFS(str(tmp_path))
     path = str(tmp_path / "d" / "bucket_00000")
     ev = events(ALL_TYPES, ROWS + [ROWS[0]], [0, 0, 0, 2])
-    done = F.write_event_table(tfs, path, ALL_TYPES, ev)
+    done = C.write_event_table(tfs, path, ALL_TYPES, ev)
     assert (done.rows, done.inserts, done.deletes, done.stripes) == (4, 3, 1, 1)
     assert done.key_index == f"1,{B0},3;" and done.min_key == (1, B0, 0)
     with open(path, "rb") as fh:
@@ -73,8 +74,8 @@ def test_same_file_contents_as_the_pyorc_writer(tmp_path):
     rows = [(i, f"v{i}", dt.datetime(2020, 1, 1) + dt.timedelta(seconds=i)) for i in range(3000)]
     ev = events(cols, rows, [0] * 3000)
     tfs = TableFS(str(tmp_path))
-    F.write_event_table(tfs, str(tmp_path / "a"), cols, ev)
-    F.write_event_file(tfs, str(tmp_path / "b"), cols, F._event_tuples(cols, ev))
+    C.write_event_table(tfs, str(tmp_path / "a"), cols, ev)
+    F.write_event_file(tfs, str(tmp_path / "b"), cols, C.event_tuples(cols, ev))
     assert pyorc_rows(tmp_path / "a") == pyorc_rows(tmp_path / "b")
     assert F.read_events(tfs, str(tmp_path / "a")).equals(F.read_events(tfs, str(tmp_path / "b")))
 
@@ -86,7 +87,7 @@ def test_key_index_follows_the_stripes_the_writer_cut(tmp_path):
     rows = [(i, "".join(rng.choice(list("abcdefgh"), 40))) for i in range(n)]
     ev = events(cols, rows, [0] * n, owid=5)
     path = tmp_path / "bucket_00001"
-    done = F.write_event_table(TableFS(str(tmp_path)), str(path), cols, ev, stripe_bytes=64 * 1024)
+    done = C.write_event_table(TableFS(str(tmp_path)), str(path), cols, ev, stripe_bytes=64 * 1024)
     with open(path, "rb") as fh:
         r = pyorc.Reader(fh)
         sizes = [len(r.read_stripe(i)) for i in range(r.num_of_stripes)]
@@ -103,9 +104,9 @@ def test_unsorted_or_duplicate_keys_are_refused_and_nothing_is_left(tmp_path):
         ev = events(cols, [(1,), (2,), (3,)], [0, 0, 0]).set_column(
             3, "rowId", pa.array(row_ids, pa.int64()))
         with pytest.raises(F.AcidFileError, match="not above the previous key"):
-            F.write_event_table(tfs, str(tmp_path / "x"), cols, ev)
+            C.write_event_table(tfs, str(tmp_path / "x"), cols, ev)
         assert not (tmp_path / "x").exists()
-    assert F.write_event_table(tfs, str(tmp_path / "y"), cols, events(cols, [], [])) is None
+    assert C.write_event_table(tfs, str(tmp_path / "y"), cols, events(cols, [], [])) is None
     assert not (tmp_path / "y").exists()
 
 
@@ -115,7 +116,7 @@ def test_varchar_char_and_snappy_go_through_pyorc(tmp_path):
     assert not F.columnar_writable([("id", "int")], "snappy")
     assert F.columnar_writable([("id", "int"), ("m", "decimal(5,1)")])
     path = tmp_path / "v"
-    F.write_event_table(TableFS(str(tmp_path)), str(path), cols,
+    C.write_event_table(TableFS(str(tmp_path)), str(path), cols,
                         events(cols, [(1, "abc", "xy")], [0]))
     with open(path, "rb") as fh:
         assert str(pyorc.Reader(fh).schema).endswith("row:struct<id:int,vc:varchar(5),ch:char(2)>>")
@@ -125,7 +126,7 @@ def test_missing_row_columns_are_written_as_null(tmp_path):
     cols = [("id", "int"), ("added", "string")]
     ev = events([("id", "int")], [(1,), (2,)], [0, 0])
     path = str(tmp_path / "m")
-    F.write_event_table(TableFS(str(tmp_path)), path, cols, ev)
+    C.write_event_table(TableFS(str(tmp_path)), path, cols, ev)
     assert [r[5] for r in pyorc_rows(path)] == [(1, None), (2, None)]
 
 
@@ -179,10 +180,10 @@ def test_bloom_filters_on_exactly_the_key_columns_in_every_stripe(tmp_path, writ
     path = tmp_path / "bucket_00000"
     tfs = TableFS(str(tmp_path))
     if writer == "columnar":
-        done = F.write_event_table(tfs, str(path), cols, ev, stripe_bytes=64 * 1024,
+        done = C.write_event_table(tfs, str(path), cols, ev, stripe_bytes=64 * 1024,
                                    bloom_filter_columns=["k2", "id"], bloom_filter_fpp=0.01)
     else:
-        done = F.write_event_file(tfs, str(path), cols, F._event_tuples(cols, ev),
+        done = F.write_event_file(tfs, str(path), cols, C.event_tuples(cols, ev),
                                   stripe_rows=8192, bloom_filter_columns=["k2", "id"],
                                   bloom_filter_fpp=0.01)
     assert done.stripes > 1

@@ -48,7 +48,7 @@ nothing is published. A major compaction's workers checksum the snapshot rows th
 rewrite (the old side) and the new base is read back for the other side; a minor compaction
 reads the old layout's snapshot separately, since its workers copy raw events.
 
-Output files are written from Arrow tables (``files.write_event_table``: pyarrow's ORC writer
+Output files are written from Arrow tables (``columnar.write_event_table``: pyarrow's ORC writer
 plus Hive's footer metadata, pyorc for varchar/char/nested columns), with stripes sized by
 ``acidflow.compactor.target.stripe.bytes``.
 
@@ -69,7 +69,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from acidflow.acid import files as acid_files
-from acidflow.acid import packing, snapshot
+from acidflow.acid import columnar, packing, snapshot
 from acidflow.acid.fs import DirectoryClaimedError, TableFS, join
 from acidflow.acid.layout import (AcidState, DirEntry, ValidWriteIdList, bucket_files, format_base,
                                   format_delta, get_acid_state, is_hidden)
@@ -302,7 +302,7 @@ def run_task(task: CompactTask) -> list[dict]:
     Minor: valid insert events of the deltas' ``bucket_N`` files are copied unchanged into
     ``delta/bucket_N``; valid delete events (de-duplicated per ROW__ID, lowest
     ``currentTransaction`` kept) into ``delete_delta/bucket_N``. Files are written from Arrow
-    (``files.write_event_table``).
+    (``columnar.write_event_table``).
 
     Returns:
         ``[{"kind", "bucket", "path", "rows", "bytes", "stripes", "s1", "s2"}]``: one per file
@@ -324,7 +324,7 @@ def run_task(task: CompactTask) -> list[dict]:
         fid = task.bucket_id if file_id is None else file_id
         path = join(task.out_dirs[kind], f"bucket_{fid:05d}")
         bloom = task.bloom_columns if kind != "delete" else []
-        done = acid_files.write_event_table(tfs, path, columns, events,
+        done = columnar.write_event_table(tfs, path, columns, events,
                                             bloom_filter_columns=bloom, **opts)
         if done is not None:
             out.append({"kind": kind, "bucket": fid, "path": done.path,

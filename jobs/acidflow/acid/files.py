@@ -17,11 +17,11 @@ write carries the footer user metadata Hive's readers need (docs/hive-acid-forma
 and every directory gets ``_orc_acid_version`` holding the single byte ``2``. Compression is zlib
 (or snappy), never zstd: Hive 3.1 ships ORC 1.5, which cannot read zstd.
 
-Two writers produce the same files. Arrow tables of events (compaction) go column by column
-through pyarrow's ORC writer, which cuts stripes by size (``orc.stripe.size``); Hive's footer
-metadata is added afterwards (:mod:`acidflow.acid.orcfooter`) with the last key of each stripe it
-cut (:func:`write_event_table`). Row-at-a-time events, and tables with varchar, char or nested
-columns, go through pyorc (:class:`EventFileWriter`): its ``write_intermediate_footer`` flushes a
+Two writers produce the same files. Arrow batches of events (statements' writers, compaction)
+go column by column through pyarrow's ORC writer; Hive's footer metadata is added at close
+(:mod:`acidflow.acid.orcfooter`) with the last key of each stripe it cut
+(:mod:`acidflow.acid.columnar`). Tables with varchar, char or nested columns, and snappy files,
+go through pyorc (:class:`EventFileWriter`): its ``write_intermediate_footer`` flushes a
 stripe when the pending rows fill whole write batches, so we write ``stripe_rows`` events (a
 multiple of the batch size) per stripe, record each stripe's last key, and check the stripe
 count after close.
@@ -38,7 +38,6 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.orc as paorc
 import pyorc
 from pyorc.converters import ORCConverter
@@ -261,6 +260,16 @@ class EventFileWriter:
         if buf:
             self._writer.writerows(buf)
 
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        """Append an Arrow batch of events: the five event fields, then ``row`` (a struct of
+        the table columns in table order, NULL in delete events)."""
+        head = [batch.column(i).to_pylist() for i in range(5)]
+        row = batch.column(5)
+        fields = [row.field(i).to_pylist() for i in range(row.type.num_fields)]
+        rows = list(zip(*fields)) if fields else [()] * batch.num_rows
+        valid = row.is_valid().to_pylist()
+        self.write(zip(*head, (r if v else None for r, v in zip(rows, valid))))
+
     @property
     def rows(self) -> int:
         """Events written so far."""
@@ -333,15 +342,15 @@ def write_event_file(tfs: TableFS, path: str, columns: list[tuple[str, str]],
 _COLUMNAR_KINDS = (PrimitiveType, DecimalType)
 #: default ``orc.stripe.size`` of the columnar writer (bytes, as Hive's ``OrcConf.STRIPE_SIZE``)
 DEFAULT_STRIPE_BYTES = 64 * 1024 * 1024
-#: codecs :mod:`acidflow.acid.orcfooter` can rewrite the footer of
-_COLUMNAR_COMPRESSION = {"zlib": "zlib", "none": "uncompressed"}
+#: codecs :mod:`acidflow.acid.orcfooter` can rewrite the footer of, and pyarrow's names of them
+COLUMNAR_COMPRESSION = {"zlib": "zlib", "none": "uncompressed"}
 
 
 def columnar_writable(columns: list[tuple[str, str]], compression: str = "zlib") -> bool:
-    """True when :func:`write_event_table` writes these columns with pyarrow's ORC writer:
+    """True when pyarrow's ORC writer writes these columns (:mod:`acidflow.acid.columnar`):
     every column a primitive Hive type or a decimal (varchar, char and nested types keep
     their exact ORC type only through pyorc) and zlib or no compression."""
-    return compression in _COLUMNAR_COMPRESSION and \
+    return compression in COLUMNAR_COMPRESSION and \
         all(isinstance(htypes.mapped(t), _COLUMNAR_KINDS) for _, t in columns)
 
 
@@ -359,134 +368,6 @@ def keys_ascending(keys: list[np.ndarray], *, strict: bool = True) -> np.ndarray
     o, b, r = keys
     last = (r[1:] > r[:-1]) if strict else (r[1:] >= r[:-1])
     return (o[1:] > o[:-1]) | ((o[1:] == o[:-1]) & ((b[1:] > b[:-1]) | ((b[1:] == b[:-1]) & last)))
-
-
-def _check_sorted(path: str, keys: list[np.ndarray]) -> None:
-    up = keys_ascending(keys)
-    if not up.all():
-        o, b, r = keys
-        i = int(np.argmin(up)) + 1
-        raise AcidFileError(
-            f"{path}: event key {(int(o[i]), int(b[i]), int(r[i]))} is not above the previous "
-            f"key {(int(o[i - 1]), int(b[i - 1]), int(r[i - 1]))}; events must be sorted by "
-            "(originalTransaction, bucket, rowId) and unique")
-
-
-def _event_table(path: str, columns: list[tuple[str, str]], events: pa.Table) -> pa.Table:
-    """The events as the six-field event schema, batch by batch (no copy of the row data)."""
-    schema = event_arrow_schema(columns)
-    row_fields = list(schema.field("row").type)
-    for name in EVENT_FIELDS[:5]:
-        if name not in events.column_names:
-            raise AcidFileError(f"{path}: events have no {name!r} column")
-        if events.column(name).null_count:
-            raise AcidFileError(f"{path}: NULL in event field {name!r}")
-    out = []
-    for b in events.to_batches():
-        n = b.num_rows
-        head = [b.column(name).cast(typ) for name, typ in zip(EVENT_FIELDS[:5], _EVENT_ARROW_TYPES)]
-        children = [b.column(f.name).cast(f.type) if f.name in b.schema.names
-                    else pa.nulls(n, f.type)  # a column added after these events were written
-                    for f in row_fields]
-        row = pa.StructArray.from_arrays(children, fields=row_fields,
-                                         mask=pc.equal(head[0], OPERATION_DELETE))
-        out.append(pa.RecordBatch.from_arrays(head + [row], schema=schema))
-    return pa.Table.from_batches(out, schema=schema)
-
-
-def write_event_table(tfs: TableFS, path: str, columns: list[tuple[str, str]], events: pa.Table,
-                      *, compression: str = "zlib", stripe_bytes: int = DEFAULT_STRIPE_BYTES,
-                      stripe_rows: int = DEFAULT_STRIPE_ROWS,
-                      bloom_filter_columns: Sequence[str] = (),
-                      bloom_filter_fpp: float = DEFAULT_BLOOM_FILTER_FPP) -> WrittenFile | None:
-    """Write one event file from an Arrow table of sorted events, column by column.
-
-    Args:
-        events: columns ``operation, originalTransaction, bucket, rowId, currentTransaction``
-            (any integer types, no NULLs), then the table columns by name (missing ones are
-            written as NULL; ``row`` is NULL for delete events), sorted strictly ascending by
-            (originalTransaction, bucket, rowId).
-        columns: table columns ``[(name, hive_type)]``.
-        compression: ``zlib`` (default) or ``none`` here; ``snappy`` goes through pyorc.
-        stripe_bytes: ORC stripe size target (``orc.stripe.size``) for the columnar writer.
-        stripe_rows: events per stripe when the table falls back to :class:`EventFileWriter`.
-        bloom_filter_columns, bloom_filter_fpp: ORC bloom filters on these table columns
-            (``orc.bloom.filter.columns`` / ``orc.bloom.filter.fpp``; :func:`event_column_ids`).
-    Returns:
-        :class:`WrittenFile`, or ``None`` when ``events`` is empty (no file is left).
-    Raises:
-        AcidFileError: events out of order or with NULL keys (nothing is left at ``path``).
-
-    With :func:`columnar_writable` columns the file is written by pyarrow's ORC writer (ORC
-    C++, file version 0.12, the codec's 256 KiB blocks) and Hive's footer metadata is added
-    after it (:mod:`acidflow.acid.orcfooter`); the key index takes the last key of each stripe the
-    writer actually cut. Otherwise the rows go through :class:`EventFileWriter` (pyorc).
-    """
-    n = events.num_rows
-    if n == 0:
-        return None
-    keys = [events.column(k).combine_chunks() for k in KEY_FIELDS]
-    if any(k.null_count for k in keys):
-        raise AcidFileError(f"{path}: NULL in an event key field")
-    knp = [k.cast(pa.int64()).to_numpy() for k in keys]
-    _check_sorted(path, knp)
-    if not columnar_writable(columns, compression):
-        return write_event_file(tfs, path, columns, _event_tuples(columns, events),
-                                compression=compression, stripe_rows=stripe_rows,
-                                bloom_filter_columns=bloom_filter_columns,
-                                bloom_filter_fpp=bloom_filter_fpp)
-    bloom_ids = event_column_ids(columns, bloom_filter_columns)
-    table = _event_table(path, columns, events)
-    ops = np.bincount(table.column(0).to_numpy(), minlength=3)
-    if len(ops) > 3 or pc.min(table.column(0)).as_py() < 0:
-        raise AcidFileError(f"{path}: operation values outside 0..2")
-    sink = pa.BufferOutputStream()
-    paorc.write_table(table, sink, file_version="0.12", batch_size=WRITE_BATCH_ROWS,
-                      stripe_size=stripe_bytes, compression=_COLUMNAR_COMPRESSION[compression],
-                      compression_block_size=256 * 1024,
-                      bloom_filter_columns=bloom_ids or None, bloom_filter_fpp=bloom_filter_fpp)
-    data = sink.getvalue()
-    del table
-    # key index entries: the last event of each stripe the writer cut
-    orc_tail = orcfooter.read_tail(data)
-    counts = orc_tail.stripe_rows
-    ends = np.cumsum(counts) - 1
-    if int(sum(counts)) != n:
-        raise AcidFileError(f"{path}: the ORC writer's stripes hold {int(sum(counts))} rows, "
-                            f"not {n}")
-    key_index = "".join(f"{knp[0][i]},{knp[1][i]},{knp[2][i]};" for i in ends)
-    inserts, updates, deletes = int(ops[OPERATION_INSERT]), int(ops[OPERATION_UPDATE]), \
-        int(ops[OPERATION_DELETE])
-    tail = orcfooter.add_user_metadata(orc_tail, {
-        KEY_INDEX_KEY: key_index.encode(),
-        ACID_STATS_KEY: f"{inserts},{updates},{deletes}".encode(),
-        ACID_VERSION_KEY: str(ACID_VERSION).encode(),
-    })
-    try:
-        with tfs.open(path, "wb") as fh:
-            fh.write(memoryview(data)[:tail.keep])
-            fh.write(tail.tail)
-    except BaseException:
-        if tfs.exists(path):
-            tfs.delete(path)
-        raise
-    first = (int(knp[0][0]), int(knp[1][0]), int(knp[2][0]))
-    last = (int(knp[0][-1]), int(knp[1][-1]), int(knp[2][-1]))
-    return WrittenFile(path, n, tail.keep + len(tail.tail), len(counts), inserts,
-                       deletes, key_index, first, last)
-
-
-def _event_tuples(columns: list[tuple[str, str]], events: pa.Table) -> Iterator[tuple]:
-    """Event tuples for :class:`EventFileWriter` from an events table (see write_event_table)."""
-    n = events.num_rows
-    head = [events.column(k).to_pylist() for k in EVENT_FIELDS[:5]]
-    cols = [events.column(c).to_pylist() if c in events.column_names else [None] * n
-            for c, _ in columns]
-    rows = list(zip(*cols)) if cols else [()] * n
-    for i in range(n):
-        op = head[0][i]
-        yield (op, head[1][i], head[2][i], head[3][i], head[4][i],
-               None if op == OPERATION_DELETE else rows[i])
 
 
 def write_acid_version_file(tfs: TableFS, directory: str) -> None:

@@ -26,6 +26,8 @@ import json
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from acidflow.acid.ports import TableDesc
 
@@ -60,6 +62,49 @@ def key_hash64(key: tuple[Any, ...]) -> int:
     """The stable 64-bit hash of a key tuple (see module doc), 0 <= h < 2**64."""
     return int.from_bytes(hashlib.blake2b(key_json(key).encode("utf-8"), digest_size=8).digest(),
                           "little")
+
+
+def _blake2b_64_each(texts: pa.Array) -> np.ndarray:
+    """:func:`key_hash64`'s hash of each string of a NULL-free string array (its UTF-8 bytes
+    read straight from the Arrow buffers)."""
+    texts = texts.cast(pa.string())
+    n = len(texts)
+    offsets = np.frombuffer(texts.buffers()[1], dtype=np.int32, count=n + 1,
+                            offset=texts.offset * 4).tolist()
+    data = memoryview(texts.buffers()[2])
+    blake = hashlib.blake2b
+    digests = b"".join([blake(data[a:b], digest_size=8).digest()
+                        for a, b in zip(offsets, offsets[1:])])
+    return np.frombuffer(digests, dtype=HASH_DTYPE)
+
+
+def key_hashes_of_columns(parts: Sequence[Any], n: int) -> np.ndarray:
+    """:func:`key_hash64` of ``n`` keys given column by column, in row order (not de-duplicated).
+
+    Args:
+        parts: one entry per key column, in primary key order: an Arrow array of ``n`` values,
+            or a Python value shared by all ``n`` keys (a partition column's value).
+        n: number of keys.
+    Returns:
+        ``uint64`` array of ``n`` hashes, equal to ``key_hash64`` of each row's key tuple (the
+        tuple of the arrays' ``to_pylist`` values): keys made of integers only (integer arrays
+        without NULLs, ``int`` values) have their JSON text built by Arrow kernels; others go
+        through :func:`key_hash64` row by row.
+    """
+    if n == 0:
+        return np.zeros(0, dtype=HASH_DTYPE)
+    ints = all((pa.types.is_integer(p.type) and p.null_count == 0) if isinstance(p, pa.Array)
+               else type(p) is int for p in parts)
+    if not ints or not parts:
+        cols = [p.to_pylist() if isinstance(p, pa.Array) else [p] * n for p in parts]
+        return np.fromiter((key_hash64(k) for k in zip(*cols)) if cols else
+                           (key_hash64(()) for _ in range(n)), dtype=HASH_DTYPE, count=n)
+    texts = [pc.cast(p, pa.string()) if isinstance(p, pa.Array) else pa.scalar(str(p))
+             for p in parts]
+    joined = pc.binary_join_element_wise(*texts, ",") if len(texts) > 1 else texts[0]
+    if not isinstance(joined, pa.Array):  # every part a constant
+        joined = pa.array([joined.as_py()] * n, pa.string())
+    return _blake2b_64_each(pc.binary_join_element_wise("[", joined, "]", ""))
 
 
 def hash_array(hashes: Iterable[int]) -> np.ndarray:

@@ -153,16 +153,24 @@ class OrcTail:
     metadata_names: set[str]
 
 
-def read_tail(data: Any) -> OrcTail:
-    """Parse the postscript and footer of the ORC file ``data`` (the whole file as ``bytes``,
-    ``memoryview`` or a pyarrow ``Buffer``).
+def read_tail(data: Any, file_offset: int = 0) -> OrcTail:
+    """Parse the postscript and footer of an ORC file.
 
+    Args:
+        data: the file's bytes from ``file_offset`` to its end (``bytes``, ``memoryview`` or a
+            pyarrow ``Buffer``): the whole file when ``file_offset`` is 0, else a suffix that
+            holds at least the footer and postscript (a streaming writer's last bytes).
+        file_offset: where ``data`` starts in the file; offsets in the result are file
+            offsets.
     Raises:
-        OrcFooterError: not an ORC file, a codec other than NONE/ZLIB, or a malformed tail.
+        OrcFooterError: not an ORC file, a codec other than NONE/ZLIB, a malformed tail, or a
+            footer that starts before ``data``.
     """
     view = memoryview(data)
-    if len(view) < 4 or bytes(view[:3]) != b"ORC":
+    if file_offset == 0 and (len(view) < 4 or bytes(view[:3]) != b"ORC"):
         raise OrcFooterError("not an ORC file (no 'ORC' magic at the start)")
+    if len(view) < 2:
+        raise OrcFooterError("no ORC postscript in the bytes given")
     ps_len = view[-1]
     if ps_len == 0 or ps_len + 1 > len(view):
         raise OrcFooterError("bad postscript length byte")
@@ -176,10 +184,14 @@ def read_tail(data: Any) -> OrcTail:
     if not isinstance(footer_len, int) or kind not in (COMPRESSION_NONE, COMPRESSION_ZLIB):
         raise OrcFooterError(f"cannot rewrite an ORC footer with compression kind {kind} "
                              "(only NONE=0 and ZLIB=1)")
-    start = len(view) - 1 - ps_len - footer_len
+    rel = len(view) - 1 - ps_len - footer_len
+    start = file_offset + rel
     if start < 3:
         raise OrcFooterError("footer length points before the start of the file")
-    footer = _decompress(bytes(view[start:start + footer_len]), kind)
+    if rel < 0:
+        raise OrcFooterError(f"the footer ({footer_len} bytes) starts before the "
+                             f"{len(view)} bytes given")
+    footer = _decompress(bytes(view[rel:rel + footer_len]), kind)
     rows: list[int] = []
     names: set[str] = set()
     for number, value, _ in _fields(footer):

@@ -2,8 +2,9 @@
 writing ACID event files into ``delta_W_W_S`` / ``delete_delta_W_W_S`` / ``base_W``.
 
 Executor side (pickled into ``mapInArrow``): :func:`bucket_ids_task` (Hive's bucket number of
-each row, ``acidflow.acid.bucketing_hash``) and :func:`write_task` (one ``EventFileWriter`` per
-(partition, bucket) group, ``ROW__ID`` = ``(W, bucket property, rowId)``;
+each row, ``acidflow.acid.bucketing_hash``) and :func:`write_task` (one event file per
+(partition, bucket) group, written from Arrow columns, ``ROW__ID`` = ``(W, bucket property,
+rowId)``;
 docs/hive-acid-format.md §5). Driver side: :func:`write_inserts` / :func:`write_deletes` shape a
 Spark DataFrame for the tasks and collect the file rows; :func:`write_local` runs the same task
 body in this process on an Arrow table; :func:`finish_dirs` writes ``_orc_acid_version`` into
@@ -17,8 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from acidflow.acid import columnar
 from acidflow.acid import files as acid_files
 from acidflow.acid import keys as acid_keys
 from acidflow.acid import partitions as parts
@@ -198,14 +202,96 @@ def _task_writer_id() -> int:
     return ctx.partitionId() if ctx else 0
 
 
+class _FileGroup:
+    """The event file of one (partition, bucket) group of a write task, open while the
+    group's rows arrive: its writer (columnar, or pyorc for what pyarrow cannot write), the
+    next rowId, and the key columns of the rows written (hashed at close when the file holds
+    at most ``keys.MAX_KEYS_PER_SCOPE`` rows)."""
+
+    def __init__(self, spec: WriteSpec, tfs: TableFS, partition: str, bucket: int,
+                 schema: pa.Schema):
+        self.spec, self.partition, self.bucket, self.schema = spec, partition, bucket, schema
+        path = join(spec.directory(partition), format_bucket_file(bucket))
+        self.columnar = acid_files.columnar_writable(spec.columns, spec.compression)
+        bloom = spec.bloom_filter_columns()
+        self.writer: columnar.ColumnarEventWriter | acid_files.EventFileWriter = (
+            columnar.ColumnarEventWriter(tfs, path, spec.columns, compression=spec.compression,
+                                         stripe_rows=spec.stripe_rows,
+                                         bloom_filter_columns=bloom)
+            if self.columnar else
+            acid_files.EventFileWriter(tfs, path, spec.columns, compression=spec.compression,
+                                       stripe_rows=spec.stripe_rows, bloom_filter_columns=bloom))
+        self.bprop = encode_bucket_property(bucket, spec.statement_id)
+        self.row_id = 0
+        self.key_parts: list[tuple[int, list[Any]]] | None = []
+
+    def write(self, rows: pa.RecordBatch, key_parts: list[Any] | None) -> None:
+        """Write one run of the group's input rows (the task's input columns after the
+        partition and bucket columns); ``key_parts``: their primary key columns (arrays, or
+        the partition's values), None when the table has no key."""
+        n = rows.num_rows
+        if self.spec.kind == "delete":
+            owid, bprop, rid = rows.columns
+            events = columnar.delete_events(self.schema, owid, bprop, rid, self.spec.write_id)
+        else:
+            events = columnar.insert_events(self.schema, rows.columns, self.spec.write_id,
+                                            self.bprop, self.row_id, cast=self.columnar)
+            self.row_id += n
+        if isinstance(self.writer, columnar.ColumnarEventWriter):
+            self.writer.write(events)
+        else:
+            self.writer.write_batch(events)
+        if key_parts is None or self.key_parts is None:
+            self.key_parts = None
+        elif self.row_id > acid_keys.MAX_KEYS_PER_SCOPE:
+            self.key_parts = None  # recorded as written whole (keys.write_scopes)
+        else:
+            self.key_parts.append((n, key_parts))
+
+    def close(self) -> FileRow | None:
+        """Finish the file; its result row (None when it got no events)."""
+        done = self.writer.close()
+        if done is None:
+            return None
+        packed = None
+        if self.key_parts is not None and self.spec.kind != "delete":
+            hashes = [acid_keys.key_hashes_of_columns(parts, n) for n, parts in self.key_parts]
+            packed = acid_keys.pack_hashes(np.concatenate(hashes) if hashes else
+                                           np.zeros(0, acid_keys.HASH_DTYPE))
+        return {"partition": self.partition, "bucket": self.bucket, "path": done.path,
+                "rows": done.rows, "bytes": done.bytes, "stripes": done.stripes,
+                "key_hashes": packed}
+
+
+def _runs(keys: list[pa.Array], n: int) -> list[tuple[int, int]]:
+    """``(start, end)`` of the runs of consecutive rows equal in every array of ``keys``
+    (NULL equal to NULL); one run when ``keys`` is empty."""
+    change = np.zeros(n, dtype=bool)
+    change[0] = True
+    for a in keys:
+        x, y = a.slice(1), a.slice(0, n - 1)
+        same = pc.or_kleene(pc.equal(x, y), pc.and_(x.is_null(), y.is_null()))
+        change[1:] |= ~same.fill_null(False).to_numpy(zero_copy_only=False)
+    starts = np.flatnonzero(change).tolist()
+    return list(zip(starts, starts[1:] + [n]))
+
+
 def write_task(batches: Iterable[pa.RecordBatch], spec: WriteSpec) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: write the (sorted) rows of one Spark partition into event files.
 
     Input columns: partition columns, ``_acid_bucket`` (bucketed/delete), then either the table
-    columns (insert/base) or ``owid, bprop, rowid`` (delete). Yields one result row per file.
+    columns (insert/base) or ``owid, bprop, rowid`` (delete). Each run of rows of one
+    (partition, bucket) goes to that group's file as Arrow columns
+    (:class:`acidflow.acid.columnar.ColumnarEventWriter`; pyorc for varchar, char, nested
+    columns or snappy): insert events ``(0, W, bucket property, rowId 0.., W, row)``, delete
+    events ``(2, owid, bprop, rowid, W, NULL)`` (input sorted by the deleted ROW__ID). Keyed
+    insert/base files carry the hashes of their keys when they hold at most
+    ``keys.MAX_KEYS_PER_SCOPE`` rows. Yields one result row per file (``_RESULT_SCHEMA``).
 
     Raises:
         ValueError: an unbucketed insert from a Spark partition id above 4095.
+        acidflow.acid.files.AcidFileError: delete events out of ROW__ID order (the file being
+            written is removed).
     """
     tfs = tfs_for(spec)
     writer_id = _task_writer_id()
@@ -213,80 +299,49 @@ def write_task(batches: Iterable[pa.RecordBatch], spec: WriteSpec) -> Iterator[p
         check_bucket_id(writer_id, hint=f"Spark partition {writer_id} is the writer id; "
                                         "repartition the input")
     npc = len(spec.partition_columns)
+    has_bucket = spec.bucketed or spec.kind == "delete"
+    first_payload = npc + (1 if has_bucket else 0)
     key_pos = _key_positions(spec)
+    schema = acid_files.event_arrow_schema(spec.columns)
     results: list[FileRow] = []
-    current: tuple[str, int] | None = None
-    writer: acid_files.EventFileWriter | None = None
-    row_id = 0
-    bprop = 0
+    group: _FileGroup | None = None
     claimed: set[str] = set()
-    hashes: list[int] | None = [] if key_pos else None
-    bloom = spec.bloom_filter_columns()
-
-    def finish() -> None:
-        if writer is None or current is None:
-            return
-        done = writer.close()
-        if done is not None:
-            packed = None
-            if hashes is not None and len(hashes) <= acid_keys.MAX_KEYS_PER_SCOPE:
-                packed = acid_keys.pack_hashes(acid_keys.hash_array(hashes))
-            results.append({"partition": current[0], "bucket": current[1], "path": done.path,
-                            "rows": done.rows, "bytes": done.bytes, "stripes": done.stripes,
-                            "key_hashes": packed})
-
     try:
         for b in batches:
             n = b.num_rows
             if n == 0:
                 continue
-            cols = [c.to_pylist() for c in b.columns]
-            pvals = cols[:npc]
-            rest = cols[npc:]
-            has_bucket = spec.bucketed or spec.kind == "delete"
-            buckets = rest[0] if has_bucket else [writer_id] * n
-            payload = rest[1:] if has_bucket else rest
-            rows: list[tuple[Any, ...]] = []
-            if spec.kind == "delete":
-                owids, bprops, rids = payload
-            else:
-                rows = list(zip(*payload)) if payload else [()] * n
-            for i in range(n):
+            for start, end in _runs(b.columns[:first_payload], n):
+                run = b.slice(start, end - start)
+                pvals = [run.column(j)[0].as_py() for j in range(npc)]
                 ppath = parts.make_partition_path(
-                    [(spec.partition_columns[j], pvals[j][i]) for j in range(npc)]) if npc else ""
-                group = (ppath, buckets[i])
-                if group != current or writer is None:
-                    finish()
-                    if hashes is not None:
-                        hashes.clear()
-                    current = group
+                    list(zip(spec.partition_columns, pvals))) if npc else ""
+                bucket = run.column(npc)[0].as_py() if has_bucket else writer_id
+                if group is None or (group.partition, group.bucket) != (ppath, bucket):
+                    if group is not None:
+                        done = group.close()
+                        group = None
+                        if done is not None:
+                            results.append(done)
                     if ppath not in claimed:
                         tfs.claim_dir(spec.directory(ppath), spec.claim,
                                       what=f"write id {spec.write_id} statement "
                                            f"{spec.statement_id}")
                         claimed.add(ppath)
-                    path = join(spec.directory(ppath), format_bucket_file(group[1]))
-                    writer = acid_files.EventFileWriter(tfs, path, spec.columns,
-                                                        compression=spec.compression,
-                                                        stripe_rows=spec.stripe_rows,
-                                                        bloom_filter_columns=bloom)
-                    row_id = 0
-                    bprop = encode_bucket_property(group[1], spec.statement_id)
-                if spec.kind == "delete":
-                    writer.write([(acid_files.OPERATION_DELETE, owids[i], bprops[i], rids[i],
-                                   spec.write_id, None)])
-                else:
-                    writer.write([(acid_files.OPERATION_INSERT, spec.write_id, bprop, row_id,
-                                   spec.write_id, rows[i])])
-                    row_id += 1
-                    if hashes is not None and len(hashes) <= acid_keys.MAX_KEYS_PER_SCOPE:
-                        hashes.append(acid_keys.key_hash64(tuple(
-                            pvals[j][i] if part else rows[i][j] for part, j in key_pos)))
-        finish()
-        writer = None
+                    group = _FileGroup(spec, tfs, ppath, bucket, schema)
+                payload = pa.RecordBatch.from_arrays(run.columns[first_payload:],
+                                                     names=run.schema.names[first_payload:])
+                key_parts = [pvals[j] if part else payload.column(j) for part, j in key_pos] \
+                    if key_pos else None
+                group.write(payload, key_parts)
+        if group is not None:
+            done = group.close()
+            group = None
+            if done is not None:
+                results.append(done)
     except BaseException:
-        if writer is not None:
-            writer.abort()
+        if group is not None:
+            group.writer.abort()
         raise
     if results:
         yield pa.RecordBatch.from_pylist(results, schema=_RESULT_SCHEMA)

@@ -45,7 +45,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from acidflow.acid import files as acid_files
-from acidflow.acid import snapshot
+from acidflow.acid import columnar, snapshot
 from acidflow.acid.fs import TableFS, join
 from acidflow.acid.layout import format_base
 from acidflow.acid.schemaevolution import SchemaChangeError, check_type_change
@@ -216,7 +216,7 @@ def _rewrite(catalog: Catalog, table: TableDef, txn: Transaction, write_id: int,
         events = events.take(_key_order(events))
         pdir = join(table.location, task.partition) if task.partition else table.location
         path = join(pdir, base, f"bucket_{task.bucket_id:05d}")
-        done = acid_files.write_event_table(
+        done = columnar.write_event_table(
             tfs, path, new_pairs, events,
             bloom_filter_columns=acid_files.key_bloom_filter_columns(new_pairs, table.primary_key))
         if done is None:
