@@ -92,8 +92,10 @@ def table_lookup(n: int, k: int, stripe_rows: int, seed: int, key: str) -> None:
             Column(key, "bigint" if key == "id" else "string"), Column("v", "string")]))
         t0 = time.perf_counter()
         with Transaction(cat) as txn:
+            # uncompressed: exact stripes of stripe_rows rows (a zlib stripe is cut only
+            # once a compression block is full)
             txn.upsert("db.t", pa.table({key: values, "v": pa.array([f"v{i}" for i in ids])}),
-                       stripe_rows=stripe_rows)
+                       stripe_rows=stripe_rows, compression="none")
         print(f"\ntable with {key} keys: {n} rows written in {time.perf_counter() - t0:.1f} s "
               f"(stripe_rows={stripe_rows})")
         cur = lookup.plan_current(cat, cat.get_table("db.t"), None)

@@ -56,8 +56,10 @@ def _rows(key_type, ids, tag):
 
 
 def _upsert(catalog, name, rows):
+    # uncompressed: the columnar writer cuts a zlib stripe only once a compression block is
+    # full, so exact small stripes (many stripes per file) need compression="none"
     with Transaction(catalog) as txn:
-        txn.upsert(name, rows, stripe_rows=STRIPE_ROWS)
+        txn.upsert(name, rows, stripe_rows=STRIPE_ROWS, compression="none")
 
 
 def _lookup(catalog, name, keys, prune):
