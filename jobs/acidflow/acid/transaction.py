@@ -588,7 +588,7 @@ class Transaction:
             table, "insert_overwrite", written, [(p, "insert_overwrite") for p in touched],
             counts, extra_partitions=partitions if table.partition_columns else [""])
 
-    # ------------------------------------------------------------------ statements written elsewhere
+    # ------------------------------------------------------------- statements written elsewhere
 
     @classmethod
     def resume(cls, catalog: TxnCatalog, txn_id: int, *, write_ids: dict[str, int],
