@@ -57,6 +57,9 @@ class Scan:
     changes: Changes | None = None
 
     def spark_schema(self) -> T.StructType:
+        """Spark schema of the rows: ``[op, write_id,]`` columns, partition columns,
+        ``[ROW__ID struct<writeid:bigint,bucketid:int,rowid:bigint>]``,
+        ``[INPUT__FILE__NAME]`` (Hive types mapped by ``acidflow.acid.types``)."""
         fields: list[tuple[str, str | None]] = [*self.columns, *self.partition_columns]
         if self.row_id:
             fields.append((snapshot.ROW_ID, None))
@@ -138,9 +141,16 @@ class AcidReader(DataSourceReader):
         return {**self.__dict__, "_values": []}
 
     def partitions(self) -> list[InputPartition]:
+        """One Spark partition per read task (incremental: per (partition, bucket))."""
         return [InputPartition(v) for v in self._values]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """The visible rows of one task (Spark task side: files only, no catalog unless the
+        task runs long enough to heartbeat the reader registration).
+
+        Raises:
+            acidflow.acid.files.AcidFileError: an unreadable file (names it).
+        """
         if partition.value is None:  # Spark's single empty partition of an empty plan
             return
         scan = self.scan

@@ -37,7 +37,7 @@ class _Written(WriterCommitMessage):
 
 
 class AcidWriter(DataSourceArrowWriter):
-    """One INSERT INTO / INSERT OVERWRITE of an acidflow table in one transaction (module
+    """One INSERT INTO / INSERT OVERWRITE of an acidflow table in one transaction (package
     doc). Built by :meth:`open` on the driver; pickled to the tasks and the commit."""
 
     def __init__(self, settings: Settings, table: TableDef, spec: WriteSpec, names: list[str],
@@ -90,6 +90,13 @@ class AcidWriter(DataSourceArrowWriter):
         return dataclasses.replace(self.spec, statement_id=sid, kind="insert")
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> _Written:
+        """Spark task side: buffer the task's rows, align them to the table (names, types:
+        ``conform.aligned_arrow``), sort by (partition, bucket) and write event files; a
+        failure removes the files this task finished.
+
+        Raises:
+            SchemaMismatchError: a value that does not cast to the table's type.
+        """
         ctx = TaskContext.get()
         pid = ctx.partitionId() if ctx is not None else 0
         spec = self._task_spec(pid)
@@ -120,6 +127,8 @@ class AcidWriter(DataSourceArrowWriter):
             tfs.delete(d if self.bucketed else join(d, format_bucket_file(pid)))
 
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        """Driver side, every task succeeded: end the statement(s) with the tasks' file rows
+        and commit (aborting instead when that fails, e.g. ``WriteConflictError``)."""
         catalog = open_catalog(self.settings)
         txn = Transaction.resume(catalog, self.txn_id, write_ids=self.allocated[0],
                                  statements=self.allocated[1], agent_info=AGENT)
@@ -133,6 +142,7 @@ class AcidWriter(DataSourceArrowWriter):
             raise
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        """Driver side, a task failed: abort the transaction if it is still open."""
         catalog = open_catalog(self.settings)
         if catalog.get_transaction(self.txn_id).state == "open":
             Transaction.resume(catalog, self.txn_id, write_ids=self.allocated[0],
