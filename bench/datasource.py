@@ -21,7 +21,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 TABLE = "bench.ds_read"
 
@@ -47,9 +47,11 @@ def build(spark: Any, catalog: Any, rows: int, deltas: int) -> None:
             t.update(TABLE, f"id % 100 = {k}", set={"score": "score + 1"})
 
 
-def _consume(df: Any) -> float:
+def _consume(make: Callable[[], Any]) -> float:
+    """Seconds to build the DataFrame (planning: catalog, listing, read tasks) and consume it
+    whole with Spark's ``noop`` writer."""
     start = time.perf_counter()
-    df.write.format("noop").mode("overwrite").save()
+    make().write.format("noop").mode("overwrite").save()
     return time.perf_counter() - start
 
 
@@ -98,8 +100,8 @@ def run(rows: int = 1_000_000, deltas: int = 3, runs: int = 3, work: str | None 
     assert a == b and a[0] == rows, (a, b)
     times: dict[str, list[float]] = {"datasource_s": [], "read_table_s": []}
     for _ in range(runs):  # interleaved: a noisy minute hits both
-        times["datasource_s"].append(_consume(by_source()))
-        times["read_table_s"].append(_consume(by_read_table()))
+        times["datasource_s"].append(_consume(by_source))
+        times["read_table_s"].append(_consume(by_read_table))
     ds_med = statistics.median(times["datasource_s"])
     rt_med = statistics.median(times["read_table_s"])
     return {"rows": rows, "deltas": deltas, "runs": runs, **times,

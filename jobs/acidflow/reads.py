@@ -261,7 +261,7 @@ def incremental_end(catalog: Catalog, name: str, start_write_id: int,
 
 
 def end_schema_mapping(catalog: Catalog, name: str, start: int, end: int
-                        ) -> list[tuple[str, str | None, str]] | None:
+                       ) -> list[tuple[str, str | None, str]] | None:
     """How rows read as of ``start`` map onto ``end``'s schema version (issue 12): one
     ``(end name, start name or None, end hive type)`` per data column of ``end``; columns
     renamed in between take their new names (``change["renames"]`` of every version committed
