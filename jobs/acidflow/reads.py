@@ -218,11 +218,7 @@ def read_incremental(spark: Any, catalog: Catalog, name: str, start_write_id: in
     Raises:
         ValueError: ``start_write_id`` > ``end_write_id``.
     """
-    end = end_write_id
-    if end is None:
-        end = catalog.valid_write_ids(catalog.get_table(name).name).high_watermark
-    if start_write_id > end:
-        raise ValueError(f"start write id {start_write_id} is after end write id {end}")
+    end = incremental_end(catalog, name, start_write_id, end_write_id)
     if spark is None:
         return _incremental_arrow(catalog, name, start_write_id, end)
     # deferred: reads run without Spark (the CLI, pyarrow readers); only this one needs it
@@ -247,8 +243,25 @@ def read_incremental(spark: Any, catalog: Catalog, name: str, start_write_id: in
     return deleted.select(*cols).unionByName(inserted.select(*cols))
 
 
-def _end_schema_mapping(catalog: Catalog, name: str, start: int, end: int
-                        ) -> list[tuple[str, str | None, str]] | None:
+def incremental_end(catalog: Catalog, name: str, start_write_id: int,
+                    end_write_id: int | None = None) -> int:
+    """The end write id of an incremental read (``end_write_id``, default the table's current
+    high watermark).
+
+    Raises:
+        ValueError: ``start_write_id`` > the end write id.
+        NoSuchTableError.
+    """
+    end = end_write_id
+    if end is None:
+        end = catalog.valid_write_ids(catalog.get_table(name).name).high_watermark
+    if start_write_id > end:
+        raise ValueError(f"start write id {start_write_id} is after end write id {end}")
+    return end
+
+
+def end_schema_mapping(catalog: Catalog, name: str, start: int, end: int
+                       ) -> list[tuple[str, str | None, str]] | None:
     """How rows read as of ``start`` map onto ``end``'s schema version (issue 12): one
     ``(end name, start name or None, end hive type)`` per data column of ``end``; columns
     renamed in between take their new names (``change["renames"]`` of every version committed
@@ -270,8 +283,8 @@ def _end_schema_mapping(catalog: Catalog, name: str, start: int, end: int
 
 def _in_schema_of_end(df: Any, catalog: Catalog, name: str, start: int, end: int) -> Any:
     """A Spark DataFrame read as of ``start`` in the columns of ``end``'s schema version
-    (:func:`_end_schema_mapping`); the same DataFrame when the schema did not change."""
-    mapping = _end_schema_mapping(catalog, name, start, end)
+    (:func:`end_schema_mapping`); the same DataFrame when the schema did not change."""
+    mapping = end_schema_mapping(catalog, name, start, end)
     if mapping is None:
         return df
     # deferred: only the Spark incremental read needs pyspark here
@@ -291,17 +304,24 @@ def _arrow_in_schema_of_end(t: pa.Table, catalog: Catalog, name: str, start: int
                             end: int) -> pa.Table:
     """:func:`_in_schema_of_end` for a pyarrow Table (widened columns converted as Hive's ORC
     reader converts them, :func:`acidflow.acid.schemaevolution.read_as`)."""
-    mapping = _end_schema_mapping(catalog, name, start, end)
+    mapping = end_schema_mapping(catalog, name, start, end)
     if mapping is None:
         return t
+    pnames = [p.name for p in catalog.get_table(name).partition_columns]
+    return arrow_in_mapping(t, mapping, pnames + [snapshot.ROW_ID])
+
+
+def arrow_in_mapping(t: pa.Table, mapping: list[tuple[str, str | None, str]],
+                     extras: list[str]) -> pa.Table:
+    """Rows read in a start schema version, in the end version's data columns
+    (:func:`end_schema_mapping`'s ``mapping``), then the ``extras`` columns unchanged."""
     arrays, names = [], []
     for end_name, start_name, hive_type in mapping:
         target = htypes.arrow_type(hive_type)
         arrays.append(read_as(t.column(start_name), target) if start_name is not None
                       else pa.nulls(t.num_rows, target))
         names.append(end_name)
-    table = catalog.get_table(name)
-    for extra in [p.name for p in table.partition_columns] + [snapshot.ROW_ID]:
+    for extra in extras:
         arrays.append(t.column(extra))
         names.append(extra)
     return pa.table(arrays, names=names)
@@ -314,8 +334,17 @@ def _incremental_arrow(catalog: Catalog, name: str, start: int, end: int) -> pa.
     before = read_table(None, catalog, name, as_of_write_id=start, row_id=True)
     before = _arrow_in_schema_of_end(before, catalog, name, start, end)
     after = read_table(None, catalog, name, as_of_write_id=end, row_id=True)
+    return changes_between(before, after, start,
+                           [p.name for p in catalog.get_table(name).partition_columns])
+
+
+def changes_between(before: pa.Table, after: pa.Table, start: int,
+                    pnames: list[str]) -> pa.Table:
+    """The rule of :func:`read_incremental` on two snapshots already read (``row_id=True``,
+    ``before`` in ``after``'s columns): ``I`` rows of ``after`` inserted after write id
+    ``start``, ``D`` rows of ``before`` whose (partition ``pnames``, ROW__ID) is gone; columns
+    ``op``, ``write_id`` then ``after``'s."""
     rid = snapshot.ROW_ID
-    pnames = [p.name for p in catalog.get_table(name).partition_columns]
 
     def keys(t: pa.Table) -> pa.Table:
         """(partition, ROW__ID) of each row: a ROW__ID is unique within a partition only."""

@@ -306,10 +306,7 @@ class Transaction:
         self._lock(table, "shared_write")
         (spec,) = self._begin_statement(table, "insert", **options)
         files = write_inserts(aligned, table, spec)
-        return self._end_statement(
-            table, "insert", [(spec, files)],
-            [(p, "insert") for p in sorted({f["partition"] for f in files})],
-            {"rows_inserted": sum(f["rows"] for f in files)})
+        return self._end_insert(table, [(spec, files)], overwrite=False)
 
     def delete(self, table_name: str, keys_df: "DataFrame | None" = None, *,
                where: "dml.Expr | bool | None" = None, **options: Any) -> WriteResult:
@@ -572,9 +569,84 @@ class Transaction:
         self._lock(table, "exclusive")
         (spec,) = self._begin_statement(table, "base", **options)
         files = write_insert_events(aligned, table, spec)
-        touched = sorted({f["partition"] for f in files} | set(explicit)) or [""]
+        return self._end_insert(table, [(spec, files)], overwrite=True, partitions=explicit)
+
+    def _end_insert(self, table: TableDesc, written: Sequence[tuple[WriteSpec, list[FileRow]]],
+                    *, overwrite: bool, partitions: Sequence[str] = ()) -> WriteResult:
+        """The epilogue of an INSERT INTO (``overwrite`` False: every partition written is an
+        ``insert`` component) or INSERT OVERWRITE (``base_W`` also in each of ``partitions``,
+        emptied when no row went there, or at the table root of an unpartitioned table; every
+        touched partition is an ``insert_overwrite`` component)."""
+        files = [f for _, fs in written for f in fs]
+        counts = {"rows_inserted": sum(f["rows"] for f in files)}
+        if not overwrite:
+            return self._end_statement(
+                table, "insert", written,
+                [(p, "insert") for p in sorted({f["partition"] for f in files})], counts)
+        touched = sorted({f["partition"] for f in files} | set(partitions)) or [""]
         return self._end_statement(
-            table, "insert_overwrite", [(spec, files)],
-            [(p, "insert_overwrite") for p in touched],
-            {"rows_inserted": sum(f["rows"] for f in files)},
-            extra_partitions=explicit if pnames else [""])
+            table, "insert_overwrite", written, [(p, "insert_overwrite") for p in touched],
+            counts, extra_partitions=partitions if table.partition_columns else [""])
+
+    # ------------------------------------------------------------- statements written elsewhere
+
+    @classmethod
+    def resume(cls, catalog: TxnCatalog, txn_id: int, *, write_ids: dict[str, int],
+               statements: dict[str, int], agent_info: str = "acidflow") -> "Transaction":
+        """A handle on an open transaction that another process began (a Spark data source
+        writer is planned in one Python worker, written by executors and committed from
+        another worker: the transaction travels as its id, write ids and statement ids).
+        The handle does not heartbeat (``heartbeat_s`` 0); :meth:`commit` / :meth:`abort`
+        end the transaction as usual.
+
+        Args:
+            write_ids: ``{table: write id}`` allocated so far (:attr:`allocated`).
+            statements: ``{table: last statement id handed out}`` (:attr:`allocated`).
+        """
+        txn = cls(catalog, agent_info=agent_info, heartbeat_s=0)
+        txn.txn_id, txn.state = txn_id, "open"
+        txn._write_ids, txn._statements = dict(write_ids), dict(statements)
+        return txn
+
+    @property
+    def allocated(self) -> tuple[dict[str, int], dict[str, int]]:
+        """``({table: write id}, {table: last statement id})`` for :meth:`resume`."""
+        return dict(self._write_ids), dict(self._statements)
+
+    def begin_insert(self, table_name: str, *, overwrite: bool = False,
+                     **options: Any) -> tuple[TableDesc, WriteSpec]:
+        """Open an INSERT INTO (or, ``overwrite``, INSERT OVERWRITE) statement whose event
+        files are written elsewhere (Spark tasks running :func:`acidflow.acid.writer.write_task`
+        with the returned spec or copies of it with higher statement ids): the same lock
+        (shared write, exclusive for an overwrite), write id and statement id as
+        :meth:`insert` / :meth:`insert_overwrite`. End it with :meth:`end_insert`.
+
+        Returns:
+            ``(table, spec)``: spec kind ``insert`` (``delta_W_W_S``) or ``base`` (``base_W``).
+        Raises:
+            SchemaMismatchError: the table's schema changed while waiting for the lock.
+            acidflow.catalog.errors.LockTimeoutError.
+        """
+        table = self.catalog.get_table(table_name)
+        self._lock(table, "exclusive" if overwrite else "shared_write")
+        (spec,) = self._begin_statement(table, "base" if overwrite else "insert", **options)
+        return table, spec
+
+    def end_insert(self, table: TableDesc, written: Sequence[tuple[WriteSpec, list[FileRow]]],
+                   *, overwrite: bool = False, partitions: Sequence[str] = ()) -> WriteResult:
+        """End a statement opened by :meth:`begin_insert` with the file rows its writers
+        returned (``write_task`` results, one list per spec), exactly as :meth:`insert` /
+        :meth:`insert_overwrite` end theirs (``_orc_acid_version``, components, key write
+        set, commit record). Specs may carry statement ids above the one handed out (one per
+        writer task, as Hive numbers the statements of one write id): they count as used.
+
+        Args:
+            partitions: overwrite only: partition paths to empty even when no row went there.
+        Raises:
+            ValueError: a statement id above 4095.
+        """
+        last = max([spec.statement_id for spec, _ in written] or [0])
+        check_statement_id(last, hint="more than 4096 statements on one table in one "
+                                      "transaction")
+        self._statements[table.name] = max(self._statements.get(table.name, -1), last)
+        return self._end_insert(table, written, overwrite=overwrite, partitions=partitions)

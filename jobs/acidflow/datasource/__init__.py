@@ -1,0 +1,126 @@
+"""acidflow tables as a Spark data source named ``acid`` (PySpark 4's Python Data Source API,
+``pyspark.sql.datasource``)::
+
+    spark.read.format("acid").load("db.accounts")                        # current snapshot
+    spark.read.format("acid").option("asOfWriteId", 7).load("db.accounts")   # time travel
+    spark.read.format("acid").option("fromWriteId", 5).load("db.accounts")   # changes after 5
+    df.write.format("acid").mode("append").save("db.accounts")               # one transaction
+
+Read options: ``asOfWriteId`` (snapshot with that high watermark), ``readOptimized`` (base
+only), ``rowId`` (adds ``ROW__ID``), ``fileName`` (adds ``INPUT__FILE__NAME``), ``fromWriteId``
+/ ``toWriteId`` (the rows and columns of :func:`acidflow.reads.read_incremental`: ``op``,
+``write_id``, the columns, ``ROW__ID``). Write options: ``compression``, ``stripeRows``. Both:
+``table`` (instead of the load/save path), ``catalog`` / ``warehouse`` (default: the settings
+:func:`register` captured, else the environment, :mod:`acidflow.config`).
+
+Where the API runs what: ``schema()``, ``reader()``/``partitions()``, ``writer()`` and
+``commit()``/``abort()`` run in Python workers that the driver's JVM starts (not in the
+driver's Python process, whose later ``os.environ`` changes they do not see -- hence the
+settings captured by :func:`register`); ``read()``/``write()`` run in Spark tasks.
+
+Reads: ``schema()`` plans once with the catalog (:func:`acidflow.reads.plan_table`: the
+snapshot, its schema version, the read tasks) and registers the snapshot as a reader for the
+cleaner (expiring after the catalog's heartbeat timeout unless read tasks are running: they
+heartbeat it); the DataFrame keeps that snapshot (Spark plans a Python source once per
+DataFrame or view). One Spark partition per read task; tasks only read files
+(:func:`acidflow.acid.snapshot.read_task`). The API has no column pruning: Spark drops unused
+columns after the scan.
+
+Writes (Hive INSERT INTO / INSERT OVERWRITE, the rules of ``Transaction.insert`` /
+``insert_overwrite``): ``writer()`` checks the schema (``SchemaMismatchError`` naming the table
+and columns, before anything is written), opens one transaction, takes the lock and the write
+id W (``Transaction.begin_insert``). Each Spark task p sorts its rows by (partition, bucket) and
+writes event files: unbucketed tables into the statement's ``delta_W_W_S`` / ``base_W`` as
+``bucket_<p>`` (the writer id, as ``Transaction.insert`` does); bucketed tables, whose bucket N
+comes from the row, under a statement id of their own, ``delta_W_W_<S+p>/bucket_N`` (Hive
+numbers several statements of one write id; the statement id is in every ROW__ID's bucket
+property), so no two tasks write one file. An overwrite of a bucketed table stages so and
+``commit()`` moves each bucket's files into ``base_W/bucket_N`` (several tasks' files of one
+bucket are concatenated, ROW__IDs kept). ``commit()`` ends the statement
+(``Transaction.end_insert``) and commits: nothing is visible before. ``abort()`` (a task
+failed) aborts: the files stay invisible and the cleaner removes them.
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+from pyspark.sql.datasource import DataSource
+
+from acidflow.config import Settings, load_settings
+from acidflow.datasource.common import (NAME, AcidDataSourceError,
+                                        checked_options, resolve_settings)
+from acidflow.datasource.read import AcidReader, Scan, plan_scan
+from acidflow.datasource.write import AcidWriter
+
+__all__ = ["AcidDataSource", "AcidDataSourceError", "AcidReader", "AcidWriter", "NAME",
+           "create_temp_view", "register"]
+
+
+class AcidDataSource(DataSource):
+    """The ``acid`` format (package doc). ``settings``: the catalog settings :func:`register`
+    captured in the driver (None: the environment of the worker)."""
+
+    settings: ClassVar[Settings | None] = None
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def _plan(self) -> tuple[Scan, list[Any]]:
+        if getattr(self, "_planned", None) is None:
+            settings = resolve_settings(self.settings, checked_options(self.options))
+            self._planned = plan_scan(settings, self.options)
+        return self._planned
+
+    def schema(self) -> T.StructType:
+        """The snapshot's columns (its schema version), partition columns, then ``ROW__ID``
+        / ``INPUT__FILE__NAME`` when asked; ``op``, ``write_id`` first when incremental."""
+        return self._plan()[0].spark_schema()
+
+    def reader(self, schema: T.StructType) -> AcidReader:
+        """Raises: AcidDataSourceError: a user-given schema that is not the table's."""
+        scan, values = self._plan()
+        if [(f.name, f.dataType) for f in schema.fields] != \
+                [(f.name, f.dataType) for f in scan.spark_schema().fields]:
+            raise AcidDataSourceError(
+                f"acid data source, table {scan.table}: the schema given "
+                f"({schema.simpleString()}) is not the table's "
+                f"({scan.spark_schema().simpleString()}); read without .schema()")
+        return AcidReader(scan, values, schema)
+
+    def writer(self, schema: T.StructType, overwrite: bool) -> AcidWriter:
+        """Raises: see :meth:`AcidWriter.open`."""
+        opts = checked_options(self.options)
+        return AcidWriter.open(resolve_settings(self.settings, opts), self.options, schema,
+                               overwrite)
+
+
+def register(spark: SparkSession, settings: Settings | None = None) -> None:
+    """Register the ``acid`` format in ``spark`` (``spark.dataSource.register``), bound to
+    ``settings`` (default :func:`acidflow.config.load_settings` now, in the driver): the
+    source's workers use that catalog and warehouse unless options say otherwise. Call again
+    after changing ``ACIDFLOW_*`` to rebind. ``acidflow.spark.get_spark`` calls it."""
+    bound = type("AcidDataSourceBound", (AcidDataSource,),
+                 {"settings": settings or load_settings(), "__module__": __name__})
+    # a class that is not a module attribute: cloudpickle ships it by value, settings included
+    spark.dataSource.register(bound)
+
+
+def create_temp_view(spark: SparkSession, table: str, view: str | None = None,
+                     **options: Any) -> str:
+    """``CREATE OR REPLACE TEMPORARY VIEW <view> USING acid OPTIONS (table ..., ...)``: a Spark
+    SQL name for an acidflow table (SELECT, INSERT INTO, INSERT OVERWRITE; ``spark.table``).
+    The view reads the snapshot taken when it is created: create it again to see later
+    commits. ``view`` defaults to the table name without its database.
+
+    Returns:
+        The view name.
+    """
+    name = view or table.split(".")[-1]
+    quoted = {k: str(v).replace("\\", "\\\\").replace("'", "\\'")
+              for k, v in {"table": table, **options}.items()}
+    opts = ", ".join(f"{k} '{v}'" for k, v in quoted.items())
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW `{name}` USING {NAME} OPTIONS ({opts})")
+    return name

@@ -1,0 +1,108 @@
+"""What the reader and the writer of the ``acid`` data source share: its options (checked
+and lower-cased), the catalog settings its workers use and a lazy heartbeat thread."""
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Callable, Mapping
+
+from acidflow.catalog import Catalog
+from acidflow.config import Settings, load_settings
+
+NAME = "acid"
+AGENT = "spark data source (acid)"
+#: option keys (lower case): the table and catalog, the read options, the write options -- one
+#: set, since a temporary view's OPTIONS serve both its SELECTs and its INSERTs
+OPTIONS = {"path", "table", "catalog", "warehouse", "asofwriteid", "readoptimized", "rowid",
+           "filename", "fromwriteid", "towriteid", "compression", "striperows"}
+
+
+class AcidDataSourceError(ValueError):
+    """Bad options of the ``acid`` data source (names the option and the table)."""
+
+
+# ---------------------------------------------------------------------------- options
+
+def checked_options(options: Mapping[str, str]) -> dict[str, str]:
+    """Options with lower-case keys (Spark's are case-insensitive).
+
+    Raises:
+        AcidDataSourceError: a key not in :data:`OPTIONS` (a typo would else be ignored).
+    """
+    out = {str(k).lower(): str(v) for k, v in options.items()}
+    unknown = sorted(set(out) - OPTIONS)
+    if unknown:
+        raise AcidDataSourceError(f"acid data source: unknown option(s) {', '.join(unknown)}; "
+                                  f"known: {', '.join(sorted(OPTIONS))}")
+    return out
+
+
+def table_name(opts: dict[str, str]) -> str:
+    name = opts.get("table") or opts.get("path")
+    if not name:
+        raise AcidDataSourceError("acid data source: name the table, load('db.table') / "
+                                  "save('db.table') or option('table', 'db.table')")
+    return name
+
+
+def int_option(opts: dict[str, str], key: str, table: str) -> int | None:
+    if key not in opts:
+        return None
+    try:
+        return int(opts[key])
+    except ValueError:
+        raise AcidDataSourceError(f"acid data source, table {table}: option {key}="
+                                  f"{opts[key]!r} is not an integer") from None
+
+
+def bool_option(opts: dict[str, str], key: str, table: str) -> bool:
+    value = opts.get(key, "false").strip().lower()
+    if value not in ("true", "false"):
+        raise AcidDataSourceError(f"acid data source, table {table}: option {key}="
+                                  f"{opts[key]!r} is not true/false")
+    return value == "true"
+
+
+def resolve_settings(base: Settings | None, opts: dict[str, str]) -> Settings:
+    """The catalog settings: ``base`` (captured by :func:`register`) or the environment's,
+    with the ``catalog`` / ``warehouse`` options over them."""
+    settings = base or load_settings(warehouse=opts.get("warehouse"),
+                                     catalog_url=opts.get("catalog"))
+    if "warehouse" in opts:
+        settings = dataclasses.replace(settings, warehouse=opts["warehouse"])
+    if "catalog" in opts:
+        settings = dataclasses.replace(settings, catalog_url=opts["catalog"])
+    return settings
+
+
+def open_catalog(settings: Settings) -> Catalog:
+    # the driver created the catalog's schema; workers only use it
+    return Catalog.from_settings(settings, migrate=False)
+
+
+class Heartbeat:
+    """A daemon thread calling ``beat(catalog)`` every ``period_s`` seconds (first after one
+    period, so short tasks never connect) until ``beat`` returns False or :meth:`stop`."""
+
+    def __init__(self, settings: Settings, beat: Callable[[Catalog], bool]) -> None:
+        self.settings, self.beat = settings, beat
+        self.period_s = max(1.0, settings.txn_timeout_s / 3.0)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="acid-heartbeat")
+
+    def _run(self) -> None:
+        catalog: Catalog | None = None
+        while not self._stop.wait(self.period_s):
+            try:
+                catalog = catalog or open_catalog(self.settings)
+                if not self.beat(catalog):
+                    return
+            except Exception:  # noqa: BLE001 - the next beat retries; expiry is the fallback
+                pass
+
+    def start(self) -> "Heartbeat":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
