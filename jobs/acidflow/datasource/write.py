@@ -13,7 +13,7 @@ from pyspark import TaskContext
 from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from acidflow.acid import conform
+from acidflow.acid import columnar, conform
 from acidflow.acid import files as acid_files
 from acidflow.acid import keys as acid_keys
 from acidflow.acid import partitions as parts
@@ -178,9 +178,10 @@ class AcidWriter(DataSourceArrowWriter):
                 out.append({**files[0], "path": target})
                 continue
             events = pa.concat_tables([acid_files.read_events(tfs, f["path"]) for f in files])
-            written = acid_files.write_event_table(
+            written = columnar.write_event_table(
                 tfs, target, self.spec.columns, events, compression=self.spec.compression,
-                stripe_rows=self.spec.stripe_rows)
+                stripe_rows=self.spec.stripe_rows,
+                bloom_filter_columns=self.spec.bloom_filter_columns())
             assert written is not None  # staged files hold rows
             blobs = [f.get("key_hashes") for f in files]
             hashes = None if any(b is None for b in blobs) else acid_keys.pack_hashes(
