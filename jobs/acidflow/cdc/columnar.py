@@ -39,8 +39,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from itertools import repeat
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import and_, attrgetter, eq, is_not, not_
 from typing import Any, Callable
 
 import numpy as np
@@ -177,24 +177,23 @@ def event_frame(changes: list[Change], columns: list[tuple[str, str]],
         return None
     afters_all = list(map(attrgetter("after"), changes))
     befores_all = list(map(attrgetter("before"), changes))
-    deletes = [i for i, op in enumerate(ops) if op == "D"]
-    writes = [i for i, op in enumerate(ops) if op != "D"]
-    afters = [afters_all[i] for i in writes]
-    if None in afters:
+    is_delete = list(map(eq, ops, repeat("D")))
+    is_write = list(map(not_, is_delete))
+    afters = list(compress(afters_all, is_write))
+    del_befores = list(compress(befores_all, is_delete))
+    if None in afters or None in del_befores:
         return None
-    del_befores = [befores_all[i] for i in deletes]
-    if None in del_befores:
-        return None
-    updates = [afters_all[i] for i in writes if ops[i] == "U"]
     data_names = [c for c, _ in columns if c != chg.POSITION_COLUMN]
-    if not _complete(updates, frozenset(data_names)):
+    is_update = list(map(eq, ops, repeat("U")))
+    if not _complete(list(compress(afters_all, is_update)), frozenset(data_names)):
         return None
-    u_befores = [(befores_all[i], afters_all[i]) for i in writes
-                 if ops[i] == "U" and befores_all[i] is not None]
+    with_before = list(map(and_, is_update, map(is_not, befores_all, repeat(None))))
+    u_befores = list(compress(befores_all, with_before))
+    u_afters = list(compress(afters_all, with_before))
     for k in key_cols:  # a key change (or a key the row path might see as one): row path
-        old = map(dict.get, (b for b, _ in u_befores), repeat(k), repeat(_ABSENT))
-        new = map(dict.get, (a for _, a in u_befores), repeat(k))
-        if any(o is not _ABSENT and o != n for o, n in zip(old, new)):
+        old = list(map(dict.get, u_befores, repeat(k), repeat(_ABSENT)))
+        new = list(map(dict.get, u_afters, repeat(k)))
+        if old != new and any(o is not _ABSENT and o != n for o, n in zip(old, new)):
             return None
     try:
         rows = {n: coerce_column(_column(afters, n), types[n]) for n in data_names}
@@ -208,8 +207,10 @@ def event_frame(changes: list[Change], columns: list[tuple[str, str]],
         return None
     schema = htypes.arrow_schema(columns)
     table = pa.Table.from_arrays([rows[f.name] if f.name in rows else
-                                  pa.nulls(len(writes), f.type) for f in schema], schema=schema)
+                                  pa.nulls(len(afters), f.type) for f in schema], schema=schema)
     # events in input order: writes then deletes, put back in place by one take
+    writes = np.flatnonzero(np.array(is_write, dtype=bool))
+    deletes = np.flatnonzero(np.array(is_delete, dtype=bool))
     where = np.empty(len(ops), dtype=np.int64)
     where[writes] = np.arange(len(writes))
     where[deletes] = np.arange(len(writes), len(ops))
