@@ -374,11 +374,11 @@ def test_key_learning_batch_that_loses_a_write_race_records_the_key_in_the_winni
     apply_file(spark, catalog, str(d / "1.jsonl"), opts)
     f2 = keyed_changes(d)
     keys_seen = []
-    real_write_plan = cdc_apply.write_plan
+    real_write = cdc_apply.write_arrow
 
-    def racing_write_plan(spark_, cat, txn_, table, plan):
-        keys_seen.append(list(cat.get_table(table.name).primary_key))
-        result = real_write_plan(spark_, cat, txn_, table, plan)
+    def racing_write(spark_, txn_, table, inserts, deletes, stats):
+        keys_seen.append(list(catalog.get_table(table.name).primary_key))
+        result = real_write(spark_, txn_, table, inserts, deletes, stats)
         if len(keys_seen) == 1:  # a racer deletes row 4 and commits before the batch does
             with Transaction(catalog, heartbeat_s=0) as racer:
                 t = catalog.get_table("src.acc")
@@ -393,7 +393,7 @@ def test_key_learning_batch_that_loses_a_write_race_records_the_key_in_the_winni
                                                 "rows_deleted": 1})
         return result
 
-    monkeypatch.setattr(cdc_apply, "write_plan", racing_write_plan)
+    monkeypatch.setattr(cdc_apply, "write_arrow", racing_write)
     r = apply_file(spark, catalog, str(f2), opts)
     assert r.status == "applied" and r.attempts == 2
     assert keys_seen == [[], []]   # the lost attempt did not set the key in the catalog

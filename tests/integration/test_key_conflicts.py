@@ -158,17 +158,17 @@ def test_cdc_batch_retries_after_losing_a_write_set_race(catalog, tmp_path, monk
     _accounts(catalog)
     path = _wal2json_file(tmp_path / "wal2json_1.jsonl", 0x100, [(1, "cdc"), (2, "cdc")])
     racer_done = threading.Event()
-    real_write_plan = cdc_apply.write_plan
+    real_write = cdc_apply.write_arrow
 
-    def racing_write_plan(spark, cat, txn, table, plan):
-        result = real_write_plan(spark, cat, txn, table, plan)
+    def racing_write(spark, txn, table, inserts, deletes, stats):
+        result = real_write(spark, txn, table, inserts, deletes, stats)
         if not racer_done.is_set():  # another writer commits key 2 before the batch commits
             racer_done.set()
             with Transaction(catalog, heartbeat_s=0) as racer:
                 racer.upsert("default.accounts", _arrow([(2, "racer"), (9, "racer")]))
         return result
 
-    monkeypatch.setattr(cdc_apply, "write_plan", racing_write_plan)
+    monkeypatch.setattr(cdc_apply, "write_arrow", racing_write)
     caplog.set_level("WARNING", logger="acidflow.cdc.apply")
     options = cdc_apply.CdcOptions(fmt="wal2json", quality_gate=False)
     report = cdc_apply.apply_file(None, catalog, path, options)

@@ -66,6 +66,7 @@ from acidflow.catalog import (
     normalize_table_name,
 )
 from acidflow.cdc import changes as chg
+from acidflow.cdc import columnar
 from acidflow.cdc.tables import table_from_stream, with_position_column
 from acidflow.quality.gx import gate_staged
 from acidflow.quarantine import DEFAULT_THRESHOLD, check_threshold, write_quarantine
@@ -119,6 +120,9 @@ class CdcOptions:
         quality_gate: run each table's expectation suite (``<suite_dir>/<table>.json``, if any)
             on the insert rows of its merge plan before writing (``acidflow.quality.gx``); a failure
             aborts the batch. suite_dir: None = ``acidflow.quality.gx`` default.
+        columnar: plan keyed tables' batches with Arrow columns where the rules allow
+            (``acidflow.cdc.columnar``: complete images, no key changes; the same plan as the
+            row path); False = always the row path (``ACIDFLOW_CDC_COLUMNAR=0`` likewise).
     """
 
     fmt: str = "wal2json"
@@ -132,6 +136,7 @@ class CdcOptions:
     include_tables: list[str] | None = None
     quality_gate: bool = True
     suite_dir: str | None = None
+    columnar: bool = True
 
     def __post_init__(self) -> None:
         if self.fmt not in formats.FORMATS:
@@ -574,17 +579,15 @@ def _apply_table(spark, catalog, txn, table: TableDef, changes_, options: CdcOpt
     columns = _all_columns(table)
     key = list(table.primary_key)
     changes_, truncated = chg.after_last_truncate(changes_)
+    inserts: pa.Table | None = None
+    deletes: pa.Table | None = None
     if key:
-        plan = chg.MergePlan()
-        events = chg.normalize_events(changes_, dict(columns), key, plan)
-        keys = sorted({e.key for e in events}, key=repr)
-        stored = {} if truncated else lookup_stored(
-            spark, catalog, txn, table, keys,
-            full_keys=chg.keys_needing_stored_rows(events, [c for c, _ in columns]),
-            min_position=min((e.position for e in events), default=None))
-        tombs = {} if truncated else _tombstones(catalog, table, [k for k in keys
-                                                                  if k not in stored])
-        chg.fold_events(events, stored, [c for c, _ in columns], options.policies, plan, tombs)
+        fast = None if truncated or not columnar.enabled(options.columnar) else \
+            _plan_columnar(spark, catalog, txn, table, changes_, options)
+        if fast is not None:
+            plan, inserts, deletes = fast.plan, fast.inserts, fast.deletes
+        else:
+            plan = _plan_rows(spark, catalog, txn, table, changes_, options, truncated)
         catalog.add_tombstones(txn.txn_id, table.name,
                                [(key_json(k), pos) for k, pos in plan.tombstones])
     else:
@@ -593,21 +596,58 @@ def _apply_table(spark, catalog, txn, table: TableDef, changes_, options: CdcOpt
         plan = chg.fold_keyless(changes_, columns, candidates)
     bad += plan.bad
     stats = dict(plan.stats, truncated=int(truncated))
-    if options.quality_gate and plan.inserts:  # raising aborts the batch's transaction
-        gate_staged(spark, catalog, table.name, _arrow_rows(plan.inserts, columns),
-                    suite_dir=options.suite_dir)
+    if inserts is None:
+        inserts = _arrow_rows(plan.inserts, columns)
+    if options.quality_gate and inserts.num_rows:  # raising aborts the batch's transaction
+        gate_staged(spark, catalog, table.name, inserts, suite_dir=options.suite_dir)
     if truncated:
         # TRUNCATE then the batch's later changes = INSERT OVERWRITE with the resulting rows
         # (Hive writes base_W for both); every partition is emptied
-        result = txn.insert_overwrite(table.name,
-            spark.createDataFrame(_arrow_rows(plan.inserts, columns)),
+        result = txn.insert_overwrite(table.name, spark.createDataFrame(inserts),
             partitions=_all_partitions(catalog, table) if table.partition_columns else None)
         stats["write_id"], stats["files"] = result.write_id, result.files
-    elif plan.inserts or plan.deletes:
-        result = write_plan(spark, catalog, txn, table, plan)
-        stats["write_id"] = result.write_id
-        stats["files"] = result.files
+    else:
+        if deletes is None:
+            deletes = _delete_rows(table, plan)
+        if inserts.num_rows or deletes.num_rows:
+            result = write_arrow(spark, txn, table, inserts, deletes, plan.stats)
+            stats["write_id"] = result.write_id
+            stats["files"] = result.files
     return stats
+
+
+def _plan_rows(spark, catalog, txn, table: TableDef, changes_, options: CdcOptions,
+               truncated: bool) -> chg.MergePlan:
+    """The row path of a keyed table (``acidflow.cdc.changes``: every case)."""
+    columns = _all_columns(table)
+    names = [c for c, _ in columns]
+    plan = chg.MergePlan()
+    events = chg.normalize_events(changes_, dict(columns), list(table.primary_key), plan)
+    keys = sorted({e.key for e in events}, key=repr)
+    stored = {} if truncated else lookup_stored(
+        spark, catalog, txn, table, keys, full_keys=chg.keys_needing_stored_rows(events, names),
+        min_position=min((e.position for e in events), default=None))
+    tombs = {} if truncated else _tombstones(catalog, table, [k for k in keys
+                                                              if k not in stored])
+    return chg.fold_events(events, stored, names, options.policies, plan, tombs)
+
+
+def _plan_columnar(spark, catalog, txn, table: TableDef, changes_,
+                   options: CdcOptions) -> columnar.ColumnarPlan | None:
+    """The columnar fast path (``acidflow.cdc.columnar``), or None when the batch is not one
+    it takes (then :func:`_plan_rows`)."""
+    columns = _all_columns(table)
+    key = list(table.primary_key)
+    frame = columnar.event_frame(changes_, columns, key)
+    if frame is None or not frame.ops:
+        return None
+    groups = columnar.key_groups(frame)
+    found = lookup_found(spark, catalog, txn, table, groups.keys, _slim_project(table),
+                         min(frame.positions))
+    pcols = [(c.name, c.hive_type) for c in table.partition_columns]
+    return columnar.fold_frame(frame, groups, found,
+                               lambda keys: _tombstones(catalog, table, keys), key, pcols,
+                               options.policies)
 
 
 def _tombstones(catalog, table: TableDef, keys: list[tuple]) -> dict[tuple, str]:
@@ -664,36 +704,50 @@ def lookup_stored(spark: Any, catalog: Any, txn: Any, table: TableDef, keys: lis
         return {}
     key_cols = list(table.primary_key)
     types = dict(_all_columns(table))
-    data_cols = [c.name for c in table.columns]
     full = set(keys) if full_keys is None else set(full_keys) & set(keys)
-    slim_project = list(dict.fromkeys([k for k in key_cols if k in data_cols]
-                                      + [c for c in (chg.POSITION_COLUMN,) if c in data_cols]))
     out: dict[tuple, chg.StoredRow] = {}
-    for subset, project in (([k for k in keys if k not in full], slim_project),
+    for subset, project in (([k for k in keys if k not in full], _slim_project(table)),
                             ([k for k in keys if k in full], None)):
         if not subset:
             continue
         keys_tbl = _arrow_rows([dict(zip(key_cols, k)) for k in subset],
                                [(k, types[k]) for k in key_cols])
-        data_keys = keys_tbl.select([k for k in key_cols if k in data_cols])
-        partitions, buckets = lookup.key_scope_arrow(table, keys_tbl)
-        current = lookup.plan_current(catalog, table, txn, partitions=partitions, buckets=buckets)
-        if project is not None and chg.POSITION_COLUMN in project and min_position is not None:
-            older, rest = lookup.split_by_column_bound(current, chg.POSITION_COLUMN,
-                                                       min_position)
-            parts_found = [lookup.lookup_rows(spark, older, data_keys, project=[
-                c for c in project if c != chg.POSITION_COLUMN])] if older.plan.tasks else []
-            if rest.plan.tasks:
-                parts_found.append(lookup.lookup_rows(spark, rest, data_keys, project=project))
-            found = pa.concat_tables(parts_found, promote_options="default") if parts_found \
-                else lookup.lookup_rows(spark, current, data_keys, project=project)
-        else:
-            found = lookup.lookup_rows(spark, current, data_keys, project=project)
+        found = lookup_found(spark, catalog, txn, table, keys_tbl, project, min_position)
         wanted = set(subset)
         for key, stored in _stored_rows(found, key_cols, types):
             if key in wanted:  # partition key columns are matched here
                 out[key] = stored
     return out
+
+
+def _slim_project(table: TableDef) -> list[str]:
+    """The lookup's columns when no stored value is kept: key columns and ``_cdc_position``
+    (the reader adds the partition columns and ROW__ID)."""
+    data_cols = [c.name for c in table.columns]
+    return list(dict.fromkeys([k for k in table.primary_key if k in data_cols]
+                              + [c for c in (chg.POSITION_COLUMN,) if c in data_cols]))
+
+
+def lookup_found(spark: Any, catalog: Any, txn: Any, table: TableDef, keys_tbl: pa.Table,
+                 project: list[str] | None, min_position: str | None) -> pa.Table:
+    """The stored rows (Arrow, with ROW__ID and the partition columns) whose data key columns
+    match a row of ``keys_tbl`` (the key columns, Arrow types of ``types.arrow_schema``), read
+    as :func:`lookup_stored` describes (``project`` None = every column). Partition key
+    columns are not matched here: the caller matches them. ``_cdc_position`` is NULL (or
+    absent) where it was not read."""
+    data_cols = [c.name for c in table.columns]
+    data_keys = keys_tbl.select([k for k in table.primary_key if k in data_cols])
+    partitions, buckets = lookup.key_scope_arrow(table, keys_tbl)
+    current = lookup.plan_current(catalog, table, txn, partitions=partitions, buckets=buckets)
+    if project is not None and chg.POSITION_COLUMN in project and min_position is not None:
+        older, rest = lookup.split_by_column_bound(current, chg.POSITION_COLUMN, min_position)
+        parts_found = [lookup.lookup_rows(spark, older, data_keys, project=[
+            c for c in project if c != chg.POSITION_COLUMN])] if older.plan.tasks else []
+        if rest.plan.tasks:
+            parts_found.append(lookup.lookup_rows(spark, rest, data_keys, project=project))
+        return pa.concat_tables(parts_found, promote_options="default") if parts_found \
+            else lookup.lookup_rows(spark, current, data_keys, project=project)
+    return lookup.lookup_rows(spark, current, data_keys, project=project)
 
 
 def _stored_rows(found: pa.Table, key_cols: list[str], types: dict[str, str]):
@@ -750,16 +804,30 @@ def _keyless_candidates(spark, catalog, txn, table: TableDef, changes_, columns)
 def write_plan(spark: Any, catalog: Any, txn: Any, table: TableDef,
                plan: chg.MergePlan) -> Any:
     """Write a :class:`acidflow.cdc.changes.MergePlan` as one split-update statement."""
-    columns = _all_columns(table)
+    return write_arrow(spark, txn, table, _arrow_rows(plan.inserts, _all_columns(table)),
+                       _delete_rows(table, plan), plan.stats)
+
+
+def _delete_rows(table: TableDef, plan: chg.MergePlan) -> pa.Table:
+    """The plan's deletes as ``apply_row_changes``' delete events (partition columns,
+    ``owid``, ``bprop``, ``rowid``)."""
     pcols = [(c.name, c.hive_type) for c in table.partition_columns]
-    inserts = _arrow_rows(plan.inserts, columns)
     del_rows = [{**{p: row.get(p) for p, _ in pcols}, "owid": rid[0], "bprop": rid[1],
                  "rowid": rid[2]} for row, rid in plan.deletes]
-    deletes = _arrow_rows(del_rows, pcols + [("owid", "bigint"), ("bprop", "int"),
-                                             ("rowid", "bigint")])
+    return _arrow_rows(del_rows, pcols + [("owid", "bigint"), ("bprop", "int"),
+                                          ("rowid", "bigint")])
+
+
+def write_arrow(spark: Any, txn: Any, table: TableDef, inserts: pa.Table, deletes: pa.Table,
+                stats: dict[str, int]) -> Any:
+    """Write new row versions (``inserts``: the table's columns, ``types.arrow_schema``) and
+    delete events (``deletes``: partition columns, ``owid``, ``bprop``, ``rowid``) as one
+    split-update statement (``Transaction.apply_row_changes``); Spark tasks write them when
+    they exceed :data:`LOCAL_WRITE_ROWS` rows. ``stats``: the plan's statistics (the commit
+    record's counts)."""
     if inserts.num_rows + deletes.num_rows > LOCAL_WRITE_ROWS:
         inserts, deletes = spark.createDataFrame(inserts), spark.createDataFrame(deletes)
-    counts = {k: plan.stats[k] for k in ("rows_inserted", "rows_updated", "rows_deleted")}
+    counts = {k: stats[k] for k in ("rows_inserted", "rows_updated", "rows_deleted")}
     return txn.apply_row_changes(table.name, inserts, deletes,
                                     counts=counts, operation="cdc_merge")
 

@@ -281,6 +281,9 @@ def after_last_truncate(changes: list[Change]) -> tuple[list[Change], bool]:
 
 def new_columns(changes: list[Change], known: set[str]) -> list[str]:
     """Columns present in the changes' images but not in ``known``, in first-seen order."""
+    images = [img for ch in changes for img in (ch.after, ch.before) if img]
+    if set().union(*images) <= known | {POSITION_COLUMN}:  # the common case, at C speed
+        return []
     seen: dict[str, None] = {}
     for ch in changes:
         for img in (ch.after, ch.before):

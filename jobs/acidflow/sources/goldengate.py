@@ -50,7 +50,12 @@ def _gg_image(img: Any, name: str) -> tuple[dict | None, set[str]]:
         return None, set()
     if not isinstance(img, dict):
         raise RecordError(f"'{name}' is not an object")
-    values = {(k.lower() if type(k) is str else str(k).lower()): v for k, v in img.items()}
+    try:  # JSON object keys are strings: lower-cased at C speed
+        values = dict(zip(map(str.lower, img), img.values()))
+    except TypeError:
+        values = {str(k).lower(): v for k, v in img.items()}
+    if "_ismissing" not in "\x00".join(values):  # the common case: no flags at all
+        return values, set()
     flags = [k for k in values if k.endswith("_ismissing")]
     if not flags:
         return values, set()
@@ -109,7 +114,8 @@ def goldengate_record(rec: Any, file_name: str, lineno: int, out: ParsedStream,
     """
     if not isinstance(rec, dict):
         raise RecordError("not a JSON object")
-    _gg_transaction(rec, lineno, txns)
+    if "txind" in rec or "tx_ind" in rec:
+        _gg_transaction(rec, lineno, txns)
     table = rec.get("table")
     if not isinstance(table, str) or "." not in table:
         raise RecordError(f"'table' must be SCHEMA.TABLE, got {table!r}")
@@ -131,7 +137,7 @@ def goldengate_record(rec: Any, file_name: str, lineno: int, out: ParsedStream,
     table = table.lower()
     st = out.table(table, typed=False)
     img = after or before or {}
-    if not st.primary_key or any(n not in st.columns for n in img):  # new columns only
+    if not st.primary_key or not st.columns.keys() >= img.keys():  # new columns only
         st.learn([(n, t) for n, v in img.items() if (t := infer_hive_type(v))],
                  [str(k).lower() for k in pk])
     return [Change(table, op, position, after, before, frozenset(missing),
