@@ -51,13 +51,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from acidflow.acid import types as htypes
 from acidflow.acid import lookup
 from acidflow.acid.transaction import Transaction
 from acidflow.acid.fs import TableFS
 from acidflow.acid.keys import key_json  # the catalog's tombstone key (one rule)
 from acidflow.acid.partitions import parse_partition_path
-from acidflow.acid.snapshot import ROW_ID, split_partitions
+from acidflow.acid.snapshot import split_partitions
 from acidflow.catalog import (
     BatchAlreadyAppliedError,
     Column,
@@ -67,6 +66,7 @@ from acidflow.catalog import (
 )
 from acidflow.cdc import changes as chg
 from acidflow.cdc import columnar
+from acidflow.cdc import stored
 from acidflow.cdc.tables import table_from_stream, with_position_column
 from acidflow.quality.gx import gate_staged
 from acidflow.quarantine import DEFAULT_THRESHOLD, check_threshold, write_quarantine
@@ -570,13 +570,9 @@ def _handle_drift(catalog, table: TableDef, changes_, stream, options: CdcOption
     return catalog.add_columns(table.name, cols)
 
 
-def _all_columns(table: TableDef) -> list[tuple[str, str]]:
-    return [(c.name, c.hive_type) for c in table.columns + table.partition_columns]
-
-
 def _apply_table(spark, catalog, txn, table: TableDef, changes_, options: CdcOptions,
                  bad: list) -> dict[str, Any]:
-    columns = _all_columns(table)
+    columns = stored.all_columns(table)
     key = list(table.primary_key)
     changes_, truncated = chg.after_last_truncate(changes_)
     inserts: pa.Table | None = None
@@ -592,12 +588,12 @@ def _apply_table(spark, catalog, txn, table: TableDef, changes_, options: CdcOpt
                                [(key_json(k), pos) for k, pos in plan.tombstones])
     else:
         candidates = (lambda before, taken: None) if truncated else \
-            _keyless_candidates(spark, catalog, txn, table, changes_, columns)
+            stored.keyless_candidates(spark, catalog, txn, table, changes_, columns)
         plan = chg.fold_keyless(changes_, columns, candidates)
     bad += plan.bad
     stats = dict(plan.stats, truncated=int(truncated))
     if inserts is None:
-        inserts = _arrow_rows(plan.inserts, columns)
+        inserts = stored.arrow_rows(plan.inserts, columns)
     if options.quality_gate and inserts.num_rows:  # raising aborts the batch's transaction
         gate_staged(spark, catalog, table.name, inserts, suite_dir=options.suite_dir)
     if truncated:
@@ -619,43 +615,35 @@ def _apply_table(spark, catalog, txn, table: TableDef, changes_, options: CdcOpt
 def _plan_rows(spark, catalog, txn, table: TableDef, changes_, options: CdcOptions,
                truncated: bool) -> chg.MergePlan:
     """The row path of a keyed table (``acidflow.cdc.changes``: every case)."""
-    columns = _all_columns(table)
+    columns = stored.all_columns(table)
     names = [c for c, _ in columns]
     plan = chg.MergePlan()
     events = chg.normalize_events(changes_, dict(columns), list(table.primary_key), plan)
     keys = sorted({e.key for e in events}, key=repr)
-    stored = {} if truncated else lookup_stored(
+    versions = {} if truncated else stored.lookup_stored(
         spark, catalog, txn, table, keys, full_keys=chg.keys_needing_stored_rows(events, names),
         min_position=min((e.position for e in events), default=None))
-    tombs = {} if truncated else _tombstones(catalog, table, [k for k in keys
-                                                              if k not in stored])
-    return chg.fold_events(events, stored, names, options.policies, plan, tombs)
+    tombs = {} if truncated else stored.tombstones(catalog, table,
+                                                   [k for k in keys if k not in versions])
+    return chg.fold_events(events, versions, names, options.policies, plan, tombs)
 
 
 def _plan_columnar(spark, catalog, txn, table: TableDef, changes_,
                    options: CdcOptions) -> columnar.ColumnarPlan | None:
     """The columnar fast path (``acidflow.cdc.columnar``), or None when the batch is not one
     it takes (then :func:`_plan_rows`)."""
-    columns = _all_columns(table)
+    columns = stored.all_columns(table)
     key = list(table.primary_key)
     frame = columnar.event_frame(changes_, columns, key)
     if frame is None or not frame.ops:
         return None
     groups = columnar.key_groups(frame)
-    found = lookup_found(spark, catalog, txn, table, groups.keys, _slim_project(table),
-                         min(frame.positions))
+    found = stored.lookup_found(spark, catalog, txn, table, groups.keys,
+                                stored.slim_project(table), min(frame.positions))
     pcols = [(c.name, c.hive_type) for c in table.partition_columns]
     return columnar.fold_frame(frame, groups, found,
-                               lambda keys: _tombstones(catalog, table, keys), key, pcols,
+                               lambda keys: stored.tombstones(catalog, table, keys), key, pcols,
                                options.policies)
-
-
-def _tombstones(catalog, table: TableDef, keys: list[tuple]) -> dict[tuple, str]:
-    """Committed CDC delete positions of ``keys`` (keys not stored in the table)."""
-    if not keys:
-        return {}
-    by_json = {key_json(k): k for k in keys}
-    return {by_json[j]: pos for j, pos in catalog.tombstones(table.name, list(by_json)).items()}
 
 
 def _all_partitions(catalog, table: TableDef) -> list[dict[str, Any]]:
@@ -668,144 +656,11 @@ def _all_partitions(catalog, table: TableDef) -> list[dict[str, Any]]:
     return [dict(parse_partition_path(p)) for p in found if p]
 
 
-def _arrow_rows(rows: list[dict], columns: list[tuple[str, str]]) -> pa.Table:
-    """Row dicts as an Arrow table of the columns' Hive types (absent keys are NULL)."""
-    schema = htypes.arrow_schema(columns)
-    return pa.Table.from_arrays(
-        [pa.array([r.get(c) for r in rows], type=f.type) for (c, _), f in zip(columns, schema)],
-        schema=schema)
-
-
-def lookup_stored(spark: Any, catalog: Any, txn: Any, table: TableDef, keys: list[tuple],
-                  full_keys: set[tuple] | None = None, min_position: str | None = None
-                  ) -> dict[tuple, chg.StoredRow]:
-    """The visible versions (at the transaction's snapshot) of ``keys``, read only from the
-    buckets (and partitions) the keys hash to, with the key filter and column projection done
-    inside the ORC readers (``acidflow.acid.snapshot.read_task``): a batch reads the key, position
-    and ROW__ID columns of the buckets it touches, not whole rows.
-
-    Args:
-        keys: key tuples (values as :func:`acidflow.cdc.changes.coerce` returns them).
-        full_keys: keys whose whole stored row is needed (partial updates keep stored values);
-            None = all of them. For the others ``StoredRow.row`` holds only the key, partition
-            and ``_cdc_position`` columns.
-        min_position: the batch's oldest event position. In the files whose ORC statistics
-            show every stored ``_cdc_position`` below it no event can be late against a stored
-            row: their position column (the widest column of the lookup) is not read and
-            their rows' ``StoredRow.position`` is None, which the late-event rule takes as
-            older than any event (as a NULL position). Only the files that may hold a
-            position as new as the batch's oldest event -- usually a few recent deltas, never
-            a base compacted before the batch -- have their positions read
-            (``lookup.split_by_column_bound``).
-    Returns:
-        ``{key tuple: StoredRow}``.
-    """
-    if not keys:
-        return {}
-    key_cols = list(table.primary_key)
-    types = dict(_all_columns(table))
-    full = set(keys) if full_keys is None else set(full_keys) & set(keys)
-    out: dict[tuple, chg.StoredRow] = {}
-    for subset, project in (([k for k in keys if k not in full], _slim_project(table)),
-                            ([k for k in keys if k in full], None)):
-        if not subset:
-            continue
-        keys_tbl = _arrow_rows([dict(zip(key_cols, k)) for k in subset],
-                               [(k, types[k]) for k in key_cols])
-        found = lookup_found(spark, catalog, txn, table, keys_tbl, project, min_position)
-        wanted = set(subset)
-        for key, stored in _stored_rows(found, key_cols, types):
-            if key in wanted:  # partition key columns are matched here
-                out[key] = stored
-    return out
-
-
-def _slim_project(table: TableDef) -> list[str]:
-    """The lookup's columns when no stored value is kept: key columns and ``_cdc_position``
-    (the reader adds the partition columns and ROW__ID)."""
-    data_cols = [c.name for c in table.columns]
-    return list(dict.fromkeys([k for k in table.primary_key if k in data_cols]
-                              + [c for c in (chg.POSITION_COLUMN,) if c in data_cols]))
-
-
-def lookup_found(spark: Any, catalog: Any, txn: Any, table: TableDef, keys_tbl: pa.Table,
-                 project: list[str] | None, min_position: str | None) -> pa.Table:
-    """The stored rows (Arrow, with ROW__ID and the partition columns) whose data key columns
-    match a row of ``keys_tbl`` (the key columns, Arrow types of ``types.arrow_schema``), read
-    as :func:`lookup_stored` describes (``project`` None = every column). Partition key
-    columns are not matched here: the caller matches them. ``_cdc_position`` is NULL (or
-    absent) where it was not read."""
-    data_cols = [c.name for c in table.columns]
-    data_keys = keys_tbl.select([k for k in table.primary_key if k in data_cols])
-    partitions, buckets = lookup.key_scope_arrow(table, keys_tbl)
-    current = lookup.plan_current(catalog, table, txn, partitions=partitions, buckets=buckets)
-    if project is not None and chg.POSITION_COLUMN in project and min_position is not None:
-        older, rest = lookup.split_by_column_bound(current, chg.POSITION_COLUMN, min_position)
-        parts_found = [lookup.lookup_rows(spark, older, data_keys, project=[
-            c for c in project if c != chg.POSITION_COLUMN])] if older.plan.tasks else []
-        if rest.plan.tasks:
-            parts_found.append(lookup.lookup_rows(spark, rest, data_keys, project=project))
-        return pa.concat_tables(parts_found, promote_options="default") if parts_found \
-            else lookup.lookup_rows(spark, current, data_keys, project=project)
-    return lookup.lookup_rows(spark, current, data_keys, project=project)
-
-
-def _stored_rows(found: pa.Table, key_cols: list[str], types: dict[str, str]):
-    """``(key tuple, StoredRow)`` per row of a lookup result (columnar conversion: Arrow's
-    row-wise ``to_pylist`` is several times slower on the ROW__ID struct)."""
-    values = {c: found.column(c).to_pylist() for c in types if c in found.column_names}
-    rid = found.column(ROW_ID).combine_chunks()
-    wids, bids, rids = (rid.field(f).to_pylist() for f in ("writeid", "bucketid", "rowid"))
-    absent = [c for c in types if c not in values]
-    keys = list(zip(*(values[k] for k in key_cols)))
-    for i, key in enumerate(keys):
-        row = {c: v[i] for c, v in values.items()}
-        for c in absent:
-            row[c] = None
-        yield key, chg.StoredRow(row, (wids[i], bids[i], rids[i]), row.get(chg.POSITION_COLUMN))
-
-
-def _keyless_candidates(spark, catalog, txn, table: TableDef, changes_, columns):
-    """A ``match(before, taken)`` function over the stored rows equal to some before image of
-    an update/delete (keyless tables match on every column)."""
-    befores = [c.before for c in changes_ if c.op in ("U", "D") and c.before]
-    if not befores:
-        return lambda before, taken: None
-    names = [c for c, _ in columns if c != chg.POSITION_COLUMN]
-    types = dict(columns)
-    try:
-        rows = [chg.coerce_image(b, types) for b in befores]
-    except chg.CoercionError:
-        rows = []
-    rows = [r for r in rows if r and all(n in r for n in names)]
-    if not rows:
-        return lambda before, taken: None
-    from pyspark.sql import functions as F  # deferred: pyspark is heavy; the CLI imports this
-
-    cand_df = spark.createDataFrame(_arrow_rows(rows, [(n, types[n]) for n in names]))
-    current = lookup.current_rows(spark, catalog, table, txn)
-    cond = None
-    for n in names:
-        term = current[n].eqNullSafe(cand_df[n])
-        cond = term if cond is None else cond & term
-    found = current.join(cand_df.distinct(), on=cond, how="left_semi") \
-        .select(*[F.col(n) for n in names], chg.POSITION_COLUMN, ROW_ID).toArrow()
-    stored = [s for _, s in _stored_rows(found, names, types)]
-
-    def match(before, taken):
-        for s in stored:
-            if s.row_id not in taken and all(s.row.get(n) == before.get(n) for n in names):
-                return s.row, s.row_id
-        return None
-
-    return match
-
-
 def write_plan(spark: Any, catalog: Any, txn: Any, table: TableDef,
                plan: chg.MergePlan) -> Any:
     """Write a :class:`acidflow.cdc.changes.MergePlan` as one split-update statement."""
-    return write_arrow(spark, txn, table, _arrow_rows(plan.inserts, _all_columns(table)),
-                       _delete_rows(table, plan), plan.stats)
+    inserts = stored.arrow_rows(plan.inserts, stored.all_columns(table))
+    return write_arrow(spark, txn, table, inserts, _delete_rows(table, plan), plan.stats)
 
 
 def _delete_rows(table: TableDef, plan: chg.MergePlan) -> pa.Table:
@@ -814,8 +669,8 @@ def _delete_rows(table: TableDef, plan: chg.MergePlan) -> pa.Table:
     pcols = [(c.name, c.hive_type) for c in table.partition_columns]
     del_rows = [{**{p: row.get(p) for p, _ in pcols}, "owid": rid[0], "bprop": rid[1],
                  "rowid": rid[2]} for row, rid in plan.deletes]
-    return _arrow_rows(del_rows, pcols + [("owid", "bigint"), ("bprop", "int"),
-                                          ("rowid", "bigint")])
+    return stored.arrow_rows(del_rows, pcols + [("owid", "bigint"), ("bprop", "int"),
+                                                ("rowid", "bigint")])
 
 
 def write_arrow(spark: Any, txn: Any, table: TableDef, inserts: pa.Table, deletes: pa.Table,

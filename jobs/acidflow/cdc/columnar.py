@@ -300,7 +300,7 @@ def fold_frame(frame: EventFrame, groups: KeyGroups, found: pa.Table,
     Args:
         found: the stored versions of the groups' keys (key columns, partition columns,
             ``_cdc_position`` -- absent or NULL where not read -- and ROW__ID), as
-            ``acidflow.cdc.apply.lookup_found`` returns them.
+            ``acidflow.cdc.stored.lookup_found`` returns them.
         tombstones: ``f(key tuples not stored) -> {key tuple: position of its last delete}``.
     Returns:
         :class:`ColumnarPlan`; None when ``found`` holds a key twice (row path).
