@@ -1,8 +1,8 @@
 """The file-writing half of a write statement: laying rows out by (partition, bucket) and
 writing ACID event files into ``delta_W_W_S`` / ``delete_delta_W_W_S`` / ``base_W``.
 
-Executor side (pickled into ``mapInArrow``): :func:`bucket_ids_task` (Hive's bucket number of
-each row, ``acidflow.acid.bucketing_hash``) and :func:`write_task` (one event file per
+Executor side: :func:`bucket_ids_udf_body` (an Arrow UDF: Hive's bucket number of each row,
+``acidflow.acid.bucketing_hash``) and :func:`write_task` (one event file per
 (partition, bucket) group, written from Arrow columns, ``ROW__ID`` = ``(W, bucket property,
 rowId)``;
 docs/hive-acid-format.md §5). Driver side: :func:`write_inserts` / :func:`write_deletes` shape a
@@ -16,7 +16,7 @@ The writer (bucket) id of an unbucketed table is the Spark partition id, 0..4095
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -175,15 +175,17 @@ def bucket_args(table: TableDesc) -> BucketArgs:
     return names, [types_by_name[k] for k in names], table.num_buckets, table.bucketing_version
 
 
-def bucket_ids_task(batches: Iterable[pa.RecordBatch],
-                    args: BucketArgs) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: append the Hive bucket number of each row as ``_acid_bucket``
-    (``args`` from :func:`bucket_args`)."""
-    names, types, n, version = args
-    for b in batches:
-        ids = bucket_numbers([b.column(k) for k in names], types, n, version)
-        yield pa.RecordBatch.from_arrays(list(b.columns) + [pa.array(ids, pa.int32())],
-                                         names=list(b.schema.names) + [BUCKET_COL])
+def bucket_ids_udf_body(args: BucketArgs) -> Callable[..., pa.Array]:
+    """Executor-side body of the bucket-number Arrow UDF (``args`` from :func:`bucket_args`):
+    a function from the bucket columns (one Arrow array each, in ``bucket_columns`` order) to
+    their rows' ``int32`` Hive bucket numbers. Its type hints tell PySpark it is a scalar
+    Arrow UDF."""
+    _, types, n, version = args
+
+    def bucket_ids(*columns: pa.Array) -> pa.Array:
+        return pa.array(bucket_numbers(list(columns), types, n, version), pa.int32())
+
+    return bucket_ids
 
 
 def bucket_ids_arrow(table: TableDesc, tbl: pa.Table | pa.RecordBatch) -> list[int]:
@@ -371,13 +373,19 @@ def tfs_for(spec: WriteSpec) -> TableFS:
 
 
 def with_buckets(df: "DataFrame", table: TableDesc) -> "DataFrame":
-    """Append ``_acid_bucket`` (Hive bucket number) computed from the table's bucket columns."""
+    """Append ``_acid_bucket`` (Hive bucket number) computed from the table's bucket columns.
+
+    A scalar Arrow UDF (``pyspark.sql.functions.arrow_udf``) over the bucket columns only:
+    the other columns never leave the JVM for this step (a ``mapInArrow`` over whole rows
+    cost a second Arrow round trip of every column on a bucketed load)."""
     # deferred: pyspark stays out of the Arrow-only write path (write_local)
+    from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    schema = T.StructType(df.schema.fields + [T.StructField(BUCKET_COL, T.IntegerType())])
     args = bucket_args(table)
-    return df.mapInArrow(lambda it: bucket_ids_task(it, args), schema)
+    # pyspark 4.3's stubs type only the Iterator forms of arrow_udf, not the scalar one
+    udf = F.arrow_udf(bucket_ids_udf_body(args), T.IntegerType())  # type: ignore[call-overload]
+    return df.withColumn(BUCKET_COL, udf(*[F.col(c) for c in args[0]]))
 
 
 def run_writer(df: "DataFrame", spec: WriteSpec) -> list[FileRow]:
