@@ -385,3 +385,22 @@ def test_randomized_lookups_never_skip_a_stripe_holding_a_key(seed):
                                     absent.select(["a"] if "a" in cols else ["b"]))
             skipped += av.skipped
     assert skipped > 0
+
+
+def test_statistics_that_do_not_count_the_stripes_rows_are_not_used():
+    """Hive 3.1's streaming ingest writes each stripe's column statistics as 0 values, no
+    NULLs, no bounds (found by tests/compat/test_hive31_streaming.py: a lookup skipped the
+    stripes holding its keys and the upsert duplicated them); only statistics that count
+    the stripe's rows may prune it."""
+    from acidflow.acid.orcindex import ColumnStats, consistent_stats
+
+    empty = ColumnStats(values=0, has_null=False)
+    assert consistent_stats(empty, 7) is None
+    assert consistent_stats(empty, 0) is empty
+    exact = ColumnStats(values=7, has_null=False, minimum=2, maximum=10)
+    assert consistent_stats(exact, 7) is exact
+    assert consistent_stats(ColumnStats(values=5, has_null=False, minimum=2, maximum=10), 7) \
+        is None
+    nullable = ColumnStats(values=5, has_null=True, minimum=2, maximum=10)
+    assert consistent_stats(nullable, 7) is nullable
+    assert consistent_stats(ColumnStats(values=None, has_null=None), 7) is None

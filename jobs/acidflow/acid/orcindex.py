@@ -562,6 +562,21 @@ def stats_mask(stats: ColumnStats | None, keys: KeyValues) -> np.ndarray:
     return mask
 
 
+def consistent_stats(stats: ColumnStats | None, rows: int) -> ColumnStats | None:
+    """``stats`` of a key column in a stripe of ``rows`` insert events, or None when they
+    cannot be trusted: every insert event carries a row, so a key column's non-NULL values
+    must number ``rows`` exactly, or at most ``rows`` when the stripe says it has NULLs.
+    Statistics that count fewer values with no NULLs are not a description of the stripe --
+    Hive 3.1's streaming ingest (``OrcRecordUpdater`` flushing intermediate footers) writes
+    every stripe's column statistics as 0 values, no NULLs, no bounds, for stripes that hold
+    rows -- and must not prune it."""
+    if stats is None or stats.values is None:
+        return None
+    if stats.values == rows or (stats.has_null is True and stats.values <= rows):
+        return stats
+    return None
+
+
 def bloom_mask(filters: list[BloomFilter] | None, keys: KeyValues,
                which: np.ndarray | None = None) -> np.ndarray:
     """Which keys (of ``which``, positions; default all) may be in a stripe by its row
@@ -641,7 +656,7 @@ def stripes_to_read(fh: BinaryIO, tail: OrcTailIndex, columns: Sequence[int | No
     for s in range(n):
         alive = np.ones(keys.num_rows, dtype=bool)
         for col, kv in prepared:
-            alive &= stats_mask(tail.column_stats(s, col), kv)
+            alive &= stats_mask(consistent_stats(tail.column_stats(s, col), rows[s]), kv)
         if not alive.any():
             verdict.keep[s] = False
             verdict.by_stats += 1
@@ -733,7 +748,7 @@ def describe_key_columns(fh: BinaryIO, *, acid: bool, positions: Sequence[int | 
             kinds = (BLOOM_FILTER_UTF8,) if domain == TEXT else (BLOOM_FILTER_UTF8, BLOOM_FILTER)
             seen = set()
             for s in range(n):
-                st = tail.column_stats(s, col)
+                st = consistent_stats(tail.column_stats(s, col), tail.stripes[s].rows)
                 d.with_bounds += bool(st is not None and st.minimum is not None)
                 if domain == DEC:
                     continue
