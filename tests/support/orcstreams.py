@@ -28,7 +28,7 @@ def stripe_streams(path: str | Path) -> list[set[tuple[int, int]]]:
     for raw in _msg(tail.footer).get(3, []):
         info = {k: v[0] for k, v in _msg(raw).items()}
         start = info[1] + info.get(2, 0) + info[3]
-        footer = orcfooter._decompress(data[start:start + info[4]], tail.kind)
+        footer = orcfooter.decompress(data[start:start + info[4]], tail.kind)
         out.append({(s.get(1, [0])[0], s.get(2, [0])[0])
                     for s in (_msg(x) for x in _msg(footer).get(1, []))})
     return out

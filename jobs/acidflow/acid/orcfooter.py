@@ -27,9 +27,13 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+import pyarrow as pa
+
 #: ``CompressionKind`` values of ``orc_proto.proto`` this module can rewrite
 COMPRESSION_NONE = 0
 COMPRESSION_ZLIB = 1
+#: readable by :func:`decompress` (the key index reads snappy files too), not rewritable
+COMPRESSION_SNAPPY = 2
 _DEFAULT_BLOCK = 256 * 1024
 
 
@@ -90,20 +94,39 @@ def _fields(buf: bytes) -> Iterator[tuple[int, Any, bytes]]:
         yield number, value, bytes(buf[start:i])
 
 
-def _decompress(data: bytes, kind: int) -> bytes:
+def decompress(data: bytes, kind: int) -> bytes:
+    """Decompress an ORC compressed stream: chunks with 3-byte headers (``length * 2 +
+    isOriginal``, little-endian), each raw deflate (ZLIB), a raw snappy block (SNAPPY) or
+    stored as is (ORC ``OutStream``).
+
+    Args:
+        data: the stream's bytes; kind: ``CompressionKind`` (0 NONE, 1 ZLIB, 2 SNAPPY).
+    Returns:
+        The uncompressed bytes.
+    Raises:
+        OrcFooterError: a truncated chunk header, or another codec.
+    """
     if kind == COMPRESSION_NONE:
         return data
+    if kind not in (COMPRESSION_ZLIB, COMPRESSION_SNAPPY):
+        raise OrcFooterError(f"ORC compression kind {kind} is not supported here")
     out = bytearray()
     i = 0
     while i < len(data):
         if i + 3 > len(data):
-            raise OrcFooterError("truncated compression chunk header in the ORC footer")
+            raise OrcFooterError("truncated compression chunk header in an ORC stream")
         header = data[i] | data[i + 1] << 8 | data[i + 2] << 16
         i += 3
         length, original = header >> 1, header & 1
         chunk = data[i:i + length]
         i += length
-        out += chunk if original else zlib.decompress(chunk, -15)
+        if original:
+            out += chunk
+        elif kind == COMPRESSION_ZLIB:
+            out += zlib.decompress(chunk, -15)
+        else:  # snappy: the raw block starts with its uncompressed length (varint)
+            size, _ = _read_varint(chunk, 0)
+            out += pa.decompress(chunk, decompressed_size=size, codec="snappy").to_pybytes()
     return bytes(out)
 
 
@@ -191,7 +214,7 @@ def read_tail(data: Any, file_offset: int = 0) -> OrcTail:
     if rel < 0:
         raise OrcFooterError(f"the footer ({footer_len} bytes) starts before the "
                              f"{len(view)} bytes given")
-    footer = _decompress(bytes(view[rel:rel + footer_len]), kind)
+    footer = decompress(bytes(view[rel:rel + footer_len]), kind)
     rows: list[int] = []
     names: set[str] = set()
     for number, value, _ in _fields(footer):

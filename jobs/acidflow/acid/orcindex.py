@@ -50,7 +50,7 @@ from typing import Any, BinaryIO, Sequence
 import numpy as np
 import pyarrow as pa
 
-from acidflow.acid.orcfooter import OrcFooterError, _fields, _read_varint
+from acidflow.acid.orcfooter import OrcFooterError, _fields, _read_varint, decompress
 
 # CompressionKind (orc_proto.proto)
 _NONE, _ZLIB, _SNAPPY = 0, 1, 2
@@ -172,30 +172,6 @@ class OrcTailIndex:
                             self.writer_version)
 
 
-def _decompress(data: bytes, codec: int) -> bytes:
-    """Decompress an ORC compressed stream (3-byte chunk headers ``length*2 + isOriginal``)."""
-    if codec == _NONE:
-        return data
-    out = bytearray()
-    i = 0
-    while i < len(data):
-        if i + 3 > len(data):
-            raise OrcIndexError("truncated compression chunk header")
-        header = data[i] | data[i + 1] << 8 | data[i + 2] << 16
-        i += 3
-        length, original = header >> 1, header & 1
-        chunk = data[i:i + length]
-        i += length
-        if original:
-            out += chunk
-        elif codec == _ZLIB:
-            out += zlib.decompress(chunk, -15)
-        else:  # snappy: the raw block starts with its uncompressed length (varint)
-            size, _ = _read_varint(chunk, 0)
-            out += pa.decompress(chunk, decompressed_size=size, codec="snappy").to_pybytes()
-    return bytes(out)
-
-
 def _sint(v: int) -> int:
     """Zigzag-decoded ``sint32``/``sint64``."""
     return (v >> 1) ^ -(v & 1)
@@ -265,7 +241,7 @@ def _read_tail_index(fh: BinaryIO, file_size: int) -> OrcTailIndex:
     stats: list[list[bytes]] = []
     if codec not in (_NONE, _ZLIB, _SNAPPY):
         return OrcTailIndex(codec, block, writer_version, stripes, types, 0, stats, file_size)
-    footer = _decompress(buf[end - footer_len:end], codec)
+    footer = decompress(buf[end - footer_len:end], codec)
     stride = 0
     for number, value, _ in _fields(footer):
         if number == 3:
@@ -277,7 +253,7 @@ def _read_tail_index(fh: BinaryIO, file_size: int) -> OrcTailIndex:
         elif number == 8:
             stride = value
     if meta_len:
-        meta = _decompress(buf[end - footer_len - meta_len:end - footer_len], codec)
+        meta = decompress(buf[end - footer_len - meta_len:end - footer_len], codec)
         for number, value, _ in _fields(meta):
             if number == 1:
                 stats.append([v for n, v, _ in _fields(value) if n == 1])
@@ -375,7 +351,7 @@ def stripe_streams(fh: BinaryIO, tail: OrcTailIndex, stripe: int
     """
     info = tail.stripes[stripe]
     fh.seek(info.offset + info.index_length + info.data_length)
-    footer = _decompress(fh.read(info.footer_length), tail.codec)
+    footer = decompress(fh.read(info.footer_length), tail.codec)
     at = info.offset
     out: dict[tuple[int, int], tuple[int, int]] = {}
     for number, value, _ in _fields(footer):
@@ -412,7 +388,7 @@ def read_bloom_filters(fh: BinaryIO, tail: OrcTailIndex, stripe: int, column: in
         raise OrcIndexError(f"bloom filter stream of column {column} in stripe {stripe} lies "
                             "outside the stripe's index area")
     fh.seek(where[0])
-    filters = _parse_bloom_index(_decompress(fh.read(where[1]), tail.codec))
+    filters = _parse_bloom_index(decompress(fh.read(where[1]), tail.codec))
     return filters or None
 
 
