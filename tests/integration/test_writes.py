@@ -12,7 +12,7 @@ import pyarrow.orc as paorc
 import pytest
 
 from acidflow import reads
-from acidflow.acid import lookup
+from acidflow.acid import lookup, writer
 from acidflow.acid.bucketing import decode_bucket_id, encode_bucket_property
 from acidflow.acid.bucketing_hash import hive_bucket
 from acidflow.acid.conform import DuplicateKeyError, SchemaMismatchError
@@ -178,6 +178,19 @@ def test_bucketed_table_places_rows_with_hive_hash(spark, catalog):
         expected.pop(i)
     got = {r["aid"]: (r["bal"], r["note"]) for r in rows_of(catalog, "acc")}
     assert got == expected
+
+
+@pytest.mark.parametrize("n", [1, 4, 7, 32, 256])
+def test_spark_partition_keys_put_each_bucket_alone_in_its_own_spark_partition(spark, n):
+    """What an unpartitioned bucketed write relies on to skip the sort: Spark's hash
+    repartitioning by ``spark_partition_keys(n)[bucket]`` sends bucket b to partition b."""
+    from pyspark.sql import functions as F
+
+    keys = F.array(*[F.lit(k) for k in writer.spark_partition_keys(n)])
+    df = spark.range(0, 20 * n).select((F.col("id") % n).cast("int").alias("b"))
+    df = df.repartition(n, F.element_at(keys, F.col("b") + F.lit(1)))
+    got = df.rdd.mapPartitionsWithIndex(lambda i, it: [(i, sorted({r.b for r in it}))]).collect()
+    assert got == [(i, [i]) for i in range(n)]
 
 
 def test_partitioned_table_and_insert_overwrite(spark, catalog):

@@ -190,3 +190,14 @@ def test_pyorc_path_for_varchar_and_nested_columns(tmp_path):
     assert meta["hive.acid.stats"] == b"2,0,0"
     assert K.unpack_hashes(out[0]["key_hashes"]).tolist() == \
         K.hash_array([K.key_hash64((1,)), K.key_hash64((2,))]).tolist()
+
+
+def test_a_bucket_arriving_again_after_its_file_closed_is_refused(tmp_path):
+    """Rows of bucket 0, then 1, then 0 again: the second run of bucket 0 would open (and
+    overwrite) bucket_00000, so the task stops instead."""
+    cols = [("id", "bigint")]
+    tbl = pa.table({W.BUCKET_COL: pa.array([0, 1, 0], pa.int32()),
+                    "id": pa.array([1, 2, 3], pa.int64())})
+    with pytest.raises(F.AcidFileError, match="bucket 0 arrived after"):
+        W.write_local(tbl, spec(tmp_path, cols, bucketed=True))
+

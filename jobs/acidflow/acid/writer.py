@@ -15,6 +15,8 @@ The writer (bucket) id of an unbucketed table is the Spark partition id, 0..4095
 """
 from __future__ import annotations
 
+import functools
+import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
@@ -28,7 +30,7 @@ from acidflow.acid import keys as acid_keys
 from acidflow.acid import partitions as parts
 from acidflow.acid.bucketing import (MAX_BUCKET_ID, check_bucket_id, decode_bucket_id,
                                      encode_bucket_property)
-from acidflow.acid.bucketing_hash import bucket_numbers
+from acidflow.acid.bucketing_hash import bucket_numbers, murmur3_32
 from acidflow.acid.fs import TableFS, join, new_claim
 from acidflow.acid.layout import format_base, format_bucket_file, format_delta
 from acidflow.acid.ports import TableDesc
@@ -293,7 +295,8 @@ def write_task(batches: Iterable[pa.RecordBatch], spec: WriteSpec) -> Iterator[p
     Raises:
         ValueError: an unbucketed insert from a Spark partition id above 4095.
         acidflow.acid.files.AcidFileError: delete events out of ROW__ID order (the file being
-            written is removed).
+            written is removed); rows of a (partition, bucket) group after the group's file
+            was closed.
     """
     tfs = tfs_for(spec)
     writer_id = _task_writer_id()
@@ -308,6 +311,7 @@ def write_task(batches: Iterable[pa.RecordBatch], spec: WriteSpec) -> Iterator[p
     results: list[FileRow] = []
     group: _FileGroup | None = None
     claimed: set[str] = set()
+    closed: set[tuple[str, int]] = set()
     try:
         for b in batches:
             n = b.num_rows
@@ -320,7 +324,13 @@ def write_task(batches: Iterable[pa.RecordBatch], spec: WriteSpec) -> Iterator[p
                     list(zip(spec.partition_columns, pvals))) if npc else ""
                 bucket = run.column(npc)[0].as_py() if has_bucket else writer_id
                 if group is None or (group.partition, group.bucket) != (ppath, bucket):
+                    if (ppath, bucket) in closed:
+                        raise acid_files.AcidFileError(
+                            f"{spec.directory(ppath)}: rows of bucket {bucket} arrived after "
+                            "the bucket's file was closed (the task's input is not grouped by "
+                            "partition and bucket)")
                     if group is not None:
+                        closed.add((group.partition, group.bucket))
                         done = group.close()
                         group = None
                         if done is not None:
@@ -423,13 +433,50 @@ def finish_dirs(spec: WriteSpec, file_rows: list[FileRow],
         acid_files.write_acid_version_file(tfs, d)
 
 
+@functools.lru_cache(maxsize=64)
+def spark_partition_keys(n: int) -> tuple[int, ...]:
+    """For each Spark partition p in 0..n-1, an int ``x`` that Spark's hash partitioning sends
+    to p: ``pmod(hash(x), n) == p``, ``hash`` being Spark's ``Murmur3Hash`` with seed 42 (of an
+    ``IntegerType`` value: Murmur3 x86_32 of its four little-endian bytes), which is what
+    ``HashPartitioning.partitionIdExpression`` computes for ``df.repartition(n, expr)``.
+
+    Repartitioning by ``keys[bucket]`` puts each Hive bucket in the Spark partition of its own
+    number, alone: a bucketed write's task then holds one bucket and needs no sort.
+
+    Args:
+        n: the number of partitions, >= 1.
+    Returns:
+        ``n`` ints, the one for partition p at index p (the smallest such non-negative int).
+    """
+    keys: dict[int, int] = {}
+    x = 0
+    while len(keys) < n:
+        p = murmur3_32(struct.pack("<i", x), 42) % n
+        keys.setdefault(p, x)
+        x += 1
+    return tuple(keys[p] for p in range(n))
+
+
 def write_inserts(df: "DataFrame", table: TableDesc, spec: WriteSpec) -> list[FileRow]:
-    """Lay out aligned rows by (partition, bucket) and write insert (or base) events."""
+    """Lay out aligned rows by (partition, bucket) and write insert (or base) events.
+
+    An unpartitioned bucketed table's rows are hash-repartitioned so that Spark partition b
+    holds exactly bucket b (:func:`spark_partition_keys`, no sort: one file per task); with
+    partition columns the rows are repartitioned by (partition, bucket) and sorted within
+    partitions, each task writing its groups one after the other."""
+    # deferred: pyspark stays out of the Arrow-only write path (write_local)
+    from pyspark.sql import functions as F
+
     pcols = [c.name for c in table.partition_columns]
     data_cols = [c.name for c in table.columns]
     if table.num_buckets > 0:
         df = with_buckets(df, table)
-        df = df.repartition(*pcols, BUCKET_COL).sortWithinPartitions(*pcols, BUCKET_COL)
+        if pcols:
+            df = df.repartition(*pcols, BUCKET_COL).sortWithinPartitions(*pcols, BUCKET_COL)
+        else:
+            keys = F.array(*[F.lit(k) for k in spark_partition_keys(table.num_buckets)])
+            df = df.repartition(table.num_buckets,
+                                F.element_at(keys, F.col(BUCKET_COL) + F.lit(1)))
         df = df.select(*pcols, BUCKET_COL, *data_cols)
     else:
         if df.rdd.getNumPartitions() > WRITER_IDS:
