@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pyarrow.orc as paorc
 import pytest
+from pyspark.sql import functions as F
 
 from acidflow import reads
 from acidflow.acid import lookup, writer
@@ -184,8 +185,6 @@ def test_bucketed_table_places_rows_with_hive_hash(spark, catalog):
 def test_spark_partition_keys_put_each_bucket_alone_in_its_own_spark_partition(spark, n):
     """What an unpartitioned bucketed write relies on to skip the sort: Spark's hash
     repartitioning by ``spark_partition_keys(n)[bucket]`` sends bucket b to partition b."""
-    from pyspark.sql import functions as F
-
     keys = F.array(*[F.lit(k) for k in writer.spark_partition_keys(n)])
     df = spark.range(0, 20 * n).select((F.col("id") % n).cast("int").alias("b"))
     df = df.repartition(n, F.element_at(keys, F.col("b") + F.lit(1)))

@@ -200,4 +200,3 @@ def test_a_bucket_arriving_again_after_its_file_closed_is_refused(tmp_path):
                     "id": pa.array([1, 2, 3], pa.int64())})
     with pytest.raises(F.AcidFileError, match="bucket 0 arrived after"):
         W.write_local(tbl, spec(tmp_path, cols, bucketed=True))
-
