@@ -1,6 +1,6 @@
 """Benchmark: a snapshot read through the ``acid`` Spark data source
 (``spark.read.format("acid").load(...)``, PySpark's Python Data Source API) next to
-``acidflow.reads.read_table(spark, ...)`` (the same read tasks run by ``mapInArrow``).
+``acidflow.read.table.read_table(spark, ...)`` (the same read tasks run by ``mapInArrow``).
 
 Table: ``bench.ds_read`` (``id bigint, name string, amount bigint, score double``, 4 buckets on
 id), ``rows`` rows inserted in one statement, then ``deltas`` updates of 1% of the rows each
@@ -30,7 +30,7 @@ def build(spark: Any, catalog: Any, rows: int, deltas: int) -> None:
     """Create and fill the table (see the module doc)."""
     from pyspark.sql import functions as F
 
-    from acidflow.acid.transaction import Transaction
+    from acidflow.engine.transaction import Transaction
     from acidflow.catalog import Column, TableDef
 
     catalog.create_table(TableDef(
@@ -75,7 +75,8 @@ def run(rows: int = 1_000_000, deltas: int = 3, runs: int = 3, work: str | None 
     Raises:
         AssertionError: the two reads disagree (count or hash sum).
     """
-    from acidflow import datasource, reads
+    from acidflow import datasource
+    from acidflow.read import table as reads
     from acidflow.catalog import SqlCatalog
     from acidflow.config import Settings
     from acidflow.spark import get_spark

@@ -99,7 +99,7 @@ def run(rows: int, runs: int, out_dir: str | Path) -> dict:
         [MB, ...]}, "median": {step: s}, "ratio_to_spark_orc": {step: [per run]},
         "median_ratio": {step: x}}``; times in seconds, ratios of the same run.
     """
-    from acidflow.acid.transaction import Transaction
+    from acidflow.engine.transaction import Transaction
     from acidflow.spark import get_spark
 
     out = Path(out_dir)

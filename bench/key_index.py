@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from acidflow.acid import lookup, snapshot
-from acidflow.acid.fs import TableFS
-from acidflow.acid.transaction import Transaction
+from acidflow.engine import lookup
+from acidflow.read import snapshot
+from acidflow.storage.fs import TableFS
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 
 

@@ -18,7 +18,7 @@ acidflow       ``prepare`` (table ``bench.items`` bucketed by ``id``, base loade
                warehouse, timed and checked: the initial-load comparison),
                ``upsert --batch I`` (``acidflow.cdc.apply.apply_file`` of ``batch_I.jsonl``:
                the CDC job users run), ``read`` (snapshot read of every row and column through
-               ``acidflow.reads.read_table``, Spark ``noop`` sink), ``read-ds`` (the same read
+               ``acidflow.read.table.read_table``, Spark ``noop`` sink), ``read-ds`` (the same read
                through the Spark data source, ``spark.read.format("acid")``), ``compact`` (major
                compaction through the compactor's queue and worker, then the cleaner)
 acidflow-s3    ``prepare``, ``upsert``, ``read``: the acidflow steps with the warehouse on S3
@@ -194,7 +194,7 @@ def _acid_tdef():
 
 
 def acidflow_prepare(data: Path, work: Path, batch: int) -> dict:
-    from acidflow.acid.transaction import Transaction
+    from acidflow.engine.transaction import Transaction
 
     spark, jvm = spark_session()
     catalog = _acid_catalog(work)
@@ -233,7 +233,7 @@ def acidflow_upsert(data: Path, work: Path, batch: int, check: bool = True) -> d
 
 
 def _acid_read_local(catalog) -> pa.Table:
-    from acidflow.reads import read_table
+    from acidflow.read.table import read_table
 
     return read_table(None, catalog, TABLE)
 
@@ -243,7 +243,7 @@ def _acid_check(catalog, data: Path, batch: int) -> dict:
 
 
 def acidflow_read(data: Path, work: Path, batch: int) -> dict:
-    from acidflow.reads import read_table
+    from acidflow.read.table import read_table
 
     spark, jvm = spark_session()
     catalog = _acid_catalog(work)

@@ -8,7 +8,7 @@ names, so it is only the reference):
 * spark-native    -- ``df.write.orc`` of the six-column event struct (reference; not usable).
 * pyarrow-mapInArrow -- pyarrow ORC writer inside ``mapInArrow`` (no user metadata: not usable).
 * pyorc-mapPartitions -- ``rdd.mapPartitions`` + our ``EventFileWriter`` (pickled Rows).
-* pyorc-mapInArrow -- ``mapInArrow`` + our ``EventFileWriter`` (what ``acidflow.acid.writer`` uses).
+* pyorc-mapInArrow -- ``mapInArrow`` + our ``EventFileWriter`` (what ``acidflow.engine.writer`` uses).
 
 Run: ``make bench`` or ``.venv/bin/python bench/write_paths.py [rows] [runs]``.
 Writes ``bench/results/write_paths.json``.
@@ -25,8 +25,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.orc as paorc
 
-from acidflow.acid import files as acid_files
-from acidflow.acid.fs import TableFS
+from acidflow.format.orc import files as acid_files
+from acidflow.storage.fs import TableFS
 from acidflow.spark import get_spark
 
 COLUMNS = [("id", "int"), ("amount", "bigint"), ("name", "string"), ("score", "double")]

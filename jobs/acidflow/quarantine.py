@@ -18,8 +18,8 @@ import json
 import re
 from datetime import datetime, timezone
 
-from acidflow.acid.fs import TableFS, join
 from acidflow.sources.records import BadRecord
+from acidflow.storage.fs import TableFS, join
 
 DEFAULT_THRESHOLD = 0.01
 

@@ -8,7 +8,7 @@ housekeeping, no reader registration). Sources:
   and aborted write ids), transactions (SHOW TRANSACTIONS), locks (SHOW LOCKS), the compaction
   queue and history (SHOW COMPACTIONS), commit records, batch records;
 * the files: Hive's ``getAcidState`` per partition directory at the current snapshot
-  (:func:`acidflow.acid.layout.get_acid_state`, the same selection a reader makes), file sizes from
+  (:func:`acidflow.format.layout.get_acid_state`, the same selection a reader makes), file sizes from
   the directory listing.
 
 Times are aware UTC ``datetime`` objects; sizes are bytes; durations are seconds.
@@ -20,10 +20,10 @@ from dataclasses import dataclass, fields, is_dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
-from acidflow.acid.fs import TableFS, join
-from acidflow.acid.layout import bucket_files
-from acidflow.acid.snapshot import split_partitions
-from acidflow.acid.state import acid_state
+from acidflow.storage.fs import TableFS, join
+from acidflow.format.layout import bucket_files
+from acidflow.read.snapshot import split_partitions
+from acidflow.storage.state import acid_state
 from acidflow.catalog import Catalog
 
 #: Aborted transactions older than this are left off the transactions view by default.
@@ -332,7 +332,7 @@ def partition_states(table: Any, valid: Any) -> list[PartitionState]:
     snapshot ``valid`` (a ``ValidWriteIdList``), with sizes from one recursive listing.
 
     Raises:
-        acidflow.acid.layout.NotEnoughHistoryError: a partition has no usable base for ``valid``.
+        acidflow.format.layout.NotEnoughHistoryError: a partition has no usable base for ``valid``.
         ValueError: a ``base_``/``delta_`` name that does not parse.
         OSError: the table location cannot be listed.
     """

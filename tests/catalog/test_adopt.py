@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from acidflow.acid.adoption import AdoptionError
-from acidflow.acid.layout import ValidWriteIdList
+from acidflow.storage.adoption import AdoptionError
+from acidflow.format.layout import ValidWriteIdList
 from acidflow.catalog import TableDef, TableExistsError
 from tests.catalog.conftest import sales_table, sql_only
 

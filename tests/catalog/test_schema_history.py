@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from acidflow.acid.schemaevolution import SchemaChangeError, metastore_compatible
+from acidflow.format.schemaevolution import SchemaChangeError, metastore_compatible
 from acidflow.catalog import CatalogError, Column
 from tests.catalog.conftest import plain_table, sales_table
 

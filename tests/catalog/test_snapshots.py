@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from acidflow.acid.layout import ValidWriteIdList
+from acidflow.format.layout import ValidWriteIdList
 from acidflow.catalog import NoSuchTableError
 
 

@@ -127,7 +127,7 @@ def test_conflict_in_one_table_aborts_the_whole_multi_table_txn(catalog, tables)
 # -- key-level write set (issue 15 finding 1) -------------------------------------------------
 
 def _key_writer(catalog, keys, partition="ds=1", bucket=0, table="sales.orders"):
-    from acidflow.acid.keys import key_hashes
+    from acidflow.format.keys import key_hashes
 
     txn = _writer(catalog, table, partition, "insert")
     catalog.add_write_keys(txn, table, {(partition, bucket): key_hashes([(k,) for k in keys])})
@@ -138,7 +138,7 @@ def test_racing_inserts_of_the_same_new_key_conflict(catalog, tables):
     """issue 15 finding 1: two overlapping transactions insert the same new primary key; the
     second committer is aborted with WriteConflictError naming table, partition, bucket and
     the key's hash, and nothing of it is committed."""
-    from acidflow.acid.keys import key_hash64
+    from acidflow.format.keys import key_hash64
 
     t1 = _key_writer(catalog, [1, 2, 3])
     t2 = _key_writer(catalog, [3, 4])

@@ -58,8 +58,8 @@ from typing import Any, Callable, NamedTuple
 
 import pytest
 
-from acidflow import reads
-from acidflow.acid.writeids import ValidWriteIdList
+from acidflow.read import table as reads
+from acidflow.format.writeids import ValidWriteIdList
 from acidflow.catalog.base import Catalog
 from acidflow.cli.hms import HiveArtifacts, HiveArtifactsMissing
 
@@ -463,7 +463,7 @@ def same_as_acidflow(oracle: Hive31Oracle, catalog: Catalog, name: str,
                      conf: Mapping[str, str | None] | None = None) -> list[Hive31Row]:
     """Hive 3.1.3's rows of the catalog table ``name`` (``acidflow.catalog.Catalog``) under the
     catalog's ValidWriteIdList (now, or as of a write id), asserted equal -- ROW__IDs and
-    partition folders included -- to acidflow's snapshot read (``acidflow.reads.read_table``,
+    partition folders included -- to acidflow's snapshot read (``acidflow.read.table.read_table``,
     pyarrow), through each of Hive's readers in ``modes`` (False: row-by-row, True: vectorized);
     returns the rows of the first. ``conf``: more JobConf keys for Hive's reader (the table's
     ``orc.*`` properties, which Hive copies into a read's conf, are added by default)."""

@@ -1,4 +1,4 @@
-"""``acidflow.acid.bucketing_hash`` against Hive's own Java classes, run in the Spark JVM
+"""``acidflow.format.bucketing_hash`` against Hive's own Java classes, run in the Spark JVM
 through py4j.
 
 PySpark ships Hive 2.3.10 (``hive-serde``, ``hive-exec-core``) and ``hive-storage-api-2.8.1``.
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import pytest
 
-from acidflow.acid.bucketing_hash import (
+from acidflow.format.bucketing_hash import (
     bucket_hash_code,
     bucket_number,
     hive_bucket,

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from acidflow import reads
-from acidflow.acid import snapshot
-from acidflow.acid.files import AcidFileError
-from acidflow.acid.fs import TableFS
-from acidflow.acid.layout import ValidWriteIdList
+from acidflow.read import table as reads
+from acidflow.read import snapshot
+from acidflow.format.orc.files import AcidFileError
+from acidflow.storage.fs import TableFS
+from acidflow.format.layout import ValidWriteIdList
 
 NATION_KEYS = set(range(25))
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from acidflow import reads
-from acidflow.acid.transaction import Transaction
+from acidflow.read import table as reads
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from tests.compat.hive23 import read_with_hive23
 

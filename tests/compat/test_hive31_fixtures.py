@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from acidflow import reads
-from acidflow.acid.layout import ValidWriteIdList
+from acidflow.read import table as reads
+from acidflow.format.layout import ValidWriteIdList
 from tests.compat.hive31 import (
     Hive31Error,
     Hive31Oracle,

@@ -1,5 +1,5 @@
-"""Tables changed by predicate UPDATE, DELETE and MERGE (``acidflow.acid.dml`` /
-``acidflow.acid.merge``) read by Hive 3.1.3's own ACID reader (``tests/compat/hive31.py``)
+"""Tables changed by predicate UPDATE, DELETE and MERGE (``acidflow.engine.statements.dml`` /
+``acidflow.engine.statements.merge``) read by Hive 3.1.3's own ACID reader (``tests/compat/hive31.py``)
 under the catalog's ValidWriteIdList: exactly acidflow's snapshot, ROW__IDs included -- after
 each statement, at an older write id, and after a major compaction and clean. Bucketed keyed,
 partitioned unkeyed."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from acidflow.acid.transaction import Transaction
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig

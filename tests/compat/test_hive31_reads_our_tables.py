@@ -13,9 +13,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from acidflow.acid import files as acid_files
-from acidflow.acid.bucketing import decode_bucket_id, decode_statement_id
-from acidflow.acid.transaction import Transaction
+from acidflow.format.orc import files as acid_files
+from acidflow.format.bucketing import decode_bucket_id, decode_statement_id
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from acidflow.acid.retention import RETAIN_COMMITS
+from acidflow.storage.retention import RETAIN_COMMITS
 from acidflow.catalog import SqlCatalog
 from acidflow.compactor import cleaner
 from acidflow.tableops.restore import restore, rollback

@@ -39,7 +39,7 @@ def dirs(catalog, name: str) -> list[str]:
 
 def clean(catalog) -> None:
     # the demo's reconcile reads are lazy Spark reads: their reader registrations would hold
-    # the cleaner until the heartbeat timeout (acidflow.reads), though they are consumed
+    # the cleaner until the heartbeat timeout (acidflow.read.table), though they are consumed
     report = cleaner.run_cleaner(catalog, reader_timeout_s=0)
     assert not report.waiting, report.waiting
 

@@ -10,7 +10,7 @@ import decimal
 import pyarrow as pa
 import pytest
 
-from acidflow.acid.transaction import Transaction
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.compactor import initiator, worker
 from acidflow.compactor.config import CompactorConfig

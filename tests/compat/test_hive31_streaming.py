@@ -32,11 +32,11 @@ from pymetastore.hive_metastore.ttypes import (
     OpenTxnRequest,
 )
 
-from acidflow import reads
-from acidflow.acid.transaction import Transaction
-from acidflow.acid.bucketing import decode_bucket_id
-from acidflow.acid.bucketing_hash import hive_bucket
-from acidflow.acid.layout import ValidWriteIdList
+from acidflow.read import table as reads
+from acidflow.engine.transaction import Transaction
+from acidflow.format.bucketing import decode_bucket_id
+from acidflow.format.bucketing_hash import hive_bucket
+from acidflow.format.layout import ValidWriteIdList
 from acidflow.catalog import Column, TableDef
 from acidflow.catalog.hms.client import hms_client, to_valid_write_ids, valid_txn_list
 from acidflow.compactor import cleaner, initiator, worker

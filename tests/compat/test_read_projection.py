@@ -7,9 +7,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from acidflow import reads
-from acidflow.acid import snapshot
-from acidflow.acid.fs import TableFS
+from acidflow.read import table as reads
+from acidflow.read import snapshot
+from acidflow.storage.fs import TableFS
 
 CASES = ["trino-nation-delete-deltas", "trino-original-file-nation",
          "trino-original-files-dummy-id", "impala-original-file-alltypes",

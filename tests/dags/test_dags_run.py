@@ -6,7 +6,7 @@ import pytest
 
 from acidflow.catalog import SqlCatalog
 from acidflow.cli.localairflow import airflow_env, dags_test, migrate
-from acidflow.reads import read_table
+from acidflow.read.table import read_table
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 

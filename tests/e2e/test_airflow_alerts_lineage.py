@@ -24,7 +24,7 @@ import pytest
 from aiosmtpd.controller import Controller
 
 from acidflow.catalog import SqlCatalog
-from acidflow.reads import read_table
+from acidflow.read.table import read_table
 from tests.support.airflow_services import AirflowServices, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from acidflow.catalog import SqlCatalog
-from acidflow.reads import read_table
+from acidflow.read.table import read_table
 from tests.support.airflow_services import BIN, AirflowServices
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]

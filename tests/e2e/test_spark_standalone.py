@@ -221,7 +221,7 @@ def test_acid_cdc_dag_on_standalone_cluster(tmp_path):
     from acidflow.catalog import SqlCatalog
     from acidflow.cdc.changes import POSITION_COLUMN
     from acidflow.cli.localairflow import airflow_env, dags_test, migrate
-    from acidflow.reads import read_table
+    from acidflow.read.table import read_table
 
     t0 = time.monotonic()
     wh = tmp_path / "warehouse"

@@ -11,7 +11,7 @@ from acidflow.catalog import BatchInProgressError, Column, SqlCatalog, TableDef
 from acidflow.cdc.apply import CdcOptions, SchemaDriftError, apply_file, apply_path
 from acidflow.cdc.changes import POSITION_COLUMN, Policies
 from acidflow.quarantine import QuarantineThresholdError
-from acidflow.reads import read_table
+from acidflow.read.table import read_table
 from acidflow.tables_config import load_tables_config
 
 pytestmark = pytest.mark.spark
@@ -23,7 +23,7 @@ def merge_path(request, monkeypatch):
     the driver: the defaults for small batches) or Spark (a lookup job and writer tasks, as for
     large scopes). Both must give the same tables."""
     if request.param == "spark":
-        from acidflow.acid import lookup
+        from acidflow.engine import lookup
         from acidflow.cdc import apply
 
         monkeypatch.setattr(lookup, "LOCAL_LOOKUP_BYTES", -1)
@@ -276,7 +276,7 @@ def test_partitioned_table_prunes_by_key_and_keeps_row_ids(spark, catalog, tmp_p
     assert len({(r["region"], tuple(r["ROW__ID"].values())) for r in ids}) == 4
     # the ORC statistics bound every stored position (what lets in-order batches skip reading
     # the position column in their lookup)
-    from acidflow.acid import lookup
+    from acidflow.engine import lookup
 
     table = catalog.get_table("shop.visits")
     known, newest = lookup.stored_column_max(lookup.plan_current(catalog, table, None),
@@ -349,7 +349,7 @@ def test_truncate_then_changes_is_an_insert_overwrite(spark, catalog, tmp_path):
     assert st["truncated"] == 1 and st["rows_inserted"] == 1
     got = rows(spark, catalog, "src.acc", ["id"])
     assert {k: str(v["bal"]) for k, v in got.items()} == {2: "6.00"}
-    from acidflow.reads import acid_state_of
+    from acidflow.read.table import acid_state_of
     t = catalog.get_table("src.acc")
     assert acid_state_of(t.location, catalog.valid_write_ids("src.acc")).base.name == "base_0000002"
 

@@ -19,13 +19,13 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from acidflow.acid.keys import key_json
-from acidflow.acid.transaction import Transaction
+from acidflow.format.keys import key_json
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.cdc import apply as cdc_apply
 from acidflow.cdc.apply import CdcOptions, apply_file
 from acidflow.cdc.changes import POSITION_COLUMN, Policies
-from acidflow.reads import read_table
+from acidflow.read.table import read_table
 
 pytestmark = pytest.mark.spark
 

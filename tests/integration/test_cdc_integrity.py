@@ -24,7 +24,7 @@ from acidflow.cdc.apply import (
 )
 from acidflow.cdc.changes import POSITION_COLUMN
 from acidflow.quarantine import QuarantineThresholdError, quarantine_input_file
-from acidflow.reads import read_table
+from acidflow.read.table import read_table
 from acidflow.sources.records import IncompleteTransactionError, UnreadableFileError
 
 pytestmark = pytest.mark.spark
@@ -364,8 +364,8 @@ def test_key_learning_batch_that_loses_a_write_race_records_the_key_in_the_winni
     its commit record had no schema_change)."""
     import pyarrow as pa
 
-    from acidflow.acid import lookup
-    from acidflow.acid.transaction import Transaction
+    from acidflow.engine import lookup
+    from acidflow.engine.transaction import Transaction
     from acidflow.cdc import apply as cdc_apply
 
     d = tmp_path / "in"

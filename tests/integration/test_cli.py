@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from acidflow.acid.transaction import Transaction
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 
 pytestmark = pytest.mark.spark

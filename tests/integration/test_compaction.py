@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from acidflow import reads
-from acidflow.acid import files as acid_files
-from acidflow.acid.bucketing import encode_bucket_property
+from acidflow.read import table as reads
+from acidflow.format.orc import files as acid_files
+from acidflow.format.bucketing import encode_bucket_property
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig

@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 WORKER = textwrap.dedent("""
     import os, signal, sys
     from acidflow.catalog import SqlCatalog
-    from acidflow.acid import compaction
+    from acidflow.maintenance import compaction
     from acidflow.compactor import worker
     from acidflow.compactor.config import CompactorConfig
     real = compaction.columnar.write_event_table
@@ -43,7 +43,7 @@ WORKER = textwrap.dedent("""
 CLEANER = textwrap.dedent("""
     import os, signal, sys
     from acidflow.catalog import SqlCatalog
-    from acidflow.acid.fs import TableFS
+    from acidflow.storage.fs import TableFS
     from acidflow.compactor import cleaner
     real = TableFS.delete
     calls = []
@@ -78,7 +78,7 @@ def table(warehouse):
     url = f"sqlite:///{warehouse / '_acidflow_catalog.db'}"
     catalog = SqlCatalog(url, warehouse=str(warehouse), txn_timeout_s=300)
     catalog.create_table(TableDef(name="db.k", columns=[Column("id", "int"), Column("s", "string")]))
-    from acidflow.acid.bucketing import encode_bucket_property
+    from acidflow.format.bucketing import encode_bucket_property
     b0 = encode_bucket_property(0, 0)
     at.write(catalog, "db.k", {0: [(i, "a") for i in range(5)], 1: [(i, "b") for i in range(5, 9)]})
     at.write(catalog, "db.k", {0: [(i, "c") for i in range(9, 12)]}, [(1, b0, 0)])

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from acidflow import reads
-from acidflow.acid.transaction import Transaction
+from acidflow.read import table as reads
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -23,7 +23,7 @@ WRITER = textwrap.dedent("""
     import os, signal, sys
     from acidflow.spark import get_spark
     from acidflow.catalog import SqlCatalog
-    from acidflow.acid.transaction import Transaction
+    from acidflow.engine.transaction import Transaction
     spark = get_spark("crash-writer", master="local[1]", **{"spark.ui.enabled": "false"})
     catalog = SqlCatalog(sys.argv[1], warehouse=sys.argv[2])
     txn = Transaction(catalog, heartbeat_s=0)
@@ -85,8 +85,8 @@ KILLED_MID_STATEMENT = textwrap.dedent("""
     import os, signal, sys
     from acidflow.spark import get_spark
     from acidflow.catalog import SqlCatalog
-    from acidflow.acid import transaction
-    from acidflow.acid.transaction import Transaction
+    from acidflow.engine import transaction
+    from acidflow.engine.transaction import Transaction
 
     def die(*args, **kwargs):   # the statement's files are written, its epilogue is not
         print("TXN", txn.txn_id, flush=True)

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from acidflow import datasource, reads
-from acidflow.acid.transaction import Transaction
+from acidflow import datasource
+from acidflow.read import table as reads
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef, WriteConflictError
 from acidflow.compactor import cleaner
 from acidflow.datasource.common import AGENT

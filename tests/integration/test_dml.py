@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from acidflow import reads
-from acidflow.acid import dml
-from acidflow.acid.dml import DmlError
-from acidflow.acid.transaction import Transaction
+from acidflow.read import table as reads
+from acidflow.engine.statements import dml
+from acidflow.engine.statements.dml import DmlError
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import SqlCatalog, TableDef
 from acidflow.catalog.errors import WriteConflictError
 from tests.support import dml_tables

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from acidflow import reads
-from acidflow.acid.transaction import Transaction
+from acidflow.read import table as reads
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from acidflow import history
-from acidflow.acid.layout import NotEnoughHistoryError
-from acidflow.acid.retention import RETAIN_COMMITS, RETAIN_HOURS
+from acidflow.read import history
+from acidflow.format.layout import NotEnoughHistoryError
+from acidflow.storage.retention import RETAIN_COMMITS, RETAIN_HOURS
 from acidflow.catalog import load_catalog
 from acidflow.compactor import cleaner
 from acidflow.tableops.restore import RestoreError, restore, rollback

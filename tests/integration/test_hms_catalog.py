@@ -24,10 +24,10 @@ from pymetastore.hive_metastore.ttypes import (
     OpenTxnRequest,
 )
 
-from acidflow import reads
-from acidflow.acid.adoption import AdoptionError
-from acidflow.acid.layout import ValidWriteIdList
-from acidflow.acid.transaction import Transaction
+from acidflow.read import table as reads
+from acidflow.storage.adoption import AdoptionError
+from acidflow.format.layout import ValidWriteIdList
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import (
     CatalogError,
     Column,

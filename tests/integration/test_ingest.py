@@ -9,7 +9,7 @@ import pytest
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.quarantine import QuarantineThresholdError
 from acidflow.ingest import ingest
-from acidflow.reads import read_table
+from acidflow.read.table import read_table
 
 pytestmark = pytest.mark.spark
 
@@ -159,7 +159,7 @@ def test_rerun_loads_a_quarantined_file_once_it_is_fixed(spark, catalog, tmp_pat
     ledger, and nothing is applied twice. Upsert reruns the same way."""
     import gzip
 
-    from acidflow.acid.transaction import Transaction
+    from acidflow.engine.transaction import Transaction
     from acidflow.catalog.errors import BatchInProgressError
 
     d = tmp_path / "land"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from acidflow import reads
-from acidflow.acid.transaction import Transaction
+from acidflow.read import table as reads
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef, WriteConflictError
 from acidflow.cdc import apply as cdc_apply
 

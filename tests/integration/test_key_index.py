@@ -12,8 +12,9 @@ import random
 import pyarrow as pa
 import pytest
 
-from acidflow.acid import lookup, snapshot
-from acidflow.acid.transaction import Transaction
+from acidflow.engine import lookup
+from acidflow.read import snapshot
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.compactor import initiator, worker
 from acidflow.compactor.config import CompactorConfig
@@ -249,7 +250,7 @@ def test_upsert_through_the_lookup_updates_the_right_rows(catalog):
     rnd = random.Random(7)
     changed = sorted(rnd.sample(range(n), 150)) + list(range(n - 50, n + 50))
     _upsert(catalog, name, _rows("string", sorted(set(changed)), "z"))
-    from acidflow import reads
+    from acidflow.read import table as reads
     rows = reads.read_table(None, catalog, name).to_pylist()
     by_key: dict = {}
     for r in rows:
@@ -291,9 +292,9 @@ def test_hive_written_files_prune_without_missing_a_row(fixtures_dir, case):
     """Hive/Impala-written fixtures (statistics, no bloom filters; original files with
     synthetic ROW__IDs): for every key-indexable column, lookups of sampled values with
     pruning return exactly the rows and ROW__IDs of lookups without it."""
-    from acidflow import reads
-    from acidflow.acid import types as htypes
-    from acidflow.acid.fs import TableFS
+    from acidflow.read import table as reads
+    from acidflow.format import types as htypes
+    from acidflow.storage.fs import TableFS
     path = str(fixtures_dir / case / "table")
     plan = reads.plan_path(path)
     tfs = TableFS(path)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from acidflow.acid.dml import DmlError
-from acidflow.acid.merge import CardinalityViolationError, MergeBuilder, source_partitions
-from acidflow.acid.transaction import Transaction
+from acidflow.engine.statements.dml import DmlError
+from acidflow.engine.statements.merge import CardinalityViolationError, MergeBuilder, source_partitions
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from tests.support import dml_tables
 from tests.support.dml_tables import LAYOUTS, SCHEMA, table_rows, tree

@@ -11,15 +11,15 @@ from pathlib import Path
 import pyorc
 import pytest
 
-from acidflow.acid import files as acid_files
-from acidflow.acid.transaction import Transaction
-from acidflow.acid.fs import TableFS
+from acidflow.format.orc import files as acid_files
+from acidflow.engine.transaction import Transaction
+from acidflow.storage.fs import TableFS
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.cdc.apply import CdcOptions, apply_file
 from acidflow.ingest import ingest
 from acidflow.quality.gx import QualityGateError
 from acidflow.validation import validate
-from acidflow.reads import read_table
+from acidflow.read.table import read_table
 
 pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from acidflow.acid.transaction import Transaction
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.quality import reconcile as R
 from acidflow.sources.postgres import snapshot as pgsource

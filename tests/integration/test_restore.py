@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from acidflow.acid.layout import NotEnoughHistoryError
-from acidflow.acid.retention import RETAIN_COMMITS, RETAIN_HOURS
+from acidflow.format.layout import NotEnoughHistoryError
+from acidflow.storage.retention import RETAIN_COMMITS, RETAIN_HOURS
 from acidflow.catalog import SqlCatalog
 from acidflow.compactor import cleaner
 from acidflow.tableops.restore import RestoreError, restore, rollback

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from acidflow import history, reads
-from acidflow.acid.layout import NotEnoughHistoryError
-from acidflow.acid.retention import RETAIN_COMMITS, RETAIN_HOURS
+from acidflow.read import history
+from acidflow.read import table as reads
+from acidflow.format.layout import NotEnoughHistoryError
+from acidflow.storage.retention import RETAIN_COMMITS, RETAIN_HOURS
 from acidflow.catalog import SqlCatalog
 from acidflow.compactor import cleaner
 from tests.support import history_tables as ht

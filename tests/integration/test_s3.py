@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.orc as paorc
 import pytest
 
-from acidflow import reads
-from acidflow.acid.fs import DirectoryClaimedError, TableFS, new_claim
-from acidflow.acid.transaction import Transaction
+from acidflow.read import table as reads
+from acidflow.storage.fs import DirectoryClaimedError, TableFS, new_claim
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig

@@ -22,11 +22,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from acidflow import reads
-from acidflow.acid import files as acid_files
-from acidflow.acid.conform import SchemaMismatchError
-from acidflow.acid.fs import TableFS
-from acidflow.acid.transaction import Transaction
+from acidflow.read import table as reads
+from acidflow.format.orc import files as acid_files
+from acidflow.engine.conform import SchemaMismatchError
+from acidflow.storage.fs import TableFS
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
@@ -379,7 +379,7 @@ def test_a_writer_that_read_the_old_schema_stops_before_writing(catalog):
     files = files_of(catalog, name)
     with Transaction(catalog, heartbeat_s=0) as txn:
         with pytest.raises(SchemaMismatchError, match="schema changed while"):
-            txn._lock(stale, "shared_write")
+            txn.lock_table(stale, "shared_write")
     assert files_of(catalog, name) == files
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from acidflow.acid.bucketing import encode_bucket_property
-from acidflow.acid.packing import plan_bins, split_rows
+from acidflow.format.bucketing import encode_bucket_property
+from acidflow.format.packing import plan_bins, split_rows
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig

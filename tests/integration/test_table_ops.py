@@ -20,10 +20,10 @@ import pyarrow as pa
 import pyarrow.orc as paorc
 import pytest
 
-from acidflow import reads
-from acidflow.acid.adoption import AdoptionError
-from acidflow.acid.layout import ValidWriteIdList
-from acidflow.acid.transaction import Transaction
+from acidflow.read import table as reads
+from acidflow.storage.adoption import AdoptionError
+from acidflow.format.layout import ValidWriteIdList
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef, TableExistsError
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig

@@ -38,8 +38,8 @@ from pymetastore.hive_metastore.ttypes import (
     Table,
 )
 
-from acidflow import reads
-from acidflow.acid.layout import ValidWriteIdList
+from acidflow.read import table as reads
+from acidflow.format.layout import ValidWriteIdList
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.catalog.hms.client import hms_client
 from acidflow.tableops import adopt as ops

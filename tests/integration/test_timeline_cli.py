@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
-from acidflow import reads
-from acidflow.acid.transaction import Transaction
+from acidflow.read import table as reads
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.cli.app import app
 from acidflow.compactor import cleaner, worker

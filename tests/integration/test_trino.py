@@ -26,9 +26,9 @@ from typing import Any
 
 import pytest
 
-from acidflow import reads
-from acidflow.acid.transaction import Transaction
-from acidflow.acid.writeids import ValidWriteIdList
+from acidflow.read import table as reads
+from acidflow.engine.transaction import Transaction
+from acidflow.format.writeids import ValidWriteIdList
 from acidflow.catalog import Column, SqlCatalog, TableDef, load_catalog
 from acidflow.cli.trino import TrinoMissing, TrinoQueryError, locate_trino
 from acidflow.compactor import cleaner, initiator, worker

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from acidflow import reads
-from acidflow.acid.conform import DuplicateKeyError
-from acidflow.acid.ordering import OrderingFieldError
-from acidflow.acid.transaction import Transaction
+from acidflow.read import table as reads
+from acidflow.engine.conform import DuplicateKeyError
+from acidflow.engine.ordering import OrderingFieldError
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 
 pytestmark = pytest.mark.spark

@@ -10,11 +10,11 @@ import fsspec
 import pyarrow as pa
 import pytest
 
-from acidflow import reads
-from acidflow.acid.compaction import VERIFIED_MARKER, CompactionError, finish_publish
-from acidflow.acid.fs import CLAIM_FILE, DirectoryClaimedError, TableFS, new_claim
-from acidflow.acid.transaction import Transaction
-from acidflow.acid.types import arrow_schema
+from acidflow.read import table as reads
+from acidflow.maintenance.compaction import VERIFIED_MARKER, CompactionError, finish_publish
+from acidflow.storage.fs import CLAIM_FILE, DirectoryClaimedError, TableFS, new_claim
+from acidflow.engine.transaction import Transaction
+from acidflow.format.types import arrow_schema
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.catalog.errors import TableLocationError, WarehouseOwnedError
 from acidflow.catalog.warehouse import WAREHOUSE_MARKER, forget_checks, read_marker

@@ -12,13 +12,14 @@ import pyarrow.orc as paorc
 import pytest
 from pyspark.sql import functions as F
 
-from acidflow import reads
-from acidflow.acid import lookup, writer
-from acidflow.acid.bucketing import decode_bucket_id, encode_bucket_property
-from acidflow.acid.bucketing_hash import hive_bucket
-from acidflow.acid.conform import DuplicateKeyError, SchemaMismatchError
-from acidflow.acid.files import parse_acid_stats, parse_key_index
-from acidflow.acid.transaction import Transaction
+from acidflow.read import table as reads
+from acidflow.engine import lookup
+from acidflow.engine import writer
+from acidflow.format.bucketing import decode_bucket_id, encode_bucket_property
+from acidflow.format.bucketing_hash import hive_bucket
+from acidflow.engine.conform import DuplicateKeyError, SchemaMismatchError
+from acidflow.format.orc.files import parse_acid_stats, parse_key_index
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 
 pytestmark = pytest.mark.spark

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import collections
 
-from acidflow.acid import files as acid_files
-from acidflow.acid.bucketing import decode_bucket_id, encode_bucket_property
-from acidflow.acid.fs import TableFS, join
-from acidflow.acid.layout import format_delta
+from acidflow.format.orc import files as acid_files
+from acidflow.format.bucketing import decode_bucket_id, encode_bucket_property
+from acidflow.storage.fs import TableFS, join
+from acidflow.format.layout import format_delta
 
 
 def write(catalog, name: str, inserts: dict[int, list[tuple]] | None = None,
@@ -51,7 +51,7 @@ def write(catalog, name: str, inserts: dict[int, list[tuple]] | None = None,
 
 def rows(catalog, name: str, **kw) -> list[tuple]:
     """Sorted visible rows (data columns + ROW__ID tuple) read in-process."""
-    from acidflow import reads
+    from acidflow.read import table as reads
 
     table = catalog.get_table(name)
     names = [c.name for c in table.columns + table.partition_columns]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import collections
 from pathlib import Path
 
-from acidflow import reads
-from acidflow.acid.transaction import Transaction
+from acidflow.read import table as reads
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, TableDef
 
 SCHEMA = "id int, v string, amt bigint, region string"

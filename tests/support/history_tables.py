@@ -7,11 +7,11 @@ import collections
 
 import pyarrow as pa
 
-from acidflow import reads
-from acidflow.acid import snapshot
-from acidflow.acid import types as htypes
-from acidflow.acid.compaction import partition_paths
-from acidflow.acid.transaction import Transaction
+from acidflow.read import table as reads
+from acidflow.read import snapshot
+from acidflow.format import types as htypes
+from acidflow.read.snapshot import partition_paths
+from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, TableDef
 from acidflow.compactor import initiator, worker
 from acidflow.compactor.config import CompactorConfig

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acidflow.acid import orcfooter
+from acidflow.format.orc import orcfooter
 
 BLOOM_FILTER = 7
 BLOOM_FILTER_UTF8 = 8

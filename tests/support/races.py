@@ -127,7 +127,7 @@ def upsert_worker(root: str, name: str, index: int, use_spark: bool, cfg: dict) 
     the write and the commit so transactions overlap."""
     import pyarrow as pa
 
-    from acidflow.acid.transaction import Transaction
+    from acidflow.engine.transaction import Transaction
 
     rootp = Path(root)
     conf = RaceConfig(**cfg)
@@ -358,7 +358,7 @@ def run_race(root: Path, cfg: RaceConfig) -> RaceResult:
 
 
 def _table_rows(catalog) -> list[tuple[int, str]]:
-    from acidflow import reads
+    from acidflow.read import table as reads
 
     return [(r["id"], r["v"]) for r in reads.read_table(None, catalog, TABLE).to_pylist()]
 

@@ -8,7 +8,7 @@
 - :func:`metastore_write_ids` and :func:`read_hive_table`: acidflow reads a table that another
   engine (Trino) wrote, as Hive would: the table's ``ValidWriteIdList`` from the metastore
   (``get_valid_write_ids`` for a fresh reader), the files through acidflow's snapshot reader
-  (``acidflow.acid.snapshot.plan_read`` / ``read_arrow``);
+  (``acidflow.read.snapshot.plan_read`` / ``read_arrow``);
 - :func:`register_in_metastore`: makes an acidflow table (written through acidflow's own SQL
   catalog) visible to metastore clients. Until the ``thrift://`` catalog backend writes through
   the metastore itself, this is done by hand: ``create_table`` with Hive's storage descriptor
@@ -43,9 +43,9 @@ from pymetastore.hive_metastore.ttypes import (
     Table,
 )
 
-from acidflow.acid import snapshot
-from acidflow.acid.fs import TableFS
-from acidflow.acid.writeids import ValidWriteIdList
+from acidflow.read import snapshot
+from acidflow.storage.fs import TableFS
+from acidflow.format.writeids import ValidWriteIdList
 from acidflow.catalog import TableDef
 from acidflow.catalog.base import Catalog
 from acidflow.catalog.hms.client import (
@@ -115,7 +115,7 @@ def read_hive_table(metastore_url: str, db: str, name: str, *,
     """acidflow's snapshot of a transactional table registered in the metastore by anyone
     (here Trino): columns and location from ``get_table``, the snapshot from
     :func:`metastore_write_ids` unless ``valid`` is given, the files read in-process by
-    ``acidflow.acid.snapshot`` (base / deltas / delete deltas, ``getAcidState`` rules).
+    ``acidflow.read.snapshot`` (base / deltas / delete deltas, ``getAcidState`` rules).
 
     Raises:
         ValueError: the table is partitioned (not needed by these tests) or not at a file:

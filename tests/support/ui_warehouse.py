@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acidflow.acid.bucketing import encode_bucket_property
+from acidflow.format.bucketing import encode_bucket_property
 from acidflow.catalog import Catalog, Column, TableDef
 from tests.support import acidtables as at
 

@@ -1,4 +1,4 @@
-"""Unit tests of ``acidflow.acid.bucketing`` (BucketCodec) and ``acidflow.acid.bucketing_hash``
+"""Unit tests of ``acidflow.format.bucketing`` (BucketCodec) and ``acidflow.format.bucketing_hash``
 (Hive's bucketing hash); pure Python, no Spark.
 
 Where expected numbers come from:
@@ -21,7 +21,7 @@ from decimal import Decimal
 
 import pytest
 
-from acidflow.acid.bucketing import (
+from acidflow.format.bucketing import (
     MAX_BUCKET_ID,
     MAX_STATEMENT_ID,
     BucketCodec,
@@ -29,7 +29,7 @@ from acidflow.acid.bucketing import (
     decode_statement_id,
     encode_bucket_property,
 )
-from acidflow.acid.bucketing_hash import (
+from acidflow.format.bucketing_hash import (
     MURMUR3_DEFAULT_SEED,
     bucket_hash_code,
     bucket_number,
@@ -533,7 +533,7 @@ def test_bucket_numbers_vectorised_equal_row_by_row(types, version):
 
     import pyarrow as pa
 
-    from acidflow.acid.bucketing_hash import bucket_numbers, hive_bucket
+    from acidflow.format.bucketing_hash import bucket_numbers, hive_bucket
 
     rng = random.Random(7)
     edge = {"bigint": [0, -1, 2**63 - 1, -2**63, None], "int": [0, -1, 2**31 - 1, -2**31, None],
@@ -550,7 +550,7 @@ def test_bucket_numbers_vectorised_equal_row_by_row(types, version):
 
 
 def test_bucket_numbers_rejects_out_of_range_int():
-    from acidflow.acid.bucketing_hash import bucket_numbers
+    from acidflow.format.bucketing_hash import bucket_numbers
 
     with pytest.raises(ValueError, match="int bucket column"):
         bucket_numbers([[2**40]], ["int"], 4)

@@ -14,11 +14,11 @@ import pyarrow as pa
 import pyorc
 import pytest
 
-from acidflow.acid import files as F
-from acidflow.acid import keys as K
-from acidflow.acid import writer as W
-from acidflow.acid.bucketing import encode_bucket_property
-from acidflow.acid.fs import TableFS
+from acidflow.format.orc import files as F
+from acidflow.format import keys as K
+from acidflow.engine import writer as W
+from acidflow.format.bucketing import encode_bucket_property
+from acidflow.storage.fs import TableFS
 from tests.unit.test_event_table_writer import ALL_TYPES, ROWS
 
 UTC = dt.timezone.utc

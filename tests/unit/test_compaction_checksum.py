@@ -8,8 +8,8 @@ import decimal
 import pyarrow as pa
 import pytest
 
-from acidflow.acid import compaction as C
-from acidflow.acid import snapshot
+from acidflow.maintenance import compaction as C
+from acidflow.read import snapshot
 
 NAMES = ["i", "s", "ts", "m", "d", "b", "bi", "day"]
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from acidflow.acid.compaction import plan_compaction
-from acidflow.acid.layout import DirEntry, ValidWriteIdList
+from acidflow.maintenance.compaction import plan_compaction
+from acidflow.format.layout import DirEntry, ValidWriteIdList
 from acidflow.compactor.cleaner import capped_list
 from acidflow.compactor.config import CompactorConfig, no_auto_compaction
 from acidflow.compactor.fsck import check_layout, duplicate_row_ids
 from acidflow.compactor.initiator import (PartitionStats, decide, determine_compaction_type,
                                       failed_too_often)
-from acidflow.acid.layout import get_acid_state
+from acidflow.format.layout import get_acid_state
 
 CFG = CompactorConfig()
 

@@ -13,10 +13,10 @@ import pyarrow.orc as paorc
 import pyorc
 import pytest
 
-from acidflow.acid import columnar as C
-from acidflow.acid import files as F
-from acidflow.acid import orcfooter
-from acidflow.acid.fs import TableFS
+from acidflow.format.orc import columnar as C
+from acidflow.format.orc import files as F
+from acidflow.format.orc import orcfooter
+from acidflow.storage.fs import TableFS
 from tests.support import orcstreams
 
 ALL_TYPES = [("b", "boolean"), ("t", "tinyint"), ("s", "smallint"), ("i", "int"), ("g", "bigint"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from acidflow.acid.layout import DirEntry, ValidWriteIdList, get_acid_state
+from acidflow.format.layout import DirEntry, ValidWriteIdList, get_acid_state
 from acidflow.compactor.fsck import (WRITE_ID_COL, OpenWrite, WriteIdView, check_layout,
                                      classify_dir, duplicate_keys)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from acidflow.acid.adoption import AdoptionError, check_adoptable, scan_table_dirs
-from acidflow.acid.layout import ValidWriteIdList
+from acidflow.storage.adoption import AdoptionError, check_adoptable, scan_table_dirs
+from acidflow.format.layout import ValidWriteIdList
 from acidflow.catalog import Column, TableDef
 from acidflow.tableops import adopt as ops
 from acidflow.tableops.ddl import (

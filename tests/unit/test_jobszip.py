@@ -23,7 +23,9 @@ def _names(tmp_path) -> list[str]:
 def test_zip_holds_what_executors_run(tmp_path):
     names = _names(tmp_path)
     for prefix in ("acidflow/__init__.py", "acidflow/entry.py", "acidflow/spark.py",
-                   "acidflow/config.py", "acidflow/acid/", "acidflow/catalog/", "acidflow/cdc/",
+                   "acidflow/config.py", "acidflow/format/", "acidflow/format/orc/", "acidflow/storage/",
+                   "acidflow/read/", "acidflow/engine/statements/", "acidflow/maintenance/",
+                   "acidflow/catalog/", "acidflow/cdc/",
                    "acidflow/compactor/", "acidflow/quality/", "acidflow/ingest",
                    "acidflow/catalog/sql/migrations/env.py",
                    "acidflow/catalog/sql/migrations/versions/"):

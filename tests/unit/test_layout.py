@@ -1,4 +1,4 @@
-"""Unit tests for acidflow.acid.layout (pure: no I/O, no Spark).
+"""Unit tests for acidflow.format.layout (pure: no I/O, no Spark).
 
 Expected values are derived by hand from Hive's rules (AcidUtils, ValidReaderWriteIdList,
 ValidCompactorWriteIdList, TxnUtils.createValidCompactWriteIdList; see
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from acidflow.acid.layout import (
+from acidflow.format.layout import (
     ACID_FORMAT_VERSION,
     ACID_VERSION_FILE,
     BASE_PREFIX,

@@ -1,4 +1,4 @@
-"""``acidflow.acid.orcindex`` against real ORC files of every writer we meet: pyarrow and pyorc
+"""``acidflow.format.orc.orcindex`` against real ORC files of every writer we meet: pyarrow and pyorc
 (ORC C++), Hive 3.1.3's ORC Java writer (``orc.bloom.filter.write.version`` utf8 and original:
 BLOOM_FILTER_UTF8 only, or legacy BLOOM_FILTER too), Spark 4's ORC 2.3 Java writer (ORC-203
 truncated string statistics), and the Hive-written fixtures. Ground truth is the file's own
@@ -19,7 +19,7 @@ import pyarrow.orc as paorc
 import pyorc
 import pytest
 
-from acidflow.acid import orcindex as oi
+from acidflow.format.orc import orcindex as oi
 
 ROWS = 30000
 JAVA_WRITER = Path(__file__).resolve().parents[1] / "support" / "OrcBloomWrite.java"
@@ -392,7 +392,7 @@ def test_statistics_that_do_not_count_the_stripes_rows_are_not_used():
     NULLs, no bounds (found by tests/compat/test_hive31_streaming.py: a lookup skipped the
     stripes holding its keys and the upsert duplicated them); only statistics that count
     the stripe's rows may prune it."""
-    from acidflow.acid.orcindex import ColumnStats, consistent_stats
+    from acidflow.format.orc.orcindex import ColumnStats, consistent_stats
 
     empty = ColumnStats(values=0, has_null=False)
     assert consistent_stats(empty, 7) is None

@@ -1,11 +1,11 @@
-"""The late-event rule (acidflow.acid.ordering) in its scalar and Arrow forms, and that the CDC
+"""The late-event rule (acidflow.engine.ordering) in its scalar and Arrow forms, and that the CDC
 fold follows the same rule (ties: the stored version stays)."""
 from __future__ import annotations
 
 import pyarrow as pa
 import pytest
 
-from acidflow.acid import ordering
+from acidflow.engine import ordering
 from acidflow.catalog import Column, TableDef
 from acidflow.cdc import changes as chg
 from acidflow.sources.records import Change

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from acidflow.acid.bucketing import encode_bucket_property
+from acidflow.format.bucketing import encode_bucket_property
 from acidflow.quality import gx
 from acidflow.quality.invariants import check_bucket_file, check_key_index, check_sorted
 

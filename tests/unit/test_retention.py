@@ -1,4 +1,4 @@
-"""The retention rule (acidflow.acid.retention), pure: the oldest retained write id from the
+"""The retention rule (acidflow.storage.retention), pure: the oldest retained write id from the
 commit records and the two properties, the property checks, and the break points that stand
 for every retained high watermark."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from acidflow.acid import retention as rt
-from acidflow.acid.layout import (DirEntry, NotEnoughHistoryError, ValidWriteIdList,
+from acidflow.storage import retention as rt
+from acidflow.format.layout import (DirEntry, NotEnoughHistoryError, ValidWriteIdList,
                                   format_base, format_delta, get_acid_state)
 from acidflow.catalog import Column, TableDef
 

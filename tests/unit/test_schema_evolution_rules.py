@@ -1,4 +1,4 @@
-"""Schema evolution rules (``acidflow.acid.schemaevolution``): the metastore's type-change rule
+"""Schema evolution rules (``acidflow.format.schemaevolution``): the metastore's type-change rule
 (Hive 3.1 ``ColumnType.areColTypesCompatible`` on ``getTypeName``) and acidflow's stricter
 widening rule. ``tests/catalog/test_schema_history.py`` checks the first against a real Hive
 3.1.3 metastore."""
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from acidflow.acid.schemaevolution import (SchemaChangeError, check_type_change,
+from acidflow.format.schemaevolution import (SchemaChangeError, check_type_change,
                                            metastore_compatible, type_change_problem)
 from acidflow.catalog.schemahistory import SchemaVersion, renames_of, rewrites
 
@@ -88,7 +88,7 @@ def test_float_to_double_reads_as_hive_converts_it():
     """Hive's ORC reader widens a float through its shortest decimal text."""
     import pyarrow as pa
 
-    from acidflow.acid.schemaevolution import read_as
+    from acidflow.format.schemaevolution import read_as
 
     col = pa.array([0.1, 1 / 3, None, 16777216.0, float("inf")], pa.float32())
     assert read_as(col, pa.float64()).to_pylist() == [0.1, 0.33333334, None, 16777216.0,

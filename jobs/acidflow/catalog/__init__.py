@@ -15,7 +15,6 @@ metastore (``thrift://host:port``) with a SQL side catalog (docs/hms-catalog.md)
     ...
     cat.commit_transaction(txn, stats={"db.t": {"rows_inserted": 10}})
 """
-from acidflow.acid.hivetypes import normalize_hive_type
 from acidflow.catalog.base import Catalog, load_catalog, register_backend
 from acidflow.catalog.errors import (
     BatchAlreadyAppliedError,
@@ -30,6 +29,7 @@ from acidflow.catalog.errors import (
     TxnNotOpenError,
     WriteConflictError,
 )
+from acidflow.catalog.hms.catalog import HiveMetastoreCatalog, make_hms_catalog
 from acidflow.catalog.records import (
     COMPACTION_STATES,
     COMPACTION_TYPES,
@@ -43,7 +43,6 @@ from acidflow.catalog.records import (
     ReaderInfo,
     TxnInfo,
 )
-from acidflow.catalog.hms.catalog import HiveMetastoreCatalog, make_hms_catalog
 from acidflow.catalog.sql import SqlCatalog, alembic_config, head_revision
 from acidflow.catalog.tabledef import (
     Column,
@@ -52,6 +51,7 @@ from acidflow.catalog.tabledef import (
     parse_partition_spec,
     split_table_name,
 )
+from acidflow.format.hivetypes import normalize_hive_type
 
 # The SQL backend serves every URL that no other backend claims; thrift:// is the metastore.
 register_backend(None, SqlCatalog)

@@ -28,9 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from acidflow.acid.fs import TableFS
-from acidflow.acid.layout import ValidWriteIdList
-from acidflow.acid.state import register_txn_state
 from acidflow.catalog.errors import CatalogError, NoSuchTransactionError
 from acidflow.catalog.records import (
     BatchInfo,
@@ -40,10 +37,18 @@ from acidflow.catalog.records import (
     ReaderInfo,
     TxnInfo,
 )
-from acidflow.catalog.schemahistory import SchemaVersion, pick_version, renames_of, rewrites
+from acidflow.catalog.schemahistory import (
+    SchemaVersion,
+    pick_version,
+    renames_of,
+    rewrites,
+)
 from acidflow.catalog.tabledef import Column, TableDef
 from acidflow.catalog.warehouse import check_owner
 from acidflow.config import Settings, load_settings
+from acidflow.format.layout import ValidWriteIdList
+from acidflow.storage.fs import TableFS
+from acidflow.storage.state import register_txn_state
 
 #: Makes a catalog: ``factory(url, *, warehouse=..., migrate=..., **kwargs) -> Catalog``.
 CatalogFactory = Callable[..., "Catalog"]
@@ -181,7 +186,7 @@ class Catalog(abc.ABC):
     def register_visibility(self) -> None:
         """On an object-store warehouse (``s3://``...): register :meth:`visibility_state` as
         the ``_v<T>`` lookup of every directory under :attr:`warehouse`
-        (:func:`acidflow.acid.state.register_txn_state`), so readers, the initiator and the
+        (:func:`acidflow.storage.state.register_txn_state`), so readers, the initiator and the
         cleaner of this process ignore the output of a compaction until its transaction
         commits (the compactor writes it there under its final ``_v<T>`` name, no rename).
         Backends call it once constructed; local warehouses register nothing (their
@@ -271,7 +276,7 @@ class Catalog(abc.ABC):
         Raises:
             ValueError: invalid definition (:meth:`TableDef.validate`).
             TableExistsError: the name is taken.
-            acidflow.acid.adoption.AdoptionError (a ``ValueError``): the location is missing or
+            acidflow.storage.adoption.AdoptionError (a ``ValueError``): the location is missing or
                 not a directory; a base/delta directory naming a write id above the high
                 watermark (Hive never wrote it under this history; names the directory); data
                 at an unexpected depth; open/aborted ids outside 1..hwm.
@@ -362,7 +367,7 @@ class Catalog(abc.ABC):
         (:meth:`schema_for`), so the change is visible exactly when the transaction commits.
         ``change["renames"]`` (``{old: new}``) renames primary key, bucketing and ordering
         columns too. The caller checks acidflow's rules
-        (:mod:`acidflow.acid.schemaevolution`, ``acidflow.tableops.schema``); the catalog
+        (:mod:`acidflow.format.schemaevolution`, ``acidflow.tableops.schema``); the catalog
         checks names and, unless ``change["rewrite"]``, the metastore's positional type rule
         (``hive.metastore.disallow.incompatible.col.type.changes``).
 
@@ -372,7 +377,7 @@ class Catalog(abc.ABC):
         Returns:
             The updated definition.
         Raises:
-            acidflow.acid.schemaevolution.SchemaChangeError: bad or repeated names, or a type
+            acidflow.format.schemaevolution.SchemaChangeError: bad or repeated names, or a type
                 change the metastore refuses (names table and columns).
             CatalogError: the transaction has no write id on the table.
             NoSuchTableError, NoSuchTransactionError, TxnAbortedError, TxnNotOpenError.
@@ -580,9 +585,9 @@ class Catalog(abc.ABC):
 
         Args:
             scopes: ``{(partition spec or None = every partition, bucket or -1 = every
-                bucket): hashes}``; hashes are ``acidflow.acid.keys.key_hash64`` values as a
+                bucket): hashes}``; hashes are ``acidflow.format.keys.key_hash64`` values as a
                 ``uint64`` numpy array, or ``None`` = the whole scope (more than
-                ``acidflow.acid.keys.MAX_KEYS_PER_SCOPE`` keys; any key write there overlaps).
+                ``acidflow.format.keys.MAX_KEYS_PER_SCOPE`` keys; any key write there overlaps).
         Raises:
             ValueError: a partition spec not matching the table.
             NoSuchTableError, NoSuchTransactionError, TxnAbortedError, TxnNotOpenError.
@@ -697,7 +702,7 @@ class Catalog(abc.ABC):
         * ``min_open_write_id`` = lowest open exception, ``None`` when there is none.
 
         Returns:
-            ``acidflow.acid.layout.ValidWriteIdList``.
+            ``acidflow.format.layout.ValidWriteIdList``.
         Raises:
             NoSuchTableError, NoSuchTransactionError (``txn_id`` unknown),
             ValueError (negative ``as_of_write_id``).

@@ -93,8 +93,8 @@ class WriteConflictError(TxnAbortedError):
     Also raised by the key-level write set of keyed tables (issue 15): both transactions wrote
     the same primary key (an insert, or the new version of an update), so committing both would
     leave two live rows for it. ``key_hash`` then names the key's 64-bit hash
-    (``acidflow.acid.keys.key_hash64``; ``None`` when a whole bucket was recorded, see
-    ``acidflow.acid.keys.MAX_KEYS_PER_SCOPE``) and ``bucket`` the bucket (-1 = any).
+    (``acidflow.format.keys.key_hash64``; ``None`` when a whole bucket was recorded, see
+    ``acidflow.format.keys.MAX_KEYS_PER_SCOPE``) and ``bucket`` the bucket (-1 = any).
 
     Attributes:
         txn_id: the transaction that was aborted.

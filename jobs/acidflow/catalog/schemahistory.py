@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from acidflow.acid.writeids import ValidWriteIdList
 from acidflow.catalog.tabledef import Column
+from acidflow.format.writeids import ValidWriteIdList
 
 __all__ = ["SchemaVersion", "pick_version", "columns_to_json", "columns_from_json", "renames_of",
            "rewrites"]

@@ -3,7 +3,7 @@
 :class:`TableDef` is the Hive table of a full-ACID ORC table (``TBLS`` + ``COLUMNS_V2`` +
 ``PARTITION_KEYS`` + ``BUCKETING_COLS`` + ``TABLE_PARAMS`` in the metastore; a ``Table`` thrift
 object over HMS); :class:`Column` one of its columns. Hive type strings are normalised by the one
-Hive type parser, :func:`acidflow.acid.hivetypes.normalize_hive_type`.
+Hive type parser, :func:`acidflow.format.hivetypes.normalize_hive_type`.
 
 Names: tables are ``db.table`` in lower case (a bare ``t`` is ``default.t``), partitions are
 spec strings ``"k=v/k2=v2"`` (Hive's partition name, keys in table order).
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, ClassVar
 
-from acidflow.acid.bucketing import MAX_BUCKET_ID
-from acidflow.acid.hivetypes import normalize_hive_type
-from acidflow.acid.retention import check_retention_properties
+from acidflow.format.bucketing import MAX_BUCKET_ID
+from acidflow.format.hivetypes import normalize_hive_type
+from acidflow.storage.retention import check_retention_properties
 
 DEFAULT_DB = "default"
 #: Properties every acidflow table carries (Hive: full ACID = ``transactional='true'`` with the
@@ -362,7 +362,7 @@ def check_fixed_properties(table: str, props: dict[str, str], bucketing_version:
     Raises:
         ValueError: ``transactional`` / ``transactional_properties`` other than
             ``'true'`` / ``'default'``, a ``bucketing_version`` property that disagrees, or a
-            bad ``acidflow.history.retain.*`` value (``acidflow.acid.retention``).
+            bad ``acidflow.history.retain.*`` value (``acidflow.storage.retention``).
     """
     for key, value in TABLE_PROPERTIES_FIXED.items():
         if str(props.get(key, value)).lower() != value:

@@ -25,9 +25,9 @@ import threading
 import time
 from datetime import datetime, timezone
 
-from acidflow.acid.fs import TableFS, join
 from acidflow.catalog.errors import TableLocationError, WarehouseOwnedError
 from acidflow.catalog.tabledef import EXTERNAL_PROPERTY
+from acidflow.storage.fs import TableFS, join
 
 #: the owner marker's name at the warehouse root (``_``: hidden from ACID listings)
 WAREHOUSE_MARKER = "_acidflow_warehouse.json"

@@ -51,12 +51,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from acidflow.acid import lookup
-from acidflow.acid.transaction import Transaction
-from acidflow.acid.fs import TableFS
-from acidflow.acid.keys import key_json  # the catalog's tombstone key (one rule)
-from acidflow.acid.partitions import parse_partition_path
-from acidflow.acid.snapshot import split_partitions
 from acidflow.catalog import (
     BatchAlreadyAppliedError,
     Column,
@@ -65,11 +59,15 @@ from acidflow.catalog import (
     normalize_table_name,
 )
 from acidflow.cdc import changes as chg
-from acidflow.cdc import columnar
-from acidflow.cdc import stored
+from acidflow.cdc import columnar, stored
 from acidflow.cdc.tables import table_from_stream, with_position_column
+from acidflow.engine import lookup
+from acidflow.engine.transaction import Transaction
+from acidflow.format.keys import key_json  # the catalog's tombstone key (one rule)
+from acidflow.format.partitions import parse_partition_path
 from acidflow.quality.gx import gate_staged
 from acidflow.quarantine import DEFAULT_THRESHOLD, check_threshold, write_quarantine
+from acidflow.read.snapshot import split_partitions
 from acidflow.sources import formats
 from acidflow.sources.records import (
     Change,
@@ -77,6 +75,7 @@ from acidflow.sources.records import (
     ParsedStream,
     UnreadableFileError,
 )
+from acidflow.storage.fs import TableFS
 from acidflow.tables_config import load_tables_config
 
 log = logging.getLogger(__name__)
@@ -532,7 +531,9 @@ def _learn_primary_key(spark: Any, catalog: Any, txn: Any, table: TableDef,
     if missing:
         raise SchemaDriftError(f"{path}: primary key ({', '.join(key)}) of {source_name} names "
                                f"column(s) {missing} that {table.name} does not have")
-    from pyspark.sql import functions as F  # deferred: pyspark is heavy; the CLI imports this
+    from pyspark.sql import (
+        functions as F,  # deferred: pyspark is heavy; the CLI imports this
+    )
 
     current = lookup.current_rows(spark, catalog, table, txn, row_id=False, project=key)
     null_key = None

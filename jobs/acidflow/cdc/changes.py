@@ -6,7 +6,7 @@ new row versions to insert -- Hive's split-update (docs/hive-acid-format.md §5)
 statistics the commit record keeps. The rules, in the order they apply:
 
 1. **Late events.** An event whose ordering value is not newer than the stored version of its
-   key (``position <= stored _cdc_position``, :func:`acidflow.acid.ordering.is_late`, the rule
+   key (``position <= stored _cdc_position``, :func:`acidflow.engine.ordering.is_late`, the rule
    ``Transaction.upsert(ordering_field=...)`` shares) is ignored and counted
    (``ignored_late``): late events never overwrite newer rows.
 2. **Latest event per key.** The remaining events of a key are applied in ordering-value order
@@ -34,9 +34,9 @@ from datetime import date, datetime, timezone
 from decimal import Decimal, InvalidOperation
 from typing import Any, Callable
 
-from acidflow.acid import ordering
-from acidflow.acid import types as htypes
-from acidflow.acid.hivetypes import CharType, DecimalType, PrimitiveType, VarcharType
+from acidflow.engine import ordering
+from acidflow.format import types as htypes
+from acidflow.format.hivetypes import CharType, DecimalType, PrimitiveType, VarcharType
 from acidflow.sources.records import BadRecord, Change
 
 #: the bookkeeping column holding the ordering value of the event that wrote the row version

@@ -25,7 +25,7 @@ Key columns of type float/double (NaN, -0.0) are left to the row path. All three
 (:class:`acidflow.cdc.changes.Policies`), default or not, are honoured here.
 
 **The fold** (:func:`fold_frame`): events sorted by (key, position, input order); per key the
-late-event rule (:func:`acidflow.acid.ordering.is_late`, one home) against the stored row's
+late-event rule (:func:`acidflow.engine.ordering.is_late`, one home) against the stored row's
 ``_cdc_position`` (NULL -- a row written outside CDC or one whose position the lookup did not
 read -- is older than every event) or the key's tombstone; the remaining events replay the
 row path's state machine (policies included) on op codes only; the latest surviving ``I``/``U``
@@ -47,10 +47,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from acidflow.acid import ordering
-from acidflow.acid import types as htypes
-from acidflow.acid.snapshot import ROW_ID
 from acidflow.cdc import changes as chg
+from acidflow.engine import ordering
+from acidflow.format import types as htypes
+from acidflow.read.snapshot import ROW_ID
 from acidflow.sources.records import Change
 
 #: ``ACIDFLOW_CDC_COLUMNAR=0`` sends every batch the row path (equivalence tests, triage).
@@ -100,7 +100,7 @@ class ColumnarPlan:
     Attributes:
         plan: statistics, bad records and tombstones (``inserts``/``deletes`` left empty).
         inserts: new row versions, the table's columns and Arrow types
-            (``acidflow.acid.types.arrow_schema``), ``_cdc_position`` set.
+            (``acidflow.format.types.arrow_schema``), ``_cdc_position`` set.
         deletes: stored versions to delete: the partition columns, ``owid`` (bigint),
             ``bprop`` (int), ``rowid`` (bigint) -- ``Transaction.apply_row_changes``' shape.
     """
@@ -119,7 +119,7 @@ def enabled(option: bool) -> bool:
 
 
 def coerce_column(values: list[Any], hive_type: str) -> pa.Array:
-    """The Arrow array (``acidflow.acid.types.arrow_type(hive_type)``) of ``values`` coerced
+    """The Arrow array (``acidflow.format.types.arrow_type(hive_type)``) of ``values`` coerced
     to ``hive_type``: the values :func:`acidflow.cdc.changes.coerce` returns, value for value.
     Strings, integers, ISO timestamps and dates are converted by Arrow (after checks that
     ``coerce`` would return the same), everything else through ``coerce`` itself.

@@ -2,7 +2,7 @@
 and ``_cdc_position``) of the keys it touches, the committed delete positions (tombstones) of
 keys no longer stored, and for keyless tables the stored rows equal to some before image.
 
-Reads go through :mod:`acidflow.acid.lookup` (the transaction's snapshot, narrowed to the
+Reads go through :mod:`acidflow.engine.lookup` (the transaction's snapshot, narrowed to the
 partitions and buckets the keys can touch, the key filter and projection inside the ORC
 readers, stripes the key index excludes skipped); the results come back as Arrow
 (:func:`lookup_found`, the columnar path) or as ``changes.StoredRow`` per key
@@ -14,12 +14,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from acidflow.acid import lookup
-from acidflow.acid import types as htypes
-from acidflow.acid.keys import key_json  # the catalog's tombstone key (one rule)
-from acidflow.acid.snapshot import ROW_ID
 from acidflow.catalog import TableDef
 from acidflow.cdc import changes as chg
+from acidflow.engine import lookup
+from acidflow.format import types as htypes
+from acidflow.format.keys import key_json  # the catalog's tombstone key (one rule)
+from acidflow.read.snapshot import ROW_ID
 
 
 def all_columns(table: TableDef) -> list[tuple[str, str]]:
@@ -47,7 +47,7 @@ def lookup_stored(spark: Any, catalog: Any, txn: Any, table: TableDef, keys: lis
                   ) -> dict[tuple, chg.StoredRow]:
     """The visible versions (at the transaction's snapshot) of ``keys``, read only from the
     buckets (and partitions) the keys hash to, with the key filter and column projection done
-    inside the ORC readers (``acidflow.acid.snapshot.read_task``): a batch reads the key, position
+    inside the ORC readers (``acidflow.read.snapshot.read_task``): a batch reads the key, position
     and ROW__ID columns of the buckets it touches, not whole rows.
 
     Args:
@@ -146,7 +146,9 @@ def keyless_candidates(spark, catalog, txn, table: TableDef, changes_, columns):
     rows = [r for r in rows if r and all(n in r for n in names)]
     if not rows:
         return lambda before, taken: None
-    from pyspark.sql import functions as F  # deferred: pyspark is heavy; the CLI imports this
+    from pyspark.sql import (
+        functions as F,  # deferred: pyspark is heavy; the CLI imports this
+    )
 
     cand_df = spark.createDataFrame(arrow_rows(rows, [(n, types[n]) for n in names]))
     current = lookup.current_rows(spark, catalog, table, txn)

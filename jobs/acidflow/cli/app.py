@@ -19,17 +19,13 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from acidflow import history, reads
-from acidflow.acid import files as acid_files
-from acidflow.acid.fs import TableFS
-from acidflow.acid.layout import ValidWriteIdList
-from acidflow.acid.transaction import Transaction
 from acidflow.catalog import Catalog, Column, NoSuchTableError, TableDef
 from acidflow.cli import catalog as catalog_cli
 from acidflow.cli import cdc as cdc_cli
 from acidflow.cli import compactor as compactor_cli
-from acidflow.cli import health as health_cli
+from acidflow.cli import demo_timeline
 from acidflow.cli import dml as dml_cli  # --- issue 12: dml
+from acidflow.cli import health as health_cli
 from acidflow.cli import history as history_cli
 from acidflow.cli import pull as pull_cli
 from acidflow.cli import reconcile as reconcile_cli
@@ -37,9 +33,14 @@ from acidflow.cli import table as table_cli
 from acidflow.cli import timeline as timeline_cli
 from acidflow.cli import validate as validate_cli
 from acidflow.cli.console import console, err
-from acidflow.cli import demo_timeline
 from acidflow.cli.demo import SAMPLE_DIR, run_demo, run_demo_airflow
+from acidflow.engine.transaction import Transaction
+from acidflow.format.layout import ValidWriteIdList
+from acidflow.format.orc import files as acid_files
+from acidflow.read import history
+from acidflow.read import table as reads
 from acidflow.spark import get_spark
+from acidflow.storage.fs import TableFS
 
 app = typer.Typer(help="acidflow: Hive 3 full-ACID tables on Spark.", no_args_is_help=True,
                   pretty_exceptions_enable=False)

@@ -30,7 +30,7 @@ from acidflow.cdc.tables import with_position_column
 from acidflow.cli.demo_history import restore_and_rollback
 from acidflow.cli.localairflow import DEFAULT_HOME, airflow_env, dags_test, migrate
 from acidflow.quality.reconcile import reconcile
-from acidflow.reads import acid_state_of
+from acidflow.read.table import acid_state_of
 from acidflow.sources.postgres.snapshot import SavedSource
 from acidflow.tables_config import load_tables_config
 

@@ -4,7 +4,7 @@ an incremental pull between two CDC batches, checked against the batch's change 
 :func:`show_timeline_and_incremental` runs after the demo's DAG runs and reconciliation (``acidflow
 demo``): it prints the newest entries of ``pgbench.pgbench_accounts``'s timeline
 (:func:`acidflow.tableops.timeline.timeline`), then reads the changes between the write ids of
-the 2nd and 3rd CDC batches that wrote the table (:func:`acidflow.reads.read_incremental`,
+the 2nd and 3rd CDC batches that wrote the table (:func:`acidflow.read.table.read_incremental`,
 pyarrow), counts them by op, and checks that the distinct primary keys changed equal the
 distinct keys the 3rd batch's wal2json file changes for the source table.
 """
@@ -15,11 +15,11 @@ import gzip
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from acidflow import reads
-from acidflow.acid.layout import NotEnoughHistoryError
 from acidflow.catalog import Catalog
 from acidflow.cli.console import console, err
 from acidflow.cli.timeline import timeline_table
+from acidflow.format.layout import NotEnoughHistoryError
+from acidflow.read import table as reads
 from acidflow.sources.formats import parse_lines
 from acidflow.tableops.timeline import timeline
 

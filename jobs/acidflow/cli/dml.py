@@ -1,6 +1,6 @@
 """``acidflow delete TABLE --where ...`` and ``acidflow update TABLE --set col=expr ... --where
 ...``: Hive's ``DELETE FROM`` / ``UPDATE ... SET`` on an acidflow table, each one transaction
-(``Transaction.delete(where=)`` / ``Transaction.update``, :mod:`acidflow.acid.dml`), run on a
+(``Transaction.delete(where=)`` / ``Transaction.update``, :mod:`acidflow.engine.statements.dml`), run on a
 local SparkSession (``acidflow.spark.get_spark``; predicates and values are Spark SQL).
 
 ``acidflow.cli.app`` calls :func:`register` with its top-level app and its catalog factory.
@@ -13,10 +13,10 @@ from collections.abc import Callable
 
 import typer
 
-from acidflow.acid.transaction import Transaction
-from acidflow.acid.writer import WriteResult
 from acidflow.catalog import Catalog
 from acidflow.cli.console import console
+from acidflow.engine.transaction import Transaction
+from acidflow.engine.writer import WriteResult
 from acidflow.spark import get_spark
 
 DELETE_HELP = """Delete the rows of TABLE that satisfy --where (a Spark SQL predicate over the

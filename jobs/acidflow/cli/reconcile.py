@@ -22,8 +22,13 @@ from rich.table import Table
 from acidflow.catalog import Catalog
 from acidflow.catalog.errors import NoSuchTableError
 from acidflow.cli.console import console, err
-from acidflow.quality.reconcile import (ReconcileError, ReconcileSource, acidflow_table_for,
-                                        reconcile, source_table_for)
+from acidflow.quality.reconcile import (
+    ReconcileError,
+    ReconcileSource,
+    acidflow_table_for,
+    reconcile,
+    source_table_for,
+)
 from acidflow.sources.postgres.connection import PullError, connect
 from acidflow.sources.postgres.snapshot import PostgresSource, SavedSource, list_tables
 from acidflow.spark import get_spark

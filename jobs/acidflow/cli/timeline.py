@@ -4,7 +4,7 @@
 ``acidflow.cli.app`` calls :func:`register` with its top-level app and its catalog factory;
 ``cat --incremental FROM[:TO]`` parses its range with :func:`parse_incremental_range` and reads
 with :func:`incremental_rows`. The rows come from :func:`acidflow.tableops.timeline.timeline`
-and :func:`acidflow.reads.read_incremental` (pyarrow, no JVM); this module only prints.
+and :func:`acidflow.read.table.read_incremental` (pyarrow, no JVM); this module only prints.
 """
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ import pyarrow as pa
 import typer
 from rich.table import Table
 
-from acidflow import reads
-from acidflow.acid.snapshot import ROW_ID
 from acidflow.catalog import Catalog
 from acidflow.cli.console import console
+from acidflow.read import table as reads
+from acidflow.read.snapshot import ROW_ID
 from acidflow.tableops.timeline import TimelineEntry, timeline
 
 COMMITS_HELP = """The commit timeline of a table, newest first (Hudi's 'commits show'): one row
@@ -99,7 +99,7 @@ def incremental_rows(catalog: Catalog, name: str, text: str, *, row_id: bool = F
 
     Raises:
         typer.BadParameter: a bad range, or FROM/TO beyond the table's high watermark (named).
-        acidflow.acid.layout.NotEnoughHistoryError: the start snapshot's files were cleaned.
+        acidflow.format.layout.NotEnoughHistoryError: the start snapshot's files were cleaned.
     """
     start, end = parse_incremental_range(text)
     table = catalog.get_table(name)

@@ -12,7 +12,7 @@ For every ``ready for cleaning`` entry:
 3. mark the entry ``succeeded`` -- only after every removal is done.
 
 **History retention** (``acidflow.history.retain.commits`` / ``.hours``,
-:mod:`acidflow.acid.retention`): step 2 keeps every obsolete directory that a retained
+:mod:`acidflow.storage.retention`): step 2 keeps every obsolete directory that a retained
 snapshot (a time-travel or incremental read at a write id within retention) still reads. An
 entry that kept something stays ``ready for cleaning`` with ``retained`` (the names kept) and
 ``retained_until`` (why) in its details, and every later cleaner pass revisits it; once those
@@ -34,7 +34,7 @@ the aborted directory still aborted). Leftover ``.compact_tmp_<id>`` dirs of ent
 no longer running are removed too.
 
 Object stores also get their aborted compaction output removed: a compaction there writes
-``base_N_v<T>`` / ``delta_x_y_v<T>`` directly (``acidflow.acid.compaction``), and when its
+``base_N_v<T>`` / ``delta_x_y_v<T>`` directly (``acidflow.maintenance.compaction``), and when its
 transaction T aborted (a crashed or failed worker), ``get_acid_state`` lists those
 directories as aborted; every pass removes them from every partition, as it does the
 directories of aborted write ids.
@@ -44,13 +44,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from acidflow import history
-from acidflow.acid import retention
-from acidflow.acid.compaction import TMP_PREFIX, partition_dir, partition_paths
-from acidflow.acid.fs import TableFS, join
-from acidflow.acid.layout import NotEnoughHistoryError, ValidWriteIdList
-from acidflow.acid.state import acid_state, history_floor, write_history_floor
 from acidflow.catalog import Catalog, CatalogError, TableDef
+from acidflow.format.layout import NotEnoughHistoryError, ValidWriteIdList
+from acidflow.maintenance.compaction import TMP_PREFIX
+from acidflow.read import history
+from acidflow.read.snapshot import partition_dir, partition_paths
+from acidflow.storage import retention
+from acidflow.storage.fs import TableFS, join
+from acidflow.storage.state import acid_state, history_floor, write_history_floor
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ def clean_partition_retaining(table: TableDef, partition: str | None, valid: Val
         valid: the cleaner's capped snapshot (:func:`capped_list`).
         current: the table's current ValidWriteIdList (retained snapshots derive from it);
             None = no retention.
-        oldest_retained: ``acidflow.history.RetainedRange.oldest``.
+        oldest_retained: ``acidflow.read.history.RetainedRange.oldest``.
     Returns:
         ``(removed, kept)``: names removed (aborted first, then obsolete, oldest first) and
         obsolete names kept for retention.

@@ -12,8 +12,8 @@ import os
 from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 
-from acidflow.acid.compaction import DEFAULT_TARGET_STRIPE_BYTES
-from acidflow.acid.packing import DEFAULT_TARGET_FILE_BYTES
+from acidflow.format.packing import DEFAULT_TARGET_FILE_BYTES
+from acidflow.maintenance.compaction import DEFAULT_TARGET_STRIPE_BYTES
 
 #: Hive's per-table override prefix (Hive ``Initiator`` / ``COMPACTOR_THRESHOLD_PREFIX``)
 THRESHOLD_PREFIX = "compactorthreshold."
@@ -30,7 +30,7 @@ KEYS = {
     "worker_timeout_s": "hive.compactor.worker.timeout",
     "heartbeat_s": "acidflow.compactor.heartbeat.seconds",
     "target_stripe_bytes": "acidflow.compactor.target.stripe.bytes",
-    # issue 12: small files (acidflow.acid.packing)
+    # issue 12: small files (acidflow.format.packing)
     "small_file_count": "acidflow.compactor.small.file.count",
     "small_file_ratio": "acidflow.compactor.small.file.ratio",
     "target_file_bytes": "acidflow.target.file.bytes",

@@ -21,7 +21,11 @@ from acidflow import lineage
 from acidflow.catalog import Catalog
 from acidflow.compactor import worker
 from acidflow.compactor.cleaner import run_cleaner
-from acidflow.compactor.initiator import queued_ids_json, request_compaction, run_initiator
+from acidflow.compactor.initiator import (
+    queued_ids_json,
+    request_compaction,
+    run_initiator,
+)
 from acidflow.spark import get_spark
 
 

@@ -42,18 +42,28 @@ from typing import Any, Iterable, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from acidflow.acid import files as acid_files
-from acidflow.acid import orcindex, snapshot
-from acidflow.acid import types as htypes
-from acidflow.acid.compaction import partition_dir
-from acidflow.acid.fs import TableFS, join
-from acidflow.acid.layout import (ACID_VERSION_FILE, LONG_MIN_VALUE, AcidState, DirEntry,
-                                  ParsedDelta, RangeResponse, ValidWriteIdList, bucket_files,
-                                  parse_base, parse_delta)
-from acidflow.acid.state import acid_state
 from acidflow.catalog import Catalog
 from acidflow.catalog.tabledef import as_utc
+from acidflow.format import types as htypes
+from acidflow.format.layout import (
+    ACID_VERSION_FILE,
+    LONG_MIN_VALUE,
+    AcidState,
+    DirEntry,
+    ParsedDelta,
+    RangeResponse,
+    ValidWriteIdList,
+    bucket_files,
+    parse_base,
+    parse_delta,
+)
+from acidflow.format.orc import files as acid_files
+from acidflow.format.orc import orcindex
 from acidflow.quality.findings import ERROR, INFO, WARNING, Finding
+from acidflow.read import snapshot
+from acidflow.read.snapshot import partition_dir
+from acidflow.storage.fs import TableFS, join
+from acidflow.storage.state import acid_state
 
 #: at most this many duplicate keys (and duplicate ROW__IDs) are named
 MAX_NAMED = 10
@@ -342,7 +352,7 @@ def fsck_table(catalog: Catalog, name: str, *, max_named: int = MAX_NAMED) -> li
 
 def key_index_report(catalog: Catalog, name: str) -> list[Finding]:
     """``acidflow fsck --rebuild-index``: what the key index of a keyed table's lookups
-    (``acidflow.acid.orcindex``) finds in each insert-side file of the current snapshot.
+    (``acidflow.format.orc.orcindex``) finds in each insert-side file of the current snapshot.
 
     acidflow's key index is derived entirely from the ORC files (stripe statistics and bloom
     filters of the primary key columns, which Hive writes and reads too); no sidecar file

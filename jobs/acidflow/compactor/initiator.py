@@ -19,7 +19,7 @@ Rules, in Hive's order:
 6. small files (acidflow, issue 12): more data files than ``acidflow.compactor.small.file.count``
    (32), or mostly files under ``acidflow.target.file.bytes`` / 4 (``small.file.ratio``, 0.5)
    -> major, which packs an unbucketed partition into files of about the target
-   (:func:`small_files`, :mod:`acidflow.acid.packing`);
+   (:func:`small_files`, :mod:`acidflow.format.packing`);
 7. more current delta directories (insert + delete) than ``hive.compactor.delta.num.threshold``
    (10) -> minor, or major when there is no base;
 8. otherwise nothing.
@@ -35,12 +35,12 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
-from acidflow.acid.compaction import partition_dir
-from acidflow.acid.fs import TableFS
-from acidflow.acid.layout import ValidWriteIdList, bucket_files
-from acidflow.acid.state import acid_state
 from acidflow.catalog import Catalog, CompactionInfo, TableDef
 from acidflow.compactor.config import CompactorConfig, no_auto_compaction
+from acidflow.format.layout import ValidWriteIdList, bucket_files
+from acidflow.read.snapshot import partition_dir
+from acidflow.storage.fs import TableFS
+from acidflow.storage.state import acid_state
 
 MAJOR, MINOR = "major", "minor"
 
@@ -111,7 +111,7 @@ def determine_compaction_type(stats: PartitionStats, config: CompactorConfig
             return MAJOR, (f"delta/base size {ratio:.3f} > hive.compactor.delta.pct.threshold "
                            f"{config.delta_pct_threshold}")
     small = small_files(stats, config)
-    if small is not None:  # packing needs a major compaction (acidflow.acid.packing)
+    if small is not None:  # packing needs a major compaction (acidflow.format.packing)
         return MAJOR, small
     if stats.delta_count > config.delta_num_threshold:
         kind = MAJOR if stats.base_bytes == 0 else MINOR

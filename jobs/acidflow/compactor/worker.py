@@ -11,7 +11,7 @@ Steps for one entry:
 3. take the table's ValidWriteIdList and turn it into the compactor's
    (``ValidCompactorWriteIdList``: high watermark = lowest open write id - 1, aborted ids as
    exceptions) and record that high watermark on the entry;
-4. rewrite, verify and publish with :func:`acidflow.acid.compaction.compact_partition`;
+4. rewrite, verify and publish with :func:`acidflow.maintenance.compaction.compact_partition`;
 5. commit the compaction's transaction and set ``ready for cleaning`` -- or ``failed`` with the
    error (the table is left as it was: nothing is published before verification passed).
 """
@@ -25,10 +25,10 @@ import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from acidflow.acid import compaction
-from acidflow.acid.retention import retention_policy
 from acidflow.catalog import Catalog, CompactionStateError
 from acidflow.compactor.config import CompactorConfig
+from acidflow.maintenance import compaction
+from acidflow.storage.retention import retention_policy
 
 if TYPE_CHECKING:  # annotations only: the worker runs without Spark when spark is None
     from pyspark.sql import SparkSession

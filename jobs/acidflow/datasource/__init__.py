@@ -8,7 +8,7 @@
 
 Read options: ``asOfWriteId`` (snapshot with that high watermark), ``readOptimized`` (base
 only), ``rowId`` (adds ``ROW__ID``), ``fileName`` (adds ``INPUT__FILE__NAME``), ``fromWriteId``
-/ ``toWriteId`` (the rows and columns of :func:`acidflow.reads.read_incremental`: ``op``,
+/ ``toWriteId`` (the rows and columns of :func:`acidflow.read.table.read_incremental`: ``op``,
 ``write_id``, the columns, ``ROW__ID``). Write options: ``compression``, ``stripeRows``. Both:
 ``table`` (instead of the load/save path), ``catalog`` / ``warehouse`` (default: the settings
 :func:`register` captured, else the environment, :mod:`acidflow.config`).
@@ -18,12 +18,12 @@ Where the API runs what: ``schema()``, ``reader()``/``partitions()``, ``writer()
 driver's Python process, whose later ``os.environ`` changes they do not see -- hence the
 settings captured by :func:`register`); ``read()``/``write()`` run in Spark tasks.
 
-Reads: ``schema()`` plans once with the catalog (:func:`acidflow.reads.plan_table`: the
+Reads: ``schema()`` plans once with the catalog (:func:`acidflow.read.table.plan_table`: the
 snapshot, its schema version, the read tasks) and registers the snapshot as a reader for the
 cleaner (expiring after the catalog's heartbeat timeout unless read tasks are running: they
 heartbeat it); the DataFrame keeps that snapshot (Spark plans a Python source once per
 DataFrame or view). One Spark partition per read task; tasks only read files
-(:func:`acidflow.acid.snapshot.read_task`). The API has no column pruning: Spark drops unused
+(:func:`acidflow.read.snapshot.read_task`). The API has no column pruning: Spark drops unused
 columns after the scan.
 
 Writes (Hive INSERT INTO / INSERT OVERWRITE, the rules of ``Transaction.insert`` /
@@ -49,8 +49,12 @@ from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSource
 
 from acidflow.config import Settings, load_settings
-from acidflow.datasource.common import (NAME, AcidDataSourceError,
-                                        checked_options, resolve_settings)
+from acidflow.datasource.common import (
+    NAME,
+    AcidDataSourceError,
+    checked_options,
+    resolve_settings,
+)
 from acidflow.datasource.read import AcidReader, Scan, plan_scan
 from acidflow.datasource.write import AcidWriter
 

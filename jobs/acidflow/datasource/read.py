@@ -11,22 +11,30 @@ from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from acidflow import reads
-from acidflow.acid import snapshot
-from acidflow.acid import types as htypes
-from acidflow.acid.fs import TableFS
-from acidflow.acid.layout import ValidWriteIdList
+from acidflow import sparktypes
 from acidflow.config import Settings
-from acidflow.datasource.common import (AGENT, AcidDataSourceError, Heartbeat,
-                                        bool_option, checked_options, int_option, open_catalog,
-                                        table_name)
+from acidflow.datasource.common import (
+    AGENT,
+    AcidDataSourceError,
+    Heartbeat,
+    bool_option,
+    checked_options,
+    int_option,
+    open_catalog,
+    table_name,
+)
+from acidflow.format.layout import ValidWriteIdList
+from acidflow.read import snapshot
+from acidflow.read import table as reads
+from acidflow.storage.fs import TableFS
+
 
 def _spark_type(hive_type: str | None) -> T.DataType:
     """Spark type of a Hive type; None = ``ROW__ID``'s struct."""
     if hive_type is None:
         return T.StructType([T.StructField(n, T.LongType() if n != "bucketid" else T.IntegerType())
                              for n in ("writeid", "bucketid", "rowid")])
-    return htypes.spark_type(hive_type)
+    return sparktypes.spark_type(hive_type)
 
 
 @dataclasses.dataclass
@@ -59,7 +67,7 @@ class Scan:
     def spark_schema(self) -> T.StructType:
         """Spark schema of the rows: ``[op, write_id,]`` columns, partition columns,
         ``[ROW__ID struct<writeid:bigint,bucketid:int,rowid:bigint>]``,
-        ``[INPUT__FILE__NAME]`` (Hive types mapped by ``acidflow.acid.types``)."""
+        ``[INPUT__FILE__NAME]`` (Hive types mapped by ``acidflow.format.types``)."""
         fields: list[tuple[str, str | None]] = [*self.columns, *self.partition_columns]
         if self.row_id:
             fields.append((snapshot.ROW_ID, None))
@@ -78,7 +86,7 @@ def plan_scan(settings: Settings, options: Mapping[str, str]) -> tuple[Scan, lis
     Raises:
         AcidDataSourceError: bad options. acidflow.catalog.NoSuchTableError: unknown table.
         ValueError: ``fromWriteId`` after ``toWriteId``. NotEnoughHistoryError: as
-        :func:`acidflow.reads.plan_table`.
+        :func:`acidflow.read.table.plan_table`.
     """
     opts = checked_options(options)
     name = table_name(opts)
@@ -149,7 +157,7 @@ class AcidReader(DataSourceReader):
         task runs long enough to heartbeat the reader registration).
 
         Raises:
-            acidflow.acid.files.AcidFileError: an unreadable file (names it).
+            acidflow.format.orc.files.AcidFileError: an unreadable file (names it).
         """
         if partition.value is None:  # Spark's single empty partition of an empty plan
             return

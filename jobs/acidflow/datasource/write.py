@@ -13,19 +13,27 @@ from pyspark import TaskContext
 from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from acidflow.acid import columnar, conform
-from acidflow.acid import files as acid_files
-from acidflow.acid import keys as acid_keys
-from acidflow.acid import partitions as parts
-from acidflow.acid.bucketing import check_statement_id
-from acidflow.acid.fs import TableFS, join
-from acidflow.acid.layout import format_bucket_file
-from acidflow.acid.transaction import Transaction
-from acidflow.acid.writer import FileRow, WriteSpec, layout_inserts_local, write_local
 from acidflow.catalog import Catalog, TableDef
 from acidflow.config import Settings
-from acidflow.datasource.common import (AGENT, Heartbeat, checked_options,
-                                        int_option, open_catalog, table_name)
+from acidflow.datasource.common import (
+    AGENT,
+    Heartbeat,
+    checked_options,
+    int_option,
+    open_catalog,
+    table_name,
+)
+from acidflow.engine import conform
+from acidflow.engine.transaction import Transaction
+from acidflow.engine.writer import FileRow, WriteSpec, layout_inserts_local, write_local
+from acidflow.format import keys as acid_keys
+from acidflow.format import partitions as parts
+from acidflow.format.bucketing import check_statement_id
+from acidflow.format.layout import format_bucket_file
+from acidflow.format.orc import columnar
+from acidflow.format.orc import files as acid_files
+from acidflow.storage.fs import TableFS, join
+
 
 @dataclasses.dataclass
 class _Written(WriterCommitMessage):

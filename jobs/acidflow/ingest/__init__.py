@@ -8,8 +8,17 @@ lives below both (``acidflow.sources.records``, ``acidflow.quarantine``,
 """
 from __future__ import annotations
 
-from acidflow.ingest.job import (FILE_FORMATS, MODES, ExistingKeysError, IngestReport,
-                                 LandingFileError, RerunPlan, ingest, landing_files, plan_rerun)
+from acidflow.ingest.job import (
+                                 FILE_FORMATS,
+                                 MODES,
+                                 ExistingKeysError,
+                                 IngestReport,
+                                 LandingFileError,
+                                 RerunPlan,
+                                 ingest,
+                                 landing_files,
+                                 plan_rerun,
+)
 from acidflow.ingest.landing import UnreadableFile, check_landing_file
 
 __all__ = ["FILE_FORMATS", "MODES", "ExistingKeysError", "IngestReport", "LandingFileError",

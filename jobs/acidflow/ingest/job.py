@@ -41,11 +41,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from acidflow.acid import lookup
-from acidflow.acid import types as htypes
-from acidflow.acid.conform import DuplicateKeyError
-from acidflow.acid.transaction import Transaction
 from acidflow.catalog import BatchInfo
+from acidflow.engine import lookup
+from acidflow.engine.conform import DuplicateKeyError
+from acidflow.engine.transaction import Transaction
 from acidflow.ingest.landing import UnreadableFile, check_landing_file
 from acidflow.quality.gx import gate_staged
 from acidflow.quarantine import DEFAULT_THRESHOLD, check_threshold, write_quarantine
@@ -250,8 +249,12 @@ def read_landing(spark: Any, table: Any, files: list[str], fmt: str) -> Any:
     """Read landing files with the table's schema (CSV with a header; JSON lines; Parquet
     with its own schema, cast later). Returns a cached DataFrame with ``_source_file`` and,
     for CSV/JSON, ``_corrupt_record``."""
-    from pyspark.sql import functions as F  # deferred: pyspark is heavy; the CLI imports this
+    from pyspark.sql import (
+        functions as F,  # deferred: pyspark is heavy; the CLI imports this
+    )
     from pyspark.sql import types as T  # deferred: as above
+
+    from acidflow import sparktypes  # deferred: it imports pyspark
 
     cols = [(c.name, c.hive_type) for c in table.columns + table.partition_columns]
     if fmt == "parquet":
@@ -259,7 +262,7 @@ def read_landing(spark: Any, table: Any, files: list[str], fmt: str) -> Any:
     else:
         if fmt == "csv":
             cols = _csv_columns(files, cols)
-        schema = T.StructType([T.StructField(n, htypes.spark_type(t)) for n, t in cols]
+        schema = T.StructType([T.StructField(n, sparktypes.spark_type(t)) for n, t in cols]
                               + [T.StructField(CORRUPT, T.StringType())])
         reader = spark.read.schema(schema).option("mode", "PERMISSIVE") \
             .option("columnNameOfCorruptRecord", CORRUPT)
@@ -326,14 +329,16 @@ def ingest(spark: Any, catalog: Any, table_name: str, path: str, fmt: str,
         FileNotFoundError: no files; ValueError: bad format/mode/partition, ``upsert`` into a
         table without a primary key;
         ExistingKeysError: ``append`` of keys already in the table or repeated in the batch
-        (nothing applied); acidflow.acid.conform.DuplicateKeyError: ``upsert`` of a batch
+        (nothing applied); acidflow.engine.conform.DuplicateKeyError: ``upsert`` of a batch
         that repeats a key (nothing applied);
         LandingFileError: every landing file is unreadable (nothing applied);
         QuarantineThresholdError: too many bad rows (nothing applied);
         acidflow.quality.gx.QualityGateError: the rows failed the suite (nothing applied);
-        acidflow.acid.conform.SchemaMismatchError: Parquet columns that do not fit the table.
+        acidflow.engine.conform.SchemaMismatchError: Parquet columns that do not fit the table.
     """
-    from pyspark.sql import functions as F  # deferred: pyspark is heavy; the CLI imports this
+    from pyspark.sql import (
+        functions as F,  # deferred: pyspark is heavy; the CLI imports this
+    )
 
     if fmt not in FILE_FORMATS:
         raise ValueError(f"format must be one of {FILE_FORMATS}, got {fmt!r}")
@@ -463,14 +468,16 @@ def refuse_existing_keys(spark: Any, catalog: Any, txn: Transaction, table: Any,
                          limit: int = MAX_NAMED_KEYS) -> None:
     """Refuse an append whose rows repeat a primary key or carry a key already visible in the
     transaction's snapshot (the key lookup of a merge: only the partitions and buckets the
-    keys hash to are read, ``acidflow.acid.lookup.matching_rows``).
+    keys hash to are read, ``acidflow.engine.lookup.matching_rows``).
 
     Args:
         data: the rows about to be inserted (Spark DataFrame with the key columns).
     Raises:
         ExistingKeysError: naming the table, the counts and up to ``limit`` keys.
     """
-    from pyspark.sql import functions as F  # deferred: pyspark is heavy; the CLI imports this
+    from pyspark.sql import (
+        functions as F,  # deferred: pyspark is heavy; the CLI imports this
+    )
 
     key = list(table.primary_key)
     keys = data.select(*key)

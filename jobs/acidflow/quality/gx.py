@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from acidflow.acid.fs import TableFS
+from acidflow.storage.fs import TableFS
 
 REPO = Path(__file__).resolve().parents[3]
 DEFAULT_SUITE_DIR = REPO / "include" / "expectations"
@@ -288,10 +288,15 @@ def run_expectations(df: Any, expectations: list[dict[str, Any]], *,
     """
     # deferred: importing GX takes seconds; only tables with a suite pay for it
     import great_expectations as gx
-    from great_expectations.core.expectation_suite import ExpectationSuite  # deferred: as above
-    from great_expectations.data_context.types.base import ProgressBarsConfig  # deferred: as above
+    from great_expectations.core.expectation_suite import (
+        ExpectationSuite,  # deferred: as above
+    )
+    from great_expectations.data_context.types.base import (
+        ProgressBarsConfig,  # deferred: as above
+    )
     from great_expectations.expectations.expectation_configuration import (  # deferred: as above
-        ExpectationConfiguration)
+        ExpectationConfiguration,
+    )
 
     ctx = gx.get_context(mode="ephemeral")
     ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
@@ -322,8 +327,12 @@ def run_expectations(df: Any, expectations: list[dict[str, Any]], *,
 
 def data_docs_html(gx_result: Any) -> str:
     """GX's Data Docs page (HTML) of one ``ExpectationSuiteValidationResult``."""
-    from great_expectations.render.renderer import ValidationResultsPageRenderer  # deferred: GX
-    from great_expectations.render.view import DefaultJinjaPageView  # deferred: GX is slow to load
+    from great_expectations.render.renderer import (
+        ValidationResultsPageRenderer,  # deferred: GX
+    )
+    from great_expectations.render.view import (
+        DefaultJinjaPageView,  # deferred: GX is slow to load
+    )
 
     return DefaultJinjaPageView().render(ValidationResultsPageRenderer().render(gx_result))
 

@@ -29,15 +29,15 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow.orc as paorc
 
-from acidflow.acid import files as acid_files
-from acidflow.acid import snapshot
-from acidflow.acid.bucketing import decode_bucket_id
-from acidflow.acid.compaction import partition_dir
-from acidflow.acid.files import OPERATION_DELETE
-from acidflow.acid.fs import TableFS, join
-from acidflow.acid.layout import bucket_files
-from acidflow.acid.state import acid_state
+from acidflow.format.bucketing import decode_bucket_id
+from acidflow.format.layout import bucket_files
+from acidflow.format.orc import files as acid_files
+from acidflow.format.orc.files import OPERATION_DELETE
 from acidflow.quality.findings import ERROR, Finding
+from acidflow.read import snapshot
+from acidflow.read.snapshot import partition_dir
+from acidflow.storage.fs import TableFS, join
+from acidflow.storage.state import acid_state
 
 MAX_DETAIL_VALUES = 5
 

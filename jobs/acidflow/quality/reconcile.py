@@ -31,7 +31,7 @@ caller picks one (``acidflow.sources.postgres``: ``PostgresSource`` for a live t
 ``COPY ... TO STDOUT WITH CSV HEADER``, ``SavedSource`` for a ``.csv.gz``/``.csv`` written by that
 COPY with the column types and primary key from a ``manifest.json`` as
 ``tools/sample_data_pgbench.py`` writes it); this module imports no source package.
-The acidflow side is read with ``acidflow.reads.read_table``: in Spark when a session is given
+The acidflow side is read with ``acidflow.read.table.read_table``: in Spark when a session is given
 (hashing runs on the executors with ``mapInArrow``), else in this process with pyarrow.
 """
 from __future__ import annotations
@@ -54,7 +54,7 @@ from typing import Any, Callable, Iterable, Iterator, Protocol, cast
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from acidflow import reads
+from acidflow.read import table as reads
 
 MASK64 = (1 << 64) - 1
 EPOCH = _dt.datetime(1970, 1, 1)

@@ -23,10 +23,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from acidflow import reads
-from acidflow.acid.fs import TableFS
 from acidflow.quality import gx, invariants
 from acidflow.quality.findings import ERROR, Finding
+from acidflow.read import table as reads
+from acidflow.storage.fs import TableFS
 
 #: A table check: ``check(catalog, table name) -> findings`` (``acidflow.compactor.fsck.fsck_table``
 #: has this shape).

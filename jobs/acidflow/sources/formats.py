@@ -42,7 +42,13 @@ from typing import Any, Callable, Iterable
 
 from acidflow.sources.debezium import debezium_record
 from acidflow.sources.goldengate import goldengate_record
-from acidflow.sources.lines import TxnTracker, complete_field, loads, numbered_lines, source_ref
+from acidflow.sources.lines import (
+    TxnTracker,
+    complete_field,
+    loads,
+    numbered_lines,
+    source_ref,
+)
 from acidflow.sources.records import (
     BadRecord,
     Change,

@@ -36,13 +36,6 @@ from pymetastore.hive_metastore.ttypes import (
 )
 from thrift.Thrift import TException
 
-from acidflow.acid import files as acid_files
-from acidflow.acid import partitions as parts
-from acidflow.acid.hivetypes import normalize_hive_type
-from acidflow.acid.fs import TableFS, join
-from acidflow.acid.layout import is_hidden, parse_delta
-from acidflow.acid.types import hive_type_from_arrow
-from acidflow.acid.writeids import ValidWriteIdList
 from acidflow.catalog.base import Catalog
 from acidflow.catalog.hms.client import (
     ORC_INPUT,
@@ -54,6 +47,13 @@ from acidflow.catalog.hms.client import (
 )
 from acidflow.catalog.tabledef import Column, TableDef, normalize_table_name
 from acidflow.catalog.warehouse import is_inside
+from acidflow.format import partitions as parts
+from acidflow.format.hivetypes import normalize_hive_type
+from acidflow.format.layout import is_hidden, parse_delta
+from acidflow.format.orc import files as acid_files
+from acidflow.format.types import hive_type_from_arrow
+from acidflow.format.writeids import ValidWriteIdList
+from acidflow.storage.fs import TableFS, join
 from acidflow.tableops.ddl import COLUMN_COMMENT_PREFIX
 
 #: Hive's placeholder column names (``_col0``, ``_col1`` ...): the real names are unknown.

@@ -33,22 +33,22 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 
-from acidflow.acid import files as acid_files
-from acidflow.acid.adoption import AdoptionError, partition_of
-from acidflow.acid.fs import TableFS, join
-from acidflow.acid.hivetypes import HiveTypeError
-from acidflow.acid.layout import (
+from acidflow.catalog.base import Catalog
+from acidflow.catalog.errors import TableExistsError
+from acidflow.catalog.tabledef import TableDef
+from acidflow.format.hivetypes import HiveTypeError
+from acidflow.format.layout import (
     format_original_file,
     is_hidden,
     parse_base,
     parse_delta,
     parse_original_file,
 )
-from acidflow.acid.types import arrow_type, hive_type_from_arrow
-from acidflow.acid.writeids import ValidWriteIdList
-from acidflow.catalog.base import Catalog
-from acidflow.catalog.errors import TableExistsError
-from acidflow.catalog.tabledef import TableDef
+from acidflow.format.orc import files as acid_files
+from acidflow.format.types import arrow_type, hive_type_from_arrow
+from acidflow.format.writeids import ValidWriteIdList
+from acidflow.storage.adoption import AdoptionError, partition_of
+from acidflow.storage.fs import TableFS, join
 from acidflow.tableops.adopt import PLACEHOLDER_NAME, TableOpsError, with_location_rule
 
 
@@ -216,7 +216,7 @@ def apply_renames(plan: ConvertPlan) -> None:
     Only on storage that renames (:func:`check_convertible` refuses object stores).
 
     Raises:
-        acidflow.acid.fs.DirectoryClaimedError: a new name was taken meanwhile.
+        acidflow.storage.fs.DirectoryClaimedError: a new name was taken meanwhile.
     """
     tfs = TableFS(plan.location)
     for f in plan.renames:

@@ -30,8 +30,8 @@ Hive (beeline), after which Trino's Hive connector reads it through the metastor
 """
 from __future__ import annotations
 
-from acidflow.acid import hivetypes as ht
 from acidflow.catalog.tabledef import EXTERNAL_PROPERTY, TableDef
+from acidflow.format import hivetypes as ht
 
 ORC_SERDE = "org.apache.hadoop.hive.ql.io.orc.OrcSerde"
 ORC_INPUT = "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat"

@@ -23,7 +23,7 @@ times), so the result is exactly the table as of W. The commit record's stats sa
 travel to write ids before the restore is unchanged).
 
 Refused before anything is written (:class:`RestoreError`): a write id never allocated,
-aborted or not yet committed; W outside history retention (``acidflow.history``); W whose
+aborted or not yet committed; W outside history retention (``acidflow.read.history``); W whose
 columns differ from today's (a schema change committed after W, ``acidflow.tableops.schema``:
 Delta's RESTORE brings the old schema back, acidflow's keeps it, so the change must be undone
 with ``acidflow table alter`` first); and
@@ -43,10 +43,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from acidflow import history, reads
-from acidflow.acid import partitions as parts
-from acidflow.acid.snapshot import ROW_ID
-from acidflow.acid.transaction import Transaction
+from acidflow.engine.transaction import Transaction
+from acidflow.format import partitions as parts
+from acidflow.read import history
+from acidflow.read import table as reads
+from acidflow.read.snapshot import ROW_ID
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -416,7 +417,7 @@ def restore(catalog: Catalog, table_name: str, to_write_id: int, *,
     Raises:
         RestoreError: bad target (see :func:`check_target`), or writers kept committing
             between the snapshot and the lock (3 attempts).
-        acidflow.acid.layout.NotEnoughHistoryError: the files of W were cleaned (the message
+        acidflow.format.layout.NotEnoughHistoryError: the files of W were cleaned (the message
             names the oldest readable write id).
         NoSuchTableError; LockTimeoutError.
     """

@@ -7,7 +7,7 @@ record (``stats[table] = {"operations": ["schema"], "schema_change": {...}}``), 
 shows in the timeline and a read of an older write id uses the schema of its time.
 
 Metadata-only changes (no file is written; old files are read by ORC position, as Hive reads
-ACID files, see :mod:`acidflow.acid.schemaevolution`):
+ACID files, see :mod:`acidflow.format.schemaevolution`):
 
 * ``rename_column`` -- a data column (primary key, bucketing and ordering references follow);
   partition columns are refused (their names are in every directory name). Hive 3.1's ORC
@@ -16,7 +16,7 @@ ACID files, see :mod:`acidflow.acid.schemaevolution`):
   table property ``orc.force.positional.evolution=true`` (ORC ``SchemaEvolution``); Trino maps
   full-ACID files by position anyway (``OrcPageSourceFactory.ensureColumnNameConsistency``);
 * ``change_type`` -- Hive's widenings that the metastore and the ORC reader both accept and
-  that change no value (:func:`acidflow.acid.schemaevolution.check_type_change`); a bucketing
+  that change no value (:func:`acidflow.format.schemaevolution.check_type_change`); a bucketing
   column's type never changes;
 * ``comment`` -- a column's comment (Hive ``ALTER TABLE ... CHANGE c c type COMMENT '...'``);
 * ``add_columns`` -- appended at the end (as ``Catalog.add_columns``, but recorded).
@@ -44,16 +44,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from acidflow.acid import files as acid_files
-from acidflow.acid import columnar, snapshot
-from acidflow.acid.fs import TableFS, join
-from acidflow.acid.layout import format_base
-from acidflow.acid.schemaevolution import SchemaChangeError, check_type_change
-from acidflow.acid.transaction import Transaction
-from acidflow.acid.writer import WriteResult
 from acidflow.catalog.base import Catalog
 from acidflow.catalog.tabledef import NAME_RE, Column, TableDef
-from acidflow.reads import plan_table
+from acidflow.engine.transaction import Transaction
+from acidflow.engine.writer import WriteResult
+from acidflow.format.layout import format_base
+from acidflow.format.orc import columnar
+from acidflow.format.orc import files as acid_files
+from acidflow.format.schemaevolution import SchemaChangeError, check_type_change
+from acidflow.read import snapshot
+from acidflow.read.table import plan_table
+from acidflow.storage.fs import TableFS, join
 
 log = logging.getLogger(__name__)
 

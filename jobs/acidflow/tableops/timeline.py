@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from acidflow.acid.layout import parse_base, parse_delta
 from acidflow.catalog import Catalog
 from acidflow.catalog.records import BatchInfo, CommitRecord, CompactionInfo
+from acidflow.format.layout import parse_base, parse_delta
 
 #: statement names as writers record them -> the timeline's word
 OPERATION_WORDS: dict[str, str] = {

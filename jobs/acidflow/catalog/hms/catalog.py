@@ -57,12 +57,7 @@ from pymetastore.hive_metastore.ttypes import (
     TxnAbortedException,
 )
 
-from acidflow.acid.adoption import check_adoptable
-from acidflow.acid.layout import ValidWriteIdList
-from acidflow.acid.schemaevolution import SchemaChangeError
 from acidflow.catalog.base import Catalog
-from acidflow.catalog.schemahistory import SchemaVersion
-from acidflow.catalog.sql.schemahistory import check_columns
 from acidflow.catalog.errors import (
     CatalogError,
     NoSuchTableError,
@@ -89,7 +84,11 @@ from acidflow.catalog.hms.tables import (
     to_hms_table,
     update_hms_table,
 )
-from acidflow.catalog.hms.txns import MetastoreTxnHooks, hive_abort_error, replay_write_ids
+from acidflow.catalog.hms.txns import (
+    MetastoreTxnHooks,
+    hive_abort_error,
+    replay_write_ids,
+)
 from acidflow.catalog.records import (
     OPERATIONS,
     BatchInfo,
@@ -99,7 +98,9 @@ from acidflow.catalog.records import (
     ReaderInfo,
     TxnInfo,
 )
+from acidflow.catalog.schemahistory import SchemaVersion
 from acidflow.catalog.sql import SqlCatalog
+from acidflow.catalog.sql.schemahistory import check_columns
 from acidflow.catalog.tabledef import (
     Column,
     TableDef,
@@ -108,6 +109,9 @@ from acidflow.catalog.tabledef import (
 )
 from acidflow.catalog.warehouse import warehouse_root
 from acidflow.config import load_settings
+from acidflow.format.layout import ValidWriteIdList
+from acidflow.format.schemaevolution import SchemaChangeError
+from acidflow.storage.adoption import check_adoptable
 
 #: Default side catalog file under the warehouse.
 SIDE_DB_NAME = "_acidflow_hms_side.db"
@@ -493,7 +497,7 @@ class HiveMetastoreCatalog(Catalog):
         Raises:
             TableExistsError: acidflow's side catalog has the table and the metastore does
                 not.
-            acidflow.acid.adoption.AdoptionError: the directory does not match ``history``
+            acidflow.storage.adoption.AdoptionError: the directory does not match ``history``
                 (as on the SQL backend; checked before the metastore is touched).
             CatalogError: ``history`` disagrees with the metastore (names the table and both
                 lists), or is too long to replay; NotAnAcidTableError: the metastore's table is

@@ -25,8 +25,8 @@ from pymetastore.hive_metastore.ttypes import (
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
-from acidflow.acid.writeids import ValidWriteIdList
 from acidflow.catalog.errors import CatalogError
+from acidflow.format.writeids import ValidWriteIdList
 
 #: Java's Long.MAX_VALUE: ValidReadTxnList's minOpenTxn when no transaction is open.
 NO_OPEN_TXN = 9223372036854775807

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 
 from pymetastore.hive_metastore.ttypes import GetOpenTxnsResponse
 
-from acidflow.acid.layout import ValidWriteIdList
 from acidflow.catalog.hms.client import NO_OPEN_TXN
+from acidflow.format.layout import ValidWriteIdList
 
 
 def split_open_txns(resp: GetOpenTxnsResponse) -> tuple[list[int], list[int]]:

@@ -16,12 +16,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pymetastore.hive_metastore.ttypes import FieldSchema, SerDeInfo, StorageDescriptor, Table
+from pymetastore.hive_metastore.ttypes import (
+    FieldSchema,
+    SerDeInfo,
+    StorageDescriptor,
+    Table,
+)
 
-from acidflow.acid.hivetypes import normalize_hive_type
 from acidflow.catalog.errors import CatalogError
 from acidflow.catalog.hms.client import ORC_INPUT, ORC_OUTPUT, ORC_SERDE
 from acidflow.catalog.tabledef import EXTERNAL_PROPERTY, Column, TableDef
+from acidflow.format.hivetypes import normalize_hive_type
 
 #: Table parameters holding acidflow's upsert key and CDC ordering column.
 PRIMARY_KEY_PARAM = "acidflow.primary_key"

@@ -34,7 +34,6 @@ from pymetastore.hive_metastore.ttypes import (
     TxnAbortedException,
 )
 
-from acidflow.acid.layout import ValidWriteIdList
 from acidflow.catalog.errors import (
     CatalogError,
     NoSuchTransactionError,
@@ -43,6 +42,7 @@ from acidflow.catalog.errors import (
 )
 from acidflow.catalog.hms.client import MetastoreConnection, valid_txn_list
 from acidflow.catalog.tabledef import TableDef
+from acidflow.format.layout import ValidWriteIdList
 
 #: Hive 3.1's write-conflict message of ``TxnHandler.commitTxn``.
 _CONFLICT_RE = re.compile(

@@ -25,14 +25,14 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from acidflow.acid.adoption import TableDirs, check_adoptable
-from acidflow.acid.writeids import ValidWriteIdList
 from acidflow.catalog.errors import TableExistsError
-from acidflow.catalog.sql import shared
 from acidflow.catalog.sql import schema as m
+from acidflow.catalog.sql import shared
 from acidflow.catalog.sql.db import Database, utcnow
 from acidflow.catalog.sql.tables import SqlTables, insert_table, read_table
 from acidflow.catalog.tabledef import TableDef, split_table_name
+from acidflow.format.writeids import ValidWriteIdList
+from acidflow.storage.adoption import TableDirs, check_adoptable
 
 #: ``txns.txn_agent_info`` of the transactions adoption records.
 ADOPTED_AGENT = "adopted from Hive"

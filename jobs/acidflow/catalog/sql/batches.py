@@ -13,8 +13,8 @@ import sqlalchemy as sa
 
 from acidflow.catalog.errors import BatchAlreadyAppliedError, BatchInProgressError
 from acidflow.catalog.records import BatchInfo
-from acidflow.catalog.sql import shared
 from acidflow.catalog.sql import schema as m
+from acidflow.catalog.sql import shared
 from acidflow.catalog.sql.db import Database, Deferred, utcnow
 from acidflow.catalog.sql.txns import SqlTransactions
 from acidflow.catalog.tabledef import split_table_name

@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 import sqlalchemy as sa
 
-from acidflow.acid.layout import ValidWriteIdList
 from acidflow.catalog.base import Catalog
 from acidflow.catalog.records import (
     BatchInfo,
@@ -35,23 +34,23 @@ from acidflow.catalog.records import (
     ReaderInfo,
     TxnInfo,
 )
+from acidflow.catalog.schemahistory import SchemaVersion
+from acidflow.catalog.sql import schema as m
 from acidflow.catalog.sql.adopt import SqlAdoption
 from acidflow.catalog.sql.batches import SqlBatches
 from acidflow.catalog.sql.compactions import SqlCompactions
-from acidflow.catalog.sql.db import Database
+from acidflow.catalog.sql.db import Database, utcnow
 from acidflow.catalog.sql.locks import SqlLocks
 from acidflow.catalog.sql.readers import SqlReaders
+from acidflow.catalog.sql.schemahistory import SqlSchemaHistory
 from acidflow.catalog.sql.shared import TxnHooks
 from acidflow.catalog.sql.tables import SqlTables
 from acidflow.catalog.sql.txns import SqlTransactions
-from acidflow.catalog.sql import schema as m
-from acidflow.catalog.sql.db import utcnow
 from acidflow.catalog.sql.writeids import SqlWriteIds
-from acidflow.catalog.schemahistory import SchemaVersion
-from acidflow.catalog.sql.schemahistory import SqlSchemaHistory
 from acidflow.catalog.tabledef import Column, TableDef
 from acidflow.catalog.warehouse import warehouse_root
 from acidflow.config import load_settings
+from acidflow.format.layout import ValidWriteIdList
 
 
 class SqlCatalog(Catalog):

@@ -29,8 +29,8 @@ from acidflow.catalog.records import (
     FINISHED_STATES,
     CompactionInfo,
 )
-from acidflow.catalog.sql import shared
 from acidflow.catalog.sql import schema as m
+from acidflow.catalog.sql import shared
 from acidflow.catalog.sql.db import Database, utcnow
 from acidflow.catalog.tabledef import as_utc, split_table_name
 

@@ -10,8 +10,8 @@ import sqlalchemy as sa
 
 from acidflow.catalog.errors import LockTimeoutError
 from acidflow.catalog.records import LOCK_TYPES, LockInfo
-from acidflow.catalog.sql import shared
 from acidflow.catalog.sql import schema as m
+from acidflow.catalog.sql import shared
 from acidflow.catalog.sql.db import Database, utcnow
 from acidflow.catalog.tabledef import split_table_name
 

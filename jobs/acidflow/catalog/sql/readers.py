@@ -8,12 +8,12 @@ from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
-from acidflow.acid.layout import ValidWriteIdList
 from acidflow.catalog.records import ReaderInfo
-from acidflow.catalog.sql import shared
 from acidflow.catalog.sql import schema as m
+from acidflow.catalog.sql import shared
 from acidflow.catalog.sql.db import Database, utcnow
 from acidflow.catalog.tabledef import as_utc, split_table_name
+from acidflow.format.layout import ValidWriteIdList
 
 
 class SqlReaders:

@@ -289,7 +289,7 @@ class WriteSetKey(Base):
     """Key-level write set of keyed tables (acidflow's; Hive's ``WRITE_SET`` is per
     partition): the 64-bit hashes of the primary keys a transaction wrote into one scope
     (partition or NULL = every partition, bucket or -1 = every bucket), packed as a sorted
-    little-endian ``uint64`` array (``acidflow.acid.keys.pack_hashes``). ``whole`` = the scope
+    little-endian ``uint64`` array (``acidflow.format.keys.pack_hashes``). ``whole`` = the scope
     was recorded without hashes (too many keys): any key write there overlaps. ``commit_id`` is
     NULL until the transaction commits; the commit-time check compares with entries committed
     after the committing transaction opened."""

@@ -7,14 +7,18 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from acidflow.acid.schemaevolution import SchemaChangeError, metastore_compatible
 from acidflow.catalog.errors import CatalogError
-from acidflow.catalog.schemahistory import SchemaVersion, columns_from_json, columns_to_json
+from acidflow.catalog.schemahistory import (
+    SchemaVersion,
+    columns_from_json,
+    columns_to_json,
+)
 from acidflow.catalog.sql import schema as m
 from acidflow.catalog.sql import shared
 from acidflow.catalog.sql.db import Database, utcnow
 from acidflow.catalog.sql.tables import read_table
 from acidflow.catalog.tabledef import NAME_RE, Column, TableDef, split_table_name
+from acidflow.format.schemaevolution import SchemaChangeError, metastore_compatible
 
 
 def check_columns(table: TableDef, columns: Sequence[Column], *, positional_types: bool) -> None:

@@ -8,12 +8,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from acidflow.acid.hivetypes import normalize_hive_type
 from acidflow.catalog.errors import CatalogError, NoSuchTableError, TableExistsError
-from acidflow.catalog.sql import shared
 from acidflow.catalog.sql import schema as m
+from acidflow.catalog.sql import shared
 from acidflow.catalog.sql.db import Database, utcnow
-from acidflow.catalog.warehouse import resolve_location, warehouse_root
 from acidflow.catalog.tabledef import (
     NAME_RE,
     Column,
@@ -21,6 +19,8 @@ from acidflow.catalog.tabledef import (
     check_fixed_properties,
     split_table_name,
 )
+from acidflow.catalog.warehouse import resolve_location, warehouse_root
+from acidflow.format.hivetypes import normalize_hive_type
 
 
 def load_tables(conn: sa.Connection, tbl_rows: Sequence[shared.Row],

@@ -13,19 +13,23 @@ from typing import Any
 import numpy as np
 import sqlalchemy as sa
 
-from acidflow.acid import keys as acid_keys
-
 from acidflow.catalog.errors import (
     CatalogError,
     TxnAbortedError,
     TxnNotOpenError,
     WriteConflictError,
 )
-from acidflow.catalog.records import OPERATIONS, TXN_STATES, WRITE_SET_OPERATIONS, TxnInfo
-from acidflow.catalog.sql import shared
+from acidflow.catalog.records import (
+    OPERATIONS,
+    TXN_STATES,
+    WRITE_SET_OPERATIONS,
+    TxnInfo,
+)
 from acidflow.catalog.sql import schema as m
+from acidflow.catalog.sql import shared
 from acidflow.catalog.sql.db import Database, Deferred, utcnow
 from acidflow.catalog.tabledef import as_utc, split_table_name
+from acidflow.format import keys as acid_keys
 
 
 class SqlTransactions:

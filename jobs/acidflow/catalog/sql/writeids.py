@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from acidflow.acid.layout import ValidWriteIdList
 from acidflow.catalog.records import CommitRecord
-from acidflow.catalog.sql import shared
 from acidflow.catalog.sql import schema as m
+from acidflow.catalog.sql import shared
 from acidflow.catalog.sql.db import Database
 from acidflow.catalog.tabledef import split_table_name
+from acidflow.format.layout import ValidWriteIdList
 
 #: ``(table, high_watermark, open_write_ids, aborted_write_ids, min_open_write_id)``
 RawSnapshot = tuple[str, int, tuple[int, ...], tuple[int, ...], int | None]
@@ -85,7 +85,7 @@ class SqlWriteIds:
         * ``min_open_write_id`` = lowest open exception, ``None`` when there is none.
 
         Returns:
-            ``acidflow.acid.layout.ValidWriteIdList``.
+            ``acidflow.format.layout.ValidWriteIdList``.
         Raises:
             NoSuchTableError, NoSuchTransactionError (``txn_id`` unknown),
             ValueError (negative ``as_of_write_id``).

@@ -10,9 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import sqlalchemy as sa
-from alembic import context
-
 from acidflow.catalog.sql.schema import VERSION_TABLE, Base
+from alembic import context
 
 config = context.config
 target_metadata = Base.metadata

@@ -1,0 +1,175 @@
+"""What a writer reads before it writes: the snapshot its transaction sees, narrowed to the
+partitions and buckets a key batch can touch, and the current rows (with ``ROW__ID``) of those
+keys -- the input of a delete's or a split-update's delete events.
+
+The snapshot is the transaction's own ``ValidWriteIdList`` (Hive ``getValidWriteIds`` with the
+caller's txn id, so the transaction's earlier statements are visible). Key lookups read only
+the buckets the keys hash to (when the bucket columns are key columns), only the partitions
+the keys name (when the partition columns are key columns), and in each base/delta file only
+the stripes whose key statistics and bloom filters may hold one of the keys (the key index,
+``acidflow.format.orc.orcindex``, applied by ``snapshot.read_task``; ``ACIDFLOW_KEY_INDEX=0`` turns it
+off).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable
+
+import pyarrow as pa
+
+from acidflow.engine.ports import TableDesc, TxnCatalog, TxnRef
+from acidflow.engine.writer import BUCKET_COL, bucket_ids_arrow, with_buckets
+from acidflow.format import keys
+from acidflow.format import partitions as parts
+from acidflow.read import snapshot
+from acidflow.storage.fs import TableFS
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+#: A merge's key lookup reads in the driver (threads) when the files it plans to read hold at
+#: most this many bytes, else as a Spark job (``ACIDFLOW_LOCAL_LOOKUP_BYTES``).
+LOCAL_LOOKUP_BYTES = int(os.environ.get("ACIDFLOW_LOCAL_LOOKUP_BYTES", str(8 << 30)))
+
+
+def _scope_columns(table: TableDesc) -> tuple[list[str] | None, bool]:
+    """What a key batch can be narrowed by: the partition columns when all of them are key
+    columns (else None), and whether the bucket columns are all key columns."""
+    by_partition, by_bucket = keys.scope_rule(table)
+    return ([c.name for c in table.partition_columns] if by_partition else None), by_bucket
+
+
+def key_scope(table: TableDesc, keys_df: "DataFrame") -> tuple[list[str] | None,
+                                                              list[int] | None]:
+    """Partitions and buckets the keys of a Spark DataFrame can touch (None = all)."""
+    pnames, by_bucket = _scope_columns(table)
+    partitions = buckets = None
+    if pnames:
+        rows = keys_df.select(*pnames).distinct().collect()
+        partitions = [parts.make_partition_path([(p, r[p]) for p in pnames]) for r in rows]
+    if by_bucket:
+        rows = with_buckets(keys_df, table).select(BUCKET_COL).distinct().collect()
+        buckets = [r[0] for r in rows]
+    return partitions, buckets
+
+
+def key_scope_arrow(table: TableDesc, keys: pa.Table) -> tuple[list[str] | None,
+                                                              list[int] | None]:
+    """Partitions and buckets the keys of an Arrow table can touch (None = all), computed in
+    this process (Hive's bucket hash of the bucket columns, as the writers use)."""
+    pnames, by_bucket = _scope_columns(table)
+    partitions = buckets = None
+    if pnames:
+        rows = keys.select(pnames).group_by(pnames).aggregate([]).to_pylist()
+        partitions = [parts.make_partition_path([(p, r[p]) for p in pnames]) for r in rows]
+    if by_bucket:
+        buckets = sorted(set(bucket_ids_arrow(table, keys)))
+    return partitions, buckets
+
+
+@dataclass
+class CurrentPlan:
+    """The snapshot a writer sees, planned once: the transaction's own ``ValidWriteIdList``
+    (its earlier statements included), restricted to partitions/buckets.
+
+    Attributes:
+        tfs, table_dir: where the table lives; plan: ``acidflow.read.snapshot`` read plan.
+    """
+
+    tfs: TableFS
+    table_dir: str
+    plan: snapshot.ReadPlan
+
+
+def plan_current(catalog: TxnCatalog, table: TableDesc, txn: TxnRef | None, *,
+                 partitions: Iterable[str] | None = None,
+                 buckets: Iterable[int] | None = None) -> CurrentPlan:
+    """Plan the read of the snapshot a writer sees (one catalog query, one listing).
+
+    Raises:
+        acidflow.format.layout.NotEnoughHistoryError: as ``snapshot.plan_read``.
+    """
+    valid = catalog.valid_write_ids(table.name, txn_id=txn.txn_id if txn else None)
+    tfs = TableFS(table.location)
+    return CurrentPlan(tfs, table.location, snapshot.plan_read(
+        tfs, table.location, [(c.name, c.hive_type) for c in table.columns],
+        [(c.name, c.hive_type) for c in table.partition_columns], valid,
+        bucketed=table.num_buckets > 0, partitions=partitions, buckets=buckets))
+
+
+def stored_column_max(current: CurrentPlan, column: str) -> tuple[bool, str | None]:
+    """:func:`acidflow.read.snapshot.string_column_max` of a string column over the files of a
+    planned snapshot (ORC footers only)."""
+    return snapshot.string_column_max(current.tfs, current.plan, column)
+
+
+def split_by_column_bound(current: CurrentPlan, column: str,
+                          below: str) -> tuple[CurrentPlan, CurrentPlan]:
+    """The planned snapshot cut in two by the ORC statistics of a string column (footers
+    only, :func:`acidflow.read.snapshot.string_column_maxima`): the files whose every value of
+    ``column`` is known to be below ``below`` (or NULL), and the rest. A lookup can skip
+    reading ``column`` in the first part: a CDC batch reads the stored ``_cdc_position`` only
+    of the files that may hold a position as new as its oldest event (usually the recent
+    deltas, not the base)."""
+    maxima = snapshot.string_column_maxima(current.tfs, current.plan, column)
+
+    def older(f: snapshot.DataFile) -> bool:
+        known, top = maxima.get(f.path, (False, None))
+        return known and (top is None or top < below)
+
+    old, rest = snapshot.split_plan(current.plan, older)
+    return (CurrentPlan(current.tfs, current.table_dir, old),
+            CurrentPlan(current.tfs, current.table_dir, rest))
+
+
+def lookup_rows(spark: "SparkSession | None", current: CurrentPlan, keys: pa.Table, *,
+                project: list[str] | None = None) -> pa.Table:
+    """The visible rows (with ROW__ID) of a planned snapshot whose key is among ``keys``, as an
+    Arrow table in the driver: the key filter and the column projection run inside the ORC
+    readers. Read in this process with one thread per core when the planned files are at most
+    :data:`LOCAL_LOOKUP_BYTES` (or with no ``spark``), else as a Spark job."""
+    tfs, plan = current.tfs, current.plan
+    if spark is None or snapshot.planned_bytes(tfs, plan) <= LOCAL_LOOKUP_BYTES:
+        return snapshot.read_arrow_parallel(tfs, plan, threads=os.cpu_count() or 2, row_id=True,
+                                            project=project, keys=keys)
+    return snapshot.read_spark(spark, current.table_dir, plan, row_id=True, project=project,
+                               keys=keys).toArrow()
+
+
+def current_rows(spark: "SparkSession", catalog: TxnCatalog, table: TableDesc,
+                 txn: TxnRef | None, *, partitions: Iterable[str] | None = None,
+                 buckets: Iterable[int] | None = None, row_id: bool = True,
+                 project: list[str] | None = None,
+                 keys: pa.Table | None = None) -> "DataFrame":
+    """The table's visible rows for a writer: snapshot at the transaction's own
+    ``ValidWriteIdList`` (its earlier statements included), restricted to partitions/buckets;
+    ``project`` (data columns to read) and ``keys`` (rows whose key is among these) are pushed
+    into the readers (``acidflow.read.snapshot.read_task``)."""
+    cur = plan_current(catalog, table, txn, partitions=partitions, buckets=buckets)
+    return snapshot.read_spark(spark, cur.table_dir, cur.plan, row_id=row_id, project=project,
+                               keys=keys)
+
+
+def matching_rows(spark: "SparkSession", catalog: TxnCatalog, txn: TxnRef, table: TableDesc,
+                  keys_df: "DataFrame", extra: Iterable[str] = ()) -> "DataFrame":
+    """Existing rows (key columns, partition columns, the ``extra`` columns, ``owid``,
+    ``bprop``, ``rowid`` of the ROW__ID) whose key is in ``keys_df``.
+
+    Raises:
+        ValueError: the table has no primary key.
+    """
+    # deferred: pyspark stays out of the Arrow-only lookup path (lookup_rows)
+    from pyspark.sql import functions as F
+
+    key = list(table.primary_key)
+    if not key:
+        raise ValueError(f"table {table.name} has no primary key; delete/upsert need one")
+    partitions, buckets = key_scope(table, keys_df)
+    existing = current_rows(spark, catalog, table, txn, partitions=partitions, buckets=buckets)
+    pnames = [c.name for c in table.partition_columns]
+    cols = list(dict.fromkeys(key + pnames + list(extra)))
+    existing = existing.select(*cols, F.col(snapshot.ROW_ID + ".writeid").alias("owid"),
+                               F.col(snapshot.ROW_ID + ".bucketid").alias("bprop"),
+                               F.col(snapshot.ROW_ID + ".rowid").alias("rowid"))
+    return existing.join(keys_df.select(*key).distinct(), on=key, how="left_semi")

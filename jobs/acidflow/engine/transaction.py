@@ -1,0 +1,673 @@
+"""A catalog transaction and the write statements that hang off it: insert, delete by key,
+upsert (split-update), insert overwrite and the split-update primitive of CDC merges.
+
+Every statement follows Hive 3's ``OrcRecordUpdater`` in split-update mode
+(docs/hive-acid-format.md §5):
+
+* insert -> insert events ``(0, W, bucket(N, S), rowId, W, row)`` in
+  ``<partition>/delta_W_W_S/bucket_N``;
+* delete -> delete events ``(2, <old ROW__ID>, W, NULL)`` in ``delete_delta_W_W_S/bucket_N``
+  where N is the bucket (or writer) id decoded from the deleted row's bucket property, sorted by
+  the deleted ROW__ID;
+* upsert (update) -> the delete event of the old version plus a new insert event (new ROW__ID)
+  in the same write id and statement id;
+* insert overwrite -> ``base_W`` (an insert-overwrite base: no ``_metadata_acid``) in every
+  partition the data touches, or at the table root.
+
+W is the table's write id in the transaction (Hive ``allocateTableWriteIds``), S the statement
+id (0, 1, ... per statement on the same table in one transaction, at most 4095), N the Hive
+bucket number of the row for bucketed tables (``acidflow.format.bucketing_hash``, the table's
+``bucketing_version``) or the Spark task's partition id for unbucketed ones. Files become
+visible only when the transaction commits: until then W is an open write id, an exception in
+every reader's ``ValidWriteIdList``; a crashed writer's W is later aborted by the housekeeper
+and stays invisible.
+
+Each statement runs the same prologue (table, lock, statement id, write id) and epilogue
+(``_orc_acid_version`` in every new directory, the transaction's components, the statistics of
+the commit record): :meth:`Transaction.begin_statement` / :meth:`Transaction.end_statement` (the
+``StatementContext`` port of ``acidflow.engine.ports``, which ``engine/statements`` type against).
+"""
+from __future__ import annotations
+
+import getpass
+import logging
+import socket
+import threading
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from acidflow.engine import conform, lookup, ordering
+from acidflow.engine.conform import DuplicateKeyError, SchemaMismatchError
+from acidflow.engine.ports import TableDesc, TxnCatalog
+from acidflow.engine.statements import dml
+from acidflow.engine.statements.merge import MergeBuilder
+from acidflow.engine.writer import (
+    FileRow,
+    WriteResult,
+    WriteSpec,
+    finish_dirs,
+    write_delete_events,
+    write_insert_events,
+    write_inserts,
+)
+from acidflow.format import keys
+from acidflow.format import partitions as parts
+from acidflow.format.bucketing import check_statement_id
+from acidflow.read import snapshot
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+
+class Transaction:
+    """A catalog transaction as a context manager: commits on normal exit, aborts on error;
+    the write statements are its methods (``txn.insert("db.t", df)``).
+
+    Keeps one write id per table (allocated on first use, Hive ``allocateTableWriteIds``),
+    hands out statement ids per table, collects write statistics for the commit record, and
+    heartbeats from a daemon thread every ``heartbeat_s`` seconds (default a third of the
+    catalog's ``txn_timeout_s``, as Hive clients heartbeat well inside ``hive.txn.timeout``).
+
+    Args:
+        catalog: the transaction catalog (``acidflow.catalog.Catalog``).
+        spark: the session delete/upsert read current rows with; default the session of the
+            DataFrame passed in, else ``SparkSession.getActiveSession()``.
+        user, agent_info: recorded with the transaction (default the OS user and "acidflow").
+        heartbeat_s: heartbeat period in seconds; 0 disables the thread.
+    Raises:
+        acidflow.catalog.errors.WriteConflictError: from commit, when a concurrent transaction
+            (one that committed after this one opened) updated or deleted in the same
+            partition, or -- keyed tables -- wrote one of the same primary keys (the
+            transaction is aborted; nothing of it is visible).
+    """
+
+    def __init__(self, catalog: TxnCatalog, *, spark: "SparkSession | None" = None,
+                 user: str | None = None, agent_info: str = "acidflow",
+                 heartbeat_s: float | None = None):
+        self.catalog = catalog
+        self._spark = spark
+        self.user = user or getpass.getuser()
+        self.agent_info = agent_info
+        self.heartbeat_s = (catalog.txn_timeout_s / 3.0) if heartbeat_s is None else heartbeat_s
+        self.txn_id: int | None = None
+        self._write_ids: dict[str, int] = {}
+        self._statements: dict[str, int] = {}
+        self.stats: dict[str, dict] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.state = "new"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> "Transaction":
+        self.begin()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> Literal[False]:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort(f"{exc_type.__name__}: {exc}")
+        return False
+
+    def begin(self) -> int:
+        """Open the transaction in the catalog (Hive ``openTxns``); returns the txn id."""
+        txn_id = self.catalog.open_transaction(
+            user=self.user, host=socket.gethostname(), agent_info=self.agent_info)
+        self.txn_id = txn_id
+        self.state = "open"
+        if self.heartbeat_s > 0:
+            self._thread = threading.Thread(target=self._beat, daemon=True,
+                                            name=f"txn-{txn_id}-heartbeat")
+            self._thread.start()
+        return txn_id
+
+    def _open_id(self) -> int:
+        if self.txn_id is None:
+            raise RuntimeError("transaction not begun: use `with Transaction(...)` or begin()")
+        return self.txn_id
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.heartbeat_s):
+            try:
+                self.catalog.heartbeat(self._open_id())
+            except Exception as exc:  # noqa: BLE001 - reported, commit will fail loudly
+                log.warning("heartbeat of txn %s failed: %s", self.txn_id, exc)
+                return
+
+    def _stop_heartbeat(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def write_id(self, table_name: str) -> int:
+        """The table's write id in this transaction (allocated once)."""
+        if table_name not in self._write_ids:
+            self._write_ids[table_name] = self.catalog.allocate_write_id(self._open_id(),
+                                                                         table_name)
+        return self._write_ids[table_name]
+
+    def next_statement_id(self, table_name: str) -> int:
+        """0 for the first statement on a table in this transaction, then 1, 2, ...
+
+        Raises:
+            ValueError: a 4097th statement (the statement id has 12 bits in ``BucketCodec`` V1).
+        """
+        sid = check_statement_id(self._statements.get(table_name, -1) + 1,
+                                 hint="more than 4096 statements on one table in one "
+                                      "transaction")
+        self._statements[table_name] = sid
+        return sid
+
+    def record(self, table_name: str, operation: str, result: WriteResult) -> None:
+        """Add a write's statistics to the commit record of ``table_name``."""
+        st = self.stats.setdefault(table_name, {
+            "operations": [], "rows_inserted": 0, "rows_updated": 0, "rows_deleted": 0,
+            "files": 0, "bytes": 0, "partitions": {}})
+        st["operations"].append(operation)
+        for k in ("rows_inserted", "rows_updated", "rows_deleted", "files", "bytes"):
+            st[k] += getattr(result, k)
+        if result.rows_skipped_late:
+            st["rows_skipped_late"] = st.get("rows_skipped_late", 0) + result.rows_skipped_late
+        for p, pst in result.partitions.items():
+            agg = st["partitions"].setdefault(p, {"files": 0, "bytes": 0, "rows": 0})
+            for k in agg:
+                agg[k] += pst[k]
+
+    def commit(self) -> int:
+        """Commit: all writes of the transaction become visible at once (Hive ``commitTxn``).
+        Returns the commit id."""
+        self._stop_heartbeat()
+        try:
+            commit_id = self.catalog.commit_transaction(self._open_id(), self.stats)
+        except Exception:
+            self.state = "aborted"
+            raise
+        self.state = "committed"
+        return commit_id
+
+    def abort(self, reason: str = "") -> None:
+        """Abort: nothing written in the transaction ever becomes visible."""
+        self._stop_heartbeat()
+        if self.state == "open":
+            self.catalog.abort_transaction(self._open_id(), reason)
+        self.state = "aborted"
+
+    # ------------------------------------------------------------------ statement frame
+    # (the StatementContext port of acidflow.engine.ports: what engine/statements call)
+
+    def session(self, *frames: Any) -> "SparkSession":
+        """The Spark session statements run in: the ``spark=`` given, else the session of the
+        first DataFrame among ``frames`` that has one, else the active session.
+
+        Raises:
+            RuntimeError: no session anywhere.
+        """
+        if self._spark is not None:
+            return self._spark
+        for f in frames:
+            session = getattr(f, "sparkSession", None)
+            if session is not None:
+                return session
+        # deferred: pyspark is imported only when a statement needs a session
+        from pyspark.sql import SparkSession
+
+        active = SparkSession.getActiveSession()
+        if active is None:
+            raise RuntimeError("no active SparkSession: pass Transaction(catalog, spark=...)")
+        return active
+
+    def lock_table(self, table: TableDesc, lock_type: str) -> None:
+        """Take the statement lock on ``table`` (Hive ``lock``: ``shared_write`` for DML,
+        ``exclusive`` for an overwrite) and check that its schema is still the one the
+        statement planned with.
+
+        Raises:
+            SchemaMismatchError: the table's columns changed while the lock was awaited, or
+                the catalog reports a schema problem for this writer.
+        """
+        self.catalog.acquire_lock(self._open_id(), table.name, None, lock_type)
+        # issue 12: a schema change (``acidflow table alter``, exclusive lock) may have
+        # committed while this statement waited; its files would be laid out for the old
+        # columns, so the statement stops before writing anything
+        now = self.catalog.get_table(table.name)
+        if [(c.name, c.hive_type) for c in now.columns] != \
+                [(c.name, c.hive_type) for c in table.columns]:
+            raise SchemaMismatchError(
+                f"table {table.name}: its schema changed while this statement waited for its "
+                f"lock ({', '.join(f'{c.name} {c.hive_type}' for c in table.columns)} -> "
+                f"{', '.join(f'{c.name} {c.hive_type}' for c in now.columns)}); nothing was "
+                "written, run the statement again")
+        problem = self.catalog.writer_schema_problem(table.name, self._open_id())
+        if problem is not None:
+            raise SchemaMismatchError(f"table {table.name}: {problem}; nothing was written")
+
+    def begin_statement(self, table: TableDesc, *kinds: str,
+                         **options: Any) -> list[WriteSpec]:
+        """Take the next statement id of ``table`` (and its write id): one spec per event
+        kind (``"insert"``, ``"delete"``, ``"base"``) written by the statement."""
+        sid = self.next_statement_id(table.name)
+        return [WriteSpec.for_table(table, kind, self.write_id(table.name), sid, **options)
+                for kind in kinds]
+
+    def end_statement(self, table: TableDesc, operation: str,
+                       written: Sequence[tuple[WriteSpec, list[FileRow]]],
+                       components: Sequence[tuple[str, str]], counts: dict[str, int],
+                       extra_partitions: Sequence[str] = ()) -> WriteResult:
+        """The one statement epilogue: ``_orc_acid_version`` in every directory the statement
+        created (and in the statement directory of ``extra_partitions``), the write's
+        statistics, the transaction's components (``(partition, operation)``, Hive
+        ``TXN_COMPONENTS``), for a keyed table the hashes of the primary keys it wrote
+        (``Catalog.add_write_keys``, the key-level write set) and the commit record."""
+        for spec, files in written:
+            finish_dirs(spec, files, extra_partitions)
+        first = written[0][0]
+        result = WriteResult(first.write_id, first.statement_id)
+        result.add_files([f for _, files in written for f in files])
+        for k, v in counts.items():
+            setattr(result, k, v)
+        for partition, op in components:
+            self.catalog.add_component(self._open_id(), table.name, partition or None, op)
+        scopes = keys.write_scopes(table, [f for spec, files in written
+                                           if spec.kind != "delete" for f in files])
+        if scopes:  # keyed table: the key-level write set checked at commit
+            self.catalog.add_write_keys(self._open_id(), table.name, scopes)
+        self.record(table.name, operation, result)
+        return result
+
+    def split_update(self, table: TableDesc, aligned: "DataFrame | pa.Table",
+                      matched: "DataFrame | pa.Table", operation: str,
+                      counts: dict[str, int] | None = None, **options: Any) -> WriteResult:
+        """One split-update statement: delete events for the ROW__IDs in ``matched``
+        (partition columns, ``owid``, ``bprop``, ``rowid``) and insert events for the rows of
+        ``aligned``, both in ``W``/statement ``S``. Spark DataFrames are written by Spark
+        tasks, Arrow tables in this process.
+
+        ``counts`` gives ``rows_inserted``/``rows_updated``/``rows_deleted`` (and
+        ``rows_skipped_late``) explicitly; those it leaves out default to: every delete event
+        is an update and the remaining inserts are new rows."""
+        del_spec, ins_spec = self.begin_statement(table, "delete", "insert", **options)
+        del_files = write_delete_events(matched, table, del_spec)
+        ins_files = write_insert_events(aligned, table, ins_spec)
+        deleted = sum(f["rows"] for f in del_files)
+        inserted = sum(f["rows"] for f in ins_files)
+        counts = {"rows_updated": deleted, "rows_inserted": inserted - deleted, **(counts or {})}
+        del_parts = {f["partition"] for f in del_files}
+        components = [(p, "update" if ins_files else "delete") for p in sorted(del_parts)]
+        components += [(p, "insert") for p in sorted({f["partition"] for f in ins_files}
+                                                     - del_parts)]
+        return self.end_statement(table, operation, [(del_spec, del_files),
+                                                      (ins_spec, ins_files)],
+                                   components, counts)
+
+    # ------------------------------------------------------------------ write statements
+
+    def insert(self, table_name: str, df: "DataFrame", **options: Any) -> WriteResult:
+        """Append the rows of ``df`` to a table (Hive INSERT INTO on a full-ACID table).
+
+        Args:
+            table_name: ``db.table``.
+            df: DataFrame with every table column and partition column (any order, names
+                matched case-insensitively, types equal or widenable).
+            **options: ``compression`` (zlib|snappy), ``stripe_rows``.
+        Returns:
+            :class:`WriteResult` (rows_inserted, files, bytes, partitions).
+        Raises:
+            SchemaMismatchError: before anything is written.
+            acidflow.catalog.errors.LockTimeoutError: the table is exclusively locked.
+        """
+        table = self.catalog.get_table(table_name)
+        aligned = conform.aligned(df, table)
+        self.lock_table(table, "shared_write")
+        (spec,) = self.begin_statement(table, "insert", **options)
+        files = write_inserts(aligned, table, spec)
+        return self._end_insert(table, [(spec, files)], overwrite=False)
+
+    def delete(self, table_name: str, keys_df: "DataFrame | None" = None, *,
+               where: "dml.Expr | bool | None" = None, **options: Any) -> WriteResult:
+        """Delete rows: by primary key -- the rows whose key is in ``keys_df`` (Hive DELETE
+        ... WHERE key IN ...) -- or by predicate -- ``where=`` (Hive ``DELETE FROM t WHERE
+        ...``, :func:`acidflow.engine.statements.dml.delete_where`; keyed or not).
+
+        Args:
+            keys_df: DataFrame holding at least the primary key columns (extra columns
+                ignored).
+            where: a Spark Column or Spark SQL string over the table's columns (``True``
+                deletes every row); not together with ``keys_df``.
+        Returns:
+            :class:`WriteResult` with ``rows_deleted`` = rows found and deleted (keys that
+            match no row are not errors and are not counted).
+        Raises:
+            SchemaMismatchError: key columns missing or of incompatible types.
+            ValueError: the table has no primary key (by key); both or neither of
+                ``keys_df`` and ``where``.
+        """
+        if (keys_df is None) == (where is None):
+            raise ValueError(f"delete from {table_name}: give either keys_df (delete by key) "
+                             "or where= (delete by predicate)")
+        if keys_df is None:
+            return dml.delete_where(self, table_name, where, **options)
+        table = self.catalog.get_table(table_name)
+        keys = conform.key_columns_present(keys_df, table)
+        self.lock_table(table, "shared_write")
+        (spec,) = self.begin_statement(table, "delete", **options)
+        matched = lookup.matching_rows(self.session(keys_df), self.catalog, self, table,
+                                       keys).cache()
+        try:
+            files = write_delete_events(matched, table, spec)
+        finally:
+            matched.unpersist()
+        return self.end_statement(
+            table, "delete", [(spec, files)],
+            [(p, "delete") for p in sorted({f["partition"] for f in files})],
+            {"rows_deleted": sum(f["rows"] for f in files)})
+
+    def upsert(self, table_name: str, df: "DataFrame | pa.Table", *,
+               ordering_field: "str | None | ordering.TableDefault" = ordering.TABLE_DEFAULT,
+               **options: Any) -> WriteResult:
+        """Insert new keys and replace existing ones (split-update): for a key already in
+        the table a delete event for its current ROW__ID plus an insert event for the new
+        version, both in ``W``/statement ``S``; for a new key an insert event only. The
+        existing rows are looked up in the transaction's snapshot (taken when it opened);
+        a key another transaction wrote after that makes the commit fail with
+        ``WriteConflictError`` (key-level write set) instead of duplicating it.
+
+        With an ordering field (Hudi's precombine field with ``DefaultHoodieRecordPayload``;
+        the rule is :mod:`acidflow.engine.ordering`, shared with CDC): several rows of one key
+        in the batch keep the one with the greatest ordering value (the last in input order
+        among equal ones -- for a Spark DataFrame ``monotonically_increasing_id()`` order);
+        a batch row whose value is not greater than the stored row's (equal included, NULL
+        lowest) is dropped, the stored row stays, and it is counted as ``rows_skipped_late``
+        (WriteResult and commit record).
+
+        Args:
+            df: full rows (every column): a Spark DataFrame (read and written by Spark
+                tasks), or a pyarrow Table with the table's columns (cast to its types like
+                :func:`acidflow.engine.conform.aligned_arrow`), looked up and written in this
+                process -- no Spark needed. Without an ordering field at most one row per
+                primary key.
+            ordering_field: a column of the table; default the table's declared
+                ``ordering_column`` (none declared = no ordering); ``None`` turns ordering
+                off even when the table declares a column.
+        Returns:
+            :class:`WriteResult` with ``rows_inserted`` (new keys), ``rows_updated`` and
+            ``rows_skipped_late``.
+        Raises:
+            SchemaMismatchError: before anything is written.
+            DuplicateKeyError: without an ordering field, two rows share a key.
+            acidflow.engine.ordering.OrderingFieldError: the ordering field is no column of the
+                table, or of a type without an order (complex, binary, boolean).
+            ValueError: the table has no primary key.
+        """
+        table = self.catalog.get_table(table_name)
+        key = list(table.primary_key)
+        if not key:
+            raise ValueError(f"table {table.name} has no primary key; upsert needs one")
+        field = ordering.resolve_field(table, ordering_field)
+        if isinstance(df, pa.Table):
+            return self._upsert_arrow(table, df, field, **options)
+        # deferred: pyspark is imported only by the statements that run Spark SQL
+        from pyspark.sql import functions as F
+
+        aligned = conform.aligned(df, table)
+        if field is not None:
+            seq = "_acid_input_seq"
+            aligned = ordering.latest_per_key(
+                aligned.withColumn(seq, F.monotonically_increasing_id()), key, field,
+                seq).drop(seq)
+        aligned = aligned.cache()
+        try:
+            if field is None:
+                dups = aligned.groupBy(*key).count().where(F.col("count") > 1).limit(5) \
+                    .collect()
+                if dups:
+                    raise DuplicateKeyError(
+                        f"upsert into {table.name}: duplicate keys in the batch, e.g. "
+                        + ", ".join(str({k: r[k] for k in key}) for r in dups))
+            self.lock_table(table, "shared_write")
+            matched = lookup.matching_rows(self.session(df), self.catalog, self, table,
+                                           aligned.select(*key),
+                                           extra=[field] if field else ()).cache()
+            try:
+                if field is None:
+                    return self.split_update(table, aligned, matched, "upsert", **options)
+                fresh, current, late = ordering.drop_late(aligned, matched, key, field)
+                return self.split_update(table, fresh, current, "upsert",
+                                          {"rows_skipped_late": late}, **options)
+            finally:
+                matched.unpersist()
+        finally:
+            aligned.unpersist()
+
+    def _upsert_arrow(self, table: TableDesc, rows: pa.Table, field: str | None,
+                      **options: Any) -> WriteResult:
+        """:meth:`upsert` of a pyarrow Table in this process: key lookup in the buckets (and
+        partitions) the keys hash to at the transaction's snapshot, then one split-update."""
+        key = list(table.primary_key)
+        aligned = conform.aligned_arrow(rows, table)
+        if field is not None:
+            aligned, _ = ordering.latest_per_key_arrow(aligned, key, field)
+        else:
+            counted = aligned.group_by(key).aggregate([([], "count_all")])
+            dups = counted.filter(pc.greater(counted.column("count_all"), 1))
+            if dups.num_rows:
+                raise DuplicateKeyError(
+                    f"upsert into {table.name}: duplicate keys in the batch, e.g. "
+                    + ", ".join(str({k: r[k] for k in key})
+                                for r in dups.slice(0, 5).to_pylist()))
+        self.lock_table(table, "shared_write")
+        pnames = [c.name for c in table.partition_columns]
+        data_cols = {c.name for c in table.columns}
+        keys_tbl = aligned.select(key)
+        partitions, buckets = lookup.key_scope_arrow(table, keys_tbl)
+        current = lookup.plan_current(self.catalog, table, self, partitions=partitions,
+                                      buckets=buckets)
+        project = [k for k in key if k in data_cols]
+        if field is not None and field in data_cols and field not in project:
+            project.append(field)
+        found = lookup.lookup_rows(None, current,
+                                   keys_tbl.select([k for k in key if k in data_cols]),
+                                   project=project)
+        if found.num_rows and any(k not in data_cols for k in key):
+            # partition key columns are matched here (the readers filter data columns)
+            wanted = set(zip(*(keys_tbl.column(k).to_pylist() for k in key)))
+            got = zip(*(found.column(k).to_pylist() for k in key))
+            found = found.filter(pa.array([t in wanted for t in got], pa.bool_()))
+        late = 0
+        if field is not None:
+            aligned, found, late = ordering.drop_late_arrow(aligned, found, key, field)
+        rid = found.column(snapshot.ROW_ID).combine_chunks()
+        deletes = pa.table([found.column(p) for p in pnames]
+                           + [rid.field("writeid"), rid.field("bucketid"), rid.field("rowid")],
+                           names=pnames + ["owid", "bprop", "rowid"])
+        return self.split_update(table, aligned, deletes, "upsert",
+                                  {"rows_skipped_late": late}, **options)
+
+    def update(self, table_name: str, where: "dml.Expr | None" = None, *,
+               set: "dict[str, Any]", **options: Any) -> WriteResult:  # noqa: A002
+        """Predicate UPDATE (Hive ``UPDATE t SET col = value ... WHERE ...``): every matching
+        row becomes a delete event of its ROW__ID plus an insert event of the new version
+        (split-update), :func:`acidflow.engine.statements.dml.update`.
+
+        Args:
+            where: Spark Column or Spark SQL string over the table's columns (None = all rows).
+            set: ``{column: value}``, values as Columns, SQL strings or Python literals.
+        Returns:
+            :class:`WriteResult` with ``rows_updated``.
+        Raises:
+            acidflow.engine.statements.dml.DmlError: a partition, bucketing or primary key column in
+                ``set``, an unknown column or bad SQL -- before anything is written.
+        """
+        return dml.update(self, table_name, where, set, **options)
+
+    def merge(self, table_name: str, source: "DataFrame", on: "dml.Expr | Sequence[str]",
+              **options: Any) -> "MergeBuilder":
+        """A MERGE INTO ``table_name`` USING ``source`` builder in Delta's shape (aliases
+        ``t`` and ``s``): add ``when_matched_update`` / ``when_matched_delete`` /
+        ``when_not_matched_insert`` clauses, then ``execute()`` -> :class:`WriteResult`.
+        See :mod:`acidflow.engine.statements.merge`."""
+        return MergeBuilder(self, table_name, source, on, **options)
+
+    def apply_row_changes(self, table_name: str, inserts_df: "DataFrame | pa.Table",
+                          deletes_df: "DataFrame | pa.Table", *, counts: dict[str, int],
+                          operation: str = "merge", **options: Any) -> WriteResult:
+        """The split-update primitive behind CDC merges: in one statement, delete the row
+        versions named by ``deletes_df`` and insert the rows of ``inserts_df``.
+
+        Args:
+            inserts_df: full rows (every column; aligned and cast like :meth:`insert`). A
+                Spark DataFrame is written by Spark tasks; a pyarrow Table (columns and types
+                exactly the table's, as ``acidflow.format.types.arrow_schema`` gives) is written
+                in this process -- much cheaper for a change batch already in the driver.
+            deletes_df: one row per row version to delete: the table's partition columns
+                plus ``owid`` (originalTransaction), ``bprop`` (bucket property) and ``rowid``
+                (the ROW__ID read at the transaction's snapshot, e.g. from
+                ``acidflow.engine.lookup.current_rows``); Spark DataFrame or pyarrow Table.
+            counts: ``{"rows_inserted", "rows_updated", "rows_deleted"}`` for the commit
+                record (the caller knows which delete+insert pairs are updates).
+            operation: name recorded in the commit record's operation list.
+        Returns:
+            :class:`WriteResult`.
+        Raises:
+            SchemaMismatchError: ``inserts_df`` does not fit the table (nothing written).
+        """
+        table = self.catalog.get_table(table_name)
+        if isinstance(inserts_df, pa.Table):
+            aligned: "DataFrame | pa.Table" = conform.aligned_arrow(inserts_df, table)
+        else:
+            aligned = conform.aligned(inserts_df, table)
+        self.lock_table(table, "shared_write")
+        return self.split_update(table, aligned, deletes_df, operation, counts, **options)
+
+    def insert_overwrite(self, table_name: str, df: "DataFrame | pa.Table",
+                         partitions: list[dict[str, Any]] | None = None,
+                         **options: Any) -> WriteResult:
+        """Replace the contents of the table, or of partitions, with ``df`` (Hive INSERT
+        OVERWRITE): writes ``base_W`` into each target directory; older bases and deltas
+        become obsolete for readers whose snapshot includes W.
+
+        Args:
+            df: full rows: a Spark DataFrame (written by Spark tasks), or a pyarrow Table
+                with the table's columns (cast like :meth:`apply_row_changes`), written in
+                this process.
+            partitions: for a partitioned table, the partitions to overwrite as
+                ``[{"ds": "2024-01-01"}, ...]``; they are emptied even when ``df`` has no rows
+                for them. Default: the partitions present in ``df`` (Hive's dynamic-partition
+                overwrite).
+        Returns:
+            :class:`WriteResult`.
+        Raises:
+            SchemaMismatchError: before anything is written; also when ``df`` holds rows
+                outside the given ``partitions``.
+            acidflow.catalog.errors.LockTimeoutError: another transaction holds a lock on the
+                table.
+        """
+        table = self.catalog.get_table(table_name)
+        pnames = [c.name for c in table.partition_columns]
+        explicit = [parts.make_partition_path([(p, spec_[p]) for p in pnames])
+                    for spec_ in (partitions or [])]
+        aligned: "DataFrame | pa.Table"
+        if isinstance(df, pa.Table):
+            aligned = conform.aligned_arrow(df, table)
+            rows = aligned.select(pnames).to_pylist() if explicit and pnames else []
+        else:
+            aligned = conform.aligned(df, table)
+            rows = (aligned.select(*pnames).distinct().collect() if explicit and pnames
+                    else [])
+        if explicit and pnames:
+            present = {parts.make_partition_path([(p, r[p]) for p in pnames]) for r in rows}
+            outside = present - set(explicit)
+            if outside:
+                raise SchemaMismatchError(
+                    f"insert overwrite {table.name}: rows for partitions not being "
+                    "overwritten: " + ", ".join(sorted(outside)))
+        self.lock_table(table, "exclusive")
+        (spec,) = self.begin_statement(table, "base", **options)
+        files = write_insert_events(aligned, table, spec)
+        return self._end_insert(table, [(spec, files)], overwrite=True, partitions=explicit)
+
+    def _end_insert(self, table: TableDesc, written: Sequence[tuple[WriteSpec, list[FileRow]]],
+                    *, overwrite: bool, partitions: Sequence[str] = ()) -> WriteResult:
+        """The epilogue of an INSERT INTO (``overwrite`` False: every partition written is an
+        ``insert`` component) or INSERT OVERWRITE (``base_W`` also in each of ``partitions``,
+        emptied when no row went there, or at the table root of an unpartitioned table; every
+        touched partition is an ``insert_overwrite`` component)."""
+        files = [f for _, fs in written for f in fs]
+        counts = {"rows_inserted": sum(f["rows"] for f in files)}
+        if not overwrite:
+            return self.end_statement(
+                table, "insert", written,
+                [(p, "insert") for p in sorted({f["partition"] for f in files})], counts)
+        touched = sorted({f["partition"] for f in files} | set(partitions)) or [""]
+        return self.end_statement(
+            table, "insert_overwrite", written, [(p, "insert_overwrite") for p in touched],
+            counts, extra_partitions=partitions if table.partition_columns else [""])
+
+    # ------------------------------------------------------------- statements written elsewhere
+
+    @classmethod
+    def resume(cls, catalog: TxnCatalog, txn_id: int, *, write_ids: dict[str, int],
+               statements: dict[str, int], agent_info: str = "acidflow") -> "Transaction":
+        """A handle on an open transaction that another process began (a Spark data source
+        writer is planned in one Python worker, written by executors and committed from
+        another worker: the transaction travels as its id, write ids and statement ids).
+        The handle does not heartbeat (``heartbeat_s`` 0); :meth:`commit` / :meth:`abort`
+        end the transaction as usual.
+
+        Args:
+            write_ids: ``{table: write id}`` allocated so far (:attr:`allocated`).
+            statements: ``{table: last statement id handed out}`` (:attr:`allocated`).
+        """
+        txn = cls(catalog, agent_info=agent_info, heartbeat_s=0)
+        txn.txn_id, txn.state = txn_id, "open"
+        txn._write_ids, txn._statements = dict(write_ids), dict(statements)
+        return txn
+
+    @property
+    def allocated(self) -> tuple[dict[str, int], dict[str, int]]:
+        """``({table: write id}, {table: last statement id})`` for :meth:`resume`."""
+        return dict(self._write_ids), dict(self._statements)
+
+    def begin_insert(self, table_name: str, *, overwrite: bool = False,
+                     **options: Any) -> tuple[TableDesc, WriteSpec]:
+        """Open an INSERT INTO (or, ``overwrite``, INSERT OVERWRITE) statement whose event
+        files are written elsewhere (Spark tasks running :func:`acidflow.engine.writer.write_task`
+        with the returned spec or copies of it with higher statement ids): the same lock
+        (shared write, exclusive for an overwrite), write id and statement id as
+        :meth:`insert` / :meth:`insert_overwrite`. End it with :meth:`end_insert`.
+
+        Returns:
+            ``(table, spec)``: spec kind ``insert`` (``delta_W_W_S``) or ``base`` (``base_W``).
+        Raises:
+            SchemaMismatchError: the table's schema changed while waiting for the lock.
+            acidflow.catalog.errors.LockTimeoutError.
+        """
+        table = self.catalog.get_table(table_name)
+        self.lock_table(table, "exclusive" if overwrite else "shared_write")
+        (spec,) = self.begin_statement(table, "base" if overwrite else "insert", **options)
+        return table, spec
+
+    def end_insert(self, table: TableDesc, written: Sequence[tuple[WriteSpec, list[FileRow]]],
+                   *, overwrite: bool = False, partitions: Sequence[str] = ()) -> WriteResult:
+        """End a statement opened by :meth:`begin_insert` with the file rows its writers
+        returned (``write_task`` results, one list per spec), exactly as :meth:`insert` /
+        :meth:`insert_overwrite` end theirs (``_orc_acid_version``, components, key write
+        set, commit record). Specs may carry statement ids above the one handed out (one per
+        writer task, as Hive numbers the statements of one write id): they count as used.
+
+        Args:
+            partitions: overwrite only: partition paths to empty even when no row went there.
+        Raises:
+            ValueError: a statement id above 4095.
+        """
+        last = max([spec.statement_id for spec, _ in written] or [0])
+        check_statement_id(last, hint="more than 4096 statements on one table in one "
+                                      "transaction")
+        self._statements[table.name] = max(self._statements.get(table.name, -1), last)
+        return self._end_insert(table, written, overwrite=overwrite, partitions=partitions)

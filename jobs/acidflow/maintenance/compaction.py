@@ -1,0 +1,782 @@
+"""Minor and major compaction of one partition: plan, rewrite, verify, publish
+(docs/hive-acid-format.md §9).
+
+What a compaction writes (Hive 3.1 ``CompactorMR``, names from ``AcidUtils``):
+
+* **minor** -- every current delta of the partition (insert and delete deltas) becomes
+  ``delta_<min>_<max>`` (insert events) and ``delete_delta_<min>_<max>`` (delete events), no
+  statement suffix. Events are copied unchanged (ROW__ID, ``currentTransaction``); delete events
+  are kept, they still apply to the base. ``_orc_acid_version`` in each directory.
+* **major** -- base (or original files) + current deltas become ``base_<W>`` holding only the
+  live rows as insert events, ROW__ID preserved, ``currentTransaction = originalTransaction``;
+  original files get their synthetic ROW__IDs written for good. ``_orc_acid_version`` and
+  ``_metadata_acid`` (``dataFormat: compacted``) are written.
+
+Both read with the compactor's ``ValidCompactorWriteIdList`` (high watermark below the lowest
+open write id, aborted ids as exceptions), so an open write id is never covered and data of
+aborted write ids is dropped. W / min / max are the write-id range of the directories read (Hive
+``CompactorMR`` takes them from the parsed deltas).
+
+Publishing. Two schemes, chosen by the storage (``TableFS.renames_atomically``):
+
+* **local disk, HDFS (rename)** -- directory names carry no ``_v<txn>`` visibility suffix: Hive
+  3.1 and Hive 2.3 cannot parse it (docs/hive-acid-format.md §12). Visibility comes from the
+  publish order instead: output is written into a hidden directory ``.compact_tmp_<queue id>``
+  inside the partition (``get_acid_state`` skips names starting with ``.``), verified there,
+  and only then renamed into place. A minor compaction that produced both an insert and a
+  delete delta is published with two renames, as Hive 3.1's
+  ``CompactorOutputCommitter.commitJob`` does; a ``_verified`` marker in the temp directory
+  lets a rerun finish an interrupted publish instead of redoing it.
+* **object stores (S3: no rename)** -- Hive 4's scheme (HIVE-20823, compaction in a
+  transaction): the output is written directly under its final name carrying the
+  compaction's transaction id T, ``base_<W>_v<T>`` / ``delta_<min>_<max>_v<T>`` /
+  ``delete_delta_<min>_<max>_v<T>``, and verified there. ``get_acid_state`` uses a ``_v<T>``
+  directory only when T is committed (``acidflow.storage.state.register_txn_state``: the
+  catalog of an object-store warehouse answers), so the directories stay invisible to
+  readers, the initiator and the cleaner while they are written and verified, and become
+  visible all at once through the catalog's commit of T (the worker's
+  ``mark_compaction_ready_for_cleaning``). A worker that dies or fails leaves them under an
+  aborted T, which the cleaner removes. This scheme is not used on local disk: Hive 2.3 / 3.1
+  readers cannot parse ``_v`` names, and a Trino or Hive reader without acidflow's catalog
+  would take a ``_v`` directory for committed while it is written; there the rename is as
+  safe and keeps the names every reader parses.
+
+Verification: the visible rows at the compactor's snapshot are read from the old layout and from
+the new one; the count and two order-independent 64-bit sums of per-row hashes of
+``(ROW__ID, row)`` (:func:`checksum_batches`) must be equal, else :class:`VerificationError` and
+nothing is published. A major compaction's workers checksum the snapshot rows they read and
+rewrite (the old side) and the new base is read back for the other side; a minor compaction
+reads the old layout's snapshot separately, since its workers copy raw events.
+
+Output files are written from Arrow tables (``columnar.write_event_table``: pyarrow's ORC writer
+plus Hive's footer metadata, pyorc for varchar/char/nested columns), with stripes sized by
+``acidflow.compactor.target.stripe.bytes``.
+
+Executor work is pure Arrow/pyorc (:func:`run_task`, :func:`checksum_task`), run in Spark with
+``mapInArrow`` (one Spark task per bucket) or in-process when no SparkSession is given. Spark's
+own ORC reader never touches event files (env-notes "Spark read trap").
+"""
+from __future__ import annotations
+
+import json
+import posixpath
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from acidflow.format import packing
+from acidflow.format.layout import (
+    AcidState,
+    DirEntry,
+    ValidWriteIdList,
+    bucket_files,
+    format_base,
+    format_delta,
+    get_acid_state,
+)
+from acidflow.format.orc import columnar
+from acidflow.format.orc import files as acid_files
+from acidflow.format.table import TableDesc
+from acidflow.read import snapshot
+from acidflow.storage.fs import DirectoryClaimedError, TableFS, join
+from acidflow.storage.state import (
+    compacted_base_check,
+    mark_full_history,
+    registered_txn_state,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+MAJOR = "major"
+MINOR = "minor"
+TMP_PREFIX = ".compact_tmp_"
+VERIFIED_MARKER = "_verified"
+#: default target stripe size of compacted files in bytes (ORC ``orc.stripe.size``, 64 MiB);
+#: config key ``acidflow.compactor.target.stripe.bytes``
+DEFAULT_TARGET_STRIPE_BYTES = 64 * 1024 * 1024
+_MASK64 = (1 << 64) - 1
+_KEYS = list(acid_files.KEY_FIELDS)
+
+
+class CompactionError(RuntimeError):
+    """A compaction cannot run or its output is unusable (message says why)."""
+
+
+class VerificationError(CompactionError):
+    """Rows before and after the rewrite differ; nothing was published.
+
+    Attributes:
+        before, after: :class:`Checksum` of the old and new layout.
+    """
+
+    def __init__(self, before: "Checksum", after: "Checksum"):
+        self.before, self.after = before, after
+        super().__init__(f"verification failed: before {before}, after {after}")
+
+
+@dataclass(frozen=True)
+class Checksum:
+    """Order-independent digest of visible rows: ``rows`` and two sums mod 2**64 of two 64-bit
+    hashes of each row ``(writeid, bucketid, rowid, *row)`` (:func:`checksum_batches`)."""
+
+    rows: int = 0
+    sum1: int = 0
+    sum2: int = 0
+
+    def __add__(self, other: "Checksum") -> "Checksum":
+        return Checksum(self.rows + other.rows, (self.sum1 + other.sum1) & _MASK64,
+                        (self.sum2 + other.sum2) & _MASK64)
+
+    def to_dict(self) -> dict:
+        """JSON-able form (sums as hex strings)."""
+        return {"rows": self.rows, "sum1": f"{self.sum1:016x}", "sum2": f"{self.sum2:016x}"}
+
+
+# ============================================================================ planning (pure)
+
+@dataclass
+class CompactionPlan:
+    """What one compaction of one partition reads and writes.
+
+    Attributes:
+        kind: ``"major"`` or ``"minor"``.
+        partition: relative partition path (``""`` when unpartitioned).
+        valid: the compactor's ValidWriteIdList (Hive string form).
+        base: base directory read (major), else None.
+        deltas: current delta directories read, in §6 order.
+        original_files: original files read (major without base).
+        min_write_id, max_write_id: range of the output (W = ``max_write_id`` for a base).
+        outputs: final directory names to publish, e.g. ``["base_0000007"]`` or
+            ``["delete_delta_0000002_0000007", "delta_0000002_0000007"]``.
+        skip_reason: why there is nothing to do (then ``outputs`` is empty).
+        state: the AcidState at the compactor's snapshot.
+    """
+
+    kind: str
+    partition: str
+    valid: str
+    base: str | None = None
+    deltas: list[str] = field(default_factory=list)
+    original_files: list[str] = field(default_factory=list)
+    min_write_id: int = 0
+    max_write_id: int = 0
+    outputs: list[str] = field(default_factory=list)
+    skip_reason: str | None = None
+    state: AcidState | None = None
+
+    @property
+    def nothing_to_do(self) -> bool:
+        """True when there is no output to write."""
+        return self.skip_reason is not None
+
+
+def plan_compaction(entries: Iterable[DirEntry], valid: ValidWriteIdList, kind: str,
+                    partition: str = "", *,
+                    is_compacted_base: Callable[[str], bool] = lambda name: False,
+                    visibility_txn_id: int | None = None,
+                    txn_state: Callable[[int], str] | None = None) -> CompactionPlan:
+    """Decide inputs and output names of a compaction from a partition listing (pure).
+
+    Args:
+        entries: recursive listing of the partition directory.
+        valid: the compactor's list (use ``ValidWriteIdList.for_compactor()``; a reader list
+            is converted here).
+        kind: ``"major"`` or ``"minor"``.
+        is_compacted_base: ``_metadata_acid`` lookup (see ``get_acid_state``).
+        visibility_txn_id: the compaction's transaction id T, named in the outputs as
+            ``_v<T>`` (object stores, module doc); None = no suffix.
+        txn_state: ``_v<T>`` directory lookup (see ``get_acid_state``).
+    Returns:
+        A :class:`CompactionPlan`; ``skip_reason`` set when there is nothing to do: minor with
+        fewer than two distinct delta ranges, major with no delta and no original file.
+    Raises:
+        ValueError: unknown kind; CompactionError: an output name already exists as a
+        directory that the snapshot does not read.
+    """
+    if kind not in (MAJOR, MINOR):
+        raise ValueError(f"compaction kind must be major or minor, got {kind!r}")
+    cvalid = valid.for_compactor()
+    entries = list(entries)
+    state = get_acid_state(entries, cvalid, is_compacted_base, txn_state)
+    vis = visibility_txn_id
+    plan = CompactionPlan(kind, partition, cvalid.to_string(), state=state)
+    deltas = state.deltas
+    existing = {e.path.split("/", 1)[0] for e in entries}
+    if kind == MINOR:
+        ranges = {(d.min_write_id, d.max_write_id, d.statement_id) for d in deltas}
+        if len(ranges) < 2:
+            plan.skip_reason = (f"minor compaction needs at least 2 delta ranges, found "
+                                f"{len(ranges)}")
+            return plan
+        plan.deltas = [d.name for d in deltas]
+        plan.min_write_id = min(d.min_write_id for d in deltas)
+        plan.max_write_id = max(d.max_write_id for d in deltas)
+        outs = []
+        if any(d.is_delete for d in deltas):
+            outs.append(format_delta(plan.min_write_id, plan.max_write_id, delete=True,
+                                     visibility_txn_id=vis))
+        if any(not d.is_delete for d in deltas):
+            outs.append(format_delta(plan.min_write_id, plan.max_write_id,
+                                     visibility_txn_id=vis))
+        plan.outputs = outs
+    else:
+        if not deltas and not state.original_files:
+            plan.skip_reason = "major compaction: no deltas and no original files"
+            return plan
+        plan.base = state.base_dir
+        plan.deltas = [d.name for d in deltas]
+        plan.original_files = list(state.original_files)
+        ids = [d.max_write_id for d in deltas]
+        if state.base is not None:
+            ids.append(state.base.write_id)
+        plan.max_write_id = max(ids) if ids else 0
+        plan.min_write_id = 0
+        plan.outputs = [format_base(plan.max_write_id, vis)]
+    clash = [o for o in plan.outputs if o in existing]
+    if clash:
+        raise CompactionError(f"output directory {clash} already exists in partition "
+                              f"{partition or '<table root>'} and is not the current one")
+    return plan
+
+
+# ============================================================================ executor side
+
+@dataclass
+class CompactTask:
+    """One bucket's work (JSON-serialisable, shipped to a Spark task).
+
+    Attributes:
+        kind: major/minor; bucket_id: output file ``bucket_<N>``.
+        read: the insert side and delete files (a ``snapshot.ReadTask`` as dict).
+        minor_deletes: delete delta files whose events go to ``delete_delta_*/bucket_N`` (minor).
+        out_dirs: ``{"insert"|"delete"|"base": absolute temp dir}``.
+        bloom_columns: table columns whose ORC bloom filters the base / delta files carry (the
+            primary key's data columns, ``files.key_bloom_filter_columns``); none in delete deltas.
+    """
+
+    kind: str
+    bucket_id: int
+    read: dict
+    minor_deletes: list[str]
+    out_dirs: dict[str, str]
+    tfs_url: str
+    columns: list[list[str]]
+    valid: str
+    stripe_rows: int
+    compression: str = "zlib"
+    stripe_bytes: int = DEFAULT_TARGET_STRIPE_BYTES
+    #: major of an unbucketed table (acidflow.format.packing): further writer groups read by
+    #: this task, and the output file numbers its sorted rows are cut into
+    more_reads: list[dict] = field(default_factory=list)
+    file_ids: list[int] = field(default_factory=list)
+    bloom_columns: list[str] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        """JSON text of the task."""
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "CompactTask":
+        """Inverse of :meth:`to_json`."""
+        return cls(**json.loads(text))
+
+    def read_task(self) -> snapshot.ReadTask:
+        """The ReadTask of this bucket."""
+        return snapshot.ReadTask.from_json(json.dumps(self.read))
+
+
+def _ops(n: int, op: int) -> pa.Array:
+    return pa.array(np.full(n, op, dtype=np.int32))
+
+
+def _sorted_by_key(table: pa.Table) -> pa.Table:
+    """``table`` ordered by ROW__ID (``_KEYS``); returned as is when it already is (a base
+    followed by its later deltas usually is)."""
+    if table.num_rows <= 1:
+        return table
+    if acid_files.keys_ascending([table.column(k).to_numpy() for k in _KEYS],
+                                 strict=False).all():
+        return table
+    idx = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in _KEYS])
+    return table.take(idx)
+
+
+def run_task(task: CompactTask) -> list[dict]:
+    """Write one bucket's output files into the temp directories (executor side).
+
+    Major: the live rows of the bucket at the compactor snapshot (``snapshot.read_task``:
+    delete events applied, invalid write ids dropped, original files with synthetic ROW__IDs)
+    become insert events ``(0, w, b, r, w, row)`` sorted by ROW__ID in ``base/bucket_N``.
+    Minor: valid insert events of the deltas' ``bucket_N`` files are copied unchanged into
+    ``delta/bucket_N``; valid delete events (de-duplicated per ROW__ID, lowest
+    ``currentTransaction`` kept) into ``delete_delta/bucket_N``. Files are written from Arrow
+    (``columnar.write_event_table``).
+
+    Returns:
+        ``[{"kind", "bucket", "path", "rows", "bytes", "stripes", "s1", "s2"}]``: one per file
+        written, and for a major compaction one ``kind="read"`` entry with the
+        :class:`Checksum` of the rows it read (``rows``, ``s1``, ``s2`` as decimal strings),
+        the "before" side of the verification.
+    Raises:
+        acidflow.format.orc.files.AcidFileError: unreadable input, or events that are not unique.
+    """
+    tfs = TableFS(task.tfs_url)
+    valid = ValidWriteIdList.from_string(task.valid)
+    columns = [(c[0], c[1]) for c in task.columns]
+    names = [c[0] for c in columns]
+    out: list[dict] = []
+    opts: dict[str, Any] = dict(compression=task.compression, stripe_rows=task.stripe_rows,
+                                stripe_bytes=task.stripe_bytes)
+
+    def write(kind: str, events: pa.Table, file_id: int | None = None) -> None:
+        fid = task.bucket_id if file_id is None else file_id
+        path = join(task.out_dirs[kind], f"bucket_{fid:05d}")
+        bloom = task.bloom_columns if kind != "delete" else []
+        done = columnar.write_event_table(tfs, path, columns, events,
+                                            bloom_filter_columns=bloom, **opts)
+        if done is not None:
+            out.append({"kind": kind, "bucket": fid, "path": done.path,
+                        "rows": done.rows, "bytes": done.bytes, "stripes": done.stripes,
+                        "s1": None, "s2": None})
+
+    rt = task.read_task()
+    if task.kind == MAJOR:
+        batches = [b for r in [rt] + [snapshot.ReadTask.from_json(json.dumps(m))
+                                      for m in task.more_reads]
+                   for b in snapshot.read_task(tfs, r, columns, [], valid, row_id=True)]
+        read = checksum_batches(batches, names)
+        out.append({"kind": "read", "bucket": task.bucket_id, "path": "", "rows": read.rows,
+                    "bytes": 0, "stripes": 0, "s1": str(read.sum1), "s2": str(read.sum2)})
+        if batches:
+            t = pa.Table.from_batches(batches)
+            del batches
+            rid = t.column(snapshot.ROW_ID).combine_chunks()
+            owid = rid.field(0)
+            t = pa.table([_ops(len(owid), acid_files.OPERATION_INSERT),
+                          owid, rid.field(1), rid.field(2), owid] + [t.column(n) for n in names],
+                         names=list(acid_files.EVENT_FIELDS[:5]) + names)
+            t = _sorted_by_key(t)
+            if task.file_ids:  # packed (unbucketed): sorted rows cut into the bin's files
+                for fid, part in zip(task.file_ids, packing.split_rows(t, len(task.file_ids))):
+                    write("base", part, fid)
+            else:
+                write("base", t)
+        return out
+
+    # minor: insert events
+    parts = []
+    for df in rt.data_files:
+        ev = acid_files.read_events(tfs, df.path)
+        keep = pc.and_(snapshot.valid_mask(ev.column("currentTransaction"), valid),
+                       pc.not_equal(ev.column("operation"), acid_files.OPERATION_DELETE))
+        ev = ev.filter(keep)
+        if ev.num_rows:
+            row_cols = ev.column_names[5:]
+            parts.append(pa.table(
+                [ev.column(i) for i in range(5)] + [ev.column(c) for c in row_cols],
+                names=list(acid_files.EVENT_FIELDS[:5]) + names[:len(row_cols)]))
+    if parts:
+        write("insert", _sorted_by_key(pa.concat_tables(parts, promote_options="permissive")))
+    # minor: delete events
+    dparts = []
+    for path in task.minor_deletes:
+        ev = acid_files.read_events(tfs, path, keys_only=True)
+        ev = ev.filter(pc.and_(snapshot.valid_mask(ev.column("currentTransaction"), valid),
+                               pc.equal(ev.column("operation"), acid_files.OPERATION_DELETE)))
+        if ev.num_rows:
+            dparts.append(ev.select(_KEYS + ["currentTransaction"]))
+    if dparts:
+        t = pa.concat_tables(dparts)
+        t = t.group_by(_KEYS).aggregate([("currentTransaction", "min")])
+        t = pa.table([_ops(t.num_rows, acid_files.OPERATION_DELETE)] +
+                     [t.column(k) for k in _KEYS] + [t.column("currentTransaction_min")],
+                     names=list(acid_files.EVENT_FIELDS[:5]))
+        write("delete", _sorted_by_key(t))
+    return out
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def checksum_batches(batches: Iterable[pa.RecordBatch], names: list[str]) -> Checksum:
+    """Digest of rows from ``snapshot.read_task(..., row_id=True)`` batches: the row count and
+    two sums mod 2**64 of DuckDB's 64-bit ``hash(ROW__ID, *values of names)`` (the second with
+    a salt column), computed by DuckDB straight on the Arrow batches, streamed, one thread (a
+    Spark task owns one core). Order- and chunking-independent; NULL hashes apart from every
+    value. The hash is DuckDB's, stable within one DuckDB version -- both sides of a
+    verification are computed by the same installation.
+    """
+    it = iter(batches)
+    first = next((b for b in it if b.num_rows), None)
+    if first is None:
+        return Checksum()
+    wanted = [snapshot.ROW_ID] + list(names)
+    schema = first.select(wanted).schema
+
+    def unified() -> Iterator[pa.RecordBatch]:
+        yield first.select(wanted)
+        for b in it:
+            if b.num_rows:
+                b = b.select(wanted)
+                yield b if b.schema.equals(schema) else pa.RecordBatch.from_arrays(
+                    [b.column(i).cast(f.type) for i, f in enumerate(schema)], schema=schema)
+
+    cols = ", ".join(_quoted(n) for n in wanted)
+    con = duckdb.connect(config={"threads": 1})
+    try:
+        con.register("acid_rows", pa.RecordBatchReader.from_batches(schema, unified()))
+        result: Any = con.execute(
+            f"SELECT count(*), sum(hash({cols})::HUGEINT) % {1 << 64}, "
+            f"sum(hash({cols}, 'acidflow')::HUGEINT) % {1 << 64} FROM acid_rows").fetchone()
+    finally:
+        con.close()
+    rows, s1, s2 = result  # one row: an aggregate without GROUP BY
+    return Checksum(int(rows), int(s1 or 0), int(s2 or 0))
+
+
+def checksum_task(tfs_url: str, read: snapshot.ReadTask, columns: list[tuple[str, str]],
+                  valid: ValidWriteIdList) -> Checksum:
+    """:class:`Checksum` of the visible rows of one read task (executor side)."""
+    tfs = TableFS(tfs_url)
+    batches = snapshot.read_task(tfs, read, columns, [], valid, row_id=True)
+    return checksum_batches(batches, [c[0] for c in columns])
+
+
+# ============================================================================ driver side
+
+def tmp_dir_name(cq_id: int | str) -> str:
+    """Hidden temp directory of a queue entry: ``.compact_tmp_<id>`` (ignored by readers)."""
+    return f"{TMP_PREFIX}{cq_id}"
+
+
+def _data_files_for(tfs: TableFS, pdir: str, entries: list[DirEntry], plan: CompactionPlan
+                    ) -> tuple[list[snapshot.DataFile], list[tuple[str, int]]]:
+    """Insert-side files and (delete file, bucket) pairs the plan reads."""
+    data: list[snapshot.DataFile] = []
+    deletes: list[tuple[str, int]] = []
+    if plan.base is not None:
+        for rel, b in bucket_files(entries, plan.base):
+            data.append(snapshot.DataFile(join(pdir, rel), "base", b))
+    elif plan.kind == MAJOR:
+        data.extend(snapshot.original_files(tfs, pdir, plan.original_files))
+    if plan.state is None:
+        raise CompactionError("a compaction plan without its AcidState (use plan_compaction)")
+    by_name = {d.name: d for d in plan.state.deltas}
+    for name in plan.deltas:
+        d = by_name[name]
+        for rel, b in bucket_files(entries, name):
+            if d.is_delete:
+                deletes.append((join(pdir, rel), b))
+            else:
+                data.append(snapshot.DataFile(join(pdir, rel), "delta", b))
+    return data, deletes
+
+
+def _group(data: list[snapshot.DataFile], deletes: list[tuple[str, int]], bucketed: bool,
+           partition: str) -> dict[int, snapshot.ReadTask]:
+    tasks: dict[int, snapshot.ReadTask] = {}
+    for f in data:
+        tasks.setdefault(f.bucket_id, snapshot.ReadTask(partition, f.bucket_id)).data_files.append(f)
+    for t in tasks.values():
+        t.delete_files = [p for p, b in deletes if not bucketed or b == t.bucket_id]
+    return tasks
+
+
+def stripe_rows_for(tfs: TableFS, files: list[str], target_bytes: int) -> int:
+    """Events per stripe so that stripes approach ``target_bytes``, estimated from the input
+    files' bytes per row; at least one 1024-row write batch, at most 4M rows."""
+    rows = size = 0
+    for p in files:
+        info = acid_files.file_info(tfs, p)
+        rows += info.rows
+        size += tfs.size(p)
+    if rows == 0 or size == 0:
+        return acid_files.DEFAULT_STRIPE_ROWS
+    per_row = max(1.0, size / rows)
+    return int(min(4 * 1024 * 1024, max(acid_files.WRITE_BATCH_ROWS, target_bytes / per_row)))
+
+
+@dataclass
+class CompactionResult:
+    """Outcome of :func:`compact_partition`.
+
+    Attributes:
+        plan: the plan; published: output dirs now in place (empty when skipped).
+        files: files written (``run_task`` rows, final paths).
+        before, after: checksums (None when skipped).
+    """
+
+    plan: CompactionPlan
+    published: list[str] = field(default_factory=list)
+    files: list[dict] = field(default_factory=list)
+    before: Checksum | None = None
+    after: Checksum | None = None
+
+    def to_dict(self) -> dict:
+        """JSON-able report."""
+        p = self.plan
+        return {"kind": p.kind, "partition": p.partition, "valid_write_ids": p.valid,
+                "inputs": ([p.base] if p.base else []) + p.deltas + p.original_files,
+                "outputs": p.outputs, "published": self.published,
+                "skip_reason": p.skip_reason,
+                "files": len(self.files), "bytes": sum(f["bytes"] for f in self.files),
+                "rows_written": sum(f["rows"] for f in self.files),
+                "before": self.before.to_dict() if self.before else None,
+                "after": self.after.to_dict() if self.after else None}
+
+
+def _map(spark: "SparkSession | None", payloads: list[str],
+         fn: Callable[[str], list[dict]], schema_ddl: str) -> list[dict]:
+    """Run ``fn(payload) -> list[dict]`` over payloads: in Spark (one task each) or locally."""
+    if spark is None or not payloads:
+        return [row for p in payloads for row in fn(p)]
+    arrow_schema = _ddl_to_arrow(schema_ddl)
+
+    def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            for text in b.column(0).to_pylist():
+                rows = fn(text)
+                if rows:
+                    yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
+
+    rdd = spark.sparkContext.parallelize([(p,) for p in payloads], numSlices=len(payloads))
+    df = spark.createDataFrame(rdd, "payload string").mapInArrow(body, schema_ddl)
+    return [r.asDict() for r in df.collect()]
+
+
+_DDL_TYPES = {"string": pa.string(), "bigint": pa.int64(), "int": pa.int32()}
+
+
+def _ddl_to_arrow(ddl: str) -> pa.Schema:
+    fields = []
+    for part in ddl.split(","):
+        name, typ = part.strip().split()
+        fields.append(pa.field(name, _DDL_TYPES[typ]))
+    return pa.schema(fields)
+
+
+def _write_outputs(spark: "SparkSession | None", tasks: list[CompactTask]) -> list[dict]:
+    return _map(spark, [t.to_json() for t in tasks],
+                lambda text: run_task(CompactTask.from_json(text)),
+                "kind string, bucket int, path string, rows bigint, bytes bigint, stripes int, "
+                "s1 string, s2 string")
+
+
+def _checksum(spark: "SparkSession | None", tfs_url: str, reads: list[snapshot.ReadTask],
+              columns: list[tuple[str, str]], valid: ValidWriteIdList) -> Checksum:
+    vtext = valid.to_string()
+
+    def fn(text: str) -> list[dict]:
+        c = checksum_task(tfs_url, snapshot.ReadTask.from_json(text), columns,
+                          ValidWriteIdList.from_string(vtext))
+        return [{"rows": c.rows, "s1": str(c.sum1), "s2": str(c.sum2)}]
+
+    total = Checksum()
+    for r in _map(spark, [t.to_json() for t in reads], fn, "rows bigint, s1 string, s2 string"):
+        total = total + Checksum(r["rows"], int(r["s1"]), int(r["s2"]))
+    return total
+
+
+def finish_publish(tfs: TableFS, pdir: str, tmp: str) -> list[str]:
+    """Complete an interrupted publish: if ``tmp`` holds a ``_verified`` marker, rename the
+    output dirs still inside it into ``pdir`` (delete deltas first) and remove ``tmp``;
+    without the marker the temp dir is unverified and is just removed. Each rename is
+    exclusive (:meth:`TableFS.rename_exclusive`): an output name that exists already is never
+    replaced.
+
+    Raises:
+        CompactionError: an output's name exists in ``pdir`` (names it).
+
+    Returns:
+        Names renamed into place now (``[]`` when nothing was pending).
+    """
+    if not tfs.exists(tmp):
+        return []
+    if not tfs.exists(join(tmp, VERIFIED_MARKER)):
+        tfs.delete(tmp)
+        return []
+    marker = json.loads(tfs.read_bytes(join(tmp, VERIFIED_MARKER)) or b"{}")
+    done = []
+    for name in marker.get("outputs", []):
+        src = join(tmp, name)
+        if tfs.exists(src):
+            try:
+                tfs.rename_exclusive(src, join(pdir, name))
+            except DirectoryClaimedError as exc:
+                raise CompactionError(f"cannot publish {src}: {exc}") from exc
+            done.append(name)
+    tfs.delete(tmp)
+    return done
+
+
+def compact_partition(spark: "SparkSession | None", table: TableDesc, partition: str, kind: str,
+                      valid: ValidWriteIdList, *, cq_id: int | str,
+                      target_stripe_bytes: int = DEFAULT_TARGET_STRIPE_BYTES,
+                      compression: str = "zlib", heartbeat: Callable[[], Any] | None = None,
+                      tamper: Callable[[str], Any] | None = None,
+                      target_file_bytes: int | None = None,
+                      record_history: bool = False,
+                      visibility_txn_id: int | None = None) -> CompactionResult:
+    """Compact one partition: plan, write into ``.compact_tmp_<cq_id>``, verify, publish by
+    rename -- or, on an object store, write under the final ``_v<T>`` names and verify there;
+    the catalog's commit of T publishes (module doc).
+
+    ``record_history`` (the table retains history, ``acidflow.storage.retention``): a major
+    compaction publishing the partition's first base writes ``_acidflow_history`` first
+    (:func:`acidflow.storage.state.mark_full_history`), so snapshots below the base stay
+    readable from the deltas the cleaner keeps.
+
+    Args:
+        spark: SparkSession, or None to run every task in this process.
+        table: ``acidflow.catalog.TableDef``.
+        partition: relative partition path, ``""`` for an unpartitioned table.
+        kind: ``"major"`` / ``"minor"``.
+        valid: the table's current ValidWriteIdList (converted with ``for_compactor()``).
+        cq_id: the queue id (names the temp dir; a rerun of the same id first finishes or
+            discards what an earlier attempt left there).
+        target_stripe_bytes: ``acidflow.compactor.target.stripe.bytes``.
+        heartbeat: callable invoked between phases (the worker's heartbeat).
+        tamper: test hook called with the temp dir after writing, before verification.
+        target_file_bytes: ``acidflow.target.file.bytes``: a major compaction of an unbucketed
+            table packs the rows into files of about this size (:mod:`acidflow.format.packing`);
+            ``None`` keeps one file per writer id (Hive 3.1's output). Bucketed tables always
+            get one file per bucket.
+        visibility_txn_id: the compaction's own transaction id T (the worker's queue entry
+            ``txn_id``); required on object stores, unused where directories rename.
+    Returns:
+        :class:`CompactionResult` (``plan.skip_reason`` set when nothing was done).
+    Raises:
+        VerificationError: rows differ (output removed, nothing published).
+        CompactionError: also an object store without ``visibility_txn_id``.
+        acidflow.format.orc.files.AcidFileError.
+    """
+    beat = heartbeat or (lambda: None)
+    tfs = TableFS(table.location)
+    pdir = join(table.location, partition) if partition else table.location
+    tmp = join(pdir, tmp_dir_name(cq_id))
+    direct = not tfs.renames_atomically  # object store: final _v<T> names, no rename
+    if direct and visibility_txn_id is None:
+        raise CompactionError(f"{pdir}: compaction on {tfs.protocol}:// publishes through its "
+                              "transaction (_v<T> directories) and needs visibility_txn_id")
+    recovered = [] if direct else finish_publish(tfs, pdir, tmp)
+    entries = [e for e in tfs.list_recursive(pdir)]
+    cvalid = valid.for_compactor()
+    plan = plan_compaction(entries, cvalid, kind, partition,
+                           is_compacted_base=compacted_base_check(tfs, pdir),
+                           visibility_txn_id=visibility_txn_id if direct else None,
+                           txn_state=registered_txn_state(tfs.qualify(pdir)) if direct else None)
+    result = CompactionResult(plan, published=recovered)
+    if plan.nothing_to_do:
+        return result
+    out_root = pdir if direct else tmp
+    columns = [(c.name, c.hive_type) for c in table.columns]
+    bucketed = table.num_buckets > 0
+    data, deletes = _data_files_for(tfs, pdir, entries, plan)
+    reads = _group(data, deletes, bucketed, "")
+    # rows per stripe matter only to the pyorc writer (the columnar one sizes by bytes); the
+    # estimate reads every input file's footer, so it is skipped when it is not needed
+    stripe_rows = acid_files.DEFAULT_STRIPE_ROWS if acid_files.columnar_writable(
+        columns, compression) else stripe_rows_for(
+            tfs, [d.path for d in data] + [p for p, _ in deletes], target_stripe_bytes)
+    out_dirs: dict[str, str] = {}
+    for name in plan.outputs:
+        key = "base" if name.startswith("base_") else ("delete" if name.startswith("delete_") else "insert")
+        out_dirs[key] = join(out_root, name)
+    tasks: list[CompactTask] = []
+    bloom = acid_files.key_bloom_filter_columns(columns, table.primary_key)
+    if kind == MAJOR and not bucketed and target_file_bytes:
+        sizes = {b: sum(tfs.size(f.path) for f in rt.data_files) for b, rt in reads.items()}
+        for group, file_ids in packing.plan_bins(sizes, target_file_bytes):
+            tasks.append(CompactTask(MAJOR, group[0], asdict(reads[group[0]]), [], out_dirs,
+                                     table.location, [list(c) for c in columns],
+                                     cvalid.to_string(), stripe_rows, compression,
+                                     target_stripe_bytes,
+                                     more_reads=[asdict(reads[b]) for b in group[1:]],
+                                     file_ids=file_ids, bloom_columns=bloom))
+    elif kind == MAJOR:
+        for b in sorted(reads):
+            rt = reads[b]
+            tasks.append(CompactTask(MAJOR, b, asdict(rt), [], out_dirs, table.location,
+                                     [list(c) for c in columns], cvalid.to_string(),
+                                     stripe_rows, compression, target_stripe_bytes,
+                                     bloom_columns=bloom))
+    else:
+        ids = sorted(set(reads) | {b for _, b in deletes})
+        for b in ids:
+            rt = snapshot.ReadTask("", b, [f for f in data if f.bucket_id == b], [])
+            tasks.append(CompactTask(MINOR, b, asdict(rt), [p for p, pb in deletes if pb == b],
+                                     out_dirs, table.location, [list(c) for c in columns],
+                                     cvalid.to_string(), stripe_rows, compression,
+                                     target_stripe_bytes, bloom_columns=bloom))
+    if direct and kind == MAJOR and record_history:
+        mark_full_history(tfs, pdir)  # before the (still invisible) base_N_v<T> appears
+    tfs.makedirs(out_root)
+    written = _write_outputs(spark, tasks)
+    files = [f for f in written if f["kind"] != "read"]
+    for d in out_dirs.values():
+        tfs.makedirs(d)
+        acid_files.write_acid_version_file(tfs, d)
+    if "base" in out_dirs:
+        acid_files.write_compacted_marker(tfs, out_dirs["base"])
+    beat()
+    if tamper is not None:
+        tamper(out_root)
+
+    # verification: the same snapshot read from the old and from the new layout; a major
+    # compaction's workers checksummed the rows they read (the old layout), a minor one reads
+    # the old layout again here (its workers read the deltas' raw events, not the snapshot)
+    if kind == MAJOR:
+        before = Checksum()
+        for f in written:
+            if f["kind"] == "read":
+                before = before + Checksum(f["rows"], int(f["s1"]), int(f["s2"]))
+    else:
+        before = _checksum(spark, table.location, list(reads.values()), columns, cvalid)
+    beat()
+    after_entries = tfs.list_recursive(out_root)
+    new_data: list[snapshot.DataFile] = []
+    new_deletes: list[tuple[str, int]] = []
+    if kind == MAJOR:
+        for rel, b in bucket_files(after_entries, plan.outputs[0]):
+            new_data.append(snapshot.DataFile(join(out_root, rel), "base", b))
+    else:
+        new_data = [f for f in data if f.kind != "delta"]
+        for name in plan.outputs:
+            for rel, b in bucket_files(after_entries, name):
+                if name.startswith("delete_"):
+                    new_deletes.append((join(out_root, rel), b))
+                else:
+                    new_data.append(snapshot.DataFile(join(out_root, rel), "delta", b))
+    after = _checksum(spark, table.location, list(_group(new_data, new_deletes, bucketed, "").values()),
+                      columns, cvalid)
+    result.before, result.after = before, after
+    if before != after:
+        for d in ([tmp] if not direct else list(out_dirs.values())):
+            tfs.delete(d)
+        raise VerificationError(before, after)
+    beat()
+    if direct:  # published by the catalog's commit of the compaction's transaction
+        result.published = list(plan.outputs)
+        result.files = files
+        return result
+
+    # publish: marker first (a rerun finishes the renames), then the renames
+    if kind == MAJOR and record_history:  # issue 12: the first base records full history
+        mark_full_history(tfs, pdir)
+    tfs.write_bytes(join(tmp, VERIFIED_MARKER), json.dumps({"outputs": plan.outputs}).encode())
+    result.published = recovered + finish_publish(tfs, pdir, tmp)
+    for f in files:
+        f["path"] = f["path"].replace(tmp + "/", pdir.rstrip("/") + "/")
+    result.files = files
+    return result
+
+
+def relpath(path: str, root: str) -> str:
+    """``path`` relative to ``root`` ('/'-separated)."""
+    return posixpath.relpath(path, root)

@@ -1,0 +1,692 @@
+"""Merge-on-read: the rows visible at a snapshot (a ``ValidWriteIdList``).
+
+Two steps, as in Hive's vectorized ACID reader (``VectorizedOrcAcidRowBatchReader``):
+
+1. **Plan** (driver, :func:`plan_read`): list the table, pick per partition the base, deltas and
+   original files with ``acidflow.format.layout.get_acid_state`` (docs/hive-acid-format.md §6),
+   and cut the work into :class:`ReadTask` s: one per (partition, bucket id). A task holds its
+   insert-side files (base, insert deltas, original files with their synthetic ROW__ID offsets,
+   docs/hive-acid-format.md §8) and the delete delta files it must apply: for a bucketed table
+   only ``delete_delta_*/bucket_N`` of its own bucket, for an unbucketed table every delete delta
+   file of the partition (Hive reads all of them for every split).
+2. **Execute** (:func:`read_task`, pure Arrow, the same code in a Spark task or locally): load the
+   delete events whose ``currentTransaction`` is valid, read the insert events stripe by stripe,
+   drop events whose ``currentTransaction`` is not valid, and drop rows whose
+   ``(originalTransaction, bucket, rowId)`` matches a delete event (the full bucket property,
+   statement bits included, as Hive's ``ColumnizedDeleteEventRegistry.isDeleted`` compares).
+
+:func:`read_spark` runs the tasks in Spark with ``mapInArrow`` and pyarrow's ORC reader. Spark's own
+ORC reader is avoided on purpose: it breaks on files with the ACID event schema unless all six
+columns are kept (env-notes, "Spark read trap").
+
+Output schema: the table columns (Hive types mapped by ``acidflow.format.types``), then partition
+columns, then optionally ``ROW__ID struct<writeid:bigint,bucketid:int,rowid:bigint>`` and
+``INPUT__FILE__NAME string`` (Hive ``VirtualColumn``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.orc as paorc
+import pyorc
+
+from acidflow.format import partitions as parts
+from acidflow.format import types as htypes
+from acidflow.format.bucketing import encode_bucket_property
+from acidflow.format.layout import (
+    AcidState,
+    DirEntry,
+    ValidWriteIdList,
+    bucket_files,
+    is_hidden,
+    parse_bucket_file,
+    parse_original_bucket_id,
+)
+from acidflow.format.orc import files as acid_files
+from acidflow.format.orc import orcindex
+from acidflow.format.schemaevolution import read_as
+from acidflow.format.table import TableDesc
+from acidflow.storage.fs import TableFS, join
+from acidflow.storage.state import acid_state
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+ROW_ID = "ROW__ID"
+INPUT_FILE_NAME = "INPUT__FILE__NAME"
+ROW_ID_TYPE = pa.struct([("writeid", pa.int64()), ("bucketid", pa.int32()), ("rowid", pa.int64())])
+_KEYS = list(acid_files.KEY_FIELDS)
+
+
+@dataclass
+class DataFile:
+    """An insert-side file of a read task.
+
+    Attributes:
+        path: full path.
+        kind: ``base``, ``delta`` (insert delta) or ``original`` (pre-ACID layout file).
+        bucket_id: bucket (or writer) id from the file name.
+        write_id: synthetic write id for original files (0 at the partition root).
+        statement_id: statement id for the synthetic bucket property of original files.
+        row_offset: rows of the earlier original files of the same bucket (synthetic rowId base).
+    """
+
+    path: str
+    kind: str
+    bucket_id: int
+    write_id: int = 0
+    statement_id: int = 0
+    row_offset: int = 0
+
+
+@dataclass
+class ReadTask:
+    """Work of one reader: insert-side files of one (partition, bucket) and the delete delta
+    files that apply to them. ``partition`` is the relative partition path ('' if none)."""
+
+    partition: str
+    bucket_id: int
+    data_files: list[DataFile] = field(default_factory=list)
+    delete_files: list[str] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "ReadTask":
+        d = json.loads(text)
+        d["data_files"] = [DataFile(**f) for f in d["data_files"]]
+        return cls(**d)
+
+
+@dataclass
+class ReadPlan:
+    """Everything needed to read a snapshot.
+
+    Attributes:
+        table_dir: table root.
+        columns: table columns ``[(name, hive_type)]``.
+        partition_columns: ``[(name, hive_type)]`` (empty when unpartitioned).
+        valid_write_ids: the snapshot.
+        tasks: the read tasks.
+        states: ``AcidState`` per partition path ('' when unpartitioned).
+    """
+
+    table_dir: str
+    columns: list[tuple[str, str]]
+    partition_columns: list[tuple[str, str]]
+    valid_write_ids: ValidWriteIdList
+    tasks: list[ReadTask]
+    states: dict[str, AcidState]
+
+    def output_schema(self, row_id: bool = False, file_name: bool = False,
+                      project: list[str] | None = None) -> pa.Schema:
+        """Arrow schema of the rows :func:`read_task` yields (data columns restricted to
+        ``project`` when given, in table order)."""
+        fields = [pa.field(n, htypes.arrow_type(t)) for n, t in self.columns
+                  if project is None or n in project]
+        fields += [pa.field(n, htypes.arrow_type(t)) for n, t in self.partition_columns]
+        if row_id:
+            fields.append(pa.field(ROW_ID, ROW_ID_TYPE))
+        if file_name:
+            fields.append(pa.field(INPUT_FILE_NAME, pa.string()))
+        return pa.schema(fields)
+
+
+def split_partitions(entries: list[DirEntry], depth: int) -> dict[str, list[DirEntry]]:
+    """Group a recursive table listing by partition directory.
+
+    Args:
+        entries: recursive listing of the table root.
+        depth: number of partition columns (0 = unpartitioned: one group keyed '').
+    Returns:
+        ``{partition_path: entries relative to that partition}``; directories that are not
+        ``key=value`` at every level, and hidden ones, are ignored.
+    """
+    if depth == 0:
+        return {"": list(entries)}
+    out: dict[str, list[DirEntry]] = {}
+    for e in entries:
+        comps = e.path.split("/")
+        if len(comps) < depth or not all(parts.is_partition_dir_name(c) for c in comps[:depth]):
+            continue
+        key = "/".join(comps[:depth])
+        group = out.setdefault(key, [])
+        if len(comps) > depth:
+            group.append(DirEntry("/".join(comps[depth:]), e.is_dir, e.size))
+    return out
+
+
+def plan_read(tfs: TableFS, table_dir: str, columns: list[tuple[str, str]],
+              partition_columns: list[tuple[str, str]], valid_write_ids: ValidWriteIdList, *,
+              bucketed: bool = False, partitions: Iterable[str] | None = None,
+              buckets: Iterable[int] | None = None, read_optimized: bool = False,
+              txn_state: Callable[[int], str] | None = None) -> ReadPlan:
+    """Plan a snapshot read of a table directory.
+
+    Args:
+        tfs: filesystem of the table.
+        table_dir: table root.
+        columns: table columns ``[(name, hive_type)]`` in table order.
+        partition_columns: partition columns ``[(name, hive_type)]``.
+        valid_write_ids: the snapshot (Hive ``ValidWriteIdList``).
+        bucketed: the table is bucketed (CLUSTERED BY): delete files are matched per bucket.
+        partitions: only these relative partition paths (default all).
+        buckets: only these bucket ids (default all).
+        read_optimized: base (or original files) only, no deltas.
+        txn_state: visibility-txn state callback for ``_v<T>`` dirs (see ``get_acid_state``).
+    Returns:
+        A :class:`ReadPlan`.
+    Raises:
+        acidflow.format.layout.NotEnoughHistoryError: no usable base for the snapshot (files cleaned).
+        acidflow.format.orc.files.AcidFileError: an unreadable original file.
+    """
+    grouped = split_partitions(tfs.list_recursive(table_dir), len(partition_columns))
+    wanted_parts = None if partitions is None else set(partitions)
+    wanted_buckets = None if buckets is None else set(buckets)
+    tasks: list[ReadTask] = []
+    states: dict[str, AcidState] = {}
+    for ppath in sorted(grouped):
+        if wanted_parts is not None and ppath not in wanted_parts:
+            continue
+        pdir = join(table_dir, ppath) if ppath else table_dir
+        entries = grouped[ppath]
+        state = acid_state(tfs, pdir, valid_write_ids, entries=entries, txn_state=txn_state)
+        states[ppath] = state
+        data: list[DataFile] = []
+        deletes: list[tuple[str, int]] = []
+        if state.base is not None:
+            for rel, b in bucket_files(entries, state.base.name):
+                data.append(DataFile(join(pdir, rel), "base", b))
+        else:
+            data.extend(original_files(tfs, pdir, state.original_files))
+        if not read_optimized:
+            for d in state.deltas:
+                for rel, b in bucket_files(entries, d.name):
+                    if d.is_delete:
+                        deletes.append((join(pdir, rel), b))
+                    else:
+                        data.append(DataFile(join(pdir, rel), "delta", b))
+        by_bucket: dict[int, ReadTask] = {}
+        for f in data:
+            if wanted_buckets is not None and f.bucket_id not in wanted_buckets:
+                continue
+            task = by_bucket.setdefault(f.bucket_id, ReadTask(ppath, f.bucket_id))
+            task.data_files.append(f)
+        for task in by_bucket.values():
+            task.delete_files = [p for p, b in deletes if not bucketed or b == task.bucket_id]
+        tasks.extend(by_bucket[b] for b in sorted(by_bucket))
+    return ReadPlan(table_dir, list(columns), list(partition_columns), valid_write_ids,
+                    tasks, states)
+
+
+def original_files(tfs: TableFS, pdir: str, rel_paths: list[str]) -> list[DataFile]:
+    """Read-plan entries of a partition's original (pre-ACID, non-event) files, with their
+    synthetic ROW__ID offsets.
+
+    An original file has no event columns: a reader gives its rows a synthetic ROW__ID with
+    write id 0 (files at the partition root), the bucket id of the file name (``000002_0`` -> 2,
+    ``bucket_00002`` -> 2, any other name 0) and a rowId that continues across the original files
+    of the same bucket id in path order (Hive ``OrcRawRecordMerger.OriginalReaderPair`` /
+    ``VectorizedOrcAcidRowBatchReader.computeOffsetAndBucket``; docs/hive-acid-format.md §8).
+
+    Args:
+        tfs: the table's file system.
+        pdir: the partition directory (the table directory when unpartitioned).
+        rel_paths: the original files, relative to ``pdir`` (``AcidState.original_files``).
+    Returns:
+        One ``DataFile`` of kind ``"original"`` per file, in path order, with its bucket id and
+        ``row_offset`` (the rows of the earlier original files of the same bucket id); each
+        file's row count comes from its ORC footer.
+    """
+    out: list[DataFile] = []
+    offsets: dict[int, int] = {}
+    for rel in sorted(rel_paths):
+        name = posixpath.basename(rel)
+        bucket = parse_original_bucket_id(name)
+        if bucket is None:
+            parsed = parse_bucket_file(name)
+            bucket = parsed[0] if parsed else 0
+        path = join(pdir, rel)
+        rows = acid_files.file_info(tfs, path).rows
+        out.append(DataFile(path, "original", bucket, 0, 0, offsets.get(bucket, 0)))
+        offsets[bucket] = offsets.get(bucket, 0) + rows
+    return out
+
+
+def valid_mask(write_ids: pa.Array, valid: ValidWriteIdList) -> pa.Array:
+    """Which write ids a ValidWriteIdList sees, element by element.
+
+    Hive's ``ValidReaderWriteIdList.isWriteIdValid``: a write id is valid when it is at most the
+    high watermark and is not one of the open or aborted exceptions.
+
+    Args:
+        write_ids: int64 write ids (an event file's ``currentTransaction`` column).
+        valid: the snapshot's ValidWriteIdList.
+    Returns:
+        A boolean Arrow array of the same length (NULL where the write id is NULL).
+    """
+    mask = pc.less_equal(write_ids, pa.scalar(valid.high_watermark, pa.int64()))
+    exceptions = list(valid.open_write_ids) + list(valid.aborted_write_ids)
+    if exceptions:
+        mask = pc.and_(mask, pc.invert(pc.is_in(write_ids, pa.array(exceptions, pa.int64()))))
+    return mask
+
+
+def load_delete_keys(tfs: TableFS, paths: list[str], valid: ValidWriteIdList) -> pa.Table | None:
+    """Delete events (originalTransaction, bucket, rowId) of the given files whose
+    currentTransaction is valid, de-duplicated; ``None`` when there are none. Files whose
+    ``hive.acid.stats`` say 0 deletes are skipped, as Hive's reader does."""
+    tables = []
+    for p in paths:
+        info = acid_files.file_info(tfs, p)
+        stats = info.metadata.get(acid_files.ACID_STATS_KEY)
+        if stats is not None and acid_files.parse_acid_stats(stats)[2] == 0:
+            continue
+        ev = acid_files.read_events(tfs, p, keys_only=True)
+        ev = ev.filter(pc.and_(valid_mask(ev.column("currentTransaction"), valid),
+                               pc.equal(ev.column("operation"), acid_files.OPERATION_DELETE)))
+        if ev.num_rows:
+            tables.append(ev.select(_KEYS))
+    if not tables:
+        return None
+    keys = pa.concat_tables(tables)
+    return keys.group_by(_KEYS).aggregate([]) if len(tables) > 1 else keys
+
+
+def _surviving(batch_keys: pa.Table, deletes: pa.Table | None) -> pa.Array | None:
+    """Positions (ascending) of rows not matched by a delete event; None = all survive."""
+    if deletes is None or batch_keys.num_rows == 0:
+        return None
+    idx = batch_keys.append_column("__pos", pa.array(range(batch_keys.num_rows), pa.int64()))
+    kept = idx.join(deletes, keys=_KEYS, join_type="left anti", use_threads=False)
+    if kept.num_rows == batch_keys.num_rows:
+        return None
+    pos = kept.column("__pos").combine_chunks()
+    return pc.take(pos, pc.sort_indices(pos))
+
+
+def _map_columns(file_names: list[str], table_cols: list[str], positional: bool) -> list[int | None]:
+    """For each table column, the index of its source column in the file (None = missing, read
+    as NULL: a column added after the file was written). ACID files map by position (ORC
+    ``SchemaEvolution`` does positional evolution for ACID files); original files by name
+    (case-insensitive) when every name is found, else by position."""
+    if not positional:
+        lower = {n.lower(): i for i, n in enumerate(file_names)}
+        if all(c.lower() in lower for c in table_cols):
+            return [lower[c.lower()] for c in table_cols]
+    return [i if i < len(file_names) else None for i in range(len(table_cols))]
+
+
+def source_positions(info: "acid_files.FileInfo", table_cols: list[str],
+                     wanted: list[str]) -> list[int | None]:
+    """Positions of the table columns ``wanted`` among a data file's data columns (the ``row``
+    struct's fields of an ACID file), by :func:`read_task`'s mapping rule; None = missing."""
+    mapping = _map_columns(info.row_schema.names, table_cols, positional=info.is_acid)
+    return [mapping[table_cols.index(c)] for c in wanted]
+
+
+def _partition_arrays(plan_pcols: list[tuple[str, str]], ppath: str, n: int) -> list[pa.Array]:
+    if not plan_pcols:
+        return []
+    values = dict(parts.parse_partition_path(ppath)) if ppath else {}
+    out = []
+    for name, hive_type in plan_pcols:
+        target = htypes.arrow_type(hive_type)
+        v = values.get(name)
+        out.append(pa.array([v] * n, pa.string()).cast(target))
+    return out
+
+
+def check_acid_version(tfs: TableFS, info: "acid_files.FileInfo",
+                       cache: dict[str, int] | None = None) -> None:
+    """Trino's ACID version rule for files inside base/delta directories: the directory's
+    ``_orc_acid_version`` must be >= 2, or else the file footer's ``hive.acid.version`` must be
+    (Trino ``OrcPageSourceFactory``; Hive 3 writes both, Hive 3 fixtures carry only the footer).
+
+    Raises:
+        acidflow.format.orc.files.AcidFileError: neither says version 2 (a pre-Hive-3 or non-ACID file
+            where ACID data is expected).
+    """
+    directory = posixpath.dirname(info.path)
+    cache = {} if cache is None else cache
+    if directory not in cache:
+        cache[directory] = acid_files.read_acid_version(tfs, directory)
+    if cache[directory] >= acid_files.ACID_VERSION:
+        return
+    raw = info.metadata.get(acid_files.ACID_VERSION_KEY, b"")
+    try:
+        version = int(raw.decode() or "0")
+    except ValueError:
+        version = 0
+    if version < acid_files.ACID_VERSION:
+        raise acid_files.AcidFileError(
+            "Hive transactional tables are supported since Hive 3.0. Expected "
+            f"`{acid_files.ACID_VERSION_KEY}` in ORC metadata of {info.path} to be >=2 but was "
+            f"{raw.decode() or '<empty>'}")
+
+
+def _key_filter_mask(data: list, positions: list[int | None], keys: pa.Table,
+                     types: list[pa.DataType]) -> pa.Array:
+    """Boolean mask: rows whose key columns (``data[positions[i]]``) are in ``keys``."""
+    cols = []
+    for pos, t in zip(positions, types):
+        col = pa.nulls(len(data[0]), t) if pos is None or pos >= len(data) else data[pos]
+        cols.append(col if col.type == t else col.cast(t))
+    if len(cols) == 1:
+        return pc.fill_null(pc.is_in(cols[0], value_set=keys.column(0)), False)
+    probe = pa.table(cols + [pa.array(range(len(cols[0])), pa.int64())],
+                     names=list(keys.column_names) + ["__pos"])
+    hit = probe.join(keys, keys=list(keys.column_names), join_type="left semi",
+                     use_threads=False).column("__pos")
+    mask = np.zeros(len(cols[0]), dtype=bool)
+    mask[hit.to_numpy()] = True
+    return pa.array(mask)
+
+
+def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
+              partition_columns: list[tuple[str, str]], valid: ValidWriteIdList, *,
+              row_id: bool = False, file_name: bool = False, project: list[str] | None = None,
+              keys: pa.Table | None = None, prune: bool | None = None,
+              pruned: list[tuple[str, orcindex.StripeVerdict]] | None = None
+              ) -> Iterator[pa.RecordBatch]:
+    """Visible rows of one task as Arrow record batches (schema: ``ReadPlan.output_schema``).
+
+    Args:
+        project: read only these data columns (ORC column projection: the other columns'
+            streams are not read); None = all. Output keeps table order.
+        keys: keep only rows whose values of ``keys``' columns (data columns, same names and
+            types) are among its rows -- the key lookup of a merge, done inside the reader.
+        prune: with ``keys``, skip the stripes that the files' key statistics and bloom
+            filters prove free of them (``acidflow.format.orc.orcindex.file_stripes_to_read``; no
+            stream of a skipped stripe is read). None (default): on unless the environment
+            sets ``ACIDFLOW_KEY_INDEX=0``.
+        pruned: when given, ``(path, verdict)`` of every pruned file is appended (measurement).
+    Raises:
+        acidflow.format.orc.files.AcidFileError: a file that is not readable ORC (names the file).
+    """
+    deletes = load_delete_keys(tfs, task.delete_files, valid)
+    names = [n for n, _ in columns]
+    wanted = [i for i, n in enumerate(names) if project is None or n in project]
+    if keys is not None:
+        missing = [k for k in keys.column_names if k not in names]
+        if missing:
+            raise ValueError(f"key filter columns {missing} are not table columns")
+        wanted = sorted(set(wanted) | {names.index(k) for k in keys.column_names})
+    targets = [htypes.arrow_type(columns[i][1]) for i in wanted]
+    out_idx = [j for j, i in enumerate(wanted) if project is None or names[i] in project]
+    out_schema = ReadPlan("", columns, partition_columns, valid, [], {}).output_schema(
+        row_id, file_name, project)
+    dir_versions: dict[str, int] = {}
+    for df in task.data_files:
+        info = acid_files.file_info(tfs, df.path)
+        if df.kind != "original":
+            check_acid_version(tfs, info, dir_versions)
+        acid = info.is_acid
+        src_names = info.row_schema.names
+        full_mapping = _map_columns(src_names, names, positional=acid)
+        mapping = [full_mapping[i] for i in wanted]
+        # ORC column projection: read only the source columns needed (by name; the row struct's
+        # children as "row.<name>"); positions below index the projected columns
+        needed = sorted({m for m in mapping if m is not None})
+        projectable = all("." not in src_names[m] for m in needed) and \
+            len(set(src_names)) == len(src_names)
+        sel = None
+        if projectable and (project is not None or keys is not None) and (needed or acid):
+            top = info.schema.names
+            sel = (top[:5] + [f"{top[5]}.{src_names[m]}" for m in needed]) if acid else \
+                [src_names[m] for m in needed]
+            remap = {m: j for j, m in enumerate(needed)}
+            mapping = [remap.get(m) if m is not None else None for m in mapping]
+        key_pos = [mapping[wanted.index(names.index(k))] for k in keys.column_names] \
+            if keys is not None else None
+        key_types = [keys.schema.field(k).type for k in keys.column_names] if keys is not None \
+            else None
+        offset = df.row_offset
+        with tfs.open(df.path, "rb") as fh:
+            verdict = None
+            if keys is not None and (prune if prune is not None else
+                                     os.environ.get("ACIDFLOW_KEY_INDEX", "1") != "0"):
+                verdict = orcindex.file_stripes_to_read(
+                    fh, acid=acid, positions=[full_mapping[names.index(k)]
+                                              for k in keys.column_names], keys=keys)
+                if pruned is not None:
+                    pruned.append((df.path, verdict))
+                if verdict.keep and not any(verdict.keep):
+                    continue  # no stripe may hold a key: not even the reader's tail is read
+            orc = paorc.ORCFile(fh)
+            for s in range(orc.nstripes):
+                if verdict is not None and not verdict.reads(s):
+                    offset += verdict.rows[s]  # original files: synthetic rowIds go on
+                    continue
+                batch = orc.read_stripe(s, columns=sel) if sel is not None else orc.read_stripe(s)
+                n = batch.num_rows
+                if n == 0:
+                    continue
+                if acid:
+                    owid = batch.column(1)
+                    bucket = batch.column(2)
+                    rid = batch.column(3)
+                    cwid = batch.column(4)
+                    row = batch.column(5) if batch.num_columns > 5 else None
+                    data = [row.field(i) for i in range(row.type.num_fields)] if row is not None \
+                        else []
+                    keep_mask = pc.and_(valid_mask(cwid, valid),
+                                        pc.not_equal(batch.column(0), acid_files.OPERATION_DELETE))
+                else:
+                    owid = pa.array([df.write_id] * n, pa.int64())
+                    bucket = pa.array([encode_bucket_property(df.bucket_id, df.statement_id)] * n,
+                                      pa.int32())
+                    rid = pa.array(range(offset, offset + n), pa.int64())
+                    offset += n
+                    data = list(batch.columns)
+                    keep_mask = None
+                if keys is not None and key_pos is not None and key_types is not None:
+                    km = _key_filter_mask(data, key_pos, keys, key_types)
+                    keep_mask = km if keep_mask is None else pc.and_(keep_mask, km)
+                keys_tbl = pa.table([owid, bucket, rid], names=_KEYS)
+                if keep_mask is not None and not pc.all(keep_mask).as_py():
+                    keep_idx = pc.indices_nonzero(keep_mask)
+                else:
+                    keep_idx = None
+                if keep_idx is not None:
+                    keys_tbl = keys_tbl.take(keep_idx)
+                    data = [c.take(keep_idx) for c in data]
+                survivors = _surviving(keys_tbl, deletes)
+                if survivors is not None:
+                    keys_tbl = keys_tbl.take(survivors)
+                    data = [c.take(survivors) for c in data]
+                m = keys_tbl.num_rows
+                if m == 0:
+                    continue
+                arrays = []
+                for j in out_idx:
+                    target, src = targets[j], mapping[j]
+                    if src is None or src >= len(data):
+                        arrays.append(pa.nulls(m, target))
+                    else:
+                        col = acid_files.normalize_timestamps(data[src])
+                        arrays.append(read_as(col, target))  # Hive's conversions (issue 12)
+                arrays += _partition_arrays(partition_columns, task.partition, m)
+                if row_id:
+                    arrays.append(pa.StructArray.from_arrays(
+                        [keys_tbl.column(0).combine_chunks(), keys_tbl.column(1).combine_chunks(),
+                         keys_tbl.column(2).combine_chunks()], fields=list(ROW_ID_TYPE)))
+                if file_name:
+                    arrays.append(pa.array([df.path] * m, pa.string()))
+                arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
+                yield pa.RecordBatch.from_arrays(arrays, schema=out_schema)
+
+
+def read_arrow(tfs: TableFS, plan: ReadPlan, *, row_id: bool = False,
+               file_name: bool = False, project: list[str] | None = None,
+               keys: pa.Table | None = None) -> pa.Table:
+    """Run every task of a plan in this process and return one Arrow table (no Spark);
+    ``project`` and ``keys`` as in :func:`read_task`."""
+    schema = plan.output_schema(row_id, file_name, project)
+    batches = [b for t in plan.tasks for b in read_task(
+        tfs, t, plan.columns, plan.partition_columns, plan.valid_write_ids,
+        row_id=row_id, file_name=file_name, project=project, keys=keys)]
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+def read_arrow_parallel(tfs: TableFS, plan: ReadPlan, *, threads: int = 2,
+                        **kwargs: Any) -> pa.Table:
+    """:func:`read_arrow` with the plan's tasks spread over ``threads`` threads of this process
+    (pyarrow's ORC decoding releases the GIL). For small, selective reads -- a merge's key
+    lookup -- this is much cheaper than a Spark job (no task scheduling, no Python workers, no
+    Arrow stream to the JVM and back). ``kwargs``: ``row_id``, ``file_name``, ``project``,
+    ``keys`` as in :func:`read_task`."""
+    schema = plan.output_schema(kwargs.get("row_id", False), kwargs.get("file_name", False),
+                                kwargs.get("project"))
+
+    def one(task: ReadTask) -> list[pa.RecordBatch]:
+        return list(read_task(tfs, task, plan.columns, plan.partition_columns,
+                              plan.valid_write_ids, **kwargs))
+
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        parts_ = list(pool.map(one, plan.tasks))
+    return pa.Table.from_batches([b for p in parts_ for b in p], schema=schema)
+
+
+def planned_bytes(tfs: TableFS, plan: ReadPlan) -> int:
+    """Total size in bytes of the data and delete files a plan reads."""
+    paths = {f.path for t in plan.tasks for f in t.data_files}
+    paths |= {p for t in plan.tasks for p in t.delete_files}
+    return sum(tfs.size(p) for p in paths)
+
+
+def string_column_maxima(tfs: TableFS, plan: ReadPlan,
+                         column: str) -> dict[str, tuple[bool, str | None]]:
+    """Upper bound of a string data column in each insert-side file a plan reads, from the ORC
+    file statistics alone (footers, no data): ``{path: (True, max)}``, ``(True, None)`` when
+    every value in the file is NULL or the file has no such column (added later), ``(False,
+    None)`` when the file has no usable statistics (original files, or a writer that wrote
+    none) -- the caller must then read the column of that file. ORC may truncate long string
+    statistics, but only to a bound that is still >= the true maximum (ORC-203), which is all a
+    caller comparing with it needs."""
+    idx = [n for n, _ in plan.columns].index(column)
+    out: dict[str, tuple[bool, str | None]] = {}
+    for f in {f.path: f for t in plan.tasks for f in t.data_files}.values():
+        out[f.path] = (False, None) if f.kind == "original" else \
+            _file_string_max(tfs, f.path, idx)
+    return out
+
+
+def _file_string_max(tfs: TableFS, path: str, idx: int) -> tuple[bool, str | None]:
+    """One file's bound of the ``idx``-th row column (see :func:`string_column_maxima`)."""
+    with tfs.open(path, "rb") as fh:
+        reader = pyorc.Reader(fh)
+        schema: Any = reader.schema  # a struct TypeDescription (pyorc's stubs lack .fields)
+        top = list(schema.fields.values())
+        if len(top) != 6:
+            return False, None
+        fields = list(top[5].fields.values())
+        if idx >= len(fields):
+            return True, None  # the column was added after this file was written: all NULL
+        stats = reader[fields[idx].column_id].statistics
+    if not stats.get("number_of_values"):
+        return True, None
+    top_value = stats.get("maximum")
+    return (True, top_value) if isinstance(top_value, str) else (False, None)
+
+
+def string_column_max(tfs: TableFS, plan: ReadPlan, column: str) -> tuple[bool, str | None]:
+    """Upper bound of a string data column over every insert-side file a plan reads:
+    ``(True, max)``, ``(True, None)`` when all values are NULL, ``(False, None)`` when some
+    file has no usable statistics (see :func:`string_column_maxima`)."""
+    best = None
+    for known, top_value in string_column_maxima(tfs, plan, column).values():
+        if not known:
+            return False, None
+        if top_value is not None and (best is None or top_value > best):
+            best = top_value
+    return True, best
+
+
+def split_plan(plan: ReadPlan, first: Callable[[DataFile], bool]) -> tuple[ReadPlan, ReadPlan]:
+    """Two plans that together read what ``plan`` reads: the data files for which ``first``
+    is true, and the others. Each task is cut in two with the same delete files (delete events
+    match on ROW__ID, so applying them to a part of a task's insert events is the same as to
+    the whole); tasks left with no data files are dropped."""
+    a: list[ReadTask] = []
+    b: list[ReadTask] = []
+    for t in plan.tasks:
+        for side, files in ((a, [f for f in t.data_files if first(f)]),
+                            (b, [f for f in t.data_files if not first(f)])):
+            if files:
+                side.append(ReadTask(t.partition, t.bucket_id, files, list(t.delete_files)))
+    return (ReadPlan(plan.table_dir, plan.columns, plan.partition_columns,
+                     plan.valid_write_ids, a, plan.states),
+            ReadPlan(plan.table_dir, plan.columns, plan.partition_columns,
+                     plan.valid_write_ids, b, plan.states))
+
+
+def read_spark(spark: "SparkSession", tfs_url: str, plan: ReadPlan, *, row_id: bool = False,
+               file_name: bool = False, project: list[str] | None = None,
+               keys: pa.Table | None = None) -> "DataFrame":
+    """Run a plan as a Spark job: one Spark partition per task, ``mapInArrow`` + pyarrow ORC.
+
+    Args:
+        spark: SparkSession.
+        tfs_url: any path/URL of the table's filesystem (rebuilt inside each task).
+        plan: from :func:`plan_read`.
+        project, keys: as in :func:`read_task` (``keys`` is shipped to every task).
+    Returns:
+        A DataFrame with the columns of ``plan.output_schema`` (Spark types from
+        ``acidflow.format.types``; timestamps as ``TimestampNTZType``).
+    """
+    # deferred: pyspark stays out of the in-process (Arrow) read paths
+    from pyspark.sql import types as T
+
+    from acidflow import sparktypes  # deferred: it imports pyspark
+
+    fields = [T.StructField(n, sparktypes.spark_type(t)) for n, t in plan.columns
+              if project is None or n in project]
+    fields += [T.StructField(n, sparktypes.spark_type(t)) for n, t in plan.partition_columns]
+    if row_id:
+        fields.append(T.StructField(ROW_ID, T.StructType([
+            T.StructField("writeid", T.LongType()), T.StructField("bucketid", T.IntegerType()),
+            T.StructField("rowid", T.LongType())])))
+    if file_name:
+        fields.append(T.StructField(INPUT_FILE_NAME, T.StringType()))
+    schema = T.StructType(fields)
+    if not plan.tasks:
+        return spark.createDataFrame([], schema)
+    columns, pcols, valid = plan.columns, plan.partition_columns, plan.valid_write_ids
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        local_fs = TableFS(tfs_url)
+        for b in batches:
+            for text in b.column(0).to_pylist():
+                yield from read_task(local_fs, ReadTask.from_json(text), columns, pcols, valid,
+                                     row_id=row_id, file_name=file_name, project=project,
+                                     keys=keys)
+
+    payload = [(t.to_json(),) for t in plan.tasks]
+    rdd = spark.sparkContext.parallelize(payload, numSlices=len(payload))
+    tasks_df = spark.createDataFrame(rdd, "task string")
+    return tasks_df.mapInArrow(run, schema)
+
+
+def partition_paths(table: TableDesc) -> list[str]:
+    """Relative partition paths of a table found on disk (``[""]`` when unpartitioned)."""
+    if not table.partition_columns:
+        return [""]
+    tfs = TableFS(table.location)
+    depth = len(table.partition_columns)
+    grouped = split_partitions(tfs.list_recursive(table.location), depth)
+    return sorted(p for p in grouped if not any(is_hidden(c) for c in p.split("/")))
+
+
+def partition_dir(table: TableDesc, partition: str | None) -> str:
+    """Absolute directory of a partition (the table root for ``None``/``""``)."""
+    return join(table.location, partition) if partition else table.location
