@@ -45,6 +45,7 @@ from pathlib import Path
 
 import psutil
 
+from bench import tools as bench_tools
 from bench.generate import generate
 
 REPO = Path(__file__).resolve().parents[1]
@@ -91,14 +92,35 @@ def peak_rss_sampler(proc: subprocess.Popen, out: dict, interval: float = 0.05) 
     return t
 
 
+#: run steps in the driver's own process (``BENCH_IN_PROCESS=1``): the smoke tests check the
+#: harness's correctness on the test session's SparkSession without a JVM start per step;
+#: ``make bench`` always measures each step in a new process
+IN_PROCESS = os.environ.get("BENCH_IN_PROCESS") == "1"
+
+
 def run_step(tool: str, step: str, data: Path, work: Path, batch: int = 1,
              log: Path | None = None, check: bool = True) -> dict:
-    """Run one step in a new process; returns its JSON result plus ``wall`` (s) and
-    ``peak_rss_mb``.
+    """Run one step in a new process (in this one when :data:`IN_PROCESS`, except the
+    steps of ``bench.tools.OWN_PROCESS``); returns its JSON result plus ``wall`` (s) and
+    ``peak_rss_mb`` (in-process: this process's resident set after the step).
 
     Raises:
-        StepFailed: non-zero exit or no ``BENCH-RESULT`` line.
+        StepFailed: non-zero exit or no ``BENCH-RESULT`` line; in-process, any error.
     """
+    if IN_PROCESS and (tool, step) not in bench_tools.OWN_PROCESS:
+        t0 = time.perf_counter()
+        try:
+            result = bench_tools.run_step_here(tool, step, data, work, batch, check)
+        except Exception as exc:  # noqa: BLE001 - reported as the subprocess path reports
+            raise StepFailed(f"{tool} {step} (batch {batch}) failed in-process: {exc!r}") \
+                from exc
+        result = json.loads(json.dumps(result, default=str))
+        result.update(wall=round(time.perf_counter() - t0, 3),
+                      peak_rss_mb=round(psutil.Process().memory_info().rss / 2**20))
+        if log is not None:
+            with log.open("a") as f:
+                f.write(f"$ (in-process) {tool} {step} --batch {batch}\n{result}\n")
+        return result
     cmd = [sys.executable, "-m", "bench.tools", tool, step, "--data", str(data),
            "--work", str(work), "--batch", str(batch)] + ([] if check else ["--no-check"])
     env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONWARNINGS="ignore")

@@ -488,6 +488,41 @@ STEPS = {
 }
 
 
+#: steps that need a process of their own even in in-process mode: Spark's Python workers
+#: take their environment from the JVM that started them, not from this process's later
+#: ``os.environ`` -- the data source's planner reads the catalog from it, the S3 steps' tasks
+#: the object store's endpoint and keys
+OWN_PROCESS = frozenset({("acidflow", "read-ds"), ("acidflow-s3", "prepare"),
+                         ("acidflow-s3", "upsert"), ("acidflow-s3", "read")})
+
+
+def run_step_here(tool: str, step: str, data: Path, work: Path, batch: int = 1,
+                  check: bool = True) -> dict:
+    """Run one step in this process (on the active SparkSession, if any) and return its
+    result document; ``os.environ`` is restored afterwards.
+
+    Raises:
+        ValueError: an unknown (tool, step), or ``acidflow-s3`` without
+            ``$BENCH_S3_WAREHOUSE``.
+    """
+    global CHECK, S3_WAREHOUSE
+    fn = STEPS.get((tool, step))
+    if fn is None:
+        raise ValueError(f"{tool} has no step {step}")
+    saved = dict(os.environ)
+    CHECK = check
+    if tool == "acidflow-s3":
+        S3_WAREHOUSE = os.environ.get("BENCH_S3_WAREHOUSE")
+        if not S3_WAREHOUSE:
+            raise ValueError("acidflow-s3 needs $BENCH_S3_WAREHOUSE (s3://bucket/prefix)")
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        return fn(data.resolve(), work.resolve(), batch)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("tool", choices=sorted({t for t, _ in STEPS}))
@@ -498,17 +533,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-check", action="store_true",
                     help="do not compare the result with the expected table")
     a = ap.parse_args(argv)
-    global CHECK, S3_WAREHOUSE
-    CHECK = not a.no_check
-    if a.tool == "acidflow-s3":
-        S3_WAREHOUSE = os.environ.get("BENCH_S3_WAREHOUSE")
-        if not S3_WAREHOUSE:
-            ap.error("acidflow-s3 needs $BENCH_S3_WAREHOUSE (s3://bucket/prefix)")
-    fn = STEPS.get((a.tool, a.step))
-    if fn is None:
-        ap.error(f"{a.tool} has no step {a.step}")
-    a.work.mkdir(parents=True, exist_ok=True)
-    result = fn(a.data.resolve(), a.work.resolve(), a.batch)
+    try:
+        result = run_step_here(a.tool, a.step, a.data, a.work, a.batch, not a.no_check)
+    except ValueError as exc:
+        ap.error(str(exc))
     sys.stdout.flush()
     print("BENCH-RESULT " + json.dumps(result, default=str), flush=True)
 

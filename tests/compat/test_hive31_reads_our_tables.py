@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from acidflow.storage.fs import TableFS
 from acidflow.format.orc import files as acid_files
 from acidflow.format.bucketing import decode_bucket_id, decode_statement_id
 from acidflow.engine.transaction import Transaction
@@ -213,9 +214,9 @@ def test_multi_stripe_columnar_delta_and_delete_delta(spark, catalog, hive31):
     root = Path(catalog.get_table(name).location)
     for d in ("delta_0000001_0000001_0000", "delete_delta_0000002_0000002_0000"):
         for f in sorted((root / d).glob("bucket_*")):
-            meta = acid_files.read_user_metadata(acid_files.TableFS(str(root)), str(f))
+            meta = acid_files.read_user_metadata(TableFS(str(root)), str(f))
             keys = acid_files.parse_key_index(meta["hive.acid.key.index"])
-            info = acid_files.file_info(acid_files.TableFS(str(root)), str(f))
+            info = acid_files.file_info(TableFS(str(root)), str(f))
             assert info.stripes > 1 and len(keys) == info.stripes, (f, info.stripes)
     assert_key_bloom_filters(catalog, name)
     hive = same_as_acidflow(hive31, catalog, name)

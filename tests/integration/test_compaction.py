@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from acidflow.storage.fs import TableFS
 from acidflow.read import table as reads
 from acidflow.format.orc import files as acid_files
 from acidflow.format.bucketing import encode_bucket_property
@@ -58,7 +59,7 @@ def listing(catalog, name="db.t") -> list[str]:
 
 
 def events(path: Path) -> list[tuple]:
-    t = acid_files.read_events(acid_files.TableFS(str(path)), str(path))
+    t = acid_files.read_events(TableFS(str(path)), str(path))
     return list(zip(*(t.column(i).to_pylist() for i in range(5))))
 
 
@@ -104,7 +105,7 @@ def test_minor_then_major_names_contents_and_hive23(spark, catalog):
     assert dels == [(2, 1, B0, 2, 2), (2, 1, B0, 3, 2)]
     dels1 = events(loc / "delete_delta_0000001_0000004" / "bucket_00001")
     assert dels1 == [(2, 1, B1, 0, 4), (2, 3, B1, 1, 4)]
-    meta = acid_files.read_user_metadata(acid_files.TableFS(str(d)), str(d / "bucket_00000"))
+    meta = acid_files.read_user_metadata(TableFS(str(d)), str(d / "bucket_00000"))
     assert meta["hive.acid.stats"] == b"8,0,0" and meta["hive.acid.version"] == b"2"
     assert meta["hive.acid.key.index"] == f"2,{B0},1;".encode()
     assert at.rows(catalog, "db.t") == before
@@ -293,8 +294,8 @@ def test_major_compaction_of_every_columnar_type_in_several_stripes_hive23(spark
     assert out.state == "ready for cleaning", out.report
     base = Path(catalog.get_table("db.ty").location) / "base_0000003"
     for b in ("bucket_00000", "bucket_00001"):
-        info_b = acid_files.file_info(acid_files.TableFS(str(base)), str(base / b))
-        meta = acid_files.read_user_metadata(acid_files.TableFS(str(base)), str(base / b))
+        info_b = acid_files.file_info(TableFS(str(base)), str(base / b))
+        meta = acid_files.read_user_metadata(TableFS(str(base)), str(base / b))
         keys = acid_files.parse_key_index(meta["hive.acid.key.index"])
         assert info_b.stripes >= 2 and len(keys) == info_b.stripes, (b, info_b)
     assert at.rows(catalog, "db.ty") == expected
