@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from acidflow.catalog import SqlCatalog
 from acidflow.cdc.apply import (
     CdcOptions,
@@ -23,6 +22,7 @@ from acidflow.cdc.apply import (
     apply_path,
 )
 from acidflow.cdc.changes import POSITION_COLUMN
+from acidflow.engine.statements import changes
 from acidflow.quarantine import QuarantineThresholdError, quarantine_input_file
 from acidflow.read.table import read_table
 from acidflow.sources.records import IncompleteTransactionError, UnreadableFileError
@@ -290,7 +290,12 @@ def test_pgbench_load_order_through_a_real_slot(spark, catalog, tmp_path):
     updates/deletes. Every batch applies with nothing quarantined and the table equals the
     source."""
     from acidflow.sources.postgres.pull import pull
-    from tests.support.postgres import LOGICAL_SETTINGS, PostgresCluster, require_wal2json
+
+    from tests.support.postgres import (
+        LOGICAL_SETTINGS,
+        PostgresCluster,
+        require_wal2json,
+    )
 
     require_wal2json()
     land = tmp_path / "landing"
@@ -363,10 +368,9 @@ def test_key_learning_batch_that_loses_a_write_race_records_the_key_in_the_winni
     commit record and sets the key (old code: attempt 1 set the key, attempt 2 found it set and
     its commit record had no schema_change)."""
     import pyarrow as pa
-
+    from acidflow.cdc import apply as cdc_apply
     from acidflow.engine import lookup
     from acidflow.engine.transaction import Transaction
-    from acidflow.cdc import apply as cdc_apply
 
     d = tmp_path / "in"
     keyless_load(d, [1, 2, 3, 4])
@@ -388,7 +392,7 @@ def test_key_learning_batch_that_loses_a_write_race_records_the_key_in_the_winni
                                     rid.field("rowid")], names=["owid", "bprop", "rowid"])
                 empty = found.select([c for c in found.column_names if c != "ROW__ID"]) \
                     .slice(0, 0)
-                racer.apply_row_changes("src.acc", empty, deletes,
+                changes.apply_row_changes(racer, "src.acc", empty, deletes,
                                         counts={"rows_inserted": 0, "rows_updated": 0,
                                                 "rows_deleted": 1})
         return result

@@ -9,15 +9,19 @@ from pathlib import Path
 import fsspec
 import pyarrow as pa
 import pytest
-
-from acidflow.read import table as reads
-from acidflow.maintenance.compaction import VERIFIED_MARKER, CompactionError, finish_publish
-from acidflow.storage.fs import CLAIM_FILE, DirectoryClaimedError, TableFS, new_claim
-from acidflow.engine.transaction import Transaction
-from acidflow.format.types import arrow_schema
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.catalog.errors import TableLocationError, WarehouseOwnedError
 from acidflow.catalog.warehouse import WAREHOUSE_MARKER, forget_checks, read_marker
+from acidflow.engine.statements import changes
+from acidflow.engine.transaction import Transaction
+from acidflow.format.types import arrow_schema
+from acidflow.maintenance.compaction import (
+    VERIFIED_MARKER,
+    CompactionError,
+    finish_publish,
+)
+from acidflow.read import table as reads
+from acidflow.storage.fs import CLAIM_FILE, DirectoryClaimedError, TableFS, new_claim
 from acidflow.tables_config import load_tables_config
 
 
@@ -34,7 +38,7 @@ def write_rows(cat: SqlCatalog, name: str, rows: list[dict]) -> None:
     none = pa.table({"owid": pa.array([], pa.int64()), "bprop": pa.array([], pa.int32()),
                      "rowid": pa.array([], pa.int64())})
     with Transaction(cat, heartbeat_s=0) as txn:
-        txn.apply_row_changes(name, data, none, counts={
+        changes.apply_row_changes(txn, name, data, none, counts={
             "rows_inserted": len(rows), "rows_updated": 0, "rows_deleted": 0})
 
 

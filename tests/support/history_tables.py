@@ -6,15 +6,15 @@ from __future__ import annotations
 import collections
 
 import pyarrow as pa
-
-from acidflow.read import table as reads
-from acidflow.read import snapshot
-from acidflow.format import types as htypes
-from acidflow.read.snapshot import partition_paths
-from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, TableDef
 from acidflow.compactor import initiator, worker
 from acidflow.compactor.config import CompactorConfig
+from acidflow.engine.statements import changes
+from acidflow.engine.transaction import Transaction
+from acidflow.format import types as htypes
+from acidflow.read import snapshot
+from acidflow.read import table as reads
+from acidflow.read.snapshot import partition_paths
 
 CFG = CompactorConfig(heartbeat_s=0.5)
 
@@ -64,7 +64,7 @@ def put(catalog, name: str, ids: list[int], tag: str) -> int:
             empty = pa.table({**{c.name: pa.array([], pa.string()) for c in td.partition_columns},
                               "owid": pa.array([], pa.int64()), "bprop": pa.array([], pa.int32()),
                               "rowid": pa.array([], pa.int64())})
-            txn.apply_row_changes(name, rows, empty, counts={"rows_inserted": rows.num_rows},
+            changes.apply_row_changes(txn, name, rows, empty, counts={"rows_inserted": rows.num_rows},
                                   operation="insert")
         return txn.write_id(name)
 
@@ -80,7 +80,7 @@ def drop(catalog, name: str, ids: list[int]) -> int:
                             "owid": pa.array([r[snapshot.ROW_ID]["writeid"] for r in hit], pa.int64()),
                             "bprop": pa.array([r[snapshot.ROW_ID]["bucketid"] for r in hit], pa.int32()),
                             "rowid": pa.array([r[snapshot.ROW_ID]["rowid"] for r in hit], pa.int64())})
-        txn.apply_row_changes(name, _rows(td, []), deletes, counts={"rows_deleted": len(hit)},
+        changes.apply_row_changes(txn, name, _rows(td, []), deletes, counts={"rows_deleted": len(hit)},
                               operation="delete")
         return txn.write_id(name)
 

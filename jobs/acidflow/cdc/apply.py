@@ -17,7 +17,7 @@ For each change file, in name order (``apply_path``) -- one batch:
    fold (``acidflow.cdc.changes``: late events dropped, latest event per key, policies), gate the
    rows to insert with the table's expectation suite (``acidflow.quality.gx.gate_staged``; a
    failure aborts the batch) and write one split-update statement
-   (``Transaction.apply_row_changes``);
+   (``changes.apply_row_changes``);
 5. write bad records to quarantine; refuse the batch if they exceed the threshold;
 6. commit: every table of the batch becomes visible at once, with the statistics (inserted,
    updated, deleted, ignored as late, deletes of missing keys, quarantined) in its commit
@@ -62,6 +62,7 @@ from acidflow.cdc import changes as chg
 from acidflow.cdc import columnar, stored
 from acidflow.cdc.tables import table_from_stream, with_position_column
 from acidflow.engine import lookup
+from acidflow.engine.statements import changes
 from acidflow.engine.transaction import Transaction
 from acidflow.format.keys import key_json  # the catalog's tombstone key (one rule)
 from acidflow.format.partitions import parse_partition_path
@@ -678,13 +679,13 @@ def write_arrow(spark: Any, txn: Any, table: TableDef, inserts: pa.Table, delete
                 stats: dict[str, int]) -> Any:
     """Write new row versions (``inserts``: the table's columns, ``types.arrow_schema``) and
     delete events (``deletes``: partition columns, ``owid``, ``bprop``, ``rowid``) as one
-    split-update statement (``Transaction.apply_row_changes``); Spark tasks write them when
+    split-update statement (``changes.apply_row_changes``); Spark tasks write them when
     they exceed :data:`LOCAL_WRITE_ROWS` rows. ``stats``: the plan's statistics (the commit
     record's counts)."""
     if inserts.num_rows + deletes.num_rows > LOCAL_WRITE_ROWS:
         inserts, deletes = spark.createDataFrame(inserts), spark.createDataFrame(deletes)
     counts = {k: stats[k] for k in ("rows_inserted", "rows_updated", "rows_deleted")}
-    return txn.apply_row_changes(table.name, inserts, deletes,
+    return changes.apply_row_changes(txn, table.name, inserts, deletes,
                                     counts=counts, operation="cdc_merge")
 
 

@@ -29,7 +29,7 @@ columns after the scan.
 Writes (Hive INSERT INTO / INSERT OVERWRITE, the rules of ``Transaction.insert`` /
 ``insert_overwrite``): ``writer()`` checks the schema (``SchemaMismatchError`` naming the table
 and columns, before anything is written), opens one transaction, takes the lock and the write
-id W (``Transaction.begin_insert``). Each Spark task p sorts its rows by (partition, bucket) and
+id W (``acidflow.engine.statements.external.begin_insert``). Each Spark task p sorts its rows by (partition, bucket) and
 writes event files: unbucketed tables into the statement's ``delta_W_W_S`` / ``base_W`` as
 ``bucket_<p>`` (the writer id, as ``Transaction.insert`` does); bucketed tables, whose bucket N
 comes from the row, under a statement id of their own, ``delta_W_W_<S+p>/bucket_N`` (Hive
@@ -37,7 +37,7 @@ numbers several statements of one write id; the statement id is in every ROW__ID
 property), so no two tasks write one file. An overwrite of a bucketed table stages so and
 ``commit()`` moves each bucket's files into ``base_W/bucket_N`` (several tasks' files of one
 bucket are concatenated, ROW__IDs kept). ``commit()`` ends the statement
-(``Transaction.end_insert``) and commits: nothing is visible before. ``abort()`` (a task
+(``external.end_insert``) and commits: nothing is visible before. ``abort()`` (a task
 failed) aborts: the files stay invisible and the cleaner removes them.
 """
 from __future__ import annotations

@@ -24,7 +24,8 @@ from acidflow.datasource.common import (
     table_name,
 )
 from acidflow.engine import conform
-from acidflow.engine.transaction import Transaction
+from acidflow.engine.statements import external
+from acidflow.engine.transaction import Transaction, TxnHandle
 from acidflow.engine.writer import FileRow, WriteSpec, layout_inserts_local, write_local
 from acidflow.format import keys as acid_keys
 from acidflow.format import partitions as parts
@@ -49,10 +50,10 @@ class AcidWriter(DataSourceArrowWriter):
     doc). Built by :meth:`open` on the driver; pickled to the tasks and the commit."""
 
     def __init__(self, settings: Settings, table: TableDef, spec: WriteSpec, names: list[str],
-                 overwrite: bool, txn_id: int, allocated: tuple[dict[str, int], dict[str, int]]
+                 overwrite: bool, handle: TxnHandle
                  ) -> None:
         self.settings, self.table, self.spec, self.names = settings, table, spec, names
-        self.overwrite, self.txn_id, self.allocated = overwrite, txn_id, allocated
+        self.overwrite, self.handle, self.txn_id = overwrite, handle, handle.txn_id
         self.bucketed = table.num_buckets > 0
 
     @classmethod
@@ -76,7 +77,7 @@ class AcidWriter(DataSourceArrowWriter):
         txn = Transaction(catalog, agent_info=AGENT, heartbeat_s=0)
         txn.begin()
         try:
-            table, spec = txn.begin_insert(name, overwrite=overwrite, **write_opts)
+            table, spec = external.begin_insert(txn, name, overwrite=overwrite, **write_opts)
         except BaseException as exc:
             txn.abort(f"{type(exc).__name__}: {exc}")
             raise
@@ -85,7 +86,7 @@ class AcidWriter(DataSourceArrowWriter):
         # the planning worker heartbeats while it lives (the input may take long before the
         # write tasks start); running write tasks heartbeat too
         Heartbeat(settings, lambda c: _beat_txn(c, txn_id)).start()
-        return cls(settings, table, spec, names, overwrite, txn_id, txn.allocated)
+        return cls(settings, table, spec, names, overwrite, txn.handle)
 
     def _task_spec(self, partition_id: int) -> WriteSpec:
         """The spec a task writes with: the statement's, or (bucketed tables) a statement id
@@ -138,11 +139,10 @@ class AcidWriter(DataSourceArrowWriter):
         """Driver side, every task succeeded: end the statement(s) with the tasks' file rows
         and commit (aborting instead when that fails, e.g. ``WriteConflictError``)."""
         catalog = open_catalog(self.settings)
-        txn = Transaction.resume(catalog, self.txn_id, write_ids=self.allocated[0],
-                                 statements=self.allocated[1], agent_info=AGENT)
+        txn = Transaction.resume(catalog, self.handle, agent_info=AGENT)
         try:
             done = [m for m in messages if isinstance(m, _Written)]
-            txn.end_insert(self.table, self._written(done), overwrite=self.overwrite)
+            external.end_insert(txn, self.table, self._written(done), overwrite=self.overwrite)
             txn.commit()
         except BaseException as exc:
             if txn.state == "open":
@@ -153,11 +153,10 @@ class AcidWriter(DataSourceArrowWriter):
         """Driver side, a task failed: abort the transaction if it is still open."""
         catalog = open_catalog(self.settings)
         if catalog.get_transaction(self.txn_id).state == "open":
-            Transaction.resume(catalog, self.txn_id, write_ids=self.allocated[0],
-                               statements=self.allocated[1]).abort("a Spark write task failed")
+            Transaction.resume(catalog, self.handle).abort("a Spark write task failed")
 
     def _written(self, done: list[_Written]) -> list[tuple[WriteSpec, list[FileRow]]]:
-        """(spec, file rows) per statement for ``Transaction.end_insert``."""
+        """(spec, file rows) per statement for ``external.end_insert``."""
         if not self.bucketed:
             return [(self.spec, [f for m in done for f in m.files])]
         staged = [(m.statement_id, f) for m in sorted(done, key=lambda m: m.statement_id)

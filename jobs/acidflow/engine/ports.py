@@ -108,6 +108,10 @@ class StatementContext(Protocol):
         """The statement epilogue: directories finished, components and statistics recorded."""
         ...
 
+    def reserve_statement_ids(self, table_name: str, last: int) -> None:
+        """Count statement ids up to ``last`` as handed out (``ValueError`` above 4095)."""
+        ...
+
     def split_update(self, table: TableDesc, aligned: "DataFrame | pa.Table",
                      matched: "DataFrame | pa.Table", operation: str,
                      counts: dict[str, int] | None = None, **options: Any) -> "WriteResult":

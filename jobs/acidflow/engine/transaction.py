@@ -33,6 +33,7 @@ import getpass
 import logging
 import socket
 import threading
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
@@ -42,7 +43,7 @@ import pyarrow.compute as pc
 from acidflow.engine import conform, lookup, ordering
 from acidflow.engine.conform import DuplicateKeyError, SchemaMismatchError
 from acidflow.engine.ports import TableDesc, TxnCatalog
-from acidflow.engine.statements import dml
+from acidflow.engine.statements import dml, external
 from acidflow.engine.statements.merge import MergeBuilder
 from acidflow.engine.writer import (
     FileRow,
@@ -327,7 +328,7 @@ class Transaction:
         self.lock_table(table, "shared_write")
         (spec,) = self.begin_statement(table, "insert", **options)
         files = write_inserts(aligned, table, spec)
-        return self._end_insert(table, [(spec, files)], overwrite=False)
+        return external.end_insert_statement(self, table, [(spec, files)], overwrite=False)
 
     def delete(self, table_name: str, keys_df: "DataFrame | None" = None, *,
                where: "dml.Expr | bool | None" = None, **options: Any) -> WriteResult:
@@ -514,37 +515,6 @@ class Transaction:
         See :mod:`acidflow.engine.statements.merge`."""
         return MergeBuilder(self, table_name, source, on, **options)
 
-    def apply_row_changes(self, table_name: str, inserts_df: "DataFrame | pa.Table",
-                          deletes_df: "DataFrame | pa.Table", *, counts: dict[str, int],
-                          operation: str = "merge", **options: Any) -> WriteResult:
-        """The split-update primitive behind CDC merges: in one statement, delete the row
-        versions named by ``deletes_df`` and insert the rows of ``inserts_df``.
-
-        Args:
-            inserts_df: full rows (every column; aligned and cast like :meth:`insert`). A
-                Spark DataFrame is written by Spark tasks; a pyarrow Table (columns and types
-                exactly the table's, as ``acidflow.format.types.arrow_schema`` gives) is written
-                in this process -- much cheaper for a change batch already in the driver.
-            deletes_df: one row per row version to delete: the table's partition columns
-                plus ``owid`` (originalTransaction), ``bprop`` (bucket property) and ``rowid``
-                (the ROW__ID read at the transaction's snapshot, e.g. from
-                ``acidflow.engine.lookup.current_rows``); Spark DataFrame or pyarrow Table.
-            counts: ``{"rows_inserted", "rows_updated", "rows_deleted"}`` for the commit
-                record (the caller knows which delete+insert pairs are updates).
-            operation: name recorded in the commit record's operation list.
-        Returns:
-            :class:`WriteResult`.
-        Raises:
-            SchemaMismatchError: ``inserts_df`` does not fit the table (nothing written).
-        """
-        table = self.catalog.get_table(table_name)
-        if isinstance(inserts_df, pa.Table):
-            aligned: "DataFrame | pa.Table" = conform.aligned_arrow(inserts_df, table)
-        else:
-            aligned = conform.aligned(inserts_df, table)
-        self.lock_table(table, "shared_write")
-        return self.split_update(table, aligned, deletes_df, operation, counts, **options)
-
     def insert_overwrite(self, table_name: str, df: "DataFrame | pa.Table",
                          partitions: list[dict[str, Any]] | None = None,
                          **options: Any) -> WriteResult:
@@ -590,84 +560,51 @@ class Transaction:
         self.lock_table(table, "exclusive")
         (spec,) = self.begin_statement(table, "base", **options)
         files = write_insert_events(aligned, table, spec)
-        return self._end_insert(table, [(spec, files)], overwrite=True, partitions=explicit)
+        return external.end_insert_statement(self, table, [(spec, files)], overwrite=True,
+                                              partitions=explicit)
 
-    def _end_insert(self, table: TableDesc, written: Sequence[tuple[WriteSpec, list[FileRow]]],
-                    *, overwrite: bool, partitions: Sequence[str] = ()) -> WriteResult:
-        """The epilogue of an INSERT INTO (``overwrite`` False: every partition written is an
-        ``insert`` component) or INSERT OVERWRITE (``base_W`` also in each of ``partitions``,
-        emptied when no row went there, or at the table root of an unpartitioned table; every
-        touched partition is an ``insert_overwrite`` component)."""
-        files = [f for _, fs in written for f in fs]
-        counts = {"rows_inserted": sum(f["rows"] for f in files)}
-        if not overwrite:
-            return self.end_statement(
-                table, "insert", written,
-                [(p, "insert") for p in sorted({f["partition"] for f in files})], counts)
-        touched = sorted({f["partition"] for f in files} | set(partitions)) or [""]
-        return self.end_statement(
-            table, "insert_overwrite", written, [(p, "insert_overwrite") for p in touched],
-            counts, extra_partitions=partitions if table.partition_columns else [""])
+    def reserve_statement_ids(self, table_name: str, last: int) -> None:
+        """Count every statement id up to ``last`` on ``table_name`` as handed out (writers
+        elsewhere numbered their statements above the one :meth:`begin_statement` gave).
 
-    # ------------------------------------------------------------- statements written elsewhere
-
-    @classmethod
-    def resume(cls, catalog: TxnCatalog, txn_id: int, *, write_ids: dict[str, int],
-               statements: dict[str, int], agent_info: str = "acidflow") -> "Transaction":
-        """A handle on an open transaction that another process began (a Spark data source
-        writer is planned in one Python worker, written by executors and committed from
-        another worker: the transaction travels as its id, write ids and statement ids).
-        The handle does not heartbeat (``heartbeat_s`` 0); :meth:`commit` / :meth:`abort`
-        end the transaction as usual.
-
-        Args:
-            write_ids: ``{table: write id}`` allocated so far (:attr:`allocated`).
-            statements: ``{table: last statement id handed out}`` (:attr:`allocated`).
-        """
-        txn = cls(catalog, agent_info=agent_info, heartbeat_s=0)
-        txn.txn_id, txn.state = txn_id, "open"
-        txn._write_ids, txn._statements = dict(write_ids), dict(statements)
-        return txn
-
-    @property
-    def allocated(self) -> tuple[dict[str, int], dict[str, int]]:
-        """``({table: write id}, {table: last statement id})`` for :meth:`resume`."""
-        return dict(self._write_ids), dict(self._statements)
-
-    def begin_insert(self, table_name: str, *, overwrite: bool = False,
-                     **options: Any) -> tuple[TableDesc, WriteSpec]:
-        """Open an INSERT INTO (or, ``overwrite``, INSERT OVERWRITE) statement whose event
-        files are written elsewhere (Spark tasks running :func:`acidflow.engine.writer.write_task`
-        with the returned spec or copies of it with higher statement ids): the same lock
-        (shared write, exclusive for an overwrite), write id and statement id as
-        :meth:`insert` / :meth:`insert_overwrite`. End it with :meth:`end_insert`.
-
-        Returns:
-            ``(table, spec)``: spec kind ``insert`` (``delta_W_W_S``) or ``base`` (``base_W``).
         Raises:
-            SchemaMismatchError: the table's schema changed while waiting for the lock.
-            acidflow.catalog.errors.LockTimeoutError.
+            ValueError: ``last`` above 4095 (``BucketCodec`` V1's 12 bits).
         """
-        table = self.catalog.get_table(table_name)
-        self.lock_table(table, "exclusive" if overwrite else "shared_write")
-        (spec,) = self.begin_statement(table, "base" if overwrite else "insert", **options)
-        return table, spec
-
-    def end_insert(self, table: TableDesc, written: Sequence[tuple[WriteSpec, list[FileRow]]],
-                   *, overwrite: bool = False, partitions: Sequence[str] = ()) -> WriteResult:
-        """End a statement opened by :meth:`begin_insert` with the file rows its writers
-        returned (``write_task`` results, one list per spec), exactly as :meth:`insert` /
-        :meth:`insert_overwrite` end theirs (``_orc_acid_version``, components, key write
-        set, commit record). Specs may carry statement ids above the one handed out (one per
-        writer task, as Hive numbers the statements of one write id): they count as used.
-
-        Args:
-            partitions: overwrite only: partition paths to empty even when no row went there.
-        Raises:
-            ValueError: a statement id above 4095.
-        """
-        last = max([spec.statement_id for spec, _ in written] or [0])
         check_statement_id(last, hint="more than 4096 statements on one table in one "
                                       "transaction")
-        self._statements[table.name] = max(self._statements.get(table.name, -1), last)
-        return self._end_insert(table, written, overwrite=overwrite, partitions=partitions)
+        self._statements[table_name] = max(self._statements.get(table_name, -1), last)
+
+    # ------------------------------------------------------------- across processes
+
+    @property
+    def handle(self) -> "TxnHandle":
+        """This open transaction as a value another process can :meth:`resume`."""
+        return TxnHandle(self._open_id(), dict(self._write_ids), dict(self._statements))
+
+    @classmethod
+    def resume(cls, catalog: TxnCatalog, handle: "TxnHandle", *,
+               agent_info: str = "acidflow") -> "Transaction":
+        """A handle on an open transaction that another process began (a Spark data source
+        writer is planned in one Python worker, written by executors and committed from
+        another worker: the transaction travels as a :class:`TxnHandle`). The resumed
+        transaction does not heartbeat (``heartbeat_s`` 0); :meth:`commit` / :meth:`abort`
+        end it as usual."""
+        txn = cls(catalog, agent_info=agent_info, heartbeat_s=0)
+        txn.txn_id, txn.state = handle.txn_id, "open"
+        txn._write_ids, txn._statements = dict(handle.write_ids), dict(handle.statements)
+        return txn
+
+
+@dataclass(frozen=True)
+class TxnHandle:
+    """An open transaction as it travels between processes (picklable).
+
+    Attributes:
+        txn_id: the catalog's transaction id.
+        write_ids: ``{table: write id}`` allocated so far.
+        statements: ``{table: last statement id handed out}``.
+    """
+
+    txn_id: int
+    write_ids: dict[str, int] = field(default_factory=dict)
+    statements: dict[str, int] = field(default_factory=dict)

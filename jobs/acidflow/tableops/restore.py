@@ -6,7 +6,7 @@ The restore's commit makes the table's snapshot equal to ``read_table(as_of_writ
 * row versions are compared by (partition, ROW__ID) (immutable, unique in a partition; major
   compaction keeps them): a version visible now but not at W gets a delete event, a version
   visible at W but not now is inserted again (a new ROW__ID in the restore's write id, as any
-  insert) -- split-update events through :meth:`Transaction.apply_row_changes`; a version to
+  insert) -- split-update events through :func:`acidflow.engine.statements.changes.apply_row_changes`; a version to
   delete and one to insert with equal values cancel out (the same logical row under another
   ROW__ID, e.g. after a new base rewrote it);
 * per partition (the whole table when unpartitioned) a new base (``base_W`` of an INSERT
@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from acidflow.engine.statements import changes
 from acidflow.engine.transaction import Transaction
 from acidflow.format import partitions as parts
 from acidflow.read import history
@@ -298,7 +299,7 @@ def _restore_arrow(txn: Transaction, table: TableDef, now: pa.Table, then: pa.Ta
             + ([rid.field("writeid"), rid.field("bucketid"), rid.field("rowid")] if rid is not None
                else [pa.array([], pa.int64()), pa.array([], pa.int32()), pa.array([], pa.int64())]),
             names=pnames + ["owid", "bprop", "rowid"])
-        txn.apply_row_changes(table.name, b.select(data), deletes,
+        changes.apply_row_changes(txn, table.name, b.select(data), deletes,
                               counts={"rows_inserted": b.num_rows, "rows_updated": 0,
                                       "rows_deleted": g.num_rows}, operation=operation)
     if base:
@@ -374,7 +375,7 @@ def _restore_spark(spark: SparkSession, txn: Transaction, table: TableDef, now: 
             deletes = g.select(*pnames, F.col(ROW_ID + ".writeid").alias("owid"),
                                F.col(ROW_ID + ".bucketid").alias("bprop"),
                                F.col(ROW_ID + ".rowid").alias("rowid"))
-            txn.apply_row_changes(table.name, b.select(*data), deletes,
+            changes.apply_row_changes(txn, table.name, b.select(*data), deletes,
                                   counts={"rows_inserted": sum(ins_c.get(p, 0) for p in ev),
                                           "rows_updated": 0,
                                           "rows_deleted": sum(del_c.get(p, 0) for p in ev)},
