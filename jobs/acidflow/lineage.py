@@ -1,5 +1,5 @@
 """What a job read and wrote, reported to the process that submitted it (the Airflow operator),
-for OpenLineage events and Airflow asset events (issue 12, deliverable 8).
+for OpenLineage events and Airflow asset events.
 
 A job (``cdc-upsert``, ``ingest``, ``compact --worker``) calls :func:`report_lineage` at its end;
 when the environment names a file in :data:`LINEAGE_ENV` (``AcidflowSparkSubmitOperator`` sets

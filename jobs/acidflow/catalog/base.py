@@ -354,7 +354,7 @@ class Catalog(abc.ABC):
             ValueError: unknown or repeated column names (naming the table).
         """
 
-    # --- issue 12: schema evolution ----------------------------------------------------
+    # --- schema evolution ----------------------------------------------------
     @abc.abstractmethod
     def alter_schema(self, txn_id: int, name: str, columns: Sequence[Column | dict[str, Any]],
                      *, change: Mapping[str, Any]) -> TableDef:

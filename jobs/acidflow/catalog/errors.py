@@ -90,7 +90,7 @@ class WriteConflictError(TxnAbortedError):
 
     Subclasses :class:`TxnAbortedError` because the transaction is aborted when this is raised.
 
-    Also raised by the key-level write set of keyed tables (issue 15): both transactions wrote
+    Also raised by the key-level write set of keyed tables: both transactions wrote
     the same primary key (an insert, or the new version of an update), so committing both would
     leave two live rows for it. ``key_hash`` then names the key's 64-bit hash
     (``acidflow.format.keys.key_hash64``; ``None`` when a whole bucket was recorded, see

@@ -1,4 +1,4 @@
-"""Schema versions of a table (issue 12, schema evolution), backend-neutral.
+"""Schema versions of a table (schema evolution), backend-neutral.
 
 A table's schema history is a list of :class:`SchemaVersion` s, each valid from the write id of
 the transaction that made the change (0 = the schema before the first recorded change). A reader

@@ -154,7 +154,7 @@ class TableDef:
         location: table root; empty = ``<warehouse>/<db>.db/<table>`` filled in by
             :meth:`Catalog.create_table`. A relative location is relative to the warehouse
             (never to the working directory) and may not leave it with ``..``; an absolute
-            path or URL outside the warehouse needs ``external`` (issue 15 finding 4).
+            path or URL outside the warehouse needs ``external``.
         table_id: catalog id, set by the catalog.
         created_at: creation time (UTC), set by the catalog.
         external: the table may live outside the warehouse; stored as the table property
@@ -372,5 +372,5 @@ def check_fixed_properties(table: str, props: dict[str, str], bucketing_version:
         raise ValueError(f"table {table}: property bucketing_version="
                          f"{props['bucketing_version']!r} disagrees with bucketing_version="
                          f"{bucketing_version}")
-    # --- issue 12: retention (acidflow.history.retain.commits / .hours)
+    # --- retention (acidflow.history.retain.commits / .hours)
     check_retention_properties(table, props)

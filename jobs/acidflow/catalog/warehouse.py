@@ -1,6 +1,6 @@
 """The warehouse a catalog writes into: its owner marker and table locations (backend-neutral).
 
-Ownership (issue 15 finding 2). Write ids are handed out by one catalog; two catalogs on one
+Ownership. Write ids are handed out by one catalog; two catalogs on one
 warehouse (a typo in ``ACIDFLOW_CATALOG_URL``, a second Airflow deployment) would both hand out
 write id 1 and write ``delta_0000001_0000001_0000`` over each other. So the warehouse root holds
 ``_acidflow_warehouse.json`` - the owning catalog's id, its masked URL and the creation time -
@@ -10,7 +10,7 @@ written once, with exclusive creation, by the first catalog that writes there. B
 :class:`~acidflow.catalog.errors.WarehouseOwnedError`. Reads are not checked. The answer is
 cached per process.
 
-Locations (issue 15 finding 4). :func:`resolve_location` makes a table location absolute
+Locations. :func:`resolve_location` makes a table location absolute
 against the warehouse: relative locations are relative to the warehouse (never to the
 process's working directory), ``..`` may not leave the warehouse, and an absolute path or URL
 outside it needs ``external`` (the table property ``acidflow.external=true``; Hive's

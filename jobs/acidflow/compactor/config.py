@@ -30,7 +30,7 @@ KEYS = {
     "worker_timeout_s": "hive.compactor.worker.timeout",
     "heartbeat_s": "acidflow.compactor.heartbeat.seconds",
     "target_stripe_bytes": "acidflow.compactor.target.stripe.bytes",
-    # issue 12: small files (acidflow.format.packing)
+    # small files (acidflow.format.packing)
     "small_file_count": "acidflow.compactor.small.file.count",
     "small_file_ratio": "acidflow.compactor.small.file.ratio",
     "target_file_bytes": "acidflow.target.file.bytes",

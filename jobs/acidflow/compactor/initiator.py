@@ -16,7 +16,7 @@ Rules, in Hive's order:
 4. more aborted write ids than ``hive.compactor.abortedtxn.threshold`` (1000) -> major;
 5. base (or original files) present and delta bytes / base bytes >
    ``hive.compactor.delta.pct.threshold`` (0.1) -> major;
-6. small files (acidflow, issue 12): more data files than ``acidflow.compactor.small.file.count``
+6. small files (acidflow): more data files than ``acidflow.compactor.small.file.count``
    (32), or mostly files under ``acidflow.target.file.bytes`` / 4 (``small.file.ratio``, 0.5)
    -> major, which packs an unbucketed partition into files of about the target
    (:func:`small_files`, :mod:`acidflow.format.packing`);

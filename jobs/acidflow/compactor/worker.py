@@ -129,13 +129,13 @@ def run_worker(spark: SparkSession | None, catalog: Catalog, *, cq_id: int | Non
         # only what every open transaction can see (their reads use the snapshot of their open)
         valid = catalog.compactor_valid_write_ids(table.name)
         cvalid = valid.for_compactor()
-        # issue 12: the schema version of the covered write ids (a compaction below a schema
+        # the schema version of the covered write ids (a compaction below a schema
         # change that has not committed, or that an open transaction cannot see yet, keeps
         # that version's layout; above a widening it writes the new type)
         table.columns = catalog.schema_for(table, cvalid)
         catalog.update_compaction(entry.id, highest_write_id=cvalid.high_watermark,
                                   details={"worker_id": wid, "valid_write_ids": str(cvalid)})
-        policy = retention_policy(table.name, table.properties)  # issue 12: history
+        policy = retention_policy(table.name, table.properties)  # history
         result = compaction.compact_partition(
             spark, table, entry.partition or "", entry.type, valid, cq_id=entry.id,
             target_stripe_bytes=cfg.target_stripe_bytes, heartbeat=hb.beat, tamper=tamper,

@@ -234,7 +234,7 @@ class Transaction:
                 the catalog reports a schema problem for this writer.
         """
         self.catalog.acquire_lock(self._open_id(), table.name, None, lock_type)
-        # issue 12: a schema change (``acidflow table alter``, exclusive lock) may have
+        # a schema change (``acidflow table alter``, exclusive lock) may have
         # committed while this statement waited; its files would be laid out for the old
         # columns, so the statement stops before writing anything
         now = self.catalog.get_table(table.name)

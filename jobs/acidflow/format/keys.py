@@ -14,7 +14,7 @@
 Writers compute the hashes of the keys they write per (partition, bucket) inside the write
 task that already holds the rows (:func:`acidflow.engine.writer.write_task`) and hand them to the
 catalog with the transaction (``Catalog.add_write_keys``). Two transactions that wrote the same
-key and overlap in time cannot both commit (issue 15 finding 1; Hive keeps only a
+key and overlap in time cannot both commit (Hive keeps only a
 partition-level ``WRITE_SET``, HIVE-13395). A collision of two different keys' hashes
 (probability about n^2 / 2^65 for n keys written concurrently) can only abort a transaction that
 did not need aborting, never let a duplicate through.

@@ -767,7 +767,7 @@ def compact_partition(spark: "SparkSession | None", table: TableDesc, partition:
         return result
 
     # publish: marker first (a rerun finishes the renames), then the renames
-    if kind == MAJOR and record_history:  # issue 12: the first base records full history
+    if kind == MAJOR and record_history:  # the first base records full history
         mark_full_history(tfs, pdir)
     tfs.write_bytes(join(tmp, VERIFIED_MARKER), json.dumps({"outputs": plan.outputs}).encode())
     result.published = recovered + finish_publish(tfs, pdir, tmp)

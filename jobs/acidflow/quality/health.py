@@ -1,5 +1,5 @@
 """Operational health of a catalog: the rules behind ``acidflow health`` and the ``acid_health``
-DAG (issue 12, deliverable 8).
+DAG.
 
 Pure rules over what the catalog reports (:meth:`Catalog.list_compactions`,
 :meth:`Catalog.list_transactions`) plus replication-slot lags measured by the caller

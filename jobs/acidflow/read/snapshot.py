@@ -514,7 +514,7 @@ def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
                         arrays.append(pa.nulls(m, target))
                     else:
                         col = acid_files.normalize_timestamps(data[src])
-                        arrays.append(read_as(col, target))  # Hive's conversions (issue 12)
+                        arrays.append(read_as(col, target))  # Hive's conversions
                 arrays += _partition_arrays(partition_columns, task.partition, m)
                 if row_id:
                     arrays.append(pa.StructArray.from_arrays(

@@ -81,7 +81,7 @@ def plan_table(catalog: Catalog, name: str, *, as_of_write_id: int | None = None
     if valid is None:
         valid = catalog.valid_write_ids(table.name, txn_id=txn_id, as_of_write_id=as_of_write_id)
     tfs = TableFS(table.location)
-    # issue 12: the schema of the snapshot (a time-travel read sees the names and types of its
+    # the schema of the snapshot (a time-travel read sees the names and types of its
     # time; a schema change is seen once its transaction committed)
     columns = catalog.schema_for(table, valid)
     try:
@@ -228,7 +228,7 @@ def read_incremental(spark: Any, catalog: Catalog, name: str, start_write_id: in
     from pyspark.sql import functions as F
 
     before = read_table(spark, catalog, name, as_of_write_id=start_write_id, row_id=True)
-    before = _in_schema_of_end(before, catalog, name, start_write_id, end)  # issue 12
+    before = _in_schema_of_end(before, catalog, name, start_write_id, end)
     after = read_table(spark, catalog, name, as_of_write_id=end, row_id=True)
     rid = snapshot.ROW_ID
     inserted = (after.where(F.col(rid + ".writeid") > start_write_id)
@@ -265,7 +265,7 @@ def incremental_end(catalog: Catalog, name: str, start_write_id: int,
 
 def end_schema_mapping(catalog: Catalog, name: str, start: int, end: int
                        ) -> list[tuple[str, str | None, str]] | None:
-    """How rows read as of ``start`` map onto ``end``'s schema version (issue 12): one
+    """How rows read as of ``start`` map onto ``end``'s schema version: one
     ``(end name, start name or None, end hive type)`` per data column of ``end``; columns
     renamed in between take their new names (``change["renames"]`` of every version committed
     in ``(start, end]``, :func:`acidflow.catalog.schemahistory.renames_of`), widened ones the new type, added ones NULL (start name None), dropped

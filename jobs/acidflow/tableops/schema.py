@@ -1,4 +1,4 @@
-"""Schema evolution of a table with Hive's rules (``acidflow table alter``; issue 12).
+"""Schema evolution of a table with Hive's rules (``acidflow table alter``).
 
 :func:`alter_table` makes one change per call, in one transaction that allocates a write id on
 the table, takes Hive's exclusive (DDL) lock, records the new schema as a version valid from that

@@ -381,7 +381,7 @@ class HiveMetastoreCatalog(Catalog):
         self.get_table(name)
         return self._alter(self.side.add_columns(name, columns))
 
-    # --- issue 12: schema evolution
+    # --- schema evolution
     def alter_schema(self, txn_id: int, name: str, columns: Sequence[Column | dict[str, Any]],
                      *, change: Mapping[str, Any]) -> TableDef:
         """The metastore first (``alter_table_with_environment_context`` with ``CASCADE``, so

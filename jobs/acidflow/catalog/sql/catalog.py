@@ -99,7 +99,7 @@ class SqlCatalog(Catalog):
         self._compactions = SqlCompactions(self.db, self.txn_timeout_s)
         self._readers = SqlReaders(self.db, self.txn_timeout_s)
         self._adoption = SqlAdoption(self.db, self._tables)
-        self._schema = SqlSchemaHistory(self.db, self.warehouse)  # issue 12: schema evolution
+        self._schema = SqlSchemaHistory(self.db, self.warehouse)  # schema evolution
         if migrate:
             self.upgrade()
         self.register_visibility()  # object-store warehouses: _v<T> dirs of open txns hidden
@@ -214,7 +214,7 @@ class SqlCatalog(Catalog):
     def add_columns(self, name: str, columns: Sequence[Column | dict[str, Any]]) -> TableDef:
         return self._tables.add_columns(name, columns)
 
-    # --- issue 12: schema evolution
+    # --- schema evolution
     def alter_schema(self, txn_id: int, name: str, columns: Sequence[Column | dict[str, Any]],
                      *, change: Mapping[str, Any]) -> TableDef:
         return self._schema.alter_schema(txn_id, name, columns, change=change)

@@ -17,7 +17,7 @@ one catalog transaction, serialised between processes (SQLite ``BEGIN IMMEDIATE`
 advisory transaction lock). Create one :class:`Database` per process (SQLAlchemy engines do not
 survive ``fork``).
 
-Checks (issue 15 finding 7): an upgrade refuses a database that has tables but is not an
+Checks: an upgrade refuses a database that has tables but is not an
 acidflow catalog (:class:`~acidflow.catalog.errors.ForeignDatabaseError`, unless forced by
 ``acidflow catalog init --force``), and every database error at connect, migrate or run
 becomes a one-line :class:`~acidflow.catalog.errors.CatalogDatabaseError` naming the URL with

@@ -465,7 +465,7 @@ class CatalogIdentity(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
-# --- issue 12: schema evolution
+# --- schema evolution
 class SchemaHistoryRow(Base):
     """One schema version of a table (revision 0007): the data columns valid from ``write_id``
     (the write id of the transaction that changed the schema; 0 = the schema before the first

@@ -248,7 +248,7 @@ class SqlTransactions:
         deleted / overwrote and that other transaction committed after this one opened (its
         commit id > this txn id), this transaction is aborted instead. A whole-table (``None``)
         component overlaps every partition of its table. Inserts of unkeyed tables never
-        conflict. Key-level check (keyed tables, issue 15): the key hashes this transaction
+        conflict. Key-level check (keyed tables): the key hashes this transaction
         recorded (:meth:`add_write_keys`) are intersected with those of every transaction
         that committed after it opened in an overlapping scope; one common key (or a whole
         scope) aborts it.

@@ -1,4 +1,4 @@
-"""write_set_keys: the key-level write set of keyed tables (issue 15 finding 1)
+"""write_set_keys: the key-level write set of keyed tables
 
 Revision ID: 0006
 Revises: 0005

@@ -1,4 +1,4 @@
-"""schema_history and column comments: schema evolution with Hive's rules (issue 12)
+"""schema_history and column comments: schema evolution with Hive's rules
 
 Revision ID: 0007
 Revises: 0006
