@@ -1,7 +1,6 @@
 """Shared fixtures: one SparkSession per test session, fixture paths, temp warehouses."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -56,6 +55,17 @@ def warehouse(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("ACIDFLOW_WAREHOUSE", str(wh))
     monkeypatch.setenv("ACIDFLOW_CATALOG_URL", f"sqlite:///{wh / '_acidflow_catalog.db'}")
     return wh
+
+
+@pytest.fixture
+def catalog(warehouse):
+    """The test's SQLite catalog in ``warehouse`` (the file ``ACIDFLOW_CATALOG_URL`` names),
+    closed after the test. ``tests/catalog`` overrides it with its backend-parametrised one."""
+    from acidflow.catalog import SqlCatalog  # deferred: the pure unit tests import no catalog
+
+    cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
+    yield cat
+    cat.close()
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import threading
 
 import pytest
 import sqlalchemy as sa

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from acidflow.engine.transaction import Transaction
-from acidflow.catalog import Column, SqlCatalog, TableDef
+from acidflow.catalog import Column, TableDef
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
 from tests.compat.hive31 import Hive31Oracle, require_hive31_tools, same_as_acidflow
@@ -24,13 +24,6 @@ SCHEMA = "id int, v string, amt bigint, region string"
 def hive31():
     with Hive31Oracle(ARTIFACTS) as oracle:
         yield oracle
-
-
-@pytest.fixture
-def catalog(warehouse):
-    cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
-    yield cat
-    cat.close()
 
 
 def major(spark, catalog, name: str, partition: str | None = None) -> None:

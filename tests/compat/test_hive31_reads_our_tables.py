@@ -17,7 +17,7 @@ from acidflow.storage.fs import TableFS
 from acidflow.format.orc import files as acid_files
 from acidflow.format.bucketing import decode_bucket_id, decode_statement_id
 from acidflow.engine.transaction import Transaction
-from acidflow.catalog import Column, SqlCatalog, TableDef
+from acidflow.catalog import Column, TableDef
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
 from tests.compat.hive31 import Hive31Oracle, require_hive31_tools, same_as_acidflow
@@ -33,13 +33,6 @@ CFG = CompactorConfig(heartbeat_s=0.5)
 def hive31():
     with Hive31Oracle(ARTIFACTS) as oracle:
         yield oracle
-
-
-@pytest.fixture
-def catalog(warehouse):
-    cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
-    yield cat
-    cat.close()
 
 
 def listing(catalog, name: str, partition: str = "") -> list[str]:

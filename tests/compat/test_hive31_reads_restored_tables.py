@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 
 from acidflow.storage.retention import RETAIN_COMMITS
-from acidflow.catalog import SqlCatalog
 from acidflow.compactor import cleaner
 from acidflow.tableops.restore import restore, rollback
 from tests.compat.hive31 import Hive31Oracle, require_hive31_tools, same_as_acidflow
@@ -24,13 +23,6 @@ ARTIFACTS = require_hive31_tools()
 def hive31():
     with Hive31Oracle(ARTIFACTS) as oracle:
         yield oracle
-
-
-@pytest.fixture
-def catalog(warehouse):
-    cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
-    yield cat
-    cat.close()
 
 
 @pytest.mark.parametrize("shape", ["keyed_bucketed", "keyed_partitioned_unbucketed",

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from acidflow.catalog import SqlCatalog
 from acidflow.cli.demo import run_demo
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
@@ -23,13 +22,6 @@ ARTIFACTS = require_hive31_tools()
 CFG = CompactorConfig(heartbeat_s=0.5)
 TABLES = ["pgbench.pgbench_accounts", "pgbench.pgbench_branches", "pgbench.pgbench_history",
           "pgbench.pgbench_tellers"]
-
-
-@pytest.fixture
-def catalog(warehouse):
-    cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
-    yield cat
-    cat.close()
 
 
 def dirs(catalog, name: str) -> list[str]:

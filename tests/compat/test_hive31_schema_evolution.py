@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from acidflow.engine.transaction import Transaction
-from acidflow.catalog import Column, SqlCatalog, TableDef
+from acidflow.catalog import Column, TableDef
 from acidflow.compactor import initiator, worker
 from acidflow.compactor.config import CompactorConfig
 from acidflow.tableops.schema import alter_table
@@ -27,13 +27,6 @@ CFG = CompactorConfig(heartbeat_s=0.5)
 def hive31():
     with Hive31Oracle(ARTIFACTS) as oracle:
         yield oracle
-
-
-@pytest.fixture
-def catalog(warehouse):
-    cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
-    yield cat
-    cat.close()
 
 
 def rows(ids, tag: str, partitioned: bool) -> pa.Table:

@@ -17,7 +17,7 @@ from acidflow.storage.fs import TableFS
 from acidflow.read import table as reads
 from acidflow.format.orc import files as acid_files
 from acidflow.format.bucketing import encode_bucket_property
-from acidflow.catalog import Column, SqlCatalog, TableDef
+from acidflow.catalog import Column, TableDef
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
 from tests.compat.hive23 import read_with_hive23
@@ -31,13 +31,6 @@ COLS = [Column("id", "int"), Column("name", "string"), Column("price", "decimal(
 # acidflow.target.file.bytes=0: Hive 3.1's one base file per writer id, which these tests check
 # file by file (packing is tests/integration/test_small_files.py)
 CFG = CompactorConfig(heartbeat_s=0.5, target_file_bytes=0)
-
-
-@pytest.fixture
-def catalog(warehouse):
-    cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
-    yield cat
-    cat.close()
 
 
 def row(i: int, tag: str = "a") -> tuple:

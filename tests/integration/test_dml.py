@@ -14,7 +14,7 @@ from acidflow.read import table as reads
 from acidflow.engine.statements import dml
 from acidflow.engine.statements.dml import DmlError
 from acidflow.engine.transaction import Transaction
-from acidflow.catalog import SqlCatalog, TableDef
+from acidflow.catalog import TableDef
 from acidflow.catalog.errors import WriteConflictError
 from tests.support import dml_tables
 from tests.support.dml_tables import LAYOUTS, SCHEMA, table_rows, tree
@@ -28,13 +28,6 @@ ROWS = [(i, f"v{i}", i * 3, "eu" if i % 3 else "us") for i in range(40)]
 
 def make(spark, catalog, layout: str, name: str = "db.t") -> TableDef:
     return dml_tables.make(spark, catalog, layout, ROWS, name)
-
-
-@pytest.fixture
-def catalog(warehouse):
-    cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
-    yield cat
-    cat.close()
 
 
 def frame_rows(df):

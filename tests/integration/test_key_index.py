@@ -24,13 +24,6 @@ CFG = CompactorConfig(heartbeat_s=0.5, target_file_bytes=0)
 STRIPE_ROWS = 1024
 
 
-@pytest.fixture
-def catalog(warehouse):
-    cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
-    yield cat
-    cat.close()
-
-
 # key type -> (Hive type, Arrow type, value of key number i); values grow with i
 KEY_TYPES = {
     "int": ("int", pa.int32(), lambda i: i * 7),

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from acidflow.engine.statements.dml import DmlError
 from acidflow.engine.statements.merge import CardinalityViolationError, MergeBuilder, source_partitions
 from acidflow.engine.transaction import Transaction
-from acidflow.catalog import Column, SqlCatalog, TableDef
+from acidflow.catalog import Column, TableDef
 from tests.support import dml_tables
 from tests.support.dml_tables import LAYOUTS, SCHEMA, table_rows, tree
 
@@ -29,13 +29,6 @@ SOURCE = ([(i, f"new{i}", i * 100, "eu" if i % 3 else "us", "U") for i in range(
 
 def make(spark, catalog, layout: str, name: str = "db.t") -> TableDef:
     return dml_tables.make(spark, catalog, layout, ROWS, name)
-
-
-@pytest.fixture
-def catalog(warehouse):
-    cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
-    yield cat
-    cat.close()
 
 
 def expected_merge(target, source):

@@ -13,7 +13,6 @@ from typer.testing import CliRunner
 
 from acidflow.format.layout import NotEnoughHistoryError
 from acidflow.storage.retention import RETAIN_COMMITS, RETAIN_HOURS
-from acidflow.catalog import SqlCatalog
 from acidflow.compactor import cleaner
 from acidflow.tableops.restore import RestoreError, restore, rollback
 from acidflow.tableops.schema import alter_table
@@ -21,13 +20,6 @@ from tests.support import acidtables as at
 from tests.support import history_tables as ht
 
 ALL = {RETAIN_COMMITS: "100", RETAIN_HOURS: "0"}
-
-
-@pytest.fixture
-def catalog(warehouse):
-    cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
-    yield cat
-    cat.close()
 
 
 def leaves(catalog, name: str = "db.h") -> set[str]:

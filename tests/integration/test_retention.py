@@ -17,16 +17,8 @@ from acidflow.read import history
 from acidflow.read import table as reads
 from acidflow.format.layout import NotEnoughHistoryError
 from acidflow.storage.retention import RETAIN_COMMITS, RETAIN_HOURS
-from acidflow.catalog import SqlCatalog
 from acidflow.compactor import cleaner
 from tests.support import history_tables as ht
-
-
-@pytest.fixture
-def catalog(warehouse):
-    cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
-    yield cat
-    cat.close()
 
 
 def dirs(catalog, name: str = "db.h") -> set[str]:

@@ -27,7 +27,7 @@ from acidflow.format.orc import files as acid_files
 from acidflow.engine.conform import SchemaMismatchError
 from acidflow.storage.fs import TableFS
 from acidflow.engine.transaction import Transaction
-from acidflow.catalog import Column, SqlCatalog, TableDef
+from acidflow.catalog import Column, TableDef
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
 from acidflow.tableops.schema import SchemaChangeError, alter_table
@@ -35,13 +35,6 @@ from acidflow.tableops.schema import SchemaChangeError, alter_table
 CFG = CompactorConfig(heartbeat_s=0.5)
 SHAPES = [pytest.param(p, b, id=f"{'part' if p else 'flat'}-{'b2' if b else 'unbucketed'}")
           for p in (False, True) for b in (0, 2)]
-
-
-@pytest.fixture
-def catalog(warehouse):
-    cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
-    yield cat
-    cat.close()
 
 
 def make_table(catalog, name: str, partitioned: bool, buckets: int) -> TableDef:

@@ -12,7 +12,7 @@ import pytest
 
 from acidflow.format.bucketing import encode_bucket_property
 from acidflow.format.packing import plan_bins, split_rows
-from acidflow.catalog import Column, SqlCatalog, TableDef
+from acidflow.catalog import Column, TableDef
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
 from acidflow.compactor.initiator import PartitionStats, small_files
@@ -23,13 +23,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 TARGET = 64 * 1024
 CFG = CompactorConfig(heartbeat_s=0.5)
 COLS = [Column("id", "int"), Column("payload", "string")]
-
-
-@pytest.fixture
-def catalog(warehouse):
-    cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
-    yield cat
-    cat.close()
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from acidflow.read import table as reads
 from acidflow.storage.adoption import AdoptionError
 from acidflow.format.layout import ValidWriteIdList
 from acidflow.engine.transaction import Transaction
-from acidflow.catalog import Column, SqlCatalog, TableDef, TableExistsError
+from acidflow.catalog import Column, TableDef, TableExistsError
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
 from acidflow.tableops import adopt as ops
@@ -33,13 +33,6 @@ from acidflow.tableops.convert import convert_table
 
 LONG_MAX = 9223372036854775807
 CFG = CompactorConfig(heartbeat_s=0.5)
-
-
-@pytest.fixture
-def catalog(warehouse):
-    cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
-    yield cat
-    cat.close()
 
 
 def copy_case(fixtures_dir: Path, case: str, tmp_path: Path) -> Path:

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from acidflow.read import table as reads
 from acidflow.engine.transaction import Transaction
-from acidflow.catalog import Column, SqlCatalog, TableDef
+from acidflow.catalog import Column, TableDef
 from acidflow.cli.app import app
 from acidflow.compactor import cleaner, worker
 from acidflow.compactor.config import CompactorConfig
@@ -30,13 +30,6 @@ def cli(*args: str, ok: bool = True) -> str:
     else:
         assert res.exit_code != 0, res.output
     return res.output
-
-
-@pytest.fixture
-def catalog(warehouse):
-    cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
-    yield cat
-    cat.close()
 
 
 def compact(catalog, name: str, partition: str | None, kind: str) -> None:

@@ -29,7 +29,7 @@ import pytest
 from acidflow.read import table as reads
 from acidflow.engine.transaction import Transaction
 from acidflow.format.writeids import ValidWriteIdList
-from acidflow.catalog import Column, SqlCatalog, TableDef, load_catalog
+from acidflow.catalog import Column, TableDef, load_catalog
 from acidflow.cli.trino import TrinoMissing, TrinoQueryError, locate_trino
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
@@ -128,13 +128,6 @@ def test_trino_writes_acidflow_reads(trino_server, hive_metastore):
     # the snapshot at write id 2 is what Trino read after its second INSERT
     at2 = read_hive_table(url, "trino_w", "orders", valid=ValidWriteIdList("trino_w.orders", 2))
     assert _rows(at2) == after_w2
-
-
-@pytest.fixture
-def catalog(warehouse):
-    cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
-    yield cat
-    cat.close()
 
 
 def _row(i: int, tag: str = "n") -> tuple:

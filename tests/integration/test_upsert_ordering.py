@@ -10,7 +10,7 @@ from acidflow.read import table as reads
 from acidflow.engine.conform import DuplicateKeyError
 from acidflow.engine.ordering import OrderingFieldError
 from acidflow.engine.transaction import Transaction
-from acidflow.catalog import Column, SqlCatalog, TableDef
+from acidflow.catalog import Column, TableDef
 
 pytestmark = pytest.mark.spark
 
@@ -23,13 +23,6 @@ LAYOUTS = {
     "partitioned-bucketed": {"partition_columns": [Column("region", "string")],
                              "num_buckets": 2, "bucket_columns": ["id"]},
 }
-
-
-@pytest.fixture
-def catalog(warehouse):
-    cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
-    yield cat
-    cat.close()
 
 
 def make(catalog, layout: str, **kw) -> TableDef:

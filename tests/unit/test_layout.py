@@ -337,7 +337,7 @@ def test_write_id_list_to_string(reader):
     (f"tbl:100:{MAX}:", 100, (), (), None, "tbl"),
     (f"tbl:4:{MAX}", 4, (), (), None, "tbl"),
     ("tbl:100:4:4", 100, (4,), (), 4, "tbl"),
-    (f"default.acid_t:12:3:3,8:5,6", 12, (3, 8), (5, 6), 3, "default.acid_t"),
+    ("default.acid_t:12:3:3,8:5,6", 12, (3, 8), (5, 6), 3, "default.acid_t"),
     (f"db.t:12:{MAX}::5,6", 12, (), (5, 6), None, "db.t"),
     (f"NULL:7:{MAX}::", 7, (), (), None, None),
 ])
