@@ -58,6 +58,7 @@ from pymetastore.hive_metastore.ttypes import (
 )
 
 from acidflow.catalog.base import Catalog
+from acidflow.catalog.forward import forward
 from acidflow.catalog.errors import (
     CatalogError,
     NoSuchTableError,
@@ -188,8 +189,7 @@ class HiveMetastoreCatalog(Catalog):
     def __repr__(self) -> str:
         return f"HiveMetastoreCatalog({self.url!r}, side={self.side.display_url()!r})"
 
-    def catalog_id(self) -> str:
-        return self.side.catalog_id()
+    catalog_id = forward("side", SqlCatalog)
 
     def job_url(self) -> str:
         """The URL that makes the same catalog in another process (``ACIDFLOW_CATALOG_URL`` of
@@ -625,12 +625,8 @@ class HiveMetastoreCatalog(Catalog):
             self._abort_quietly(txn_id, err.reason)
             raise err from None
 
-    def add_write_keys(self, txn_id: int, table_name: str,
-                       scopes: Mapping[tuple[str | None, int], np.ndarray | None]) -> None:
-        return self.side.add_write_keys(txn_id, table_name, scopes)
-
-    def purge_write_sets(self) -> dict[str, int]:
-        return self.side.purge_write_sets()
+    add_write_keys = forward("side", SqlCatalog)
+    purge_write_sets = forward("side", SqlCatalog)
 
     def commit_transaction(self, txn_id: int,
                            stats: dict[str, dict[str, Any]] | None = None) -> int:
@@ -650,8 +646,7 @@ class HiveMetastoreCatalog(Catalog):
             self._abort_quietly(txn_id, err.reason)  # side rolled back: mirror Hive's abort
             raise
 
-    def abort_transaction(self, txn_id: int, reason: str = "") -> None:
-        return self.side.abort_transaction(txn_id, reason)
+    abort_transaction = forward("side", SqlCatalog)
 
     def reconcile(self, txn_ids: Iterable[int] | None = None) -> list[int]:
         """Bring side transactions that are open up to the metastore's state: aborted there
@@ -776,15 +771,9 @@ class HiveMetastoreCatalog(Catalog):
         return self.side.commit_records(table_name)
 
     # -- locks (acidflow's lock table on the side) ------------------------------------------
-    def acquire_lock(self, txn_id: int, table_name: str, partition: str | None,
-                     lock_type: str, timeout_s: float = 60.0) -> int:
-        return self.side.acquire_lock(txn_id, table_name, partition, lock_type, timeout_s)
-
-    def release_locks(self, txn_id: int) -> None:
-        return self.side.release_locks(txn_id)
-
-    def list_locks(self, table_name: str | None = None) -> list[LockInfo]:
-        return self.side.list_locks(table_name)
+    acquire_lock = forward("side", SqlCatalog)
+    release_locks = forward("side", SqlCatalog)
+    list_locks = forward("side", SqlCatalog)
 
     # -- batches and tombstones (side) -------------------------------------------------------
     def register_batch(self, txn_id: int, batch_id: str, kind: str, *,
@@ -793,18 +782,10 @@ class HiveMetastoreCatalog(Catalog):
         self.reconcile()
         return self.side.register_batch(txn_id, batch_id, kind, source=source, details=details)
 
-    def get_batch(self, batch_id: str) -> BatchInfo | None:
-        return self.side.get_batch(batch_id)
-
-    def list_batches(self, kind: str | None = None) -> list[BatchInfo]:
-        return self.side.list_batches(kind)
-
-    def add_tombstones(self, txn_id: int, table_name: str,
-                       entries: list[tuple[str, str]]) -> None:
-        return self.side.add_tombstones(txn_id, table_name, entries)
-
-    def tombstones(self, table_name: str, key_jsons: list[str]) -> dict[str, str]:
-        return self.side.tombstones(table_name, key_jsons)
+    get_batch = forward("side", SqlCatalog)
+    list_batches = forward("side", SqlCatalog)
+    add_tombstones = forward("side", SqlCatalog)
+    tombstones = forward("side", SqlCatalog)
 
     # -- compaction queue (side; its transactions are the metastore's) -----------------------
     def enqueue_compaction(self, table_name: str, partition: str | None, compaction_type: str,
@@ -816,14 +797,8 @@ class HiveMetastoreCatalog(Catalog):
                                             requester=requester, state=state, error=error,
                                             properties=properties)
 
-    def get_compaction(self, cq_id: int) -> CompactionInfo:
-        return self.side.get_compaction(cq_id)
-
-    def list_compactions(self, table_name: str | None = None, states: Iterable[str] | None = None,
-                         partition: str | None = None, *, any_partition: bool = True
-                         ) -> list[CompactionInfo]:
-        return self.side.list_compactions(table_name, states, partition,
-                                          any_partition=any_partition)
+    get_compaction = forward("side", SqlCatalog)
+    list_compactions = forward("side", SqlCatalog)
 
     def claim_compaction(self, worker_id: str, cq_id: int | None = None) -> CompactionInfo | None:
         self.check_warehouse_owner()
@@ -838,31 +813,13 @@ class HiveMetastoreCatalog(Catalog):
             except (TxnAbortedException, NoSuchTxnException):
                 pass  # the side entry decides; a reclaimed worker is told so by the side
 
-    def update_compaction(self, cq_id: int, *, highest_write_id: int | None = None,
-                          details: dict[str, Any] | None = None) -> None:
-        return self.side.update_compaction(cq_id, highest_write_id=highest_write_id,
-                                           details=details)
-
-    def mark_compaction_ready_for_cleaning(self, cq_id: int, highest_write_id: int,
-                                           details: dict[str, Any] | None = None) -> int:
-        return self.side.mark_compaction_ready_for_cleaning(cq_id, highest_write_id, details)
-
-    def mark_compaction_succeeded(self, cq_id: int, details: dict[str, Any] | None = None) -> None:
-        return self.side.mark_compaction_succeeded(cq_id, details)
-
-    def mark_compaction_failed(self, cq_id: int, error: str,
-                               details: dict[str, Any] | None = None) -> None:
-        return self.side.mark_compaction_failed(cq_id, error, details)
-
-    def reclaim_dead_compactions(self, timeout_s: float | None = None,
-                                 now: datetime | None = None) -> list[int]:
-        return self.side.reclaim_dead_compactions(timeout_s, now)
-
-    def compaction_history(self, table_name: str, partition: str | None) -> list[CompactionInfo]:
-        return self.side.compaction_history(table_name, partition)
-
-    def purge_compaction_history(self, retention: dict[str, int] | None = None) -> list[int]:
-        return self.side.purge_compaction_history(retention)
+    update_compaction = forward("side", SqlCatalog)
+    mark_compaction_ready_for_cleaning = forward("side", SqlCatalog)
+    mark_compaction_succeeded = forward("side", SqlCatalog)
+    mark_compaction_failed = forward("side", SqlCatalog)
+    reclaim_dead_compactions = forward("side", SqlCatalog)
+    compaction_history = forward("side", SqlCatalog)
+    purge_compaction_history = forward("side", SqlCatalog)
 
     def compaction_candidates(self) -> list[tuple[str, str | None, int]]:
         """The side's candidates (acidflow's writes), plus the writes Hive and Trino made:
@@ -906,8 +863,7 @@ class HiveMetastoreCatalog(Catalog):
             found.update(aborted_write_ids(list(ids.invalidWriteIds or []), ids.abortedBits))
         return sorted(found)
 
-    def forget_aborted_components(self, table_name: str, up_to_write_id: int) -> int:
-        return self.side.forget_aborted_components(table_name, up_to_write_id)
+    forget_aborted_components = forward("side", SqlCatalog)
 
     # -- readers (side; the cleaner also waits for the metastore's open transactions) --------
     def register_reader(self, table_name: str,
@@ -916,21 +872,11 @@ class HiveMetastoreCatalog(Catalog):
         self.get_table(table_name)
         return self.side.register_reader(table_name, valid_write_ids, agent_info=agent_info)
 
-    def set_reader_snapshot(self, reader_id: int, valid_write_ids: ValidWriteIdList) -> None:
-        return self.side.set_reader_snapshot(reader_id, valid_write_ids)
-
-    def heartbeat_reader(self, reader_id: int) -> bool:
-        return self.side.heartbeat_reader(reader_id)
-
-    def unregister_reader(self, reader_id: int) -> None:
-        return self.side.unregister_reader(reader_id)
-
-    def list_readers(self, table_name: str | None = None) -> list[ReaderInfo]:
-        return self.side.list_readers(table_name)
-
-    def purge_expired_readers(self, timeout_s: float | None = None,
-                              now: datetime | None = None) -> list[int]:
-        return self.side.purge_expired_readers(timeout_s, now)
+    set_reader_snapshot = forward("side", SqlCatalog)
+    heartbeat_reader = forward("side", SqlCatalog)
+    unregister_reader = forward("side", SqlCatalog)
+    list_readers = forward("side", SqlCatalog)
+    purge_expired_readers = forward("side", SqlCatalog)
 
     def blocking_readers(self, table_name: str, commit_id: int, *,
                          timeout_s: float | None = None, now: datetime | None = None

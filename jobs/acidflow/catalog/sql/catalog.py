@@ -10,8 +10,9 @@ of one part per idea, all sharing one :class:`~acidflow.catalog.sql.db.Database`
 * :class:`~acidflow.catalog.sql.compactions.SqlCompactions` - compaction queue and history;
 * :class:`~acidflow.catalog.sql.readers.SqlReaders` - reader registrations.
 
-This class only wires them and forwards each interface method (documented on
-:class:`~acidflow.catalog.base.Catalog`). SQLite file by default
+This class only wires them: a role method that is the part's own is declared with
+:func:`acidflow.catalog.forward.forward` (documented once on the roles,
+:mod:`acidflow.catalog.api`). SQLite file by default
 (``<warehouse>/_acidflow_catalog.db``), PostgreSQL for shared deployments; the schema
 (:mod:`acidflow.catalog.sql.schema`) is managed by Alembic and upgraded on start-up.
 """
@@ -26,6 +27,7 @@ import numpy as np
 import sqlalchemy as sa
 
 from acidflow.catalog.base import Catalog
+from acidflow.catalog.forward import forward
 from acidflow.catalog.records import (
     BatchInfo,
     CommitRecord,
@@ -196,204 +198,79 @@ class SqlCatalog(Catalog):
         """
         return self._tables.location_of(table)
 
-    def get_table(self, name: str) -> TableDef:
-        return self._tables.get_table(name)
-
-    def table_exists(self, name: str) -> bool:
-        return self._tables.table_exists(name)
-
-    def list_tables(self, db_name: str | None = None) -> list[TableDef]:
-        return self._tables.list_tables(db_name)
-
-    def drop_table(self, name: str, if_exists: bool = False) -> None:
-        return self._tables.drop_table(name, if_exists)
-
-    def set_table_properties(self, name: str, props: dict[str, str]) -> TableDef:
-        return self._tables.set_table_properties(name, props)
-
-    def add_columns(self, name: str, columns: Sequence[Column | dict[str, Any]]) -> TableDef:
-        return self._tables.add_columns(name, columns)
+    get_table = forward("_tables", SqlTables)
+    table_exists = forward("_tables", SqlTables)
+    list_tables = forward("_tables", SqlTables)
+    drop_table = forward("_tables", SqlTables)
+    set_table_properties = forward("_tables", SqlTables)
+    add_columns = forward("_tables", SqlTables)
 
     # --- schema evolution
-    def alter_schema(self, txn_id: int, name: str, columns: Sequence[Column | dict[str, Any]],
-                     *, change: Mapping[str, Any]) -> TableDef:
-        return self._schema.alter_schema(txn_id, name, columns, change=change)
-
-    def schema_history(self, name: str) -> list[SchemaVersion]:
-        return self._schema.schema_history(name)
-
-    def set_primary_key(self, name: str, columns: Sequence[str]) -> TableDef:
-        return self._tables.set_primary_key(name, columns)
+    alter_schema = forward("_schema", SqlSchemaHistory)
+    schema_history = forward("_schema", SqlSchemaHistory)
+    set_primary_key = forward("_tables", SqlTables)
 
     # -- transactions (sql/txns.py) ----------------------------------------------------------
-    def open_transaction(self, user: str | None = None, host: str | None = None,
-                         agent_info: str | None = None) -> int:
-        return self._txns.open_transaction(user, host, agent_info)
-
-    def heartbeat(self, txn_id: int) -> None:
-        return self._txns.heartbeat(txn_id)
+    open_transaction = forward("_txns", SqlTransactions)
+    heartbeat = forward("_txns", SqlTransactions)
 
     def allocate_write_id(self, txn_id: int, table_name: str) -> int:
         self.check_warehouse_owner()
         return self._txns.allocate_write_id(txn_id, table_name)
 
-    def add_component(self, txn_id: int, table_name: str, partition: str | None,
-                      operation: str) -> None:
-        return self._txns.add_component(txn_id, table_name, partition, operation)
-
-    def add_write_keys(self, txn_id: int, table_name: str,
-                       scopes: Mapping[tuple[str | None, int], np.ndarray | None]) -> None:
-        return self._txns.add_write_keys(txn_id, table_name, scopes)
-
-    def purge_write_sets(self) -> dict[str, int]:
-        return self._txns.purge_write_sets()
-
-    def commit_transaction(self, txn_id: int,
-                           stats: dict[str, dict[str, Any]] | None = None) -> int:
-        return self._txns.commit_transaction(txn_id, stats)
-
-    def abort_transaction(self, txn_id: int, reason: str = "") -> None:
-        return self._txns.abort_transaction(txn_id, reason)
-
-    def get_transaction(self, txn_id: int) -> TxnInfo:
-        return self._txns.get_transaction(txn_id)
-
-    def list_transactions(self, states: Iterable[str] | None = None) -> list[TxnInfo]:
-        return self._txns.list_transactions(states)
-
-    def abort_timed_out_transactions(self, now: datetime | None = None) -> list[int]:
-        return self._txns.abort_timed_out_transactions(now)
+    add_component = forward("_txns", SqlTransactions)
+    add_write_keys = forward("_txns", SqlTransactions)
+    purge_write_sets = forward("_txns", SqlTransactions)
+    commit_transaction = forward("_txns", SqlTransactions)
+    abort_transaction = forward("_txns", SqlTransactions)
+    get_transaction = forward("_txns", SqlTransactions)
+    list_transactions = forward("_txns", SqlTransactions)
+    abort_timed_out_transactions = forward("_txns", SqlTransactions)
 
     # -- write ids and snapshots (sql/writeids.py) -------------------------------------------
-    def valid_write_ids(self, table_name: str, txn_id: int | None = None,
-                        as_of_write_id: int | None = None) -> ValidWriteIdList:
-        return self._write_ids.valid_write_ids(table_name, txn_id, as_of_write_id)
-
-    def compactor_valid_write_ids(self, table_name: str) -> ValidWriteIdList:
-        return self._write_ids.compactor_valid_write_ids(table_name)
-
-    def write_id_states(self, table_name: str) -> list[tuple[int, int, str]]:
-        return self._write_ids.write_id_states(table_name)
-
-    def commit_records(self, table_name: str) -> list[CommitRecord]:
-        return self._write_ids.commit_records(table_name)
+    valid_write_ids = forward("_write_ids", SqlWriteIds)
+    compactor_valid_write_ids = forward("_write_ids", SqlWriteIds)
+    write_id_states = forward("_write_ids", SqlWriteIds)
+    commit_records = forward("_write_ids", SqlWriteIds)
 
     # -- locks (sql/locks.py) ----------------------------------------------------------------
-    def acquire_lock(self, txn_id: int, table_name: str, partition: str | None,
-                     lock_type: str, timeout_s: float = 60.0) -> int:
-        return self._locks.acquire_lock(txn_id, table_name, partition, lock_type, timeout_s)
-
-    def release_locks(self, txn_id: int) -> None:
-        return self._locks.release_locks(txn_id)
-
-    def list_locks(self, table_name: str | None = None) -> list[LockInfo]:
-        return self._locks.list_locks(table_name)
+    acquire_lock = forward("_locks", SqlLocks)
+    release_locks = forward("_locks", SqlLocks)
+    list_locks = forward("_locks", SqlLocks)
 
     # -- batches and tombstones (sql/batches.py) ---------------------------------------------
-    def register_batch(self, txn_id: int, batch_id: str, kind: str, *,
-                       source: str | None = None, details: dict[str, Any] | None = None
-                       ) -> BatchInfo:
-        return self._batches.register_batch(txn_id, batch_id, kind, source=source, details=details)
-
-    def get_batch(self, batch_id: str) -> BatchInfo | None:
-        return self._batches.get_batch(batch_id)
-
-    def list_batches(self, kind: str | None = None) -> list[BatchInfo]:
-        return self._batches.list_batches(kind)
-
-    def add_tombstones(self, txn_id: int, table_name: str,
-                       entries: list[tuple[str, str]]) -> None:
-        return self._batches.add_tombstones(txn_id, table_name, entries)
-
-    def tombstones(self, table_name: str, key_jsons: list[str]) -> dict[str, str]:
-        return self._batches.tombstones(table_name, key_jsons)
+    register_batch = forward("_batches", SqlBatches)
+    get_batch = forward("_batches", SqlBatches)
+    list_batches = forward("_batches", SqlBatches)
+    add_tombstones = forward("_batches", SqlBatches)
+    tombstones = forward("_batches", SqlBatches)
 
     # -- compaction queue and history (sql/compactions.py) -----------------------------------
-    def enqueue_compaction(self, table_name: str, partition: str | None, compaction_type: str,
-                           *, requester: str = "initiator", state: str = "initiated",
-                           error: str | None = None,
-                           properties: dict[str, Any] | None = None) -> CompactionInfo:
-        return self._compactions.enqueue_compaction(table_name, partition, compaction_type,
-                                                    requester=requester, state=state, error=error,
-                                                    properties=properties)
-
-    def get_compaction(self, cq_id: int) -> CompactionInfo:
-        return self._compactions.get_compaction(cq_id)
-
-    def list_compactions(self, table_name: str | None = None, states: Iterable[str] | None = None,
-                         partition: str | None = None, *, any_partition: bool = True
-                         ) -> list[CompactionInfo]:
-        return self._compactions.list_compactions(table_name, states, partition,
-                                                  any_partition=any_partition)
+    enqueue_compaction = forward("_compactions", SqlCompactions)
+    get_compaction = forward("_compactions", SqlCompactions)
+    list_compactions = forward("_compactions", SqlCompactions)
 
     def claim_compaction(self, worker_id: str, cq_id: int | None = None) -> CompactionInfo | None:
         self.check_warehouse_owner()
         return self._compactions.claim_compaction(worker_id, cq_id)
 
-    def heartbeat_compaction(self, cq_id: int) -> None:
-        return self._compactions.heartbeat_compaction(cq_id)
-
-    def update_compaction(self, cq_id: int, *, highest_write_id: int | None = None,
-                          details: dict[str, Any] | None = None) -> None:
-        return self._compactions.update_compaction(cq_id, highest_write_id=highest_write_id,
-                                                   details=details)
-
-    def mark_compaction_ready_for_cleaning(self, cq_id: int, highest_write_id: int,
-                                           details: dict[str, Any] | None = None) -> int:
-        return self._compactions.mark_compaction_ready_for_cleaning(cq_id, highest_write_id,
-                                                                    details)
-
-    def mark_compaction_succeeded(self, cq_id: int, details: dict[str, Any] | None = None) -> None:
-        return self._compactions.mark_compaction_succeeded(cq_id, details)
-
-    def mark_compaction_failed(self, cq_id: int, error: str,
-                               details: dict[str, Any] | None = None) -> None:
-        return self._compactions.mark_compaction_failed(cq_id, error, details)
-
-    def reclaim_dead_compactions(self, timeout_s: float | None = None,
-                                 now: datetime | None = None) -> list[int]:
-        return self._compactions.reclaim_dead_compactions(timeout_s, now)
-
-    def compaction_history(self, table_name: str, partition: str | None) -> list[CompactionInfo]:
-        return self._compactions.compaction_history(table_name, partition)
-
-    def purge_compaction_history(self, retention: dict[str, int] | None = None) -> list[int]:
-        return self._compactions.purge_compaction_history(retention)
-
-    def compaction_candidates(self) -> list[tuple[str, str | None, int]]:
-        return self._compactions.compaction_candidates()
-
-    def aborted_write_ids(self, table_name: str, partition: str | None = None, *,
-                          any_partition: bool = False) -> list[int]:
-        return self._compactions.aborted_write_ids(table_name, partition,
-                                                   any_partition=any_partition)
-
-    def forget_aborted_components(self, table_name: str, up_to_write_id: int) -> int:
-        return self._compactions.forget_aborted_components(table_name, up_to_write_id)
+    heartbeat_compaction = forward("_compactions", SqlCompactions)
+    update_compaction = forward("_compactions", SqlCompactions)
+    mark_compaction_ready_for_cleaning = forward("_compactions", SqlCompactions)
+    mark_compaction_succeeded = forward("_compactions", SqlCompactions)
+    mark_compaction_failed = forward("_compactions", SqlCompactions)
+    reclaim_dead_compactions = forward("_compactions", SqlCompactions)
+    compaction_history = forward("_compactions", SqlCompactions)
+    purge_compaction_history = forward("_compactions", SqlCompactions)
+    compaction_candidates = forward("_compactions", SqlCompactions)
+    aborted_write_ids = forward("_compactions", SqlCompactions)
+    forget_aborted_components = forward("_compactions", SqlCompactions)
 
     # -- reader registrations (sql/readers.py) -----------------------------------------------
-    def register_reader(self, table_name: str,
-                        valid_write_ids: ValidWriteIdList | None = None, *,
-                        agent_info: str | None = None) -> ReaderInfo:
-        return self._readers.register_reader(table_name, valid_write_ids, agent_info=agent_info)
-
-    def set_reader_snapshot(self, reader_id: int, valid_write_ids: ValidWriteIdList) -> None:
-        return self._readers.set_reader_snapshot(reader_id, valid_write_ids)
-
-    def heartbeat_reader(self, reader_id: int) -> bool:
-        return self._readers.heartbeat_reader(reader_id)
-
-    def unregister_reader(self, reader_id: int) -> None:
-        return self._readers.unregister_reader(reader_id)
-
-    def list_readers(self, table_name: str | None = None) -> list[ReaderInfo]:
-        return self._readers.list_readers(table_name)
-
-    def purge_expired_readers(self, timeout_s: float | None = None,
-                              now: datetime | None = None) -> list[int]:
-        return self._readers.purge_expired_readers(timeout_s, now)
-
-    def blocking_readers(self, table_name: str, commit_id: int, *,
-                         timeout_s: float | None = None, now: datetime | None = None
-                         ) -> dict[str, list[int]]:
-        return self._readers.blocking_readers(table_name, commit_id, timeout_s=timeout_s, now=now)
+    register_reader = forward("_readers", SqlReaders)
+    set_reader_snapshot = forward("_readers", SqlReaders)
+    heartbeat_reader = forward("_readers", SqlReaders)
+    unregister_reader = forward("_readers", SqlReaders)
+    list_readers = forward("_readers", SqlReaders)
+    purge_expired_readers = forward("_readers", SqlReaders)
+    blocking_readers = forward("_readers", SqlReaders)

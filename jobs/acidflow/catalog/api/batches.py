@@ -1,0 +1,60 @@
+"""The batch ledger and CDC tombstones (acidflow's idempotence ledger; no Hive counterpart).
+
+One role of the transaction catalog: :class:`acidflow.catalog.Catalog` is the facade over all
+of them, and each backend implements them (``acidflow.catalog.sql``, ``acidflow.catalog.hms``).
+The contract and its docstrings live here, once; shapes and errors as in
+:mod:`acidflow.catalog.base`.
+"""
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+from acidflow.catalog.records import (
+    BatchInfo,
+)
+
+
+class BatchLedger(abc.ABC):
+    """The batch ledger and CDC tombstones (acidflow's idempotence ledger; no Hive counterpart)."""
+
+    @abc.abstractmethod
+    def register_batch(self, txn_id: int, batch_id: str, kind: str, *,
+                       source: str | None = None, details: dict[str, Any] | None = None
+                       ) -> BatchInfo:
+        """Claim ``batch_id`` for the open transaction ``txn_id``. The claim becomes an
+        "applied" record atomically with the transaction's commit; if the transaction aborts,
+        the next attempt re-claims the batch and applies it again.
+
+        Timed-out transactions are aborted first (the housekeeper's rule), so a crashed run
+        does not block its batch for longer than the transaction timeout.
+
+        Raises:
+            BatchAlreadyAppliedError: a committed transaction applied this batch.
+            BatchInProgressError: another open transaction holds it.
+            NoSuchTransactionError, TxnAbortedError, TxnNotOpenError: ``txn_id`` is not open.
+            ValueError: empty or over-long batch id.
+        """
+
+    @abc.abstractmethod
+    def get_batch(self, batch_id: str) -> BatchInfo | None:
+        """The record of ``batch_id`` with its transaction's state, or ``None``."""
+
+    @abc.abstractmethod
+    def list_batches(self, kind: str | None = None) -> list[BatchInfo]:
+        """Batch records in registration order, optionally of one ``kind``."""
+
+    @abc.abstractmethod
+    def add_tombstones(self, txn_id: int, table_name: str,
+                       entries: list[tuple[str, str]]) -> None:
+        """Record CDC deletes of the open transaction: ``[(key as canonical JSON, ordering
+        value of the delete)]``. They count once the transaction commits.
+
+        Raises:
+            NoSuchTransactionError, TxnAbortedError, TxnNotOpenError: ``txn_id`` is not open.
+        """
+
+    @abc.abstractmethod
+    def tombstones(self, table_name: str, key_jsons: list[str]) -> dict[str, str]:
+        """Largest committed delete position per key among ``key_jsons`` (keys never deleted
+        by CDC are absent)."""
