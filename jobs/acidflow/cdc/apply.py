@@ -63,6 +63,7 @@ from acidflow.cdc import columnar, stored
 from acidflow.cdc.tables import table_from_stream, with_position_column
 from acidflow.engine import lookup
 from acidflow.engine.transaction import Transaction
+from acidflow.errors import AcidflowError
 from acidflow.format.keys import key_json  # the catalog's tombstone key (one rule)
 from acidflow.format.partitions import parse_partition_path
 from acidflow.quality.gx import gate_staged
@@ -94,7 +95,7 @@ MAX_COMMIT_ATTEMPTS = max(1, int(os.environ.get("ACIDFLOW_CDC_COMMIT_ATTEMPTS", 
 LOCAL_WRITE_ROWS = int(os.environ.get("ACIDFLOW_LOCAL_WRITE_ROWS", "2000000"))
 
 
-class SchemaDriftError(RuntimeError):
+class SchemaDriftError(AcidflowError, RuntimeError):
     """New source columns under schema drift policy ``fail``; the batch was not applied."""
 
 
@@ -469,7 +470,7 @@ def _resolve_table(catalog: Any, stream: ParsedStream, source_name: str,
     return catalog.get_table(name)
 
 
-class PrimaryKeyError(RuntimeError):
+class PrimaryKeyError(AcidflowError, RuntimeError):
     """A keyless auto-created table cannot take the primary key its source now names: stored
     rows repeat a key (or hold NULL in it). The batch was not applied.
 

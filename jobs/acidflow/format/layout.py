@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from acidflow.errors import AcidflowError
 from acidflow.format.writeids import (
     LONG_MAX_VALUE,
     LONG_MIN_VALUE,
@@ -522,7 +523,7 @@ class AcidState:
         return ([self.base.name] if self.base is not None else []) + [d.name for d in self.deltas]
 
 
-class NotEnoughHistoryError(Exception):
+class NotEnoughHistoryError(AcidflowError):
     """No base is usable for this snapshot and the oldest base was made by compaction.
 
     The message follows Hive's ``ErrorMsg.ACID_NOT_ENOUGH_HISTORY``:

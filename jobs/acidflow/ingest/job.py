@@ -45,6 +45,7 @@ from acidflow.catalog import BatchInfo
 from acidflow.engine import lookup
 from acidflow.engine.conform import DuplicateKeyError
 from acidflow.engine.transaction import Transaction
+from acidflow.errors import AcidflowError
 from acidflow.ingest.landing import UnreadableFile, check_landing_file
 from acidflow.quality.gx import gate_staged
 from acidflow.quarantine import DEFAULT_THRESHOLD, check_threshold, write_quarantine
@@ -82,7 +83,7 @@ class ExistingKeysError(DuplicateKeyError):
               "with mode upsert (acidflow ingest --upsert) to update existing keys.")
 
 
-class LandingFileError(ValueError):
+class LandingFileError(AcidflowError, ValueError):
     """Every landing file of a batch is unreadable (see ``acidflow.ingest.landing``); nothing
     was applied.
 

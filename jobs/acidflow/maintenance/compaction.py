@@ -68,6 +68,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from acidflow.errors import AcidflowError
 from acidflow.format import packing
 from acidflow.format.layout import (
     AcidState,
@@ -103,7 +104,7 @@ _MASK64 = (1 << 64) - 1
 _KEYS = list(acid_files.KEY_FIELDS)
 
 
-class CompactionError(RuntimeError):
+class CompactionError(AcidflowError, RuntimeError):
     """A compaction cannot run or its output is unusable (message says why)."""
 
 

@@ -44,6 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from acidflow.engine.transaction import Transaction
+from acidflow.errors import AcidflowError
 from acidflow.format import partitions as parts
 from acidflow.read import history
 from acidflow.read import table as reads
@@ -64,7 +65,7 @@ ATTEMPTS = 3
 _KEYS = ["__w", "__b", "__r", "__p"]
 
 
-class RestoreError(ValueError):
+class RestoreError(AcidflowError, ValueError):
     """A restore or rollback refused before anything was written (message says what and why)."""
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Union
 from acidflow.engine import lookup
 from acidflow.engine.ports import StatementContext
 from acidflow.engine.writer import WriteResult, write_delete_events
+from acidflow.errors import AcidflowError
 from acidflow.format.partitions import parse_partition_path
 from acidflow.format.table import TableDesc
 from acidflow.read import snapshot
@@ -43,7 +44,7 @@ Expr = Union[str, "Column"]
 TARGET = "t"
 
 
-class DmlError(ValueError):
+class DmlError(AcidflowError, ValueError):
     """An UPDATE, DELETE or MERGE refused before anything was written (the message names the
     table, the column or key, and why)."""
 
