@@ -33,9 +33,12 @@ from acidflow.catalog.records import (
     BatchInfo,
     CommitRecord,
     CompactionInfo,
+    CompactionState,
     LockInfo,
+    LockType,
     ReaderInfo,
     TxnInfo,
+    TxnState,
 )
 from acidflow.catalog.schemahistory import (
     SchemaVersion,
@@ -202,7 +205,7 @@ class Catalog(abc.ABC):
         try:
             return self.get_transaction(txn_id).state
         except NoSuchTransactionError:
-            return "committed"
+            return TxnState.COMMITTED
 
     def check_warehouse_owner(self) -> None:
         """Before a write into :attr:`warehouse` (table create, a statement's write id, a
@@ -433,7 +436,7 @@ class Catalog(abc.ABC):
             return None
         newest = history[-1]
         assert newest.txn_id is not None
-        return newest if self.get_transaction(newest.txn_id).state == "aborted" else None
+        return newest if self.get_transaction(newest.txn_id).state == TxnState.ABORTED else None
 
     def writer_schema_problem(self, name: str, txn_id: int) -> str | None:
         """Why transaction ``txn_id`` must not write files into ``name`` now, or ``None``.
@@ -465,7 +468,7 @@ class Catalog(abc.ABC):
             if v.txn_id is None or v.txn_id == txn_id or not rewrites(v):
                 continue
             if not valid.is_write_id_valid(v.write_id) and \
-                    self.get_transaction(v.txn_id).state == "committed":
+                    self.get_transaction(v.txn_id).state == TxnState.COMMITTED:
                 return (f"a schema change that rewrote its data (write id {v.write_id}) "
                         f"committed after transaction {txn_id} opened; its snapshot's files "
                         "are laid out for the old columns: run the statement in a new "
@@ -491,14 +494,14 @@ class Catalog(abc.ABC):
             return None
         history = self.schema_history(name)
         before = next(v for v in reversed(history) if v.write_id < aborted.write_id and (
-            v.txn_id is None or self.get_transaction(v.txn_id).state == "committed"))
+            v.txn_id is None or self.get_transaction(v.txn_id).state == TxnState.COMMITTED))
         renames = {new: old for old, new in renames_of(aborted).items()}
         change = {"op": "revert", "of_write_id": aborted.write_id, "rewrite": True,
                   "renames": renames}
         txn_id = self.open_transaction(agent_info="acidflow schema revert")
         try:
             self.allocate_write_id(txn_id, name)
-            self.acquire_lock(txn_id, name, None, "exclusive", timeout_s=lock_timeout_s)
+            self.acquire_lock(txn_id, name, None, LockType.EXCLUSIVE, timeout_s=lock_timeout_s)
             if self.aborted_schema_change(name) is None:  # another process reverted it
                 self.abort_transaction(txn_id, "nothing to revert")
                 return None
@@ -508,7 +511,7 @@ class Catalog(abc.ABC):
                 "rows_updated": 0, "rows_deleted": 0, "files": 0, "bytes": 0,
                 "partitions": {}}})
         except BaseException as exc:
-            if self.get_transaction(txn_id).state == "open":
+            if self.get_transaction(txn_id).state == TxnState.OPEN:
                 self.abort_transaction(txn_id, f"{type(exc).__name__}: {exc}")
             raise
         return aborted
@@ -832,7 +835,7 @@ class Catalog(abc.ABC):
     # ====================================================================================
     @abc.abstractmethod
     def enqueue_compaction(self, table_name: str, partition: str | None, compaction_type: str,
-                           *, requester: str = "initiator", state: str = "initiated",
+                           *, requester: str = "initiator", state: str = CompactionState.INITIATED,
                            error: str | None = None,
                            properties: dict[str, Any] | None = None) -> CompactionInfo:
         """Queue a compaction request (Hive ``TxnHandler.compact``), or record a finished

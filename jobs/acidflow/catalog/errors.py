@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from acidflow.catalog.records import TxnState
 from acidflow.errors import AcidflowError
 
 
@@ -80,7 +81,7 @@ class TxnNotOpenError(CatalogError):
         state: its current state (``"committed"``).
     """
 
-    def __init__(self, txn_id: int, state: str = "committed"):
+    def __init__(self, txn_id: int, state: str = TxnState.COMMITTED):
         self.txn_id = txn_id
         self.state = state
         super().__init__(f"transaction {txn_id} is not open (state {state})")

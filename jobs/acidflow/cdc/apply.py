@@ -58,6 +58,7 @@ from acidflow.catalog import (
     WriteConflictError,
     normalize_table_name,
 )
+from acidflow.catalog.records import TxnState
 from acidflow.cdc import changes as chg
 from acidflow.cdc import columnar, stored
 from acidflow.cdc.tables import table_from_stream, with_position_column
@@ -284,7 +285,7 @@ def apply_file(spark: Any, catalog: Any, path: str, options: CdcOptions) -> Batc
         raise IncompleteTransactionError(path, e.txid, e.position, e.line, e.detail) from None
     batch_id = batch_id_for(options.fmt, stream, content)
     done = catalog.get_batch(batch_id)
-    if done is not None and done.state == "committed":
+    if done is not None and done.state == TxnState.COMMITTED:
         log.info("batch %s (%s) already applied by txn %s: skipped", batch_id, path, done.txn_id)
         return _skipped(catalog, batch_id, path, done.txn_id, done.details, t0)
     by_table: dict[str, list[Change]] = {}

@@ -32,6 +32,7 @@ from acidflow.format.writeids import (
     ValidWriteIdList,
     parse_java_long,
 )
+from acidflow.states import TxnState
 
 __all__ = [
     "ACID_VERSION_FILE",
@@ -559,7 +560,7 @@ class NotEnoughHistoryError(AcidflowError):
                                      write_id)
 
 
-_TXN_STATES = ("committed", "open", "aborted")
+_TXN_STATES = (TxnState.COMMITTED.value, TxnState.OPEN.value, TxnState.ABORTED.value)
 
 
 def _split_path(path: str) -> list[str]:
@@ -665,9 +666,9 @@ def get_acid_state(
         if state not in _TXN_STATES:
             raise ValueError(f"txn_state({visibility_txn_id}) returned {state!r}, "
                              f"expected one of {_TXN_STATES}")
-        if state == "aborted":
+        if state == TxnState.ABORTED:
             aborted.append(name)
-        return state == "committed"
+        return state == TxnState.COMMITTED
 
     for name in top_names:
         if is_hidden(name):

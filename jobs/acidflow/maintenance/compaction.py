@@ -83,6 +83,7 @@ from acidflow.format.orc import columnar
 from acidflow.format.orc import files as acid_files
 from acidflow.format.table import TableDesc
 from acidflow.read import snapshot
+from acidflow.states import CompactionType
 from acidflow.storage.fs import DirectoryClaimedError, TableFS, join
 from acidflow.storage.state import (
     compacted_base_check,
@@ -93,8 +94,8 @@ from acidflow.storage.state import (
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-MAJOR = "major"
-MINOR = "minor"
+MAJOR = CompactionType.MAJOR
+MINOR = CompactionType.MINOR
 TMP_PREFIX = ".compact_tmp_"
 VERIFIED_MARKER = "_verified"
 #: default target stripe size of compacted files in bytes (ORC ``orc.stripe.size``, 64 MiB);

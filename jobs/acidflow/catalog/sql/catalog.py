@@ -30,6 +30,7 @@ from acidflow.catalog.records import (
     BatchInfo,
     CommitRecord,
     CompactionInfo,
+    CompactionState,
     LockInfo,
     ReaderInfo,
     TxnInfo,
@@ -310,7 +311,7 @@ class SqlCatalog(Catalog):
 
     # -- compaction queue and history (sql/compactions.py) -----------------------------------
     def enqueue_compaction(self, table_name: str, partition: str | None, compaction_type: str,
-                           *, requester: str = "initiator", state: str = "initiated",
+                           *, requester: str = "initiator", state: str = CompactionState.INITIATED,
                            error: str | None = None,
                            properties: dict[str, Any] | None = None) -> CompactionInfo:
         return self._compactions.enqueue_compaction(table_name, partition, compaction_type,
