@@ -761,7 +761,8 @@ class Catalog(abc.ABC):
 
         Args:
             partition: full partition spec or ``None`` (whole table).
-            lock_type: ``"shared_read"``, ``"shared_write"`` or ``"exclusive"``.
+            lock_type: a :class:`LockType` (or its word): ``"shared_read"``,
+                ``"shared_write"`` or ``"exclusive"``.
             timeout_s: seconds to wait before giving up.
         Returns:
             The lock id (state ``"acquired"``); an identical lock the transaction already
@@ -847,9 +848,11 @@ class Catalog(abc.ABC):
 
         Args:
             table_name: ``db.table``; partition: full spec or ``None``.
-            compaction_type: ``"major"`` or ``"minor"``.
+            compaction_type: a :class:`CompactionType` (or its word): ``"major"`` or
+                ``"minor"``.
             requester: ``"initiator"`` or a user name (manual ALTER TABLE COMPACT).
-            state: ``"initiated"`` (default), ``"did not initiate"`` or ``"refused"``.
+            state: a :class:`CompactionState` (or its word): ``"initiated"`` (default),
+                ``"did not initiate"`` or ``"refused"``.
             properties: request overrides (JSON-able).
         Returns:
             The new (or existing) :class:`CompactionInfo`.

@@ -105,7 +105,7 @@ class TxnInfo:
 
     Attributes:
         txn_id: id from the global sequence.
-        state: ``"open"``, ``"committed"`` or ``"aborted"``.
+        state: a :class:`TxnState` word: ``"open"``, ``"committed"`` or ``"aborted"``.
         user, host, agent_info: who opened it.
         started_at, last_heartbeat: UTC times.
         committed_at / aborted_at: UTC time of the end, ``None`` while open.
@@ -137,8 +137,9 @@ class LockInfo:
     Attributes:
         lock_id, txn_id: ids; lower lock ids were requested earlier.
         table: ``db.table``; partition: spec or ``None`` (whole table).
-        lock_type: ``"shared_read"``, ``"shared_write"`` or ``"exclusive"``.
-        state: ``"acquired"`` or ``"waiting"``.
+        lock_type: a :class:`LockType` word: ``"shared_read"``, ``"shared_write"`` or
+            ``"exclusive"``.
+        state: a :class:`LockState` word: ``"acquired"`` or ``"waiting"``.
         requested_at, acquired_at, last_heartbeat: UTC times.
     """
 
@@ -188,7 +189,7 @@ class BatchInfo:
         batch_id: digest of the batch's source (files and checksums, or an LSN range).
         kind: ``"cdc"`` or ``"ingest"`` (free text).
         txn_id: the transaction that applies or applied it.
-        state: that transaction's state: ``"committed"`` (applied), ``"open"`` (being
+        state: that transaction's :class:`TxnState`: ``"committed"`` (applied), ``"open"`` (being
             applied) or ``"aborted"`` (not applied; the next attempt replaces the record).
         registered_at: UTC time of the registration.
         source: human-readable description (paths, LSN range).
@@ -213,8 +214,8 @@ class CompactionInfo:
     Attributes:
         id: queue id (``cq_id``); lower ids were enqueued earlier.
         table: ``db.table``; partition: spec (``"ds=2024-01-01"``) or ``None``.
-        type: ``"major"`` / ``"minor"``.
-        state: one of :data:`COMPACTION_STATES`.
+        type: a :class:`CompactionType` word: ``"major"`` / ``"minor"``.
+        state: a :class:`CompactionState` word (one of :data:`COMPACTION_STATES`).
         requester: ``"initiator"`` or the user who asked (Hive ``CQ_INITIATOR_ID`` / run-as).
         worker_id: ``host-pid-...`` of the worker that claimed it, else ``None``.
         enqueued_at, started_at, ended_at, heartbeat: UTC times (``None`` until reached).
