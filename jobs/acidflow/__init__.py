@@ -9,6 +9,9 @@ What a user imports, from the top of the package::
         txn.upsert("db.accounts", changes_df)
     df = read_table(spark, catalog, "db.accounts")
 
+Every error acidflow raises on purpose derives from ``AcidflowError`` (``from acidflow import
+AcidflowError``) and keeps its builtin base, so ``except ValueError`` still catches a ``DmlError``.
+
 The names resolve lazily (PEP 562), so ``import acidflow`` (and the ``acidflow`` command line,
 which imports this package first) pays for none of pyarrow, SQLAlchemy or pyspark.
 
@@ -26,12 +29,16 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from acidflow.catalog import Catalog, load_catalog
     from acidflow.engine.transaction import Transaction
+    from acidflow.errors import AcidflowError
     from acidflow.read.table import read_incremental, read_table
 
-__all__ = ["Catalog", "Transaction", "load_catalog", "read_incremental", "read_table"]
+__all__ = [
+    "AcidflowError", "Catalog", "Transaction", "load_catalog", "read_incremental", "read_table",
+]
 
 #: public name -> the module that defines it
 _EXPORTS = {
+    "AcidflowError": "acidflow.errors",
     "Catalog": "acidflow.catalog",
     "load_catalog": "acidflow.catalog",
     "Transaction": "acidflow.engine.transaction",

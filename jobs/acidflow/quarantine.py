@@ -18,13 +18,14 @@ import json
 import re
 from datetime import datetime, timezone
 
+from acidflow.errors import AcidflowError
 from acidflow.sources.records import BadRecord
 from acidflow.storage.fs import TableFS, join
 
 DEFAULT_THRESHOLD = 0.01
 
 
-class QuarantineThresholdError(RuntimeError):
+class QuarantineThresholdError(AcidflowError, RuntimeError):
     """Too many bad records in one batch; the batch was not applied.
 
     Attributes:

@@ -24,9 +24,10 @@ from typing import Any
 import yaml
 
 from acidflow.catalog import TableDef
+from acidflow.errors import AcidflowError
 
 
-class TablesConfigError(ValueError):
+class TablesConfigError(AcidflowError, ValueError):
     """A tables config file is malformed (message names the file and the entry)."""
 
 

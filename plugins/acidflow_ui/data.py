@@ -20,16 +20,16 @@ from dataclasses import dataclass, fields, is_dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
-from acidflow.storage.fs import TableFS, join
+from acidflow.catalog import Catalog, CompactionState, TxnState
 from acidflow.format.layout import bucket_files
 from acidflow.read.snapshot import split_partitions
+from acidflow.storage.fs import TableFS, join
 from acidflow.storage.state import acid_state
-from acidflow.catalog import Catalog
 
 #: Aborted transactions older than this are left off the transactions view by default.
 DEFAULT_ABORTED_WINDOW = timedelta(hours=24)
 #: SHOW COMPACTIONS states of an entry no worker has finished yet.
-QUEUED_STATES = ("initiated", "working")
+QUEUED_STATES = (CompactionState.INITIATED, CompactionState.WORKING)
 
 
 def _now() -> datetime:
@@ -253,7 +253,7 @@ class CatalogNotReadyError(RuntimeError):
 def compaction_row(c: Any, now: datetime | None = None) -> CompactionRow:
     """A :class:`CompactionRow` from a ``acidflow.catalog.CompactionInfo``; ``now`` (UTC) is the
     reference time for the duration of a ``working`` entry."""
-    running = c.state == "working" and c.ended_at is None
+    running = c.state == CompactionState.WORKING and c.ended_at is None
     duration = None
     if c.started_at is not None:
         end = c.ended_at or ((now or _now()) if running else None)
@@ -315,9 +315,9 @@ def recent_transactions(txns: Iterable[TxnRow], *, now: datetime | None = None,
     now = now or _now()
     out = []
     for t in txns:
-        if t.state == "open":
+        if t.state == TxnState.OPEN:
             out.append(t)
-        elif t.state == "aborted" and (aborted_window is None or t.ended_at is None
+        elif t.state == TxnState.ABORTED and (aborted_window is None or t.ended_at is None
                                        or now - t.ended_at <= aborted_window):
             out.append(t)
     return sorted(out, key=lambda t: t.txn_id)
@@ -401,7 +401,8 @@ class AcidUiData:
 
     def transactions(self, *, now: datetime | None = None) -> list[TxnRow]:
         """Open transactions and those aborted within ``aborted_window``, in txn id order."""
-        rows = [txn_row(t) for t in self.catalog.list_transactions(states=["open", "aborted"])]
+        rows = [txn_row(t) for t in
+                self.catalog.list_transactions(states=[TxnState.OPEN, TxnState.ABORTED])]
         return recent_transactions(rows, now=now, aborted_window=self.aborted_window)
 
     def locks(self) -> list[LockRow]:
@@ -436,7 +437,7 @@ class AcidUiData:
 
     def _open_txns_by_table(self) -> dict[str, list[int]]:
         out: dict[str, list[int]] = defaultdict(list)
-        for t in self.catalog.list_transactions(states=["open"]):
+        for t in self.catalog.list_transactions(states=[TxnState.OPEN]):
             for name in (t.write_ids or {}):
                 out[name].append(t.txn_id)
         return out
@@ -472,7 +473,7 @@ class AcidUiData:
         comps = self.compactions(table.name, now=now)
         summary, parts = self._summary(table, self._open_txns_by_table(), comps)
         batch_by_txn = {b.txn_id: b.batch_id for b in self.catalog.list_batches()
-                        if b.state == "committed"}
+                        if b.state == TxnState.COMMITTED}
         commits = [commit_row(r, batch_by_txn) for r in self.catalog.commit_records(table.name)]
         return TableDetail(
             summary=summary, columns=[(c.name, c.hive_type) for c in table.columns],

@@ -39,9 +39,14 @@ from acidflow.catalog.records import (
     BatchInfo,
     CommitRecord,
     CompactionInfo,
+    CompactionState,
+    CompactionType,
     LockInfo,
+    LockState,
+    LockType,
     ReaderInfo,
     TxnInfo,
+    TxnState,
 )
 from acidflow.catalog.sql import SqlCatalog, alembic_config, head_revision
 from acidflow.catalog.tabledef import (
@@ -65,6 +70,7 @@ __all__ = [
     "TxnAbortedError", "TxnNotOpenError", "WriteConflictError", "LockTimeoutError",
     "BatchAlreadyAppliedError", "BatchInProgressError", "CompactionStateError",
     "OPERATIONS", "LOCK_TYPES", "TXN_STATES", "COMPACTION_STATES", "COMPACTION_TYPES",
+    "TxnState", "LockType", "LockState", "CompactionState", "CompactionType",
     "alembic_config", "head_revision", "normalize_hive_type", "normalize_table_name",
     "split_table_name", "parse_partition_spec",
 ]

@@ -31,6 +31,7 @@ from acidflow.catalog.api import (
     ReaderRegistry,
 )
 from acidflow.catalog.errors import CatalogError, NoSuchTransactionError
+from acidflow.catalog.records import TxnState
 from acidflow.catalog.schemapolicy import SchemaPolicies
 from acidflow.catalog.warehouse import check_owner
 from acidflow.config import Settings, load_settings
@@ -192,7 +193,7 @@ class Catalog(SchemaPolicies, BatchLedger, CompactionQueue, ReaderRegistry):
         try:
             return self.get_transaction(txn_id).state
         except NoSuchTransactionError:
-            return "committed"
+            return TxnState.COMMITTED
 
     def check_warehouse_owner(self) -> None:
         """Before a write into :attr:`warehouse` (table create, a statement's write id, a

@@ -1,8 +1,9 @@
 """Errors raised by a transaction catalog (any backend of :class:`acidflow.catalog.Catalog`).
 
-Every error derives from :class:`CatalogError`; each one names the transaction, table and
-partition it is about, both in its message and as attributes, so callers (CLI, Airflow tasks)
-can report or branch on them. They mirror the exceptions of Hive's metastore thrift API
+Every error derives from :class:`CatalogError` (itself an
+:class:`acidflow.errors.AcidflowError`); each one names the transaction, table and partition it
+is about, both in its message and as attributes, so callers (CLI, Airflow tasks) can report or
+branch on them. They mirror the exceptions of Hive's metastore thrift API
 (``NoSuchObjectException``, ``AlreadyExistsException``, ``NoSuchTxnException``,
 ``TxnAbortedException``, ``TxnOpenException``) plus the lock-wait timeout Hive's
 ``DbLockManager`` raises as ``LockException``.
@@ -11,9 +12,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from acidflow.catalog.records import TxnState
+from acidflow.errors import AcidflowError
 
-class CatalogError(Exception):
-    """Base class of every catalog error."""
+
+class CatalogError(AcidflowError):
+    """Base class of every catalog error (a subclass of :class:`AcidflowError`)."""
 
 
 class NoSuchTableError(CatalogError):
@@ -77,7 +81,7 @@ class TxnNotOpenError(CatalogError):
         state: its current state (``"committed"``).
     """
 
-    def __init__(self, txn_id: int, state: str = "committed"):
+    def __init__(self, txn_id: int, state: str = TxnState.COMMITTED):
         self.txn_id = txn_id
         self.state = state
         super().__init__(f"transaction {txn_id} is not open (state {state})")

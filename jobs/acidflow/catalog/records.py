@@ -6,15 +6,75 @@ dataclasses, so callers never see rows, sessions or thrift structs. Times are aw
 ``datetime`` objects. State and type vocabularies are words, not Hive's one-letter codes
 (``TXNS.TXN_STATE`` 'o'/'c'/'a', ``HIVE_LOCKS.HL_LOCK_TYPE`` 'r'/'w'/'e',
 ``COMPACTION_QUEUE.CQ_STATE`` 'i'/'w'/'r'/'s'/'f'/'a'); a thrift backend maps them.
+
+The vocabularies are :class:`enum.StrEnum` classes, whose members compare equal to (and are
+stored as) the same words: :class:`TxnState`, :class:`LockType` and :class:`CompactionType`
+(defined in :mod:`acidflow.states`, since the engine and maintenance use them too, and
+re-exported here), :class:`LockState` and :class:`CompactionState`. The records' ``state`` /
+``type`` fields hold the words as read from the database (plain ``str``, equal to a member).
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-#: Transaction states (Hive ``TxnState`` OPEN / COMMITTED / ABORTED).
-TXN_STATES = ("open", "committed", "aborted")
+from acidflow.states import CompactionType, LockType, TxnState
+
+__all__ = [
+    "ACTIVE_STATES", "COMPACTION_STATES", "COMPACTION_TYPES", "DEFAULT_RETENTION",
+    "FINISHED_STATES", "LOCK_STATES", "LOCK_TYPES", "OPERATIONS", "TXN_STATES",
+    "WRITE_SET_OPERATIONS", "BatchInfo", "CommitRecord", "CompactionInfo", "CompactionState",
+    "CompactionType", "LockInfo", "LockState", "LockType", "ReaderInfo", "TxnInfo", "TxnState",
+]
+
+
+class LockState(enum.StrEnum):
+    """State of a lock request (Hive ``LockState`` ACQUIRED / WAITING)."""
+
+    ACQUIRED = "acquired"
+    WAITING = "waiting"
+
+
+class CompactionState(enum.StrEnum):
+    """State of a compaction queue entry, Hive's SHOW COMPACTIONS words (H4 ``TxnStore``;
+    ``DID_NOT_INITIATE`` is H3.1's "attempted").
+
+    An entry is enqueued ``INITIATED``, claimed by a worker (``WORKING``), then either
+    ``READY_FOR_CLEANING`` (published; the cleaner still has to delete the obsolete
+    directories), then ``SUCCEEDED``; ``FAILED`` from any running state. ``DID_NOT_INITIATE``
+    (the initiator refused to queue after too many failures) and ``REFUSED`` (a worker found
+    nothing it may do) are recorded directly.
+    """
+
+    INITIATED = "initiated"
+    WORKING = "working"
+    READY_FOR_CLEANING = "ready for cleaning"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    DID_NOT_INITIATE = "did not initiate"
+    REFUSED = "refused"
+
+    @property
+    def active(self) -> bool:
+        """Whether an entry in this state is still in the queue (Hive ``COMPACTION_QUEUE``)."""
+        return self in _ACTIVE
+
+    @property
+    def finished(self) -> bool:
+        """Whether an entry in this state is done (Hive ``COMPLETED_COMPACTIONS``)."""
+        return not self.active
+
+
+_ACTIVE = frozenset({CompactionState.INITIATED, CompactionState.WORKING,
+                     CompactionState.READY_FOR_CLEANING})
+
+# The tuples below are plain strings (the enums' values, in declaration order): they build the
+# SQL CHECK constraints (``acidflow.catalog.sql.schema``), which must not change.
+
+#: Transaction states (:class:`TxnState`; Hive ``TxnState`` OPEN / COMMITTED / ABORTED).
+TXN_STATES: tuple[str, ...] = tuple(s.value for s in TxnState)
 #: Operations a transaction registers per (table, partition) (Hive
 #: ``TXN_COMPONENTS.TC_OPERATION_TYPE`` insert / update / delete, plus acidflow's
 #: insert_overwrite).
@@ -22,22 +82,21 @@ OPERATIONS = ("insert", "update", "delete", "insert_overwrite")
 #: Operations recorded in the write set and checked for conflicts at commit. Hive tracks
 #: update and delete; acidflow adds insert_overwrite (it replaces the partition's rows).
 WRITE_SET_OPERATIONS = frozenset({"update", "delete", "insert_overwrite"})
-#: Lock types (Hive ``LockType`` SHARED_READ / SHARED_WRITE / EXCLUSIVE).
-LOCK_TYPES = ("shared_read", "shared_write", "exclusive")
-#: Lock states (Hive ``LockState`` ACQUIRED / WAITING).
-LOCK_STATES = ("acquired", "waiting")
-#: Compaction queue states, Hive's SHOW COMPACTIONS words (H4 ``TxnStore``; "did not initiate"
-#: is H3.1's "attempted").
-COMPACTION_STATES = ("initiated", "working", "ready for cleaning", "succeeded", "failed",
-                     "did not initiate", "refused")
-#: Compaction types (Hive ``CompactionType`` MAJOR / MINOR).
-COMPACTION_TYPES = ("major", "minor")
+#: Lock types (:class:`LockType`; Hive ``LockType`` SHARED_READ / SHARED_WRITE / EXCLUSIVE).
+LOCK_TYPES: tuple[str, ...] = tuple(t.value for t in LockType)
+#: Lock states (:class:`LockState`; Hive ``LockState`` ACQUIRED / WAITING).
+LOCK_STATES: tuple[str, ...] = tuple(s.value for s in LockState)
+#: Compaction queue states (:class:`CompactionState`), Hive's SHOW COMPACTIONS words.
+COMPACTION_STATES: tuple[str, ...] = tuple(s.value for s in CompactionState)
+#: Compaction types (:class:`CompactionType`; Hive ``CompactionType`` MAJOR / MINOR).
+COMPACTION_TYPES: tuple[str, ...] = tuple(t.value for t in CompactionType)
 #: states of an entry that is still in the queue (Hive ``COMPACTION_QUEUE``)
-ACTIVE_STATES = ("initiated", "working", "ready for cleaning")
+ACTIVE_STATES: tuple[str, ...] = tuple(s.value for s in CompactionState if s.active)
 #: finished states (Hive ``COMPLETED_COMPACTIONS``)
-FINISHED_STATES = ("succeeded", "failed", "did not initiate", "refused")
+FINISHED_STATES: tuple[str, ...] = tuple(s.value for s in CompactionState if s.finished)
 #: Hive ``hive.compactor.history.retention.succeeded`` / ``.failed`` / ``.attempted``
-DEFAULT_RETENTION = {"succeeded": 3, "failed": 3, "did not initiate": 2}
+DEFAULT_RETENTION = {CompactionState.SUCCEEDED.value: 3, CompactionState.FAILED.value: 3,
+                     CompactionState.DID_NOT_INITIATE.value: 2}
 
 
 @dataclass(frozen=True)
@@ -46,7 +105,7 @@ class TxnInfo:
 
     Attributes:
         txn_id: id from the global sequence.
-        state: ``"open"``, ``"committed"`` or ``"aborted"``.
+        state: a :class:`TxnState` word: ``"open"``, ``"committed"`` or ``"aborted"``.
         user, host, agent_info: who opened it.
         started_at, last_heartbeat: UTC times.
         committed_at / aborted_at: UTC time of the end, ``None`` while open.
@@ -78,8 +137,9 @@ class LockInfo:
     Attributes:
         lock_id, txn_id: ids; lower lock ids were requested earlier.
         table: ``db.table``; partition: spec or ``None`` (whole table).
-        lock_type: ``"shared_read"``, ``"shared_write"`` or ``"exclusive"``.
-        state: ``"acquired"`` or ``"waiting"``.
+        lock_type: a :class:`LockType` word: ``"shared_read"``, ``"shared_write"`` or
+            ``"exclusive"``.
+        state: a :class:`LockState` word: ``"acquired"`` or ``"waiting"``.
         requested_at, acquired_at, last_heartbeat: UTC times.
     """
 
@@ -129,7 +189,7 @@ class BatchInfo:
         batch_id: digest of the batch's source (files and checksums, or an LSN range).
         kind: ``"cdc"`` or ``"ingest"`` (free text).
         txn_id: the transaction that applies or applied it.
-        state: that transaction's state: ``"committed"`` (applied), ``"open"`` (being
+        state: that transaction's :class:`TxnState`: ``"committed"`` (applied), ``"open"`` (being
             applied) or ``"aborted"`` (not applied; the next attempt replaces the record).
         registered_at: UTC time of the registration.
         source: human-readable description (paths, LSN range).
@@ -154,8 +214,8 @@ class CompactionInfo:
     Attributes:
         id: queue id (``cq_id``); lower ids were enqueued earlier.
         table: ``db.table``; partition: spec (``"ds=2024-01-01"``) or ``None``.
-        type: ``"major"`` / ``"minor"``.
-        state: one of :data:`COMPACTION_STATES`.
+        type: a :class:`CompactionType` word: ``"major"`` / ``"minor"``.
+        state: a :class:`CompactionState` word (one of :data:`COMPACTION_STATES`).
         requester: ``"initiator"`` or the user who asked (Hive ``CQ_INITIATOR_ID`` / run-as).
         worker_id: ``host-pid-...`` of the worker that claimed it, else ``None``.
         enqueued_at, started_at, ended_at, heartbeat: UTC times (``None`` until reached).

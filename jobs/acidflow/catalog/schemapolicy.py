@@ -12,6 +12,7 @@ implements them once over the table, transaction and lock roles, and the catalog
 from __future__ import annotations
 
 from acidflow.catalog.api import LockCatalog, TableCatalog, TransactionCatalog
+from acidflow.catalog.records import LockType, TxnState
 from acidflow.catalog.schemahistory import (
     SchemaVersion,
     pick_version,
@@ -68,7 +69,7 @@ class SchemaPolicies(TableCatalog, TransactionCatalog, LockCatalog):
             return None
         newest = history[-1]
         assert newest.txn_id is not None
-        return newest if self.get_transaction(newest.txn_id).state == "aborted" else None
+        return newest if self.get_transaction(newest.txn_id).state == TxnState.ABORTED else None
 
     def writer_schema_problem(self, name: str, txn_id: int) -> str | None:
         """Why transaction ``txn_id`` must not write files into ``name`` now, or ``None``.
@@ -100,7 +101,7 @@ class SchemaPolicies(TableCatalog, TransactionCatalog, LockCatalog):
             if v.txn_id is None or v.txn_id == txn_id or not rewrites(v):
                 continue
             if not valid.is_write_id_valid(v.write_id) and \
-                    self.get_transaction(v.txn_id).state == "committed":
+                    self.get_transaction(v.txn_id).state == TxnState.COMMITTED:
                 return (f"a schema change that rewrote its data (write id {v.write_id}) "
                         f"committed after transaction {txn_id} opened; its snapshot's files "
                         "are laid out for the old columns: run the statement in a new "
@@ -126,14 +127,14 @@ class SchemaPolicies(TableCatalog, TransactionCatalog, LockCatalog):
             return None
         history = self.schema_history(name)
         before = next(v for v in reversed(history) if v.write_id < aborted.write_id and (
-            v.txn_id is None or self.get_transaction(v.txn_id).state == "committed"))
+            v.txn_id is None or self.get_transaction(v.txn_id).state == TxnState.COMMITTED))
         renames = {new: old for old, new in renames_of(aborted).items()}
         change = {"op": "revert", "of_write_id": aborted.write_id, "rewrite": True,
                   "renames": renames}
         txn_id = self.open_transaction(agent_info="acidflow schema revert")
         try:
             self.allocate_write_id(txn_id, name)
-            self.acquire_lock(txn_id, name, None, "exclusive", timeout_s=lock_timeout_s)
+            self.acquire_lock(txn_id, name, None, LockType.EXCLUSIVE, timeout_s=lock_timeout_s)
             if self.aborted_schema_change(name) is None:  # another process reverted it
                 self.abort_transaction(txn_id, "nothing to revert")
                 return None
@@ -143,7 +144,7 @@ class SchemaPolicies(TableCatalog, TransactionCatalog, LockCatalog):
                 "rows_updated": 0, "rows_deleted": 0, "files": 0, "bytes": 0,
                 "partitions": {}}})
         except BaseException as exc:
-            if self.get_transaction(txn_id).state == "open":
+            if self.get_transaction(txn_id).state == TxnState.OPEN:
                 self.abort_transaction(txn_id, f"{type(exc).__name__}: {exc}")
             raise
         return aborted

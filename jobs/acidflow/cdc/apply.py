@@ -58,12 +58,14 @@ from acidflow.catalog import (
     WriteConflictError,
     normalize_table_name,
 )
+from acidflow.catalog.records import TxnState
 from acidflow.cdc import changes as chg
 from acidflow.cdc import columnar, stored
 from acidflow.cdc.tables import table_from_stream, with_position_column
 from acidflow.engine import lookup
 from acidflow.engine.statements import changes
 from acidflow.engine.transaction import Transaction
+from acidflow.errors import AcidflowError
 from acidflow.format.keys import key_json  # the catalog's tombstone key (one rule)
 from acidflow.format.partitions import parse_partition_path
 from acidflow.quality.gx import gate_staged
@@ -95,7 +97,7 @@ MAX_COMMIT_ATTEMPTS = max(1, int(os.environ.get("ACIDFLOW_CDC_COMMIT_ATTEMPTS", 
 LOCAL_WRITE_ROWS = int(os.environ.get("ACIDFLOW_LOCAL_WRITE_ROWS", "2000000"))
 
 
-class SchemaDriftError(RuntimeError):
+class SchemaDriftError(AcidflowError, RuntimeError):
     """New source columns under schema drift policy ``fail``; the batch was not applied."""
 
 
@@ -284,7 +286,7 @@ def apply_file(spark: Any, catalog: Any, path: str, options: CdcOptions) -> Batc
         raise IncompleteTransactionError(path, e.txid, e.position, e.line, e.detail) from None
     batch_id = batch_id_for(options.fmt, stream, content)
     done = catalog.get_batch(batch_id)
-    if done is not None and done.state == "committed":
+    if done is not None and done.state == TxnState.COMMITTED:
         log.info("batch %s (%s) already applied by txn %s: skipped", batch_id, path, done.txn_id)
         return _skipped(catalog, batch_id, path, done.txn_id, done.details, t0)
     by_table: dict[str, list[Change]] = {}
@@ -470,7 +472,7 @@ def _resolve_table(catalog: Any, stream: ParsedStream, source_name: str,
     return catalog.get_table(name)
 
 
-class PrimaryKeyError(RuntimeError):
+class PrimaryKeyError(AcidflowError, RuntimeError):
     """A keyless auto-created table cannot take the primary key its source now names: stored
     rows repeat a key (or hold NULL in it). The batch was not applied.
 

@@ -35,6 +35,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Callable
 
 from acidflow.engine import ordering
+from acidflow.errors import AcidflowError
 from acidflow.format import types as htypes
 from acidflow.format.hivetypes import CharType, DecimalType, PrimitiveType, VarcharType
 from acidflow.sources.records import BadRecord, Change
@@ -118,7 +119,7 @@ class MergePlan:
 # ----------------------------------------------------------------------------- coercion
 
 
-class CoercionError(ValueError):
+class CoercionError(AcidflowError, ValueError):
     """A value does not fit its column's Hive type (message = quarantine reason)."""
 
 

@@ -20,6 +20,7 @@ import typer
 from rich.table import Table
 
 from acidflow.catalog import Catalog, Column, NoSuchTableError, TableDef
+from acidflow.catalog.records import TxnState
 from acidflow.cli import catalog as catalog_cli
 from acidflow.cli import cdc as cdc_cli
 from acidflow.cli import compactor as compactor_cli
@@ -246,7 +247,7 @@ def describe(name: str) -> None:
 def show_transactions(all_: bool = typer.Option(False, "--all", help="include committed")) -> None:
     """SHOW TRANSACTIONS: open and aborted transactions (and committed with --all)."""
     cat_ = _catalog()
-    states = None if all_ else ["open", "aborted"]
+    states = None if all_ else [TxnState.OPEN, TxnState.ABORTED]
     t = Table("txn id", "state", "started", "last heartbeat", "user", "host", "agent", "write ids")
     for x in cat_.list_transactions(states=states):
         t.add_row(str(x.txn_id), x.state, str(x.started_at), str(x.last_heartbeat or ""),

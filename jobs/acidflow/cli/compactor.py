@@ -23,6 +23,7 @@ import typer
 from rich.table import Table
 
 from acidflow.catalog import Catalog
+from acidflow.catalog.records import CompactionState, CompactionType
 from acidflow.cli.console import console, err
 from acidflow.compactor.cleaner import run_cleaner
 from acidflow.compactor.fsck import ERROR, fsck_table, key_index_report
@@ -70,7 +71,7 @@ def register(app: typer.Typer, show_app: typer.Typer) -> None:
                 timeout: float = typer.Option(3600, help="--wait limit in seconds"),
                 use_spark: bool = typer.Option(False, "--spark", help="--run in Spark")) -> None:
         """Queue a manual compaction (Hive ALTER TABLE ... COMPACT), regardless of thresholds."""
-        if type_ not in ("major", "minor"):
+        if type_ not in (CompactionType.MAJOR, CompactionType.MINOR):
             raise typer.BadParameter("--type must be major or minor")
         cat = _catalog()
         info = request_compaction(cat, table, partition, type_)
@@ -82,7 +83,7 @@ def register(app: typer.Typer, show_app: typer.Typer) -> None:
                 spark = get_spark("acidflow-compact")
             out = run_worker(spark, cat, cq_id=info.id)
             state = out.state if out else cat.get_compaction(info.id).state
-            if out and out.state == "failed":
+            if out and out.state == CompactionState.FAILED:
                 err.print(f"[red]compaction {info.id} failed:[/] {out.report.get('error')}")
                 raise typer.Exit(1)
             rep = run_cleaner(cat)
@@ -93,14 +94,14 @@ def register(app: typer.Typer, show_app: typer.Typer) -> None:
             deadline = time.monotonic() + timeout
             while True:
                 state = cat.get_compaction(info.id).state
-                if state not in ("initiated", "working"):
+                if state not in (CompactionState.INITIATED, CompactionState.WORKING):
                     break
                 if time.monotonic() > deadline:
                     err.print(f"compaction {info.id} still {state} after {timeout} s")
                     raise typer.Exit(1)
                 time.sleep(2)
             console.print(f"compaction {info.id}: {state}")
-            if state == "failed":
+            if state == CompactionState.FAILED:
                 raise typer.Exit(1)
 
     @app.command("initiate")

@@ -48,6 +48,8 @@ from xml.sax.saxutils import escape
 
 from sqlalchemy.engine import make_url
 
+from acidflow.errors import AcidflowError
+
 HIVE_VERSION = "3.1.3"
 HIVE_CACHE_ENV = "ACIDFLOW_HIVE_CACHE"
 METASTORE_MAIN = "org.apache.hadoop.hive.metastore.HiveMetaStore"
@@ -77,11 +79,11 @@ logger.datanucleus.level = WARN
 """
 
 
-class HiveArtifactsMissing(RuntimeError):
+class HiveArtifactsMissing(AcidflowError, RuntimeError):
     """The Hive jars / scripts of ``make hive-jars`` are not in the cache folder (named)."""
 
 
-class MetastoreStartError(RuntimeError):
+class MetastoreStartError(AcidflowError, RuntimeError):
     """schematool or the metastore failed or did not listen in time; the message names the
     command's log file and carries its tail."""
 

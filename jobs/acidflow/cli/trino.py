@@ -52,6 +52,7 @@ from urllib.parse import urlparse
 import requests
 
 from acidflow.cli.hms import free_port
+from acidflow.errors import AcidflowError
 
 TRINO_VERSION = "476"
 TRINO_HOME_ENV = "ACIDFLOW_TRINO_HOME"
@@ -65,16 +66,16 @@ HIVE_CATALOG = "hive"
 NODE_MAP_MEMO_S = 5.5
 
 
-class TrinoMissing(RuntimeError):
+class TrinoMissing(AcidflowError, RuntimeError):
     """The ``make trino-server`` folder or a Java 24+ JDK is absent (names what and the fix)."""
 
 
-class TrinoStartError(RuntimeError):
+class TrinoStartError(AcidflowError, RuntimeError):
     """The server exited or did not report started in time; names the log and carries its
     tail."""
 
 
-class TrinoQueryError(RuntimeError):
+class TrinoQueryError(AcidflowError, RuntimeError):
     """Trino failed a statement: carries Trino's error name and message and the SQL."""
 
     def __init__(self, sql: str, error: Mapping[str, Any]) -> None:

@@ -45,6 +45,7 @@ import logging
 from dataclasses import dataclass, field
 
 from acidflow.catalog import Catalog, CatalogError, TableDef
+from acidflow.catalog.records import CompactionState
 from acidflow.format.layout import NotEnoughHistoryError, ValidWriteIdList
 from acidflow.maintenance.compaction import TMP_PREFIX
 from acidflow.read import history
@@ -214,7 +215,7 @@ def run_cleaner(catalog: Catalog, *, reader_timeout_s: float | None = None,
             tables[name] = catalog.get_table(name)
         return tables[name]
 
-    for entry in catalog.list_compactions(states=("ready for cleaning",)):
+    for entry in catalog.list_compactions(states=(CompactionState.READY_FOR_CLEANING,)):
         blockers = catalog.blocking_readers(entry.table, entry.commit_id or 0,
                                             timeout_s=reader_timeout_s)
         if blockers["readers"] or blockers["txns"]:
@@ -250,7 +251,8 @@ def run_cleaner(catalog: Catalog, *, reader_timeout_s: float | None = None,
             report.errors[entry.id] = f"{type(exc).__name__}: {exc}"
 
     # aborted directories, every table that has aborted write ids
-    live = {c.id for c in catalog.list_compactions(states=("initiated", "working"))}
+    live = {c.id for c in catalog.list_compactions(states=(CompactionState.INITIATED,
+                                                           CompactionState.WORKING))}
     for table in catalog.list_tables():
         aborted = catalog.aborted_write_ids(table.name, any_partition=True)
         tfs = TableFS(table.location)

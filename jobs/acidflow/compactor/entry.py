@@ -19,6 +19,7 @@ import sys
 
 from acidflow import lineage
 from acidflow.catalog import Catalog
+from acidflow.catalog.records import CompactionState
 from acidflow.compactor import worker
 from acidflow.compactor.cleaner import run_cleaner
 from acidflow.compactor.initiator import (
@@ -73,16 +74,18 @@ def compact_main(argv: list[str]) -> int:
         if out is None:
             state = catalog.get_compaction(args.id).state
             print(json.dumps({"id": args.id, "state": state, "claimed": False}))
-            return 0 if state in ("ready for cleaning", "succeeded", "working") else 1
-        if out.state == "ready for cleaning":  # lineage: the table in, the table out, rows same
+            return 0 if state in (CompactionState.READY_FOR_CLEANING, CompactionState.SUCCEEDED,
+                                  CompactionState.WORKING) else 1
+        # lineage: the table in, the table out, rows same
+        if out.state == CompactionState.READY_FOR_CLEANING:
             tbl = lineage.table_dataset(catalog.catalog_id(), catalog.get_compaction(out.cq_id).table,
                                         changed=False)
             lineage.report_lineage("compact", [tbl], [tbl])
         print(json.dumps(out.to_dict(), default=str))
-        return 0 if out.state == "ready for cleaning" else 1
+        return 0 if out.state == CompactionState.READY_FOR_CLEANING else 1
     outs = worker.run_queue(spark, catalog)
     print(json.dumps([o.to_dict() for o in outs], default=str))
-    return 0 if all(o.state == "ready for cleaning" for o in outs) else 1
+    return 0 if all(o.state == CompactionState.READY_FOR_CLEANING for o in outs) else 1
 
 
 def clean_main(argv: list[str]) -> int:

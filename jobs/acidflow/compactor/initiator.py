@@ -36,13 +36,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
 from acidflow.catalog import Catalog, CompactionInfo, TableDef
+from acidflow.catalog.records import CompactionState, CompactionType
 from acidflow.compactor.config import CompactorConfig, no_auto_compaction
 from acidflow.format.layout import ValidWriteIdList, bucket_files
 from acidflow.read.snapshot import partition_dir
 from acidflow.storage.fs import TableFS
 from acidflow.storage.state import acid_state
 
-MAJOR, MINOR = "major", "minor"
+MAJOR, MINOR = CompactionType.MAJOR, CompactionType.MINOR
 
 
 @dataclass(frozen=True)
@@ -157,9 +158,9 @@ def failed_too_often(history_states: Sequence[str], threshold: int) -> bool:
     """
     failures = 0
     for state in history_states:
-        if state == "succeeded":
+        if state == CompactionState.SUCCEEDED:
             break
-        if state in ("failed", "refused"):
+        if state in (CompactionState.FAILED, CompactionState.REFUSED):
             failures += 1
             if failures >= threshold:
                 return True
@@ -184,7 +185,7 @@ def decide(table: str, partition: str | None, props: dict[str, str], *, active: 
         return Decision(table, partition, None, "a compaction is already initiated or working")
     cfg = config.with_properties(props, table=True)
     if failed_too_often(history_states, cfg.failed_compacts_threshold):
-        return Decision(table, partition, "did not initiate",
+        return Decision(table, partition, CompactionState.DID_NOT_INITIATE,
                         f"the last {cfg.failed_compacts_threshold} compactions failed "
                         "(hive.compactor.initiator.failed.compacts.threshold)", stats)
     if stats is None:
@@ -263,7 +264,7 @@ def run_initiator(catalog: Catalog, *, table_filter: str | None = None, dry_run:
         catalog.reclaim_dead_compactions(cfg.worker_timeout_s)
         catalog.purge_compaction_history(cfg.retention())
     active = {(c.table, c.partition) for c in catalog.list_compactions(
-        states=("initiated", "working"))}
+        states=(CompactionState.INITIATED, CompactionState.WORKING))}
     tables: dict[str, TableDef] = {}
     for name, partition, _w in catalog.compaction_candidates():
         if table_filter and not fnmatch.fnmatch(name, table_filter):
@@ -284,10 +285,11 @@ def run_initiator(catalog: Catalog, *, table_filter: str | None = None, dry_run:
             info = catalog.enqueue_compaction(name, partition, d.action, requester="initiator")
             d = Decision(d.table, d.partition, d.action, d.reason, d.stats, info.id)
             report.queued_ids.append(info.id)
-        elif not dry_run and d.action == "did not initiate":
+        elif not dry_run and d.action == CompactionState.DID_NOT_INITIATE:
             kind, _ = determine_compaction_type(stats, cfg) if stats else (None, "")
             info = catalog.enqueue_compaction(name, partition, kind or MAJOR,
-                                              requester="initiator", state="did not initiate",
+                                              requester="initiator",
+                                              state=CompactionState.DID_NOT_INITIATE,
                                               error=d.reason)
             d = Decision(d.table, d.partition, d.action, d.reason, d.stats, info.id)
         report.decisions.append(d)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from acidflow.catalog import Catalog, CompactionStateError
+from acidflow.catalog.records import CompactionState
 from acidflow.compactor.config import CompactorConfig
 from acidflow.maintenance import compaction
 from acidflow.storage.retention import retention_policy
@@ -145,7 +146,7 @@ def run_worker(spark: SparkSession | None, catalog: Catalog, *, cq_id: int | Non
         hb.stop()
         report = result.to_dict()
         catalog.mark_compaction_ready_for_cleaning(entry.id, cvalid.high_watermark, report)
-        return WorkerOutcome(entry.id, "ready for cleaning", report)
+        return WorkerOutcome(entry.id, CompactionState.READY_FOR_CLEANING, report)
     except CompactionStateError as exc:
         hb.stop()
         # the entry was reclaimed by someone else: leave it alone
@@ -161,7 +162,7 @@ def run_worker(spark: SparkSession | None, catalog: Catalog, *, cq_id: int | Non
             catalog.mark_compaction_failed(entry.id, error, report)
         except CompactionStateError:
             pass
-        return WorkerOutcome(entry.id, "failed", report)
+        return WorkerOutcome(entry.id, CompactionState.FAILED, report)
 
 
 def run_queue(spark: SparkSession | None, catalog: Catalog, *, worker_id: str | None = None,

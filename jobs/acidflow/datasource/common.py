@@ -8,6 +8,7 @@ from typing import Callable, Mapping
 
 from acidflow.catalog import Catalog
 from acidflow.config import Settings, load_settings
+from acidflow.errors import AcidflowError
 
 NAME = "acid"
 AGENT = "spark data source (acid)"
@@ -17,7 +18,7 @@ OPTIONS = {"path", "table", "catalog", "warehouse", "asofwriteid", "readoptimize
            "filename", "fromwriteid", "towriteid", "compression", "striperows"}
 
 
-class AcidDataSourceError(ValueError):
+class AcidDataSourceError(AcidflowError, ValueError):
     """Bad options of the ``acid`` data source (names the option and the table)."""
 
 

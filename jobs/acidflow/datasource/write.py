@@ -14,6 +14,7 @@ from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from acidflow.catalog import Catalog, TableDef
+from acidflow.catalog.records import TxnState
 from acidflow.config import Settings
 from acidflow.datasource.common import (
     AGENT,
@@ -145,14 +146,14 @@ class AcidWriter(DataSourceArrowWriter):
             external.end_insert(txn, self.table, self._written(done), overwrite=self.overwrite)
             txn.commit()
         except BaseException as exc:
-            if txn.state == "open":
+            if txn.state == TxnState.OPEN:
                 txn.abort(f"{type(exc).__name__}: {exc}")
             raise
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         """Driver side, a task failed: abort the transaction if it is still open."""
         catalog = open_catalog(self.settings)
-        if catalog.get_transaction(self.txn_id).state == "open":
+        if catalog.get_transaction(self.txn_id).state == TxnState.OPEN:
             Transaction.resume(catalog, self.handle).abort("a Spark write task failed")
 
     def _written(self, done: list[_Written]) -> list[tuple[WriteSpec, list[FileRow]]]:
@@ -204,7 +205,7 @@ class AcidWriter(DataSourceArrowWriter):
 
 def _beat_txn(catalog: Catalog, txn_id: int) -> bool:
     """Heartbeat an open transaction; False (stop) once it is no longer open."""
-    if catalog.get_transaction(txn_id).state != "open":
+    if catalog.get_transaction(txn_id).state != TxnState.OPEN:
         return False
     catalog.heartbeat(txn_id)
     return True

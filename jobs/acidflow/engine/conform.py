@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from acidflow.errors import AcidflowError
 from acidflow.format import types as htypes
 from acidflow.format.hivetypes import CharType, DecimalType, VarcharType
 from acidflow.format.table import TableDesc
@@ -20,11 +21,11 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 
-class SchemaMismatchError(ValueError):
+class SchemaMismatchError(AcidflowError, ValueError):
     """The DataFrame does not match the table's schema (raised before any file is written)."""
 
 
-class DuplicateKeyError(ValueError):
+class DuplicateKeyError(AcidflowError, ValueError):
     """An upsert batch holds two rows with the same primary key."""
 
 

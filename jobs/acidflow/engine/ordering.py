@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from acidflow.errors import AcidflowError
 from acidflow.format import types as htypes
 from acidflow.format.hivetypes import CharType, DecimalType, PrimitiveType, VarcharType
 from acidflow.format.table import TableDesc
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 
-class OrderingFieldError(ValueError):
+class OrderingFieldError(AcidflowError, ValueError):
     """The ordering field names no column of the table, or is a column it cannot order by."""
 
 

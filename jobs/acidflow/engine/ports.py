@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 from acidflow.format.layout import ValidWriteIdList
 from acidflow.format.table import ColumnDef, TableDesc
+from acidflow.states import LockType
 
 if TYPE_CHECKING:
     import numpy as np
@@ -91,9 +92,10 @@ class StatementContext(Protocol):
         """The Spark session the statement runs in (``RuntimeError`` when there is none)."""
         ...
 
-    def lock_table(self, table: TableDesc, lock_type: str) -> None:
-        """Take the statement's lock (``shared_write`` / ``exclusive``) and check that the
-        table's schema did not change meanwhile (``SchemaMismatchError``)."""
+    def lock_table(self, table: TableDesc, lock_type: LockType) -> None:
+        """Take the statement's lock (:attr:`LockType.SHARED_WRITE` /
+        :attr:`LockType.EXCLUSIVE`) and check that the table's schema did not change meanwhile
+        (``SchemaMismatchError``)."""
         ...
 
     def begin_statement(self, table: TableDesc, *kinds: str,

@@ -35,7 +35,7 @@ import socket
 import threading
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Sequence, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -58,11 +58,17 @@ from acidflow.format import keys
 from acidflow.format import partitions as parts
 from acidflow.format.bucketing import check_statement_id
 from acidflow.read import snapshot
+from acidflow.states import LockType, TxnState
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
+
+#: What :attr:`Transaction.state` holds: ``"new"`` until :meth:`Transaction.begin`, then a
+#: :class:`~acidflow.states.TxnState` (open, then committed or aborted). Compares equal to the
+#: bare words.
+TransactionState: TypeAlias = Literal["new"] | TxnState
 
 
 class Transaction:
@@ -80,6 +86,9 @@ class Transaction:
             DataFrame passed in, else ``SparkSession.getActiveSession()``.
         user, agent_info: recorded with the transaction (default the OS user and "acidflow").
         heartbeat_s: heartbeat period in seconds; 0 disables the thread.
+    Attributes:
+        state: a :data:`TransactionState`: ``"new"``, then ``TxnState.OPEN``, then
+            ``TxnState.COMMITTED`` or ``TxnState.ABORTED`` (equal to the bare words).
     Raises:
         acidflow.catalog.errors.WriteConflictError: from commit, when a concurrent transaction
             (one that committed after this one opened) updated or deleted in the same
@@ -101,7 +110,7 @@ class Transaction:
         self.stats: dict[str, dict] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.state = "new"
+        self.state: TransactionState = "new"
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -122,7 +131,7 @@ class Transaction:
         txn_id = self.catalog.open_transaction(
             user=self.user, host=socket.gethostname(), agent_info=self.agent_info)
         self.txn_id = txn_id
-        self.state = "open"
+        self.state = TxnState.OPEN
         if self.heartbeat_s > 0:
             self._thread = threading.Thread(target=self._beat, daemon=True,
                                             name=f"txn-{txn_id}-heartbeat")
@@ -188,17 +197,17 @@ class Transaction:
         try:
             commit_id = self.catalog.commit_transaction(self._open_id(), self.stats)
         except Exception:
-            self.state = "aborted"
+            self.state = TxnState.ABORTED
             raise
-        self.state = "committed"
+        self.state = TxnState.COMMITTED
         return commit_id
 
     def abort(self, reason: str = "") -> None:
         """Abort: nothing written in the transaction ever becomes visible."""
         self._stop_heartbeat()
-        if self.state == "open":
+        if self.state == TxnState.OPEN:
             self.catalog.abort_transaction(self._open_id(), reason)
-        self.state = "aborted"
+        self.state = TxnState.ABORTED
 
     # ------------------------------------------------------------------ statement frame
     # (the StatementContext port of acidflow.engine.ports: what engine/statements call)
@@ -224,10 +233,10 @@ class Transaction:
             raise RuntimeError("no active SparkSession: pass Transaction(catalog, spark=...)")
         return active
 
-    def lock_table(self, table: TableDesc, lock_type: str) -> None:
-        """Take the statement lock on ``table`` (Hive ``lock``: ``shared_write`` for DML,
-        ``exclusive`` for an overwrite) and check that its schema is still the one the
-        statement planned with.
+    def lock_table(self, table: TableDesc, lock_type: LockType) -> None:
+        """Take the statement lock on ``table`` (Hive ``lock``: :attr:`LockType.SHARED_WRITE`
+        for DML, :attr:`LockType.EXCLUSIVE` for an overwrite) and check that its schema is
+        still the one the statement planned with.
 
         Raises:
             SchemaMismatchError: the table's columns changed while the lock was awaited, or
@@ -325,7 +334,7 @@ class Transaction:
         """
         table = self.catalog.get_table(table_name)
         aligned = conform.aligned(df, table)
-        self.lock_table(table, "shared_write")
+        self.lock_table(table, LockType.SHARED_WRITE)
         (spec,) = self.begin_statement(table, "insert", **options)
         files = write_inserts(aligned, table, spec)
         return external.end_insert_statement(self, table, [(spec, files)], overwrite=False)
@@ -356,7 +365,7 @@ class Transaction:
             return dml.delete_where(self, table_name, where, **options)
         table = self.catalog.get_table(table_name)
         keys = conform.key_columns_present(keys_df, table)
-        self.lock_table(table, "shared_write")
+        self.lock_table(table, LockType.SHARED_WRITE)
         (spec,) = self.begin_statement(table, "delete", **options)
         matched = lookup.matching_rows(self.session(keys_df), self.catalog, self, table,
                                        keys).cache()
@@ -431,7 +440,7 @@ class Transaction:
                     raise DuplicateKeyError(
                         f"upsert into {table.name}: duplicate keys in the batch, e.g. "
                         + ", ".join(str({k: r[k] for k in key}) for r in dups))
-            self.lock_table(table, "shared_write")
+            self.lock_table(table, LockType.SHARED_WRITE)
             matched = lookup.matching_rows(self.session(df), self.catalog, self, table,
                                            aligned.select(*key),
                                            extra=[field] if field else ()).cache()
@@ -462,7 +471,7 @@ class Transaction:
                     f"upsert into {table.name}: duplicate keys in the batch, e.g. "
                     + ", ".join(str({k: r[k] for k in key})
                                 for r in dups.slice(0, 5).to_pylist()))
-        self.lock_table(table, "shared_write")
+        self.lock_table(table, LockType.SHARED_WRITE)
         pnames = [c.name for c in table.partition_columns]
         data_cols = {c.name for c in table.columns}
         keys_tbl = aligned.select(key)
@@ -557,7 +566,7 @@ class Transaction:
                 raise SchemaMismatchError(
                     f"insert overwrite {table.name}: rows for partitions not being "
                     "overwritten: " + ", ".join(sorted(outside)))
-        self.lock_table(table, "exclusive")
+        self.lock_table(table, LockType.EXCLUSIVE)
         (spec,) = self.begin_statement(table, "base", **options)
         files = write_insert_events(aligned, table, spec)
         return external.end_insert_statement(self, table, [(spec, files)], overwrite=True,
@@ -590,7 +599,7 @@ class Transaction:
         transaction does not heartbeat (``heartbeat_s`` 0); :meth:`commit` / :meth:`abort`
         end it as usual."""
         txn = cls(catalog, agent_info=agent_info, heartbeat_s=0)
-        txn.txn_id, txn.state = handle.txn_id, "open"
+        txn.txn_id, txn.state = handle.txn_id, TxnState.OPEN
         txn._write_ids, txn._statements = dict(handle.write_ids), dict(handle.statements)
         return txn
 

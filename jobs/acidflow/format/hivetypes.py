@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar, Union
 
+from acidflow.errors import AcidflowError
+
 __all__ = [
     "HiveTypeError", "HiveType", "PrimitiveType", "DecimalType", "CharType", "VarcharType",
     "ArrayType", "MapType", "StructType", "UnionType", "parse_hive_type",
@@ -47,7 +49,7 @@ _IDENT = re.compile(r"[a-z0-9_]+")
 _NUMBER = re.compile(r"\d+")
 
 
-class HiveTypeError(ValueError):
+class HiveTypeError(AcidflowError, ValueError):
     """A Hive type string that cannot be parsed, or a type with no counterpart where one is
     needed (ORC / Arrow / Spark mapping, bucket hash)."""
 

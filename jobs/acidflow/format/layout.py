@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from acidflow.errors import AcidflowError
 from acidflow.format.writeids import (
     LONG_MAX_VALUE,
     LONG_MIN_VALUE,
@@ -31,6 +32,7 @@ from acidflow.format.writeids import (
     ValidWriteIdList,
     parse_java_long,
 )
+from acidflow.states import TxnState
 
 __all__ = [
     "ACID_VERSION_FILE",
@@ -522,7 +524,7 @@ class AcidState:
         return ([self.base.name] if self.base is not None else []) + [d.name for d in self.deltas]
 
 
-class NotEnoughHistoryError(Exception):
+class NotEnoughHistoryError(AcidflowError):
     """No base is usable for this snapshot and the oldest base was made by compaction.
 
     The message follows Hive's ``ErrorMsg.ACID_NOT_ENOUGH_HISTORY``:
@@ -558,7 +560,7 @@ class NotEnoughHistoryError(Exception):
                                      write_id)
 
 
-_TXN_STATES = ("committed", "open", "aborted")
+_TXN_STATES = (TxnState.COMMITTED.value, TxnState.OPEN.value, TxnState.ABORTED.value)
 
 
 def _split_path(path: str) -> list[str]:
@@ -664,9 +666,9 @@ def get_acid_state(
         if state not in _TXN_STATES:
             raise ValueError(f"txn_state({visibility_txn_id}) returned {state!r}, "
                              f"expected one of {_TXN_STATES}")
-        if state == "aborted":
+        if state == TxnState.ABORTED:
             aborted.append(name)
-        return state == "committed"
+        return state == TxnState.COMMITTED
 
     for name in top_names:
         if is_hidden(name):

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from acidflow.errors import AcidflowError
 from acidflow.format import types as htypes
 from acidflow.format.hivetypes import (
     CharType,
@@ -51,7 +52,7 @@ __all__ = ["SchemaChangeError", "metastore_compatible", "type_change_problem",
            "check_type_change", "NUMERIC_CAST_ORDER", "read_as"]
 
 
-class SchemaChangeError(ValueError):
+class SchemaChangeError(AcidflowError, ValueError):
     """A schema change refused before anything was written (names table, column, the old and
     the new type or layout, and why)."""
 

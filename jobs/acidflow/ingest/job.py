@@ -42,9 +42,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acidflow.catalog import BatchInfo
+from acidflow.catalog.records import TxnState
 from acidflow.engine import lookup
 from acidflow.engine.conform import DuplicateKeyError
 from acidflow.engine.transaction import Transaction
+from acidflow.errors import AcidflowError
 from acidflow.ingest.landing import UnreadableFile, check_landing_file
 from acidflow.quality.gx import gate_staged
 from acidflow.quarantine import DEFAULT_THRESHOLD, check_threshold, write_quarantine
@@ -82,7 +84,7 @@ class ExistingKeysError(DuplicateKeyError):
               "with mode upsert (acidflow ingest --upsert) to update existing keys.")
 
 
-class LandingFileError(ValueError):
+class LandingFileError(AcidflowError, ValueError):
     """Every landing file of a batch is unreadable (see ``acidflow.ingest.landing``); nothing
     was applied.
 
@@ -223,7 +225,7 @@ def plan_rerun(catalog: Any, base: str, files: list[dict[str, Any]]) -> RerunPla
     n = 1
     while True:
         b = catalog.get_batch(_followup_id(base, n))
-        if b is None or b.state != "committed":
+        if b is None or b.state != TxnState.COMMITTED:
             break
         applied.append(b)
         n += 1
@@ -358,7 +360,7 @@ def ingest(spark: Any, catalog: Any, table_name: str, path: str, fmt: str,
     batch_id = _batch_id(table.name, data_interval, mode, files)
     report = IngestReport(batch_id, table.name, data_interval, mode, "applied", files)
     done = catalog.get_batch(batch_id)
-    if done is not None and done.state == "committed":
+    if done is not None and done.state == TxnState.COMMITTED:
         rerun = plan_rerun(catalog, batch_id, files) if mode != "overwrite" else None
         notes = []
         if rerun is not None and rerun.changed:

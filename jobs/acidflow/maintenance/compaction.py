@@ -68,6 +68,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from acidflow.errors import AcidflowError
 from acidflow.format import packing
 from acidflow.format.layout import (
     AcidState,
@@ -82,6 +83,7 @@ from acidflow.format.orc import columnar
 from acidflow.format.orc import files as acid_files
 from acidflow.format.table import TableDesc
 from acidflow.read import snapshot
+from acidflow.states import CompactionType
 from acidflow.storage.fs import DirectoryClaimedError, TableFS, join
 from acidflow.storage.state import (
     compacted_base_check,
@@ -92,8 +94,8 @@ from acidflow.storage.state import (
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-MAJOR = "major"
-MINOR = "minor"
+MAJOR = CompactionType.MAJOR
+MINOR = CompactionType.MINOR
 TMP_PREFIX = ".compact_tmp_"
 VERIFIED_MARKER = "_verified"
 #: default target stripe size of compacted files in bytes (ORC ``orc.stripe.size``, 64 MiB);
@@ -103,7 +105,7 @@ _MASK64 = (1 << 64) - 1
 _KEYS = list(acid_files.KEY_FIELDS)
 
 
-class CompactionError(RuntimeError):
+class CompactionError(AcidflowError, RuntimeError):
     """A compaction cannot run or its output is unusable (message says why)."""
 
 

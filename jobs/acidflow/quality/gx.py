@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from acidflow.errors import AcidflowError
 from acidflow.storage.fs import TableFS
 
 REPO = Path(__file__).resolve().parents[3]
@@ -51,11 +52,11 @@ SCOPES = ("both", "staged", "snapshot")
 PARTIAL_UNEXPECTED = 5
 
 
-class SuiteError(ValueError):
+class SuiteError(AcidflowError, ValueError):
     """A suite file that is not a GX 1.x suite (the message names the file and the problem)."""
 
 
-class QualityGateError(RuntimeError):
+class QualityGateError(AcidflowError, RuntimeError):
     """A staged batch failed its table's expectation suite; the write was not committed.
 
     Attributes:

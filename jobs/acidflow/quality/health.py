@@ -40,6 +40,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Mapping
 
 from acidflow.catalog import Catalog, CompactionInfo, TxnInfo
+from acidflow.catalog.records import CompactionState, TxnState
 
 #: Finding kinds, in report order.
 KINDS = ("compaction-initiated", "compaction-working", "compactions-failed", "txn-timed-out",
@@ -159,10 +160,10 @@ def compaction_findings(compactions: list[CompactionInfo], thresholds: HealthThr
     now = _utc(now)
     out: list[HealthFinding] = []
     for c in compactions:
-        if c.state == "initiated":
+        if c.state == CompactionState.INITIATED:
             since, limit, kind = c.enqueued_at, thresholds.initiated_max_s, "compaction-initiated"
             what = "queued and not claimed by a worker"
-        elif c.state == "working" and c.started_at is not None:
+        elif c.state == CompactionState.WORKING and c.started_at is not None:
             since, limit, kind = c.started_at, thresholds.working_max_s, "compaction-working"
             what = f"working (worker {c.worker_id})"
         else:
@@ -177,8 +178,8 @@ def compaction_findings(compactions: list[CompactionInfo], thresholds: HealthThr
                  "since": _utc(since).isoformat(), "worker_id": c.worker_id}))
     if thresholds.failed_max > 0:
         start = now - timedelta(seconds=thresholds.failed_window_s)
-        failed = [c for c in compactions if c.state == "failed" and c.ended_at is not None
-                  and _utc(c.ended_at) >= start]
+        failed = [c for c in compactions if c.state == CompactionState.FAILED
+                  and c.ended_at is not None and _utc(c.ended_at) >= start]
         if len(failed) >= thresholds.failed_max:
             listed = "; ".join(f"{c.id} {_where(c)}: {(c.error or '').splitlines()[0][:120]}"
                                if c.error else f"{c.id} {_where(c)}" for c in failed[-5:])
@@ -203,7 +204,7 @@ def transaction_findings(open_txns: list[TxnInfo], thresholds: HealthThresholds,
     now = _utc(now)
     out: list[HealthFinding] = []
     for t in open_txns:
-        if t.state != "open":
+        if t.state != TxnState.OPEN:
             continue
         who = f"{t.user or '?'}@{t.host or '?'}" + (f" ({t.agent_info})" if t.agent_info else "")
         tables = ", ".join(sorted(t.write_ids)) or "no table yet"
@@ -268,7 +269,7 @@ def check_health(catalog: Catalog, thresholds: HealthThresholds | None = None,
     th = thresholds or HealthThresholds()
     at = _utc(now) if now is not None else datetime.now(timezone.utc)
     found = compaction_findings(catalog.list_compactions(), th, at)
-    found += transaction_findings(catalog.list_transactions(["open"]), th,
+    found += transaction_findings(catalog.list_transactions([TxnState.OPEN]), th,
                                   float(catalog.txn_timeout_s), at)
     found += slot_findings(slot_lag or {}, th)
     return sorted(found, key=lambda f: KINDS.index(f.kind))

@@ -54,6 +54,7 @@ from typing import Any, Callable, Iterable, Iterator, Protocol, cast
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from acidflow.errors import AcidflowError
 from acidflow.read import table as reads
 
 MASK64 = (1 << 64) - 1
@@ -63,7 +64,7 @@ BOOKKEEPING_PREFIX = "_cdc_"
 DEFAULT_MAX_KEYS = 10
 
 
-class ReconcileError(ValueError):
+class ReconcileError(AcidflowError, ValueError):
     """Reconciliation cannot run: a source column is missing from the table, a saved source has
     no file, a value cannot be normalised (the message names table, column and value)."""
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from acidflow.catalog.records import TxnState
 from acidflow.catalog.tabledef import as_utc
 from acidflow.read.snapshot import partition_dir, partition_paths
 from acidflow.storage import retention as rt
@@ -61,7 +62,7 @@ def committed_history(catalog: Catalog, table_name: str) -> list[tuple[int, date
     """
     times = {r.write_id: as_utc(r.committed_at) for r in catalog.commit_records(table_name)}
     return [(w, times.get(w)) for w, _txn, state in catalog.write_id_states(table_name)
-            if state == "committed"]
+            if state == TxnState.COMMITTED]
 
 
 def retained_range(catalog: Catalog, table_name: str, *, now: datetime | None = None,
@@ -91,7 +92,8 @@ def oldest_readable_write_id(catalog: Catalog, table_name: str) -> int | None:
     td = catalog.get_table(table_name)
     valid = catalog.valid_write_ids(td.name)
     tfs = TableFS(td.location)
-    committed = [w for w, _txn, state in catalog.write_id_states(td.name) if state == "committed"]
+    committed = [w for w, _txn, state in catalog.write_id_states(td.name)
+                 if state == TxnState.COMMITTED]
     if not tfs.exists(td.location):
         return 0
     listings = [(partition_dir(td, p or None), tfs.list_recursive(partition_dir(td, p or None)))

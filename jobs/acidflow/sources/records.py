@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from acidflow.errors import AcidflowError
+
 
 @dataclass
 class SourceTable:
@@ -121,11 +123,11 @@ class ParsedStream:
         return t
 
 
-class RecordError(ValueError):
+class RecordError(AcidflowError, ValueError):
     """A record is malformed (the message is the quarantine reason)."""
 
 
-class IncompleteTransactionError(ValueError):
+class IncompleteTransactionError(AcidflowError, ValueError):
     """A change file ends (or a new transaction begins) inside a source transaction: the
     transaction's end marker (wal2json ``C`` / the end of a v1 document, Debezium's ``END``
     transaction record, GoldenGate's end-of-transaction indicator) is missing, so the file was
@@ -156,7 +158,7 @@ class IncompleteTransactionError(ValueError):
             "TEXT' to go on with the later files")
 
 
-class UnreadableFileError(ValueError):
+class UnreadableFileError(AcidflowError, ValueError):
     """An input file cannot be read as text at all (a binary file, a truncated or corrupt
     ``.gz``, bytes that are not UTF-8). Nothing of it was applied.
 

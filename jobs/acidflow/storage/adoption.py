@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from acidflow.errors import AcidflowError
 from acidflow.format import partitions as parts
 from acidflow.format.layout import is_hidden, parse_base, parse_delta
 from acidflow.format.writeids import ValidWriteIdList
 from acidflow.storage.fs import TableFS
 
 
-class AdoptionError(ValueError):
+class AdoptionError(AcidflowError, ValueError):
     """A table directory cannot be adopted with the given history (names the table, the
     directory or file, and the reason)."""
 

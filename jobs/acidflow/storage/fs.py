@@ -30,6 +30,7 @@ from typing import Any, BinaryIO
 
 import fsspec
 
+from acidflow.errors import AcidflowError
 from acidflow.format.fileio import (
     join as join,  # re-exported: storage callers join paths here
 )
@@ -42,7 +43,7 @@ CLAIM_FILE = "_acidflow_claim"
 CLAIM_WAIT_S = 5.0
 
 
-class DirectoryClaimedError(FileExistsError):
+class DirectoryClaimedError(AcidflowError, FileExistsError):
     """A new ``delta_*`` / ``delete_delta_*`` / ``base_*`` directory already exists and belongs
     to another writer (another transaction, or another catalog that handed out the same
     write id): nothing was written into it, nothing committed was overwritten.

@@ -47,6 +47,7 @@ from acidflow.catalog.hms.client import (
 )
 from acidflow.catalog.tabledef import Column, TableDef, normalize_table_name
 from acidflow.catalog.warehouse import is_inside
+from acidflow.errors import AcidflowError
 from acidflow.format import partitions as parts
 from acidflow.format.hivetypes import normalize_hive_type
 from acidflow.format.layout import is_hidden, parse_delta
@@ -65,7 +66,7 @@ HIVE_STATS_PARAMS = frozenset({
 })
 
 
-class TableOpsError(ValueError):
+class TableOpsError(AcidflowError, ValueError):
     """Bad input to ``acidflow table adopt`` / ``convert`` (names the table, file or URL and
     the reason)."""
 

@@ -43,8 +43,10 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from acidflow.catalog.records import LockType, TxnState
 from acidflow.engine.statements import changes
 from acidflow.engine.transaction import Transaction
+from acidflow.errors import AcidflowError
 from acidflow.format import partitions as parts
 from acidflow.read import history
 from acidflow.read import table as reads
@@ -65,7 +67,7 @@ ATTEMPTS = 3
 _KEYS = ["__w", "__b", "__r", "__p"]
 
 
-class RestoreError(ValueError):
+class RestoreError(AcidflowError, ValueError):
     """A restore or rollback refused before anything was written (message says what and why)."""
 
 
@@ -138,11 +140,11 @@ def check_target(catalog: Catalog, table: TableDef, write_id: int, operation: st
     if write_id < 0 or (write_id != 0 and write_id not in states):
         known = f"1..{max(states)}" if states else "none yet"
         raise RestoreError(f"{what}: no such write id (write ids allocated: {known})")
-    state = states.get(write_id, "committed")
-    if state == "aborted":
+    state = states.get(write_id, TxnState.COMMITTED)
+    if state == TxnState.ABORTED:
         raise RestoreError(f"{what}: write id {write_id} was aborted, nothing it wrote is "
                            "visible; restore to a committed write id")
-    if state == "open":
+    if state == TxnState.OPEN:
         raise RestoreError(f"{what}: write id {write_id} is not committed yet (its "
                            "transaction is open)")
     kept = history.retained_range(catalog, table.name, table=table)
@@ -170,7 +172,7 @@ def rollback_target(catalog: Catalog, table_name: str) -> tuple[int, int]:
         RestoreError: nothing committed that changed data.
     """
     records = {r.write_id: r for r in catalog.commit_records(table_name)}
-    committed = [w for w, _t, s in catalog.write_id_states(table_name) if s == "committed"]
+    committed = [w for w, _t, s in catalog.write_id_states(table_name) if s == TxnState.COMMITTED]
 
     def changed(w: int) -> bool:
         rec = records.get(w)
@@ -429,7 +431,7 @@ def restore(catalog: Catalog, table_name: str, to_write_id: int, *,
         txn = Transaction(catalog, spark=spark, agent_info=f"acidflow {operation}")
         txn.begin()
         try:
-            catalog.acquire_lock(txn._open_id(), table.name, None, "exclusive")
+            catalog.acquire_lock(txn._open_id(), table.name, None, LockType.EXCLUSIVE)
             moved = _moved_since_open(catalog, table.name, txn._open_id())
             if moved:
                 txn.abort(f"{operation}: write ids {moved} committed before the lock; retry")
@@ -468,7 +470,7 @@ def restore(catalog: Catalog, table_name: str, to_write_id: int, *,
             txn.commit()
             return result
         except BaseException as exc:
-            if txn.state == "open":
+            if txn.state == TxnState.OPEN:
                 txn.abort(f"{type(exc).__name__}: {exc}")
             raise
     raise RestoreError(f"{operation} {table.name} to write id {to_write_id}: other writers "

@@ -45,6 +45,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from acidflow.catalog.base import Catalog
+from acidflow.catalog.records import LockType, TxnState
 from acidflow.catalog.tabledef import NAME_RE, Column, TableDef
 from acidflow.engine.transaction import Transaction
 from acidflow.engine.writer import WriteResult
@@ -285,7 +286,7 @@ def alter_table(catalog: Catalog, table_name: str, *,
         txn_id = txn.txn_id
         assert txn_id is not None
         write_id = txn.write_id(table.name)
-        catalog.acquire_lock(txn_id, table.name, None, "exclusive", timeout_s=lock_timeout_s)
+        catalog.acquire_lock(txn_id, table.name, None, LockType.EXCLUSIVE, timeout_s=lock_timeout_s)
         current = catalog.get_table(table.name)
         if [c.to_dict() for c in current.columns] != [c.to_dict() for c in table.columns]:
             table = current  # changed while we waited: plan again against what is there now
@@ -314,7 +315,7 @@ def alter_table(catalog: Catalog, table_name: str, *,
     try:
         txn.commit()
     except BaseException as exc:
-        if catalog.get_transaction(txn_id).state == "open":
+        if catalog.get_transaction(txn_id).state == TxnState.OPEN:
             catalog.abort_transaction(txn_id, f"commit failed: {type(exc).__name__}: {exc}")
         _revert(catalog, table.name)
         raise

@@ -33,7 +33,13 @@ from datetime import datetime
 from typing import Any
 
 from acidflow.catalog import Catalog
-from acidflow.catalog.records import BatchInfo, CommitRecord, CompactionInfo
+from acidflow.catalog.records import (
+    BatchInfo,
+    CommitRecord,
+    CompactionInfo,
+    CompactionState,
+    TxnState,
+)
 from acidflow.format.layout import parse_base, parse_delta
 
 #: statement names as writers record them -> the timeline's word
@@ -49,7 +55,7 @@ OPERATION_WORDS: dict[str, str] = {
 }
 _KNOWN = set(OPERATION_WORDS.values())
 #: compaction states that are not a compaction (a decision recorded in the queue)
-_NOT_COMPACTIONS = {"did not initiate", "refused"}
+_NOT_COMPACTIONS = {CompactionState.DID_NOT_INITIATE, CompactionState.REFUSED}
 
 
 @dataclass(frozen=True)
@@ -186,7 +192,7 @@ def timeline(catalog: Catalog, table_name: str, *, limit: int | None = None,
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be at least 1, got {limit}")
     name = catalog.get_table(table_name).name
-    batches = {b.txn_id: b for b in catalog.list_batches() if b.state == "committed"}
+    batches = {b.txn_id: b for b in catalog.list_batches() if b.state == TxnState.COMMITTED}
     keyed: list[tuple[tuple[int, int, int], TimelineEntry]] = []
     commits = catalog.commit_records(name)
     for rec in commits:

@@ -15,6 +15,7 @@ from typing import Any
 
 from acidflow.catalog.records import (
     CompactionInfo,
+    CompactionState,
 )
 
 
@@ -23,7 +24,7 @@ class CompactionQueue(abc.ABC):
 
     @abc.abstractmethod
     def enqueue_compaction(self, table_name: str, partition: str | None, compaction_type: str,
-                           *, requester: str = "initiator", state: str = "initiated",
+                           *, requester: str = "initiator", state: str = CompactionState.INITIATED,
                            error: str | None = None,
                            properties: dict[str, Any] | None = None) -> CompactionInfo:
         """Queue a compaction request (Hive ``TxnHandler.compact``), or record a finished
@@ -35,9 +36,11 @@ class CompactionQueue(abc.ABC):
 
         Args:
             table_name: ``db.table``; partition: full spec or ``None``.
-            compaction_type: ``"major"`` or ``"minor"``.
+            compaction_type: a :class:`CompactionType` (or its word): ``"major"`` or
+                ``"minor"``.
             requester: ``"initiator"`` or a user name (manual ALTER TABLE COMPACT).
-            state: ``"initiated"`` (default), ``"did not initiate"`` or ``"refused"``.
+            state: a :class:`CompactionState` (or its word): ``"initiated"`` (default),
+                ``"did not initiate"`` or ``"refused"``.
             properties: request overrides (JSON-able).
         Returns:
             The new (or existing) :class:`CompactionInfo`.

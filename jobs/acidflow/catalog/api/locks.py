@@ -34,7 +34,8 @@ class LockCatalog(abc.ABC):
 
         Args:
             partition: full partition spec or ``None`` (whole table).
-            lock_type: ``"shared_read"``, ``"shared_write"`` or ``"exclusive"``.
+            lock_type: a :class:`LockType` (or its word): ``"shared_read"``,
+                ``"shared_write"`` or ``"exclusive"``.
             timeout_s: seconds to wait before giving up.
         Returns:
             The lock id (state ``"acquired"``); an identical lock the transaction already

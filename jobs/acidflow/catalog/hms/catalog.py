@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlparse
 
-import numpy as np
 from pymetastore.hive_metastore.ttypes import (
     AddDynamicPartitions,
     AddPartitionsRequest,
@@ -58,7 +57,6 @@ from pymetastore.hive_metastore.ttypes import (
 )
 
 from acidflow.catalog.base import Catalog
-from acidflow.catalog.forward import forward
 from acidflow.catalog.errors import (
     CatalogError,
     NoSuchTableError,
@@ -66,6 +64,7 @@ from acidflow.catalog.errors import (
     TxnAbortedError,
     TxnNotOpenError,
 )
+from acidflow.catalog.forward import forward
 from acidflow.catalog.hms.client import (
     MetastoreConnection,
     aborted_write_ids,
@@ -95,9 +94,10 @@ from acidflow.catalog.records import (
     BatchInfo,
     CommitRecord,
     CompactionInfo,
-    LockInfo,
+    CompactionState,
     ReaderInfo,
     TxnInfo,
+    TxnState,
 )
 from acidflow.catalog.schemahistory import SchemaVersion
 from acidflow.catalog.sql import SqlCatalog
@@ -395,9 +395,9 @@ class HiveMetastoreCatalog(Catalog):
         new_cols = [c if isinstance(c, Column) else Column.from_dict(c) for c in columns]
         check_columns(current, new_cols, positional_types=False)
         info = self.side.get_transaction(txn_id)
-        if info.state == "aborted":
+        if info.state == TxnState.ABORTED:
             raise TxnAbortedError(txn_id, info.abort_reason)
-        if info.state != "open":
+        if info.state != TxnState.OPEN:
             raise TxnNotOpenError(txn_id, info.state)
         if current.name not in info.write_ids:
             raise CatalogError(f"alter schema of {current.name}: transaction {txn_id} has no "
@@ -655,7 +655,7 @@ class HiveMetastoreCatalog(Catalog):
         crashed process) -> committed on the side (its checks run again). Returns the ids
         changed."""
         wanted = set(txn_ids) if txn_ids is not None else None
-        opened = [t.txn_id for t in self.side.list_transactions(["open"])
+        opened = [t.txn_id for t in self.side.list_transactions([TxnState.OPEN])
                   if wanted is None or t.txn_id in wanted]
         if not opened:
             return []
@@ -678,7 +678,7 @@ class HiveMetastoreCatalog(Catalog):
 
     def get_transaction(self, txn_id: int) -> TxnInfo:
         info = self.side.get_transaction(txn_id)
-        if info.state == "open" and self.reconcile([txn_id]):
+        if info.state == TxnState.OPEN and self.reconcile([txn_id]):
             info = self.side.get_transaction(txn_id)
         return info
 
@@ -697,7 +697,7 @@ class HiveMetastoreCatalog(Catalog):
     # -- write ids and snapshots ------------------------------------------------------------
     def _late(self, txn_id: int) -> list[int]:
         """Side transactions below ``txn_id`` that committed after it opened."""
-        return [t.txn_id for t in self.side.list_transactions(["committed"])
+        return [t.txn_id for t in self.side.list_transactions([TxnState.COMMITTED])
                 if t.commit_id is not None and t.commit_id > txn_id and t.txn_id < txn_id]
 
     def _txn_list(self, txn_id: int | None, current_txn: int | None = None) -> str:
@@ -789,7 +789,7 @@ class HiveMetastoreCatalog(Catalog):
 
     # -- compaction queue (side; its transactions are the metastore's) -----------------------
     def enqueue_compaction(self, table_name: str, partition: str | None, compaction_type: str,
-                           *, requester: str = "initiator", state: str = "initiated",
+                           *, requester: str = "initiator", state: str = CompactionState.INITIATED,
                            error: str | None = None,
                            properties: dict[str, Any] | None = None) -> CompactionInfo:
         self.get_table(table_name)
@@ -844,7 +844,8 @@ class HiveMetastoreCatalog(Catalog):
             for part in parts:
                 covered = max((c.highest_write_id or 0 for c in
                                self.side.compaction_history(table.name, part)
-                               if c.state in ("ready for cleaning", "succeeded")), default=0)
+                               if c.state in (CompactionState.READY_FOR_CLEANING,
+                                              CompactionState.SUCCEEDED)), default=0)
                 if hwm > covered:
                     found[(table.name, part)] = max(found.get((table.name, part), 0), hwm)
         return sorted(((n, p, w) for (n, p), w in found.items()), key=lambda x: (x[0], x[1] or ""))

@@ -12,7 +12,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from acidflow.catalog.errors import BatchAlreadyAppliedError, BatchInProgressError
-from acidflow.catalog.records import BatchInfo
+from acidflow.catalog.records import BatchInfo, TxnState
 from acidflow.catalog.sql import schema as m
 from acidflow.catalog.sql import shared
 from acidflow.catalog.sql.db import Database, Deferred, utcnow
@@ -30,7 +30,7 @@ def _batch_infos(conn: sa.Connection, batch_rows: Sequence[shared.Row]) -> list[
         t = conn.execute(sa.select(m.Txn.txn_state, m.Txn.txn_committed)
                          .where(m.Txn.txn_id == r.txn_id)).first()
         out.append(BatchInfo(batch_id=r.batch_id, kind=r.kind, txn_id=r.txn_id,
-                             state=t.txn_state if t else "aborted",
+                             state=t.txn_state if t else TxnState.ABORTED,
                              registered_at=r.registered_at, source=r.source,
                              details=dict(r.details or {}),
                              committed_at=t.txn_committed if t else None))
@@ -66,10 +66,10 @@ class SqlBatches:
                                           source=source, details=details or {})
             if row is not None and row.txn_id != txn_id:
                 prev = _batch_infos(conn, [row])[0]
-                if prev.state == "committed":
+                if prev.state == TxnState.COMMITTED:
                     return Deferred(BatchAlreadyAppliedError(batch_id, prev.txn_id,
                                                               prev.committed_at))
-                if prev.state == "open":
+                if prev.state == TxnState.OPEN:
                     return Deferred(BatchInProgressError(batch_id, prev.txn_id))
                 conn.execute(sa.update(m.BatchRow).where(
                     m.BatchRow.batch_id == batch_id).values(**values))
@@ -78,7 +78,7 @@ class SqlBatches:
             else:
                 conn.execute(sa.update(m.BatchRow).where(
                     m.BatchRow.batch_id == batch_id).values(**values))
-            return BatchInfo(batch_id=batch_id, kind=kind, txn_id=txn_id, state="open",
+            return BatchInfo(batch_id=batch_id, kind=kind, txn_id=txn_id, state=TxnState.OPEN,
                              registered_at=now, source=source, details=details or {},
                              committed_at=None)
 
@@ -151,7 +151,7 @@ class SqlBatches:
             base = (sa.select(m.CdcTombstone.key_hash, sa.func.max(m.CdcTombstone.position))
                     .join(m.Txn, m.Txn.txn_id == m.CdcTombstone.txn_id)
                     .where(m.CdcTombstone.db_name == db, m.CdcTombstone.tbl_name == tbl,
-                           m.Txn.txn_state == "committed"))
+                           m.Txn.txn_state == TxnState.COMMITTED))
             probe = (sa.select(m.CdcTombstone.key_hash)
                      .where(m.CdcTombstone.db_name == db, m.CdcTombstone.tbl_name == tbl)
                      .limit(1))

@@ -19,24 +19,15 @@ This class only wires them: a role method that is the part's own is declared wit
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
-import numpy as np
 import sqlalchemy as sa
 
 from acidflow.catalog.base import Catalog
 from acidflow.catalog.forward import forward
 from acidflow.catalog.records import (
-    BatchInfo,
-    CommitRecord,
     CompactionInfo,
-    LockInfo,
-    ReaderInfo,
-    TxnInfo,
 )
-from acidflow.catalog.schemahistory import SchemaVersion
 from acidflow.catalog.sql import schema as m
 from acidflow.catalog.sql.adopt import SqlAdoption
 from acidflow.catalog.sql.batches import SqlBatches
@@ -49,7 +40,7 @@ from acidflow.catalog.sql.shared import TxnHooks
 from acidflow.catalog.sql.tables import SqlTables
 from acidflow.catalog.sql.txns import SqlTransactions
 from acidflow.catalog.sql.writeids import SqlWriteIds
-from acidflow.catalog.tabledef import Column, TableDef
+from acidflow.catalog.tabledef import TableDef
 from acidflow.catalog.warehouse import warehouse_root
 from acidflow.config import load_settings
 from acidflow.format.layout import ValidWriteIdList

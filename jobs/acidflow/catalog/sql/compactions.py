@@ -28,6 +28,8 @@ from acidflow.catalog.records import (
     DEFAULT_RETENTION,
     FINISHED_STATES,
     CompactionInfo,
+    CompactionState,
+    TxnState,
 )
 from acidflow.catalog.sql import schema as m
 from acidflow.catalog.sql import shared
@@ -58,14 +60,15 @@ class SqlCompactions:
         self.txn_timeout_s = txn_timeout_s
 
     def enqueue_compaction(self, table_name: str, partition: str | None, compaction_type: str,
-                           *, requester: str = "initiator", state: str = "initiated",
+                           *, requester: str = "initiator", state: str = CompactionState.INITIATED,
                            error: str | None = None,
                            properties: dict[str, Any] | None = None) -> CompactionInfo:
         """SQL side of ``Catalog.enqueue_compaction`` (contract in base.py)."""
         if compaction_type not in COMPACTION_TYPES:
             raise ValueError(f"unknown compaction type {compaction_type!r}; expected one of "
                              f"{COMPACTION_TYPES}")
-        if state not in ("initiated", "did not initiate", "refused"):
+        if state not in (CompactionState.INITIATED, CompactionState.DID_NOT_INITIATE,
+                         CompactionState.REFUSED):
             raise ValueError(f"a compaction is enqueued as 'initiated' or recorded as "
                              f"'did not initiate'/'refused', not {state!r}")
         db, tbl = split_table_name(table_name)
@@ -74,14 +77,14 @@ class SqlCompactions:
         def fn(conn: sa.Connection) -> CompactionInfo:
             part = shared.check_partition(conn, db, tbl, partition)
             q = m.CompactionQueueRow
-            if state == "initiated":
+            if state == CompactionState.INITIATED:
                 existing = conn.execute(sa.select(q.__table__).where(
                     q.db_name == db, q.tbl_name == tbl, shared.same_part(q.part_name, part),
-                    q.cq_state.in_(("initiated", "working")))
+                    q.cq_state.in_((CompactionState.INITIATED, CompactionState.WORKING)))
                     .order_by(q.cq_id).with_for_update()).first()
                 if existing is not None:
                     return _info(existing)
-            end = now if state != "initiated" else None
+            end = now if state != CompactionState.INITIATED else None
             inserted = conn.execute(sa.insert(q).values(
                 db_name=db, tbl_name=tbl, part_name=part, cq_type=compaction_type,
                 cq_state=state, cq_requester=requester, cq_enqueue_time=now, cq_end=end,
@@ -147,21 +150,23 @@ class SqlCompactions:
 
         def fn(conn: sa.Connection) -> CompactionInfo | None:
             q = m.CompactionQueueRow
-            sel = sa.select(q.__table__).where(q.cq_state == "initiated").order_by(q.cq_id)
+            sel = (sa.select(q.__table__).where(q.cq_state == CompactionState.INITIATED)
+                   .order_by(q.cq_id))
             if cq_id is not None:
                 sel = sel.where(q.cq_id == cq_id)
             for r in conn.execute(sel.with_for_update()).all():
                 busy = conn.execute(sa.select(q.cq_id).where(
                     q.db_name == r.db_name, q.tbl_name == r.tbl_name,
-                    shared.same_part(q.part_name, r.part_name), q.cq_state == "working")).first()
+                    shared.same_part(q.part_name, r.part_name),
+                    q.cq_state == CompactionState.WORKING)).first()
                 if busy is not None:
                     continue
                 info = f"compactor {worker_id} cq {r.cq_id}"
                 txn_id = shared.open_txn_id(conn, info)
                 shared.insert_open_txn(conn, txn_id, now, self.db.user, self.db.host, info)
                 conn.execute(sa.update(q).where(q.cq_id == r.cq_id).values(
-                    cq_state="working", cq_worker_id=worker_id, cq_start=now, cq_heartbeat=now,
-                    cq_txn_id=txn_id, cq_error_message=None))
+                    cq_state=CompactionState.WORKING, cq_worker_id=worker_id, cq_start=now,
+                    cq_heartbeat=now, cq_txn_id=txn_id, cq_error_message=None))
                 return _info(conn.execute(sa.select(q.__table__).where(q.cq_id == r.cq_id)).one())
             return None
 
@@ -176,7 +181,8 @@ class SqlCompactions:
             raise CatalogError(f"no compaction with id {cq_id}")
         if states is not None and r.cq_state not in states:
             raise CompactionStateError(
-                f"compaction {cq_id} is {r.cq_state!r}, expected one of {states}")
+                f"compaction {cq_id} is {r.cq_state!r}, expected one of "
+                f"{tuple(str(s) for s in states)}")
         return r
 
     def heartbeat_compaction(self, cq_id: int) -> None:
@@ -184,12 +190,12 @@ class SqlCompactions:
         now = utcnow()
 
         def fn(conn: sa.Connection) -> None:
-            r = self._entry(conn, cq_id, ("working",))
+            r = self._entry(conn, cq_id, (CompactionState.WORKING,))
             conn.execute(sa.update(m.CompactionQueueRow).where(
                 m.CompactionQueueRow.cq_id == cq_id).values(cq_heartbeat=now))
             if r.cq_txn_id is not None:
                 conn.execute(sa.update(m.Txn).where(
-                    m.Txn.txn_id == r.cq_txn_id, m.Txn.txn_state == "open").values(
+                    m.Txn.txn_id == r.cq_txn_id, m.Txn.txn_state == TxnState.OPEN).values(
                     txn_last_heartbeat=now))
 
         self.db.run(fn)
@@ -218,7 +224,7 @@ class SqlCompactions:
         now = utcnow()
 
         def fn(conn: sa.Connection) -> int:
-            r = self._entry(conn, cq_id, ("working",))
+            r = self._entry(conn, cq_id, (CompactionState.WORKING,))
             commit_id = shared.take_commit_id(conn)
             if r.cq_txn_id is not None:
                 shared.commit_txn_row(conn, r.cq_txn_id, commit_id, now)
@@ -226,8 +232,9 @@ class SqlCompactions:
             merged.update(details or {})
             conn.execute(sa.update(m.CompactionQueueRow).where(
                 m.CompactionQueueRow.cq_id == cq_id).values(
-                cq_state="ready for cleaning", cq_highest_write_id=int(highest_write_id),
-                cq_commit_id=commit_id, cq_heartbeat=now, cq_details=merged))
+                cq_state=CompactionState.READY_FOR_CLEANING,
+                cq_highest_write_id=int(highest_write_id), cq_commit_id=commit_id,
+                cq_heartbeat=now, cq_details=merged))
             return commit_id
 
         return self.db.run(fn)
@@ -237,12 +244,12 @@ class SqlCompactions:
         now = utcnow()
 
         def fn(conn: sa.Connection) -> None:
-            r = self._entry(conn, cq_id, ("ready for cleaning",))
+            r = self._entry(conn, cq_id, (CompactionState.READY_FOR_CLEANING,))
             merged = dict(r.cq_details or {})
             merged.update(details or {})
             conn.execute(sa.update(m.CompactionQueueRow).where(
                 m.CompactionQueueRow.cq_id == cq_id).values(
-                cq_state="succeeded", cq_end=now, cq_details=merged))
+                cq_state=CompactionState.SUCCEEDED, cq_end=now, cq_details=merged))
 
         self.db.run(fn)
 
@@ -253,19 +260,21 @@ class SqlCompactions:
 
         def fn(conn: sa.Connection) -> None:
             r = self._entry(conn, cq_id)
-            if r.cq_state in ("failed", "did not initiate", "refused"):
+            if r.cq_state in (CompactionState.FAILED, CompactionState.DID_NOT_INITIATE,
+                              CompactionState.REFUSED):
                 return None
-            if r.cq_state == "succeeded":
+            if r.cq_state == CompactionState.SUCCEEDED:
                 raise CompactionStateError(f"compaction {cq_id} already succeeded")
             if r.cq_txn_id is not None:
-                if shared.txn_state(conn, r.cq_txn_id) == "open":
+                if shared.txn_state(conn, r.cq_txn_id) == TxnState.OPEN:
                     shared.abort_txns(conn, [r.cq_txn_id], f"compaction failed: {error}"[:2000],
                                       now)
             merged = dict(r.cq_details or {})
             merged.update(details or {})
             conn.execute(sa.update(m.CompactionQueueRow).where(
                 m.CompactionQueueRow.cq_id == cq_id).values(
-                cq_state="failed", cq_end=now, cq_error_message=error, cq_details=merged))
+                cq_state=CompactionState.FAILED, cq_end=now, cq_error_message=error,
+                cq_details=merged))
             return None
 
         self.db.run(fn)
@@ -279,19 +288,20 @@ class SqlCompactions:
         def fn(conn: sa.Connection) -> list[int]:
             q = m.CompactionQueueRow
             rows = conn.execute(sa.select(q.__table__).where(
-                q.cq_state == "working", q.cq_heartbeat < cutoff).with_for_update()).all()
+                q.cq_state == CompactionState.WORKING,
+                q.cq_heartbeat < cutoff).with_for_update()).all()
             for r in rows:
                 if r.cq_txn_id is not None:
                     t = conn.execute(sa.select(m.Txn.txn_state).where(
                         m.Txn.txn_id == r.cq_txn_id)).scalar()
-                    if t == "open":
+                    if t == TxnState.OPEN:
                         shared.abort_txns(conn, [r.cq_txn_id], "compaction worker timed out", now)
                 details = dict(r.cq_details or {})
                 details.setdefault("reclaimed", []).append(
                     {"worker_id": r.cq_worker_id, "at": now.isoformat()})
                 conn.execute(sa.update(q).where(q.cq_id == r.cq_id).values(
-                    cq_state="initiated", cq_worker_id=None, cq_start=None, cq_heartbeat=None,
-                    cq_txn_id=None, cq_details=details))
+                    cq_state=CompactionState.INITIATED, cq_worker_id=None, cq_start=None,
+                    cq_heartbeat=None, cq_txn_id=None, cq_details=details))
             return [r.cq_id for r in rows]
 
         return self.db.run(fn)
@@ -314,7 +324,8 @@ class SqlCompactions:
             seen: dict[tuple, int] = {}
             doomed = []
             for r in rows:
-                bucket = "failed" if r.cq_state == "refused" else r.cq_state
+                bucket = (CompactionState.FAILED if r.cq_state == CompactionState.REFUSED
+                          else r.cq_state)
                 key = (r.db_name, r.tbl_name, r.part_name, bucket)
                 seen[key] = seen.get(key, 0) + 1
                 if seen[key] > keep.get(bucket, 0):
@@ -339,7 +350,7 @@ class SqlCompactions:
             for r in conn.execute(sa.select(tc.db_name, tc.tbl_name, tc.part_name,
                                             sa.func.max(tc.write_id).label("w"))
                                   .join(m.Txn, m.Txn.txn_id == tc.txn_id)
-                                  .where(m.Txn.txn_state == "aborted")
+                                  .where(m.Txn.txn_state == TxnState.ABORTED)
                                   .group_by(tc.db_name, tc.tbl_name, tc.part_name)):
                 key = (r.db_name, r.tbl_name, r.part_name)
                 written[key] = max(written.get(key, 0), r.w)
@@ -347,7 +358,8 @@ class SqlCompactions:
             covered: dict[tuple[str, str, str | None], int] = {}
             for cv in conn.execute(sa.select(q.db_name, q.tbl_name, q.part_name,
                                              sa.func.max(q.cq_highest_write_id).label("w"))
-                                   .where(q.cq_state.in_(("ready for cleaning", "succeeded")))
+                                   .where(q.cq_state.in_((CompactionState.READY_FOR_CLEANING,
+                                                          CompactionState.SUCCEEDED)))
                                    .group_by(q.db_name, q.tbl_name, q.part_name)):
                 covered[(cv.db_name, cv.tbl_name, cv.part_name)] = cv.w or 0
             live = {(r.db_name, r.tbl_name) for r in conn.execute(
@@ -370,12 +382,12 @@ class SqlCompactions:
                 t = m.TxnToWriteId
                 return sorted({r.write_id for r in conn.execute(
                     sa.select(t.write_id).join(m.Txn, m.Txn.txn_id == t.txn_id).where(
-                        t.db_name == db, t.tbl_name == tbl, m.Txn.txn_state == "aborted"))})
+                        t.db_name == db, t.tbl_name == tbl, m.Txn.txn_state == TxnState.ABORTED))})
             tc = m.TxnComponent
             return sorted({r.write_id for r in conn.execute(
                 sa.select(tc.write_id).join(m.Txn, m.Txn.txn_id == tc.txn_id).where(
                     tc.db_name == db, tc.tbl_name == tbl, shared.same_part(tc.part_name, partition),
-                    m.Txn.txn_state == "aborted"))})
+                    m.Txn.txn_state == TxnState.ABORTED))})
 
         return self.db.run(fn, write=False)
 
@@ -388,7 +400,7 @@ class SqlCompactions:
             ids = [r.tc_id for r in conn.execute(
                 sa.select(tc.tc_id).join(m.Txn, m.Txn.txn_id == tc.txn_id).where(
                     tc.db_name == db, tc.tbl_name == tbl, tc.write_id <= up_to_write_id,
-                    m.Txn.txn_state == "aborted"))]
+                    m.Txn.txn_state == TxnState.ABORTED))]
             for i in range(0, len(ids), 500):
                 conn.execute(sa.delete(tc).where(tc.tc_id.in_(ids[i:i + 500])))
             return len(ids)

@@ -9,7 +9,7 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from acidflow.catalog.errors import LockTimeoutError
-from acidflow.catalog.records import LOCK_TYPES, LockInfo
+from acidflow.catalog.records import LOCK_TYPES, LockInfo, LockState, LockType
 from acidflow.catalog.sql import schema as m
 from acidflow.catalog.sql import shared
 from acidflow.catalog.sql.db import Database, utcnow
@@ -38,7 +38,7 @@ class SqlLocks:
             held = conn.execute(sa.select(m.HiveLock.lock_id).where(
                 m.HiveLock.txn_id == txn_id, m.HiveLock.db_name == db,
                 m.HiveLock.tbl_name == tbl, same_part, m.HiveLock.lock_type == lock_type,
-                m.HiveLock.lock_state == "acquired")).scalar()
+                m.HiveLock.lock_state == LockState.ACQUIRED)).scalar()
             if held is not None:
                 return int(held), part, None
             lock_id: int = conn.execute(sa.select(m.NextLockId.nl_next).where(m.NextLockId.id == 1)
@@ -48,9 +48,9 @@ class SqlLocks:
             now = utcnow()
             conn.execute(sa.insert(m.HiveLock).values(
                 lock_id=lock_id, txn_id=txn_id, db_name=db, tbl_name=tbl, part_name=part,
-                lock_type=lock_type, lock_state="waiting", requested_at=now, acquired_at=None,
-                last_heartbeat=now, lock_user=txn.txn_user, lock_host=txn.txn_host,
-                agent_info=txn.txn_agent_info))
+                lock_type=lock_type, lock_state=LockState.WAITING, requested_at=now,
+                acquired_at=None, last_heartbeat=now, lock_user=txn.txn_user,
+                lock_host=txn.txn_host, agent_info=txn.txn_agent_info))
             blocker = self._grant(conn, lock_id, txn_id, db, tbl, part, lock_type, now)
             return lock_id, part, blocker
 
@@ -80,7 +80,7 @@ class SqlLocks:
     @staticmethod
     def _remove_waiting(conn: sa.Connection, lock_id: int) -> None:
         conn.execute(sa.delete(m.HiveLock).where(
-            m.HiveLock.lock_id == lock_id, m.HiveLock.lock_state == "waiting"))
+            m.HiveLock.lock_id == lock_id, m.HiveLock.lock_state == LockState.WAITING))
 
     @staticmethod
     def _grant(conn: sa.Connection, lock_id: int, txn_id: int, db: str, tbl: str,
@@ -95,12 +95,12 @@ class SqlLocks:
         for other in others:
             if part is not None and other.part_name is not None and other.part_name != part:
                 continue  # different partitions
-            if lock_type != "exclusive" and other.lock_type != "exclusive":
+            if lock_type != LockType.EXCLUSIVE and other.lock_type != LockType.EXCLUSIVE:
                 continue  # shared_read / shared_write are mutually compatible
-            if other.lock_state == "acquired" or other.lock_id < lock_id:
+            if other.lock_state == LockState.ACQUIRED or other.lock_id < lock_id:
                 return other.lock_id, other.txn_id
         conn.execute(sa.update(m.HiveLock).where(m.HiveLock.lock_id == lock_id).values(
-            lock_state="acquired", acquired_at=now, last_heartbeat=now))
+            lock_state=LockState.ACQUIRED, acquired_at=now, last_heartbeat=now))
         return None
 
     def release_locks(self, txn_id: int) -> None:

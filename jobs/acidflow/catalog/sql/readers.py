@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
-from acidflow.catalog.records import ReaderInfo
+from acidflow.catalog.records import ReaderInfo, TxnState
 from acidflow.catalog.sql import schema as m
 from acidflow.catalog.sql import shared
 from acidflow.catalog.sql.db import Database, utcnow
@@ -127,7 +127,7 @@ class SqlReaders:
                 r.db_name == db, r.tbl_name == tbl, r.snapshot_seq <= commit_id,
                 r.last_heartbeat >= cutoff).order_by(r.reader_id))]
             txns = [x.txn_id for x in conn.execute(sa.select(m.Txn.txn_id).where(
-                m.Txn.txn_state == "open", m.Txn.txn_id < commit_id).order_by(m.Txn.txn_id))]
+                m.Txn.txn_state == TxnState.OPEN, m.Txn.txn_id < commit_id).order_by(m.Txn.txn_id))]
             return {"readers": readers, "txns": txns}
 
         return self.db.run(fn, write=False)

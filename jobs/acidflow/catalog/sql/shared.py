@@ -19,6 +19,7 @@ from acidflow.catalog.errors import (
     TxnAbortedError,
     TxnNotOpenError,
 )
+from acidflow.catalog.records import TxnState
 from acidflow.catalog.sql import schema as m
 from acidflow.catalog.tabledef import parse_partition_spec
 
@@ -122,9 +123,9 @@ def open_txn_row(conn: sa.Connection, txn_id: int) -> Row:
         NoSuchTransactionError, TxnAbortedError, TxnNotOpenError.
     """
     row = txn_row(conn, txn_id, for_update=True)
-    if row.txn_state == "aborted":
+    if row.txn_state == TxnState.ABORTED:
         raise TxnAbortedError(txn_id, row.txn_abort_reason)
-    if row.txn_state != "open":
+    if row.txn_state != TxnState.OPEN:
         raise TxnNotOpenError(txn_id, row.txn_state)
     return row
 
@@ -179,14 +180,14 @@ def insert_open_txn(conn: sa.Connection, txn_id: int, now: datetime, user: str |
                     host: str | None, agent_info: str) -> None:
     """Insert the ``txns`` row of a newly opened transaction (Hive ``openTxns``)."""
     conn.execute(sa.insert(m.Txn).values(
-        txn_id=txn_id, txn_state="open", txn_started=now, txn_last_heartbeat=now,
+        txn_id=txn_id, txn_state=TxnState.OPEN, txn_started=now, txn_last_heartbeat=now,
         txn_heartbeat_count=0, txn_user=user, txn_host=host, txn_agent_info=agent_info))
 
 
 def commit_txn_row(conn: sa.Connection, txn_id: int, commit_id: int, now: datetime) -> None:
     """Mark a transaction committed with its commit id and release its locks."""
     conn.execute(sa.update(m.Txn).where(m.Txn.txn_id == txn_id).values(
-        txn_state="committed", txn_commit_id=commit_id, txn_committed=now))
+        txn_state=TxnState.COMMITTED, txn_commit_id=commit_id, txn_committed=now))
     conn.execute(sa.delete(m.HiveLock).where(m.HiveLock.txn_id == txn_id))
     h = hooks(conn)
     if h is not None:
@@ -199,7 +200,7 @@ def abort_txns(conn: sa.Connection, txn_ids: list[int], reason: str, now: dateti
     if not txn_ids:
         return
     conn.execute(sa.update(m.Txn).where(m.Txn.txn_id.in_(txn_ids)).values(
-        txn_state="aborted", txn_aborted=now, txn_abort_reason=reason))
+        txn_state=TxnState.ABORTED, txn_aborted=now, txn_abort_reason=reason))
     conn.execute(sa.delete(m.HiveLock).where(m.HiveLock.txn_id.in_(txn_ids)))
     h = hooks(conn)
     if h is not None:

@@ -9,6 +9,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from acidflow.catalog.errors import CatalogError, NoSuchTableError, TableExistsError
+from acidflow.catalog.records import TxnState
 from acidflow.catalog.sql import schema as m
 from acidflow.catalog.sql import shared
 from acidflow.catalog.sql.db import Database, utcnow
@@ -219,7 +220,7 @@ class SqlTables:
             users = {r.txn_id for r in conn.execute(
                 sa.select(m.TxnToWriteId.txn_id).join(m.Txn, m.Txn.txn_id == m.TxnToWriteId.txn_id)
                 .where(m.TxnToWriteId.db_name == db, m.TxnToWriteId.tbl_name == tbl,
-                       m.Txn.txn_state == "open"))}
+                       m.Txn.txn_state == TxnState.OPEN))}
             users |= {r.txn_id for r in conn.execute(sa.select(m.HiveLock.txn_id).where(
                 m.HiveLock.db_name == db, m.HiveLock.tbl_name == tbl))}
             if users:

@@ -24,6 +24,7 @@ from acidflow.catalog.records import (
     TXN_STATES,
     WRITE_SET_OPERATIONS,
     TxnInfo,
+    TxnState,
 )
 from acidflow.catalog.sql import schema as m
 from acidflow.catalog.sql import shared
@@ -217,13 +218,13 @@ class SqlTransactions:
         """
         def fn(conn: sa.Connection) -> dict[str, int]:
             oldest = conn.execute(sa.select(sa.func.min(m.Txn.txn_id))
-                                  .where(m.Txn.txn_state == "open")).scalar()
+                                  .where(m.Txn.txn_state == TxnState.OPEN)).scalar()
             horizon = oldest if oldest is not None else shared.current_txn_seq(conn)
             ws = conn.execute(sa.delete(m.WriteSet).where(m.WriteSet.commit_id < horizon))
             wk = m.WriteSetKey
             keys_done = conn.execute(sa.delete(wk).where(
                 wk.commit_id.is_not(None), wk.commit_id < horizon))
-            dead = sa.select(m.Txn.txn_id).where(m.Txn.txn_state == "aborted",
+            dead = sa.select(m.Txn.txn_id).where(m.Txn.txn_state == TxnState.ABORTED,
                                                  m.Txn.txn_id == wk.txn_id)
             keys_dead = conn.execute(sa.delete(wk).where(wk.commit_id.is_(None),
                                                          dead.exists()))
@@ -279,13 +280,13 @@ class SqlTransactions:
 
         def fn(conn: sa.Connection) -> int | Deferred:
             current = shared.txn_row(conn, txn_id)  # cheap pre-check before the global lock
-            if current.txn_state == "committed":
+            if current.txn_state == TxnState.COMMITTED:
                 return current.txn_commit_id
             commit_id = shared.take_commit_id(conn)  # global order: next_txn_id, then txn row
             row = shared.txn_row(conn, txn_id, for_update=True)
-            if row.txn_state == "committed":
+            if row.txn_state == TxnState.COMMITTED:
                 return row.txn_commit_id
-            if row.txn_state == "aborted":
+            if row.txn_state == TxnState.ABORTED:
                 raise TxnAbortedError(txn_id, row.txn_abort_reason)
             now = utcnow()
             write_ids = {(r.db_name, r.tbl_name): r.write_id for r in conn.execute(
@@ -372,9 +373,9 @@ class SqlTransactions:
 
         def fn(conn: sa.Connection) -> None:
             row = shared.txn_row(conn, txn_id, for_update=True)
-            if row.txn_state == "aborted":
+            if row.txn_state == TxnState.ABORTED:
                 return None
-            if row.txn_state == "committed":
+            if row.txn_state == TxnState.COMMITTED:
                 raise TxnNotOpenError(txn_id, row.txn_state)
             shared.abort_txns(conn, [txn_id], reason or "aborted by caller", now)
             return None
@@ -436,7 +437,7 @@ class SqlTransactions:
 
         def fn(conn: sa.Connection) -> list[int]:
             ids = [r.txn_id for r in conn.execute(
-                sa.select(m.Txn.txn_id).where(m.Txn.txn_state == "open",
+                sa.select(m.Txn.txn_id).where(m.Txn.txn_state == TxnState.OPEN,
                                               m.Txn.txn_last_heartbeat < cutoff)
                 .order_by(m.Txn.txn_id).with_for_update(skip_locked=True))]
             shared.abort_txns(conn, ids, "timed out", now)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from acidflow.catalog.records import CommitRecord
+from acidflow.catalog.records import CommitRecord, TxnState
 from acidflow.catalog.sql import schema as m
 from acidflow.catalog.sql import shared
 from acidflow.catalog.sql.db import Database
@@ -39,17 +39,18 @@ class SqlWriteIds:
             horizon = txn_id
             if oldest_open:
                 horizon = conn.execute(sa.select(sa.func.min(m.Txn.txn_id))
-                                       .where(m.Txn.txn_state == "open")).scalar()
+                                       .where(m.Txn.txn_state == TxnState.OPEN)).scalar()
             hwm = conn.execute(sa.select(m.NextWriteId.nwi_next).where(
                 m.NextWriteId.db_name == db, m.NextWriteId.tbl_name == tbl)).scalar_one() - 1
             if as_of_write_id is not None:
                 hwm = min(hwm, as_of_write_id)
-            not_visible: sa.ColumnElement[bool] = m.Txn.txn_state.in_(("open", "aborted"))
+            not_visible: sa.ColumnElement[bool] = m.Txn.txn_state.in_((TxnState.OPEN,
+                                                                       TxnState.ABORTED))
             if horizon is not None:
                 # snapshot at open (Hive's ValidTxnList of openTxns): a transaction that
                 # committed after txn_id opened (commit id > txn_id; both come from one
                 # sequence) is still open for txn_id's reads
-                not_visible = sa.or_(not_visible, sa.and_(m.Txn.txn_state == "committed",
+                not_visible = sa.or_(not_visible, sa.and_(m.Txn.txn_state == TxnState.COMMITTED,
                                                           m.Txn.txn_commit_id > horizon))
             rows = conn.execute(
                 sa.select(m.TxnToWriteId.write_id, m.TxnToWriteId.txn_id, m.Txn.txn_state)
@@ -58,9 +59,10 @@ class SqlWriteIds:
                        m.TxnToWriteId.write_id <= hwm, not_visible)
                 .order_by(m.TxnToWriteId.write_id)).all()
             open_ids = tuple(r.write_id for r in rows
-                             if r.txn_state in ("open", "committed") and r.txn_id != txn_id)
+                             if r.txn_state in (TxnState.OPEN, TxnState.COMMITTED)
+                             and r.txn_id != txn_id)
             aborted = tuple(r.write_id for r in rows
-                            if r.txn_state == "aborted" and r.txn_id != txn_id)
+                            if r.txn_state == TxnState.ABORTED and r.txn_id != txn_id)
             return (f"{db}.{tbl}", hwm, open_ids, aborted, open_ids[0] if open_ids else None)
 
         return self.db.run(fn, write=False)
@@ -122,7 +124,7 @@ class SqlWriteIds:
                 .join(m.Txn, m.Txn.txn_id == m.TxnToWriteId.txn_id, isouter=True)
                 .where(m.TxnToWriteId.db_name == db, m.TxnToWriteId.tbl_name == tbl)
                 .order_by(m.TxnToWriteId.write_id)).all()
-            return [(r.write_id, r.txn_id, r.txn_state or "committed") for r in rows]
+            return [(r.write_id, r.txn_id, r.txn_state or TxnState.COMMITTED) for r in rows]
 
         return self.db.run(fn, write=False)
 

@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from acidflow.engine import conform
 from acidflow.engine.ports import StatementContext
+from acidflow.states import LockType
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -55,5 +56,5 @@ def apply_row_changes(txn: StatementContext, table_name: str,
         aligned: "DataFrame | pa.Table" = conform.aligned_arrow(inserts_df, table)
     else:
         aligned = conform.aligned(inserts_df, table)
-    txn.lock_table(table, "shared_write")
+    txn.lock_table(table, LockType.SHARED_WRITE)
     return txn.split_update(table, aligned, deletes_df, operation, counts, **options)

@@ -28,9 +28,11 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Union
 from acidflow.engine import lookup
 from acidflow.engine.ports import StatementContext
 from acidflow.engine.writer import WriteResult, write_delete_events
+from acidflow.errors import AcidflowError
 from acidflow.format.partitions import parse_partition_path
 from acidflow.format.table import TableDesc
 from acidflow.read import snapshot
+from acidflow.states import LockType
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -43,7 +45,7 @@ Expr = Union[str, "Column"]
 TARGET = "t"
 
 
-class DmlError(ValueError):
+class DmlError(AcidflowError, ValueError):
     """An UPDATE, DELETE or MERGE refused before anything was written (the message names the
     table, the column or key, and why)."""
 
@@ -210,7 +212,7 @@ def update(txn: StatementContext, table_name: str, where: Expr | None,
               for k, v in set_.items()}
     cond = to_column(where, what=f"update {table.name} where") if where is not None else None
     spark = txn.session()
-    txn.lock_table(table, "shared_write")
+    txn.lock_table(table, LockType.SHARED_WRITE)
     with analysis_errors(f"update {table.name}"):
         rows = target_rows(spark, txn, table, cond)
         matched = rows.where(cond) if cond is not None else rows
@@ -246,7 +248,7 @@ def delete_where(txn: StatementContext, table_name: str, where: "Expr | bool | N
                        "deletes every row)")
     cond = to_column(where, what=f"delete from {table.name} where")
     spark = txn.session()
-    txn.lock_table(table, "shared_write")
+    txn.lock_table(table, LockType.SHARED_WRITE)
     with analysis_errors(f"delete from {table.name}"):
         matched = target_rows(spark, txn, table, cond).where(cond)
         deletes = row_ids(matched, table).cache()

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 from acidflow.engine.ports import StatementContext
 from acidflow.engine.writer import FileRow, WriteResult, WriteSpec
 from acidflow.format.table import TableDesc
+from acidflow.states import LockType
 
 __all__ = ["begin_insert", "end_insert", "end_insert_statement"]
 
@@ -32,7 +33,7 @@ def begin_insert(txn: StatementContext, table_name: str, *, overwrite: bool = Fa
         acidflow.catalog.errors.LockTimeoutError: the lock was not granted.
     """
     table = txn.catalog.get_table(table_name)
-    txn.lock_table(table, "exclusive" if overwrite else "shared_write")
+    txn.lock_table(table, LockType.EXCLUSIVE if overwrite else LockType.SHARED_WRITE)
     (spec,) = txn.begin_statement(table, "base" if overwrite else "insert", **options)
     return table, spec
 

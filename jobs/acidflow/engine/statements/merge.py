@@ -41,6 +41,7 @@ from acidflow.format import keys
 from acidflow.format.partitions import make_partition_path
 from acidflow.format.table import TableDesc
 from acidflow.read import snapshot
+from acidflow.states import LockType
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -162,7 +163,7 @@ def _execute(b: MergeBuilder) -> WriteResult:
             insert_clauses.append((i, c, _insert_values(table, c, src_cols, scol, what)))
 
     spark = txn.session(b._source)
-    txn.lock_table(table, "shared_write")
+    txn.lock_table(table, LockType.SHARED_WRITE)
     target = dml.target_rows(spark, txn, table,
                              partitions=source_partitions(b, table)).alias(t)
     source = b._source.alias(s)

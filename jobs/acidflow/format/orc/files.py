@@ -42,6 +42,7 @@ import pyarrow.orc as paorc
 import pyorc
 from pyorc.converters import ORCConverter
 
+from acidflow.errors import AcidflowError
 from acidflow.format import types as htypes
 from acidflow.format.fileio import FileIO, join
 from acidflow.format.hivetypes import (
@@ -84,7 +85,7 @@ _EPOCH = _dt.datetime(1970, 1, 1)
 _EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 
-class AcidFileError(ValueError):
+class AcidFileError(AcidflowError, ValueError):
     """An event file that breaks the ACID file rules (names the file and the reason)."""
 
 

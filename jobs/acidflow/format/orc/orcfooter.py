@@ -29,6 +29,8 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
+from acidflow.errors import AcidflowError
+
 #: ``CompressionKind`` values of ``orc_proto.proto`` this module can rewrite
 COMPRESSION_NONE = 0
 COMPRESSION_ZLIB = 1
@@ -37,7 +39,7 @@ COMPRESSION_SNAPPY = 2
 _DEFAULT_BLOCK = 256 * 1024
 
 
-class OrcFooterError(ValueError):
+class OrcFooterError(AcidflowError, ValueError):
     """The bytes are not an ORC file this module can rewrite (message says why)."""
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from acidflow.errors import AcidflowError
 
-class PullError(RuntimeError):
+
+class PullError(AcidflowError, RuntimeError):
     """A PostgreSQL source operation cannot proceed: cannot connect, missing slot, wrong plugin,
     malformed slot output, busy landing directory ... The message names the slot, file or LSN
     and the reason (never the password)."""

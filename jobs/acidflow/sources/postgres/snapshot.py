@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable
 
+from acidflow.errors import AcidflowError
 from acidflow.sources.postgres.connection import connect, libpq_dsn
 
 COPY_SETTINGS = {
@@ -171,7 +172,7 @@ def copy_csv(conn: Any, table: PostgresTable, fileobj: IO[bytes], *,
                 cur.execute("SELECT set_config(%s, %s, false)", (k, v))
 
 
-class SnapshotNotFoundError(LookupError):
+class SnapshotNotFoundError(AcidflowError, LookupError):
     """A saved source snapshot has no entry or no file for the table (the message names both)."""
 
 
