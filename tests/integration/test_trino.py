@@ -30,7 +30,7 @@ from acidflow.read import table as reads
 from acidflow.engine.transaction import Transaction
 from acidflow.format.writeids import ValidWriteIdList
 from acidflow.catalog import Column, SqlCatalog, TableDef, load_catalog
-from acidflow.cli.trino import TrinoMissing, TrinoQueryError, locate_trino
+from devservers.trino import TrinoMissing, TrinoQueryError, locate_trino
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
 from tests.support.hms import require_hive_artifacts
