@@ -134,7 +134,7 @@ $(HADOOP_AWS_STAMP): tools/hadoop-aws/pom.xml
 # Trino-on-our-metastore test (tests/integration/test_trino.py): Maven copies the tar.gz from
 # Maven Central, GNU tar unpacks it into .cache/trino/ (the archive's plugin folders are hard
 # links, which Maven's own unpack turns into empty files), and every plugin but the Hive connector
-# is removed (~820 MB download, ~110 MB kept). Trino 476 runs on Java 24+: acidflow.cli.trino
+# is removed (~820 MB download, ~110 MB kept). Trino 476 runs on Java 24+: devservers.trino
 # uses $$ACIDFLOW_TRINO_JAVA_HOME, else /usr/lib/jvm/temurin-25-jdk-amd64. Idempotent (a stamp
 # file, re-fetched when the pom changes). A failure fails the target when CI=true; elsewhere it
 # warns and the Trino tests skip.
@@ -170,8 +170,11 @@ $(TRINO_STAMP): tools/trino/pom.xml
 
 # A Hive 3.1.3 metastore (thrift, DbTxnManager settings, Hive's compactor off) for a person, in
 # the foreground until Ctrl-C: prints its thrift:// URL. Options: make hms HMS_ARGS="--port 9083"
+# The servers are development tools (tools/devservers/, not part of the shipped package): tools/
+# goes on PYTHONPATH for them.
+DEVSERVERS := PYTHONPATH=$(CURDIR)/tools$${PYTHONPATH:+:$$PYTHONPATH}
 hms: setup
-	$(PY) -m acidflow.cli.hms $(HMS_ARGS)
+	$(DEVSERVERS) $(PY) -m devservers.hms $(HMS_ARGS)
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -206,7 +209,7 @@ demo: setup
 # sees (tables, write-id high watermarks), stops it and removes its folder.
 demo-hms: setup
 	@set -e; dir=$$(mktemp -d -t acidflow-demo-hms.XXXXXX); \
-	$(PY) -m acidflow.cli.hms --dir $$dir/hms > $$dir/hms.out 2>&1 & pid=$$!; \
+	$(DEVSERVERS) $(PY) -m devservers.hms --dir $$dir/hms > $$dir/hms.out 2>&1 & pid=$$!; \
 	trap 'kill $$pid 2>/dev/null; wait $$pid 2>/dev/null; rm -rf $$dir' EXIT; \
 	for i in $$(seq 240); do grep -q ' metastore: thrift://' $$dir/hms.out && break; \
 	  kill -0 $$pid 2>/dev/null || { cat $$dir/hms.out; exit 1; }; sleep 1; done; \

@@ -86,10 +86,10 @@ def postgres_url():
 def hive_metastore(tmp_path_factory):
     """A Hive 3.1.3 metastore thrift server on 127.0.0.1 for the whole session (embedded Derby
     initialised by Hive's schematool, DbTxnManager settings, Hive's compactor off; see
-    ``acidflow.cli.hms``): an object with ``.url`` (``thrift://127.0.0.1:<port>``),
+    ``devservers.hms``): an object with ``.url`` (``thrift://127.0.0.1:<port>``),
     ``.warehouse`` and ``.log``. Skips without the ``make hive-jars`` artifacts, fails instead
     when ``CI=true``. Stopped at the end of the session."""
-    from acidflow.cli.hms import start_metastore
+    from devservers.hms import start_metastore
     from tests.support.hms import require_hive_artifacts
 
     artifacts = require_hive_artifacts()
@@ -103,7 +103,7 @@ def hive_metastore(tmp_path_factory):
 @pytest.fixture(scope="session")
 def trino_server(hive_metastore, tmp_path_factory):
     """A Trino 476 server on 127.0.0.1 for the whole session, its ``hive`` catalog on the
-    ``hive_metastore`` fixture's metastore (``acidflow.cli.trino``; ``.url``, ``.execute(sql)``).
+    ``hive_metastore`` fixture's metastore (``devservers.trino``; ``.url``, ``.execute(sql)``).
     Skips without ``make trino-server`` artifacts, fails instead when ``CI=true``."""
     from tests.support.trino import session_trino
 

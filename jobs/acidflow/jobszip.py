@@ -3,7 +3,7 @@ ships so executors on a cluster without our venv can import ``acidflow``).
 
 The zip holds what executors and the job's driver run: every ``*.py`` of the package (and the
 Alembic migration scripts) except the driver-side code in :data:`DRIVER_ONLY` (``acidflow.cli``:
-the command line, the demo and the local Airflow runner; and this module). It is rebuilt
+the command line; ``acidflow.demo``: the demos and the local Airflow runner; and this module). It is rebuilt
 only when a source file changed (its name carries a digest of the sources), written to a
 temporary name and renamed, so concurrent tasks never see a partial zip.
 """
@@ -19,7 +19,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 JOBS_DIR = PACKAGE_DIR.parent
 DEFAULT_DIR = JOBS_DIR.parent / "build"
 #: package-relative paths that stay on the machine that runs the CLI or Airflow
-DRIVER_ONLY = ("cli/", "jobszip.py")
+DRIVER_ONLY = ("cli/", "demo/", "jobszip.py")
 
 
 def _sources() -> list[Path]:

@@ -61,7 +61,7 @@ import pytest
 from acidflow.read import table as reads
 from acidflow.format.writeids import ValidWriteIdList
 from acidflow.catalog.base import Catalog
-from acidflow.cli.hms import HiveArtifacts, HiveArtifactsMissing
+from devservers.hms import HiveArtifacts, HiveArtifactsMissing
 
 READER_MAIN = "acidflow.hive31.AcidRead"
 WRITER_MAIN = "acidflow.hive31.StreamWrite"

@@ -1,4 +1,4 @@
-"""The tables ``make demo`` writes (the CDC pgbench demo, ``acidflow.cli.demo.run_demo``: the
+"""The tables ``make demo`` writes (the CDC pgbench demo, ``acidflow.demo.pgbench.run_demo``: the
 committed wal2json batches applied to the four pgbench tables, reconciled against the source)
 read by Hive 3.1.3's own ACID reader: exactly acidflow's snapshot, ROW__IDs included, after the
 batches (also at an older write id), after a minor compaction, after the cleaner, and after a
@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from acidflow.cli.demo import run_demo
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
+from acidflow.demo.pgbench import run_demo
+
 from tests.compat.hive31 import Hive31Oracle, require_hive31_tools, same_as_acidflow
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from acidflow.catalog import SqlCatalog
-from acidflow.cli.localairflow import airflow_env, dags_test, migrate
+from acidflow.demo.localairflow import airflow_env, dags_test, migrate
 from acidflow.read.table import read_table
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]

@@ -2,7 +2,7 @@
 
 A master and a worker run on 127.0.0.1 (free ports, REST submission server off, private work,
 log and conf dirs under the test's tmp dir) from a **clean environment**: no ``PYTHONPATH``, no
-virtualenv on ``PATH``. The DAG runs with ``airflow dags test`` (``acidflow.cli.localairflow``) on a
+virtualenv on ``PATH``. The DAG runs with ``airflow dags test`` (``acidflow.demo.localairflow``) on a
 private ``AIRFLOW_HOME`` whose ``spark_default`` points at the master, so the task goes through
 ``AcidflowSparkSubmitOperator`` -> ``SparkSubmitOperator`` -> ``spark-submit --master spark://...``
 with the ``jobs`` zip in ``--py-files``. The driver-side shortcuts for small batches
@@ -220,7 +220,7 @@ def _probe(master_url: str, tmp: Path, zip_path: Path) -> list[dict]:
 def test_acid_cdc_dag_on_standalone_cluster(tmp_path):
     from acidflow.catalog import SqlCatalog
     from acidflow.cdc.changes import POSITION_COLUMN
-    from acidflow.cli.localairflow import airflow_env, dags_test, migrate
+    from acidflow.demo.localairflow import airflow_env, dags_test, migrate
     from acidflow.read.table import read_table
 
     t0 = time.monotonic()

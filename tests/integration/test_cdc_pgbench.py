@@ -13,7 +13,7 @@ import pytest
 
 from acidflow.catalog import SqlCatalog
 from acidflow.cdc.apply import CdcOptions, apply_path
-from acidflow.cli.demo import SAMPLE_DIR, TABLES_YAML, run_demo
+from acidflow.demo.pgbench import SAMPLE_DIR, TABLES_YAML, run_demo
 from acidflow.quality.reconcile import reconcile
 from acidflow.sources.postgres.pull import pull
 from acidflow.sources.postgres.snapshot import PostgresSource

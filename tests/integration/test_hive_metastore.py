@@ -1,5 +1,5 @@
 """Smoke test of issue 11's first step: a real Hive 3.1.3 metastore (``make hive-jars``,
-``acidflow.cli.hms``) and the Python thrift client (``pymetastore``'s generated
+``devservers.hms``) and the Python thrift client (``pymetastore``'s generated
 ``ThriftHiveMetastore.Client``) doing Hive's ACID calls against it.
 
 Every value asserted comes from the metastore over thrift: the transactional ORC table as Hive
@@ -9,6 +9,7 @@ compaction queue. Without the Hive artifacts the module skips, or fails when ``C
 """
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -46,7 +47,7 @@ from acidflow.catalog.hms.client import (
     to_valid_write_ids,
     valid_txn_list,
 )
-from acidflow.cli.hms import (
+from devservers.hms import (
     HiveArtifacts,
     HiveArtifactsMissing,
     MetastoreStartError,
@@ -286,10 +287,13 @@ def test_metastore_on_postgresql(postgres_url, tmp_path):
 
 
 def test_make_hms_prints_the_url_and_stops_on_sigterm(tmp_path):
-    """``python -m acidflow.cli.hms`` (``make hms``) prints a thrift URL that answers, and
+    """``python -m devservers.hms`` (``make hms``) prints a thrift URL that answers, and
     stops the metastore on SIGTERM."""
-    proc = subprocess.Popen([sys.executable, "-m", "acidflow.cli.hms", "--dir", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    tools = str(Path(__file__).resolve().parents[2] / "tools")  # where devservers lives
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [tools, *filter(None, [os.environ.get("PYTHONPATH")])]))
+    proc = subprocess.Popen([sys.executable, "-m", "devservers.hms", "--dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()

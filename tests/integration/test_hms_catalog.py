@@ -44,7 +44,7 @@ from acidflow.catalog.hms.client import (
     valid_txn_list,
 )
 from acidflow.catalog.hms.tables import NotAnAcidTableError
-from acidflow.cli.hms import _ALWAYS_TASKS, start_metastore
+from devservers.hms import _ALWAYS_TASKS, start_metastore
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
 from tests.support import acidtables as at

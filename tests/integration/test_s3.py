@@ -224,7 +224,7 @@ def test_failed_compaction_output_is_never_visible_and_is_cleaned(s3_spark, cata
 @pytest.mark.spark
 @pytest.mark.slow
 def test_cdc_demo_on_s3_reconciles_exactly(s3_spark, catalog):
-    from acidflow.cli.demo import run_demo
+    from acidflow.demo.pgbench import run_demo
 
     summary = run_demo(s3_spark, catalog)
     assert summary.ok, summary.tables

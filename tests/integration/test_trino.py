@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from acidflow.read import table as reads
-from acidflow.engine.transaction import Transaction
-from acidflow.format.writeids import ValidWriteIdList
 from acidflow.catalog import Column, TableDef, load_catalog
-from acidflow.cli.trino import TrinoMissing, TrinoQueryError, locate_trino
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
+from acidflow.engine.transaction import Transaction
+from acidflow.format.writeids import ValidWriteIdList
+from acidflow.read import table as reads
+from devservers.trino import TrinoMissing, TrinoQueryError, locate_trino
+
 from tests.support.hms import require_hive_artifacts
 from tests.support.trino import (
     local_path,

@@ -14,7 +14,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from acidflow.cli.localairflow import airflow_env, migrate
+from acidflow.demo.localairflow import airflow_env, migrate
 
 BIN = Path(sys.executable).parent
 PASSWORD = "acidflow-e2e-admin"

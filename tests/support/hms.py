@@ -1,7 +1,7 @@
 """Test helpers for the Hive 3.1.3 metastore (issue 11): artifacts or skip, and a hand-made
 transactional ORC table with Hive's storage descriptor.
 
-The metastore itself is started by ``acidflow.cli.hms.start_metastore`` (one per test session:
+The metastore itself is started by ``devservers.hms.start_metastore`` (one per test session:
 the ``hive_metastore`` fixture in ``tests/conftest.py``); the thrift client and the
 ``ValidTxnList`` helpers are :mod:`acidflow.catalog.hms.client`'s.
 """
@@ -13,7 +13,7 @@ import pytest
 from pymetastore.hive_metastore.ttypes import FieldSchema, SerDeInfo, StorageDescriptor, Table
 
 from acidflow.catalog.hms.client import ORC_INPUT, ORC_OUTPUT, ORC_SERDE
-from acidflow.cli.hms import HiveArtifacts, HiveArtifactsMissing
+from devservers.hms import HiveArtifacts, HiveArtifactsMissing
 
 
 def require_hive_artifacts() -> HiveArtifacts:

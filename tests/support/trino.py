@@ -56,7 +56,7 @@ from acidflow.catalog.hms.client import (
     to_valid_write_ids,
     valid_txn_list,
 )
-from acidflow.cli.trino import TrinoMissing, TrinoServer, locate_trino, start_trino, trino_java_home
+from devservers.trino import TrinoMissing, TrinoServer, locate_trino, start_trino, trino_java_home
 
 HOST = socket.gethostname()
 
@@ -77,7 +77,7 @@ def require_trino() -> Path:
 @contextmanager
 def session_trino(metastore_url: str, workdir: Path) -> Iterator[TrinoServer]:
     """A Trino 476 server (coordinator + worker, ``-Xmx1G``) on 127.0.0.1, its ``hive``
-    catalog on ``metastore_url`` (``acidflow.cli.trino``), stopped on exit: the body of the
+    catalog on ``metastore_url`` (``devservers.trino``), stopped on exit: the body of the
     session fixture ``trino_server`` in ``tests/conftest.py``. Skips without ``make
     trino-server`` (fails when ``CI=true``)."""
     home = require_trino()

@@ -6,7 +6,9 @@ itself is in ``pyproject.toml`` (``[tool.importlinter]``, run by ``make lint``).
   ``dags/acidflow_common.py``, which imports public names only (no ``acidflow.cli``, no module of
   the catalog's implementation, nothing whose name starts with ``_``);
 * the plugin module imports only its UI package and Airflow;
-* no module of the package, the DAGs or the plugin edits ``sys.path``.
+* no module of the package, the DAGs or the plugin edits ``sys.path``;
+* nothing shipped (the package, the DAGs, the plugin) imports the development servers
+  (``tools/devservers``: the metastore and Trino of ``make hms`` and the tests).
 """
 from __future__ import annotations
 
@@ -76,3 +78,14 @@ def test_no_sys_path_edits():
     assert files
     offenders = [str(p.relative_to(REPO)) for p in files if _edits_sys_path(p)]
     assert not offenders, offenders
+
+
+def test_nothing_shipped_imports_the_devservers():
+    files = [*(REPO / "jobs").rglob("*.py"), *(REPO / "dags").glob("*.py"),
+             *(REPO / "plugins").rglob("*.py")]
+    assert files
+    offenders = [(str(p.relative_to(REPO)), m) for p in files for m, _ in _imports(p)
+                 if m.split(".")[0] == "devservers"]
+    assert not offenders, offenders
+    assert (REPO / "tools" / "devservers" / "hms.py").is_file()
+    assert not (REPO / "jobs" / "acidflow" / "cli" / "hms.py").exists()

@@ -2,8 +2,8 @@
 
 It must hold everything executors and the job's driver run (the format, the catalog client, the
 jobs, the spark-submit entry, the Alembic migrations) and nothing of the driver-side command line
-(``acidflow.cli``: CLI, demo, local-Airflow helpers), and the job modules must import from it
-without the CLI."""
+(``acidflow.cli``) nor of the demos (``acidflow.demo``: demos, local-Airflow helpers), and the
+job modules must import from it without the CLI or the demos."""
 from __future__ import annotations
 
 import os
@@ -36,8 +36,8 @@ def test_zip_holds_what_executors_run(tmp_path):
 
 def test_zip_leaves_the_driver_side_out(tmp_path):
     names = _names(tmp_path)
-    assert jobszip.DRIVER_ONLY == ("cli/", "jobszip.py")
-    assert not [n for n in names if n.startswith("acidflow/cli/")]
+    assert jobszip.DRIVER_ONLY == ("cli/", "demo/", "jobszip.py")
+    assert not [n for n in names if n.startswith(("acidflow/cli/", "acidflow/demo/"))]
     assert "acidflow/jobszip.py" not in names
     for gone in ("acidflow/demo.py", "acidflow/localairflow.py"):
         assert gone not in names
@@ -59,7 +59,7 @@ def test_job_modules_import_from_the_zip_without_the_cli(tmp_path):
         "for m in ('acidflow.cdc.entry', 'acidflow.compactor.entry', 'acidflow.ingest.entry',\n"
         "          'acidflow.validation'):\n"
         "    importlib.import_module(m)\n"
-        "assert not [m for m in sys.modules if m.startswith('acidflow.cli')]\n"
+        "assert not [m for m in sys.modules if m.startswith(('acidflow.cli', 'acidflow.demo'))]\n"
         "assert 'acidflow.jobszip' not in sys.modules\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

@@ -68,7 +68,7 @@ def _java(tmp: Path, name: str, classpath: str, *args: str) -> bytes:
 
 
 def _hive_classpath() -> str:
-    from acidflow.cli.hms import HiveArtifacts
+    from devservers.hms import HiveArtifacts
     try:
         arts = HiveArtifacts.locate()
     except Exception as exc:  # no Hive jars in this checkout

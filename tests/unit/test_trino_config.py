@@ -1,4 +1,4 @@
-"""acidflow.cli.trino without a JVM: the etc/ folder it writes for Trino 476 (one-process
+"""devservers.trino without a JVM: the etc/ folder it writes for Trino 476 (one-process
 coordinator + worker, the Hive connector on a thrift:// metastore with Hadoop's file system for
 file: locations) and its errors for bad input."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from acidflow.cli import trino
+from devservers import trino
 
 
 def _props(path: Path) -> dict[str, str]:

@@ -12,19 +12,18 @@ import datetime as _dt
 import decimal
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 from rich.table import Table
 
-from acidflow.catalog import Catalog, Column, NoSuchTableError, TableDef
+from acidflow.catalog import Catalog
 from acidflow.catalog.records import TxnState
 from acidflow.cli import catalog as catalog_cli
 from acidflow.cli import cdc as cdc_cli
 from acidflow.cli import compactor as compactor_cli
-from acidflow.cli import demo_timeline
+from acidflow.cli import demo as demo_cli
 from acidflow.cli import dml as dml_cli  # --- issue 12: dml
 from acidflow.cli import health as health_cli
 from acidflow.cli import history as history_cli
@@ -34,13 +33,10 @@ from acidflow.cli import table as table_cli
 from acidflow.cli import timeline as timeline_cli
 from acidflow.cli import validate as validate_cli
 from acidflow.cli.console import console, err
-from acidflow.cli.demo import SAMPLE_DIR, run_demo, run_demo_airflow
-from acidflow.engine.transaction import Transaction
 from acidflow.format.layout import ValidWriteIdList
 from acidflow.format.orc import files as acid_files
 from acidflow.read import history
 from acidflow.read import table as reads
-from acidflow.spark import get_spark
 from acidflow.storage.fs import TableFS
 
 app = typer.Typer(help="acidflow: Hive 3 full-ACID tables on Spark.", no_args_is_help=True,
@@ -267,108 +263,6 @@ def show_locks() -> None:
     console.print(t)
 
 
-@app.command("engine-demo")
-def engine_demo(rows: int = typer.Option(20_000, help="rows in the first insert")) -> None:
-    """Run the engine end to end on embedded defaults (Spark local, SQLite catalog, local
-    warehouse): create a bucketed table, insert, upsert (split-update), delete, then read the
-    snapshot back and check it against the expected rows. Exits 1 on any mismatch."""
-    t0 = time.monotonic()
-    cat_ = _catalog()
-    name = "demo.accounts"
-    try:
-        old = cat_.get_table(name)
-        cat_.drop_table(name)
-        TableFS(old.location).delete(old.location)
-    except NoSuchTableError:
-        pass
-    table = cat_.create_table(TableDef(
-        name=name, columns=[Column("aid", "int"), Column("balance", "bigint"),
-                            Column("owner", "string")],
-        primary_key=["aid"], num_buckets=4))
-    spark = get_spark("acidflow-demo")
-    expected = {i: (i * 100, f"owner-{i}") for i in range(rows)}
-    schema = "aid int, balance bigint, owner string"
-    with Transaction(cat_) as txn:
-        ins = txn.insert(name, spark.createDataFrame(
-            [(k, *v) for k, v in expected.items()], schema))
-    changes = [(i, -i, f"new-{i}") for i in list(range(0, rows, 10)) + list(range(rows, rows + 500))]
-    with Transaction(cat_) as txn:
-        up = txn.upsert(name, spark.createDataFrame(changes, schema))
-    expected.update({k: (b, o) for k, b, o in changes})
-    gone = list(range(5, rows, 20))
-    with Transaction(cat_) as txn:
-        dl = txn.delete(name, spark.createDataFrame([(k,) for k in gone], "aid int"))
-    for k in gone:
-        expected.pop(k, None)
-    got = {r["aid"]: (r["balance"], r["owner"]) for r in
-           reads.read_table(None, cat_, name).to_pylist()}
-    state = reads.acid_state_of(table.location, cat_.valid_write_ids(name))
-    summary = Table("step", "write id", "inserted", "updated", "deleted", "files")
-    summary.add_row("insert", str(ins.write_id), str(ins.rows_inserted), "0", "0", str(ins.files))
-    summary.add_row("upsert", str(up.write_id), str(up.rows_inserted), str(up.rows_updated), "0", str(up.files))
-    summary.add_row("delete", str(dl.write_id), "0", "0", str(dl.rows_deleted), str(dl.files))
-    console.print(summary)
-    console.print(f"table {name}: {len(got)} visible rows, deltas: "
-                  + ", ".join(d.name for d in state.deltas)
-                  + f"; {time.monotonic() - t0:.1f} s")
-    if got != expected:
-        missing = sorted(set(expected) - set(got))[:5]
-        extra = sorted(set(got) - set(expected))[:5]
-        wrong = sorted(k for k in set(got) & set(expected) if got[k] != expected[k])[:5]
-        err.print(f"[red]MISMATCH[/]: missing {missing}, unexpected {extra}, different {wrong}")
-        raise typer.Exit(1)
-    console.print("[green]snapshot matches the expected rows[/]")
-
-
-@app.command()
-def demo(sample_dir: Optional[Path] = typer.Option(None, help="sample data directory "
-                                                  "(default include/sample_data/pgbench)"),
-         direct: bool = typer.Option(False, "--direct",
-                                     help="run the CDC job in this process, without Airflow"),
-         airflow_home: Optional[Path] = typer.Option(None, help="AIRFLOW_HOME (default .airflow)")
-         ) -> None:
-    """The main job on embedded defaults: the acid_cdc DAG (``airflow dags test``, spark-submit
-    on local[2]) applies the pgbench change data captured from a real PostgreSQL 15 (wal2json)
-    to the four pgbench tables, the acid_compaction DAG compacts them, and every table is
-    reconciled against the source's saved final contents. Prints a summary; exits 1 on any
-    mismatch; a second run skips every batch."""
-    cat_ = _catalog()
-    if direct:
-        s = run_demo(get_spark("acidflow-demo"), cat_, sample_dir or SAMPLE_DIR)
-    else:
-        s = run_demo_airflow(cat_, airflow_home=airflow_home, sample_dir=sample_dir or SAMPLE_DIR)
-    cdc_cli.print_reports(s.batches)
-    for step in s.steps:
-        console.print(f"DAG {step['dag_id']}: {'success' if step['ok'] else 'FAILED'} "
-                      f"({step['seconds']:.0f} s)")
-    if s.compactions:
-        ct = Table("id", "table", "type", "state", "highest write id", title="compactions")
-        for c in s.compactions:
-            ct.add_row(str(c.id), c.table, c.type, c.state, str(c.highest_write_id or ""))
-        console.print(ct)
-    t = Table("table", "rows", "source rows", "high watermark", "base", "deltas",
-              "delete deltas", "reconciled", title="pgbench tables")
-    for name, st in s.tables.items():
-        t.add_row(name, str(st["rows"]), str(st["source_rows"]), str(st["high_watermark"]),
-                  st["base"] or "-", str(st["deltas"]), str(st["delete_deltas"]),
-                  "[green]exact[/]" if st["matches"] else
-                  f"[red]{st['differing_keys']} keys differ[/] {st['first_differing_keys']}")
-    console.print(t)
-    for line in s.history:  # issue 12: restore and rollback of one table
-        console.print(line, markup=False, highlight=False)
-    applied = sum(1 for b in s.batches if b.status in ("applied", "empty"))
-    skipped = sum(1 for b in s.batches if b.status == "skipped")
-    quarantined = sum(b.quarantined for b in s.batches if b.status != "skipped")
-    console.print(f"batches: {applied} applied, {skipped} skipped (already applied), "
-                  f"{quarantined} records quarantined; {s.seconds:.1f} s")
-    if not s.ok:
-        err.print("[red]MISMATCH[/]: a table does not reconcile with its source")
-        raise typer.Exit(1)
-    console.print("[green]every table reconciled exactly with its source[/]")
-    if not demo_timeline.show_timeline_and_incremental(cat_):  # --- issue 12: timeline
-        raise typer.Exit(1)
-
-
 def _register_subcommands() -> None:
     cdc_cli.register(app, cdc_app, show_app, _catalog)
     pull_cli.register(cdc_app)
@@ -381,6 +275,7 @@ def _register_subcommands() -> None:
     timeline_cli.register(app, _catalog)  # --- issue 12: timeline
     dml_cli.register(app, _catalog)  # --- issue 12: dml (delete --where, update --set)
     history_cli.register(app, _catalog)  # --- issue 12: hist (restore, rollback)
+    demo_cli.register(app, _catalog)
 
 
 _register_subcommands()

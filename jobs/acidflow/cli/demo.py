@@ -1,173 +1,117 @@
-"""The main job on embedded defaults: real PostgreSQL change data (pgbench through a wal2json
-slot, ``include/sample_data/pgbench``) applied to the four pgbench tables, then reconciled
-against the source tables' saved final contents.
-
-Two ways, same result:
-
-* :func:`run_demo_airflow` (what ``make demo`` runs): ``airflow dags test acid_cdc`` (spark-submit
-  ``cdc-upsert`` through ``SparkSubmitOperator``), then ``airflow dags test acid_compaction``
-  (initiator, workers, cleaner), then reconciliation, on a private ``AIRFLOW_HOME``
-  (``.airflow/``, SQLite) and Spark ``local[2]``;
-* :func:`run_demo` in this process (``acidflow demo --direct``).
-
-Steps: register the tables of ``include/tables/pgbench.yaml`` (bucketed by primary key),
-apply every landing file in LSN order as one batch each (``acidflow.cdc.apply``), reconcile every
-table (``acidflow.quality.reconcile``), print a summary. A second run skips every batch and leaves
-the tables identical.
-"""
+"""The demo commands: ``acidflow demo`` (the CDC pgbench demo, what ``make demo`` runs) and
+``acidflow engine-demo``. Thin: the demos themselves live in :mod:`acidflow.demo`; these
+functions run them and print what they did."""
 from __future__ import annotations
 
-import json
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import Callable, Optional
 
-from acidflow.catalog import Catalog, HiveMetastoreCatalog, SqlCatalog, TableDef
-from acidflow.cdc.apply import CdcOptions, apply_path
-from acidflow.cdc.tables import with_position_column
-from acidflow.cli.demo_history import restore_and_rollback
-from acidflow.cli.localairflow import DEFAULT_HOME, airflow_env, dags_test, migrate
-from acidflow.quality.reconcile import reconcile
-from acidflow.read.table import acid_state_of
-from acidflow.sources.postgres.snapshot import SavedSource
-from acidflow.tables_config import load_tables_config
+import typer
+from rich.table import Table
 
-if TYPE_CHECKING:  # annotations only: the Airflow demo path never starts a JVM here
-    from pyspark.sql import SparkSession
-
-REPO = Path(__file__).resolve().parents[3]
-SAMPLE_DIR = REPO / "include" / "sample_data" / "pgbench"
-TABLES_YAML = REPO / "include" / "tables" / "pgbench.yaml"
+from acidflow.catalog import Catalog
+from acidflow.cli import cdc as cdc_cli
+from acidflow.cli.console import console, err
+from acidflow.cli.timeline import timeline_table
+from acidflow.demo.engine import run_engine_demo
+from acidflow.demo.pgbench import SAMPLE_DIR, DemoSummary, run_demo, run_demo_airflow
+from acidflow.demo.timeline import DEMO_TABLE, describe, incremental_check
+from acidflow.spark import get_spark
+from acidflow.tableops.timeline import timeline
 
 
-@dataclass
-class DemoSummary:
-    """What the demo did.
-
-    Attributes:
-        batches: :class:`acidflow.cdc.apply.BatchReport` per landing file.
-        tables: per table ``{rows, high_watermark, deltas, delete_deltas, matches,
-            differing_keys}``.
-        seconds: wall time.
-    """
-
-    batches: list[Any] = field(default_factory=list)
-    tables: dict[str, dict[str, Any]] = field(default_factory=dict)
-    seconds: float = 0.0
-    compactions: list[Any] = field(default_factory=list)
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    history: list[str] = field(default_factory=list)  # issue 12: restore + rollback lines
-    history_ok: bool = True                             # ... and their reconciliations
-
-    @property
-    def ok(self) -> bool:
-        """Every table reconciled exactly."""
-        return (bool(self.tables) and all(t["matches"] for t in self.tables.values())
-                and self.history_ok)
-
-
-def run_demo(spark: SparkSession, catalog: Catalog, sample_dir: Path = SAMPLE_DIR,
-             tables_yaml: Path = TABLES_YAML) -> DemoSummary:
-    """Apply the sample batches and reconcile (see module docstring).
-
-    Raises:
-        FileNotFoundError: no sample data; any batch error (its transaction is aborted).
-    """
-    t0 = time.monotonic()
-    tables = load_tables_config(tables_yaml)
-    for tdef in tables.values():
-        catalog.create_table(with_position_column(tdef), if_not_exists=True)
-    out = DemoSummary()
-    out.batches = apply_path(spark, catalog, str(sample_dir / "landing"),
-                             CdcOptions(fmt="wal2json", tables=tables, target_db="pgbench"))
-    restore_and_rollback(catalog, sample_dir, out)  # issue 12: hist
-    reconcile_tables(spark, catalog, tables, sample_dir, out)
-    out.seconds = time.monotonic() - t0
-    return out
+def print_summary(s: DemoSummary) -> None:
+    """Print the CDC demo's batches, DAG steps, compactions, per-table reconciliation and
+    history lines, and the totals."""
+    cdc_cli.print_reports(s.batches)
+    for step in s.steps:
+        console.print(f"DAG {step['dag_id']}: {'success' if step['ok'] else 'FAILED'} "
+                      f"({step['seconds']:.0f} s)")
+    if s.compactions:
+        ct = Table("id", "table", "type", "state", "highest write id", title="compactions")
+        for c in s.compactions:
+            ct.add_row(str(c.id), c.table, c.type, c.state, str(c.highest_write_id or ""))
+        console.print(ct)
+    t = Table("table", "rows", "source rows", "high watermark", "base", "deltas",
+              "delete deltas", "reconciled", title="pgbench tables")
+    for name, st in s.tables.items():
+        t.add_row(name, str(st["rows"]), str(st["source_rows"]), str(st["high_watermark"]),
+                  st["base"] or "-", str(st["deltas"]), str(st["delete_deltas"]),
+                  "[green]exact[/]" if st["matches"] else
+                  f"[red]{st['differing_keys']} keys differ[/] {st['first_differing_keys']}")
+    console.print(t)
+    for line in s.history:  # restore and rollback of one table
+        console.print(line, markup=False, highlight=False)
+    applied = sum(1 for b in s.batches if b.status in ("applied", "empty"))
+    skipped = sum(1 for b in s.batches if b.status == "skipped")
+    quarantined = sum(b.quarantined for b in s.batches if b.status != "skipped")
+    console.print(f"batches: {applied} applied, {skipped} skipped (already applied), "
+                  f"{quarantined} records quarantined; {s.seconds:.1f} s")
 
 
-def reconcile_tables(spark: SparkSession | None, catalog: Catalog, tables: dict[str, TableDef],
-                     sample_dir: Path, out: DemoSummary) -> None:
-    """Reconcile each table with its saved source contents into ``out.tables``.
-
-    Args:
-        spark: a SparkSession, or ``None`` to read with pyarrow in this process.
-        tables: source table name -> its definition (``load_tables_config``).
-        sample_dir: holds the saved final contents of each source table.
-    """
-    for source, tdef in sorted(tables.items()):
-        res = reconcile(spark, catalog, tdef.name, SavedSource.from_dir(sample_dir, source))
-        valid = catalog.valid_write_ids(tdef.name)
-        state = acid_state_of(catalog.get_table(tdef.name).location, valid)
-        out.tables[tdef.name] = {
-            "rows": res.table_rows, "source_rows": res.source_rows,
-            "high_watermark": valid.high_watermark,
-            "base": state.base.name if state.base else "",
-            "deltas": sum(1 for d in state.deltas if not d.is_delete),
-            "delete_deltas": sum(1 for d in state.deltas if d.is_delete),
-            "matches": res.matches, "differing_keys": res.differing_keys,
-            "first_differing_keys": [str(k) for k in res.first_differing_keys[:3]]}
-
-
-def _last_json(text: str, key: str) -> Any:
-    """The last JSON object in ``text`` that has ``key`` (a job's summary line)."""
-    for line in reversed(text.splitlines()):
-        i = line.find("{" + json.dumps(key))
-        while i >= 0:
-            try:
-                obj, _ = json.JSONDecoder().raw_decode(line[i:])
-                return obj
-            except ValueError:
-                i = line.find("{" + json.dumps(key), i + 1)
-    return None
-
-
-def run_demo_airflow(catalog: Catalog, *, airflow_home: Path | None = None,
-                     sample_dir: Path = SAMPLE_DIR, tables_yaml: Path = TABLES_YAML,
-                     compaction: bool = True) -> DemoSummary:
-    """The demo through Airflow (see module docstring): ``acid_cdc`` then ``acid_compaction``
-    with ``airflow dags test``, then reconciliation with pyarrow in this process.
-
-    Raises:
-        RuntimeError: a DAG run did not succeed (the message holds the end of its output).
-        TypeError: ``catalog`` is neither a :class:`SqlCatalog` nor a
-            :class:`HiveMetastoreCatalog` (the DAG runs get its URL).
-    """
-    if isinstance(catalog, SqlCatalog):
-        url = catalog.url.render_as_string(hide_password=False)
-    elif isinstance(catalog, HiveMetastoreCatalog):
-        url = catalog.job_url()
+def show_timeline_and_incremental(catalog: Catalog, table: str = DEMO_TABLE,
+                                  limit: int = 10) -> bool:
+    """Print the timeline of ``table`` (newest ``limit`` entries) and the demo's incremental
+    check (:func:`acidflow.demo.timeline.incremental_check`); returns False when the check
+    found a difference."""
+    console.print(timeline_table(timeline(catalog, table, limit=limit),
+                                 title=f"{table}: acidflow commits (newest {limit})"))
+    chk = incremental_check(catalog, table)
+    if chk.skipped:
+        console.print(f"incremental pull: skipped ({chk.skipped})")
+        return True
+    if chk.ok:
+        console.print(describe(chk, table) + " [green]equal[/]")
     else:
-        raise TypeError(f"the Airflow demo hands its DAG runs a catalog URL; "
-                        f"got a {type(catalog).__name__}")
-    t0 = time.monotonic()
-    env = airflow_env(airflow_home or DEFAULT_HOME, warehouse=catalog.warehouse,
-                      extra={"ACIDFLOW_CATALOG_URL": url})
-    migrate(env)
-    out = DemoSummary()
-    runs: list[tuple[str, dict[str, Any]]] = [("acid_cdc", {"source": "landing", "format": "wal2json",
-                          "input_path": str(sample_dir / "landing"),
-                          "tables_config": str(tables_yaml), "target_db": "pgbench"})]
-    if compaction:
-        runs.append(("acid_compaction", {"table_filter": "pgbench.*", "dry_run": False}))
-    for dag_id, conf in runs:
-        t = time.monotonic()
-        r = dags_test(dag_id, env, conf=conf)
-        text = r.stdout + r.stderr
-        ok = r.returncode == 0 and "state=success" in text
-        out.steps.append({"dag_id": dag_id, "ok": ok, "seconds": time.monotonic() - t})
-        if not ok:
-            raise RuntimeError(f"airflow dags test {dag_id} failed (rc {r.returncode}):\n"
-                               + text[-4000:])
-        if dag_id == "acid_cdc":
-            summary = _last_json(text, "batches") or {"batches": []}
-            out.batches = [SimpleNamespace(**b) for b in summary["batches"]]
-    if compaction:
-        out.compactions = [c for c in catalog.list_compactions()
-                           if c.table.startswith("pgbench.")]
-    restore_and_rollback(catalog, sample_dir, out)  # issue 12: hist
-    reconcile_tables(None, catalog, load_tables_config(tables_yaml), sample_dir, out)
-    out.seconds = time.monotonic() - t0
-    return out
+        err.print(describe(chk, table) + " [red]DIFFERENT[/]")
+    return chk.ok
+
+
+def register(app: typer.Typer, catalog_factory: Callable[[], Catalog]) -> None:
+    """Add ``demo`` and ``engine-demo`` to ``app``."""
+
+    @app.command("engine-demo")
+    def engine_demo(rows: int = typer.Option(20_000, help="rows in the first insert")) -> None:
+        """Run the engine end to end on embedded defaults (Spark local, SQLite catalog, local
+        warehouse): create a bucketed table, insert, upsert (split-update), delete, then read the
+        snapshot back and check it against the expected rows. Exits 1 on any mismatch."""
+        res = run_engine_demo(get_spark("acidflow-demo"), catalog_factory(), rows)
+        summary = Table("step", "write id", "inserted", "updated", "deleted", "files")
+        for step, w in res.steps:
+            summary.add_row(step, str(w.write_id), str(w.rows_inserted), str(w.rows_updated),
+                            str(w.rows_deleted), str(w.files))
+        console.print(summary)
+        console.print(f"table {res.table}: {res.visible_rows} visible rows, deltas: "
+                      + ", ".join(res.deltas) + f"; {res.seconds:.1f} s")
+        if not res.ok:
+            err.print(f"[red]MISMATCH[/]: missing {res.missing}, unexpected {res.unexpected}, "
+                      f"different {res.different}")
+            raise typer.Exit(1)
+        console.print("[green]snapshot matches the expected rows[/]")
+
+    @app.command()
+    def demo(sample_dir: Optional[Path] = typer.Option(None, help="sample data directory "
+                                                      "(default include/sample_data/pgbench)"),
+             direct: bool = typer.Option(False, "--direct",
+                                         help="run the CDC job in this process, without Airflow"),
+             airflow_home: Optional[Path] = typer.Option(None,
+                                                         help="AIRFLOW_HOME (default .airflow)")
+             ) -> None:
+        """The main job on embedded defaults: the acid_cdc DAG (``airflow dags test``,
+        spark-submit on local[2]) applies the pgbench change data captured from a real
+        PostgreSQL 15 (wal2json) to the four pgbench tables, the acid_compaction DAG compacts
+        them, and every table is reconciled against the source's saved final contents. Prints a
+        summary; exits 1 on any mismatch; a second run skips every batch."""
+        cat_ = catalog_factory()
+        if direct:
+            s = run_demo(get_spark("acidflow-demo"), cat_, sample_dir or SAMPLE_DIR)
+        else:
+            s = run_demo_airflow(cat_, airflow_home=airflow_home,
+                                 sample_dir=sample_dir or SAMPLE_DIR)
+        print_summary(s)
+        if not s.ok:
+            err.print("[red]MISMATCH[/]: a table does not reconcile with its source")
+            raise typer.Exit(1)
+        console.print("[green]every table reconciled exactly with its source[/]")
+        if not show_timeline_and_incremental(cat_):
+            raise typer.Exit(1)

@@ -1,7 +1,8 @@
 """Run acidflow's DAGs on embedded defaults, as ``make demo`` and the tests do: a private
 ``AIRFLOW_HOME`` (SQLite metadata), the repo's ``dags/`` and ``plugins/``, ``spark_default`` =
 ``local[2]``, the venv's ``bin`` first on ``PATH``. Only builds environments and runs the
-``airflow`` command in subprocesses: nothing here imports Airflow.
+``airflow`` command in subprocesses: nothing here imports Airflow. Driver-side only (never in
+the executor zip), like the rest of :mod:`acidflow.demo`.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A real Hive 3.1.3 metastore (HMS) on 127.0.0.1, for the tests and for a person (issue 11).
+"""A real Hive 3.1.3 metastore (HMS) on 127.0.0.1, for the tests and for a person.
 
 The Hive artifacts come from ``make hive-jars`` (``tools/hive/pom.xml``) in a cache folder,
 ``.cache/hive/`` at the repository root unless ``$ACIDFLOW_HIVE_CACHE`` says otherwise::
@@ -25,16 +25,16 @@ Java: Hive 3.1.3 is built for Java 8; on Java 17 the metastore and schematool ne
 locks, compaction requests): :data:`JAVA_OPTIONS` is empty on purpose and is where such a flag
 would go.
 
-``python -m acidflow.cli.hms`` (``make hms``) runs one in the foreground until Ctrl-C and prints
-its ``thrift://`` URL; the test suite's ``hive_metastore`` fixture (``tests/conftest.py``) starts
-one per test session.
+``python -m devservers.hms`` (``make hms``, with ``tools/`` on ``sys.path``) runs one in the
+foreground until Ctrl-C and prints its ``thrift://`` URL; the test suite's ``hive_metastore``
+fixture (``tests/conftest.py``) starts one per test session. A development tool: not part of the
+shipped ``acidflow`` package.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -43,12 +43,18 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import TracebackType
 from xml.sax.saxutils import escape
 
 from sqlalchemy.engine import make_url
 
-from acidflow.errors import AcidflowError
+from devservers.process import cache_dir, free_port, serve_foreground, stop_process, tail
+
+__all__ = [
+    "HIVE_VERSION", "HIVE_CACHE_ENV", "BackingDb", "HiveArtifacts", "HiveArtifactsMissing",
+    "HiveMetastore", "MetastoreStartError", "backing_db", "default_cache_dir", "free_port",
+    "main", "site_properties", "start_metastore", "write_site_xml",
+]
 
 HIVE_VERSION = "3.1.3"
 HIVE_CACHE_ENV = "ACIDFLOW_HIVE_CACHE"
@@ -64,7 +70,7 @@ _ALWAYS_TASKS = (
 )
 _SRC_DIR = f"apache-hive-metastore-{HIVE_VERSION}-src"
 _LOG4J2 = """\
-# written by acidflow.cli.hms: INFO from the metastore, WARN from the rest, to stdout (the log)
+# written by devservers.hms: INFO from the metastore, WARN from the rest, to stdout (the log)
 status = WARN
 appender.console.type = Console
 appender.console.name = console
@@ -79,11 +85,11 @@ logger.datanucleus.level = WARN
 """
 
 
-class HiveArtifactsMissing(AcidflowError, RuntimeError):
+class HiveArtifactsMissing(RuntimeError):
     """The Hive jars / scripts of ``make hive-jars`` are not in the cache folder (named)."""
 
 
-class MetastoreStartError(AcidflowError, RuntimeError):
+class MetastoreStartError(RuntimeError):
     """schematool or the metastore failed or did not listen in time; the message names the
     command's log file and carries its tail."""
 
@@ -94,7 +100,7 @@ def default_cache_dir() -> Path:
     env = os.environ.get(HIVE_CACHE_ENV)
     if env:
         return Path(env).expanduser().resolve()
-    return Path(__file__).resolve().parents[3] / ".cache" / "hive"
+    return cache_dir() / "hive"
 
 
 @dataclass(frozen=True)
@@ -258,21 +264,6 @@ def write_site_xml(path: Path, props: Mapping[str, str]) -> Path:
     return path
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that was free on ``host`` a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        text = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return "(no log)"
-    return "\n".join(text[-lines:])
-
-
 def _java() -> str:
     home = os.environ.get("JAVA_HOME")
     if home and (Path(home) / "bin" / "java").exists():
@@ -309,14 +300,7 @@ class HiveMetastore:
     def stop(self, timeout_s: float = 30.0) -> None:
         """SIGTERM the JVM (its shutdown hook closes the thrift server), SIGKILL after
         ``timeout_s`` seconds. Idempotent."""
-        if self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout_s)
+        stop_process(self.process, timeout_s)
 
     def __enter__(self) -> "HiveMetastore":
         return self
@@ -386,11 +370,11 @@ def start_metastore(workdir: Path, *, port: int | None = None, backing_db_url: s
         except subprocess.TimeoutExpired:
             raise MetastoreStartError(
                 f"Hive schematool -initSchema on {db.display} did not finish in {timeout_s:.0f}s;"
-                f" {schema_log}:\n{_tail(schema_log)}") from None
+                f" {schema_log}:\n{tail(schema_log)}") from None
     if done.returncode != 0:
         raise MetastoreStartError(
             f"Hive schematool -initSchema -dbType {db.db_type} on {db.display} failed (exit"
-            f" {done.returncode}); {schema_log}:\n{_tail(schema_log)}")
+            f" {done.returncode}); {schema_log}:\n{tail(schema_log)}")
 
     log = workdir / "metastore.log"
     with log.open("wb") as out:
@@ -402,7 +386,7 @@ def start_metastore(workdir: Path, *, port: int | None = None, backing_db_url: s
         if proc.poll() is not None:
             raise MetastoreStartError(
                 f"Hive metastore on port {port} exited with {proc.returncode} before listening;"
-                f" {log}:\n{_tail(log)}")
+                f" {log}:\n{tail(log)}")
         try:
             with socket.create_connection((hms.host, port), timeout=1.0):
                 return hms
@@ -412,14 +396,14 @@ def start_metastore(workdir: Path, *, port: int | None = None, backing_db_url: s
             hms.stop()
             raise MetastoreStartError(
                 f"Hive metastore did not accept connections on {hms.url} within"
-                f" {timeout_s:.0f}s; {log}:\n{_tail(log)}")
+                f" {timeout_s:.0f}s; {log}:\n{tail(log)}")
         time.sleep(0.25)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m acidflow.cli.hms`` / ``make hms``: start a metastore, print its URL, serve in
+    """``python -m devservers.hms`` / ``make hms``: start a metastore, print its URL, serve in
     the foreground until Ctrl-C (or SIGTERM), then stop it. Returns the exit status."""
-    ap = argparse.ArgumentParser(prog="python -m acidflow.cli.hms", description=(
+    ap = argparse.ArgumentParser(prog="python -m devservers.hms", description=(
         f"Run a Hive {HIVE_VERSION} metastore (thrift, DbTxnManager, Hive's compactor off) on"
         " 127.0.0.1 until Ctrl-C."))
     ap.add_argument("--port", type=int, default=None, help="thrift port (default: a free one)")
@@ -441,23 +425,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 
-    def _stop(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, _stop)
     print(f"Hive {HIVE_VERSION} metastore: {hms.url}  (started in"
           f" {time.monotonic() - started:.1f}s)\n"
           f"  warehouse: {hms.warehouse}\n  backing db: {hms.db.display}\n  log: {hms.log}\n"
           f"  clients: hive.metastore.uris={hms.url}   (Ctrl-C stops it)", flush=True)
     try:
-        while hms.running():
-            time.sleep(0.5)
-        print(f"error: the metastore exited ({hms.process.returncode}); {hms.log}:\n"
-              f"{_tail(hms.log)}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("stopping the metastore", flush=True)
-        return 0
+        return serve_foreground(hms.process, hms.log, "the metastore")
     finally:
         hms.stop()
         if tmp:

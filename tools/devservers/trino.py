@@ -1,4 +1,4 @@
-"""A Trino server on 127.0.0.1 whose Hive connector uses a Hive metastore (issue 11, deliverable 8).
+"""A Trino server on 127.0.0.1 whose Hive connector uses a Hive metastore.
 
 The server comes from ``make trino-server`` (``tools/trino/pom.xml``: ``io.trino:trino-server``
 476's tar.gz from Maven Central, unpacked with the Hive connector's plugin only) in
@@ -29,14 +29,14 @@ expired (before that a write fails with "nodes is empty"), and stops the JVM
 Trino's client REST protocol (``POST /v1/statement``, then ``nextUri`` until done) with
 ``requests``: no Trino client library is needed.
 
-``python -m acidflow.cli.trino --metastore thrift://127.0.0.1:9083`` runs one in the foreground
-until Ctrl-C and prints its HTTP URL (``make hms`` starts a metastore).
+``python -m devservers.trino --metastore thrift://127.0.0.1:9083`` (with ``tools/`` on
+``sys.path``) runs one in the foreground until Ctrl-C and prints its HTTP URL (``make hms``
+starts a metastore). A development tool: not part of the shipped ``acidflow`` package.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -45,14 +45,13 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import TracebackType
 from typing import Any
 from urllib.parse import urlparse
 
 import requests
 
-from acidflow.cli.hms import free_port
-from acidflow.errors import AcidflowError
+from devservers.process import cache_dir, free_port, serve_foreground, stop_process, tail
 
 TRINO_VERSION = "476"
 TRINO_HOME_ENV = "ACIDFLOW_TRINO_HOME"
@@ -66,16 +65,16 @@ HIVE_CATALOG = "hive"
 NODE_MAP_MEMO_S = 5.5
 
 
-class TrinoMissing(AcidflowError, RuntimeError):
+class TrinoMissing(RuntimeError):
     """The ``make trino-server`` folder or a Java 24+ JDK is absent (names what and the fix)."""
 
 
-class TrinoStartError(AcidflowError, RuntimeError):
+class TrinoStartError(RuntimeError):
     """The server exited or did not report started in time; names the log and carries its
     tail."""
 
 
-class TrinoQueryError(AcidflowError, RuntimeError):
+class TrinoQueryError(RuntimeError):
     """Trino failed a statement: carries Trino's error name and message and the SQL."""
 
     def __init__(self, sql: str, error: Mapping[str, Any]) -> None:
@@ -90,8 +89,7 @@ def default_trino_home() -> Path:
     env = os.environ.get(TRINO_HOME_ENV)
     if env:
         return Path(env).expanduser().resolve()
-    root = Path(__file__).resolve().parents[3]
-    return root / ".cache" / "trino" / f"trino-server-{TRINO_VERSION}"
+    return cache_dir() / "trino" / f"trino-server-{TRINO_VERSION}"
 
 
 def trino_java_home() -> Path:
@@ -166,14 +164,6 @@ def jvm_options(heap: str) -> list[str]:
     server JVM (``-Djdk.attach.allowAttachSelf=true``)."""
     return ["-server", f"-Xmx{heap}", "-XX:+UseG1GC", "-XX:+ExitOnOutOfMemoryError", "-XX:+EnableDynamicAgentLoading",
             "-Djdk.attach.allowAttachSelf=true", "-Dfile.encoding=UTF-8"]
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        text = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return "(no log)"
-    return "\n".join(text[-lines:])
 
 
 def rss_mib(pid: int) -> float | None:
@@ -254,14 +244,7 @@ class TrinoServer:
     def stop(self, timeout_s: float = 30.0) -> None:
         """SIGTERM the JVM (Trino's graceful shutdown hook), SIGKILL after ``timeout_s``
         seconds. Idempotent."""
-        if self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout_s)
+        stop_process(self.process, timeout_s)
 
     def __enter__(self) -> "TrinoServer":
         return self
@@ -358,11 +341,11 @@ def start_trino(workdir: Path, metastore_url: str, *, port: int | None = None,
     while not (_started(server.url) and _node_active(server)):
         if proc.poll() is not None:
             raise TrinoStartError(f"Trino exited with {proc.returncode} before it started;"
-                                  f" {log}:\n{_tail(log)}")
+                                  f" {log}:\n{tail(log)}")
         if time.monotonic() > deadline:
             server.stop()
             raise TrinoStartError(f"Trino on {server.url} did not report started within"
-                                  f" {timeout_s:.0f}s; {log}:\n{_tail(log)}")
+                                  f" {timeout_s:.0f}s; {log}:\n{tail(log)}")
         time.sleep(0.5)
     # The node schedulers memoize the active-node map for 5 s: one computed before this node
     # was active ("nodes is empty" at NodePartitioningManager.createArbitraryBucketToNode, seen
@@ -373,9 +356,9 @@ def start_trino(workdir: Path, metastore_url: str, *, port: int | None = None,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m acidflow.cli.trino --metastore thrift://...``: start Trino on that metastore,
+    """``python -m devservers.trino --metastore thrift://...``: start Trino on that metastore,
     print its URL, serve in the foreground until Ctrl-C (or SIGTERM). Returns the exit status."""
-    ap = argparse.ArgumentParser(prog="python -m acidflow.cli.trino", description=(
+    ap = argparse.ArgumentParser(prog="python -m devservers.trino", description=(
         f"Run Trino {TRINO_VERSION} with a 'hive' catalog on a Hive metastore until Ctrl-C."))
     ap.add_argument("--metastore", required=True, metavar="URL", help="thrift://host:port")
     ap.add_argument("--port", type=int, default=None, help="HTTP port (default: a free one)")
@@ -388,22 +371,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 1
 
-        def _stop(signum: int, frame: FrameType | None) -> None:
-            raise KeyboardInterrupt
-
-        signal.signal(signal.SIGTERM, _stop)
         print(f"Trino {TRINO_VERSION}: {server.url}  (started in {server.started_in_s:.1f}s)\n"
               f"  catalog '{HIVE_CATALOG}' on {args.metastore}\n  log: {server.log}\n"
               "  (Ctrl-C stops it)", flush=True)
         try:
-            while server.running():
-                time.sleep(0.5)
-            print(f"error: Trino exited ({server.process.returncode}); {server.log}:\n"
-                  f"{_tail(server.log)}", file=sys.stderr)
-            return 1
-        except KeyboardInterrupt:
-            print("stopping Trino", flush=True)
-            return 0
+            return serve_foreground(server.process, server.log, "Trino")
         finally:
             server.stop()
 

@@ -1,12 +1,13 @@
-"""The history part of ``make demo`` (issue 12): the commit timeline of one pgbench table and
-an incremental pull between two CDC batches, checked against the batch's change file.
+"""The history part of ``make demo``: the commit timeline of one pgbench table and an
+incremental pull between two CDC batches, checked against the batch's change file.
 
-:func:`show_timeline_and_incremental` runs after the demo's DAG runs and reconciliation (``acidflow
-demo``): it prints the newest entries of ``pgbench.pgbench_accounts``'s timeline
-(:func:`acidflow.tableops.timeline.timeline`), then reads the changes between the write ids of
-the 2nd and 3rd CDC batches that wrote the table (:func:`acidflow.read.table.read_incremental`,
-pyarrow), counts them by op, and checks that the distinct primary keys changed equal the
-distinct keys the 3rd batch's wal2json file changes for the source table.
+After the demo's DAG runs and reconciliation, ``acidflow demo`` (``acidflow.cli.demo``) prints
+the newest entries of ``pgbench.pgbench_accounts``'s timeline
+(:func:`acidflow.tableops.timeline.timeline`), then :func:`incremental_check` reads the changes
+between the write ids of the 2nd and 3rd CDC batches that wrote the table
+(:func:`acidflow.read.table.read_incremental`, pyarrow), counts them by op, and checks that the
+distinct primary keys changed equal the distinct keys the 3rd batch's wal2json file changes for
+the source table.
 """
 from __future__ import annotations
 
@@ -16,8 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from acidflow.catalog import Catalog
-from acidflow.cli.console import console, err
-from acidflow.cli.timeline import timeline_table
 from acidflow.format.layout import NotEnoughHistoryError
 from acidflow.read import table as reads
 from acidflow.sources.formats import parse_lines
@@ -102,22 +101,11 @@ def incremental_check(catalog: Catalog, table: str = DEMO_TABLE,
     return out
 
 
-def show_timeline_and_incremental(catalog: Catalog, table: str = DEMO_TABLE,
-                                  limit: int = 10) -> bool:
-    """Print the timeline of ``table`` (newest ``limit`` entries) and the incremental check;
-    returns False when the check found a difference."""
-    console.print(timeline_table(timeline(catalog, table, limit=limit),
-                                 title=f"{table}: acidflow commits (newest {limit})"))
-    chk = incremental_check(catalog, table)
-    if chk.skipped:
-        console.print(f"incremental pull: skipped ({chk.skipped})")
-        return True
+
+def describe(chk: IncrementalCheck, table: str = DEMO_TABLE) -> str:
+    """One line for people about a finished (not skipped) check: the write-id range, rows per
+    op, and the two distinct-key counts."""
     ops = ", ".join(f"{op} {n}" for op, n in sorted(chk.ops.items()))
-    line = (f"incremental pull {table} write ids ({chk.start_write_id}, {chk.end_write_id}] "
+    return (f"incremental pull {table} write ids ({chk.start_write_id}, {chk.end_write_id}] "
             f"(batches 2 -> 3): {ops} rows; {chk.table_keys} distinct keys changed, the batch's "
             f"change file {Path(chk.batch_file).name} changes {chk.source_keys}")
-    if chk.ok:
-        console.print(line + " [green]equal[/]")
-    else:
-        err.print(line + " [red]DIFFERENT[/]")
-    return chk.ok

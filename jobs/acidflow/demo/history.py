@@ -1,4 +1,4 @@
-"""The demo's history step (issue 12): restore ``pgbench.pgbench_accounts`` to the write id of
+"""The demo's history step: restore ``pgbench.pgbench_accounts`` to the write id of
 the first workload batch, reconcile it against the source's contents at that point, then roll
 the restore back and reconcile against the source's final contents.
 

@@ -1,0 +1,11 @@
+"""Development and test servers for acidflow: not part of the shipped ``acidflow`` package.
+
+* :mod:`devservers.hms`: a Hive 3.1.3 metastore (``make hms``, ``make demo-hms``, the tests'
+  ``hive_metastore`` fixture);
+* :mod:`devservers.trino`: a Trino server on such a metastore (the Trino tests);
+* :mod:`devservers.process`: what both share (a free port, a log's tail, stopping a server,
+  serving in the foreground until Ctrl-C).
+
+They live in ``tools/devservers/`` and import from ``tools/`` on ``sys.path`` (the Makefile and
+pytest's ``pythonpath`` put it there); nothing under ``jobs/acidflow`` imports them.
+"""

@@ -1,0 +1,75 @@
+"""What the metastore and Trino servers share: the repository's cache folder, a free TCP port,
+the tail of a log, stopping a server process, and serving one in the foreground until Ctrl-C
+(or SIGTERM)."""
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+#: The repository root (``tools/devservers/process.py`` -> ``tools`` -> the root).
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def cache_dir() -> Path:
+    """``<repository root>/.cache``: where ``make hive-jars`` and ``make trino-server`` put
+    their artifacts."""
+    return REPO_ROOT / ".cache"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free on ``host`` a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    """The last ``lines`` lines of the log at ``path``, or ``(no log)`` when it cannot be
+    read."""
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(text[-lines:])
+
+
+def stop_process(process: "subprocess.Popen[bytes]", timeout_s: float = 30.0) -> None:
+    """SIGTERM ``process`` (a JVM's shutdown hooks then run), SIGKILL it after ``timeout_s``
+    seconds. Idempotent: nothing happens once it has exited."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout_s)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def serve_foreground(process: "subprocess.Popen[bytes]", log: Path, name: str) -> int:
+    """Wait while the started server ``process`` runs, until Ctrl-C or SIGTERM (both stop the
+    wait). The caller stops the server afterwards.
+
+    Returns:
+        0 after Ctrl-C / SIGTERM; 1 when the server exited by itself (its exit status and the
+        tail of ``log`` are printed to stderr).
+    """
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        while process.poll() is None:
+            time.sleep(0.5)
+        print(f"error: {name} exited ({process.returncode}); {log}:\n{tail(log)}",
+              file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"stopping {name}", flush=True)
+        return 0
