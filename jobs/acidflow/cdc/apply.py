@@ -539,10 +539,9 @@ def _learn_primary_key(spark: Any, catalog: Any, txn: Any, table: TableDef,
     )
 
     current = lookup.current_rows(spark, catalog, table, txn, row_id=False, project=key)
-    null_key = None
-    for k in key:
-        term = F.col(k).isNull()
-        null_key = term if null_key is None else null_key | term
+    null_key = F.col(key[0]).isNull()
+    for k in key[1:]:
+        null_key = null_key | F.col(k).isNull()
     dups = current.groupBy(*key).count().where((F.col("count") > 1) | null_key) \
         .orderBy(F.col("count").desc()).limit(10).collect()
     if dups:
@@ -556,8 +555,8 @@ def _learn_primary_key(spark: Any, catalog: Any, txn: Any, table: TableDef,
                    "source": source_name}
 
 
-def _handle_drift(catalog, table: TableDef, changes_, stream, options: CdcOptions,
-                  path: str) -> TableDef:
+def _handle_drift(catalog: Any, table: TableDef, changes_: list[Change], stream: ParsedStream,
+                  options: CdcOptions, path: str) -> TableDef:
     known = set(table.column_names()) | set(table.partition_column_names())
     new = chg.new_columns(changes_, known)
     if not new:
@@ -574,7 +573,8 @@ def _handle_drift(catalog, table: TableDef, changes_, stream, options: CdcOption
     return catalog.add_columns(table.name, cols)
 
 
-def _apply_table(spark, catalog, txn, table: TableDef, changes_, options: CdcOptions,
+def _apply_table(spark: Any, catalog: Any, txn: Transaction, table: TableDef,
+                 changes_: list[Change], options: CdcOptions,
                  bad: list) -> dict[str, Any]:
     columns = stored.all_columns(table)
     key = list(table.primary_key)
@@ -616,7 +616,8 @@ def _apply_table(spark, catalog, txn, table: TableDef, changes_, options: CdcOpt
     return stats
 
 
-def _plan_rows(spark, catalog, txn, table: TableDef, changes_, options: CdcOptions,
+def _plan_rows(spark: Any, catalog: Any, txn: Transaction, table: TableDef,
+               changes_: list[Change], options: CdcOptions,
                truncated: bool) -> chg.MergePlan:
     """The row path of a keyed table (``acidflow.cdc.changes``: every case)."""
     columns = stored.all_columns(table)
@@ -632,7 +633,8 @@ def _plan_rows(spark, catalog, txn, table: TableDef, changes_, options: CdcOptio
     return chg.fold_events(events, versions, names, options.policies, plan, tombs)
 
 
-def _plan_columnar(spark, catalog, txn, table: TableDef, changes_,
+def _plan_columnar(spark: Any, catalog: Any, txn: Transaction, table: TableDef,
+                   changes_: list[Change],
                    options: CdcOptions) -> columnar.ColumnarPlan | None:
     """The columnar fast path (``acidflow.cdc.columnar``), or None when the batch is not one
     it takes (then :func:`_plan_rows`)."""
@@ -650,7 +652,7 @@ def _plan_columnar(spark, catalog, txn, table: TableDef, changes_,
                                options.policies)
 
 
-def _all_partitions(catalog, table: TableDef) -> list[dict[str, Any]]:
+def _all_partitions(catalog: Any, table: TableDef) -> list[dict[str, Any]]:
     """Every partition of the table that exists on storage (to empty them on TRUNCATE)."""
     tfs = TableFS(table.location)
     if not tfs.exists(table.location):

@@ -345,10 +345,12 @@ def normalize_events(changes: list[Change], types: dict[str, str], key_cols: lis
             plan.bad.append(bad_record(ch, "delete without the primary key in its before image"))
             continue
         key = new_key if ch.op in ("I", "U") else old_key
+        assert key is not None  # I/U without a new key and D without an old one were refused
         if any(v is None for v in key):
             plan.bad.append(bad_record(ch, f"NULL in primary key {dict(zip(key_cols, key))}"))
             continue
         if ch.op == "U" and old_key is not None and old_key != new_key:
+            assert new_key is not None
             events.append(_Event("D", old_key, ch.position, ch.seq, None, frozenset(), ch))
             events.append(_Event("K", new_key, ch.position, ch.seq, after, ch.missing, ch))
             continue
@@ -364,7 +366,7 @@ def keys_needing_stored_rows(events: list[_Event], names: list[str]) -> set[tupl
     wanted = [n for n in names if n != POSITION_COLUMN]
     out = set()
     for ev in events:
-        if ev.op == "U" and (ev.missing or any(n not in ev.row for n in wanted)):
+        if ev.op == "U" and (ev.missing or any(n not in (ev.row or {}) for n in wanted)):
             out.add(ev.key)
     return out
 
@@ -419,27 +421,30 @@ def fold_events(events: list[_Event], stored: dict[tuple, StoredRow], names: lis
                     st["deletes_of_missing"] += 1
                 cur = None
             elif ev.op in ("I", "K"):
+                row = ev.row or {}  # I, K and U events carry the after image
                 if cur is not None and ev.op == "I":
                     if policies.insert_existing == "quarantine":
                         plan.bad.append(bad_record(ev.change, "insert of a key that is already "
                                                         "stored"))
                         continue
                     st["inserts_of_existing"] += 1
-                cur = {n: ev.row.get(n) for n in names}
+                cur = {n: row.get(n) for n in names}
             else:  # U
+                row = ev.row or {}
                 if cur is None:
                     if policies.update_missing == "quarantine":
                         plan.bad.append(bad_record(ev.change, "update of a key that is not stored"))
                         continue
                     st["updates_of_missing"] += 1
-                    cur = {n: ev.row.get(n) for n in names}
+                    cur = {n: row.get(n) for n in names}
                 else:
-                    cur = {n: (ev.row[n] if n in ev.row and n not in ev.missing else cur.get(n))
+                    cur = {n: (row[n] if n in row and n not in ev.missing else cur.get(n))
                            for n in names}
             changed, last, last_op = True, ev.position, ev.op
         if not changed:
             continue
         if cur is None and last_op == "D":
+            assert last is not None  # set with last_op
             plan.tombstones.append((key, last))
         if cur is not None:
             cur[POSITION_COLUMN] = last
@@ -486,6 +491,7 @@ def fold_keyless(changes: list[Change], columns: list[tuple[str, str]],
             plan.bad.append(bad_record(ch, str(e)))
             continue
         if ch.op == "I":
+            assert after is not None  # the sources give every insert its after image
             row = {n: after.get(n) for n in names}
             row[POSITION_COLUMN] = ch.position
             plan.inserts.append(row)
@@ -495,8 +501,9 @@ def fold_keyless(changes: list[Change], columns: list[tuple[str, str]],
             plan.bad.append(bad_record(ch, "update/delete on a table without a primary key needs "
                                      "the whole old row (REPLICA IDENTITY FULL)"))
             continue
-        new_row = None
+        new_row: dict[str, Any] | None = None
         if ch.op == "U":
+            assert after is not None  # the sources give every update its after image
             new_row = {n: (after[n] if n in after and n not in ch.missing else before.get(n))
                        for n in names}
             new_row[POSITION_COLUMN] = ch.position
@@ -506,6 +513,7 @@ def fold_keyless(changes: list[Change], columns: list[tuple[str, str]],
                 del plan.inserts[pending]
                 st["rows_inserted"] -= 1
             else:
+                assert new_row is not None
                 plan.inserts[pending] = new_row
             continue
         found = match(before, taken)
@@ -520,6 +528,7 @@ def fold_keyless(changes: list[Change], columns: list[tuple[str, str]],
         if ch.op == "D":
             st["rows_deleted"] += 1
         else:
+            assert new_row is not None
             plan.inserts.append(new_row)
             st["rows_updated"] += 1
     st["quarantined"] = len(plan.bad)

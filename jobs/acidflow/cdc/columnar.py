@@ -157,7 +157,7 @@ def _column(images: list[dict[str, Any]], name: str) -> list[Any]:
 
 
 _ABSENT = object()
-_KEYS_GE = type({}.keys()).__ge__
+_KEYS_GE: Callable[[Any, Any], bool] = type({}.keys()).__ge__
 
 
 def _complete(afters: list[dict[str, Any]], names: frozenset[str]) -> bool:

@@ -10,7 +10,7 @@ readers, stripes the key index excludes skipped); the results come back as Arrow
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 
@@ -26,7 +26,7 @@ def all_columns(table: TableDef) -> list[tuple[str, str]]:
     return [(c.name, c.hive_type) for c in table.columns + table.partition_columns]
 
 
-def tombstones(catalog, table: TableDef, keys: list[tuple]) -> dict[tuple, str]:
+def tombstones(catalog: Any, table: TableDef, keys: list[tuple]) -> dict[tuple, str]:
     """Committed CDC delete positions of ``keys`` (keys not stored in the table)."""
     if not keys:
         return {}
@@ -34,7 +34,7 @@ def tombstones(catalog, table: TableDef, keys: list[tuple]) -> dict[tuple, str]:
     return {by_json[j]: pos for j, pos in catalog.tombstones(table.name, list(by_json)).items()}
 
 
-def arrow_rows(rows: list[dict], columns: list[tuple[str, str]]) -> pa.Table:
+def arrow_rows(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> pa.Table:
     """Row dicts as an Arrow table of the columns' Hive types (absent keys are NULL)."""
     schema = htypes.arrow_schema(columns)
     return pa.Table.from_arrays(
@@ -116,7 +116,8 @@ def lookup_found(spark: Any, catalog: Any, txn: Any, table: TableDef, keys_tbl: 
     return lookup.lookup_rows(spark, current, data_keys, project=project)
 
 
-def stored_rows(found: pa.Table, key_cols: list[str], types: dict[str, str]):
+def stored_rows(found: pa.Table, key_cols: list[str], types: dict[str, str]
+                ) -> Iterator[tuple[tuple[Any, ...], chg.StoredRow]]:
     """``(key tuple, StoredRow)`` per row of a lookup result (columnar conversion: Arrow's
     row-wise ``to_pylist`` is several times slower on the ROW__ID struct)."""
     values = {c: found.column(c).to_pylist() for c in types if c in found.column_names}
@@ -131,7 +132,12 @@ def stored_rows(found: pa.Table, key_cols: list[str], types: dict[str, str]):
         yield key, chg.StoredRow(row, (wids[i], bids[i], rids[i]), row.get(chg.POSITION_COLUMN))
 
 
-def keyless_candidates(spark, catalog, txn, table: TableDef, changes_, columns):
+#: ``match(before image, ROW__IDs already taken)`` -> ``(stored row, ROW__ID)`` or None
+Matcher = Callable[[dict[str, Any], set[Any]], "tuple[dict[str, Any], Any] | None"]
+
+
+def keyless_candidates(spark: Any, catalog: Any, txn: Any, table: TableDef,
+                       changes_: list[chg.Change], columns: list[tuple[str, str]]) -> Matcher:
     """A ``match(before, taken)`` function over the stored rows equal to some before image of
     an update/delete (keyless tables match on every column)."""
     befores = [c.before for c in changes_ if c.op in ("U", "D") and c.before]
@@ -140,10 +146,11 @@ def keyless_candidates(spark, catalog, txn, table: TableDef, changes_, columns):
     names = [c for c, _ in columns if c != chg.POSITION_COLUMN]
     types = dict(columns)
     try:
-        rows = [chg.coerce_image(b, types) for b in befores]
+        coerced = [chg.coerce_image(b, types) for b in befores]
     except chg.CoercionError:
-        rows = []
-    rows = [r for r in rows if r and all(n in r for n in names)]
+        coerced = []
+    rows: list[dict[str, Any]] = [r for r in coerced if r is not None]
+    rows = [r for r in rows if r is not None and all(n in r for n in names)]
     if not rows:
         return lambda before, taken: None
     from pyspark.sql import (
@@ -160,7 +167,7 @@ def keyless_candidates(spark, catalog, txn, table: TableDef, changes_, columns):
         .select(*[F.col(n) for n in names], chg.POSITION_COLUMN, ROW_ID).toArrow()
     stored = [s for _, s in stored_rows(found, names, types)]
 
-    def match(before, taken):
+    def match(before: dict[str, Any], taken: set[Any]) -> tuple[dict[str, Any], Any] | None:
         for s in stored:
             if s.row_id not in taken and all(s.row.get(n) == before.get(n) for n in names):
                 return s.row, s.row_id
