@@ -23,7 +23,6 @@ from acidflow.catalog import Catalog, Column, NoSuchTableError, TableDef
 from acidflow.cli import catalog as catalog_cli
 from acidflow.cli import cdc as cdc_cli
 from acidflow.cli import compactor as compactor_cli
-from acidflow.cli import demo_timeline
 from acidflow.cli import dml as dml_cli  # --- issue 12: dml
 from acidflow.cli import health as health_cli
 from acidflow.cli import history as history_cli
@@ -33,12 +32,7 @@ from acidflow.cli import table as table_cli
 from acidflow.cli import timeline as timeline_cli
 from acidflow.cli import validate as validate_cli
 from acidflow.cli.console import console, err
-from acidflow.cli.demo import SAMPLE_DIR, run_demo, run_demo_airflow
-from acidflow.engine.transaction import Transaction
 from acidflow.format.layout import ValidWriteIdList
-from acidflow.format.orc import files as acid_files
-from acidflow.read import history
-from acidflow.read import table as reads
 from acidflow.spark import get_spark
 from acidflow.storage.fs import TableFS
 
@@ -124,6 +118,8 @@ def cat(target: str = typer.Argument(..., help="table name or table/partition di
 
     A bare directory with no catalog entry: every write id found is committed unless
     --hwm/--open/--aborted say otherwise (Hive ValidWriteIdList semantics)."""
+    # deferred: the readers import pyarrow and the ORC codec; --help needs none of it
+    from acidflow.read import table as reads
     if incremental is not None:  # --- issue 12: timeline (cat --incremental)
         if as_of is not None or hwm is not None or open_ids or aborted_ids or read_optimized:
             raise typer.BadParameter("--incremental takes no --as-of/--hwm/--open/--aborted/"
@@ -151,6 +147,8 @@ def cat(target: str = typer.Argument(..., help="table name or table/partition di
 def dump(file: str = typer.Argument(..., help="an ORC event or original file")) -> None:
     """Print every event of an ORC file as JSON lines (like ``orc-tools data``), then nothing
     else; the footer metadata goes to stderr."""
+    # deferred: the ORC codec imports pyarrow and pyorc; --help needs neither
+    from acidflow.format.orc import files as acid_files
     tfs = TableFS(file)
     info = acid_files.file_info(tfs, file)
     err.print(f"[dim]{file}: {info.rows} rows, {info.stripes} stripes, "
@@ -177,6 +175,8 @@ def state(path: str = typer.Argument(..., help="table or partition directory"),
           as_json: bool = typer.Option(False, "--json")) -> None:
     """The AcidState of a directory (Hive getAcidState): base, current deltas, original files,
     obsolete and aborted directories."""
+    # deferred: the readers import pyarrow and the ORC codec; --help needs none of it
+    from acidflow.read import table as reads
     valid = ValidWriteIdList(Path(path).name, reads.LONG_MAX if hwm is None else hwm,
                              open_write_ids=_ids(open_ids), aborted_write_ids=_ids(aborted_ids))
     st = reads.acid_state_of(path, valid)
@@ -221,6 +221,8 @@ def tables() -> None:
 @app.command()
 def describe(name: str) -> None:
     """DESCRIBE FORMATTED: columns, partition columns, bucketing, properties, snapshot."""
+    # deferred: the readers import pyarrow and the ORC codec; --help needs none of it
+    from acidflow.read import history
     cat_ = _catalog()
     td = cat_.get_table(name)
     t = Table("col_name", "data_type", "comment")
@@ -271,6 +273,9 @@ def engine_demo(rows: int = typer.Option(20_000, help="rows in the first insert"
     """Run the engine end to end on embedded defaults (Spark local, SQLite catalog, local
     warehouse): create a bucketed table, insert, upsert (split-update), delete, then read the
     snapshot back and check it against the expected rows. Exits 1 on any mismatch."""
+    # deferred: the engine and the readers import pyarrow and pyspark; --help needs neither
+    from acidflow.engine.transaction import Transaction
+    from acidflow.read import table as reads
     t0 = time.monotonic()
     cat_ = _catalog()
     name = "demo.accounts"
@@ -331,6 +336,9 @@ def demo(sample_dir: Optional[Path] = typer.Option(None, help="sample data direc
     to the four pgbench tables, the acid_compaction DAG compacts them, and every table is
     reconciled against the source's saved final contents. Prints a summary; exits 1 on any
     mismatch; a second run skips every batch."""
+    # deferred: the demo imports the CDC job, the readers and the quality checks (pyarrow)
+    from acidflow.cli import demo_timeline
+    from acidflow.cli.demo import SAMPLE_DIR, run_demo, run_demo_airflow
     cat_ = _catalog()
     if direct:
         s = run_demo(get_spark("acidflow-demo"), cat_, sample_dir or SAMPLE_DIR)
