@@ -190,10 +190,13 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 # Static checks, run by `make test` before the suite: the package layering (import-linter
 # contracts in pyproject.toml [tool.importlinter]; jobs/ and plugins/ on PYTHONPATH so this
 # checkout's acidflow and UI plugin packages are the ones read), then mypy on the acidflow
-# packages and modules listed in [tool.mypy] (all but acidflow.cdc).
+# packages and modules listed in [tool.mypy] (all but acidflow.cdc), then deptry: every import of
+# jobs/ and plugins/ is a dependency pyproject.toml declares ([project] or an extra; no missing,
+# unused or transitive-only one; [tool.deptry]).
 lint: setup
 	PYTHONPATH=jobs:plugins $(VENV)/bin/lint-imports --config pyproject.toml
 	$(PY) -m mypy
+	$(VENV)/bin/deptry jobs plugins
 
 test: setup lint
 	$(PY) -m pytest -q --durations=25

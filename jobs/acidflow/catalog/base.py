@@ -11,7 +11,8 @@ Metastore over thrift (:class:`acidflow.catalog.hms.HiveMetastoreCatalog`: ``ope
 catalog annotates against :class:`Catalog`.
 
 :func:`load_catalog` picks the backend from the URL: ``thrift://host:port`` is the Hive
-Metastore backend; anything else is a SQLAlchemy URL. Backends register themselves with :func:`register_backend`.
+Metastore backend; anything else is a SQLAlchemy URL. Backends register themselves with
+:func:`register_backend`, by factory or by ``"module:attribute"`` path (imported on first use).
 
 Shapes: table names are ``"db.table"`` (a bare ``"t"`` is ``"default.t"``), partitions are spec
 strings ``"k=v/k2=v2"`` with every partition column in table order (``None`` = whole table /
@@ -21,9 +22,10 @@ unpartitioned), times are aware UTC ``datetime`` objects. Errors are the
 from __future__ import annotations
 
 import abc
+import importlib
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acidflow.catalog.api import (
     BatchLedger,
@@ -38,21 +40,36 @@ from acidflow.config import Settings, load_settings
 from acidflow.storage.fs import TableFS
 from acidflow.storage.state import register_txn_state
 
+if TYPE_CHECKING:
+    pass
+
 #: Makes a catalog: ``factory(url, *, warehouse=..., migrate=..., **kwargs) -> Catalog``.
 CatalogFactory = Callable[..., "Catalog"]
 
 #: URL schemes reserved for backends that do not exist yet, with what they will be.
 PLANNED_BACKENDS: dict[str, str] = {}
 
-_BACKENDS: dict[str, CatalogFactory] = {}
+_BACKENDS: dict[str, CatalogFactory | str] = {}
 _DEFAULT_KEY = "*"
 
 
-def register_backend(scheme: str | None, factory: CatalogFactory) -> None:
+def register_backend(scheme: str | None, factory: CatalogFactory | str) -> None:
     """Make :func:`load_catalog` build catalogs for URLs of ``scheme`` (the part before
     ``://`` and before any ``+driver``, e.g. ``"thrift"``) with ``factory``; ``scheme=None``
-    registers the default backend, used for every other URL."""
+    registers the default backend, used for every other URL. ``factory`` may be a
+    ``"package.module:attribute"`` path: the module is imported when a URL first needs it, so
+    a backend's dependencies (an optional extra) cost nothing until then."""
     _BACKENDS[_DEFAULT_KEY if scheme is None else scheme.lower()] = factory
+
+
+def _resolve_backend(key: str) -> CatalogFactory | None:
+    """The factory registered under ``key``, importing it first if it was registered by path."""
+    factory = _BACKENDS.get(key)
+    if isinstance(factory, str):
+        module, _, attr = factory.partition(":")
+        factory = getattr(importlib.import_module(module), attr)
+        _BACKENDS[key] = factory
+    return factory
 
 
 def url_scheme(url: str) -> str:
@@ -78,6 +95,8 @@ def load_catalog(url: str | None = None, *, warehouse: str | None = None, migrat
         :class:`~acidflow.catalog.sql.SqlCatalog`.
     Raises:
         CatalogError: no backend registered for the URL.
+        acidflow._extras.MissingExtraError: the backend's extra is not installed
+            (``thrift://`` needs ``acidflow[hms]``).
         acidflow.catalog.hms.client.MetastoreUnreachableError: the metastore does not answer
             (names the URL).
     """
@@ -87,11 +106,11 @@ def load_catalog(url: str | None = None, *, warehouse: str | None = None, migrat
         warehouse = settings.warehouse
         kwargs.setdefault("txn_timeout_s", settings.txn_timeout_s)
     scheme = url_scheme(url)
-    factory = _BACKENDS.get(scheme)
+    factory = _resolve_backend(scheme)
     if factory is None and scheme in PLANNED_BACKENDS:
         raise CatalogError(f"catalog URL {url!r}: {PLANNED_BACKENDS[scheme]} is not available "
                            "yet; use a SQLAlchemy URL (sqlite:///... or postgresql+psycopg2://...)")
-    factory = factory or _BACKENDS.get(_DEFAULT_KEY)
+    factory = factory or _resolve_backend(_DEFAULT_KEY)
     if factory is None:  # pragma: no cover - acidflow.catalog registers the SQL backend
         raise CatalogError(f"no catalog backend for URL {url!r}")
     return factory(url, warehouse=warehouse, migrate=migrate, **kwargs)

@@ -24,7 +24,7 @@ from acidflow.cli import catalog as catalog_cli
 from acidflow.cli import cdc as cdc_cli
 from acidflow.cli import compactor as compactor_cli
 from acidflow.cli import demo as demo_cli
-from acidflow.cli import dml as dml_cli  # --- issue 12: dml
+from acidflow.cli import dml as dml_cli
 from acidflow.cli import health as health_cli
 from acidflow.cli import history as history_cli
 from acidflow.cli import pull as pull_cli
@@ -34,9 +34,6 @@ from acidflow.cli import timeline as timeline_cli
 from acidflow.cli import validate as validate_cli
 from acidflow.cli.console import console, err
 from acidflow.format.layout import ValidWriteIdList
-from acidflow.format.orc import files as acid_files
-from acidflow.read import history
-from acidflow.read import table as reads
 from acidflow.storage.fs import TableFS
 
 app = typer.Typer(help="acidflow: Hive 3 full-ACID tables on Spark.", no_args_is_help=True,
@@ -121,7 +118,9 @@ def cat(target: str = typer.Argument(..., help="table name or table/partition di
 
     A bare directory with no catalog entry: every write id found is committed unless
     --hwm/--open/--aborted say otherwise (Hive ValidWriteIdList semantics)."""
-    if incremental is not None:  # --- issue 12: timeline (cat --incremental)
+    # deferred: the readers import pyarrow and the ORC codec; --help needs none of it
+    from acidflow.read import table as reads
+    if incremental is not None:
         if as_of is not None or hwm is not None or open_ids or aborted_ids or read_optimized:
             raise typer.BadParameter("--incremental takes no --as-of/--hwm/--open/--aborted/"
                                      "--read-optimized")
@@ -148,6 +147,8 @@ def cat(target: str = typer.Argument(..., help="table name or table/partition di
 def dump(file: str = typer.Argument(..., help="an ORC event or original file")) -> None:
     """Print every event of an ORC file as JSON lines (like ``orc-tools data``), then nothing
     else; the footer metadata goes to stderr."""
+    # deferred: the ORC codec imports pyarrow and pyorc; --help needs neither
+    from acidflow.format.orc import files as acid_files
     tfs = TableFS(file)
     info = acid_files.file_info(tfs, file)
     err.print(f"[dim]{file}: {info.rows} rows, {info.stripes} stripes, "
@@ -174,6 +175,8 @@ def state(path: str = typer.Argument(..., help="table or partition directory"),
           as_json: bool = typer.Option(False, "--json")) -> None:
     """The AcidState of a directory (Hive getAcidState): base, current deltas, original files,
     obsolete and aborted directories."""
+    # deferred: the readers import pyarrow and the ORC codec; --help needs none of it
+    from acidflow.read import table as reads
     valid = ValidWriteIdList(Path(path).name, reads.LONG_MAX if hwm is None else hwm,
                              open_write_ids=_ids(open_ids), aborted_write_ids=_ids(aborted_ids))
     st = reads.acid_state_of(path, valid)
@@ -218,6 +221,8 @@ def tables() -> None:
 @app.command()
 def describe(name: str) -> None:
     """DESCRIBE FORMATTED: columns, partition columns, bucketing, properties, snapshot."""
+    # deferred: the readers import pyarrow and the ORC codec; --help needs none of it
+    from acidflow.read import history
     cat_ = _catalog()
     td = cat_.get_table(name)
     t = Table("col_name", "data_type", "comment")
@@ -271,10 +276,10 @@ def _register_subcommands() -> None:
     compactor_cli.register(app, show_app)
     catalog_cli.register(app)
     table_cli.register(app, _catalog)
-    health_cli.register(app, _catalog)  # issue 12: flow
-    timeline_cli.register(app, _catalog)  # --- issue 12: timeline
-    dml_cli.register(app, _catalog)  # --- issue 12: dml (delete --where, update --set)
-    history_cli.register(app, _catalog)  # --- issue 12: hist (restore, rollback)
+    health_cli.register(app, _catalog)
+    timeline_cli.register(app, _catalog)
+    dml_cli.register(app, _catalog)
+    history_cli.register(app, _catalog)
     demo_cli.register(app, _catalog)
 
 

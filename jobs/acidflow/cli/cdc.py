@@ -2,16 +2,16 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import typer
 from rich.table import Table
 
-from acidflow.cdc.apply import BatchReport, apply_path, build_options
 from acidflow.cli.console import console
-from acidflow.ingest import ingest
-from acidflow.quarantine import quarantine_input_file
 from acidflow.spark import get_spark
+
+if TYPE_CHECKING:
+    from acidflow.cdc.apply import BatchReport
 
 
 def print_reports(reports: list[BatchReport], as_json: bool = False) -> None:
@@ -78,6 +78,8 @@ def register(app: typer.Typer, cdc_app: typer.Typer, show_app: typer.Typer,
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
         """Apply change files (one batch per file, in name order) in Spark."""
+        # deferred: the CDC job imports pyarrow, SQLAlchemy and the Spark writer; --help needs none
+        from acidflow.cdc.apply import apply_path, build_options
         options = build_options(fmt, tables_config=tables_config, auto_create=auto_create,
                                 target_db=target_db, num_buckets=num_buckets,
                                 schema_drift=schema_drift, update_missing=update_missing,
@@ -95,6 +97,8 @@ def register(app: typer.Typer, cdc_app: typer.Typer, show_app: typer.Typer,
         """Set a poison change file aside (moved under <warehouse>/_quarantine/cdc/files/ with
         a JSON record of reason, time, size and sha256) so the next `cdc apply` goes on with the
         later files. Its changes are NOT applied: replay them from the source if needed."""
+        # deferred: imports the catalog's SQL backend (SQLAlchemy); --help needs none of it
+        from acidflow.quarantine import quarantine_input_file
         dest, record = quarantine_input_file(catalog_factory().warehouse, "cdc", path, reason)
         console.print(f"quarantined {path} -> {dest} (record {record})", soft_wrap=True)
 
@@ -123,6 +127,8 @@ def register(app: typer.Typer, cdc_app: typer.Typer, show_app: typer.Typer,
                 raise typer.BadParameter(f"--upsert does not combine with --mode {mode}")
             mode = "upsert"
         spec = dict(kv.split("=", 1) for kv in partition or []) or None
+        # deferred: the ingest job imports pyarrow, SQLAlchemy and the Spark writer
+        from acidflow.ingest import ingest
         r = ingest(get_spark("acidflow-ingest"), catalog_factory(), table, path, fmt,
                    data_interval, mode=mode, partition=spec,
                    quarantine_threshold=quarantine_threshold)

@@ -25,10 +25,6 @@ from rich.table import Table
 from acidflow.catalog import Catalog
 from acidflow.catalog.records import CompactionState, CompactionType
 from acidflow.cli.console import console, err
-from acidflow.compactor.cleaner import run_cleaner
-from acidflow.compactor.fsck import ERROR, fsck_table, key_index_report
-from acidflow.compactor.initiator import request_compaction, run_initiator
-from acidflow.compactor.worker import run_worker
 from acidflow.spark import get_spark
 
 
@@ -73,6 +69,10 @@ def register(app: typer.Typer, show_app: typer.Typer) -> None:
         """Queue a manual compaction (Hive ALTER TABLE ... COMPACT), regardless of thresholds."""
         if type_ not in (CompactionType.MAJOR, CompactionType.MINOR):
             raise typer.BadParameter("--type must be major or minor")
+        # deferred: the compactor imports duckdb, pyarrow and the ORC codec; --help needs none
+        from acidflow.compactor.cleaner import run_cleaner
+        from acidflow.compactor.initiator import request_compaction
+        from acidflow.compactor.worker import run_worker
         cat = _catalog()
         info = request_compaction(cat, table, partition, type_)
         console.print(f"compaction {info.id} {info.state} ({info.type}) for {info.table}"
@@ -109,6 +109,8 @@ def register(app: typer.Typer, show_app: typer.Typer) -> None:
                  table: Optional[str] = typer.Option(None, "--table", help="fnmatch filter, e.g. 'sales.*'"),
                  as_json: bool = typer.Option(False, "--json")) -> None:
         """Run the initiator once: print each candidate, the decision and why."""
+        # deferred: the compactor imports duckdb, pyarrow and the ORC codec; --help needs none
+        from acidflow.compactor.initiator import run_initiator
         report = run_initiator(_catalog(), table_filter=table, dry_run=dry_run)
         if as_json:
             typer.echo(json.dumps(report.to_dict(), default=str))
@@ -124,6 +126,8 @@ def register(app: typer.Typer, show_app: typer.Typer) -> None:
     @app.command("clean")
     def clean(as_json: bool = typer.Option(False, "--json")) -> None:
         """Run the cleaner once (obsolete dirs of ready-for-cleaning compactions, aborted dirs)."""
+        # deferred: the compactor imports duckdb, pyarrow and the ORC codec; --help needs none
+        from acidflow.compactor.cleaner import run_cleaner
         rep = run_cleaner(_catalog())
         if as_json:
             typer.echo(json.dumps(rep.to_dict()))
@@ -156,6 +160,8 @@ def register(app: typer.Typer, show_app: typer.Typer) -> None:
         """Check a table: orphan, aborted and open dirs (a killed or running writer's, by
         write-id state), missing metadata of committed dirs, overlapping write-id ranges,
         duplicate ROW__IDs, duplicate primary keys. Exit code 1 when an error is found."""
+        # deferred: the compactor imports duckdb, pyarrow and the ORC codec; --help needs none
+        from acidflow.compactor.fsck import ERROR, fsck_table, key_index_report
         findings = key_index_report(_catalog(), table) if rebuild_index \
             else fsck_table(_catalog(), table)
         if as_json:

@@ -4,7 +4,7 @@ functions run them and print what they did."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import typer
 from rich.table import Table
@@ -13,11 +13,9 @@ from acidflow.catalog import Catalog
 from acidflow.cli import cdc as cdc_cli
 from acidflow.cli.console import console, err
 from acidflow.cli.timeline import timeline_table
-from acidflow.demo.engine import run_engine_demo
-from acidflow.demo.pgbench import SAMPLE_DIR, DemoSummary, run_demo, run_demo_airflow
-from acidflow.demo.timeline import DEMO_TABLE, describe, incremental_check
-from acidflow.spark import get_spark
-from acidflow.tableops.timeline import timeline
+
+if TYPE_CHECKING:
+    from acidflow.demo.pgbench import DemoSummary
 
 
 def print_summary(s: DemoSummary) -> None:
@@ -49,11 +47,16 @@ def print_summary(s: DemoSummary) -> None:
                   f"{quarantined} records quarantined; {s.seconds:.1f} s")
 
 
-def show_timeline_and_incremental(catalog: Catalog, table: str = DEMO_TABLE,
+def show_timeline_and_incremental(catalog: Catalog, table: str | None = None,
                                   limit: int = 10) -> bool:
     """Print the timeline of ``table`` (newest ``limit`` entries) and the demo's incremental
     check (:func:`acidflow.demo.timeline.incremental_check`); returns False when the check
     found a difference."""
+    # deferred: the timeline reads the table (pyarrow); --help needs none of it
+    from acidflow.demo.timeline import DEMO_TABLE, describe, incremental_check
+    from acidflow.tableops.timeline import timeline
+
+    table = table or DEMO_TABLE
     console.print(timeline_table(timeline(catalog, table, limit=limit),
                                  title=f"{table}: acidflow commits (newest {limit})"))
     chk = incremental_check(catalog, table)
@@ -75,6 +78,10 @@ def register(app: typer.Typer, catalog_factory: Callable[[], Catalog]) -> None:
         """Run the engine end to end on embedded defaults (Spark local, SQLite catalog, local
         warehouse): create a bucketed table, insert, upsert (split-update), delete, then read the
         snapshot back and check it against the expected rows. Exits 1 on any mismatch."""
+        # deferred: the engine and Spark; --help needs neither
+        from acidflow.demo.engine import run_engine_demo
+        from acidflow.spark import get_spark
+
         res = run_engine_demo(get_spark("acidflow-demo"), catalog_factory(), rows)
         summary = Table("step", "write id", "inserted", "updated", "deleted", "files")
         for step, w in res.steps:
@@ -102,6 +109,10 @@ def register(app: typer.Typer, catalog_factory: Callable[[], Catalog]) -> None:
         PostgreSQL 15 (wal2json) to the four pgbench tables, the acid_compaction DAG compacts
         them, and every table is reconciled against the source's saved final contents. Prints a
         summary; exits 1 on any mismatch; a second run skips every batch."""
+        # deferred: the CDC job, Spark and Airflow; --help needs none of them
+        from acidflow.demo.pgbench import SAMPLE_DIR, run_demo, run_demo_airflow
+        from acidflow.spark import get_spark
+
         cat_ = catalog_factory()
         if direct:
             s = run_demo(get_spark("acidflow-demo"), cat_, sample_dir or SAMPLE_DIR)

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import typer
 
 from acidflow.catalog import Catalog
 from acidflow.cli.console import console
-from acidflow.engine.transaction import Transaction
-from acidflow.engine.writer import WriteResult
 from acidflow.spark import get_spark
+
+if TYPE_CHECKING:
+    from acidflow.engine.writer import WriteResult
 
 DELETE_HELP = """Delete the rows of TABLE that satisfy --where (a Spark SQL predicate over the
 table's columns, as in Hive's DELETE FROM t WHERE ...), in one transaction: one delete event per
@@ -71,6 +73,8 @@ def register(app: typer.Typer, get_catalog: Callable[[], Catalog]) -> None:
             where: str = typer.Option(..., "--where", help="Spark SQL predicate"),
             as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
     ) -> None:
+        # deferred: the engine imports pyarrow and pyspark; --help needs neither
+        from acidflow.engine.transaction import Transaction
         cat = get_catalog()
         try:
             spark = get_spark("acidflow-delete")
@@ -90,6 +94,8 @@ def register(app: typer.Typer, get_catalog: Callable[[], Catalog]) -> None:
             as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
     ) -> None:
         values = parse_assignments(set_)
+        # deferred: the engine imports pyarrow and pyspark; --help needs neither
+        from acidflow.engine.transaction import Transaction
         cat = get_catalog()
         try:
             spark = get_spark("acidflow-update")

@@ -16,7 +16,6 @@ from rich.table import Table
 
 from acidflow.catalog import Catalog
 from acidflow.cli.console import console, err
-from acidflow.quality.health import HealthThresholds, check_health
 from acidflow.sources.postgres.connection import PullError
 from acidflow.sources.postgres.slotlag import slot_lags
 
@@ -58,6 +57,8 @@ def register(app: typer.Typer, catalog: Callable[[], Catalog]) -> None:
         """Check the catalog: compactions initiated or working too long, failed compactions in
         a window, open transactions past the heartbeat timeout or too old, replication slots
         lagging (with --slot-dsn). Exit 1 when anything is found."""
+        # deferred: acidflow.quality imports the readers (pyarrow); --help needs none of it
+        from acidflow.quality.health import HealthThresholds, check_health
         try:
             th = HealthThresholds.from_env(
                 initiated_max_s=initiated_max, working_max_s=working_max, failed_max=failed_max,

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import typer
 
 from acidflow.catalog import Catalog
 from acidflow.cli.console import console
-from acidflow.tableops.restore import RestoreResult, restore, rollback
+
+if TYPE_CHECKING:
+    from acidflow.tableops.restore import RestoreResult
 
 RESTORE_HELP = """Make TABLE equal to its snapshot at write id W (what 'acidflow cat TABLE
 --as-of W' shows) in one new transaction: delete events for the row versions visible now but
@@ -46,6 +49,8 @@ def register(app: typer.Typer, get_catalog: Callable[[], Catalog]) -> None:
             to_write_id: int = typer.Option(..., "--to-write-id", help="W: committed write id"),
             as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
     ) -> None:
+        # deferred: restore imports the engine and the readers (pyarrow, pyspark)
+        from acidflow.tableops.restore import restore
         cat = get_catalog()
         try:
             _print(restore(cat, table, to_write_id), as_json)
@@ -57,6 +62,8 @@ def register(app: typer.Typer, get_catalog: Callable[[], Catalog]) -> None:
             table: str = typer.Argument(..., help="db.table"),
             as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
     ) -> None:
+        # deferred: rollback imports the engine and the readers (pyarrow, pyspark)
+        from acidflow.tableops.restore import rollback
         cat = get_catalog()
         try:
             _print(rollback(cat, table), as_json)

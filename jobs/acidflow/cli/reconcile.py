@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, List, Optional, cast
+from typing import TYPE_CHECKING, Any, List, Optional, cast
 
 import typer
 from rich.table import Table
@@ -22,21 +22,19 @@ from rich.table import Table
 from acidflow.catalog import Catalog
 from acidflow.catalog.errors import NoSuchTableError
 from acidflow.cli.console import console, err
-from acidflow.quality.reconcile import (
-    ReconcileError,
-    ReconcileSource,
-    acidflow_table_for,
-    reconcile,
-    source_table_for,
-)
 from acidflow.sources.postgres.connection import PullError, connect
 from acidflow.sources.postgres.snapshot import PostgresSource, SavedSource, list_tables
 from acidflow.spark import get_spark
+
+if TYPE_CHECKING:
+    from acidflow.quality.reconcile import ReconcileSource
 
 
 def _pairs(tables: list[str], *, dsn: Optional[str], source_dir: Optional[Path],
            db: Optional[str], schema: str, catalog: Any) -> list[tuple[str, str]]:
     """(acidflow table, source table) pairs from the arguments or, when none, from the source."""
+    # deferred: acidflow.quality imports the readers (pyarrow); --help needs none of it
+    from acidflow.quality.reconcile import acidflow_table_for, source_table_for
     if tables:
         out = []
         for t in tables:
@@ -97,6 +95,8 @@ def reconcile_command(
     keys on each side."""
     if (dsn is None) == (source_dir is None):
         raise typer.BadParameter("give exactly one of --dsn and --source-dir")
+    # deferred: acidflow.quality imports the readers (pyarrow); --help needs none of it
+    from acidflow.quality.reconcile import ReconcileError, reconcile
     catalog = Catalog.from_settings()
     spark = None
     if use_spark:

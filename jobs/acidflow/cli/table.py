@@ -17,8 +17,6 @@ from acidflow.catalog import Catalog, Column, TableDef
 from acidflow.catalog.tabledef import normalize_table_name
 from acidflow.cli.console import console
 from acidflow.cli.tablealter import register_alter
-from acidflow.tableops import adopt as ops
-from acidflow.tableops.convert import convert_table
 from acidflow.tableops.ddl import hive_ddl, trino_ddl
 
 DDL_HELP = """Print the CREATE TABLE statement of an acidflow table, as Hive's SHOW CREATE TABLE
@@ -76,7 +74,7 @@ def register(app: typer.Typer, get_catalog: Callable[[], Catalog]) -> None:
     table_app = typer.Typer(help="Tables and Hive: DDL, adopt a Hive ACID table, convert a "
                                  "plain ORC table.", no_args_is_help=True)
     app.add_typer(table_app, name="table")
-    register_alter(table_app, get_catalog)  # issue 12: schema evolution
+    register_alter(table_app, get_catalog)
 
     @table_app.command("ddl", help=_paragraphs(DDL_HELP))
     def ddl_cmd(
@@ -125,6 +123,8 @@ def register(app: typer.Typer, get_catalog: Callable[[], Catalog]) -> None:
                 None, "--metastore-table", help="its name in the metastore (default TABLE)"),
             as_json: bool = typer.Option(False, "--json", help="print a JSON line"),
     ) -> None:
+        # deferred: adoption reads ORC files (pyarrow) and may ask a metastore (pymetastore)
+        from acidflow.tableops import adopt as ops
         name = normalize_table_name(table)
         if metastore is not None:
             if location or hwm is not None or valid_write_ids or open_ids or aborted_ids:
@@ -179,6 +179,8 @@ def register(app: typer.Typer, get_catalog: Callable[[], Catalog]) -> None:
                                               "Hive's original names first"),
             as_json: bool = typer.Option(False, "--json", help="print a JSON line"),
     ) -> None:
+        # deferred: conversion reads the ORC files (pyarrow); --help needs none of it
+        from acidflow.tableops.convert import convert_table
         name = normalize_table_name(table)
         tdef = _definition(name, location, columns, partitioned_by, buckets, clustered_by,
                            primary_key)
@@ -205,6 +207,8 @@ def _definition(name: str, location: str, columns: Optional[str], partitioned_by
                 buckets: int, clustered_by: Optional[str], primary_key: Optional[str]
                 ) -> TableDef:
     """The TableDef of a path adoption / conversion from the options (module doc)."""
+    # deferred: adoption reads ORC files (pyarrow); --help needs none of it
+    from acidflow.tableops import adopt as ops
     if "://" not in location and not location.startswith("file:"):
         location = os.path.abspath(location)
     if partitioned_by is not None:

@@ -13,7 +13,6 @@ import typer
 
 from acidflow.catalog import Catalog
 from acidflow.cli.console import console
-from acidflow.tableops.schema import SchemaChangeError, alter_table
 
 ALTER_HELP = """Change a table's schema, one change per call, in one transaction whose write id
 starts the new schema version (reads of older write ids keep the old names and types; the
@@ -54,6 +53,8 @@ def register_alter(table_app: typer.Typer, get_catalog: Callable[[], Catalog]) -
                                          help="rewrite the data for a drop or reorder"),
             as_json: bool = typer.Option(False, "--json", help="print a JSON line"),
     ) -> None:
+        # deferred: a rewrite runs the engine (pyarrow, pyspark); --help needs none of it
+        from acidflow.tableops.schema import SchemaChangeError, alter_table
         added = None
         if add_column is not None:
             parts = add_column.split(None, 1)

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-import pyarrow as pa
 import typer
 from rich.table import Table
 
 from acidflow.catalog import Catalog
 from acidflow.cli.console import console
-from acidflow.read import table as reads
-from acidflow.read.snapshot import ROW_ID
-from acidflow.tableops.timeline import TimelineEntry, timeline
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from acidflow.tableops.timeline import TimelineEntry
 
 COMMITS_HELP = """The commit timeline of a table, newest first (Hudi's 'commits show'): one row
 per commit (write id, transaction, commit time UTC, operation, batch id, rows
@@ -101,6 +102,9 @@ def incremental_rows(catalog: Catalog, name: str, text: str, *, row_id: bool = F
         typer.BadParameter: a bad range, or FROM/TO beyond the table's high watermark (named).
         acidflow.format.layout.NotEnoughHistoryError: the start snapshot's files were cleaned.
     """
+    # deferred: the readers import pyarrow and the ORC codec; --help needs none of it
+    from acidflow.read import table as reads
+    from acidflow.read.snapshot import ROW_ID
     start, end = parse_incremental_range(text)
     table = catalog.get_table(name)
     hwm = catalog.valid_write_ids(table.name).high_watermark
@@ -120,6 +124,8 @@ def register(app: typer.Typer, catalog_factory: Callable[[], Catalog]) -> None:
                 as_json: bool = typer.Option(False, "--json", help="a JSON array (keys above)"),
                 limit: Optional[int] = typer.Option(None, "--limit", min=1,
                                                     help="only the newest N entries")) -> None:
+        # deferred: the timeline imports the readers (pyarrow); --help needs none of it
+        from acidflow.tableops.timeline import timeline
         entries = timeline(catalog_factory(), name, limit=limit)
         if as_json:
             doc: list[dict[str, Any]] = [e.to_dict() for e in entries]

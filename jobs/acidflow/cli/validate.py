@@ -20,7 +20,6 @@ from rich.table import Table
 
 from acidflow.cli.console import console
 from acidflow.spark import get_spark
-from acidflow.validation import run
 
 
 def register(app: typer.Typer) -> None:
@@ -37,6 +36,8 @@ def register(app: typer.Typer) -> None:
         """Validate committed tables: their GX suite (include/expectations/<db>.<table>.json)
         on the snapshot, fsck, and the ACID invariants (sorted events, events in the right
         bucket file, key index). Reports go to <warehouse>/_quality/<table>/<run id>/."""
+        # deferred: validation imports the readers, the compactor's fsck and the quality suites
+        from acidflow.validation import run
         session = None
         if spark:
             session = get_spark("acidflow-validate")

@@ -20,13 +20,14 @@ the tables identical.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
-from acidflow.catalog import Catalog, HiveMetastoreCatalog, SqlCatalog, TableDef
+from acidflow.catalog import Catalog, SqlCatalog, TableDef
 from acidflow.cdc.apply import CdcOptions, apply_path
 from acidflow.cdc.tables import with_position_column
 from acidflow.demo.history import restore_and_rollback
@@ -38,6 +39,8 @@ from acidflow.tables_config import load_tables_config
 
 if TYPE_CHECKING:  # annotations only: the Airflow demo path never starts a JVM here
     from pyspark.sql import SparkSession
+
+    from acidflow.catalog.hms.catalog import HiveMetastoreCatalog
 
 REPO = Path(__file__).resolve().parents[3]
 SAMPLE_DIR = REPO / "include" / "sample_data" / "pgbench"
@@ -139,7 +142,7 @@ def run_demo_airflow(catalog: Catalog, *, airflow_home: Path | None = None,
     """
     if isinstance(catalog, SqlCatalog):
         url = catalog.url.render_as_string(hide_password=False)
-    elif isinstance(catalog, HiveMetastoreCatalog):
+    elif _is_metastore_catalog(catalog):
         url = catalog.job_url()
     else:
         raise TypeError(f"the Airflow demo hands its DAG runs a catalog URL; "
@@ -173,3 +176,10 @@ def run_demo_airflow(catalog: Catalog, *, airflow_home: Path | None = None,
     reconcile_tables(None, catalog, load_tables_config(tables_yaml), sample_dir, out)
     out.seconds = time.monotonic() - t0
     return out
+
+
+def _is_metastore_catalog(catalog: Catalog) -> TypeGuard[HiveMetastoreCatalog]:
+    """Whether ``catalog`` is a :class:`HiveMetastoreCatalog`, without importing the metastore
+    backend (it needs the ``hms`` extra): such a catalog exists only once its module is loaded."""
+    module = sys.modules.get("acidflow.catalog.hms.catalog")
+    return module is not None and isinstance(catalog, module.HiveMetastoreCatalog)

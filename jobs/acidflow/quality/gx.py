@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from acidflow._extras import require
 from acidflow.errors import AcidflowError
 from acidflow.storage.fs import TableFS
 
@@ -286,7 +287,9 @@ def run_expectations(df: Any, expectations: list[dict[str, Any]], *,
         partial unexpected values per expectation.
     Raises:
         SuiteError: GX refused an expectation (unknown type, bad kwargs).
+        acidflow._extras.MissingExtraError: the ``quality`` extra is not installed.
     """
+    require("great_expectations", "quality", "data quality suites (Great Expectations)")
     # deferred: importing GX takes seconds; only tables with a suite pay for it
     import great_expectations as gx
     from great_expectations.core.expectation_suite import (

@@ -30,6 +30,7 @@ from typing import Any, BinaryIO
 
 import fsspec
 
+from acidflow._extras import require
 from acidflow.errors import AcidflowError
 from acidflow.format.fileio import (
     join as join,  # re-exported: storage callers join paths here
@@ -94,6 +95,8 @@ class TableFS:
     """
 
     def __init__(self, url: str):
+        if url.startswith(("s3://", "s3a://")):
+            require("s3fs", "s3", "tables on s3://")
         self.fs, _ = fsspec.core.url_to_fs(url)
         self.protocol = url.split("://", 1)[0] if "://" in url else "file"
 

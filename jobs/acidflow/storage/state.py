@@ -41,7 +41,6 @@ from acidflow.format.layout import (
     get_acid_state,
     parse_base,
 )
-from acidflow.format.orc import files as acid_files
 from acidflow.storage.fs import TableFS, join
 
 __all__ = ["compacted_base_check", "acid_state", "HISTORY_FILE", "history_floor",
@@ -93,6 +92,8 @@ def compacted_base_check(tfs: TableFS, partition_dir: str) -> Callable[[str], bo
     The callback raises ``acidflow.format.orc.files.AcidFileError`` for a marker that is not the JSON
     Hive writes."""
     def is_compacted(base_name: str) -> bool:
+        # deferred: the ORC codec imports pyarrow and pyorc; a catalog import needs neither
+        from acidflow.format.orc import files as acid_files
         return acid_files.is_compacted_base(tfs, join(partition_dir, base_name))
     return is_compacted
 
@@ -162,6 +163,8 @@ def history_floor(tfs: TableFS, partition_dir: str, entries: Iterable[DirEntry])
         try:
             value = json.loads(tfs.read_bytes(path))["full_history_below"]
         except (ValueError, KeyError, TypeError) as exc:
+            # deferred: the ORC codec imports pyarrow and pyorc; a catalog import needs neither
+            from acidflow.format.orc import files as acid_files
             raise acid_files.AcidFileError(f"{path}: not an acidflow history file: {exc}") \
                 from exc
         return LONG_MAX_VALUE if value is None else int(value)

@@ -27,24 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pymetastore.hive_metastore.ttypes import (
-    ClientCapabilities,
-    ClientCapability,
-    GetTableRequest,
-    GetValidWriteIdsRequest,
-    NoSuchObjectException,
-)
-from thrift.Thrift import TException
-
+from acidflow._extras import require
 from acidflow.catalog.base import Catalog
-from acidflow.catalog.hms.client import (
-    ORC_INPUT,
-    ORC_OUTPUT,
-    ORC_SERDE,
-    hms_client,
-    to_valid_write_ids,
-    valid_txn_list,
-)
 from acidflow.catalog.tabledef import Column, TableDef, normalize_table_name
 from acidflow.catalog.warehouse import is_inside
 from acidflow.errors import AcidflowError
@@ -246,7 +230,25 @@ def table_from_metastore(url: str, name: str, *, as_name: str | None = None
     Raises:
         MetastoreUnreachableError: the metastore does not answer (names the URL).
         TableOpsError: unknown table; not full ACID ORC (names the reason).
+        acidflow._extras.MissingExtraError: the ``hms`` extra is not installed.
     """
+    require("pymetastore", "hms", "adopting a table from a Hive metastore (--metastore)")
+    # deferred: the metastore's thrift client is the optional 'hms' extra (checked above);
+    # adoption from a path needs none of it
+    from pymetastore.hive_metastore.ttypes import (
+        ClientCapabilities,
+        ClientCapability,
+        GetTableRequest,
+        GetValidWriteIdsRequest,
+        NoSuchObjectException,
+    )
+    from thrift.Thrift import TException
+
+    from acidflow.catalog.hms.client import (
+        hms_client,
+        to_valid_write_ids,
+        valid_txn_list,
+    )
     full = normalize_table_name(name)
     db, tbl = full.split(".")
     with hms_client(url) as client:
@@ -295,6 +297,8 @@ def table_from_metastore(url: str, name: str, *, as_name: str | None = None
 
 def _not_full_acid_orc(t: Any) -> str:
     """Why Hive's table ``t`` is not a full-ACID ORC table, or ``""``."""
+    # deferred: the 'hms' extra, loaded already by table_from_metastore, the only caller
+    from acidflow.catalog.hms.client import ORC_INPUT, ORC_OUTPUT, ORC_SERDE
     params = {k.lower(): str(v).lower() for k, v in (t.parameters or {}).items()}
     if params.get("transactional") != "true":
         return "it is not transactional (TBLPROPERTIES 'transactional' is not 'true')"

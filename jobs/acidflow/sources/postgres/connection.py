@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from acidflow._extras import require
 from acidflow.errors import AcidflowError
 
 
@@ -26,6 +27,7 @@ def connect(dsn: str) -> Any:
     Raises:
         PullError: cannot connect (the reason from libpq, without the password).
     """
+    require("psycopg2", "postgres", "a PostgreSQL source")
     import psycopg2  # deferred: optional driver, needed only when a PostgreSQL source is used
 
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from acidflow._extras import require
 from acidflow.sources.postgres.connection import PullError, connect
 
 
@@ -24,6 +25,7 @@ def slot_lags(dsn: str, slots: Iterable[str]) -> dict[str, int | None]:
     Raises:
         PullError: cannot connect or query (the reason, never the password).
     """
+    require("psycopg2", "postgres", "a PostgreSQL source")
     import psycopg2  # deferred: optional driver, needed only when a PostgreSQL source is used
 
     names = list(dict.fromkeys(slots))
