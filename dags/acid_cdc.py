@@ -1,12 +1,13 @@
 """acid_cdc: apply pending change batches to full-ACID tables, every 5 minutes.
 
 pull (only when ``source`` is ``postgres``: ``acidflow cdc pull`` from a wal2json slot into the
-landing path; a no-op otherwise) -> pending (a short-circuit: with no change file in the
-landing path the run ends here, a success with the rest skipped) -> cdc_upsert (spark-submit ``cdc-upsert``: one batch per landing file, one
-transaction per batch, already-applied batches skipped; a Great Expectations gate on each
-table's staged rows runs before commit and aborts the batch when it fails) -> validate
-(spark-submit ``validate``: the tables' suites on the committed snapshot plus ACID invariants).
-Safe to retry: batches are idempotent by id, the pull by LSN.
+landing path, the DSN from the connection ``postgres_conn_id``; a success doing nothing
+otherwise) -> pending (a short-circuit: with no change file in the landing path the run ends
+here, a success with the rest skipped) -> cdc_upsert (spark-submit ``cdc-upsert``: one batch per
+landing file, one transaction per batch, already-applied batches skipped; a Great Expectations
+gate on each table's staged rows runs before commit and aborts the batch when it fails) ->
+validate (spark-submit ``validate``: the tables' suites on the committed snapshot plus ACID
+invariants). Safe to retry: batches are idempotent by id, the pull by LSN.
 
 Schedule ``[acidflow] cdc_schedule`` (default every 5 minutes; seconds, cron, ``@continuous`` or
 ``none``) with ``max_active_runs=1`` and no catchup; the scheduled runs take the params'
@@ -16,10 +17,15 @@ defaults, which ``[acidflow] cdc_params`` (JSON) sets. ``cdc_upsert`` declares t
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Any
 
-from acidflow_common import AcidflowSparkSubmitOperator, cli_task, has_change_files, include
-from acidflow_ops import DEFAULT_CDC_SCHEDULE, default_args, param_defaults, schedule
 from airflow.sdk import DAG, Param, task
+
+from acidflow_airflow.cdc import has_change_files, pull_changes
+from acidflow_airflow.config import include
+from acidflow_airflow.notifiers import default_args
+from acidflow_airflow.operator import AcidflowSparkSubmitOperator
+from acidflow_airflow.schedules import DEFAULT_CDC_SCHEDULE, param_defaults, schedule
 
 DEFAULTS = param_defaults("cdc_params", {
     "source": "landing", "format": "wal2json",
@@ -60,20 +66,15 @@ with DAG(
     },
     doc_md=__doc__,
 ) as dag:
-    pull = cli_task(
-        "pull",
-        "{% if params.source == 'postgres' %}"
-        "-m acidflow.cli cdc pull --dsn \"$ACIDFLOW_PULL_DSN\" --slot {{ params.slot }} "
-        "--landing {{ params.input_path }} --create-slot"
-        "{% else %}-c 'print(\"source is the landing path: nothing to pull\")'{% endif %}",
-        env_extra={"ACIDFLOW_PULL_DSN": "{% if params.source == 'postgres' %}"
-                                        "{{ conn.get(params.postgres_conn_id).get_uri() }}"
-                                        "{% endif %}"},
-    )
+    @task
+    def pull(params: dict[str, Any] | None = None) -> str:
+        """``acidflow cdc pull`` when ``source`` is ``postgres``; nothing otherwise."""
+        return pull_changes(params or {})
 
     @task.short_circuit
-    def pending(params: dict | None = None) -> bool:
+    def pending(params: dict[str, Any] | None = None) -> bool:
         """True when the landing path holds change files (else the run ends: a success)."""
+        params = params or {}
         found = has_change_files(params["input_path"])
         print(f"{params['input_path']}: {'change files to apply' if found else 'no change files'}")
         return found
@@ -94,4 +95,4 @@ with DAG(
         subcommand="validate",
         args=["--tables-config", "{{ params.tables_config }}", "--db", "{{ params.target_db }}"],
     )
-    pull >> pending() >> upsert >> validate
+    pull() >> pending() >> upsert >> validate

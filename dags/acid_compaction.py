@@ -11,12 +11,16 @@ of the alias ``acidflow-tables``; the compactor's own rewrites emit none).
 """
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
+from typing import Any
 
-from acidflow_common import AcidflowSparkSubmitOperator, cli_task
-from acidflow_ops import compaction_schedule, default_args
 from airflow.sdk import DAG, Param, task
+
+from acidflow_airflow import compaction
+from acidflow_airflow.config import job_env
+from acidflow_airflow.notifiers import default_args
+from acidflow_airflow.operator import AcidflowSparkSubmitOperator
+from acidflow_airflow.schedules import compaction_schedule
 
 with DAG(
     dag_id="acid_compaction",
@@ -34,24 +38,23 @@ with DAG(
     },
     doc_md=__doc__,
 ) as dag:
-    initiate = cli_task(
-        "initiate",
-        "jobs/submit.py compact --initiate {% if params.dry_run %}--dry-run {% endif %}"
-        "--table-filter '{{ params.table_filter }}'",
-        do_xcom_push=True,
-    )
+
+    @task.bash(env=job_env(), append_env=True)
+    def initiate(params: dict[str, Any] | None = None) -> str:
+        """The initiator (``--dry-run`` with ``dry_run``); its last line, the queued ids, to XCom."""
+        return compaction.initiate_command(params or {})
 
     @task
     def worker_args(queued: str) -> list[list[str]]:
         """``compact --worker --id N`` arguments for each queued id (last stdout line)."""
-        return [["--worker", "--id", str(i)] for i in json.loads(queued or "[]")]
+        return compaction.worker_args(queued)
 
     workers = AcidflowSparkSubmitOperator.partial(task_id="worker", subcommand="compact") \
-        .expand(args=worker_args(initiate.output))
-    clean = cli_task(
-        "clean",
-        "{% if params.dry_run %}-c 'print(\"dry run: nothing to clean\")'"
-        "{% else %}jobs/submit.py clean{% endif %}",
-        trigger_rule="all_done",
-    )
-    workers >> clean
+        .expand(args=worker_args(initiate()))
+
+    @task.bash(env=job_env(), append_env=True, trigger_rule="all_done")
+    def clean(params: dict[str, Any] | None = None) -> str:
+        """The cleaner; in a dry run it cleans nothing."""
+        return compaction.clean_command(params or {})
+
+    workers >> clean()

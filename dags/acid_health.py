@@ -17,9 +17,13 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from acidflow_ops import (DEFAULT_HEALTH_SCHEDULE, default_args, param_defaults,
-                          run_health_check, schedule)
+from typing import Any
+
 from airflow.sdk import DAG, Param, task
+
+from acidflow_airflow.health import run_health_check
+from acidflow_airflow.notifiers import default_args
+from acidflow_airflow.schedules import DEFAULT_HEALTH_SCHEDULE, param_defaults, schedule
 
 DEFAULTS = param_defaults("health_params", {
     "initiated_max_s": None, "working_max_s": None, "failed_max": None, "failed_window_s": None,
@@ -60,7 +64,7 @@ with DAG(
 ) as dag:
 
     @task
-    def check(params: dict | None = None) -> dict:
+    def check(params: dict[str, Any] | None = None) -> dict[str, Any]:
         """``acidflow health --json``; fails with the findings (see the DAG doc)."""
         return run_health_check(params or {})
 

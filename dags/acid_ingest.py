@@ -23,9 +23,11 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from acidflow_common import TABLES_ALIAS, AcidflowSparkSubmitOperator, include
-from acidflow_ops import default_args
 from airflow.sdk import DAG, AssetAlias, Param, task
+
+from acidflow_airflow.config import include
+from acidflow_airflow.notifiers import default_args
+from acidflow_airflow.operator import TABLES_ALIAS, AcidflowSparkSubmitOperator
 
 with DAG(
     dag_id="acid_ingest",

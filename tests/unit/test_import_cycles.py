@@ -65,3 +65,7 @@ def test_the_cycle_finder_finds_a_cycle(tmp_path, monkeypatch):
 
 def test_acidflow_has_no_import_cycle():
     assert _cycles("acidflow") == []
+
+
+def test_acidflow_airflow_has_no_import_cycle():
+    assert _cycles("acidflow_airflow") == []

@@ -2,9 +2,10 @@
 ``plugins/acidflow_plugin.py`` are single modules on Airflow's ``sys.path``). The package layering
 itself is in ``pyproject.toml`` (``[tool.importlinter]``, run by ``make lint``).
 
-* DAG files name entry points and arguments: they import acidflow only through
-  ``dags/acidflow_common.py``, which imports public names only (no ``acidflow.cli``, no module of
-  the catalog's implementation, nothing whose name starts with ``_``);
+* DAG files only wire tasks: they import acidflow only through the ``acidflow_airflow``
+  package, which imports public names only (no ``acidflow.cli``, no module of the catalog's
+  implementation, nothing whose name starts with ``_``; the rest of its rules are import-linter
+  contracts);
 * the plugin module imports only its UI package and Airflow;
 * no module of the package, the DAGs or the plugin edits ``sys.path``;
 * nothing shipped (the package, the DAGs, the plugin) imports the development servers
@@ -19,6 +20,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 DAG_FILES = sorted((REPO / "dags").glob("*.py"))
+AIRFLOW_PACKAGE = sorted((REPO / "jobs" / "acidflow_airflow").rglob("*.py"))
 PLUGIN_MODULE = REPO / "plugins" / "acidflow_plugin.py"
 
 
@@ -45,18 +47,22 @@ def _is_public_acidflow_import(module: str, names: list[str]) -> bool:
 
 
 def test_dag_files_found():
-    assert {p.name for p in DAG_FILES} >= {"acid_cdc.py", "acid_compaction.py", "acid_ingest.py",
-                                           "acidflow_common.py"}
+    assert {p.name for p in DAG_FILES} == {"acid_cdc.py", "acid_compaction.py", "acid_health.py",
+                                           "acid_ingest.py"}
+    assert {p.name for p in AIRFLOW_PACKAGE} >= {"__init__.py", "operator.py", "schedules.py",
+                                                 "notifiers.py", "health.py"}
 
 
 @pytest.mark.parametrize("path", DAG_FILES, ids=lambda p: p.name)
-def test_dags_import_public_names_only(path):
-    imports = _imports(path)
-    bad = [(m, n) for m, n in imports if not _is_public_acidflow_import(m, n)]
+def test_dags_reach_acidflow_through_the_airflow_package(path):
+    direct = [m for m, _ in _imports(path) if m.split(".")[0] == "acidflow"]
+    assert not direct, f"{path.name} should reach acidflow through acidflow_airflow: {direct}"
+
+
+@pytest.mark.parametrize("path", AIRFLOW_PACKAGE, ids=lambda p: p.name)
+def test_airflow_package_imports_public_names_only(path):
+    bad = [(m, n) for m, n in _imports(path) if not _is_public_acidflow_import(m, n)]
     assert not bad, f"{path.name} imports private or driver-only names: {bad}"
-    if path.name != "acidflow_common.py":
-        direct = [m for m, _ in imports if m.split(".")[0] == "acidflow"]
-        assert not direct, f"{path.name} should reach acidflow through acidflow_common: {direct}"
 
 
 def test_plugin_module_imports_its_ui_package_and_airflow_only():

@@ -102,7 +102,8 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 __all__ = [
-    "Catalog", "SqlCatalog", "HiveMetastoreCatalog", "load_catalog", "register_backend",
+    "Catalog", "SqlCatalog", "HiveMetastoreCatalog", "make_hms_catalog", "load_catalog",
+    "register_backend",
     "Column", "TableDef", "TxnInfo", "LockInfo", "CommitRecord", "BatchInfo",
     "CompactionInfo", "ReaderInfo",
     "CatalogError", "NoSuchTableError", "TableExistsError", "NoSuchTransactionError",

@@ -1,0 +1,117 @@
+"""``acid_health``'s check: run ``acidflow health --json`` with the jobs' Python and read its
+report.
+
+The command prints its report as one JSON line last on stdout and exits 0 (healthy), 1 (findings)
+or anything else (it could not run). :func:`read_health_report` turns that into the report, an
+``AirflowFailException`` listing the findings (no retry: the failure is the alert), or an
+``AirflowException`` (retried) -- also when the output is not the JSON report it should be.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Mapping
+from typing import Any
+
+from airflow.sdk import BaseHook
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+from acidflow_airflow.config import job_env, python_bin, repo
+
+#: acid_health's params -> the command's options (``None`` = the command's default:
+#: ``ACIDFLOW_HEALTH_*`` or built in)
+HEALTH_OPTIONS = {"initiated_max_s": "--initiated-max", "working_max_s": "--working-max",
+                  "failed_max": "--failed-max", "failed_window_s": "--failed-window",
+                  "txn_max_age_s": "--txn-max-age", "slot_lag_max_bytes": "--slot-lag-max"}
+#: seconds the command may take
+HEALTH_TIMEOUT_S = 600
+
+
+class HealthOutputError(AirflowException):
+    """``acidflow health --json`` exited 0 or 1 without a JSON report as its last stdout line
+    (retried like any check that could not run)."""
+
+
+def health_argv(params: Mapping[str, Any]) -> list[str]:
+    """``acidflow health --json`` arguments from the DAG's params (thresholds that are set;
+    the slot check when ``postgres_conn_id`` is)."""
+    argv = ["health", "--json"]
+    for name, opt in HEALTH_OPTIONS.items():
+        if params.get(name) is not None:
+            argv += [opt, str(params[name])]
+    if params.get("postgres_conn_id"):
+        argv += ["--slot", ",".join(params.get("slots") or ["acidflow"])]
+    return argv
+
+
+def _report(last_line: str, returncode: int) -> dict[str, Any]:
+    """The JSON object of the command's last stdout line.
+
+    Raises:
+        HealthOutputError: not JSON, not an object, or (exit 1) without ``findings``.
+    """
+    try:
+        report = json.loads(last_line)
+    except json.JSONDecodeError as exc:
+        raise HealthOutputError(
+            f"acidflow health --json (exit {returncode}): the last stdout line is not JSON "
+            f"({exc}): {last_line[:500]!r}") from None
+    if not isinstance(report, dict):
+        raise HealthOutputError(
+            f"acidflow health --json (exit {returncode}): expected a JSON object, got "
+            f"{type(report).__name__}: {last_line[:500]!r}")
+    if returncode == 1 and not isinstance(report.get("findings"), list):
+        raise HealthOutputError(
+            f"acidflow health --json (exit 1): the report has no 'findings' list: "
+            f"{last_line[:500]!r}")
+    return report
+
+
+def read_health_report(returncode: int, stdout: str, stderr: str = "") -> dict[str, Any]:
+    """The report of a finished ``acidflow health --json`` when healthy.
+
+    Args:
+        returncode: the command's exit status.
+        stdout: its standard output (the report is the last line).
+        stderr: its standard error (quoted when it could not run).
+    Returns:
+        the report (a JSON object) of a healthy catalog.
+    Raises:
+        AirflowFailException: exit 1 with a report: findings; the message lists each one's
+            ``[kind] message``.
+        HealthOutputError: exit 0 or 1 without a JSON report on the last stdout line.
+        AirflowException: any other exit (catalog or source unreachable), with the end of the
+            command's output.
+    """
+    text = stdout.strip()
+    last = text.splitlines()[-1] if text else ""
+    if returncode == 0:
+        return _report(last, returncode)
+    if returncode == 1 and last.startswith("{"):
+        report = _report(last, returncode)
+        lines = [f"- [{f.get('kind')}] {f.get('message')}" for f in report["findings"]]
+        raise AirflowFailException(f"acidflow health: {len(lines)} finding(s) in "
+                                   f"{report.get('catalog')}:\n" + "\n".join(lines))
+    raise AirflowException(f"acidflow health could not run (exit {returncode}): "
+                           f"{(stderr or stdout).strip()[-2000:]}")
+
+
+def run_health_check(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Run ``acidflow health --json`` with the jobs' Python and environment; returns its
+    report (to XCom) when healthy.
+
+    Args:
+        params: the DAG run's params (thresholds, ``postgres_conn_id``, ``slots``).
+    Raises:
+        AirflowFailException: findings (no retry: the failure is the alert).
+        AirflowException: the check could not run or printed no report (retried).
+    """
+    env = job_env()
+    if params.get("postgres_conn_id"):
+        env["ACIDFLOW_HEALTH_SLOT_DSN"] = BaseHook.get_connection(
+            params["postgres_conn_id"]).get_uri()
+    proc = subprocess.run([python_bin(), "-m", "acidflow.cli", *health_argv(params)],
+                          cwd=str(repo()), env={**os.environ, **env}, capture_output=True,
+                          text=True, timeout=HEALTH_TIMEOUT_S)
+    return read_health_report(proc.returncode, proc.stdout, proc.stderr)
