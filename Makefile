@@ -10,7 +10,7 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven hive-jars hadoop-aws trino-server hms lint test test-fast demo demo-hms lock clean bench bench-report bench-write-paths sample-data
+.PHONY: format stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven hive-jars hadoop-aws trino-server hms lint test test-fast demo demo-hms lock clean bench bench-report bench-write-paths sample-data
 
 # PostgreSQL 15 server binaries, as tests/support/postgres.py finds them ($$ACIDFLOW_PG_BINDIR).
 PG_BINDIR ?= $(or $(ACIDFLOW_PG_BINDIR),/usr/lib/postgresql/15/bin)
@@ -197,6 +197,14 @@ lint: setup
 	PYTHONPATH=jobs:plugins $(VENV)/bin/lint-imports --config pyproject.toml
 	$(PY) -m mypy
 	$(VENV)/bin/deptry jobs plugins
+	$(VENV)/bin/ruff check $(RUFF_PATHS)
+	$(VENV)/bin/ruff format --check $(RUFF_PATHS)
+
+# `make format`: what `make lint` checks, applied
+RUFF_PATHS := jobs plugins dags tests bench tools
+format: setup
+	$(VENV)/bin/ruff check --fix $(RUFF_PATHS)
+	$(VENV)/bin/ruff format $(RUFF_PATHS)
 
 test: setup lint
 	$(PY) -m pytest -q --durations=25

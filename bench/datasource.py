@@ -12,6 +12,7 @@ checked against the other: row count and the sum of ``xxhash64`` over all column
 Run: ``python -m bench.datasource [--rows 1000000] [--deltas 3] [--runs 3] [--work DIR]``;
 prints the result as JSON (``run()`` returns it for the harness).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,16 +31,28 @@ def build(spark: Any, catalog: Any, rows: int, deltas: int) -> None:
     """Create and fill the table (see the module doc)."""
     from pyspark.sql import functions as F
 
-    from acidflow.engine.transaction import Transaction
     from acidflow.catalog import Column, TableDef
+    from acidflow.engine.transaction import Transaction
 
-    catalog.create_table(TableDef(
-        name=TABLE, columns=[Column("id", "bigint"), Column("name", "string"),
-                             Column("amount", "bigint"), Column("score", "double")],
-        num_buckets=4, bucket_columns=["id"]))
+    catalog.create_table(
+        TableDef(
+            name=TABLE,
+            columns=[
+                Column("id", "bigint"),
+                Column("name", "string"),
+                Column("amount", "bigint"),
+                Column("score", "double"),
+            ],
+            num_buckets=4,
+            bucket_columns=["id"],
+        )
+    )
     df = spark.range(rows).select(
-        F.col("id"), F.concat(F.lit("name-"), F.col("id").cast("string")).alias("name"),
-        (F.col("id") * 7).alias("amount"), (F.col("id") / 3.0).alias("score"))
+        F.col("id"),
+        F.concat(F.lit("name-"), F.col("id").cast("string")).alias("name"),
+        (F.col("id") * 7).alias("amount"),
+        (F.col("id") / 3.0).alias("score"),
+    )
     with Transaction(catalog) as t:
         t.insert(TABLE, df)
     for k in range(deltas):
@@ -58,13 +71,17 @@ def _consume(make: Callable[[], Any]) -> float:
 def _check(df: Any) -> tuple[int, int]:
     from pyspark.sql import functions as F
 
-    row = df.agg(F.count(F.lit(1)),
-                 F.sum(F.xxhash64(*df.columns).cast("decimal(38,0)"))).first()
+    row = df.agg(F.count(F.lit(1)), F.sum(F.xxhash64(*df.columns).cast("decimal(38,0)"))).first()
     return int(row[0]), int(row[1])
 
 
-def run(rows: int = 1_000_000, deltas: int = 3, runs: int = 3, work: str | None = None,
-        spark: Any = None) -> dict[str, Any]:
+def run(
+    rows: int = 1_000_000,
+    deltas: int = 3,
+    runs: int = 3,
+    work: str | None = None,
+    spark: Any = None,
+) -> dict[str, Any]:
     """Build the table under ``work`` (default a temp dir; a table already built there is
     reused) and time both reads.
 
@@ -76,9 +93,9 @@ def run(rows: int = 1_000_000, deltas: int = 3, runs: int = 3, work: str | None 
         AssertionError: the two reads disagree (count or hash sum).
     """
     from acidflow import datasource
-    from acidflow.read import table as reads
     from acidflow.catalog import SqlCatalog
     from acidflow.config import Settings
+    from acidflow.read import table as reads
     from acidflow.spark import get_spark
 
     root = Path(work or tempfile.mkdtemp(prefix="bench-ds-"))
@@ -105,9 +122,15 @@ def run(rows: int = 1_000_000, deltas: int = 3, runs: int = 3, work: str | None 
         times["read_table_s"].append(_consume(by_read_table))
     ds_med = statistics.median(times["datasource_s"])
     rt_med = statistics.median(times["read_table_s"])
-    return {"rows": rows, "deltas": deltas, "runs": runs, **times,
-            "datasource_median_s": round(ds_med, 3), "read_table_median_s": round(rt_med, 3),
-            "ratio": round(ds_med / rt_med, 3)}
+    return {
+        "rows": rows,
+        "deltas": deltas,
+        "runs": runs,
+        **times,
+        "datasource_median_s": round(ds_med, 3),
+        "read_table_median_s": round(rt_med, 3),
+        "ratio": round(ds_med / rt_med, 3),
+    }
 
 
 def main() -> None:

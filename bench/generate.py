@@ -26,6 +26,7 @@ the stored row (``updated_at``): updates and inserts write the after image (``up
 
 Run: ``python -m bench.generate OUT --rows N --events K [--batches B] [--seed S]``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,18 +41,43 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 TABLE = "BENCH.ITEMS"
-CITIES = np.array(["Amsterdam", "Berlin", "Cairo", "Dakar", "Edinburgh", "Fukuoka", "Geneva",
-                   "Hanoi", "Istanbul", "Jakarta", "Kyiv", "Lima", "Madrid", "Nairobi", "Oslo",
-                   "Porto"])
-ALPHABET = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
-                         dtype=np.uint8)
+CITIES = np.array(
+    [
+        "Amsterdam",
+        "Berlin",
+        "Cairo",
+        "Dakar",
+        "Edinburgh",
+        "Fukuoka",
+        "Geneva",
+        "Hanoi",
+        "Istanbul",
+        "Jakarta",
+        "Kyiv",
+        "Lima",
+        "Madrid",
+        "Nairobi",
+        "Oslo",
+        "Porto",
+    ]
+)
+ALPHABET = np.frombuffer(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", dtype=np.uint8
+)
 PAYLOAD_LEN = 60
 EPOCH = datetime(1970, 1, 1)
 BASE_START_US = int((datetime(2024, 1, 1) - EPOCH).total_seconds() * 1_000_000)
 BATCH_START = datetime(2025, 1, 1)
-SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("age", pa.int32()),
-                    ("city", pa.string()), ("updated_at", pa.timestamp("us")),
-                    ("payload", pa.string())])
+SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("name", pa.string()),
+        ("age", pa.int32()),
+        ("city", pa.string()),
+        ("updated_at", pa.timestamp("us")),
+        ("payload", pa.string()),
+    ]
+)
 CHUNK = 1_000_000
 
 
@@ -69,21 +95,38 @@ def row_values(ids: np.ndarray, versions: np.ndarray) -> dict[str, np.ndarray | 
         h = _mix(ids.astype(np.uint64) * np.uint64(1_000_003) + versions.astype(np.uint64))
         words = np.stack([_mix(h + np.uint64(j)) for j in range(8)], axis=1)  # n x 64 bytes
     chars = ALPHABET[words.view(np.uint8).reshape(len(ids), 64)[:, :PAYLOAD_LEN] & 63]
-    payload = pa.array(np.ascontiguousarray(chars).view(f"S{PAYLOAD_LEN}").ravel()).cast(pa.string())
+    payload = pa.array(np.ascontiguousarray(chars).view(f"S{PAYLOAD_LEN}").ravel()).cast(
+        pa.string()
+    )
     names = pc.binary_join_element_wise(
-        "user_", pc.cast(pa.array(ids), pa.string()), "_v",
-        pc.cast(pa.array(versions), pa.string()), "")
-    return {"name": names, "age": (18 + (h % np.uint64(70))).astype(np.int32),
-            "city": CITIES[(h >> np.uint64(8)) % np.uint64(len(CITIES))], "payload": payload}
+        "user_",
+        pc.cast(pa.array(ids), pa.string()),
+        "_v",
+        pc.cast(pa.array(versions), pa.string()),
+        "",
+    )
+    return {
+        "name": names,
+        "age": (18 + (h % np.uint64(70))).astype(np.int32),
+        "city": CITIES[(h >> np.uint64(8)) % np.uint64(len(CITIES))],
+        "payload": payload,
+    }
 
 
 def rows_table(ids: np.ndarray, versions: np.ndarray, updated_us: np.ndarray) -> pa.Table:
     """Arrow table (:data:`SCHEMA`) of the given row versions."""
     v = row_values(ids, versions)
-    return pa.table({"id": pa.array(ids, pa.int64()), "name": v["name"],
-                     "age": pa.array(v["age"], pa.int32()), "city": pa.array(v["city"]),
-                     "updated_at": pa.array(updated_us, pa.timestamp("us")),
-                     "payload": v["payload"]}, schema=SCHEMA)
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "name": v["name"],
+            "age": pa.array(v["age"], pa.int32()),
+            "city": pa.array(v["city"]),
+            "updated_at": pa.array(updated_us, pa.timestamp("us")),
+            "payload": v["payload"],
+        },
+        schema=SCHEMA,
+    )
 
 
 @dataclass
@@ -102,7 +145,8 @@ class State:
         updated = np.zeros(capacity, np.int64)
         # spread over 2024, whole microseconds, distinct per id
         updated[:n] = BASE_START_US + (np.arange(n, dtype=np.int64) * 3_137_777) % (
-            365 * 86_400_000_000)
+            365 * 86_400_000_000
+        )
         return cls(live, np.zeros(capacity, np.int32), updated, n)
 
     def write(self, path: Path) -> int:
@@ -110,7 +154,7 @@ class State:
         ids = np.flatnonzero(self.live)
         with pq.ParquetWriter(path, SCHEMA, compression="zstd") as w:
             for i in range(0, len(ids), CHUNK):
-                part = ids[i:i + CHUNK]
+                part = ids[i : i + CHUNK]
                 w.write_table(rows_table(part, self.version[part], self.updated[part]))
         return len(ids)
 
@@ -138,13 +182,17 @@ def plan_batch(state: State, k: int, rng: np.random.Generator) -> list[tuple[str
     groups: list[list[tuple[str, int, bool]]] = []
     i = 0
     for _ in range(d_uu):
-        groups.append([("U", int(existing[i]), False), ("U", int(existing[i]), False)]); i += 1
+        groups.append([("U", int(existing[i]), False), ("U", int(existing[i]), False)])
+        i += 1
     for _ in range(d_ud):
-        groups.append([("U", int(existing[i]), False), ("D", int(existing[i]), False)]); i += 1
+        groups.append([("U", int(existing[i]), False), ("D", int(existing[i]), False)])
+        i += 1
     for j in range(updates):
-        groups.append([("U", int(existing[i]), j < late - late // 2)]); i += 1
+        groups.append([("U", int(existing[i]), j < late - late // 2)])
+        i += 1
     for j in range(deletes):
-        groups.append([("D", int(existing[i]), j < late // 2)]); i += 1
+        groups.append([("D", int(existing[i]), j < late // 2)])
+        i += 1
     for j in range(d_iu):
         groups.append([("I", int(new_ids[j]), False), ("U", int(new_ids[j]), False)])
     for j in range(d_iu, d_iu + inserts):
@@ -153,14 +201,16 @@ def plan_batch(state: State, k: int, rng: np.random.Generator) -> list[tuple[str
     slots = rng.permutation(sum(len(g) for g in groups))
     order, s = [], 0
     for g in groups:
-        mine = sorted(slots[s:s + len(g)]); s += len(g)
+        mine = sorted(slots[s : s + len(g)])
+        s += len(g)
         order += [(slot, ev) for slot, ev in zip(mine, g)]
     order.sort(key=lambda t: t[0])
     return [ev for _, ev in order]
 
 
-def write_batch(state: State, events: list[tuple[str, int, bool]], batch_no: int,
-                path: Path) -> dict[str, int]:
+def write_batch(
+    state: State, events: list[tuple[str, int, bool]], batch_no: int, path: Path
+) -> dict[str, int]:
     """Write the batch's GoldenGate JSON lines and apply it to ``state``; returns counts."""
     start_us = int((BATCH_START + timedelta(days=batch_no) - EPOCH).total_seconds() * 1_000_000)
     counts = {"I": 0, "U": 0, "D": 0, "late": 0}
@@ -189,15 +239,26 @@ def write_batch(state: State, events: list[tuple[str, int, bool]], batch_no: int
     with path.open("w") as f:
         for seq, (op, key, late) in enumerate(events):
             ts = ts_text(op_us[seq])
-            rec = {"table": TABLE, "op_type": op, "op_ts": ts,
-                   "current_ts": ts_text(start_us + seq + 5_000_000),
-                   "pos": f"{batch_no:06d}{seq:014d}", "primary_keys": ["ID"]}
+            rec = {
+                "table": TABLE,
+                "op_type": op,
+                "op_ts": ts,
+                "current_ts": ts_text(start_us + seq + 5_000_000),
+                "pos": f"{batch_no:06d}{seq:014d}",
+                "primary_keys": ["ID"],
+            }
             if op == "D":
                 rec["before"], rec["after"] = {"ID": key}, None
             else:
                 rec["before"] = None if op == "I" else {"ID": key}
-                rec["after"] = {"ID": key, "NAME": names[seq], "AGE": ages[seq],
-                                "CITY": cities[seq], "UPDATED_AT": ts, "PAYLOAD": payloads[seq]}
+                rec["after"] = {
+                    "ID": key,
+                    "NAME": names[seq],
+                    "AGE": ages[seq],
+                    "CITY": cities[seq],
+                    "UPDATED_AT": ts,
+                    "PAYLOAD": payloads[seq],
+                }
             f.write(json.dumps(rec, separators=(",", ":")) + "\n")
     return counts
 
@@ -216,12 +277,18 @@ def generate(out: str | Path, rows: int, events: int, batches: int = 10, seed: i
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     state = State.initial(rows, rows + batches * events + 1)
-    meta = {"rows": rows, "events": events, "batches": batches, "seed": seed, "table": TABLE,
-            "base_rows": state.write(out / "base.parquet"), "batch_counts": [],
-            "expected_rows": {}}
+    meta = {
+        "rows": rows,
+        "events": events,
+        "batches": batches,
+        "seed": seed,
+        "table": TABLE,
+        "base_rows": state.write(out / "base.parquet"),
+        "batch_counts": [],
+        "expected_rows": {},
+    }
     for b in range(1, batches + 1):
-        counts = write_batch(state, plan_batch(state, events, rng), b,
-                             out / f"batch_{b:04d}.jsonl")
+        counts = write_batch(state, plan_batch(state, events, rng), b, out / f"batch_{b:04d}.jsonl")
         meta["batch_counts"].append(counts)
         if b in (1, batches):
             meta["expected_rows"][b] = state.write(out / f"expected_{b:04d}.parquet")

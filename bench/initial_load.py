@@ -19,6 +19,7 @@ Run: ``python -m bench.initial_load [--rows N] [--runs R] [--out DIR]`` (prints 
 ``<out>/initial_load.json``). To measure another checkout's acidflow, put its ``jobs`` first on
 ``PYTHONPATH`` (the script itself only needs :mod:`bench.generate`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,8 +73,9 @@ def write_input(path: Path, rows: int) -> None:
     with pq.ParquetWriter(path, SCHEMA) as w:
         for start in range(0, rows, CHUNK):
             ids = np.arange(start, min(rows, start + CHUNK), dtype=np.int64)
-            w.write_table(rows_table(ids, np.ones(len(ids), np.int64),
-                                     BASE_START_US + ids * 1_000_000))
+            w.write_table(
+                rows_table(ids, np.ones(len(ids), np.int64), BASE_START_US + ids * 1_000_000)
+            )
 
 
 def _tables(work: Path) -> Any:
@@ -82,11 +84,23 @@ def _tables(work: Path) -> Any:
     wh = work / "warehouse"
     wh.mkdir(parents=True, exist_ok=True)
     catalog = SqlCatalog(f"sqlite:///{wh}/_acidflow_catalog.db", warehouse=str(wh))
-    cols = [Column("id", "bigint"), Column("name", "string"), Column("age", "int"),
-            Column("city", "string"), Column("updated_at", "timestamp"),
-            Column("payload", "string")]
-    catalog.create_table(TableDef(name="bench.loadb", columns=cols, primary_key=["id"],
-                                  bucket_columns=["id"], num_buckets=NUM_BUCKETS))
+    cols = [
+        Column("id", "bigint"),
+        Column("name", "string"),
+        Column("age", "int"),
+        Column("city", "string"),
+        Column("updated_at", "timestamp"),
+        Column("payload", "string"),
+    ]
+    catalog.create_table(
+        TableDef(
+            name="bench.loadb",
+            columns=cols,
+            primary_key=["id"],
+            bucket_columns=["id"],
+            num_buckets=NUM_BUCKETS,
+        )
+    )
     catalog.create_table(TableDef(name="bench.loadu", columns=cols, primary_key=["id"]))
     return catalog
 
@@ -121,11 +135,15 @@ def run(rows: int, runs: int, out_dir: str | Path) -> dict:
                 def body() -> None:
                     with Transaction(catalog, agent_info="bench initial load") as txn:
                         (txn.insert_overwrite if overwrite else txn.insert)(name, df)
+
                 return body
 
             steps: dict[str, Callable[[], None]] = {
-                "spark_orc": lambda: df.write.option("compression", "zlib").mode(
-                    "overwrite").orc(str(work / "plain_orc")),
+                "spark_orc": lambda: (
+                    df.write.option("compression", "zlib")
+                    .mode("overwrite")
+                    .orc(str(work / "plain_orc"))
+                ),
                 "acid_bucketed": acid("bench.loadb", True),
                 "acid_unbucketed": acid("bench.loadu", False),
             }
@@ -135,17 +153,24 @@ def run(rows: int, runs: int, out_dir: str | Path) -> dict:
                 fn()
                 times[name].append(round(time.perf_counter() - t0, 3))
                 peaks[name].append(round(sampler.peak / 2**20, 1))
-                print(f"run {i} {name}: {times[name][-1]:.2f} s, peak {peaks[name][-1]:.0f} MB",
-                      flush=True)
+                print(
+                    f"run {i} {name}: {times[name][-1]:.2f} s, peak {peaks[name][-1]:.0f} MB",
+                    flush=True,
+                )
             shutil.rmtree(work, ignore_errors=True)
     finally:
         sampler.stop()
     ratios = {s: [round(t / r, 3) for t, r in zip(times[s], times["spark_orc"])] for s in STEPS}
-    return {"rows": rows, "runs": runs, "partitions": df.rdd.getNumPartitions(),
-            "times": times, "peak_rss_mb": peaks,
-            "median": {s: statistics.median(v) for s, v in times.items()},
-            "ratio_to_spark_orc": ratios,
-            "median_ratio": {s: statistics.median(v) for s, v in ratios.items()}}
+    return {
+        "rows": rows,
+        "runs": runs,
+        "partitions": df.rdd.getNumPartitions(),
+        "times": times,
+        "peak_rss_mb": peaks,
+        "median": {s: statistics.median(v) for s, v in times.items()},
+        "ratio_to_spark_orc": ratios,
+        "median_ratio": {s: statistics.median(v) for s, v in ratios.items()},
+    }
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -14,6 +14,7 @@ sidecar index could save).
 
 Run: ``python -m bench.key_index --rows 1000000 --keys 10000 --stripe-rows 10000``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,11 +26,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.engine import lookup
+from acidflow.engine.transaction import Transaction
 from acidflow.read import snapshot
 from acidflow.storage.fs import TableFS
-from acidflow.engine.transaction import Transaction
-from acidflow.catalog import Column, SqlCatalog, TableDef
 
 
 class _CountingFile:
@@ -75,48 +76,79 @@ class _CountingFS:
 
 
 def _key_sets(n: int, k: int, rnd: random.Random) -> dict[str, list[int]]:
-    return {f"{k} sequential (newest)": list(range(n - k, n)),
-            f"{k} random": rnd.sample(range(n), k),
-            "100 random": rnd.sample(range(n), 100),
-            "10 random": rnd.sample(range(n), 10)}
+    return {
+        f"{k} sequential (newest)": list(range(n - k, n)),
+        f"{k} random": rnd.sample(range(n), k),
+        "100 random": rnd.sample(range(n), 100),
+        "10 random": rnd.sample(range(n), 10),
+    }
 
 
 def table_lookup(n: int, k: int, stripe_rows: int, seed: int, key: str) -> None:
     """One table (module doc); ``key``: ``id`` (ordered bigint) or ``uid`` (unordered string)."""
     rnd = random.Random(seed)
     ids = np.arange(n)
-    values = pa.array(ids, pa.int64()) if key == "id" else \
-        pa.array([f"{rnd.getrandbits(128):032x}" for _ in range(n)])
+    values = (
+        pa.array(ids, pa.int64())
+        if key == "id"
+        else pa.array([f"{rnd.getrandbits(128):032x}" for _ in range(n)])
+    )
     with tempfile.TemporaryDirectory() as wh:
         cat = SqlCatalog(f"sqlite:///{wh}/_acidflow_catalog.db", warehouse=wh)
-        cat.create_table(TableDef(name="db.t", primary_key=[key], columns=[
-            Column(key, "bigint" if key == "id" else "string"), Column("v", "string")]))
+        cat.create_table(
+            TableDef(
+                name="db.t",
+                primary_key=[key],
+                columns=[Column(key, "bigint" if key == "id" else "string"), Column("v", "string")],
+            )
+        )
         t0 = time.perf_counter()
         with Transaction(cat) as txn:
             # uncompressed: exact stripes of stripe_rows rows (a zlib stripe is cut only
             # once a compression block is full)
-            txn.upsert("db.t", pa.table({key: values, "v": pa.array([f"v{i}" for i in ids])}),
-                       stripe_rows=stripe_rows, compression="none")
-        print(f"\ntable with {key} keys: {n} rows written in {time.perf_counter() - t0:.1f} s "
-              f"(stripe_rows={stripe_rows})")
+            txn.upsert(
+                "db.t",
+                pa.table({key: values, "v": pa.array([f"v{i}" for i in ids])}),
+                stripe_rows=stripe_rows,
+                compression="none",
+            )
+        print(
+            f"\ntable with {key} keys: {n} rows written in {time.perf_counter() - t0:.1f} s "
+            f"(stripe_rows={stripe_rows})"
+        )
         cur = lookup.plan_current(cat, cat.get_table("db.t"), None)
         plan = cur.plan
-        print(f"{'keys':<24} {'read':>5} {'by stats':>8} {'by bloom':>8} {'s pruned':>9} "
-              f"{'s full':>7} {'file reads pruned/full':>22} {'MB pruned/full':>15}")
+        print(
+            f"{'keys':<24} {'read':>5} {'by stats':>8} {'by bloom':>8} {'s pruned':>9} "
+            f"{'s full':>7} {'file reads pruned/full':>22} {'MB pruned/full':>15}"
+        )
         for label, pick in _key_sets(n, k, rnd).items():
             keys = pa.table({key: values.take(pa.array(pick))})
             out: dict = {}
             reads: dict = {}
-            for rep in range(4):   # the first counts reads, then best of three, interleaved
+            for rep in range(4):  # the first counts reads, then best of three, interleaved
                 for prune in (True, False):
                     verdicts: list = []
                     fs: Any = _CountingFS(cur.tfs) if rep == 0 else cur.tfs
                     t0 = time.perf_counter()
-                    found = pa.Table.from_batches([b for task in plan.tasks for b in
-                                                   snapshot.read_task(
-                        fs, task, plan.columns, plan.partition_columns,
-                        plan.valid_write_ids, row_id=True, project=[key], keys=keys,
-                        prune=prune, pruned=verdicts)])
+                    found = pa.Table.from_batches(
+                        [
+                            b
+                            for task in plan.tasks
+                            for b in snapshot.read_task(
+                                fs,
+                                task,
+                                plan.columns,
+                                plan.partition_columns,
+                                plan.valid_write_ids,
+                                row_id=True,
+                                project=[key],
+                                keys=keys,
+                                prune=prune,
+                                pruned=verdicts,
+                            )
+                        ]
+                    )
                     took = time.perf_counter() - t0
                     if rep == 0:
                         reads[prune] = fs.counts
@@ -129,10 +161,12 @@ def table_lookup(n: int, k: int, stripe_rows: int, seed: int, key: str) -> None:
             bloom = sum(v.by_bloom for _, v in verdicts)
             total = sum(len(v.keep) for _, v in verdicts)
             r, f = reads[True], reads[False]
-            print(f"{label:<24} {total - stats - bloom:>5} {stats:>8} {bloom:>8} "
-                  f"{out[True][0]:>9.3f} {out[False][0]:>7.3f} "
-                  f"{str(r['reads']) + '/' + str(f['reads']):>22} "
-                  f"{r['bytes'] / 2**20:>7.1f}/{f['bytes'] / 2**20:<7.1f}")
+            print(
+                f"{label:<24} {total - stats - bloom:>5} {stats:>8} {bloom:>8} "
+                f"{out[True][0]:>9.3f} {out[False][0]:>7.3f} "
+                f"{str(r['reads']) + '/' + str(f['reads']):>22} "
+                f"{r['bytes'] / 2**20:>7.1f}/{f['bytes'] / 2**20:<7.1f}"
+            )
         cat.close()
 
 

@@ -5,6 +5,7 @@ benchmark issue with its measured ratio.
 Run: ``python -m bench.report [--results DIR] [--out bench/RESULTS.md] [--notes FILE]``
 (``--notes``: a Markdown file appended as the profile / changes section).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,9 +15,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 TOOLS = ("acidflow", "delta", "duckdb", "spark-cow")
-LABEL = {"acidflow": "acidflow upsert (merge-on-read)", "delta": "delta-rs MERGE",
-         "duckdb": "DuckDB copy-on-write", "spark-cow": "Spark copy-on-write (ORC)",
-         "spark-orc": "plain Spark ORC"}
+LABEL = {
+    "acidflow": "acidflow upsert (merge-on-read)",
+    "delta": "delta-rs MERGE",
+    "duckdb": "DuckDB copy-on-write",
+    "spark-cow": "Spark copy-on-write (ORC)",
+    "spark-orc": "plain Spark ORC",
+}
 #: the targets of issue 13 (ratios measured side by side in one run)
 GROWTH_NS = (1_000_000, 3_000_000, 10_000_000)
 GROWTH_K = 10_000
@@ -69,56 +74,78 @@ def load_extra(results: Path, pattern: str) -> list[dict]:
 
 def size_section(d: dict) -> list[str]:
     n, k = d["rows"], d["events"]
-    out = [f"### N = {n:,} rows, K = {k:,} events per batch ({100 * k / n:g} %)", "",
-           (f"**Partial**: the run was stopped before it finished (rebuilt from its logs by "
-            f"`bench.run.doc_from_logs`); phases without rows below were not reached. "
-            if d.get("partial") else "") +
-           f"{d['runs']} runs; started {d.get('started', '?')}"
-           + (f", {d['seconds']:.0f} s in all. " if d.get("seconds") else ". ") +
-           "Times in seconds: *work* is the operation itself (reading the change file to the "
-           "committed result); *JVM* is the SparkSession start, reported apart; *peak* is the "
-           "largest summed RSS of the step's process tree (driver, JVM, Python workers) over "
-           "the runs that did not read their result back for the check.", "",
-           "| upsert of batch 1 | work median | work range | JVM start | wall median | peak MB"
-           " | correct | runs (work) |", "|---|---|---|---|---|---|---|---|"]
+    out = [
+        f"### N = {n:,} rows, K = {k:,} events per batch ({100 * k / n:g} %)",
+        "",
+        (
+            "**Partial**: the run was stopped before it finished (rebuilt from its logs by "
+            "`bench.run.doc_from_logs`); phases without rows below were not reached. "
+            if d.get("partial")
+            else ""
+        )
+        + f"{d['runs']} runs; started {d.get('started', '?')}"
+        + (f", {d['seconds']:.0f} s in all. " if d.get("seconds") else ". ")
+        + "Times in seconds: *work* is the operation itself (reading the change file to the "
+        "committed result); *JVM* is the SparkSession start, reported apart; *peak* is the "
+        "largest summed RSS of the step's process tree (driver, JVM, Python workers) over "
+        "the runs that did not read their result back for the check.",
+        "",
+        "| upsert of batch 1 | work median | work range | JVM start | wall median | peak MB"
+        " | correct | runs (work) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for t in TOOLS:
         runs = d["upsert"].get(t) or []
         if not runs:
             continue
-        out.append(f"| {LABEL[t]} | {med(work(runs)):.2f} | {span(work(runs))} | "
-                   f"{med([r.get('jvm_start', 0) for r in runs]):.1f} | "
-                   f"{med([r['wall'] for r in runs]):.1f} | "
-                   f"{op_peak(runs) or float('nan'):.0f} | "
-                   f"{'yes' if all_correct(runs) else '**NO**'} | "
-                   + ", ".join(f"{w:.2f}" for w in work(runs)) + " |")
+        out.append(
+            f"| {LABEL[t]} | {med(work(runs)):.2f} | {span(work(runs))} | "
+            f"{med([r.get('jvm_start', 0) for r in runs]):.1f} | "
+            f"{med([r['wall'] for r in runs]):.1f} | "
+            f"{op_peak(runs) or float('nan'):.0f} | "
+            f"{'yes' if all_correct(runs) else '**NO**'} | "
+            + ", ".join(f"{w:.2f}" for w in work(runs))
+            + " |"
+        )
     batches = d.get("acidflow_batches") or []
     if batches:
-        out += ["", f"acidflow, batches 1..{len(batches)} applied in turn (work, s): "
-                + ", ".join(f"{r['work']:.2f}" for r in batches)
-                + f"; every checked state correct: "
-                f"{'yes' if all_correct(batches) else '**NO**'}."]
+        out += [
+            "",
+            f"acidflow, batches 1..{len(batches)} applied in turn (work, s): "
+            + ", ".join(f"{r['work']:.2f}" for r in batches)
+            + f"; every checked state correct: "
+            f"{'yes' if all_correct(batches) else '**NO**'}.",
+        ]
     if d.get("read"):
-        out += ["", "| snapshot read (all rows, all columns) | acidflow `read_table` median | "
-                    "range | data source median | range | plain Spark ORC median | range | "
-                    "ratio read_table | ratio data source | correct |",
-                "|---|---|---|---|---|---|---|---|---|---|"]
+        out += [
+            "",
+            "| snapshot read (all rows, all columns) | acidflow `read_table` median | "
+            "range | data source median | range | plain Spark ORC median | range | "
+            "ratio read_table | ratio data source | correct |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for b, r in sorted(d["read"].items(), key=lambda kv: int(kv[0])):
             a, s = work(r["acidflow"]), work(r["spark-orc"])
             ds = work(r.get("acidflow-ds") or [])
             ok = all_correct(r["acidflow"]) and (not ds or all_correct(r["acidflow-ds"]))
-            out.append(f"| after {b} batch{'es' if b != '1' else ''} | {med(a):.2f} | {span(a)}"
-                       f" | {med(ds):.2f} | {span(ds)} | {med(s):.2f} | {span(s)} | "
-                       f"{med(a) / med(s):.2f}× | {med(ds) / med(s):.2f}× | "
-                       f"{'yes' if ok else '**NO**'} |")
+            out.append(
+                f"| after {b} batch{'es' if b != '1' else ''} | {med(a):.2f} | {span(a)}"
+                f" | {med(ds):.2f} | {span(ds)} | {med(s):.2f} | {span(s)} | "
+                f"{med(a) / med(s):.2f}× | {med(ds) / med(s):.2f}× | "
+                f"{'yes' if ok else '**NO**'} |"
+            )
     c = d.get("compact") or {}
     if c.get("acidflow"):
         a, s = work(c["acidflow"]), work(c["spark-orc"])
-        out += ["", "| major compaction after the last batch | acidflow median | range | "
-                    "plain Spark ORC rewrite median | range | ratio | correct |",
-                "|---|---|---|---|---|---|---|",
-                f"| base + {len(batches)} deltas + {len(batches)} delete deltas | {med(a):.2f} | "
-                f"{span(a)} | {med(s):.2f} | {span(s)} | {med(a) / med(s):.2f}× | "
-                f"{'yes' if all_correct(c['acidflow']) else '**NO**'} |"]
+        out += [
+            "",
+            "| major compaction after the last batch | acidflow median | range | "
+            "plain Spark ORC rewrite median | range | ratio | correct |",
+            "|---|---|---|---|---|---|---|",
+            f"| base + {len(batches)} deltas + {len(batches)} delete deltas | {med(a):.2f} | "
+            f"{span(a)} | {med(s):.2f} | {span(s)} | {med(a) / med(s):.2f}× | "
+            f"{'yes' if all_correct(c['acidflow']) else '**NO**'} |",
+        ]
     out.append("")
     return out
 
@@ -137,51 +164,75 @@ def targets(docs: list[dict], loads: list[dict] = (), s3: list[dict] = ()) -> li
     big = by.get((10_000_000, 100_000))
     if big:
         a, dl, dk = (upsert_med(big, t) for t in ("acidflow", "delta", "duckdb"))
-        rows.append(f"| upsert N=10M, K=100k ≤ {DELTA_MAX}× delta-rs MERGE | {a:.2f} s vs "
-                    f"{dl:.2f} s = {a / dl:.2f}× | {met(a <= DELTA_MAX * dl)} |")
-        rows.append(f"| upsert N=10M, K=100k ≤ {DUCKDB_MAX}× DuckDB copy-on-write | {a:.2f} s "
-                    f"vs {dk:.2f} s = {a / dk:.2f}× | {met(a <= DUCKDB_MAX * dk)} |")
+        rows.append(
+            f"| upsert N=10M, K=100k ≤ {DELTA_MAX}× delta-rs MERGE | {a:.2f} s vs "
+            f"{dl:.2f} s = {a / dl:.2f}× | {met(a <= DELTA_MAX * dl)} |"
+        )
+        rows.append(
+            f"| upsert N=10M, K=100k ≤ {DUCKDB_MAX}× DuckDB copy-on-write | {a:.2f} s "
+            f"vs {dk:.2f} s = {a / dk:.2f}× | {met(a <= DUCKDB_MAX * dk)} |"
+        )
     small, large = by.get((GROWTH_NS[0], GROWTH_K)), by.get((GROWTH_NS[-1], GROWTH_K))
     if small and large:
         a1, a10 = upsert_med(small, "acidflow"), upsert_med(large, "acidflow")
-        rows.append(f"| upsert K=10k grows ≤ {GROWTH_MAX}× from N=1M to N=10M | {a1:.2f} s → "
-                    f"{a10:.2f} s = {a10 / a1:.2f}× | {met(a10 <= GROWTH_MAX * a1)} |")
+        rows.append(
+            f"| upsert K=10k grows ≤ {GROWTH_MAX}× from N=1M to N=10M | {a1:.2f} s → "
+            f"{a10:.2f} s = {a10 / a1:.2f}× | {met(a10 <= GROWTH_MAX * a1)} |"
+        )
     for d in docs:
         last = str(d["batches"])
         if d.get("read", {}).get(last):
             r = d["read"][last]
             ratio = med(work(r["acidflow"])) / med(work(r["spark-orc"]))
-            rows.append(f"| snapshot read, {last} deltas of {100 * d['events'] / d['rows']:g} %"
-                        f" churn, N={d['rows']:,} ≤ {READ_MAX}× Spark ORC scan | {ratio:.2f}× | "
-                        f"{met(ratio <= READ_MAX)} |")
+            rows.append(
+                f"| snapshot read, {last} deltas of {100 * d['events'] / d['rows']:g} %"
+                f" churn, N={d['rows']:,} ≤ {READ_MAX}× Spark ORC scan | {ratio:.2f}× | "
+                f"{met(ratio <= READ_MAX)} |"
+            )
         if (d.get("compact") or {}).get("acidflow") and d["rows"] >= 10_000_000:
             c = d["compact"]
             ratio = med(work(c["acidflow"])) / med(work(c["spark-orc"]))
-            rows.append(f"| major compaction N={d['rows']:,} ≤ {COMPACT_MAX}× Spark ORC rewrite"
-                        f" | {ratio:.2f}× | {met(ratio <= COMPACT_MAX)} |")
+            rows.append(
+                f"| major compaction N={d['rows']:,} ≤ {COMPACT_MAX}× Spark ORC rewrite"
+                f" | {ratio:.2f}× | {met(ratio <= COMPACT_MAX)} |"
+            )
     for ld in loads:
         a, s = med(work(ld["acidflow"])), med(work(ld["spark-orc"]))
-        rows.append(f"| initial load of N={ld['rows']:,} rows ≤ {LOAD_MAX}× a plain Spark ORC "
-                    f"write | {a:.2f} s vs {s:.2f} s = {a / s:.2f}× | {met(a <= LOAD_MAX * s)} |")
+        rows.append(
+            f"| initial load of N={ld['rows']:,} rows ≤ {LOAD_MAX}× a plain Spark ORC "
+            f"write | {a:.2f} s vs {s:.2f} s = {a / s:.2f}× | {met(a <= LOAD_MAX * s)} |"
+        )
     for d in s3:
         for step in ("upsert", "read"):
             a, loc = med(work(d["s3"][step])), med(work(d["local"][step]))
-            rows.append(f"| {step} on S3 (moto) N={d['rows']:,} K={d['events']:,} ≤ {S3_MAX}× "
-                        f"local disk | {a:.2f} s vs {loc:.2f} s = {a / loc:.2f}× | "
-                        f"{met(a <= S3_MAX * loc) if step == 'upsert' else '(reported)'} |")
+            rows.append(
+                f"| {step} on S3 (moto) N={d['rows']:,} K={d['events']:,} ≤ {S3_MAX}× "
+                f"local disk | {a:.2f} s vs {loc:.2f} s = {a / loc:.2f}× | "
+                f"{met(a <= S3_MAX * loc) if step == 'upsert' else '(reported)'} |"
+            )
     peaks: list[float] = []
     for d in docs:
         if d["rows"] == 10_000_000:
-            groups = [d["upsert"].get("acidflow") or [], d.get("acidflow_batches") or [],
-                      *[rr["acidflow"] for rr in (d.get("read") or {}).values()],
-                      *[rr.get("acidflow-ds") or [] for rr in (d.get("read") or {}).values()],
-                      (d.get("compact") or {}).get("acidflow") or []]
+            groups = [
+                d["upsert"].get("acidflow") or [],
+                d.get("acidflow_batches") or [],
+                *[rr["acidflow"] for rr in (d.get("read") or {}).values()],
+                *[rr.get("acidflow-ds") or [] for rr in (d.get("read") or {}).values()],
+                (d.get("compact") or {}).get("acidflow") or [],
+            ]
             peaks += [p for p in (op_peak(g) for g in groups if g) if p is not None]
-    peaks += [p for ld in loads if ld["rows"] == 10_000_000
-              for p in [op_peak(ld["acidflow"])] if p is not None]
+    peaks += [
+        p
+        for ld in loads
+        if ld["rows"] == 10_000_000
+        for p in [op_peak(ld["acidflow"])]
+        if p is not None
+    ]
     if peaks:
-        rows.append(f"| peak memory < 4 GB at N=10M, every acidflow load, upsert, read and "
-                    f"compaction | {max(peaks) / 1024:.2f} GB | {met(max(peaks) < 4096)} |")
+        rows.append(
+            f"| peak memory < 4 GB at N=10M, every acidflow load, upsert, read and "
+            f"compaction | {max(peaks) / 1024:.2f} GB | {met(max(peaks) < 4096)} |"
+        )
     return rows
 
 
@@ -191,17 +242,24 @@ def growth_section(docs: list[dict]) -> list[str]:
     series = [d for d in docs if d["events"] == GROWTH_K and d["rows"] in GROWTH_NS]
     if len(series) < 2:
         return []
-    out = [f"### Growth series: upsert of K = {GROWTH_K:,} events as N grows", "",
-           "Same generated files for every tool; work medians in seconds, and each tool's "
-           f"growth against its own N = {series[0]['rows']:,} time.", "",
-           "| tool | " + " | ".join(f"N = {d['rows']:,}" for d in series) + " | growth |",
-           "|---|" + "---|" * (len(series) + 1)]
+    out = [
+        f"### Growth series: upsert of K = {GROWTH_K:,} events as N grows",
+        "",
+        "Same generated files for every tool; work medians in seconds, and each tool's "
+        f"growth against its own N = {series[0]['rows']:,} time.",
+        "",
+        "| tool | " + " | ".join(f"N = {d['rows']:,}" for d in series) + " | growth |",
+        "|---|" + "---|" * (len(series) + 1),
+    ]
     for t in TOOLS:
         meds = [med(work(d["upsert"].get(t) or [])) for d in series]
         if any(m != m for m in meds):  # NaN: the tool did not run at some N
             continue
-        out.append(f"| {LABEL[t]} | " + " | ".join(f"{m:.2f}" for m in meds) +
-                   f" | {meds[-1] / meds[0]:.2f}× |")
+        out.append(
+            f"| {LABEL[t]} | "
+            + " | ".join(f"{m:.2f}" for m in meds)
+            + f" | {meds[-1] / meds[0]:.2f}× |"
+        )
     return out + [""]
 
 
@@ -209,18 +267,25 @@ def load_section(loads: list[dict]) -> list[str]:
     """Initial load: acidflow's INSERT OVERWRITE of N rows next to a plain Spark ORC write."""
     if not loads:
         return []
-    out = ["### Initial load", "",
-           "acidflow: `Transaction.insert_overwrite` of the N base rows (with the stored "
-           "`_cdc_position`) into a fresh table bucketed by `id` (4 buckets); plain Spark ORC: "
-           "the same DataFrame written with `df.write.orc` (zlib, 4 files). Work in seconds.", "",
-           "| N | acidflow median | range | plain Spark ORC median | range | ratio | "
-           "acidflow peak MB | correct |", "|---|---|---|---|---|---|---|---|"]
+    out = [
+        "### Initial load",
+        "",
+        "acidflow: `Transaction.insert_overwrite` of the N base rows (with the stored "
+        "`_cdc_position`) into a fresh table bucketed by `id` (4 buckets); plain Spark ORC: "
+        "the same DataFrame written with `df.write.orc` (zlib, 4 files). Work in seconds.",
+        "",
+        "| N | acidflow median | range | plain Spark ORC median | range | ratio | "
+        "acidflow peak MB | correct |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for ld in loads:
         a, s = work(ld["acidflow"]), work(ld["spark-orc"])
         ok = all_correct(ld["acidflow"]) and all_correct(ld["spark-orc"])
-        out.append(f"| {ld['rows']:,} | {med(a):.2f} | {span(a)} | {med(s):.2f} | {span(s)} | "
-                   f"{med(a) / med(s):.2f}× | {op_peak(ld['acidflow']) or float('nan'):.0f} | "
-                   f"{'yes' if ok else '**NO**'} |")
+        out.append(
+            f"| {ld['rows']:,} | {med(a):.2f} | {span(a)} | {med(s):.2f} | {span(s)} | "
+            f"{med(a) / med(s):.2f}× | {op_peak(ld['acidflow']) or float('nan'):.0f} | "
+            f"{'yes' if ok else '**NO**'} |"
+        )
     return out + [""]
 
 
@@ -228,39 +293,52 @@ def s3_section(s3: list[dict]) -> list[str]:
     """acidflow with the warehouse on S3 (a moto server on loopback) next to local disk."""
     if not s3:
         return []
-    out = ["### Object storage: S3 (moto server on 127.0.0.1) vs local disk", "",
-           "The same acidflow steps on the same files, once with the warehouse on local disk "
-           "and once on `s3://` served by moto in server mode on loopback (no network "
-           "latency: the ratio shows request overhead, not a real store's). Work in seconds.",
-           "", "| N | K | step | local median | S3 median | ratio | correct |",
-           "|---|---|---|---|---|---|---|"]
+    out = [
+        "### Object storage: S3 (moto server on 127.0.0.1) vs local disk",
+        "",
+        "The same acidflow steps on the same files, once with the warehouse on local disk "
+        "and once on `s3://` served by moto in server mode on loopback (no network "
+        "latency: the ratio shows request overhead, not a real store's). Work in seconds.",
+        "",
+        "| N | K | step | local median | S3 median | ratio | correct |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for d in s3:
         for step in ("upsert", "read"):
             a, loc = work(d["s3"][step]), work(d["local"][step])
             ok = all_correct(d["s3"][step]) and all_correct(d["local"][step])
-            out.append(f"| {d['rows']:,} | {d['events']:,} | {step} | {med(loc):.2f} | "
-                       f"{med(a):.2f} | {med(a) / med(loc):.2f}× | {'yes' if ok else '**NO**'} |")
+            out.append(
+                f"| {d['rows']:,} | {d['events']:,} | {step} | {med(loc):.2f} | "
+                f"{med(a):.2f} | {med(a) / med(loc):.2f}× | {'yes' if ok else '**NO**'} |"
+            )
     return out + [""]
 
 
-def render(docs: list[dict], notes: str = "", loads: list[dict] = (),
-           s3: list[dict] = ()) -> str:
+def render(docs: list[dict], notes: str = "", loads: list[dict] = (), s3: list[dict] = ()) -> str:
     if not docs and not loads and not s3:
         return "# Benchmark results\n\nNo results yet: run `make bench`.\n"
     first = (docs or list(loads) or list(s3))[0]
     m, v = first["machine"], first["versions"]
-    out = ["# Benchmark results", "",
-           "Written by `python -m bench.report` from `bench/results/*.json` "
-           "(each written by `python -m bench.run`). Every tool runs on the same generated "
-           "files (`bench/generate.py`), each step in its own process, and every result is "
-           "checked against the generator's expected table.", "",
-           "## Machine and versions", "",
-           f"- {m['cpus']} CPUs ({m['cpu_model']}), {m['memory_gb']} GB, {m['os']}",
-           "- " + ", ".join(f"{k} {val}" for k, val in v.items()),
-           "- Spark: `local[2]`, driver memory 4g (`acidflow.spark.get_spark` defaults)", "",
-           "## Commands", ""]
-    out += list(dict.fromkeys(f"- `{d['command']}`" for d in [*docs, *loads, *s3]
-                              if d.get("command")))
+    out = [
+        "# Benchmark results",
+        "",
+        "Written by `python -m bench.report` from `bench/results/*.json` "
+        "(each written by `python -m bench.run`). Every tool runs on the same generated "
+        "files (`bench/generate.py`), each step in its own process, and every result is "
+        "checked against the generator's expected table.",
+        "",
+        "## Machine and versions",
+        "",
+        f"- {m['cpus']} CPUs ({m['cpu_model']}), {m['memory_gb']} GB, {m['os']}",
+        "- " + ", ".join(f"{k} {val}" for k, val in v.items()),
+        "- Spark: `local[2]`, driver memory 4g (`acidflow.spark.get_spark` defaults)",
+        "",
+        "## Commands",
+        "",
+    ]
+    out += list(
+        dict.fromkeys(f"- `{d['command']}`" for d in [*docs, *loads, *s3] if d.get("command"))
+    )
     out += ["", "## Targets", ""] + targets(docs, loads, s3) + ["", "## Runs", ""]
     out += growth_section(docs) + load_section(loads) + s3_section(s3)
     for d in docs:
@@ -277,8 +355,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--notes", type=Path, default=None)
     a = ap.parse_args(argv)
     notes = a.notes.read_text() if a.notes else ""
-    a.out.write_text(render(load(a.results), notes, load_extra(a.results, "load_n*.json"),
-                            load_extra(a.results, "s3_n*_k*.json")))
+    a.out.write_text(
+        render(
+            load(a.results),
+            notes,
+            load_extra(a.results, "load_n*.json"),
+            load_extra(a.results, "s3_n*_k*.json"),
+        )
+    )
     print(f"wrote {a.out}")
 
 

@@ -28,6 +28,7 @@ sampled every 50 ms with psutil: the JVM and Python workers included). Results g
 
 Run: ``make bench`` or ``python -m bench.run --rows 1000000 --events 10000 --runs 3``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,6 +76,7 @@ def tree_rss(root: psutil.Process) -> int:
 def peak_rss_sampler(proc: subprocess.Popen, out: dict, interval: float = 0.05) -> threading.Thread:
     """Thread that records ``out["peak_rss_mb"]``: max over time of the summed RSS of ``proc``
     and its descendants."""
+
     def sample():
         peak = 0
         try:
@@ -98,8 +100,15 @@ def peak_rss_sampler(proc: subprocess.Popen, out: dict, interval: float = 0.05) 
 IN_PROCESS = os.environ.get("BENCH_IN_PROCESS") == "1"
 
 
-def run_step(tool: str, step: str, data: Path, work: Path, batch: int = 1,
-             log: Path | None = None, check: bool = True) -> dict:
+def run_step(
+    tool: str,
+    step: str,
+    data: Path,
+    work: Path,
+    batch: int = 1,
+    log: Path | None = None,
+    check: bool = True,
+) -> dict:
     """Run one step in a new process (in this one when :data:`IN_PROCESS`, except the
     steps of ``bench.tools.OWN_PROCESS``); returns its JSON result plus ``wall`` (s) and
     ``peak_rss_mb`` (in-process: this process's resident set after the step).
@@ -112,22 +121,41 @@ def run_step(tool: str, step: str, data: Path, work: Path, batch: int = 1,
         try:
             result = bench_tools.run_step_here(tool, step, data, work, batch, check)
         except Exception as exc:  # noqa: BLE001 - reported as the subprocess path reports
-            raise StepFailed(f"{tool} {step} (batch {batch}) failed in-process: {exc!r}") \
-                from exc
+            raise StepFailed(f"{tool} {step} (batch {batch}) failed in-process: {exc!r}") from exc
         result = json.loads(json.dumps(result, default=str))
-        result.update(wall=round(time.perf_counter() - t0, 3),
-                      peak_rss_mb=round(psutil.Process().memory_info().rss / 2**20))
+        result.update(
+            wall=round(time.perf_counter() - t0, 3),
+            peak_rss_mb=round(psutil.Process().memory_info().rss / 2**20),
+        )
         if log is not None:
             with log.open("a") as f:
                 f.write(f"$ (in-process) {tool} {step} --batch {batch}\n{result}\n")
         return result
-    cmd = [sys.executable, "-m", "bench.tools", tool, step, "--data", str(data),
-           "--work", str(work), "--batch", str(batch)] + ([] if check else ["--no-check"])
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench.tools",
+        tool,
+        step,
+        "--data",
+        str(data),
+        "--work",
+        str(work),
+        "--batch",
+        str(batch),
+    ] + ([] if check else ["--no-check"])
     env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONWARNINGS="ignore")
     mem: dict = {}
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     sampler = peak_rss_sampler(proc, mem)
     output, _ = proc.communicate()
     wall = time.perf_counter() - t0
@@ -137,9 +165,10 @@ def run_step(tool: str, step: str, data: Path, work: Path, batch: int = 1,
             f.write(f"$ {' '.join(cmd)}\n{output}\n")
     lines = [ln for ln in output.splitlines() if ln.startswith("BENCH-RESULT ")]
     if proc.returncode != 0 or not lines:
-        raise StepFailed(f"{tool} {step} (batch {batch}) exited {proc.returncode}:\n"
-                         + output[-4000:])
-    result = json.loads(lines[-1][len("BENCH-RESULT "):])
+        raise StepFailed(
+            f"{tool} {step} (batch {batch}) exited {proc.returncode}:\n" + output[-4000:]
+        )
+    result = json.loads(lines[-1][len("BENCH-RESULT ") :])
     result.update(wall=round(wall, 3), peak_rss_mb=mem.get("peak_rss_mb"))
     return result
 
@@ -179,13 +208,28 @@ def machine() -> dict:
                 break
     except OSError:
         pass
-    return {"cpus": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
-            "cpu_model": model, "os": platform.platform()}
+    return {
+        "cpus": os.cpu_count(),
+        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+        "cpu_model": model,
+        "os": platform.platform(),
+    }
 
 
-def bench_size(rows: int, events: int, *, runs: int, batches: int, seed: int, work: Path,
-               tools: tuple[str, ...] = UPSERT_TOOLS, log=None, upsert_only: bool = False,
-               checkpoint: Path | None = None, extra: dict | None = None) -> dict:
+def bench_size(
+    rows: int,
+    events: int,
+    *,
+    runs: int,
+    batches: int,
+    seed: int,
+    work: Path,
+    tools: tuple[str, ...] = UPSERT_TOOLS,
+    log=None,
+    upsert_only: bool = False,
+    checkpoint: Path | None = None,
+    extra: dict | None = None,
+) -> dict:
     """Run every phase of one size (only the upserts of batch 1 with ``upsert_only``);
     returns the result document (see module docstring). The prepared initial tables depend
     only on N and the seed, so they are kept under ``WORK/n<N>_s<seed>/<tool>.pristine`` and
@@ -204,20 +248,33 @@ def bench_size(rows: int, events: int, *, runs: int, batches: int, seed: int, wo
     root = work / f"n{rows}_s{seed}"
     root.mkdir(parents=True, exist_ok=True)
     steplog = root / f"steps_k{events}.log"
-    doc = {"rows": rows, "events": events, "batches": batches, "seed": seed, "runs": runs,
-           "meta": meta, "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-           "prepare": {}, "upsert": {t: [] for t in tools}, "acidflow_batches": [],
-           "read": {}, "compact": {"acidflow": [], "spark-orc": []}}
+    doc = {
+        "rows": rows,
+        "events": events,
+        "batches": batches,
+        "seed": seed,
+        "runs": runs,
+        "meta": meta,
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "prepare": {},
+        "upsert": {t: [] for t in tools},
+        "acidflow_batches": [],
+        "read": {},
+        "compact": {"acidflow": [], "spark-orc": []},
+    }
 
     def step(tool, name, batch=1, workdir=None, check=True):
         if checkpoint is not None:  # everything measured so far
-            checkpoint.write_text(json.dumps({**doc, **(extra or {}), "partial": True},
-                                             indent=1, default=str))
+            checkpoint.write_text(
+                json.dumps({**doc, **(extra or {}), "partial": True}, indent=1, default=str)
+            )
         r = run_step(tool, name, data, workdir or root / tool, batch, steplog, check)
         check = r.get("check", {})
-        log(f"  {tool:9s} {name:8s} b{batch:<3d} wall {r['wall']:7.2f} s  work "
+        log(
+            f"  {tool:9s} {name:8s} b{batch:<3d} wall {r['wall']:7.2f} s  work "
             f"{r.get('work', 0):7.2f} s  jvm {r.get('jvm_start', 0):5.1f} s  peak "
-            f"{r['peak_rss_mb'] or 0:7.0f} MB  {'' if not check else 'unchecked' if check.get('skipped') else 'correct' if check.get('correct') else 'WRONG ' + json.dumps(check)}")
+            f"{r['peak_rss_mb'] or 0:7.0f} MB  {'' if not check else 'unchecked' if check.get('skipped') else 'correct' if check.get('correct') else 'WRONG ' + json.dumps(check)}"
+        )
         return r
 
     for tool in tools:
@@ -275,8 +332,14 @@ def bench_load(rows: int, *, runs: int, seed: int, work: Path, log=None) -> dict
         generate(data, rows, 1000, 1, seed)
     root = work / f"load_n{rows}_s{seed}"
     root.mkdir(parents=True, exist_ok=True)
-    doc: dict = {"rows": rows, "runs": runs, "seed": seed, "acidflow": [], "spark-orc": [],
-                 "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    doc: dict = {
+        "rows": rows,
+        "runs": runs,
+        "seed": seed,
+        "acidflow": [],
+        "spark-orc": [],
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
     t0 = time.perf_counter()
     for i in range(runs):
         for tool in ("acidflow", "spark-orc"):
@@ -284,8 +347,10 @@ def bench_load(rows: int, *, runs: int, seed: int, work: Path, log=None) -> dict
                 shutil.rmtree(root / tool)
             r = run_step(tool, "load", data, root / tool, 0, root / "steps.log", check=i == 0)
             doc[tool].append(r)
-            log(f"  {tool:9s} load     wall {r['wall']:7.2f} s  work {r['work']:7.2f} s  peak "
-                f"{r['peak_rss_mb'] or 0:7.0f} MB  {r.get('check', {})}")
+            log(
+                f"  {tool:9s} load     wall {r['wall']:7.2f} s  work {r['work']:7.2f} s  peak "
+                f"{r['peak_rss_mb'] or 0:7.0f} MB  {r.get('check', {})}"
+            )
     for tool in ("acidflow", "spark-orc"):
         shutil.rmtree(root / tool, ignore_errors=True)
     doc["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -296,19 +361,23 @@ def bench_load(rows: int, *, runs: int, seed: int, work: Path, log=None) -> dict
 def _s3_copy_prefix(client, bucket: str, src: str, dst: str) -> int:
     """Server-side copy of every object under ``src/`` to ``dst/`` (after deleting what is
     under ``dst/``) in one bucket; returns the number of objects copied."""
+
     def keys(prefix):
-        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket,
-                                                                     Prefix=prefix + "/"):
+        for page in client.get_paginator("list_objects_v2").paginate(
+            Bucket=bucket, Prefix=prefix + "/"
+        ):
             yield from (o["Key"] for o in page.get("Contents", []))
 
     old = list(keys(dst))
     for i in range(0, len(old), 1000):
-        client.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k}
-                                                                 for k in old[i:i + 1000]]})
+        client.delete_objects(
+            Bucket=bucket, Delete={"Objects": [{"Key": k} for k in old[i : i + 1000]]}
+        )
     n = 0
     for key in keys(src):
-        client.copy_object(Bucket=bucket, Key=dst + key[len(src):],
-                           CopySource={"Bucket": bucket, "Key": key})
+        client.copy_object(
+            Bucket=bucket, Key=dst + key[len(src) :], CopySource={"Bucket": bucket, "Key": key}
+        )
         n += 1
     return n
 
@@ -336,9 +405,15 @@ def bench_s3(rows: int, events: int, *, runs: int, seed: int, work: Path, log=No
         bucket = server.make_bucket("acidflow-bench")
         os.environ.update(server.env, BENCH_S3_WAREHOUSE=f"s3://{bucket}/wh")
         client = server.client()
-        doc: dict = {"rows": rows, "events": events, "runs": runs, "seed": seed,
-                     "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                     "local": {"upsert": [], "read": []}, "s3": {"upsert": [], "read": []}}
+        doc: dict = {
+            "rows": rows,
+            "events": events,
+            "runs": runs,
+            "seed": seed,
+            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "local": {"upsert": [], "read": []},
+            "s3": {"upsert": [], "read": []},
+        }
         t0 = time.perf_counter()
         steplog = root / "steps.log"
         tools = {"local": "acidflow", "s3": "acidflow-s3"}
@@ -354,8 +429,10 @@ def bench_s3(rows: int, events: int, *, runs: int, seed: int, work: Path, log=No
                 for step in ("upsert", "read"):
                     r = run_step(tool, step, data, root / where, 1, steplog, check=i == 0)
                     doc[where][step].append(r)
-                    log(f"  {tool:11s} {step:6s} wall {r['wall']:7.2f} s  work "
-                        f"{r['work']:7.2f} s  {r.get('check', {}).get('correct')}")
+                    log(
+                        f"  {tool:11s} {step:6s} wall {r['wall']:7.2f} s  work "
+                        f"{r['work']:7.2f} s  {r.get('check', {}).get('correct')}"
+                    )
         doc["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
         doc["seconds"] = round(time.perf_counter() - t0, 1)
         return doc
@@ -368,8 +445,9 @@ def bench_s3(rows: int, events: int, *, runs: int, seed: int, work: Path, log=No
         server.stop()
 
 
-def doc_from_logs(steps_log: Path, console_log: Path, rows: int, events: int, batches: int,
-                  runs: int) -> dict:
+def doc_from_logs(
+    steps_log: Path, console_log: Path, rows: int, events: int, batches: int, runs: int
+) -> dict:
     """Rebuild the result document of a size whose run was stopped before it finished, from
     its step log (each step's command and ``BENCH-RESULT`` line) and the driver's console log
     (wall time and peak memory of each step, same order). The document says ``partial``."""
@@ -379,25 +457,40 @@ def doc_from_logs(steps_log: Path, console_log: Path, rows: int, events: int, ba
     for line in steps_log.read_text().splitlines():
         if line.startswith("$ "):
             parts = line.split()
-            current = {"tool": parts[4], "step": parts[5],
-                       "batch": int(parts[parts.index("--batch") + 1])}
+            current = {
+                "tool": parts[4],
+                "step": parts[5],
+                "batch": int(parts[parts.index("--batch") + 1]),
+            }
         elif line.startswith("BENCH-RESULT ") and current is not None:
-            results.append({**current, **json.loads(line[len("BENCH-RESULT "):])})
+            results.append({**current, **json.loads(line[len("BENCH-RESULT ") :])})
             current = None
     pattern = re.compile(r"^\s+(\S+)\s+(\S+)\s+b(\d+)\s+wall\s+([\d.]+) s .*peak\s+([\d.]+) MB")
     walls = [m.groups() for m in map(pattern.match, console_log.read_text().splitlines()) if m]
     walls = [w for w in walls if w[0] in {r["tool"] for r in results}]
-    doc = {"rows": rows, "events": events, "batches": batches, "runs": runs, "partial": True,
-           "prepare": {}, "upsert": {t: [] for t in UPSERT_TOOLS}, "acidflow_batches": [],
-           "read": {}, "compact": {"acidflow": [], "spark-orc": []}}
+    doc = {
+        "rows": rows,
+        "events": events,
+        "batches": batches,
+        "runs": runs,
+        "partial": True,
+        "prepare": {},
+        "upsert": {t: [] for t in UPSERT_TOOLS},
+        "acidflow_batches": [],
+        "read": {},
+        "compact": {"acidflow": [], "spark-orc": []},
+    }
     after_batches = False
-    for r, w in zip(results, walls[-len(results):]):
+    for r, w in zip(results, walls[-len(results) :]):
         r.update(wall=float(w[3]), peak_rss_mb=float(w[4]))
         tool, step, b = r.pop("tool"), r.pop("step"), r.pop("batch")
         if step == "prepare":
             doc["prepare"][tool] = r
-        elif step == "upsert" and tool == "acidflow" and (after_batches or
-                                                          len(doc["upsert"]["acidflow"]) >= runs):
+        elif (
+            step == "upsert"
+            and tool == "acidflow"
+            and (after_batches or len(doc["upsert"]["acidflow"]) >= runs)
+        ):
             after_batches = True
             doc["acidflow_batches"].append(r)
         elif step == "upsert":
@@ -411,37 +504,84 @@ def doc_from_logs(steps_log: Path, console_log: Path, rows: int, events: int, ba
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rows", type=int, nargs="*", default=[1_000_000, 10_000_000],
-                    help="table sizes N")
-    ap.add_argument("--events", nargs="+", default=["1%", "0.1%"],
-                    help="batch sizes K: counts, or percentages of N")
+    ap.add_argument(
+        "--rows", type=int, nargs="*", default=[1_000_000, 10_000_000], help="table sizes N"
+    )
+    ap.add_argument(
+        "--events",
+        nargs="+",
+        default=["1%", "0.1%"],
+        help="batch sizes K: counts, or percentages of N",
+    )
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--batches", type=int, default=10)
     ap.add_argument("--seed", type=int, default=42)
-    ap.add_argument("--work", type=Path, default=REPO / "build" / "bench",
-                    help="scratch directory (data and tables)")
+    ap.add_argument(
+        "--work",
+        type=Path,
+        default=REPO / "build" / "bench",
+        help="scratch directory (data and tables)",
+    )
     ap.add_argument("--results", type=Path, default=RESULTS)
-    ap.add_argument("--sizes", nargs="*", default=None, metavar="N:K",
-                    help="explicit (N, K) sizes; replaces the --rows x --events matrix")
-    ap.add_argument("--upsert-only", nargs="*", default=[], metavar="N:K",
-                    help="sizes (e.g. 10000000:10000) for which only the upserts run")
-    ap.add_argument("--load", type=int, nargs="*", default=[], metavar="N",
-                    help="initial-load comparison at these N (acidflow vs plain Spark ORC)")
-    ap.add_argument("--s3", nargs="*", default=[], metavar="N:K",
-                    help="upsert and read with the warehouse on S3 (moto) vs local disk")
+    ap.add_argument(
+        "--sizes",
+        nargs="*",
+        default=None,
+        metavar="N:K",
+        help="explicit (N, K) sizes; replaces the --rows x --events matrix",
+    )
+    ap.add_argument(
+        "--upsert-only",
+        nargs="*",
+        default=[],
+        metavar="N:K",
+        help="sizes (e.g. 10000000:10000) for which only the upserts run",
+    )
+    ap.add_argument(
+        "--load",
+        type=int,
+        nargs="*",
+        default=[],
+        metavar="N",
+        help="initial-load comparison at these N (acidflow vs plain Spark ORC)",
+    )
+    ap.add_argument(
+        "--s3",
+        nargs="*",
+        default=[],
+        metavar="N:K",
+        help="upsert and read with the warehouse on S3 (moto) vs local disk",
+    )
     a = ap.parse_args(argv)
     upsert_only = {tuple(int(x) for x in spec.split(":")) for spec in a.upsert_only}
     a.results.mkdir(parents=True, exist_ok=True)
-    env = {"machine": machine(), "versions": versions(),
-           "command": " ".join(["python -m bench.run", *(argv if argv is not None else sys.argv[1:])])}
-    sizes = [tuple(int(x) for x in spec.split(":")) for spec in a.sizes] \
-        if a.sizes is not None else \
-        [(n, round(n * float(k_text[:-1]) / 100) if k_text.endswith("%") else int(k_text))
-         for n in a.rows for k_text in a.events]
+    env = {
+        "machine": machine(),
+        "versions": versions(),
+        "command": " ".join(["python -m bench.run", *(argv if argv is not None else sys.argv[1:])]),
+    }
+    sizes = (
+        [tuple(int(x) for x in spec.split(":")) for spec in a.sizes]
+        if a.sizes is not None
+        else [
+            (n, round(n * float(k_text[:-1]) / 100) if k_text.endswith("%") else int(k_text))
+            for n in a.rows
+            for k_text in a.events
+        ]
+    )
     for n, k in sizes:
         out = a.results / f"bench_n{n}_k{k}.json"
-        doc = bench_size(n, k, runs=a.runs, batches=a.batches, seed=a.seed, work=a.work,
-                         upsert_only=(n, k) in upsert_only, checkpoint=out, extra=env)
+        doc = bench_size(
+            n,
+            k,
+            runs=a.runs,
+            batches=a.batches,
+            seed=a.seed,
+            work=a.work,
+            upsert_only=(n, k) in upsert_only,
+            checkpoint=out,
+            extra=env,
+        )
         doc.update(env)
         out.write_text(json.dumps(doc, indent=1, default=str))
         print(f"wrote {out}")

@@ -40,6 +40,7 @@ delta          ``prepare`` (``write_deltalake`` of the base), ``upsert --batch 1
 Every upsert follows the same rule: per key the latest event by ``(op_ts, pos)``, applied only
 when newer than the stored row's ``updated_at`` (late events ignored).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -100,17 +101,22 @@ def compare(result, data: Path, batch: int) -> dict:
     out["correct"] = False
     if got.num_rows != expected.num_rows:
         gi, ei = set(got["id"].to_pylist()), set(expected["id"].to_pylist())
-        out["first_difference"] = {"missing_ids": sorted(ei - gi)[:5],
-                                   "extra_ids": sorted(gi - ei)[:5]}
+        out["first_difference"] = {
+            "missing_ids": sorted(ei - gi)[:5],
+            "extra_ids": sorted(gi - ei)[:5],
+        }
         return out
     for name in COLUMNS:
         neq = pc.invert(pc.fill_null(pc.equal(got[name], expected[name]), False))
         idx = pc.indices_nonzero(neq)
         if len(idx):
             i = idx[0].as_py()
-            out["first_difference"] = {"column": name, "id": got["id"][i].as_py(),
-                                       "got": str(got[name][i].as_py()),
-                                       "expected": str(expected[name][i].as_py())}
+            out["first_difference"] = {
+                "column": name,
+                "id": got["id"][i].as_py(),
+                "got": str(got[name][i].as_py()),
+                "expected": str(expected[name][i].as_py()),
+            }
             break
     return out
 
@@ -178,19 +184,34 @@ def _base_with_position(spark, data: Path):
     from pyspark.sql import functions as F
 
     return spark.read.parquet(str(data / "base.parquet")).withColumn(
-        "_cdc_position", F.concat(F.date_format("updated_at", "yyyy-MM-dd HH:mm:ss.SSSSSS"),
-                                  F.lit("|00000000000000000000")))
+        "_cdc_position",
+        F.concat(
+            F.date_format("updated_at", "yyyy-MM-dd HH:mm:ss.SSSSSS"),
+            F.lit("|00000000000000000000"),
+        ),
+    )
 
 
 def _acid_tdef():
     from acidflow.catalog import Column, TableDef
     from acidflow.cdc.tables import with_position_column
 
-    return with_position_column(TableDef(
-        name=TABLE, columns=[Column("id", "bigint"), Column("name", "string"),
-                             Column("age", "int"), Column("city", "string"),
-                             Column("updated_at", "timestamp"), Column("payload", "string")],
-        primary_key=["id"], bucket_columns=["id"], num_buckets=NUM_BUCKETS))
+    return with_position_column(
+        TableDef(
+            name=TABLE,
+            columns=[
+                Column("id", "bigint"),
+                Column("name", "string"),
+                Column("age", "int"),
+                Column("city", "string"),
+                Column("updated_at", "timestamp"),
+                Column("payload", "string"),
+            ],
+            primary_key=["id"],
+            bucket_columns=["id"],
+            num_buckets=NUM_BUCKETS,
+        )
+    )
 
 
 def acidflow_prepare(data: Path, work: Path, batch: int) -> dict:
@@ -225,8 +246,12 @@ def acidflow_upsert(data: Path, work: Path, batch: int, check: bool = True) -> d
     catalog = _acid_catalog(work)
     options = CdcOptions(fmt="goldengate", tables={SOURCE: catalog.get_table(TABLE)})
     report, secs = timed(lambda: apply_file(spark, catalog, str(batch_file(data, batch)), options))
-    out = {"jvm_start": jvm, "work": secs, "report": report.tables.get(TABLE, {}),
-           "status": report.status}
+    out = {
+        "jvm_start": jvm,
+        "work": secs,
+        "report": report.tables.get(TABLE, {}),
+        "status": report.status,
+    }
     if check and (data / f"expected_{batch:04d}.parquet").exists():
         out["check"] = _acid_check(catalog, data, batch)
     return out
@@ -258,8 +283,9 @@ def acidflow_read(data: Path, work: Path, batch: int) -> dict:
 def acidflow_read_ds(data: Path, work: Path, batch: int) -> dict:
     """The snapshot read through the Spark data source (``acidflow.datasource``), catalog
     and warehouse given to it by the environment as a user's job would."""
-    os.environ["ACIDFLOW_CATALOG_URL"], os.environ["ACIDFLOW_WAREHOUSE"] = \
-        _acid_catalog_location(work)
+    os.environ["ACIDFLOW_CATALOG_URL"], os.environ["ACIDFLOW_WAREHOUSE"] = _acid_catalog_location(
+        work
+    )
     catalog = _acid_catalog(work)
     spark, jvm = spark_session()
 
@@ -284,9 +310,14 @@ def acidflow_compact(data: Path, work: Path, batch: int) -> dict:
 
     outcome, secs = timed(compact)
     _, clean_secs = timed(lambda: run_cleaner(catalog))
-    return {"jvm_start": jvm, "work": secs, "clean": clean_secs, "state": outcome.state,
-            "report": {k: v for k, v in outcome.report.items() if k != "traceback"},
-            "check": _acid_check(catalog, data, batch)}
+    return {
+        "jvm_start": jvm,
+        "work": secs,
+        "clean": clean_secs,
+        "state": outcome.state,
+        "report": {k: v for k, v in outcome.report.items() if k != "traceback"},
+        "check": _acid_check(catalog, data, batch),
+    }
 
 
 # -- plain Spark ORC (reference) --------------------------------------------------------------
@@ -294,7 +325,8 @@ def spark_orc_prepare(data: Path, work: Path, batch: int) -> dict:
     spark, jvm = spark_session()
     for p in sorted(data.glob("expected_*.parquet")):
         spark.read.parquet(str(p)).repartition(NUM_BUCKETS).write.mode("overwrite").orc(
-            str(work / p.stem))
+            str(work / p.stem)
+        )
     return {"jvm_start": jvm, "work": 0.0}
 
 
@@ -303,12 +335,21 @@ def spark_orc_load(data: Path, work: Path, batch: int) -> dict:
     written as plain ORC by Spark (zlib, ``NUM_BUCKETS`` files)."""
     spark, jvm = spark_session()
     dst = str(work / "load")
-    _, secs = timed(lambda: _base_with_position(spark, data).repartition(NUM_BUCKETS)
-                    .write.mode("overwrite").orc(dst))
+    _, secs = timed(
+        lambda: (
+            _base_with_position(spark, data)
+            .repartition(NUM_BUCKETS)
+            .write.mode("overwrite")
+            .orc(dst)
+        )
+    )
     import pyarrow.dataset as ds
 
-    return {"jvm_start": jvm, "work": secs,
-            "check": compare(lambda: ds.dataset(dst, format="orc").to_table(), data, 0)}
+    return {
+        "jvm_start": jvm,
+        "work": secs,
+        "check": compare(lambda: ds.dataset(dst, format="orc").to_table(), data, 0),
+    }
 
 
 def spark_orc_scan(data: Path, work: Path, batch: int) -> dict:
@@ -324,20 +365,31 @@ def spark_orc_rewrite(data: Path, work: Path, batch: int) -> dict:
     _, secs = timed(lambda: spark.read.orc(src).write.mode("overwrite").orc(dst))
     import pyarrow.dataset as ds
 
-    return {"jvm_start": jvm, "work": secs,
-            "check": compare(lambda: ds.dataset(dst, format="orc").to_table(), data, batch)}
+    return {
+        "jvm_start": jvm,
+        "work": secs,
+        "check": compare(lambda: ds.dataset(dst, format="orc").to_table(), data, batch),
+    }
 
 
 # -- plain Spark copy-on-write ----------------------------------------------------------------
-EVENT_DDL = ("op_type string, op_ts string, pos string, before struct<ID:bigint>, "
-             "after struct<ID:bigint,NAME:string,AGE:int,CITY:string,UPDATED_AT:string,"
-             "PAYLOAD:string>")
+EVENT_DDL = (
+    "op_type string, op_ts string, pos string, before struct<ID:bigint>, "
+    "after struct<ID:bigint,NAME:string,AGE:int,CITY:string,UPDATED_AT:string,"
+    "PAYLOAD:string>"
+)
 
 
 def spark_cow_prepare(data: Path, work: Path, batch: int) -> dict:
     spark, jvm = spark_session()
-    _, secs = timed(lambda: spark.read.parquet(str(data / "base.parquet"))
-                    .repartition(NUM_BUCKETS).write.mode("overwrite").orc(str(work / "v0")))
+    _, secs = timed(
+        lambda: (
+            spark.read.parquet(str(data / "base.parquet"))
+            .repartition(NUM_BUCKETS)
+            .write.mode("overwrite")
+            .orc(str(work / "v0"))
+        )
+    )
     return {"jvm_start": jvm, "work": secs}
 
 
@@ -350,30 +402,43 @@ def spark_cow_upsert(data: Path, work: Path, batch: int) -> dict:
 
     def run():
         ev = spark.read.schema(EVENT_DDL).json(str(batch_file(data, batch)))
-        ev = ev.select(F.coalesce("after.ID", "before.ID").alias("id"), "op_type",
-                       F.to_timestamp("op_ts").alias("op_ts"), "pos",
-                       F.col("after.NAME").alias("name"), F.col("after.AGE").alias("age"),
-                       F.col("after.CITY").alias("city"),
-                       F.to_timestamp("after.UPDATED_AT").alias("updated_at"),
-                       F.col("after.PAYLOAD").alias("payload"))
+        ev = ev.select(
+            F.coalesce("after.ID", "before.ID").alias("id"),
+            "op_type",
+            F.to_timestamp("op_ts").alias("op_ts"),
+            "pos",
+            F.col("after.NAME").alias("name"),
+            F.col("after.AGE").alias("age"),
+            F.col("after.CITY").alias("city"),
+            F.to_timestamp("after.UPDATED_AT").alias("updated_at"),
+            F.col("after.PAYLOAD").alias("payload"),
+        )
         w = Window.partitionBy("id").orderBy(F.desc("op_ts"), F.desc("pos"))
         latest = ev.withColumn("_n", F.row_number().over(w)).where("_n = 1").drop("_n")
         old = spark.read.orc(src)
         j = old.alias("t").join(latest.alias("s"), "id", "full_outer")
-        newer = F.col("s.op_ts").isNotNull() & (F.col("t.updated_at").isNull()
-                                                | (F.col("s.op_ts") > F.col("t.updated_at")))
+        newer = F.col("s.op_ts").isNotNull() & (
+            F.col("t.updated_at").isNull() | (F.col("s.op_ts") > F.col("t.updated_at"))
+        )
         keep_old = F.col("t.updated_at").isNotNull() & ~newer
         write_new = newer & (F.col("s.op_type") != "D")
         out = j.where(keep_old | write_new).select(
-            "id", *[F.when(keep_old, F.col(f"t.{c}")).otherwise(F.col(f"s.{c}")).alias(c)
-                    for c in COLUMNS[1:]])
+            "id",
+            *[
+                F.when(keep_old, F.col(f"t.{c}")).otherwise(F.col(f"s.{c}")).alias(c)
+                for c in COLUMNS[1:]
+            ],
+        )
         out.repartition(NUM_BUCKETS).write.mode("overwrite").orc(dst)
 
     _, secs = timed(run)
     import pyarrow.dataset as ds
 
-    return {"jvm_start": jvm, "work": secs,
-            "check": compare(lambda: ds.dataset(dst, format="orc").to_table(), data, batch)}
+    return {
+        "jvm_start": jvm,
+        "work": secs,
+        "check": compare(lambda: ds.dataset(dst, format="orc").to_table(), data, batch),
+    }
 
 
 # -- DuckDB copy-on-write ---------------------------------------------------------------------
@@ -423,8 +488,11 @@ def duckdb_upsert(data: Path, work: Path, batch: int) -> dict:
 def delta_prepare(data: Path, work: Path, batch: int) -> dict:
     from deltalake import write_deltalake
 
-    _, secs = timed(lambda: write_deltalake(str(work / "table"), pq.read_table(
-        data / "base.parquet"), mode="overwrite"))
+    _, secs = timed(
+        lambda: write_deltalake(
+            str(work / "table"), pq.read_table(data / "base.parquet"), mode="overwrite"
+        )
+    )
     return {"work": secs}
 
 
@@ -436,15 +504,19 @@ def fold_events_arrow(path: Path) -> pa.Table:
     t = pj.read_json(str(path))
     after, before = t["after"], t["before"]
     ids = pc.coalesce(pc.struct_field(after, "ID"), pc.struct_field(before, "ID"))
-    ev = pa.table({
-        "id": pc.cast(ids, pa.int64()), "op_type": t["op_type"],
-        "op_ts": pc.cast(t["op_ts"], pa.timestamp("us")),
-        "pos": t["pos"],
-        "name": pc.struct_field(after, "NAME"),
-        "age": pc.cast(pc.struct_field(after, "AGE"), pa.int32()),
-        "city": pc.struct_field(after, "CITY"),
-        "updated_at": pc.cast(pc.struct_field(after, "UPDATED_AT"), pa.timestamp("us")),
-        "payload": pc.struct_field(after, "PAYLOAD")})
+    ev = pa.table(
+        {
+            "id": pc.cast(ids, pa.int64()),
+            "op_type": t["op_type"],
+            "op_ts": pc.cast(t["op_ts"], pa.timestamp("us")),
+            "pos": t["pos"],
+            "name": pc.struct_field(after, "NAME"),
+            "age": pc.cast(pc.struct_field(after, "AGE"), pa.int32()),
+            "city": pc.struct_field(after, "CITY"),
+            "updated_at": pc.cast(pc.struct_field(after, "UPDATED_AT"), pa.timestamp("us")),
+            "payload": pc.struct_field(after, "PAYLOAD"),
+        }
+    )
     ev = ev.sort_by([("id", "ascending"), ("op_ts", "ascending"), ("pos", "ascending")])
     ids = ev["id"].combine_chunks()
     last = pc.not_equal(ids.slice(0, len(ids) - 1), ids.slice(1))
@@ -460,13 +532,16 @@ def delta_upsert(data: Path, work: Path, batch: int) -> dict:
     def run():
         src = fold_events_arrow(batch_file(data, batch))
         values = {c: f"s.{c}" for c in COLUMNS}
-        (DeltaTable(path).merge(src, predicate="t.id = s.id", source_alias="s",
-                                target_alias="t")
-         .when_matched_delete(predicate="s.op_type = 'D' AND s.op_ts > t.updated_at")
-         .when_matched_update(updates=values,
-                              predicate="s.op_type <> 'D' AND s.op_ts > t.updated_at")
-         .when_not_matched_insert(updates=values, predicate="s.op_type <> 'D'")
-         .execute())
+        (
+            DeltaTable(path)
+            .merge(src, predicate="t.id = s.id", source_alias="s", target_alias="t")
+            .when_matched_delete(predicate="s.op_type = 'D' AND s.op_ts > t.updated_at")
+            .when_matched_update(
+                updates=values, predicate="s.op_type <> 'D' AND s.op_ts > t.updated_at"
+            )
+            .when_not_matched_insert(updates=values, predicate="s.op_type <> 'D'")
+            .execute()
+        )
 
     _, secs = timed(run)
     from deltalake import DeltaTable as DT
@@ -475,16 +550,25 @@ def delta_upsert(data: Path, work: Path, batch: int) -> dict:
 
 
 STEPS = {
-    ("acidflow", "prepare"): acidflow_prepare, ("acidflow", "upsert"): acidflow_upsert,
-    ("acidflow", "read"): acidflow_read, ("acidflow", "compact"): acidflow_compact,
-    ("acidflow", "load"): acidflow_load, ("acidflow", "read-ds"): acidflow_read_ds,
-    ("acidflow-s3", "prepare"): acidflow_prepare, ("acidflow-s3", "upsert"): acidflow_upsert,
+    ("acidflow", "prepare"): acidflow_prepare,
+    ("acidflow", "upsert"): acidflow_upsert,
+    ("acidflow", "read"): acidflow_read,
+    ("acidflow", "compact"): acidflow_compact,
+    ("acidflow", "load"): acidflow_load,
+    ("acidflow", "read-ds"): acidflow_read_ds,
+    ("acidflow-s3", "prepare"): acidflow_prepare,
+    ("acidflow-s3", "upsert"): acidflow_upsert,
     ("acidflow-s3", "read"): acidflow_read,
-    ("spark-orc", "prepare"): spark_orc_prepare, ("spark-orc", "scan"): spark_orc_scan,
-    ("spark-orc", "rewrite"): spark_orc_rewrite, ("spark-orc", "load"): spark_orc_load,
-    ("spark-cow", "prepare"): spark_cow_prepare, ("spark-cow", "upsert"): spark_cow_upsert,
-    ("duckdb", "prepare"): duckdb_prepare, ("duckdb", "upsert"): duckdb_upsert,
-    ("delta", "prepare"): delta_prepare, ("delta", "upsert"): delta_upsert,
+    ("spark-orc", "prepare"): spark_orc_prepare,
+    ("spark-orc", "scan"): spark_orc_scan,
+    ("spark-orc", "rewrite"): spark_orc_rewrite,
+    ("spark-orc", "load"): spark_orc_load,
+    ("spark-cow", "prepare"): spark_cow_prepare,
+    ("spark-cow", "upsert"): spark_cow_upsert,
+    ("duckdb", "prepare"): duckdb_prepare,
+    ("duckdb", "upsert"): duckdb_upsert,
+    ("delta", "prepare"): delta_prepare,
+    ("delta", "upsert"): delta_upsert,
 }
 
 
@@ -492,12 +576,19 @@ STEPS = {
 #: take their environment from the JVM that started them, not from this process's later
 #: ``os.environ`` -- the data source's planner reads the catalog from it, the S3 steps' tasks
 #: the object store's endpoint and keys
-OWN_PROCESS = frozenset({("acidflow", "read-ds"), ("acidflow-s3", "prepare"),
-                         ("acidflow-s3", "upsert"), ("acidflow-s3", "read")})
+OWN_PROCESS = frozenset(
+    {
+        ("acidflow", "read-ds"),
+        ("acidflow-s3", "prepare"),
+        ("acidflow-s3", "upsert"),
+        ("acidflow-s3", "read"),
+    }
+)
 
 
-def run_step_here(tool: str, step: str, data: Path, work: Path, batch: int = 1,
-                  check: bool = True) -> dict:
+def run_step_here(
+    tool: str, step: str, data: Path, work: Path, batch: int = 1, check: bool = True
+) -> dict:
     """Run one step in this process (on the active SparkSession, if any) and return its
     result document; ``os.environ`` is restored afterwards.
 
@@ -530,8 +621,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--data", required=True, type=Path)
     ap.add_argument("--work", required=True, type=Path)
     ap.add_argument("--batch", type=int, default=1)
-    ap.add_argument("--no-check", action="store_true",
-                    help="do not compare the result with the expected table")
+    ap.add_argument(
+        "--no-check", action="store_true", help="do not compare the result with the expected table"
+    )
     a = ap.parse_args(argv)
     try:
         result = run_step_here(a.tool, a.step, a.data, a.work, a.batch, not a.no_check)

@@ -13,6 +13,7 @@ names, so it is only the reference):
 Run: ``make bench`` or ``.venv/bin/python bench/write_paths.py [rows] [runs]``.
 Writes ``bench/results/write_paths.json``.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,8 @@ import pyarrow as pa
 import pyarrow.orc as paorc
 
 from acidflow.format.orc import files as acid_files
-from acidflow.storage.fs import TableFS
 from acidflow.spark import get_spark
+from acidflow.storage.fs import TableFS
 
 COLUMNS = [("id", "int"), ("amount", "bigint"), ("name", "string"), ("score", "double")]
 BPROP = 536870912
@@ -36,26 +37,39 @@ BPROP = 536870912
 def make_df(spark, n: int):
     from pyspark.sql import functions as F
 
-    return (spark.range(n).repartition(2)
-            .select(F.col("id").cast("int").alias("id"), (F.col("id") * 7).alias("amount"),
-                    F.concat(F.lit("name-"), F.col("id").cast("string")).alias("name"),
-                    (F.col("id") / 3.0).alias("score"))
-            .sortWithinPartitions("id").cache())
+    return (
+        spark.range(n)
+        .repartition(2)
+        .select(
+            F.col("id").cast("int").alias("id"),
+            (F.col("id") * 7).alias("amount"),
+            F.concat(F.lit("name-"), F.col("id").cast("string")).alias("name"),
+            (F.col("id") / 3.0).alias("score"),
+        )
+        .sortWithinPartitions("id")
+        .cache()
+    )
 
 
 def spark_native(spark, df, out: Path):
     from pyspark.sql import functions as F
 
-    ev = df.select(F.lit(0).alias("operation"), F.lit(1).cast("bigint").alias("originalTransaction"),
-                   F.lit(BPROP).alias("bucket"), F.col("id").cast("bigint").alias("rowId"),
-                   F.lit(1).cast("bigint").alias("currentTransaction"),
-                   F.struct("id", "amount", "name", "score").alias("row"))
+    ev = df.select(
+        F.lit(0).alias("operation"),
+        F.lit(1).cast("bigint").alias("originalTransaction"),
+        F.lit(BPROP).alias("bucket"),
+        F.col("id").cast("bigint").alias("rowId"),
+        F.lit(1).cast("bigint").alias("currentTransaction"),
+        F.struct("id", "amount", "name", "score").alias("row"),
+    )
     ev.write.option("compression", "zlib").mode("overwrite").orc(str(out))
 
 
 def _events(ids, amounts, names, scores, start):
-    return [(0, 1, BPROP, start + i, 1, (a, b, c, d))
-            for i, (a, b, c, d) in enumerate(zip(ids, amounts, names, scores))]
+    return [
+        (0, 1, BPROP, start + i, 1, (a, b, c, d))
+        for i, (a, b, c, d) in enumerate(zip(ids, amounts, names, scores))
+    ]
 
 
 def pyorc_map_in_arrow(spark, df, out: Path):
@@ -102,14 +116,18 @@ def pyarrow_map_in_arrow(spark, df, out: Path):
         tables = [pa.Table.from_batches([b]) for b in batches]
         t = pa.concat_tables(tables)
         n = t.num_rows
-        ev = pa.table({
-            "operation": pa.array([0] * n, pa.int32()),
-            "originalTransaction": pa.array([1] * n, pa.int64()),
-            "bucket": pa.array([BPROP] * n, pa.int32()),
-            "rowId": pa.array(range(n), pa.int64()),
-            "currentTransaction": pa.array([1] * n, pa.int64()),
-            "row": pa.StructArray.from_arrays([c.combine_chunks() for c in t.columns], names=t.column_names),
-        })
+        ev = pa.table(
+            {
+                "operation": pa.array([0] * n, pa.int32()),
+                "originalTransaction": pa.array([1] * n, pa.int64()),
+                "bucket": pa.array([BPROP] * n, pa.int32()),
+                "rowId": pa.array(range(n), pa.int64()),
+                "currentTransaction": pa.array([1] * n, pa.int64()),
+                "row": pa.StructArray.from_arrays(
+                    [c.combine_chunks() for c in t.columns], names=t.column_names
+                ),
+            }
+        )
         Path(root).mkdir(parents=True, exist_ok=True)
         paorc.write_table(ev, f"{root}/bucket_{pid:05d}", compression="zlib")
         yield pa.RecordBatch.from_pydict({"n": [n]})
@@ -144,9 +162,13 @@ def main(n: int = 1_000_000, runs: int = 2) -> dict:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     ref = results["spark-native"]
-    report = {"rows": n, "runs": runs, "seconds": results,
-              "ratio_vs_spark_native": {k: round(v / ref, 2) for k, v in results.items()},
-              "rows_per_second": {k: round(n / v) for k, v in results.items()}}
+    report = {
+        "rows": n,
+        "runs": runs,
+        "seconds": results,
+        "ratio_vs_spark_native": {k: round(v / ref, 2) for k, v in results.items()},
+        "rows_per_second": {k: round(n / v) for k, v in results.items()},
+    }
     print(f"{'path':22s} {'seconds':>8s} {'x spark':>8s} {'rows/s':>10s}")
     for k, v in results.items():
         print(f"{k:22s} {v:8.2f} {v / ref:8.2f} {n / v:10.0f}")

@@ -14,6 +14,7 @@ Schedule ``[acidflow] cdc_schedule`` (default every 5 minutes; seconds, cron, ``
 defaults, which ``[acidflow] cdc_params`` (JSON) sets. ``cdc_upsert`` declares the asset alias
 ``acidflow-tables``: each table it changed gets an asset event ``acid://<catalog id>/<db.table>``.
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -27,11 +28,22 @@ from acidflow_airflow.notifiers import default_args
 from acidflow_airflow.operator import AcidflowSparkSubmitOperator
 from acidflow_airflow.schedules import DEFAULT_CDC_SCHEDULE, param_defaults, schedule
 
-DEFAULTS = param_defaults("cdc_params", {
-    "source": "landing", "format": "wal2json",
-    "input_path": include("sample_data", "pgbench", "landing"), "tables_config": include("tables"),
-    "target_db": "default", "tables": [], "auto_create": False, "schema_drift": "add",
-    "quarantine_threshold": 0.01, "postgres_conn_id": "", "slot": "acidflow"})
+DEFAULTS = param_defaults(
+    "cdc_params",
+    {
+        "source": "landing",
+        "format": "wal2json",
+        "input_path": include("sample_data", "pgbench", "landing"),
+        "tables_config": include("tables"),
+        "target_db": "default",
+        "tables": [],
+        "auto_create": False,
+        "schema_drift": "add",
+        "quarantine_threshold": 0.01,
+        "postgres_conn_id": "",
+        "slot": "acidflow",
+    },
+)
 
 with DAG(
     dag_id="acid_cdc",
@@ -43,29 +55,55 @@ with DAG(
     default_args=default_args(),
     tags=["acidflow", "cdc"],
     params={
-        "source": Param(DEFAULTS["source"], enum=["landing", "postgres"],
-                        description="landing: apply the files already in input_path; "
-                                    "postgres: pull from a replication slot first"),
+        "source": Param(
+            DEFAULTS["source"],
+            enum=["landing", "postgres"],
+            description="landing: apply the files already in input_path; "
+            "postgres: pull from a replication slot first",
+        ),
         "format": Param(DEFAULTS["format"], enum=["wal2json", "debezium", "goldengate"]),
-        "input_path": Param(DEFAULTS["input_path"], type="string",
-                            minLength=1, description="landing directory of change files"),
-        "tables_config": Param(DEFAULTS["tables_config"], type="string",
-                               description="YAML file or directory of table definitions"),
-        "target_db": Param(DEFAULTS["target_db"], type="string", pattern="^[a-z0-9_]+$",
-                           description="database for tables named after their source"),
-        "tables": Param(DEFAULTS["tables"], type="array", items={"type": "string"},
-                        description="only these source tables (empty: all)"),
-        "auto_create": Param(DEFAULTS["auto_create"], type="boolean",
-                             description="register unknown tables from the stream"),
+        "input_path": Param(
+            DEFAULTS["input_path"],
+            type="string",
+            minLength=1,
+            description="landing directory of change files",
+        ),
+        "tables_config": Param(
+            DEFAULTS["tables_config"],
+            type="string",
+            description="YAML file or directory of table definitions",
+        ),
+        "target_db": Param(
+            DEFAULTS["target_db"],
+            type="string",
+            pattern="^[a-z0-9_]+$",
+            description="database for tables named after their source",
+        ),
+        "tables": Param(
+            DEFAULTS["tables"],
+            type="array",
+            items={"type": "string"},
+            description="only these source tables (empty: all)",
+        ),
+        "auto_create": Param(
+            DEFAULTS["auto_create"],
+            type="boolean",
+            description="register unknown tables from the stream",
+        ),
         "schema_drift": Param(DEFAULTS["schema_drift"], enum=["add", "fail"]),
-        "quarantine_threshold": Param(DEFAULTS["quarantine_threshold"], type="number",
-                                      minimum=0, maximum=1),
-        "postgres_conn_id": Param(DEFAULTS["postgres_conn_id"], type="string",
-                                  description="Airflow connection of the source database"),
+        "quarantine_threshold": Param(
+            DEFAULTS["quarantine_threshold"], type="number", minimum=0, maximum=1
+        ),
+        "postgres_conn_id": Param(
+            DEFAULTS["postgres_conn_id"],
+            type="string",
+            description="Airflow connection of the source database",
+        ),
         "slot": Param(DEFAULTS["slot"], type="string", pattern="^[a-z0-9_]+$"),
     },
     doc_md=__doc__,
 ) as dag:
+
     @task
     def pull(params: dict[str, Any] | None = None) -> str:
         """``acidflow cdc pull`` when ``source`` is ``postgres``; nothing otherwise."""
@@ -82,13 +120,23 @@ with DAG(
     upsert = AcidflowSparkSubmitOperator(
         task_id="cdc_upsert",
         subcommand="cdc-upsert",
-        args=["--input", "{{ params.input_path }}", "--format", "{{ params.format }}",
-              "--tables-config", "{{ params.tables_config }}",
-              "--target-db", "{{ params.target_db }}",
-              "--auto-create={{ params.auto_create }}",
-              "--schema-drift", "{{ params.schema_drift }}",
-              "--quarantine-threshold", "{{ params.quarantine_threshold }}",
-              "--tables", "{{ params.tables | join(',') }}"],
+        args=[
+            "--input",
+            "{{ params.input_path }}",
+            "--format",
+            "{{ params.format }}",
+            "--tables-config",
+            "{{ params.tables_config }}",
+            "--target-db",
+            "{{ params.target_db }}",
+            "--auto-create={{ params.auto_create }}",
+            "--schema-drift",
+            "{{ params.schema_drift }}",
+            "--quarantine-threshold",
+            "{{ params.quarantine_threshold }}",
+            "--tables",
+            "{{ params.tables | join(',') }}",
+        ],
     )
     validate = AcidflowSparkSubmitOperator(
         task_id="validate",

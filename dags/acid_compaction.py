@@ -9,6 +9,7 @@ Schedule: ``[acidflow] compaction_schedule`` (cron, default ``0 2 * * *``); with
 ``[acidflow] compaction_on_writes = true`` also whenever a DAG changed a table (an asset event
 of the alias ``acidflow-tables``; the compactor's own rewrites emit none).
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -32,8 +33,11 @@ with DAG(
     default_args=default_args(),
     tags=["acidflow", "compaction"],
     params={
-        "table_filter": Param("", type="string",
-                              description="fnmatch pattern of tables, e.g. 'pgbench.*' (empty: all)"),
+        "table_filter": Param(
+            "",
+            type="string",
+            description="fnmatch pattern of tables, e.g. 'pgbench.*' (empty: all)",
+        ),
         "dry_run": Param(False, type="boolean", description="print the plan, queue nothing"),
     },
     doc_md=__doc__,
@@ -49,8 +53,9 @@ with DAG(
         """``compact --worker --id N`` arguments for each queued id (last stdout line)."""
         return compaction.worker_args(queued)
 
-    workers = AcidflowSparkSubmitOperator.partial(task_id="worker", subcommand="compact") \
-        .expand(args=worker_args(initiate()))
+    workers = AcidflowSparkSubmitOperator.partial(task_id="worker", subcommand="compact").expand(
+        args=worker_args(initiate())
+    )
 
     @task.bash(env=job_env(), append_env=True, trigger_rule="all_done")
     def clean(params: dict[str, Any] | None = None) -> str:

@@ -13,10 +13,10 @@ the defaults of ``acidflow.quality.health``: 2 h initiated, 2 h working, 2 faile
 open, 1 GiB of WAL); ``[acidflow] health_params`` (JSON) sets them for the scheduled runs.
 Schedule ``[acidflow] health_schedule`` (default ``*/15 * * * *``).
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
-
 from typing import Any
 
 from airflow.sdk import DAG, Param, task
@@ -25,15 +25,28 @@ from acidflow_airflow.health import run_health_check
 from acidflow_airflow.notifiers import default_args
 from acidflow_airflow.schedules import DEFAULT_HEALTH_SCHEDULE, param_defaults, schedule
 
-DEFAULTS = param_defaults("health_params", {
-    "initiated_max_s": None, "working_max_s": None, "failed_max": None, "failed_window_s": None,
-    "txn_max_age_s": None, "slot_lag_max_bytes": None, "postgres_conn_id": "",
-    "slots": ["acidflow"]})
+DEFAULTS = param_defaults(
+    "health_params",
+    {
+        "initiated_max_s": None,
+        "working_max_s": None,
+        "failed_max": None,
+        "failed_window_s": None,
+        "txn_max_age_s": None,
+        "slot_lag_max_bytes": None,
+        "postgres_conn_id": "",
+        "slots": ["acidflow"],
+    },
+)
 
 
 def _limit(name: str, what: str, integer: bool = False) -> Param:
-    return Param(DEFAULTS[name], type=["null", "integer" if integer else "number"], minimum=0,
-                 description=f"{what} (empty: the command's default)")
+    return Param(
+        DEFAULTS[name],
+        type=["null", "integer" if integer else "number"],
+        minimum=0,
+        description=f"{what} (empty: the command's default)",
+    )
 
 
 with DAG(
@@ -48,17 +61,25 @@ with DAG(
     params={
         "initiated_max_s": _limit("initiated_max_s", "seconds a compaction may stay initiated"),
         "working_max_s": _limit("working_max_s", "seconds a compaction may stay working"),
-        "failed_max": _limit("failed_max", "failed compactions in the window that alert",
-                             integer=True),
+        "failed_max": _limit(
+            "failed_max", "failed compactions in the window that alert", integer=True
+        ),
         "failed_window_s": _limit("failed_window_s", "window of failed_max in seconds"),
         "txn_max_age_s": _limit("txn_max_age_s", "seconds a transaction may stay open"),
-        "slot_lag_max_bytes": _limit("slot_lag_max_bytes", "WAL bytes a slot may lag",
-                                     integer=True),
-        "postgres_conn_id": Param(DEFAULTS["postgres_conn_id"], type="string",
-                                  description="connection of the CDC source (empty: no slot check)"),
-        "slots": Param(DEFAULTS["slots"], type="array",
-                       items={"type": "string", "pattern": "^[a-z0-9_]+$"},
-                       description="replication slots checked with postgres_conn_id"),
+        "slot_lag_max_bytes": _limit(
+            "slot_lag_max_bytes", "WAL bytes a slot may lag", integer=True
+        ),
+        "postgres_conn_id": Param(
+            DEFAULTS["postgres_conn_id"],
+            type="string",
+            description="connection of the CDC source (empty: no slot check)",
+        ),
+        "slots": Param(
+            DEFAULTS["slots"],
+            type="array",
+            items={"type": "string", "pattern": "^[a-z0-9_]+$"},
+            description="replication slots checked with postgres_conn_id",
+        ),
     },
     doc_md=__doc__,
 ) as dag:

@@ -19,6 +19,7 @@ applied again (rerun with ``overwrite`` to reload). So retries, reruns and backf
 (``airflow backfill create --dag-id acid_ingest --from-date ... --to-date ...``) never apply a
 file twice.
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -39,19 +40,33 @@ with DAG(
     default_args=default_args(),
     tags=["acidflow", "ingest"],
     params={
-        "tables": Param(["sales.orders"], type="array", minItems=1,
-                        items={"type": "string", "pattern": "^[a-z0-9_]+\\.[a-z0-9_]+$"},
-                        description="tables to load (db.table)"),
-        "path_template": Param(include("sample_data", "ingest", "{table}", "{ds}"),
-                               type="string", minLength=1,
-                               description="landing path; {table} and {ds} are filled in"),
+        "tables": Param(
+            ["sales.orders"],
+            type="array",
+            minItems=1,
+            items={"type": "string", "pattern": "^[a-z0-9_]+\\.[a-z0-9_]+$"},
+            description="tables to load (db.table)",
+        ),
+        "path_template": Param(
+            include("sample_data", "ingest", "{table}", "{ds}"),
+            type="string",
+            minLength=1,
+            description="landing path; {table} and {ds} are filled in",
+        ),
         "format": Param("csv", enum=["csv", "jsonl", "parquet"]),
-        "mode": Param("overwrite", enum=["overwrite", "append", "upsert"],
-                      description="append refuses keys already stored; upsert updates them"),
-        "partition_column": Param("ds", type="string",
-                                  description="partition column that takes the interval's ds"),
-        "tables_config": Param(include("tables"), type="string",
-                               description="YAML definitions used to create missing tables"),
+        "mode": Param(
+            "overwrite",
+            enum=["overwrite", "append", "upsert"],
+            description="append refuses keys already stored; upsert updates them",
+        ),
+        "partition_column": Param(
+            "ds", type="string", description="partition column that takes the interval's ds"
+        ),
+        "tables_config": Param(
+            include("tables"),
+            type="string",
+            description="YAML definitions used to create missing tables",
+        ),
         "quarantine_threshold": Param(0.01, type="number", minimum=0, maximum=1),
     },
     doc_md=__doc__,
@@ -61,12 +76,27 @@ with DAG(
     def ingest_args(params=None, ds=None, data_interval_start=None, data_interval_end=None):
         """One spark-submit argument list per table for this data interval."""
         interval = f"{data_interval_start.isoformat()}/{data_interval_end.isoformat()}"
-        return [["--table", t, "--path", params["path_template"].format(table=t, ds=ds),
-                 "--format", params["format"], "--data-interval", interval,
-                 "--mode", params["mode"], "--partition", f"{params['partition_column']}={ds}",
-                 "--tables-config", params["tables_config"],
-                 "--quarantine-threshold", str(params["quarantine_threshold"])]
-                for t in params["tables"]]
+        return [
+            [
+                "--table",
+                t,
+                "--path",
+                params["path_template"].format(table=t, ds=ds),
+                "--format",
+                params["format"],
+                "--data-interval",
+                interval,
+                "--mode",
+                params["mode"],
+                "--partition",
+                f"{params['partition_column']}={ds}",
+                "--tables-config",
+                params["tables_config"],
+                "--quarantine-threshold",
+                str(params["quarantine_threshold"]),
+            ]
+            for t in params["tables"]
+        ]
 
     @task
     def validate_args(params=None):
@@ -74,8 +104,9 @@ with DAG(
         return [arg for t in params["tables"] for arg in ("--table", t)]
 
     loads = AcidflowSparkSubmitOperator.partial(
-        task_id="ingest", subcommand="ingest", outlets=[AssetAlias(TABLES_ALIAS)]) \
-        .expand(args=ingest_args())
-    validate = AcidflowSparkSubmitOperator(task_id="validate", subcommand="validate",
-                                           args=validate_args())
+        task_id="ingest", subcommand="ingest", outlets=[AssetAlias(TABLES_ALIAS)]
+    ).expand(args=ingest_args())
+    validate = AcidflowSparkSubmitOperator(
+        task_id="validate", subcommand="validate", args=validate_args()
+    )
     loads >> validate

@@ -5,6 +5,7 @@ Python puts this file's folder (``jobs/``) first on ``sys.path``, and that folde
 ``--py-files`` zip, or the installed package) without any path edits. Subcommands and exit codes
 are :func:`acidflow.entry.main`'s.
 """
+
 from __future__ import annotations
 
 import sys

@@ -10,6 +10,7 @@ Needs the ``acidflow`` package installed in Airflow's environment (``pip install
 repository, which ``make setup`` does). Airflow puts the plugins folder on ``sys.path``, which
 is how ``acidflow_ui`` is found.
 """
+
 from __future__ import annotations
 
 from airflow.plugins_manager import AirflowPlugin
@@ -19,10 +20,12 @@ from acidflow_ui.app import create_app
 URL_PREFIX = "/acidflow"
 
 # A small table glyph for the navigation (data URL: no unauthenticated asset route needed).
-_ICON = ("data:image/svg+xml;utf8,"
-         "%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 24 24' fill='none' "
-         "stroke='%23017cee' stroke-width='2'%3E%3Crect x='3' y='4' width='18' height='16' rx='2'/%3E"
-         "%3Cpath d='M3 9h18M3 14h18M9 9v11'/%3E%3C/svg%3E")
+_ICON = (
+    "data:image/svg+xml;utf8,"
+    "%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 24 24' fill='none' "
+    "stroke='%23017cee' stroke-width='2'%3E%3Crect x='3' y='4' width='18' height='16' rx='2'/%3E"
+    "%3Cpath d='M3 9h18M3 14h18M9 9v11'/%3E%3C/svg%3E"
+)
 
 
 class AcidflowPlugin(AirflowPlugin):
@@ -30,11 +33,13 @@ class AcidflowPlugin(AirflowPlugin):
 
     name = "acidflow"
     fastapi_apps = [{"app": create_app(), "url_prefix": URL_PREFIX, "name": "acidflow"}]
-    external_views = [{
-        "name": "ACID tables",
-        "href": f"{URL_PREFIX}/",
-        "destination": "nav",
-        "url_route": "acid-tables",
-        "nav_top_level": True,
-        "icon": _ICON,
-    }]
+    external_views = [
+        {
+            "name": "ACID tables",
+            "href": f"{URL_PREFIX}/",
+            "destination": "nav",
+            "url_route": "acid-tables",
+            "nav_top_level": True,
+            "icon": _ICON,
+        }
+    ]

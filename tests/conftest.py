@@ -1,4 +1,5 @@
 """Shared fixtures: one SparkSession per test session, fixture paths, temp warehouses."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -22,6 +22,7 @@ Steps (a private cluster under a temp dir, ``tests.support.postgres.PostgresClus
 
 Needs the PostgreSQL 15 server binaries, pgbench and wal2json (``make system-deps``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,29 +33,29 @@ import json
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
-
-REPO = Path(__file__).resolve().parent.parent
 
 from acidflow.sources.postgres import snapshot as pgsource
 from acidflow.sources.postgres.connection import connect
 from acidflow.sources.postgres.lsn import format_lsn
-from acidflow.sources.postgres.pull import (WAL2JSON_OPTIONS, landing_files, pull,
-                                            read_landing_lines)
-from tests.support.postgres import (LOGICAL_SETTINGS, PostgresCluster,
-                                    wal2json_unavailable_reason)
+from acidflow.sources.postgres.pull import WAL2JSON_OPTIONS, landing_files, pull, read_landing_lines
+from tests.support.postgres import LOGICAL_SETTINGS, PostgresCluster, wal2json_unavailable_reason
 
-TABLES = ["public.pgbench_accounts", "public.pgbench_branches", "public.pgbench_tellers",
-          "public.pgbench_history"]
+REPO = Path(__file__).resolve().parent.parent
+
+TABLES = [
+    "public.pgbench_accounts",
+    "public.pgbench_branches",
+    "public.pgbench_tellers",
+    "public.pgbench_history",
+]
 SLOT = "acidflow_sample"
 DB = "pgbench"
 
 
 def run_pgbench(pg: PostgresCluster, *args: str, log: Path) -> subprocess.Popen:
-    cmd = [pg.tool_path("pgbench"), "-h", pg.host, "-p", str(pg.port), "-U", "postgres",
-           *args, DB]
+    cmd = [pg.tool_path("pgbench"), "-h", pg.host, "-p", str(pg.port), "-U", "postgres", *args, DB]
     print("$", " ".join(cmd[0:1] + ["..."] + list(args)), flush=True)
     return subprocess.Popen(cmd, stdout=log.open("ab"), stderr=subprocess.STDOUT)
 
@@ -110,20 +111,29 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         pg.execute("ALTER TABLE pgbench_history REPLICA IDENTITY FULL", DB)
         files = pull(dsn, SLOT, landing)
-        steps.append({"step": "init: pgbench -i -s 1 -I dtpgv; "
-                              "ALTER TABLE pgbench_history REPLICA IDENTITY FULL",
-                      "files": [f.path.name for f in files]})
+        steps.append(
+            {
+                "step": "init: pgbench -i -s 1 -I dtpgv; "
+                "ALTER TABLE pgbench_history REPLICA IDENTITY FULL",
+                "files": [f.path.name for f in files],
+            }
+        )
 
         common = ["-n", "-T", str(args.duration), "-j", "1", f"--random-seed={args.seed}"]
         bench = run_pgbench(pg, "-c", "2", "-R", str(args.rate), *common, log=logf)
-        churner = run_pgbench(pg, "-c", "1", "-R", str(args.churn_rate), "-f", str(churn),
-                              *common, log=logf)
+        churner = run_pgbench(
+            pg, "-c", "1", "-R", str(args.churn_rate), "-f", str(churn), *common, log=logf
+        )
         start = time.monotonic()
         while bench.poll() is None or churner.poll() is None:
             time.sleep(max(0.0, args.pull_every - (time.monotonic() - start) % args.pull_every))
             files = pull(dsn, SLOT, landing)
-            steps.append({"step": f"pull at {time.monotonic() - start:.0f} s of the workload",
-                          "files": [f.path.name for f in files]})
+            steps.append(
+                {
+                    "step": f"pull at {time.monotonic() - start:.0f} s of the workload",
+                    "files": [f.path.name for f in files],
+                }
+            )
         if bench.returncode or churner.returncode:
             print(logf.read_text(), file=sys.stderr)
             return 1
@@ -136,20 +146,31 @@ def main(argv: list[str] | None = None) -> int:
             with conn.cursor() as cur:
                 cur.execute("SELECT version()")
                 version = cur.fetchone()[0]
-                cur.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots "
-                            "WHERE slot_name = %s", (SLOT,))
+                cur.execute(
+                    "SELECT confirmed_flush_lsn::text FROM pg_replication_slots "
+                    "WHERE slot_name = %s",
+                    (SLOT,),
+                )
                 slot_lsn = cur.fetchone()[0]
             for name in TABLES:
                 t = pgsource.describe(conn, name)
                 buf = io.BytesIO()
                 pgsource.copy_csv(conn, t, buf)
                 csv_name = f"{name.split('.')[1]}.csv.gz"
-                with open(source / csv_name, "wb") as raw, \
-                        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
+                with (
+                    open(source / csv_name, "wb") as raw,
+                    gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz,
+                ):
                     gz.write(buf.getvalue())
                 rows = buf.getvalue().count(b"\n") - 1  # no newlines inside pgbench values
-                tables.append({**t.to_json(), "acidflow_table": f"pgbench.{name.split('.')[1]}",
-                               "rows": rows, "csv": f"source/{csv_name}"})
+                tables.append(
+                    {
+                        **t.to_json(),
+                        "acidflow_table": f"pgbench.{name.split('.')[1]}",
+                        "rows": rows,
+                        "csv": f"source/{csv_name}",
+                    }
+                )
         finally:
             conn.close()
 
@@ -160,11 +181,18 @@ def main(argv: list[str] | None = None) -> int:
     for path, first, last in landing_files(landing):
         st = file_stats(path)
         totals.update(st["records"])
-        landed.append({"file": f"landing/{path.name}", "first_lsn": format_lsn(first),
-                       "last_lsn": format_lsn(last), "bytes": path.stat().st_size, **st})
+        landed.append(
+            {
+                "file": f"landing/{path.name}",
+                "first_lsn": format_lsn(first),
+                "last_lsn": format_lsn(last),
+                "bytes": path.stat().st_size,
+                **st,
+            }
+        )
     manifest = {
         "description": "wal2json format-version 2 change data of pgbench on PostgreSQL 15, "
-                       "and the source tables' final contents",
+        "and the source tables' final contents",
         "postgres_version": version,
         "database": DB,
         "slot": SLOT,
@@ -173,9 +201,9 @@ def main(argv: list[str] | None = None) -> int:
         "workload": {
             "init": "pgbench -i -s 1 -I dtpgv",
             "tpcb": f"pgbench -c 2 -j 1 -R {args.rate} -T {args.duration} -n "
-                    f"--random-seed={args.seed}",
+            f"--random-seed={args.seed}",
             "churn": f"pgbench -c 1 -j 1 -R {args.churn_rate} -T {args.duration} -n "
-                     f"--random-seed={args.seed} -f churn.sql",
+            f"--random-seed={args.seed} -f churn.sql",
             "pull_every_s": args.pull_every,
         },
         "tables": tables,
@@ -186,8 +214,10 @@ def main(argv: list[str] | None = None) -> int:
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     logf.unlink(missing_ok=True)
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-    print(f"{len(landed)} landing files, {sum(f['transactions'] for f in landed)} transactions, "
-          f"{sum(totals.values())} records; {size / 1e6:.2f} MB in {out}")
+    print(
+        f"{len(landed)} landing files, {sum(f['transactions'] for f in landed)} transactions, "
+        f"{sum(totals.values())} records; {size / 1e6:.2f} MB in {out}"
+    )
     for k, v in sorted(totals.items()):
         print(f"  {k:36s} {v}")
     for t in tables:

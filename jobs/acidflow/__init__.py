@@ -21,6 +21,7 @@ ORC codec, pure), ``storage`` (file systems, listing to AcidState), ``read`` (me
 (the transaction catalog), then the jobs (``cdc``, ``ingest``, ``compactor``, ``quality``,
 ``tableops``, ``datasource``) and the command line (``cli``).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -33,7 +34,12 @@ if TYPE_CHECKING:
     from acidflow.read.table import read_incremental, read_table
 
 __all__ = [
-    "AcidflowError", "Catalog", "Transaction", "load_catalog", "read_incremental", "read_table",
+    "AcidflowError",
+    "Catalog",
+    "Transaction",
+    "load_catalog",
+    "read_incremental",
+    "read_table",
 ]
 
 #: public name -> the module that defines it

@@ -12,6 +12,7 @@ The lazy import points call :func:`require` before they import the optional pack
 
     require("pymetastore", "hms", "the Hive Metastore catalog (thrift://)")
 """
+
 from __future__ import annotations
 
 import importlib
@@ -47,5 +48,5 @@ def require(module: str, extra: str, what: str) -> ModuleType:
         if missing is not None and missing != module and not module.startswith(missing + "."):
             raise
         raise MissingExtraError(
-            f"{what} needs the {extra!r} extra: pip install 'acidflow[{extra}]'",
-            name=module) from None
+            f"{what} needs the {extra!r} extra: pip install 'acidflow[{extra}]'", name=module
+        ) from None

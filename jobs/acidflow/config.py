@@ -18,6 +18,7 @@ MinIO is used with path-style addressing by S3A), ``AWS_ACCESS_KEY_ID``,
 ``AWS_PROFILE``. ``ACIDFLOW_HADOOP_AWS_JARS`` -- folder of the S3A jars for Spark (default
 ``.cache/hadoop-aws`` of the repository, filled by ``make hadoop-aws``).
 """
+
 from __future__ import annotations
 
 import os
@@ -59,8 +60,9 @@ def load_settings(warehouse: str | None = None, catalog_url: str | None = None) 
         if "://" in wh and not wh.startswith("file://"):
             raise ValueError(
                 "ACIDFLOW_CATALOG_URL must be set when the warehouse is not local "
-                f"(warehouse={wh!r})")
-        local = wh[len("file://"):] if wh.startswith("file://") else wh
+                f"(warehouse={wh!r})"
+            )
+        local = wh[len("file://") :] if wh.startswith("file://") else wh
         url = f"sqlite:///{Path(local) / '_acidflow_catalog.db'}"
     timeout = int(os.environ.get("ACIDFLOW_TXN_TIMEOUT", DEFAULT_TXN_TIMEOUT_S))
     return Settings(warehouse=wh, catalog_url=url, txn_timeout_s=timeout)

@@ -15,6 +15,7 @@ Subcommands (function that implements each):
     clean        acidflow.compactor.entry.clean_main
     validate     acidflow.validation.validate_main
 """
+
 from __future__ import annotations
 
 import sys
@@ -46,9 +47,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in SUBCOMMANDS:
         known = ", ".join(sorted(SUBCOMMANDS))
-        what = f"unknown subcommand {argv[0]!r}; " if argv and argv[0] not in ("-h", "--help") else ""
-        print(f"usage: submit.py SUBCOMMAND [ARGS...]\n{what}subcommands: {known}",
-              file=sys.stderr)
+        what = (
+            f"unknown subcommand {argv[0]!r}; " if argv and argv[0] not in ("-h", "--help") else ""
+        )
+        print(f"usage: submit.py SUBCOMMAND [ARGS...]\n{what}subcommands: {known}", file=sys.stderr)
         return 2 if what or not argv else 0
     return int(SUBCOMMANDS[argv[0]](argv[1:]) or 0)
 

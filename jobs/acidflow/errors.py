@@ -13,6 +13,7 @@ error; ``tests/unit/test_errors.py`` walks the package and fails on one that doe
 This module imports nothing of acidflow, so every package (``acidflow.format`` included) may
 import it.
 """
+
 from __future__ import annotations
 
 __all__ = ["AcidflowError"]

@@ -7,6 +7,7 @@ the command line; ``acidflow.demo``: the demos and the local Airflow runner; and
 only when a source file changed (its name carries a digest of the sources), written to a
 temporary name and renamed, so concurrent tasks never see a partial zip.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -20,6 +20,7 @@ tables' assets is not triggered by the compactor.
 The file is written by the Spark driver, which runs in the ``spark-submit`` process's machine
 in client mode (``local[N]`` and the standalone master as acidflow deploys them).
 """
+
 from __future__ import annotations
 
 import json
@@ -50,7 +51,7 @@ def file_dataset(path: str) -> dict[str, str]:
     if "://" in path and not path.startswith("file://"):
         u = urlsplit(path)
         return {"namespace": f"{u.scheme}://{u.netloc}", "name": u.path.lstrip("/")}
-    local = path[len("file://"):] if path.startswith("file://") else path
+    local = path[len("file://") :] if path.startswith("file://") else path
     return {"namespace": "file", "name": str(Path(local).absolute())}
 
 
@@ -59,9 +60,12 @@ def table_dataset(catalog_id: str, table: str, changed: bool = True) -> dict[str
     return {"namespace": table_namespace(catalog_id), "name": table, "changed": changed}
 
 
-def report_lineage(job: str, inputs: Iterable[Mapping[str, Any]],
-                   outputs: Iterable[Mapping[str, Any]],
-                   environ: Mapping[str, str] | None = None) -> Path | None:
+def report_lineage(
+    job: str,
+    inputs: Iterable[Mapping[str, Any]],
+    outputs: Iterable[Mapping[str, Any]],
+    environ: Mapping[str, str] | None = None,
+) -> Path | None:
     """Write the report to ``$ACIDFLOW_LINEAGE_FILE`` (replacing it), or do nothing when unset.
 
     Args:
@@ -90,8 +94,7 @@ def report_lineage(job: str, inputs: Iterable[Mapping[str, Any]],
 
     path = Path(target)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"job": job, "inputs": unique(inputs),
-                               "outputs": unique(outputs)}))
+    tmp.write_text(json.dumps({"job": job, "inputs": unique(inputs), "outputs": unique(outputs)}))
     os.replace(tmp, path)
     return path
 

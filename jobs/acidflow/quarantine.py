@@ -11,6 +11,7 @@ it), so every committed batch's bad records are on disk. It appears whole or not
 (``TableFS.put_atomic``: a temporary file and a rename on local disk, one ``PutObject`` on S3). A batch whose share of bad records
 exceeds the threshold (default 1 %) is refused: :class:`QuarantineThresholdError`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -33,15 +34,24 @@ class QuarantineThresholdError(AcidflowError, RuntimeError):
             threshold (fraction) and the quarantine file holding the bad records.
     """
 
-    def __init__(self, batch_id: str, bad: int, total: int, threshold: float, path: str,
-                 first_reason: str, source: str | None = None) -> None:
+    def __init__(
+        self,
+        batch_id: str,
+        bad: int,
+        total: int,
+        threshold: float,
+        path: str,
+        first_reason: str,
+        source: str | None = None,
+    ) -> None:
         self.batch_id, self.bad, self.total = batch_id, bad, total
         self.threshold, self.path, self.source = threshold, path, source
         of = f" ({source})" if source else ""
         super().__init__(
             f"batch {batch_id}{of}: {bad} of {total} records are bad ({bad / max(total, 1):.2%} > "
             f"threshold {threshold:.2%}); nothing was applied. First reason: {first_reason}. "
-            f"Bad records: {path}")
+            f"Bad records: {path}"
+        )
 
 
 def quarantine_path(warehouse: str, kind: str, batch_id: str) -> str:
@@ -57,26 +67,46 @@ def write_quarantine(warehouse: str, kind: str, batch_id: str, bad: list[BadReco
         return None
     path = quarantine_path(warehouse, kind, batch_id)
     now = datetime.now(timezone.utc).isoformat()
-    text = "".join(json.dumps({"batch_id": batch_id, "source": b.source, "table": b.table,
-                               "reason": b.reason, "raw": b.raw, "quarantined_at": now},
-                              sort_keys=True) + "\n" for b in bad)
+    text = "".join(
+        json.dumps(
+            {
+                "batch_id": batch_id,
+                "source": b.source,
+                "table": b.table,
+                "reason": b.reason,
+                "raw": b.raw,
+                "quarantined_at": now,
+            },
+            sort_keys=True,
+        )
+        + "\n"
+        for b in bad
+    )
     tfs = TableFS(warehouse)
     tfs.makedirs(join(warehouse, "_quarantine", kind))
     tfs.put_atomic(path, text.encode("utf-8"))  # whole or nothing, also on S3 (one PUT)
     return path
 
 
-def check_threshold(batch_id: str, bad: list[BadRecord], total: int, threshold: float,
-                    path: str | None, source: str | None = None) -> None:
+def check_threshold(
+    batch_id: str,
+    bad: list[BadRecord],
+    total: int,
+    threshold: float,
+    path: str | None,
+    source: str | None = None,
+) -> None:
     """Raise :class:`QuarantineThresholdError` when ``len(bad) / total > threshold``
     (``source``: the input file, named in the message)."""
     if bad and total and len(bad) / total > threshold:
-        raise QuarantineThresholdError(batch_id, len(bad), total, threshold, path or "",
-                                       bad[0].reason, source)
+        raise QuarantineThresholdError(
+            batch_id, len(bad), total, threshold, path or "", bad[0].reason, source
+        )
 
 
-def quarantine_input_file(warehouse: str, kind: str, path: str, reason: str,
-                          now: datetime | None = None) -> tuple[str, str]:
+def quarantine_input_file(
+    warehouse: str, kind: str, path: str, reason: str, now: datetime | None = None
+) -> tuple[str, str]:
     """Set a whole input file aside, deliberately: move it to
     ``<warehouse>/_quarantine/<kind>/files/<UTC time>_<name>`` and write next to it
     ``<that>.json`` = ``{"file": <original path>, "quarantined_as", "reason", "quarantined_at",
@@ -104,9 +134,14 @@ def quarantine_input_file(warehouse: str, kind: str, path: str, reason: str,
     tfs = TableFS(warehouse)
     tfs.makedirs(folder)
     tfs.put_atomic(dest, data)
-    record = {"file": path, "quarantined_as": dest, "reason": reason,
-              "quarantined_at": when.isoformat(), "size": len(data),
-              "sha256": hashlib.sha256(data).hexdigest()}
+    record = {
+        "file": path,
+        "quarantined_as": dest,
+        "reason": reason,
+        "quarantined_at": when.isoformat(),
+        "size": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
     tfs.write_bytes(dest + ".json", (json.dumps(record, sort_keys=True) + "\n").encode("utf-8"))
     src_fs.delete(path)
     return dest, dest + ".json"

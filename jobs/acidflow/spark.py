@@ -14,6 +14,7 @@ and ``s3a://`` map to ``org.apache.hadoop.fs.s3a.S3AFileSystem`` (``spark.hadoop
 and the S3A settings come from the same AWS environment s3fs reads (:func:`s3a_settings`), so
 Spark reads landing files and table locations on S3 like the Python paths do.
 """
+
 from __future__ import annotations
 
 import os
@@ -78,9 +79,11 @@ def s3a_settings(env: Mapping[str, str] | None = None) -> dict[str, str]:
     region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
     if region:
         out["fs.s3a.endpoint.region"] = region
-    for var, key in (("AWS_ACCESS_KEY_ID", "fs.s3a.access.key"),
-                     ("AWS_SECRET_ACCESS_KEY", "fs.s3a.secret.key"),
-                     ("AWS_SESSION_TOKEN", "fs.s3a.session.token")):
+    for var, key in (
+        ("AWS_ACCESS_KEY_ID", "fs.s3a.access.key"),
+        ("AWS_SECRET_ACCESS_KEY", "fs.s3a.secret.key"),
+        ("AWS_SESSION_TOKEN", "fs.s3a.session.token"),
+    ):
         if env.get(var):
             out[key] = env[var]
     return out

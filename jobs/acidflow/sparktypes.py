@@ -5,6 +5,7 @@ never imports pyspark): DataFrames handed to and returned from users carry these
 varchar/char become ``StringType`` and Hive's ``timestamp`` (no time zone) becomes
 ``TimestampNTZType``, as Spark's own Hive support reads them.
 """
+
 from __future__ import annotations
 
 from pyspark.sql import types as T
@@ -36,10 +37,17 @@ def _spark(ht: HiveType) -> T.DataType:
     if isinstance(ht, StructType):
         return T.StructType([T.StructField(n, _spark(t)) for n, t in ht.fields])
     simple: dict[str, T.DataType] = {
-        "tinyint": T.ByteType(), "smallint": T.ShortType(), "int": T.IntegerType(),
-        "bigint": T.LongType(), "boolean": T.BooleanType(), "float": T.FloatType(),
-        "double": T.DoubleType(), "string": T.StringType(), "date": T.DateType(),
-        "timestamp": T.TimestampNTZType(), "binary": T.BinaryType(),
+        "tinyint": T.ByteType(),
+        "smallint": T.ShortType(),
+        "int": T.IntegerType(),
+        "bigint": T.LongType(),
+        "boolean": T.BooleanType(),
+        "float": T.FloatType(),
+        "double": T.DoubleType(),
+        "string": T.StringType(),
+        "date": T.DateType(),
+        "timestamp": T.TimestampNTZType(),
+        "binary": T.BinaryType(),
     }
     return simple[ht.name]
 
@@ -70,10 +78,17 @@ def hive_type_from_spark(dt: T.DataType) -> str:
         HiveTypeError: a Spark type with no Hive counterpart (e.g. interval types).
     """
     simple = {
-        T.ByteType: "tinyint", T.ShortType: "smallint", T.IntegerType: "int",
-        T.LongType: "bigint", T.BooleanType: "boolean", T.FloatType: "float",
-        T.DoubleType: "double", T.StringType: "string", T.DateType: "date",
-        T.TimestampType: "timestamp", T.TimestampNTZType: "timestamp",
+        T.ByteType: "tinyint",
+        T.ShortType: "smallint",
+        T.IntegerType: "int",
+        T.LongType: "bigint",
+        T.BooleanType: "boolean",
+        T.FloatType: "float",
+        T.DoubleType: "double",
+        T.StringType: "string",
+        T.DateType: "date",
+        T.TimestampType: "timestamp",
+        T.TimestampNTZType: "timestamp",
         T.BinaryType: "binary",
     }
     for cls, name in simple.items():
@@ -86,6 +101,9 @@ def hive_type_from_spark(dt: T.DataType) -> str:
     if isinstance(dt, T.MapType):
         return f"map<{hive_type_from_spark(dt.keyType)},{hive_type_from_spark(dt.valueType)}>"
     if isinstance(dt, T.StructType):
-        return "struct<" + ",".join(
-            f"{f.name}:{hive_type_from_spark(f.dataType)}" for f in dt.fields) + ">"
+        return (
+            "struct<"
+            + ",".join(f"{f.name}:{hive_type_from_spark(f.dataType)}" for f in dt.fields)
+            + ">"
+        )
     raise HiveTypeError(f"no Hive type for Spark type {dt}")

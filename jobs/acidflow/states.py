@@ -13,6 +13,7 @@ always were, and callers that compare with the bare strings keep working. They a
 spelled as words, not Hive's one-letter codes (``TXNS.TXN_STATE`` 'o'/'c'/'a',
 ``HIVE_LOCKS.HL_LOCK_TYPE`` 'r'/'w'/'e', ``COMPACTION_QUEUE.CQ_TYPE`` 'a'/'i').
 """
+
 from __future__ import annotations
 
 import enum

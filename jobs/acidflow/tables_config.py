@@ -16,6 +16,7 @@ Every other key of :class:`acidflow.catalog.TableDef` (``partition_columns``, ``
 (``acidflow.cdc``, which adds its bookkeeping column, ``acidflow.cdc.tables``), batch ingest
 (``acidflow.ingest``) and validation (``acidflow.validation``), so they live below all three.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

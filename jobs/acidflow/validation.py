@@ -12,6 +12,7 @@ returns 1 when any table fails, 0 otherwise.
 This job wires the checks together: ``acidflow.quality`` (suites, invariants) does not import
 the compactor, whose ``fsck`` reports in its ``Finding`` shape.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,9 @@ from acidflow.tables_config import load_tables_config
 CHECKS = (fsck_table,)
 
 
-def validate(spark: Any, catalog: Any, table_name: str, *,
-             suite_dir: str | None = None) -> ValidationReport:
+def validate(
+    spark: Any, catalog: Any, table_name: str, *, suite_dir: str | None = None
+) -> ValidationReport:
     """Validate one committed table: its GX suite on the snapshot, fsck, the ACID invariants
     (:func:`acidflow.quality.validate.validate` with :data:`CHECKS`).
 
@@ -40,28 +42,38 @@ def validate(spark: Any, catalog: Any, table_name: str, *,
     Raises:
         NoSuchTableError; acidflow.quality.gx.SuiteError for a broken suite file.
     """
-    return quality_validate.validate(spark, catalog, table_name, suite_dir=suite_dir,
-                                     checks=CHECKS)
+    return quality_validate.validate(spark, catalog, table_name, suite_dir=suite_dir, checks=CHECKS)
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="submit.py validate",
-                                description="GX suites on table snapshots plus ACID invariants.")
+    p = argparse.ArgumentParser(
+        prog="submit.py validate", description="GX suites on table snapshots plus ACID invariants."
+    )
     p.add_argument("--table", action="append", default=[], help="<db>.<table> (repeatable)")
-    p.add_argument("--db", action="append", default=[],
-                   help="every table of this database (repeatable)")
-    p.add_argument("--tables-config", default=None,
-                   help="every table named in this YAML file/dir that exists")
-    p.add_argument("--suite-dir", default=None,
-                   help="directory of <db>.<table>.json suites (default include/expectations "
-                        "or ACIDFLOW_SUITE_DIR)")
-    p.add_argument("--engine", default="spark", choices=["spark", "pandas"],
-                   help="run the suite in Spark (default) or on a pyarrow read in the driver")
+    p.add_argument(
+        "--db", action="append", default=[], help="every table of this database (repeatable)"
+    )
+    p.add_argument(
+        "--tables-config", default=None, help="every table named in this YAML file/dir that exists"
+    )
+    p.add_argument(
+        "--suite-dir",
+        default=None,
+        help="directory of <db>.<table>.json suites (default include/expectations "
+        "or ACIDFLOW_SUITE_DIR)",
+    )
+    p.add_argument(
+        "--engine",
+        default="spark",
+        choices=["spark", "pandas"],
+        help="run the suite in Spark (default) or on a pyarrow read in the driver",
+    )
     return p
 
 
-def run(tables: list[str], *, suite_dir: str | None, spark: Any = None,
-        catalog: Any = None) -> dict[str, Any]:
+def run(
+    tables: list[str], *, suite_dir: str | None, spark: Any = None, catalog: Any = None
+) -> dict[str, Any]:
     """Validate ``tables``; returns ``{"success": bool, "tables": [ValidationReport.summary()]}``.
 
     A table that cannot be validated (no such table, broken suite) counts as failed with its
@@ -77,8 +89,9 @@ def run(tables: list[str], *, suite_dir: str | None, spark: Any = None,
     return {"success": all(t["success"] for t in out), "tables": out}
 
 
-def resolve_tables(tables: list[str], dbs: list[str], tables_config: str | None,
-                   catalog: Any = None) -> list[str]:
+def resolve_tables(
+    tables: list[str], dbs: list[str], tables_config: str | None, catalog: Any = None
+) -> list[str]:
     """``tables`` plus every table of ``dbs`` plus every table of ``tables_config`` that exists,
     in order, without duplicates."""
     names = list(tables)
@@ -87,8 +100,11 @@ def resolve_tables(tables: list[str], dbs: list[str], tables_config: str | None,
         for db in dbs:
             names += [t.name for t in catalog.list_tables(db)]
         if tables_config:
-            names += [t.name for t in load_tables_config(tables_config).values()
-                      if catalog.table_exists(t.name)]
+            names += [
+                t.name
+                for t in load_tables_config(tables_config).values()
+                if catalog.table_exists(t.name)
+            ]
     return list(dict.fromkeys(n.lower() for n in names))
 
 
@@ -101,8 +117,9 @@ def validate_main(argv: list[str]) -> int:
     spark = None
     if a.engine == "spark":
         spark = get_spark("acidflow-validate")
-    summary = run(resolve_tables(a.table, a.db, a.tables_config), suite_dir=a.suite_dir,
-                  spark=spark)
+    summary = run(
+        resolve_tables(a.table, a.db, a.tables_config), suite_dir=a.suite_dir, spark=spark
+    )
     print(json.dumps(summary, default=str))
     return 0 if summary["success"] else 1
 

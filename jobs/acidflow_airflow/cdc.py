@@ -4,6 +4,7 @@ test for pending change files.
 Both are plain Python run by Airflow's ``@task`` decorators: what the DAG does depends on its
 params here, not in a Jinja template of a shell command.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,17 @@ POSTGRES = "postgres"
 def pull_argv(params: Mapping[str, Any]) -> list[str]:
     """``python -m acidflow.cli cdc pull`` arguments for the DAG's params (the DSN goes through
     :data:`DSN_ENV`, never the command line)."""
-    return ["-m", "acidflow.cli", "cdc", "pull", "--slot", str(params["slot"]),
-            "--landing", str(params["input_path"]), "--create-slot"]
+    return [
+        "-m",
+        "acidflow.cli",
+        "cdc",
+        "pull",
+        "--slot",
+        str(params["slot"]),
+        "--landing",
+        str(params["input_path"]),
+        "--create-slot",
+    ]
 
 
 def pull_changes(params: Mapping[str, Any]) -> str:
@@ -47,14 +57,18 @@ def pull_changes(params: Mapping[str, Any]) -> str:
         return message
     conn_id = params.get("postgres_conn_id")
     if not conn_id:
-        raise AirflowException("source=postgres needs the param postgres_conn_id (the Airflow "
-                               "connection of the source database)")
+        raise AirflowException(
+            "source=postgres needs the param postgres_conn_id (the Airflow "
+            "connection of the source database)"
+        )
     env = {**os.environ, **job_env(), DSN_ENV: BaseHook.get_connection(conn_id).get_uri()}
-    result = SubprocessHook().run_command([python_bin(), *pull_argv(params)], env=env,
-                                          cwd=str(repo()))
+    result = SubprocessHook().run_command(
+        [python_bin(), *pull_argv(params)], env=env, cwd=str(repo())
+    )
     if result.exit_code != 0:
-        raise AirflowException(f"acidflow cdc pull failed (exit {result.exit_code}): "
-                               f"{result.output}")
+        raise AirflowException(
+            f"acidflow cdc pull failed (exit {result.exit_code}): {result.output}"
+        )
     return str(result.output)
 
 

@@ -1,5 +1,6 @@
 """``acid_compaction``'s catalog-only steps: the commands of the initiator and the cleaner for
 the DAG's params (``dry_run``, ``table_filter``), chosen in Python for ``@task.bash`` tasks."""
+
 from __future__ import annotations
 
 import json

@@ -16,6 +16,7 @@ repo                the checkout holding this package     ``jobs/submit.py``, ``
 ``ACIDFLOW_WAREHOUSE`` / ``ACIDFLOW_CATALOG_URL`` / ``ACIDFLOW_TXN_TIMEOUT`` /
 ``ACIDFLOW_BUILD_DIR`` are passed through to the jobs.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,8 +30,12 @@ from airflow.configuration import conf
 _DEFAULT_REPO = Path(__file__).resolve().parents[2]
 DEFAULT_JAVA_HOME = "/usr/lib/jvm/java-17-openjdk-amd64"
 #: variables of the worker's environment handed to the jobs when set
-PASS_THROUGH = ("ACIDFLOW_WAREHOUSE", "ACIDFLOW_CATALOG_URL", "ACIDFLOW_TXN_TIMEOUT",
-                "ACIDFLOW_BUILD_DIR")
+PASS_THROUGH = (
+    "ACIDFLOW_WAREHOUSE",
+    "ACIDFLOW_CATALOG_URL",
+    "ACIDFLOW_TXN_TIMEOUT",
+    "ACIDFLOW_BUILD_DIR",
+)
 #: owner and retries of every acidflow task (``notifiers.default_args`` adds the notifiers)
 DEFAULT_ARGS: dict[str, Any] = {"owner": "data-platform", "retries": 2}
 
@@ -63,8 +68,7 @@ def job_env() -> dict[str, str]:
         "PYSPARK_PYTHON": py,
         "PYSPARK_DRIVER_PYTHON": py,
         "JAVA_HOME": setting("java_home", os.environ.get("JAVA_HOME") or DEFAULT_JAVA_HOME),
-        "SPARK_LOCAL_IP": setting("spark_local_ip",
-                                  os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")),
+        "SPARK_LOCAL_IP": setting("spark_local_ip", os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")),
         "PATH": os.path.dirname(py) + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"),
         "PYTHONUNBUFFERED": "1",
     }

@@ -6,6 +6,7 @@ or anything else (it could not run). :func:`read_health_report` turns that into 
 ``AirflowFailException`` listing the findings (no retry: the failure is the alert), or an
 ``AirflowException`` (retried) -- also when the output is not the JSON report it should be.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,9 +22,14 @@ from acidflow_airflow.config import job_env, python_bin, repo
 
 #: acid_health's params -> the command's options (``None`` = the command's default:
 #: ``ACIDFLOW_HEALTH_*`` or built in)
-HEALTH_OPTIONS = {"initiated_max_s": "--initiated-max", "working_max_s": "--working-max",
-                  "failed_max": "--failed-max", "failed_window_s": "--failed-window",
-                  "txn_max_age_s": "--txn-max-age", "slot_lag_max_bytes": "--slot-lag-max"}
+HEALTH_OPTIONS = {
+    "initiated_max_s": "--initiated-max",
+    "working_max_s": "--working-max",
+    "failed_max": "--failed-max",
+    "failed_window_s": "--failed-window",
+    "txn_max_age_s": "--txn-max-age",
+    "slot_lag_max_bytes": "--slot-lag-max",
+}
 #: seconds the command may take
 HEALTH_TIMEOUT_S = 600
 
@@ -56,15 +62,18 @@ def _report(last_line: str, returncode: int) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise HealthOutputError(
             f"acidflow health --json (exit {returncode}): the last stdout line is not JSON "
-            f"({exc}): {last_line[:500]!r}") from None
+            f"({exc}): {last_line[:500]!r}"
+        ) from None
     if not isinstance(report, dict):
         raise HealthOutputError(
             f"acidflow health --json (exit {returncode}): expected a JSON object, got "
-            f"{type(report).__name__}: {last_line[:500]!r}")
+            f"{type(report).__name__}: {last_line[:500]!r}"
+        )
     if returncode == 1 and not isinstance(report.get("findings"), list):
         raise HealthOutputError(
             f"acidflow health --json (exit 1): the report has no 'findings' list: "
-            f"{last_line[:500]!r}")
+            f"{last_line[:500]!r}"
+        )
     return report
 
 
@@ -91,10 +100,13 @@ def read_health_report(returncode: int, stdout: str, stderr: str = "") -> dict[s
     if returncode == 1 and last.startswith("{"):
         report = _report(last, returncode)
         lines = [f"- [{f.get('kind')}] {f.get('message')}" for f in report["findings"]]
-        raise AirflowFailException(f"acidflow health: {len(lines)} finding(s) in "
-                                   f"{report.get('catalog')}:\n" + "\n".join(lines))
-    raise AirflowException(f"acidflow health could not run (exit {returncode}): "
-                           f"{(stderr or stdout).strip()[-2000:]}")
+        raise AirflowFailException(
+            f"acidflow health: {len(lines)} finding(s) in "
+            f"{report.get('catalog')}:\n" + "\n".join(lines)
+        )
+    raise AirflowException(
+        f"acidflow health could not run (exit {returncode}): {(stderr or stdout).strip()[-2000:]}"
+    )
 
 
 def run_health_check(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -110,8 +122,14 @@ def run_health_check(params: Mapping[str, Any]) -> dict[str, Any]:
     env = job_env()
     if params.get("postgres_conn_id"):
         env["ACIDFLOW_HEALTH_SLOT_DSN"] = BaseHook.get_connection(
-            params["postgres_conn_id"]).get_uri()
-    proc = subprocess.run([python_bin(), "-m", "acidflow.cli", *health_argv(params)],
-                          cwd=str(repo()), env={**os.environ, **env}, capture_output=True,
-                          text=True, timeout=HEALTH_TIMEOUT_S)
+            params["postgres_conn_id"]
+        ).get_uri()
+    proc = subprocess.run(
+        [python_bin(), "-m", "acidflow.cli", *health_argv(params)],
+        cwd=str(repo()),
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=HEALTH_TIMEOUT_S,
+    )
     return read_health_report(proc.returncode, proc.stdout, proc.stderr)

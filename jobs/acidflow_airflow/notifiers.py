@@ -18,6 +18,7 @@ alert_from               ``acidflow@localhost`` sender address
 Every task of every acidflow DAG gets the notifier as ``on_failure_callback`` (it fires once a
 task failed for good, after its retries).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -25,12 +26,13 @@ from typing import Any, Callable
 
 from acidflow_airflow.config import DEFAULT_ARGS, setting
 
-EMAIL_SUBJECT = ("[acidflow] {{ dag.dag_id }}.{{ ti.task_id }} failed "
-                 "({{ run_id }})")
-EMAIL_HTML = ("<p>Task <b>{{ ti.task_id }}</b> of DAG <b>{{ dag.dag_id }}</b> failed "
-              "(run {{ run_id }}, try {{ ti.try_number }}).</p>"
-              "<pre>{{ exception }}</pre>"
-              "<p>Log: {{ ti.log_url }}</p>")
+EMAIL_SUBJECT = "[acidflow] {{ dag.dag_id }}.{{ ti.task_id }} failed ({{ run_id }})"
+EMAIL_HTML = (
+    "<p>Task <b>{{ ti.task_id }}</b> of DAG <b>{{ dag.dag_id }}</b> failed "
+    "(run {{ run_id }}, try {{ ti.try_number }}).</p>"
+    "<pre>{{ exception }}</pre>"
+    "<p>Log: {{ ti.log_url }}</p>"
+)
 
 
 def alert_callbacks() -> list[Any]:
@@ -50,12 +52,19 @@ def alert_callbacks() -> list[Any]:
         # deferred: the SMTP provider is needed only when e-mail alerts are configured
         from airflow.providers.smtp.notifications.smtp import SmtpNotifier
 
-        return [SmtpNotifier(to=to, from_email=setting("alert_from", "acidflow@localhost"),
-                             smtp_conn_id=setting("alert_smtp_conn_id", "smtp_default"),
-                             subject=EMAIL_SUBJECT, html_content=EMAIL_HTML)]
+        return [
+            SmtpNotifier(
+                to=to,
+                from_email=setting("alert_from", "acidflow@localhost"),
+                smtp_conn_id=setting("alert_smtp_conn_id", "smtp_default"),
+                subject=EMAIL_SUBJECT,
+                html_content=EMAIL_HTML,
+            )
+        ]
     if ":" not in kind:
-        raise ValueError(f"[acidflow] alert_notifier={kind!r}: expected smtp, none or "
-                         "module:callable")
+        raise ValueError(
+            f"[acidflow] alert_notifier={kind!r}: expected smtp, none or module:callable"
+        )
     mod, _, attr = kind.partition(":")
     try:
         factory: Callable[[], Any] = getattr(importlib.import_module(mod), attr)

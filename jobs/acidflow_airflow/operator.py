@@ -15,6 +15,7 @@ table whose rows changed to its outlet alias ``acidflow-tables`` (asset
 ``acid://<catalog id>/<db.table>``) and hands the datasets to the OpenLineage provider through
 ``get_openlineage_facets_on_complete`` (inputs: the batch's landing files; outputs: the tables).
 """
+
 from __future__ import annotations
 
 import os
@@ -23,11 +24,11 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
-from acidflow.jobszip import build_jobs_zip
-from acidflow.lineage import LINEAGE_ENV, read_lineage
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset, AssetAlias, Context, XComArg
 
+from acidflow.jobszip import build_jobs_zip
+from acidflow.lineage import LINEAGE_ENV, read_lineage
 from acidflow_airflow.config import job_env, python_bin, repo
 
 #: the asset alias every table-writing task declares as outlet; its asset events name the
@@ -56,8 +57,9 @@ class AcidflowSparkSubmitOperator(SparkSubmitOperator):
         **kwargs: passed to ``SparkSubmitOperator`` (``task_id``, ``conn_id``, ``conf`` ...).
     """
 
-    def __init__(self, *, subcommand: str, args: Sequence[str] | XComArg | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, *, subcommand: str, args: Sequence[str] | XComArg | None = None, **kwargs: Any
+    ) -> None:
         kwargs.setdefault("conn_id", "spark_default")
         kwargs.setdefault("name", f"acidflow-{subcommand}")
         kwargs.setdefault("conf", dict(DEFAULT_SPARK_CONF))
@@ -72,8 +74,11 @@ class AcidflowSparkSubmitOperator(SparkSubmitOperator):
             # an XComArg, resolved to the list when the task runs: the subcommand goes in front
             # of it in execute()
             application_args = args
-        super().__init__(application=str(repo() / "jobs" / "submit.py"),
-                         application_args=application_args, **kwargs)
+        super().__init__(
+            application=str(repo() / "jobs" / "submit.py"),
+            application_args=application_args,
+            **kwargs,
+        )
 
     def execute(self, context: Context) -> None:
         """Put the subcommand in front of the resolved arguments, build the package zip for
@@ -100,7 +105,8 @@ class AcidflowSparkSubmitOperator(SparkSubmitOperator):
             if out.get("changed"):
                 context["outlet_events"][AssetAlias(TABLES_ALIAS)].add(
                     Asset(f"{out['namespace']}/{out['name']}"),
-                    extra={"job": self.lineage.get("job"), "table": out["name"]})
+                    extra={"job": self.lineage.get("job"), "table": out["name"]},
+                )
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """OpenLineage datasets of the run (the OpenLineage provider calls this after the
@@ -114,7 +120,8 @@ class AcidflowSparkSubmitOperator(SparkSubmitOperator):
         rep = self.lineage or {"inputs": [], "outputs": []}
         return OperatorLineage(
             inputs=[Dataset(namespace=d["namespace"], name=d["name"]) for d in rep["inputs"]],
-            outputs=[Dataset(namespace=d["namespace"], name=d["name"]) for d in rep["outputs"]])
+            outputs=[Dataset(namespace=d["namespace"], name=d["name"]) for d in rep["outputs"]],
+        )
 
 
 def cli_command(*args: str) -> str:

@@ -20,6 +20,7 @@ compaction_on_writes     ``false``              also run ``acid_compaction`` whe
                                                 ``acidflow-tables``)
 =======================  =====================  ================================================
 """
+
 from __future__ import annotations
 
 import json
@@ -62,8 +63,9 @@ def compaction_schedule() -> str | AssetOrTimeSchedule:
     alias :data:`~acidflow_airflow.operator.TABLES_ALIAS`)."""
     cron = setting("compaction_schedule", DEFAULT_COMPACTION_SCHEDULE).strip()
     if conf.getboolean("acidflow", "compaction_on_writes", fallback=False):
-        return AssetOrTimeSchedule(timetable=CronTriggerTimetable(cron, timezone="UTC"),
-                                   assets=AssetAlias(TABLES_ALIAS))
+        return AssetOrTimeSchedule(
+            timetable=CronTriggerTimetable(cron, timezone="UTC"), assets=AssetAlias(TABLES_ALIAS)
+        )
     return cron
 
 

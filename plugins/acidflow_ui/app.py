@@ -19,6 +19,7 @@ manager does not allow to view plugins gets 403.
 The catalog is opened once per process, lazily, from ``ACIDFLOW_CATALOG_URL`` /
 ``ACIDFLOW_WAREHOUSE`` (never migrated from here).
 """
+
 from __future__ import annotations
 
 import threading
@@ -30,12 +31,15 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from acidflow.catalog import NoSuchTableError
 
 from . import render
-from .auth import COOKIE_NAME, AirflowAuthenticator, AuthenticatedUser, AuthError, Authenticator
+from .auth import COOKIE_NAME, AirflowAuthenticator, AuthenticatedUser, Authenticator, AuthError
 from .auth import authenticate as _authenticate
 from .data import AcidUiData, CatalogNotReadyError, to_jsonable
 
-NO_STORE = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer",
-            "X-Content-Type-Options": "nosniff"}
+NO_STORE = {
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+}
 
 
 def _base(request: Request) -> str:
@@ -43,12 +47,16 @@ def _base(request: Request) -> str:
 
 
 def _wants_html(request: Request) -> bool:
-    return (request.method == "GET" and not request.url.path.startswith(_base(request) + "/api/")
-            and "text/html" in request.headers.get("accept", ""))
+    return (
+        request.method == "GET"
+        and not request.url.path.startswith(_base(request) + "/api/")
+        and "text/html" in request.headers.get("accept", "")
+    )
 
 
-def create_app(data_factory: Callable[[], AcidUiData] | None = None,
-               authenticator: Authenticator | None = None) -> FastAPI:
+def create_app(
+    data_factory: Callable[[], AcidUiData] | None = None, authenticator: Authenticator | None = None
+) -> FastAPI:
     """Build the app.
 
     Args:
@@ -69,8 +77,7 @@ def create_app(data_factory: Callable[[], AcidUiData] | None = None,
                 state["data"] = factory()
             return state["data"]
 
-    app = FastAPI(title="acidflow ACID tables", docs_url=None, redoc_url=None,
-                  openapi_url=None)
+    app = FastAPI(title="acidflow ACID tables", docs_url=None, redoc_url=None, openapi_url=None)
 
     async def require_user(request: Request) -> AuthenticatedUser:
         return await _authenticate(request, auth)
@@ -91,8 +98,11 @@ def create_app(data_factory: Callable[[], AcidUiData] | None = None,
     async def _not_ready(request: Request, exc: CatalogNotReadyError) -> Response:
         if request.url.path.startswith(_base(request) + "/api/"):
             return JSONResponse({"detail": str(exc)}, status_code=503, headers=NO_STORE)
-        return HTMLResponse(render.message_page("Catalog not ready", str(exc), _base(request)),
-                            status_code=503, headers=NO_STORE)
+        return HTMLResponse(
+            render.message_page("Catalog not ready", str(exc), _base(request)),
+            status_code=503,
+            headers=NO_STORE,
+        )
 
     def ready() -> AcidUiData:
         d = data()
@@ -102,8 +112,11 @@ def create_app(data_factory: Callable[[], AcidUiData] | None = None,
     def not_found(request: Request, name: str, exc: Exception, as_json: bool) -> Response:
         if as_json:
             return JSONResponse({"detail": str(exc)}, status_code=404, headers=NO_STORE)
-        return HTMLResponse(render.message_page(f"No table {name}", str(exc), _base(request)),
-                            status_code=404, headers=NO_STORE)
+        return HTMLResponse(
+            render.message_page(f"No table {name}", str(exc), _base(request)),
+            status_code=404,
+            headers=NO_STORE,
+        )
 
     # -- HTML ----------------------------------------------------------------------------
     @app.get("/", response_class=HTMLResponse)
@@ -111,19 +124,20 @@ def create_app(data_factory: Callable[[], AcidUiData] | None = None,
         d = ready()
         window = d.aborted_window
         note = f" (last {window.total_seconds() / 3600:g} h)" if window else ""
-        return HTMLResponse(render.overview_page(d.overview(), _base(request), user.name, note),
-                            headers=NO_STORE)
+        return HTMLResponse(
+            render.overview_page(d.overview(), _base(request), user.name, note), headers=NO_STORE
+        )
 
     @app.get("/tables/{name}", response_class=HTMLResponse)
-    def table_page(name: str, request: Request,
-                   user: AuthenticatedUser = Depends(require_user)) -> Response:
+    def table_page(
+        name: str, request: Request, user: AuthenticatedUser = Depends(require_user)
+    ) -> Response:
         d = ready()
         try:
             detail = d.table(name)
         except (NoSuchTableError, ValueError) as exc:
             return not_found(request, name, exc, as_json=False)
-        return HTMLResponse(render.table_page(detail, _base(request), user.name),
-                            headers=NO_STORE)
+        return HTMLResponse(render.table_page(detail, _base(request), user.name), headers=NO_STORE)
 
     # -- JSON ----------------------------------------------------------------------------
     def js(value: Any) -> JSONResponse:
@@ -138,8 +152,9 @@ def create_app(data_factory: Callable[[], AcidUiData] | None = None,
         return js(ready().tables())
 
     @app.get("/api/tables/{name}")
-    def api_table(name: str, request: Request,
-                  user: AuthenticatedUser = Depends(require_user)) -> Response:
+    def api_table(
+        name: str, request: Request, user: AuthenticatedUser = Depends(require_user)
+    ) -> Response:
         try:
             return js(ready().table(name))
         except (NoSuchTableError, ValueError) as exc:
@@ -176,9 +191,14 @@ def create_app(data_factory: Callable[[], AcidUiData] | None = None,
         if next.startswith(target) and "//" not in next and "\\" not in next:
             target = next  # only pages of this app: no open redirect
         resp = RedirectResponse(target, status_code=303, headers=NO_STORE)
-        resp.set_cookie(COOKIE_NAME, token, path=base or "/", httponly=True, samesite="lax",
-                        secure=request.url.scheme == "https")
+        resp.set_cookie(
+            COOKIE_NAME,
+            token,
+            path=base or "/",
+            httponly=True,
+            samesite="lax",
+            secure=request.url.scheme == "https",
+        )
         return resp
 
     return app
-

@@ -16,6 +16,7 @@ view plugins (``is_authorized_view(AccessView.PLUGINS)``). No passwords are hand
 
 Airflow is imported only when a request is checked, so the module imports without it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -90,8 +91,7 @@ class AirflowAuthenticator:
         # deferred: same reason as _auth_manager (Airflow imported only when a request is checked)
         from airflow.api_fastapi.auth.managers.models.resource_details import AccessView
 
-        return bool(_auth_manager().is_authorized_view(access_view=AccessView.PLUGINS,
-                                                       user=user))
+        return bool(_auth_manager().is_authorized_view(access_view=AccessView.PLUGINS, user=user))
 
     def user_name(self, user: Any) -> str:
         """``user.get_name()``."""
@@ -130,11 +130,15 @@ async def authenticate(request: Request, auth: Authenticator) -> AuthenticatedUs
     if explicit is not None:
         candidates = [explicit] if explicit else []
         if not candidates:
-            raise AuthError(401, "malformed Authorization header (expected 'Bearer <token>')",
-                            explicit=True)
+            raise AuthError(
+                401, "malformed Authorization header (expected 'Bearer <token>')", explicit=True
+            )
     else:
-        candidates = [t for t in (request.cookies.get(AIRFLOW_COOKIE_NAME),
-                                  request.cookies.get(COOKIE_NAME)) if t]
+        candidates = [
+            t
+            for t in (request.cookies.get(AIRFLOW_COOKIE_NAME), request.cookies.get(COOKIE_NAME))
+            if t
+        ]
     if not candidates:
         raise AuthError(401, "not authenticated")
     user = None

@@ -13,6 +13,7 @@ housekeeping, no reader registration). Sources:
 
 Times are aware UTC ``datetime`` objects; sizes are bytes; durations are seconds.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -39,6 +40,7 @@ def _now() -> datetime:
 # ============================================================================================
 # Shapes
 # ============================================================================================
+
 
 @dataclass(frozen=True)
 class CompactionRow:
@@ -250,6 +252,7 @@ class CatalogNotReadyError(RuntimeError):
 # Conversions (pure)
 # ============================================================================================
 
+
 def compaction_row(c: Any, now: datetime | None = None) -> CompactionRow:
     """A :class:`CompactionRow` from a ``acidflow.catalog.CompactionInfo``; ``now`` (UTC) is the
     reference time for the duration of a ``working`` entry."""
@@ -260,10 +263,20 @@ def compaction_row(c: Any, now: datetime | None = None) -> CompactionRow:
         if end is not None:
             duration = max(0.0, (end - c.started_at).total_seconds())
     return CompactionRow(
-        id=c.id, table=c.table, partition=c.partition, type=c.type, state=c.state,
-        worker_id=c.worker_id, enqueued_at=c.enqueued_at, started_at=c.started_at,
-        ended_at=c.ended_at, duration_s=duration, running=running,
-        highest_write_id=c.highest_write_id, error=c.error)
+        id=c.id,
+        table=c.table,
+        partition=c.partition,
+        type=c.type,
+        state=c.state,
+        worker_id=c.worker_id,
+        enqueued_at=c.enqueued_at,
+        started_at=c.started_at,
+        ended_at=c.ended_at,
+        duration_s=duration,
+        running=running,
+        highest_write_id=c.highest_write_id,
+        error=c.error,
+    )
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -280,36 +293,60 @@ def commit_row(rec: Any, batch_by_txn: dict[int, str] | None = None) -> CommitRo
     map (committed batches)."""
     st = rec.stats or {}
     return CommitRow(
-        write_id=rec.write_id, txn_id=rec.txn_id, commit_id=rec.commit_id,
-        committed_at=rec.committed_at, operations=list(rec.operations or []),
+        write_id=rec.write_id,
+        txn_id=rec.txn_id,
+        commit_id=rec.commit_id,
+        committed_at=rec.committed_at,
+        operations=list(rec.operations or []),
         rows_inserted=_int_or_none(st.get("rows_inserted")),
         rows_updated=_int_or_none(st.get("rows_updated")),
         rows_deleted=_int_or_none(st.get("rows_deleted")),
-        files=_int_or_none(st.get("files")), bytes=_int_or_none(st.get("bytes")),
-        batch_id=(batch_by_txn or {}).get(rec.txn_id))
+        files=_int_or_none(st.get("files")),
+        bytes=_int_or_none(st.get("bytes")),
+        batch_id=(batch_by_txn or {}).get(rec.txn_id),
+    )
 
 
 def txn_row(t: Any) -> TxnRow:
     """A :class:`TxnRow` from a ``acidflow.catalog.TxnInfo``."""
     return TxnRow(
-        txn_id=t.txn_id, state=t.state, started_at=t.started_at,
-        last_heartbeat=t.last_heartbeat, ended_at=t.aborted_at or t.committed_at,
-        abort_reason=t.abort_reason, user=t.user, host=t.host, agent_info=t.agent_info,
-        write_ids=dict(t.write_ids or {}))
+        txn_id=t.txn_id,
+        state=t.state,
+        started_at=t.started_at,
+        last_heartbeat=t.last_heartbeat,
+        ended_at=t.aborted_at or t.committed_at,
+        abort_reason=t.abort_reason,
+        user=t.user,
+        host=t.host,
+        agent_info=t.agent_info,
+        write_ids=dict(t.write_ids or {}),
+    )
 
 
 def lock_row(lk: Any) -> LockRow:
     """A :class:`LockRow` from a ``acidflow.catalog.LockInfo``."""
     return LockRow(
-        lock_id=lk.lock_id, table=lk.table, partition=lk.partition, state=lk.state,
-        lock_type=lk.lock_type, txn_id=lk.txn_id, requested_at=lk.requested_at,
-        acquired_at=lk.acquired_at, last_heartbeat=lk.last_heartbeat, user=lk.user,
-        host=lk.host, agent_info=lk.agent_info)
+        lock_id=lk.lock_id,
+        table=lk.table,
+        partition=lk.partition,
+        state=lk.state,
+        lock_type=lk.lock_type,
+        txn_id=lk.txn_id,
+        requested_at=lk.requested_at,
+        acquired_at=lk.acquired_at,
+        last_heartbeat=lk.last_heartbeat,
+        user=lk.user,
+        host=lk.host,
+        agent_info=lk.agent_info,
+    )
 
 
-def recent_transactions(txns: Iterable[TxnRow], *, now: datetime | None = None,
-                        aborted_window: timedelta | None = DEFAULT_ABORTED_WINDOW
-                        ) -> list[TxnRow]:
+def recent_transactions(
+    txns: Iterable[TxnRow],
+    *,
+    now: datetime | None = None,
+    aborted_window: timedelta | None = DEFAULT_ABORTED_WINDOW,
+) -> list[TxnRow]:
     """Open transactions plus those aborted within ``aborted_window`` of ``now`` (every aborted
     one when the window is ``None``), in txn id order. Committed ones are left out."""
     now = now or _now()
@@ -317,8 +354,9 @@ def recent_transactions(txns: Iterable[TxnRow], *, now: datetime | None = None,
     for t in txns:
         if t.state == TxnState.OPEN:
             out.append(t)
-        elif t.state == TxnState.ABORTED and (aborted_window is None or t.ended_at is None
-                                       or now - t.ended_at <= aborted_window):
+        elif t.state == TxnState.ABORTED and (
+            aborted_window is None or t.ended_at is None or now - t.ended_at <= aborted_window
+        ):
             out.append(t)
     return sorted(out, key=lambda t: t.txn_id)
 
@@ -326,6 +364,7 @@ def recent_transactions(txns: Iterable[TxnRow], *, now: datetime | None = None,
 # ============================================================================================
 # Reading
 # ============================================================================================
+
 
 def partition_states(table: Any, valid: Any) -> list[PartitionState]:
     """Current AcidState of every partition directory of ``table`` (a ``TableDef``) at the
@@ -350,13 +389,21 @@ def partition_states(table: Any, valid: Any) -> list[PartitionState]:
             base_bytes = sum(sizes.get(rel, 0) for rel, _ in bucket_files(entries, state.base.name))
         else:
             base_bytes = sum(sizes.get(rel, 0) for rel in state.original_files)
-        delta_bytes = sum(sizes.get(rel, 0) for d in state.deltas
-                          for rel, _ in bucket_files(entries, d.name))
-        out.append(PartitionState(
-            partition=part, base=state.base.name if state.base else None, base_bytes=base_bytes,
-            deltas=[d.name for d in state.deltas if not d.is_delete],
-            delete_deltas=[d.name for d in state.deltas if d.is_delete],
-            delta_bytes=delta_bytes, obsolete=list(state.obsolete), aborted=list(state.aborted)))
+        delta_bytes = sum(
+            sizes.get(rel, 0) for d in state.deltas for rel, _ in bucket_files(entries, d.name)
+        )
+        out.append(
+            PartitionState(
+                partition=part,
+                base=state.base.name if state.base else None,
+                base_bytes=base_bytes,
+                deltas=[d.name for d in state.deltas if not d.is_delete],
+                delete_deltas=[d.name for d in state.deltas if d.is_delete],
+                delta_bytes=delta_bytes,
+                obsolete=list(state.obsolete),
+                aborted=list(state.aborted),
+            )
+        )
     return out
 
 
@@ -369,8 +416,9 @@ class AcidUiData:
         aborted_window: how far back the transactions view lists aborted transactions.
     """
 
-    def __init__(self, catalog: Any, *,
-                 aborted_window: timedelta | None = DEFAULT_ABORTED_WINDOW) -> None:
+    def __init__(
+        self, catalog: Any, *, aborted_window: timedelta | None = DEFAULT_ABORTED_WINDOW
+    ) -> None:
         self.catalog = catalog
         self.aborted_window = aborted_window
 
@@ -389,11 +437,13 @@ class AcidUiData:
         if rev is None:
             raise CatalogNotReadyError(
                 f"catalog {self.catalog!r} has no acidflow schema yet (run any acidflow job "
-                "or `acidflow tables` once to create it)")
+                "or `acidflow tables` once to create it)"
+            )
 
     # -- pieces --------------------------------------------------------------------------
-    def compactions(self, table: str | None = None, *, now: datetime | None = None
-                    ) -> list[CompactionRow]:
+    def compactions(
+        self, table: str | None = None, *, now: datetime | None = None
+    ) -> list[CompactionRow]:
         """SHOW COMPACTIONS (queue and history) in compaction id order, optionally of one
         table."""
         now = now or _now()
@@ -401,16 +451,19 @@ class AcidUiData:
 
     def transactions(self, *, now: datetime | None = None) -> list[TxnRow]:
         """Open transactions and those aborted within ``aborted_window``, in txn id order."""
-        rows = [txn_row(t) for t in
-                self.catalog.list_transactions(states=[TxnState.OPEN, TxnState.ABORTED])]
+        rows = [
+            txn_row(t)
+            for t in self.catalog.list_transactions(states=[TxnState.OPEN, TxnState.ABORTED])
+        ]
         return recent_transactions(rows, now=now, aborted_window=self.aborted_window)
 
     def locks(self) -> list[LockRow]:
         """SHOW LOCKS in lock id order."""
         return [lock_row(lk) for lk in self.catalog.list_locks()]
 
-    def _summary(self, table: Any, open_txns_by_table: dict[str, list[int]],
-                 comps: list[CompactionRow]) -> tuple[TableSummary, list[PartitionState]]:
+    def _summary(
+        self, table: Any, open_txns_by_table: dict[str, list[int]], comps: list[CompactionRow]
+    ) -> tuple[TableSummary, list[PartitionState]]:
         valid = self.catalog.valid_write_ids(table.name)
         error = None
         parts: list[PartitionState] = []
@@ -419,26 +472,32 @@ class AcidUiData:
         except Exception as exc:  # noqa: BLE001 - shown on the page, the rest still renders
             error = f"{type(exc).__name__}: {exc}"
         summary = TableSummary(
-            name=table.name, location=table.location, high_watermark=valid.high_watermark,
+            name=table.name,
+            location=table.location,
+            high_watermark=valid.high_watermark,
             valid_write_ids=valid.to_string(),
             open_txn_ids=sorted(open_txns_by_table.get(table.name, [])),
             open_write_ids=sorted(valid.open_write_ids),
-            aborted_write_ids=sorted(valid.aborted_write_ids), partitions=len(parts),
+            aborted_write_ids=sorted(valid.aborted_write_ids),
+            partitions=len(parts),
             deltas=sum(len(p.deltas) for p in parts),
             delete_deltas=sum(len(p.delete_deltas) for p in parts),
             base_bytes=sum(p.base_bytes for p in parts),
             delta_bytes=sum(p.delta_bytes for p in parts),
-            last_compaction=max((c for c in comps if c.state not in QUEUED_STATES),
-                                key=lambda c: c.id, default=None),
-            queued_compaction=max((c for c in comps if c.state in QUEUED_STATES),
-                                  key=lambda c: c.id, default=None),
-            error=error)
+            last_compaction=max(
+                (c for c in comps if c.state not in QUEUED_STATES), key=lambda c: c.id, default=None
+            ),
+            queued_compaction=max(
+                (c for c in comps if c.state in QUEUED_STATES), key=lambda c: c.id, default=None
+            ),
+            error=error,
+        )
         return summary, parts
 
     def _open_txns_by_table(self) -> dict[str, list[int]]:
         out: dict[str, list[int]] = defaultdict(list)
         for t in self.catalog.list_transactions(states=[TxnState.OPEN]):
-            for name in (t.write_ids or {}):
+            for name in t.write_ids or {}:
                 out[name].append(t.txn_id)
         return out
 
@@ -451,15 +510,22 @@ class AcidUiData:
         for c in comps:
             per_table[c.table].append(c)
         by_table = self._open_txns_by_table()
-        return [self._summary(t, by_table, per_table.get(t.name, []))[0]
-                for t in sorted(self.catalog.list_tables(), key=lambda t: t.name)]
+        return [
+            self._summary(t, by_table, per_table.get(t.name, []))[0]
+            for t in sorted(self.catalog.list_tables(), key=lambda t: t.name)
+        ]
 
     def overview(self, *, now: datetime | None = None) -> Overview:
         """Everything on the main page (tables, SHOW COMPACTIONS, transactions, locks)."""
         now = now or _now()
         comps = self.compactions(now=now)
-        return Overview(read_at=now, tables=self.tables(compactions=comps), compactions=comps,
-                        transactions=self.transactions(now=now), locks=self.locks())
+        return Overview(
+            read_at=now,
+            tables=self.tables(compactions=comps),
+            compactions=comps,
+            transactions=self.transactions(now=now),
+            locks=self.locks(),
+        )
 
     def table(self, name: str, *, now: datetime | None = None) -> TableDetail:
         """A table's page: definition, AcidState per partition, commit history (with batch
@@ -472,15 +538,24 @@ class AcidUiData:
         table = self.catalog.get_table(name)
         comps = self.compactions(table.name, now=now)
         summary, parts = self._summary(table, self._open_txns_by_table(), comps)
-        batch_by_txn = {b.txn_id: b.batch_id for b in self.catalog.list_batches()
-                        if b.state == TxnState.COMMITTED}
+        batch_by_txn = {
+            b.txn_id: b.batch_id
+            for b in self.catalog.list_batches()
+            if b.state == TxnState.COMMITTED
+        }
         commits = [commit_row(r, batch_by_txn) for r in self.catalog.commit_records(table.name)]
         return TableDetail(
-            summary=summary, columns=[(c.name, c.hive_type) for c in table.columns],
+            summary=summary,
+            columns=[(c.name, c.hive_type) for c in table.columns],
             partition_columns=[(c.name, c.hive_type) for c in table.partition_columns],
-            primary_key=list(table.primary_key), num_buckets=table.num_buckets,
-            properties=dict(table.properties), partitions=parts, commits=commits,
-            write_ids=self.catalog.write_id_states(table.name), compactions=comps)
+            primary_key=list(table.primary_key),
+            num_buckets=table.num_buckets,
+            properties=dict(table.properties),
+            partitions=parts,
+            commits=commits,
+            write_ids=self.catalog.write_id_states(table.name),
+            compactions=comps,
+        )
 
 
 def to_jsonable(value: Any) -> Any:
@@ -500,7 +575,21 @@ def to_jsonable(value: Any) -> Any:
 
 
 __all__ = [
-    "AcidUiData", "CatalogNotReadyError", "CommitRow", "CompactionRow", "LockRow", "Overview",
-    "PartitionState", "TableDetail", "TableSummary", "TxnRow", "compaction_row", "commit_row",
-    "lock_row", "partition_states", "recent_transactions", "to_jsonable", "txn_row",
+    "AcidUiData",
+    "CatalogNotReadyError",
+    "CommitRow",
+    "CompactionRow",
+    "LockRow",
+    "Overview",
+    "PartitionState",
+    "TableDetail",
+    "TableSummary",
+    "TxnRow",
+    "compaction_row",
+    "commit_row",
+    "lock_row",
+    "partition_states",
+    "recent_transactions",
+    "to_jsonable",
+    "txn_row",
 ]

@@ -4,6 +4,7 @@ S3 phases run their steps in this process on the test session's SparkSession
 (``bench.run.IN_PROCESS``), the initial-load phase in a process per step as ``make bench`` runs
 every step. No timings are asserted: speed is measured by ``make bench``, reported in
 ``bench/RESULTS.md``."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,7 @@ def in_process(spark, monkeypatch):
 def test_generator_is_deterministic_and_its_expected_table_follows_the_rules(tmp_path):
     a = generate.generate(tmp_path / "a", rows=2000, events=200, batches=2, seed=5)
     generate.generate(tmp_path / "b", rows=2000, events=200, batches=2, seed=5)
-    for name in ("base.parquet", "batch_0001.jsonl", "batch_0002.jsonl",
-                 "expected_0002.parquet"):
+    for name in ("base.parquet", "batch_0001.jsonl", "batch_0002.jsonl", "expected_0002.parquet"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     counts = a["batch_counts"][0]
     assert sum(counts[op] for op in "IUD") == 200
@@ -39,11 +39,10 @@ def test_generator_is_deterministic_and_its_expected_table_follows_the_rules(tmp
     for e in events:
         per_key.setdefault((e["after"] or e["before"])["ID"], []).append(e)
     twice = [k for k, evs in per_key.items() if len(evs) == 2]
-    assert 0.05 < len(twice) / len(per_key) < 0.15          # about 10 % of touched keys
+    assert 0.05 < len(twice) / len(per_key) < 0.15  # about 10 % of touched keys
     # the expected table: base, then per key the latest event unless it is late
     base = {r["id"]: r for r in pq.read_table(tmp_path / "a/base.parquet").to_pylist()}
-    expected = {r["id"]: r for r in pq.read_table(tmp_path / "a/expected_0001.parquet")
-                .to_pylist()}
+    expected = {r["id"]: r for r in pq.read_table(tmp_path / "a/expected_0001.parquet").to_pylist()}
     for key, evs in per_key.items():
         last = max(evs, key=lambda e: (e["op_ts"], e["pos"]))
         stored = base.get(key)

@@ -1,4 +1,5 @@
 """Process body for the multi-process test (importable under 'spawn')."""
+
 from __future__ import annotations
 
 

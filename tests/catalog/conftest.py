@@ -2,6 +2,7 @@
 PostgreSQL (a fresh database per test on the session's private cluster) and the Hive 3.1.3
 metastore (``hms``: the session's metastore, emptied before each test, with a SQLite side
 catalog copied from the template). Tests of SQL-only behaviour use ``sql_only``."""
+
 from __future__ import annotations
 
 import shutil
@@ -54,8 +55,11 @@ def reset_catalog_db(url: str) -> None:
 
     from acidflow.catalog.sql import schema as models
 
-    names = [t.name for t in reversed(models.Base.metadata.sorted_tables)
-             if t.name not in ("next_txn_id", "next_lock_id")]
+    names = [
+        t.name
+        for t in reversed(models.Base.metadata.sorted_tables)
+        if t.name not in ("next_txn_id", "next_lock_id")
+    ]
     engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
     try:
         with engine.begin() as conn:  # DELETE beats TRUNCATE on tiny tables
@@ -154,9 +158,17 @@ def sales_table(name: str = "sales.orders", **kwargs) -> TableDef:
     kwargs.setdefault("partition_columns", [Column("ds", "string")])
     return TableDef(
         name=name,
-        columns=[Column("id", "bigint"), Column("customer", "varchar(20)"),
-                 Column("amount", "decimal(10,2)"), Column("updated_at", "timestamp")],
-        primary_key=["id"], ordering_column="updated_at", num_buckets=4, **kwargs)
+        columns=[
+            Column("id", "bigint"),
+            Column("customer", "varchar(20)"),
+            Column("amount", "decimal(10,2)"),
+            Column("updated_at", "timestamp"),
+        ],
+        primary_key=["id"],
+        ordering_column="updated_at",
+        num_buckets=4,
+        **kwargs,
+    )
 
 
 def plain_table(name: str = "default.events") -> TableDef:

@@ -1,5 +1,6 @@
 """The catalog interface: ``Catalog`` is abstract, ``SqlCatalog`` and ``HiveMetastoreCatalog``
 implement all of it, and ``load_catalog`` / ``Catalog.from_settings`` pick the backend by URL."""
+
 from __future__ import annotations
 
 import inspect
@@ -8,8 +9,8 @@ import socket
 import pytest
 
 from acidflow.catalog import Catalog, HiveMetastoreCatalog, SqlCatalog, load_catalog
-from acidflow.catalog.hms.client import MetastoreUnreachableError
 from acidflow.catalog.base import url_scheme
+from acidflow.catalog.hms.client import MetastoreUnreachableError
 from acidflow.config import load_settings
 from tests.catalog.conftest import plain_table
 
@@ -28,8 +29,10 @@ def test_backends_implement_every_abstract_method(cls):
         impl = getattr(cls, name)
         assert impl is not getattr(Catalog, name), name
         # same parameters as the interface (names, kinds, defaults)
-        assert inspect.signature(impl).parameters.keys() == \
-            inspect.signature(getattr(Catalog, name)).parameters.keys(), name
+        assert (
+            inspect.signature(impl).parameters.keys()
+            == inspect.signature(getattr(Catalog, name)).parameters.keys()
+        ), name
 
 
 def test_load_catalog_picks_sql_for_sqlite(tmp_path):
@@ -42,8 +45,9 @@ def test_load_catalog_picks_sql_for_sqlite(tmp_path):
 
 
 def test_load_catalog_without_migrate_leaves_database_empty(tmp_path):
-    with load_catalog(f"sqlite:///{tmp_path / 'c.db'}", warehouse=str(tmp_path),
-                      migrate=False) as cat:
+    with load_catalog(
+        f"sqlite:///{tmp_path / 'c.db'}", warehouse=str(tmp_path), migrate=False
+    ) as cat:
         assert cat.current_revision() is None
 
 

@@ -1,4 +1,5 @@
 """Batch idempotence records: claimed by an open transaction, applied exactly when it commits."""
+
 import pytest
 
 from acidflow.catalog import BatchAlreadyAppliedError, BatchInProgressError
@@ -15,8 +16,12 @@ def test_batch_applied_only_when_its_transaction_commits(catalog):
     assert e.value.txn_id == txn
     catalog.commit_transaction(txn)
     got = catalog.get_batch("b1")
-    assert (got.state, got.txn_id, got.details, got.source) == ("committed", txn, {"n": 3},
-                                                                 "lsn 0/10-0/20")
+    assert (got.state, got.txn_id, got.details, got.source) == (
+        "committed",
+        txn,
+        {"n": 3},
+        "lsn 0/10-0/20",
+    )
     assert got.committed_at is not None
     with pytest.raises(BatchAlreadyAppliedError) as e:
         catalog.register_batch(other, "b1", "cdc")
@@ -54,7 +59,7 @@ def test_tombstones_count_once_committed_and_largest_wins(catalog):
     assert catalog.tombstones("s.t", ["[1]"]) == {}
     t1 = catalog.open_transaction()
     catalog.add_tombstones(t1, "s.t", [("[1]", "0005"), ("[1]", "0007"), ("[2]", "0001")])
-    assert catalog.tombstones("s.t", ["[1]", "[2]"]) == {}          # not committed yet
+    assert catalog.tombstones("s.t", ["[1]", "[2]"]) == {}  # not committed yet
     catalog.commit_transaction(t1)
     t2 = catalog.open_transaction()
     catalog.add_tombstones(t2, "s.t", [("[1]", "0009")])

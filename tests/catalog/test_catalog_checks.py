@@ -2,6 +2,7 @@
 ``acidflow catalog init --force``), and read-only, locked, corrupt and unopenable databases each
 give one clear line naming the URL with its password masked. Real SQLite files and the test
 session's PostgreSQL server."""
+
 from __future__ import annotations
 
 import json
@@ -52,15 +53,18 @@ def test_catalog_init_force_migrates_a_foreign_database(tmp_path):
     foreign database and prints the catalog id; without --force it fails with the URL."""
     path = tmp_path / "billing.db"
     _foreign_sqlite(path)
-    env = {**os.environ, "ACIDFLOW_CATALOG_URL": f"sqlite:///{path}",
-           "ACIDFLOW_WAREHOUSE": str(tmp_path / "wh"), "COLUMNS": "400"}
+    env = {
+        **os.environ,
+        "ACIDFLOW_CATALOG_URL": f"sqlite:///{path}",
+        "ACIDFLOW_WAREHOUSE": str(tmp_path / "wh"),
+        "COLUMNS": "400",
+    }
     run = [sys.executable, "-m", "acidflow.cli", "catalog", "init", "--json"]
     refused = subprocess.run(run, env=env, capture_output=True, text=True, timeout=120)
     assert refused.returncode == 1
     assert "not an acidflow catalog" in refused.stderr + refused.stdout
     assert str(path) in refused.stderr + refused.stdout
-    done = subprocess.run(run + ["--force"], env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(run + ["--force"], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     info = json.loads(done.stdout.strip().splitlines()[-1])
     assert info["revision"] == head_revision()
@@ -71,10 +75,19 @@ def test_catalog_init_force_migrates_a_foreign_database(tmp_path):
 
 
 def test_catalog_init_prints_the_id_of_a_new_catalog(tmp_path):
-    env = {**os.environ, "ACIDFLOW_CATALOG_URL": f"sqlite:///{tmp_path / 'c.db'}",
-           "ACIDFLOW_WAREHOUSE": str(tmp_path / "wh"), "COLUMNS": "400"}
-    done = subprocess.run([sys.executable, "-m", "acidflow.cli", "catalog", "init"], env=env,
-                          capture_output=True, text=True, timeout=120)
+    env = {
+        **os.environ,
+        "ACIDFLOW_CATALOG_URL": f"sqlite:///{tmp_path / 'c.db'}",
+        "ACIDFLOW_WAREHOUSE": str(tmp_path / "wh"),
+        "COLUMNS": "400",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "acidflow.cli", "catalog", "init"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     with SqlCatalog(f"sqlite:///{tmp_path / 'c.db'}", warehouse=str(tmp_path / "wh")) as cat:
         assert cat.catalog_id() in done.stdout.replace("\n", "")
@@ -128,8 +141,7 @@ def test_locked_sqlite_database(tmp_path, sqlite_template, monkeypatch):
     holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     holder.execute("BEGIN EXCLUSIVE")
     try:
-        with SqlCatalog(f"sqlite:///{path}", warehouse=str(tmp_path / "wh"),
-                        migrate=False) as cat:
+        with SqlCatalog(f"sqlite:///{path}", warehouse=str(tmp_path / "wh"), migrate=False) as cat:
             with pytest.raises(CatalogDatabaseError) as exc:
                 cat.open_transaction()
     finally:

@@ -1,4 +1,5 @@
 """Compaction queue, history retention and reader registrations on SQLite and PostgreSQL."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -15,7 +16,7 @@ def test_enqueue_dedupes_and_lists(catalog, tables):
     a = catalog.enqueue_compaction(sales, "ds=2024-01-01", "major", requester="alice")
     assert a.state == "initiated" and a.requester == "alice" and a.partition == "ds=2024-01-01"
     again = catalog.enqueue_compaction(sales, "ds=2024-01-01", "minor")
-    assert again.id == a.id                       # Hive: not accepted twice
+    assert again.id == a.id  # Hive: not accepted twice
     b = catalog.enqueue_compaction(events, None, "minor")
     rec = catalog.enqueue_compaction(events, None, "major", state="did not initiate", error="x")
     assert rec.state == "did not initiate" and rec.ended_at is not None
@@ -33,7 +34,7 @@ def test_claim_heartbeat_ready_succeeded(catalog, tables):
     w = catalog.claim_compaction("host-1-0")
     assert w.id == e.id and w.state == "working" and w.worker_id == "host-1-0" and w.txn_id
     assert catalog.get_transaction(w.txn_id).state == "open"
-    assert catalog.claim_compaction("host-2-0") is None          # nothing else claimable
+    assert catalog.claim_compaction("host-2-0") is None  # nothing else claimable
     catalog.heartbeat_compaction(e.id)
     catalog.update_compaction(e.id, highest_write_id=7, details={"k": 1})
     commit_id = catalog.mark_compaction_ready_for_cleaning(e.id, 7, {"rows": 3})
@@ -52,11 +53,11 @@ def test_failed_aborts_txn_and_one_worker_per_partition(catalog, tables):
     sales, _ = tables
     a = catalog.enqueue_compaction(sales, "ds=1", "major")
     w = catalog.claim_compaction("w1", a.id)
-    assert catalog.enqueue_compaction(sales, "ds=1", "minor").id == a.id   # working: not twice
+    assert catalog.enqueue_compaction(sales, "ds=1", "minor").id == a.id  # working: not twice
     other = catalog.enqueue_compaction(sales, "ds=2", "minor")
-    assert catalog.claim_compaction("w2").id == other.id          # another partition runs in parallel
+    assert catalog.claim_compaction("w2").id == other.id  # another partition runs in parallel
     catalog.mark_compaction_failed(a.id, "boom")
-    catalog.mark_compaction_failed(a.id, "again")                 # idempotent
+    catalog.mark_compaction_failed(a.id, "again")  # idempotent
     f = catalog.get_compaction(a.id)
     assert f.state == "failed" and f.error == "boom"
     assert catalog.get_transaction(w.txn_id).state == "aborted"
@@ -71,10 +72,14 @@ def test_reclaim_dead_worker(catalog, tables):
     assert catalog.reclaim_dead_compactions(60) == []
     assert catalog.reclaim_dead_compactions(60, now=_utcnow() + timedelta(seconds=61)) == [e.id]
     r = catalog.get_compaction(e.id)
-    assert r.state == "initiated" and r.worker_id is None and r.details["reclaimed"][0]["worker_id"] == "dead"
+    assert (
+        r.state == "initiated"
+        and r.worker_id is None
+        and r.details["reclaimed"][0]["worker_id"] == "dead"
+    )
     assert catalog.get_transaction(w.txn_id).state == "aborted"
     with pytest.raises(CompactionStateError):
-        catalog.mark_compaction_ready_for_cleaning(e.id, 1)      # the dead worker cannot finish
+        catalog.mark_compaction_ready_for_cleaning(e.id, 1)  # the dead worker cannot finish
     assert catalog.claim_compaction("alive").txn_id != w.txn_id
 
 
@@ -92,12 +97,14 @@ def test_history_retention(catalog, tables):
         catalog.mark_compaction_failed(e.id, "x")
         ids["failed"].append(e.id)
         ids["did not initiate"].append(
-            catalog.enqueue_compaction(events, None, "major", state="did not initiate").id)
+            catalog.enqueue_compaction(events, None, "major", state="did not initiate").id
+        )
     pending = catalog.enqueue_compaction(events, None, "major")
     deleted = catalog.purge_compaction_history()
     left = {c.id for c in catalog.list_compactions()}
-    assert left == set(ids["succeeded"][-3:] + ids["failed"][-3:] + ids["did not initiate"][-2:]
-                       + [pending.id])
+    assert left == set(
+        ids["succeeded"][-3:] + ids["failed"][-3:] + ids["did not initiate"][-2:] + [pending.id]
+    )
     assert set(deleted) == set(sum(ids.values(), [])) - left
     hist = [c.state for c in catalog.compaction_history(events, None)]
     assert hist[0] == "did not initiate" and len(hist) == 8
@@ -114,9 +121,11 @@ def test_candidates_written_since_last_compaction(catalog, tables):
     catalog.allocate_write_id(txn, events)
     catalog.add_component(txn, events, None, "insert")
     catalog.abort_transaction(txn)
-    assert catalog.compaction_candidates() == [("default.events", None, 1),
-                                               ("sales.orders", "ds=1", 1),
-                                               ("sales.orders", "ds=2", 2)]
+    assert catalog.compaction_candidates() == [
+        ("default.events", None, 1),
+        ("sales.orders", "ds=1", 1),
+        ("sales.orders", "ds=2", 2),
+    ]
     assert catalog.aborted_write_ids(events, None) == [1]
     e = catalog.enqueue_compaction(sales, "ds=2", "major")
     catalog.claim_compaction("w", e.id)

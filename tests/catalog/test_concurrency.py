@@ -5,6 +5,7 @@ One spawn per backend keeps the suite fast; the worker runs three phases (see
 ``_workers.worker``): concurrent migration + create_table, concurrent write id allocation,
 concurrent conflicting commits.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -27,9 +28,13 @@ def test_processes_share_one_catalog(backend, empty_url, request, tmp_path):
         empty_url = f"{hms_url}?side={quote(empty_url, safe='')}"
     ctx = multiprocessing.get_context("spawn")
     barrier, out = ctx.Barrier(PROCESSES), ctx.Queue()
-    procs = [ctx.Process(target=_workers.worker, args=(
-        empty_url, str(tmp_path), plain_table().to_dict(), barrier, ROUNDS, out))
-        for _ in range(PROCESSES)]
+    procs = [
+        ctx.Process(
+            target=_workers.worker,
+            args=(empty_url, str(tmp_path), plain_table().to_dict(), barrier, ROUNDS, out),
+        )
+        for _ in range(PROCESSES)
+    ]
     for p in procs:
         p.start()
     results = [out.get(timeout=180) for _ in procs]
@@ -53,7 +58,7 @@ def test_processes_share_one_catalog(backend, empty_url, request, tmp_path):
     with load_catalog(empty_url, warehouse=str(tmp_path)) as catalog:
         assert [t.name for t in catalog.list_tables()] == ["default.events"]
         recs = catalog.commit_records("default.events")
-        assert [r.write_id for r in recs[:len(write_ids)]] == write_ids
+        assert [r.write_id for r in recs[: len(write_ids)]] == write_ids
         assert len(recs) == len(write_ids) + 1
         states = {r[3]: catalog.get_transaction(r[3]).state for r in results}
         assert sorted(states.values()) == ["aborted"] * (PROCESSES - 1) + ["committed"]

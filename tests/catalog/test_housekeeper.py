@@ -1,4 +1,5 @@
 """Timed-out transactions (Hive AcidHouseKeeperService / hive.txn.timeout)."""
+
 from __future__ import annotations
 
 import time

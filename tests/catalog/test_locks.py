@@ -1,4 +1,5 @@
 """Table/partition locks (Hive DbLockManager / TxnHandler.lock + checkLock)."""
+
 from __future__ import annotations
 
 import threading
@@ -46,7 +47,12 @@ def test_exclusive_waits_then_times_out(catalog, tables):
     assert time.monotonic() - started >= 0.3
     e = err.value
     assert (e.txn_id, e.table, e.partition, e.blocker_lock_id, e.blocker_txn_id) == (
-        t2, T, None, lock1, t1)
+        t2,
+        T,
+        None,
+        lock1,
+        t1,
+    )
     assert f"txn {t2}" in str(e) and T in str(e) and f"txn {t1}" in str(e)
     assert _states(catalog) == [(t1, None, "exclusive", "acquired")]  # request removed
 

@@ -1,4 +1,5 @@
 """Alembic migrations: fresh database at head, models == migrations, downgrade/upgrade."""
+
 from __future__ import annotations
 
 import sqlalchemy as sa
@@ -39,8 +40,9 @@ def test_models_match_migrations(empty_url, tmp_path):
     """The declarative models and the migration scripts describe the same schema."""
     with SqlCatalog(empty_url, warehouse=str(tmp_path)) as cat:
         with cat.engine.connect() as conn:
-            ctx = MigrationContext.configure(conn, opts={
-                "compare_type": True, "version_table": models.VERSION_TABLE})
+            ctx = MigrationContext.configure(
+                conn, opts={"compare_type": True, "version_table": models.VERSION_TABLE}
+            )
             diffs = compare_metadata(ctx, models.Base.metadata)
     assert diffs == []
 

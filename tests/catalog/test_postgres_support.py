@@ -1,4 +1,5 @@
 """The private PostgreSQL helper (tests/support/postgres.py) and the postgres_url fixture."""
+
 from __future__ import annotations
 
 import re

@@ -1,10 +1,11 @@
 """valid_write_ids: the reader's ValidWriteIdList (docs/hive-acid-format.md §6)."""
+
 from __future__ import annotations
 
 import pytest
 
-from acidflow.format.layout import ValidWriteIdList
 from acidflow.catalog import NoSuchTableError
+from acidflow.format.layout import ValidWriteIdList
 
 
 def _txn_with_write(catalog, table, partition="ds=1", operation="insert"):
@@ -15,8 +16,13 @@ def _txn_with_write(catalog, table, partition="ds=1", operation="insert"):
 
 
 def _snap(v):
-    return (v.table_name, v.high_watermark, v.open_write_ids, v.aborted_write_ids,
-            v.min_open_write_id)
+    return (
+        v.table_name,
+        v.high_watermark,
+        v.open_write_ids,
+        v.aborted_write_ids,
+        v.min_open_write_id,
+    )
 
 
 def test_empty_table(catalog, tables):
@@ -43,12 +49,14 @@ def history(catalog, tables):
 def test_open_and_aborted_exceptions(catalog, history):
     v = catalog.valid_write_ids("SALES.ORDERS")
     assert _snap(v) == ("sales.orders", 5, (2, 5), (3,), 2)
-    assert [v.is_write_id_valid(w) for w in range(1, 7)] == [True, False, False, True, False,
-                                                             False]
+    assert [v.is_write_id_valid(w) for w in range(1, 7)] == [True, False, False, True, False, False]
     assert catalog.write_id_states("sales.orders") == [
-        (1, history["t1"], "committed"), (2, history["t2"], "open"),
-        (3, history["t3"], "aborted"), (4, history["t4"], "committed"),
-        (5, history["t5"], "open")]
+        (1, history["t1"], "committed"),
+        (2, history["t2"], "open"),
+        (3, history["t3"], "aborted"),
+        (4, history["t4"], "committed"),
+        (5, history["t5"], "open"),
+    ]
 
 
 def test_own_write_id_is_valid(catalog, history):
@@ -63,16 +71,36 @@ def test_own_write_id_is_valid(catalog, history):
     # a reader txn without a write id on this table sees the plain snapshot
     reader = catalog.open_transaction()
     assert _snap(catalog.valid_write_ids("sales.orders", txn_id=reader)) == (
-        "sales.orders", 5, (2, 5), (3,), 2)
+        "sales.orders",
+        5,
+        (2, 5),
+        (3,),
+        2,
+    )
 
 
 def test_as_of_write_id(catalog, history):
     assert _snap(catalog.valid_write_ids("sales.orders", as_of_write_id=1)) == (
-        "sales.orders", 1, (), (), None)
+        "sales.orders",
+        1,
+        (),
+        (),
+        None,
+    )
     assert _snap(catalog.valid_write_ids("sales.orders", as_of_write_id=3)) == (
-        "sales.orders", 3, (2,), (3,), 2)
+        "sales.orders",
+        3,
+        (2,),
+        (3,),
+        2,
+    )
     assert _snap(catalog.valid_write_ids("sales.orders", as_of_write_id=99)) == (
-        "sales.orders", 5, (2, 5), (3,), 2)
+        "sales.orders",
+        5,
+        (2, 5),
+        (3,),
+        2,
+    )
     assert catalog.valid_write_ids("sales.orders", as_of_write_id=0).high_watermark == 0
     with pytest.raises(ValueError):
         catalog.valid_write_ids("sales.orders", as_of_write_id=-1)
@@ -81,8 +109,7 @@ def test_as_of_write_id(catalog, history):
 def test_commit_makes_write_id_valid(catalog, history):
     catalog.commit_transaction(history["t2"])
     catalog.abort_transaction(history["t5"])
-    assert _snap(catalog.valid_write_ids("sales.orders")) == (
-        "sales.orders", 5, (), (3, 5), None)
+    assert _snap(catalog.valid_write_ids("sales.orders")) == ("sales.orders", 5, (), (3, 5), None)
 
 
 def test_snapshots_are_per_table(catalog, history):
@@ -122,11 +149,11 @@ def test_compactor_snapshot_is_that_of_the_oldest_open_transaction(catalog, tabl
     old = catalog.open_transaction()
     own = catalog.allocate_write_id(old, "sales.orders")
     later, w2 = _txn_with_write(catalog, "sales.orders")
-    catalog.commit_transaction(later)                       # committed after `old` opened
+    catalog.commit_transaction(later)  # committed after `old` opened
     v = catalog.compactor_valid_write_ids("sales.orders")
     assert not v.is_write_id_valid(own) and not v.is_write_id_valid(w2)
     assert v.for_compactor().high_watermark < own
     catalog.abort_transaction(old)
-    v = catalog.compactor_valid_write_ids("sales.orders")   # nothing open: the plain snapshot
+    v = catalog.compactor_valid_write_ids("sales.orders")  # nothing open: the plain snapshot
     assert _snap(v) == _snap(catalog.valid_write_ids("sales.orders"))
     assert v.is_write_id_valid(w2)

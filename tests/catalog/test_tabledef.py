@@ -1,4 +1,5 @@
 """TableDef / Column / Hive type normalisation: pure, no database."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,23 +9,47 @@ from acidflow.catalog import Column, TableDef, normalize_hive_type, normalize_ta
 from tests.catalog.conftest import sales_table
 
 
-@pytest.mark.parametrize("given, expected", [
-    ("INT", "int"), ("integer", "int"), ("String", "string"), ("VARCHAR(20)", "varchar(20)"),
-    ("decimal( 10 , 2 )", "decimal(10,2)"), ("decimal", "decimal(10,0)"),
-    ("decimal(12)", "decimal(12,0)"), ("numeric(5,1)", "decimal(5,1)"),
-    ("double precision", "double"), ("timestamp", "timestamp"), ("date", "date"),
-    ("array<STRING>", "array<string>"), ("map<string, array<int>>", "map<string,array<int>>"),
-    ("struct<A:int, b : varchar(3)>", "struct<a:int,b:varchar(3)>"),
-    ("uniontype<int,string>", "uniontype<int,string>"), ("char(1)", "char(1)"),
-])
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        ("INT", "int"),
+        ("integer", "int"),
+        ("String", "string"),
+        ("VARCHAR(20)", "varchar(20)"),
+        ("decimal( 10 , 2 )", "decimal(10,2)"),
+        ("decimal", "decimal(10,0)"),
+        ("decimal(12)", "decimal(12,0)"),
+        ("numeric(5,1)", "decimal(5,1)"),
+        ("double precision", "double"),
+        ("timestamp", "timestamp"),
+        ("date", "date"),
+        ("array<STRING>", "array<string>"),
+        ("map<string, array<int>>", "map<string,array<int>>"),
+        ("struct<A:int, b : varchar(3)>", "struct<a:int,b:varchar(3)>"),
+        ("uniontype<int,string>", "uniontype<int,string>"),
+        ("char(1)", "char(1)"),
+    ],
+)
 def test_hive_type_normalisation(given, expected):
     assert normalize_hive_type(given) == expected
 
 
-@pytest.mark.parametrize("bad", [
-    "", "foo", "varchar", "varchar(0)", "decimal(40,2)", "decimal(5,6)", "array<int",
-    "array<int>>", "map<array<int>,int>", "struct<>", "int(3)x",
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "foo",
+        "varchar",
+        "varchar(0)",
+        "decimal(40,2)",
+        "decimal(5,6)",
+        "array<int",
+        "array<int>>",
+        "map<array<int>,int>",
+        "struct<>",
+        "int(3)x",
+    ],
+)
 def test_bad_hive_types(bad):
     with pytest.raises(ValueError):
         normalize_hive_type(bad)
@@ -39,15 +64,22 @@ def test_table_name_normalisation():
 
 
 def test_defaults_and_normalisation():
-    t = TableDef("Orders", [Column("ID", "BIGINT"), Column("Amt", "Decimal(10, 2)")],
-                 primary_key=["ID"], num_buckets=8)
+    t = TableDef(
+        "Orders",
+        [Column("ID", "BIGINT"), Column("Amt", "Decimal(10, 2)")],
+        primary_key=["ID"],
+        num_buckets=8,
+    )
     assert t.name == "default.orders"
     assert (t.db_name, t.table_name) == ("default", "orders")
     assert t.column_names() == ["id", "amt"]
     assert t.hive_types() == ["bigint", "decimal(10,2)"]
     assert t.bucket_columns == ["id"]  # defaults to the primary key
-    assert t.properties == {"transactional": "true", "transactional_properties": "default",
-                            "bucketing_version": "2"}
+    assert t.properties == {
+        "transactional": "true",
+        "transactional_properties": "default",
+        "bucketing_version": "2",
+    }
     t.validate()
 
 
@@ -58,23 +90,26 @@ def test_partition_columns_are_not_data_columns():
     assert t.is_partitioned
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"primary_key": ["nope"]}, "unknown primary key"),
-    ({"ordering_column": "nope"}, "unknown ordering column"),
-    ({"bucket_columns": ["nope"], "num_buckets": 2}, "unknown bucket column"),
-    ({"bucket_columns": ["id"]}, "num_buckets is 0"),
-    ({"num_buckets": 2}, "needs bucket_columns"),
-    ({"num_buckets": 5000, "primary_key": ["id"]}, "num_buckets"),
-    ({"bucketing_version": 3}, "bucketing_version"),
-    ({"properties": {"transactional": "false"}}, "transactional"),
-    ({"properties": {"transactional_properties": "insert_only"}}, "transactional_properties"),
-    ({"properties": {"bucketing_version": "1"}}, "disagrees"),
-    ({"partition_columns": [Column("id", "int")]}, "duplicate column"),
-    ({"partition_columns": [Column("p", "array<int>")]}, "primitive"),
-    ({"columns": [Column("id", "int"), Column("x", "bogus")]}, "invalid Hive type"),
-    ({"columns": []}, "at least one data column"),
-    ({"columns": [Column("bad name", "int")]}, "invalid column name"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"primary_key": ["nope"]}, "unknown primary key"),
+        ({"ordering_column": "nope"}, "unknown ordering column"),
+        ({"bucket_columns": ["nope"], "num_buckets": 2}, "unknown bucket column"),
+        ({"bucket_columns": ["id"]}, "num_buckets is 0"),
+        ({"num_buckets": 2}, "needs bucket_columns"),
+        ({"num_buckets": 5000, "primary_key": ["id"]}, "num_buckets"),
+        ({"bucketing_version": 3}, "bucketing_version"),
+        ({"properties": {"transactional": "false"}}, "transactional"),
+        ({"properties": {"transactional_properties": "insert_only"}}, "transactional_properties"),
+        ({"properties": {"bucketing_version": "1"}}, "disagrees"),
+        ({"partition_columns": [Column("id", "int")]}, "duplicate column"),
+        ({"partition_columns": [Column("p", "array<int>")]}, "primitive"),
+        ({"columns": [Column("id", "int"), Column("x", "bogus")]}, "invalid Hive type"),
+        ({"columns": []}, "at least one data column"),
+        ({"columns": [Column("bad name", "int")]}, "invalid column name"),
+    ],
+)
 def test_validate_rejects(kwargs, message):
     base = {"name": "db.t", "columns": [Column("id", "int"), Column("v", "string")]}
     base.update(kwargs)
@@ -83,8 +118,12 @@ def test_validate_rejects(kwargs, message):
 
 
 def test_primary_key_may_include_partition_columns():
-    TableDef("db.t", [Column("id", "int")], partition_columns=[Column("ds", "string")],
-             primary_key=["ds", "id"]).validate()
+    TableDef(
+        "db.t",
+        [Column("id", "int")],
+        partition_columns=[Column("ds", "string")],
+        primary_key=["ds", "id"],
+    ).validate()
 
 
 def test_yaml_round_trip():
@@ -96,10 +135,14 @@ def test_yaml_round_trip():
 
 
 def test_from_dict_variants():
-    t = TableDef.from_dict({
-        "name": "x", "columns": {"id": "INT", "name": "string"},
-        "partition_columns": [{"name": "ds", "hive_type": "date"}],
-        "properties": {"bucketing_version": 1}})
+    t = TableDef.from_dict(
+        {
+            "name": "x",
+            "columns": {"id": "INT", "name": "string"},
+            "partition_columns": [{"name": "ds", "hive_type": "date"}],
+            "properties": {"bucketing_version": 1},
+        }
+    )
     assert t.name == "default.x"
     assert t.columns == [Column("id", "int"), Column("name", "string")]
     assert t.partition_columns == [Column("ds", "date")]
@@ -112,7 +155,12 @@ def test_from_dict_variants():
 
 
 def test_default_bucket_columns_leave_out_partition_columns():
-    t = TableDef(name="t", columns=[Column("id", "int")], partition_columns=[Column("ds", "string")],
-                 primary_key=["id", "ds"], num_buckets=4)
+    t = TableDef(
+        name="t",
+        columns=[Column("id", "int")],
+        partition_columns=[Column("ds", "string")],
+        primary_key=["id", "ds"],
+        num_buckets=4,
+    )
     assert t.bucket_columns == ["id"]
     t.validate()

@@ -1,4 +1,5 @@
 """Table metadata: create / get / list / drop / properties / add columns (both backends)."""
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -42,8 +43,10 @@ def test_name_normalisation(catalog):
     assert catalog.table_exists("events") and not catalog.table_exists("other")
 
 
-@sql_only("the metastore creates the table directory and has no s3 file system here "
-          "(test_explicit_local_location_kept covers a location outside the warehouse)")
+@sql_only(
+    "the metastore creates the table directory and has no s3 file system here "
+    "(test_explicit_local_location_kept covers a location outside the warehouse)"
+)
 def test_explicit_location_kept(catalog):
     """An explicit location outside the warehouse is kept when the table is external
     (issue 15 finding 4 made ``external`` necessary for it)."""
@@ -121,8 +124,7 @@ def test_drop_refused_while_an_open_txn_writes_it(catalog, tables):
 
 
 def test_set_table_properties(catalog, tables):
-    t = catalog.set_table_properties("sales.orders", {"no_auto_compaction": "true",
-                                                      "comment": 42})
+    t = catalog.set_table_properties("sales.orders", {"no_auto_compaction": "true", "comment": 42})
     assert t.properties["no_auto_compaction"] == "true"
     assert t.properties["comment"] == "42"
     t = catalog.set_table_properties("sales.orders", {"comment": "replaced"})
@@ -130,8 +132,11 @@ def test_set_table_properties(catalog, tables):
     assert catalog.get_table("sales.orders").properties["no_auto_compaction"] == "true"
     # unchanged fixed values are accepted, changes are not
     catalog.set_table_properties("sales.orders", {"transactional": "true"})
-    for bad in ({"transactional": "false"}, {"transactional_properties": "insert_only"},
-                {"bucketing_version": "1"}):
+    for bad in (
+        {"transactional": "false"},
+        {"transactional_properties": "insert_only"},
+        {"bucketing_version": "1"},
+    ):
         with pytest.raises(ValueError):
             catalog.set_table_properties("sales.orders", bad)
     with pytest.raises(NoSuchTableError):

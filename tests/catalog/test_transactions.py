@@ -1,4 +1,5 @@
 """Transactions: states, heartbeats, write ids, components, atomic multi-table commit."""
+
 from __future__ import annotations
 
 import os
@@ -68,11 +69,15 @@ def test_abort(catalog, tables):
 
 
 def test_unknown_transaction(catalog, tables):
-    for call in (lambda: catalog.heartbeat(999), lambda: catalog.commit_transaction(999),
-                 lambda: catalog.abort_transaction(999), lambda: catalog.get_transaction(999),
-                 lambda: catalog.allocate_write_id(999, "sales.orders"),
-                 lambda: catalog.release_locks(999),
-                 lambda: catalog.valid_write_ids("sales.orders", txn_id=999)):
+    for call in (
+        lambda: catalog.heartbeat(999),
+        lambda: catalog.commit_transaction(999),
+        lambda: catalog.abort_transaction(999),
+        lambda: catalog.get_transaction(999),
+        lambda: catalog.allocate_write_id(999, "sales.orders"),
+        lambda: catalog.release_locks(999),
+        lambda: catalog.valid_write_ids("sales.orders", txn_id=999),
+    ):
         with pytest.raises(NoSuchTransactionError, match="999"):
             call()
 
@@ -135,12 +140,19 @@ def test_add_component_checks(catalog, tables):
     catalog.add_component(txn, orders, None, "delete")  # whole table
     catalog.add_component(txn, events, None, "insert")
     with catalog.engine.connect() as conn:
-        rows = conn.execute(sa.select(models.TxnComponent.tbl_name, models.TxnComponent.part_name,
-                                      models.TxnComponent.operation, models.TxnComponent.write_id)
-                            .order_by(models.TxnComponent.tc_id)).all()
-    assert [tuple(r) for r in rows] == [("orders", "ds=2024-01-01", "insert", 1),
-                                        ("orders", None, "delete", 1),
-                                        ("events", None, "insert", 1)]
+        rows = conn.execute(
+            sa.select(
+                models.TxnComponent.tbl_name,
+                models.TxnComponent.part_name,
+                models.TxnComponent.operation,
+                models.TxnComponent.write_id,
+            ).order_by(models.TxnComponent.tc_id)
+        ).all()
+    assert [tuple(r) for r in rows] == [
+        ("orders", "ds=2024-01-01", "insert", 1),
+        ("orders", None, "delete", 1),
+        ("events", None, "insert", 1),
+    ]
 
 
 def _write(catalog, txn, table, partition, operation):
@@ -156,26 +168,39 @@ def test_multi_table_commit_writes_one_record_per_table(catalog, tables):
     catalog.add_component(txn, orders, "ds=2024-01-01", "insert")
     catalog.add_component(txn, orders, "ds=2024-01-02", "delete")
     w_events = _write(catalog, txn, events, None, "insert")
-    stats = {"sales.orders": {"rows_inserted": 5, "rows_updated": 2, "rows_deleted": 1,
-                              "partitions": {"ds=2024-01-01": {"files": 1, "bytes": 10,
-                                                               "rows": 7}}},
-             "events": {"rows_inserted": 3}}
+    stats = {
+        "sales.orders": {
+            "rows_inserted": 5,
+            "rows_updated": 2,
+            "rows_deleted": 1,
+            "partitions": {"ds=2024-01-01": {"files": 1, "bytes": 10, "rows": 7}},
+        },
+        "events": {"rows_inserted": 3},
+    }
     commit_id = catalog.commit_transaction(txn, stats)
     [rec_o] = catalog.commit_records(orders)
     [rec_e] = catalog.commit_records(events)
     assert (rec_o.table, rec_o.write_id, rec_o.txn_id, rec_o.commit_id) == (
-        "sales.orders", w_orders, txn, commit_id)
+        "sales.orders",
+        w_orders,
+        txn,
+        commit_id,
+    )
     assert rec_o.operations == ["insert", "update", "delete"]
     assert rec_o.stats == stats["sales.orders"]
     assert (rec_e.table, rec_e.write_id, rec_e.operations, rec_e.stats) == (
-        "default.events", w_events, ["insert"], {"rows_inserted": 3})
+        "default.events",
+        w_events,
+        ["insert"],
+        {"rows_inserted": 3},
+    )
     assert rec_o.committed_at == rec_e.committed_at
     assert catalog.write_id_states(orders) == [(w_orders, txn, "committed")]
     with catalog.engine.connect() as conn:
-        done = conn.execute(sa.select(sa.func.count()).select_from(
-            models.CompletedTxnComponent)).scalar()
-        pending = conn.execute(sa.select(sa.func.count()).select_from(
-            models.TxnComponent)).scalar()
+        done = conn.execute(
+            sa.select(sa.func.count()).select_from(models.CompletedTxnComponent)
+        ).scalar()
+        pending = conn.execute(sa.select(sa.func.count()).select_from(models.TxnComponent)).scalar()
     assert (done, pending) == (4, 0)
 
 
@@ -210,9 +235,18 @@ def test_failed_commit_is_rolled_back_completely(catalog, tables):
     # Sabotage: a commit record already occupies (events, w_events), so the commit's second
     # record insert fails after the write set and completed components were written.
     with catalog.engine.begin() as conn:
-        conn.execute(sa.insert(models.CommitRecordRow).values(
-            db_name="default", tbl_name="events", write_id=w_events, txn_id=-1, commit_id=-1,
-            committed_at=sa.func.now(), operations=[], stats={}))
+        conn.execute(
+            sa.insert(models.CommitRecordRow).values(
+                db_name="default",
+                tbl_name="events",
+                write_id=w_events,
+                txn_id=-1,
+                commit_id=-1,
+                committed_at=sa.func.now(),
+                operations=[],
+                stats={},
+            )
+        )
     with pytest.raises(sa.exc.IntegrityError):
         catalog.commit_transaction(txn, {"sales.orders": {"rows_deleted": 1}})
     assert catalog.get_transaction(txn).state == "open"
@@ -220,8 +254,9 @@ def test_failed_commit_is_rolled_back_completely(catalog, tables):
     with catalog.engine.connect() as conn:
         for model in (models.WriteSet, models.CompletedTxnComponent):
             assert conn.execute(sa.select(sa.func.count()).select_from(model)).scalar() == 0
-        assert conn.execute(sa.select(sa.func.count()).select_from(
-            models.TxnComponent)).scalar() == 2
+        assert (
+            conn.execute(sa.select(sa.func.count()).select_from(models.TxnComponent)).scalar() == 2
+        )
 
 
 def test_commit_rejects_bad_stats(catalog, tables):

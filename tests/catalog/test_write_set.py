@@ -1,9 +1,10 @@
 """Commit-time write-set conflict detection (Hive TxnHandler.commitTxn, HIVE-13395)."""
+
 from __future__ import annotations
 
 import pytest
 
-from acidflow.catalog import WriteConflictError, TxnAbortedError
+from acidflow.catalog import TxnAbortedError, WriteConflictError
 
 
 def _writer(catalog, table, partition, operation):
@@ -29,7 +30,8 @@ def test_concurrent_deletes_in_same_partition_conflict(catalog, tables):
     info = catalog.get_transaction(t1)
     assert info.state == "aborted" and "write conflict" in info.abort_reason
     assert catalog.valid_write_ids("sales.orders").aborted_write_ids == (
-        info.write_ids["sales.orders"],)
+        info.write_ids["sales.orders"],
+    )
     assert [r.txn_id for r in catalog.commit_records("sales.orders")] == [t2]
     with pytest.raises(TxnAbortedError):
         catalog.commit_transaction(t1)
@@ -79,10 +81,16 @@ def test_sequential_writers_do_not_conflict(catalog, tables):
     catalog.commit_transaction(t2)
 
 
-@pytest.mark.parametrize("first, second", [
-    ("update", "delete"), ("delete", "update"), ("update", "update"),
-    ("insert_overwrite", "update"), ("delete", "insert_overwrite"),
-])
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        ("update", "delete"),
+        ("delete", "update"),
+        ("update", "update"),
+        ("insert_overwrite", "update"),
+        ("delete", "insert_overwrite"),
+    ],
+)
 def test_update_delete_overwrite_conflict(catalog, tables, first, second):
     t_second = _writer(catalog, "sales.orders", "ds=1", second)
     t_first = _writer(catalog, "sales.orders", "ds=1", first)
@@ -126,6 +134,7 @@ def test_conflict_in_one_table_aborts_the_whole_multi_table_txn(catalog, tables)
 
 # -- key-level write set (issue 15 finding 1) -------------------------------------------------
 
+
 def _key_writer(catalog, keys, partition="ds=1", bucket=0, table="sales.orders"):
     from acidflow.format.keys import key_hashes
 
@@ -147,10 +156,19 @@ def test_racing_inserts_of_the_same_new_key_conflict(catalog, tables):
         catalog.commit_transaction(t2)
     e = err.value
     assert (e.txn_id, e.other_txn_id, e.other_commit_id) == (t2, t1, c1)
-    assert (e.table, e.partition, e.bucket, e.key_hash) == ("sales.orders", "ds=1", 0,
-                                                            key_hash64((3,)))
-    for text in ("sales.orders", "ds=1", "bucket 0", f"{key_hash64((3,)):#018x}",
-                 "duplicate primary key"):
+    assert (e.table, e.partition, e.bucket, e.key_hash) == (
+        "sales.orders",
+        "ds=1",
+        0,
+        key_hash64((3,)),
+    )
+    for text in (
+        "sales.orders",
+        "ds=1",
+        "bucket 0",
+        f"{key_hash64((3,)):#018x}",
+        "duplicate primary key",
+    ):
         assert text in str(e)
     assert catalog.get_transaction(t2).state == "aborted"
     assert [r.txn_id for r in catalog.commit_records("sales.orders")] == [t1]
@@ -160,12 +178,12 @@ def test_disjoint_keys_and_scopes_do_not_conflict(catalog, tables):
     """issue 15 finding 1: the key-level check is exact per key: different keys in one bucket,
     the same hash in another partition or bucket, and sequential writers all commit."""
     t1 = _key_writer(catalog, [1, 2])
-    t2 = _key_writer(catalog, [5, 6])                      # other keys, same scope
-    t3 = _key_writer(catalog, [1], partition="ds=2")       # same key hash, other partition
-    t4 = _key_writer(catalog, [2], bucket=3)               # same key hash, other bucket
+    t2 = _key_writer(catalog, [5, 6])  # other keys, same scope
+    t3 = _key_writer(catalog, [1], partition="ds=2")  # same key hash, other partition
+    t4 = _key_writer(catalog, [2], bucket=3)  # same key hash, other bucket
     for t in (t1, t2, t3, t4):
         catalog.commit_transaction(t)
-    t5 = _key_writer(catalog, [1, 2])                      # opened after t1 committed
+    t5 = _key_writer(catalog, [1, 2])  # opened after t1 committed
     catalog.commit_transaction(t5)
 
 
@@ -197,14 +215,14 @@ def test_purge_write_sets_keeps_what_open_transactions_need(catalog, tables):
     """The housekeeper drops write-set entries no open transaction can conflict with, and the
     key entries of aborted transactions; an open transaction's conflict is still found."""
     old = _key_writer(catalog, [1])
-    catalog.commit_transaction(old)                         # nobody older is open
-    waiting = _key_writer(catalog, [2])                     # opened before `newer` commits
+    catalog.commit_transaction(old)  # nobody older is open
+    waiting = _key_writer(catalog, [2])  # opened before `newer` commits
     newer = _key_writer(catalog, [2])
     catalog.commit_transaction(newer)
     dead = _key_writer(catalog, [3])
     catalog.abort_transaction(dead)
     purged = catalog.purge_write_sets()
-    assert purged["write_set_keys"] == 2                    # `old` (committed) and `dead`
+    assert purged["write_set_keys"] == 2  # `old` (committed) and `dead`
     with pytest.raises(WriteConflictError):
         catalog.commit_transaction(waiting)
     assert catalog.purge_write_sets()["write_set_keys"] == 2  # now nobody is open

@@ -18,6 +18,7 @@ which decides whether a ``base_N`` may be used).
 
 See ``tests/compat/test_hive23_oracle.py`` for what Hive 2.3 does and does not read correctly.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -255,6 +256,7 @@ public class Hive23Reader {
 }
 """
 
+
 class Hive23ReadError(RuntimeError):
     """Hive 2.3's reader threw. The message is the Java exception with causes and stack.
 
@@ -290,7 +292,9 @@ def _helper(spark):
         if _cached is None or _cached[0] is not gateway:
             jvm = spark._jvm
             compiler = jvm.org.codehaus.janino.SimpleCompiler()
-            compiler.setParentClassLoader(jvm.java.lang.Thread.currentThread().getContextClassLoader())
+            compiler.setParentClassLoader(
+                jvm.java.lang.Thread.currentThread().getContextClassLoader()
+            )
             compiler.cook(_JAVA_SOURCE)
             cls = compiler.getClassLoader().loadClass(_JAVA_CLASS)
             no_types = gateway.new_array(jvm.java.lang.Class, 0)
@@ -299,8 +303,9 @@ def _helper(spark):
         return _cached[1]
 
 
-def valid_txn_list(high_watermark: int, open_write_ids: Iterable[int] = (),
-                   aborted_write_ids: Iterable[int] = ()) -> str:
+def valid_txn_list(
+    high_watermark: int, open_write_ids: Iterable[int] = (), aborted_write_ids: Iterable[int] = ()
+) -> str:
     """Hive 2.3 ``ValidReadTxnList`` string for the given write ids used as txn ids.
 
     Format (``ValidReadTxnList.writeToString`` in hive-common 2.3.10):
@@ -331,9 +336,16 @@ def _column_name(name: str) -> str:
     return name.lower()
 
 
-def build_jobconf(spark, columns: Sequence[tuple[str, str]], *, high_watermark: int,
-                  open_write_ids: Iterable[int] = (), aborted_write_ids: Iterable[int] = (),
-                  num_buckets: int = 0, conf_overrides: dict[str, str] | None = None):
+def build_jobconf(
+    spark,
+    columns: Sequence[tuple[str, str]],
+    *,
+    high_watermark: int,
+    open_write_ids: Iterable[int] = (),
+    aborted_write_ids: Iterable[int] = (),
+    num_buckets: int = 0,
+    conf_overrides: dict[str, str] | None = None,
+):
     """A ``JobConf`` (py4j object) set up for a Hive 2.3 ACID read of a table with ``columns``.
 
     Starts from Spark's Hadoop configuration. Keys set: ``hive.transactional.table.scan=true``,
@@ -398,8 +410,11 @@ def _input_dirs(table_dir: str, partition_dirs: Sequence[str] | None) -> list[st
 def _converter(hive_type: str):
     """Python conversion for one column's JSON value (None: the JSON value is already right)."""
     t = _normalise_type(hive_type)
-    if t in ("tinyint", "smallint", "int", "bigint", "boolean", "string") \
-            or t.startswith("varchar") or t.startswith("char"):
+    if (
+        t in ("tinyint", "smallint", "int", "bigint", "boolean", "string")
+        or t.startswith("varchar")
+        or t.startswith("char")
+    ):
         return None
     if t in ("double", "float"):
         return float  # Java always prints a '.' or 'E', so this only guards
@@ -437,10 +452,20 @@ def _decode(text: str, columns: Sequence[tuple[str, str]]) -> list[tuple]:
     return out
 
 
-def read_with_hive23(spark, table_dir: str, columns: list[tuple[str, str]], *, high_watermark: int,
-                     open_write_ids=(), aborted_write_ids=(), partition_dirs: list[str] | None = None,
-                     num_buckets: int = 0, vectorized: bool = False,
-                     conf_overrides: dict[str, str] | None = None, num_splits: int = 2) -> list[tuple]:
+def read_with_hive23(
+    spark,
+    table_dir: str,
+    columns: list[tuple[str, str]],
+    *,
+    high_watermark: int,
+    open_write_ids=(),
+    aborted_write_ids=(),
+    partition_dirs: list[str] | None = None,
+    num_buckets: int = 0,
+    vectorized: bool = False,
+    conf_overrides: dict[str, str] | None = None,
+    num_splits: int = 2,
+) -> list[tuple]:
     """Read a Hive-3-layout full-ACID table with Hive 2.3.10's ``OrcInputFormat`` (ACID mode).
 
     Args:
@@ -479,25 +504,48 @@ def read_with_hive23(spark, table_dir: str, columns: list[tuple[str, str]], *, h
     if any(_normalise_type(t) == "timestamp" for _, t in columns):
         zone = spark._jvm.java.util.TimeZone.getDefault()
         if zone.useDaylightTime():
-            warnings.warn(f"JVM default time zone {zone.getID()} has DST: Hive 2.3 shifts "
-                          "timestamps that fall into its DST gaps", stacklevel=2)
-    conf = build_jobconf(spark, columns, high_watermark=high_watermark, open_write_ids=open_write_ids,
-                         aborted_write_ids=aborted_write_ids, num_buckets=num_buckets,
-                         conf_overrides=conf_overrides)
-    struct = "struct<" + ",".join(f"{_column_name(n)}:{_normalise_type(t)}" for n, t in columns) + ">"
+            warnings.warn(
+                f"JVM default time zone {zone.getID()} has DST: Hive 2.3 shifts "
+                "timestamps that fall into its DST gaps",
+                stacklevel=2,
+            )
+    conf = build_jobconf(
+        spark,
+        columns,
+        high_watermark=high_watermark,
+        open_write_ids=open_write_ids,
+        aborted_write_ids=aborted_write_ids,
+        num_buckets=num_buckets,
+        conf_overrides=conf_overrides,
+    )
+    struct = (
+        "struct<" + ",".join(f"{_column_name(n)}:{_normalise_type(t)}" for n, t in columns) + ">"
+    )
     helper = _helper(spark)
     method = helper.readVectorized if vectorized else helper.read
     text = _call(spark, method, conf, "\n".join(dirs), struct, int(num_splits))
     return _decode(text, columns)
 
 
-def describe_hive23_splits(spark, table_dir: str, columns: list[tuple[str, str]], *,
-                           high_watermark: int, partition_dirs: list[str] | None = None,
-                           num_buckets: int = 0, conf_overrides: dict[str, str] | None = None,
-                           num_splits: int = 2) -> list[str]:
+def describe_hive23_splits(
+    spark,
+    table_dir: str,
+    columns: list[tuple[str, str]],
+    *,
+    high_watermark: int,
+    partition_dirs: list[str] | None = None,
+    num_buckets: int = 0,
+    conf_overrides: dict[str, str] | None = None,
+    num_splits: int = 2,
+) -> list[str]:
     """``toString()`` of every split Hive 2.3 computes for the read (for diagnostics)."""
     dirs = _input_dirs(table_dir, partition_dirs)
-    conf = build_jobconf(spark, columns, high_watermark=high_watermark, num_buckets=num_buckets,
-                         conf_overrides=conf_overrides)
+    conf = build_jobconf(
+        spark,
+        columns,
+        high_watermark=high_watermark,
+        num_buckets=num_buckets,
+        conf_overrides=conf_overrides,
+    )
     text = _call(spark, _helper(spark).describeSplits, conf, "\n".join(dirs), int(num_splits))
     return [line for line in text.splitlines() if line]

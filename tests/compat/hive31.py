@@ -38,6 +38,7 @@ existing transactional table through a metastore with Hive 3.1.3's ``HiveStreami
 and ``StrictDelimitedInputWriter``: one or more transactions (commit or abort), each its own
 write id, ``delta_w_w`` directories written by Hive's ORC record updater.
 """
+
 from __future__ import annotations
 
 import base64
@@ -58,9 +59,9 @@ from typing import Any, Callable, NamedTuple
 
 import pytest
 
-from acidflow.read import table as reads
-from acidflow.format.writeids import ValidWriteIdList
 from acidflow.catalog.base import Catalog
+from acidflow.format.writeids import ValidWriteIdList
+from acidflow.read import table as reads
 from devservers.hms import HiveArtifacts, HiveArtifactsMissing
 
 READER_MAIN = "acidflow.hive31.AcidRead"
@@ -112,7 +113,8 @@ def require_hive31_tools() -> HiveArtifacts:
         if gone:
             raise HiveArtifactsMissing(
                 f"the Hive 3.1 oracle's classes are not in {arts.root} ({gone[0]} is missing):"
-                " run 'make hive-jars' (it compiles tools/hive/java)")
+                " run 'make hive-jars' (it compiles tools/hive/java)"
+            )
     except HiveArtifactsMissing as exc:
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true and {exc}", pytrace=False)
@@ -131,14 +133,16 @@ def _java() -> str:
     return found
 
 
-def java_command(main: str, *, artifacts: HiveArtifacts | None = None,
-                 heap: str = "768m") -> list[str]:
+def java_command(
+    main: str, *, artifacts: HiveArtifacts | None = None, heap: str = "768m"
+) -> list[str]:
     """``java ... -cp <tools classpath> <main>`` for one of the ``acidflow.hive31`` tools."""
     arts = artifacts or HiveArtifacts.locate()
     return [_java(), f"-Xmx{heap}", *JAVA_OPTIONS, "-cp", arts.tools_classpath(), main]
 
 
 # ---- values ---------------------------------------------------------------------------------
+
 
 def _norm_type(hive_type: str) -> str:
     return re.sub(r"\s+", "", hive_type.strip().lower())
@@ -166,8 +170,11 @@ def converter(hive_type: str) -> Callable[[Any], Any] | None:
         ValueError: a type the oracle does not read (complex types), named.
     """
     t = _norm_type(hive_type)
-    if t in ("tinyint", "smallint", "int", "bigint", "boolean", "string") \
-            or t.startswith("varchar") or t.startswith("char"):
+    if (
+        t in ("tinyint", "smallint", "int", "bigint", "boolean", "string")
+        or t.startswith("varchar")
+        or t.startswith("char")
+    ):
         return None
     if t == "double":
         return float
@@ -205,26 +212,38 @@ def write_id_list_string(valid: ValidWriteIdList | str, table: str = "default.t"
         return valid
     text = valid.to_string()
     if valid.table_name is None:
-        text = table + text[len("null"):]
+        text = table + text[len("null") :]
     return text
 
 
 # ---- the reader -----------------------------------------------------------------------------
 
+
 class Hive31Oracle:
     """One Hive 3.1.3 reader JVM (``acidflow.hive31.AcidRead``) answering reads until closed.
     A context manager; thread-safe (one read at a time)."""
 
-    def __init__(self, artifacts: HiveArtifacts | None = None, *, heap: str = "768m",
-                 timeout_s: float = 600.0) -> None:
+    def __init__(
+        self,
+        artifacts: HiveArtifacts | None = None,
+        *,
+        heap: str = "768m",
+        timeout_s: float = 600.0,
+    ) -> None:
         """Start the JVM. ``timeout_s``: a read that takes longer kills the JVM (the read then
         raises :class:`Hive31Error`; the oracle is closed)."""
         self._timeout_s = timeout_s
         self._cmd = java_command(READER_MAIN, artifacts=artifacts, heap=heap)
         self._stderr = tempfile.TemporaryFile()
         self._proc: subprocess.Popen[str] | None = subprocess.Popen(
-            self._cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-            text=True, encoding="utf-8", bufsize=1)
+            self._cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+            encoding="utf-8",
+            bufsize=1,
+        )
         self._lock = threading.Lock()
         #: per-read (rows, milliseconds Hive took) of the reads made, for measurements
         self.timings: list[tuple[int, int]] = []
@@ -266,8 +285,9 @@ class Hive31Oracle:
                 proc.stdin.write("".join(line + "\n" for line in lines) + action + "\n")
                 proc.stdin.flush()
             except OSError as exc:
-                raise Hive31Error(f"the Hive 3.1 oracle JVM is gone ({exc}):\n"
-                                  f"{self._stderr_tail()}") from exc
+                raise Hive31Error(
+                    f"the Hive 3.1 oracle JVM is gone ({exc}):\n{self._stderr_tail()}"
+                ) from exc
             out: list[str] = []
             watchdog = threading.Timer(self._timeout_s, proc.kill)
             watchdog.start()
@@ -277,7 +297,8 @@ class Hive31Oracle:
                     if not line:
                         raise Hive31Error(
                             f"the Hive 3.1 oracle JVM exited ({proc.wait()}; killed after"
-                            f" {self._timeout_s:.0f}s if -9):\n{self._stderr_tail()}")
+                            f" {self._timeout_s:.0f}s if -9):\n{self._stderr_tail()}"
+                        )
                     if line.startswith("{"):
                         answer = json.loads(line)
                         if "error" in answer:
@@ -289,27 +310,46 @@ class Hive31Oracle:
                 watchdog.cancel()
 
     @staticmethod
-    def _lines(dirs: Sequence[str], columns: Sequence[tuple[str, str]], write_ids: str,
-               num_buckets: int, valid_txns: str | None, conf: Mapping[str, str | None] | None,
-               num_splits: int, vectorized: bool = False) -> list[str]:
+    def _lines(
+        dirs: Sequence[str],
+        columns: Sequence[tuple[str, str]],
+        write_ids: str,
+        num_buckets: int,
+        valid_txns: str | None,
+        conf: Mapping[str, str | None] | None,
+        num_splits: int,
+        vectorized: bool = False,
+    ) -> list[str]:
         lines = [f"dir\t{d}" for d in dirs] + (["vectorized\t1"] if vectorized else [])
         lines += [f"column\t{_column_name(n)}\t{_norm_type(t)}" for n, t in columns]
-        lines += [f"buckets\t{int(num_buckets)}", f"writeids\t{write_ids}",
-                  f"numsplits\t{int(num_splits)}"]
+        lines += [
+            f"buckets\t{int(num_buckets)}",
+            f"writeids\t{write_ids}",
+            f"numsplits\t{int(num_splits)}",
+        ]
         if valid_txns is not None:
             lines.append(f"txns\t{valid_txns}")
-        lines += [f"conf\t{k}\t{v}" if v is not None else f"unset\t{k}"
-                  for k, v in (conf or {}).items()]
+        lines += [
+            f"conf\t{k}\t{v}" if v is not None else f"unset\t{k}" for k, v in (conf or {}).items()
+        ]
         for line in lines:
             if "\n" in line or line.count("\t") > 2:
                 raise ValueError(f"newline or tab in a Hive 3.1 oracle request: {line!r}")
         return lines
 
-    def read(self, table_dir: str | os.PathLike[str], columns: Sequence[tuple[str, str]],
-             valid_write_ids: ValidWriteIdList | str, *,
-             partition_dirs: Iterable[str] | None = None, num_buckets: int = 0,
-             valid_txns: str | None = None, conf: Mapping[str, str | None] | None = None,
-             num_splits: int = 1, vectorized: bool = False) -> list[Hive31Row]:
+    def read(
+        self,
+        table_dir: str | os.PathLike[str],
+        columns: Sequence[tuple[str, str]],
+        valid_write_ids: ValidWriteIdList | str,
+        *,
+        partition_dirs: Iterable[str] | None = None,
+        num_buckets: int = 0,
+        valid_txns: str | None = None,
+        conf: Mapping[str, str | None] | None = None,
+        num_splits: int = 1,
+        vectorized: bool = False,
+    ) -> list[Hive31Row]:
         """Visible rows of a Hive 3 full-ACID table directory as Hive 3.1.3 reads them.
 
         Args:
@@ -345,39 +385,58 @@ class Hive31Oracle:
             d = root if part is None else root / part
             if not d.is_dir():
                 raise FileNotFoundError(f"no such table or partition directory: {d}")
-            lines = self._lines([str(d)], columns, write_ids, num_buckets, valid_txns, conf,
-                                num_splits, vectorized)
+            lines = self._lines(
+                [str(d)], columns, write_ids, num_buckets, valid_txns, conf, num_splits, vectorized
+            )
             for text in self._request(lines, "read"):
                 raw = json.loads(text)
                 values = raw[3:]
                 if len(values) != len(columns):
-                    raise Hive31Error(f"Hive returned {len(values)} fields, expected"
-                                      f" {len(columns)}: {text[:200]}")
+                    raise Hive31Error(
+                        f"Hive returned {len(values)} fields, expected {len(columns)}: {text[:200]}"
+                    )
                 for i, conv in convs:
                     if values[i] is not None:
                         values[i] = conv(values[i])
-                rows.append(Hive31Row(int(raw[0]), int(raw[1]), int(raw[2]), tuple(values),
-                                      part))
+                rows.append(Hive31Row(int(raw[0]), int(raw[1]), int(raw[2]), tuple(values), part))
         return rows
 
-    def splits(self, table_dir: str | os.PathLike[str], columns: Sequence[tuple[str, str]],
-               valid_write_ids: ValidWriteIdList | str, *, num_buckets: int = 0,
-               conf: Mapping[str, str | None] | None = None, num_splits: int = 1) -> list[str]:
+    def splits(
+        self,
+        table_dir: str | os.PathLike[str],
+        columns: Sequence[tuple[str, str]],
+        valid_write_ids: ValidWriteIdList | str,
+        *,
+        num_buckets: int = 0,
+        conf: Mapping[str, str | None] | None = None,
+        num_splits: int = 1,
+    ) -> list[str]:
         """``toString()`` of every split Hive 3.1.3 computes for the read (diagnostics)."""
-        lines = self._lines([str(Path(table_dir).resolve())], columns,
-                            write_id_list_string(valid_write_ids), num_buckets, None, conf,
-                            num_splits)
+        lines = self._lines(
+            [str(Path(table_dir).resolve())],
+            columns,
+            write_id_list_string(valid_write_ids),
+            num_buckets,
+            None,
+            conf,
+            num_splits,
+        )
         return [json.loads(t) for t in self._request(lines, "splits")]
 
 
-def read_acid(table_dir: str | os.PathLike[str], columns: Sequence[tuple[str, str]],
-              valid_write_ids: ValidWriteIdList | str, **kwargs: Any) -> list[Hive31Row]:
+def read_acid(
+    table_dir: str | os.PathLike[str],
+    columns: Sequence[tuple[str, str]],
+    valid_write_ids: ValidWriteIdList | str,
+    **kwargs: Any,
+) -> list[Hive31Row]:
     """:meth:`Hive31Oracle.read` in a JVM of its own (started and stopped here)."""
     with Hive31Oracle() as oracle:
         return oracle.read(table_dir, columns, valid_write_ids, **kwargs)
 
 
 # ---- the writer -----------------------------------------------------------------------------
+
 
 class StreamedTxn(NamedTuple):
     """One transaction Hive's streaming connection ran: its txn id, write id, rows, and
@@ -389,11 +448,16 @@ class StreamedTxn(NamedTuple):
     state: str
 
 
-def stream_write(metastore_url: str, db: str, table: str,
-                 transactions: Sequence[Sequence[Sequence[Any]] | str], *,
-                 partition_values: Sequence[str] | None = None,
-                 artifacts: HiveArtifacts | None = None,
-                 timeout_s: float = 180.0) -> list[StreamedTxn]:
+def stream_write(
+    metastore_url: str,
+    db: str,
+    table: str,
+    transactions: Sequence[Sequence[Sequence[Any]] | str],
+    *,
+    partition_values: Sequence[str] | None = None,
+    artifacts: HiveArtifacts | None = None,
+    timeout_s: float = 180.0,
+) -> list[StreamedTxn]:
     """Stream rows into the existing transactional table ``db.table`` with Hive 3.1.3's
     ``HiveStreamingConnection`` through the metastore at ``metastore_url``.
 
@@ -425,26 +489,38 @@ def stream_write(metastore_url: str, db: str, table: str,
     if partition_values:
         args.append(",".join(partition_values))
     cmd = java_command(WRITER_MAIN, artifacts=artifacts) + args
-    done = subprocess.run(cmd, input="\n".join(lines) + "\n", capture_output=True, text=True,
-                          timeout=timeout_s, check=False)
+    done = subprocess.run(
+        cmd,
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
     answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     errors = [a["error"] for a in answers if "error" in a]
     if done.returncode != 0 or errors:
-        raise Hive31Error(f"Hive 3.1.3 streaming into {db}.{table} at {metastore_url} failed"
-                          f" (exit {done.returncode}): {errors[0] if errors else ''}\n"
-                          f"{done.stderr[-4000:]}")
+        raise Hive31Error(
+            f"Hive 3.1.3 streaming into {db}.{table} at {metastore_url} failed"
+            f" (exit {done.returncode}): {errors[0] if errors else ''}\n"
+            f"{done.stderr[-4000:]}"
+        )
     return [StreamedTxn(a["txnId"], a["writeId"], a["rows"], a["state"]) for a in answers]
 
 
 # ---- comparing with acidflow --------------------------------------------------------------
+
 
 def hive_multiset(rows: Iterable[Hive31Row]) -> collections.Counter[tuple[Any, ...]]:
     """Hive's rows as a multiset of ``(ROW__ID struct, values, partition folder)``."""
     return collections.Counter((r.row_id_struct, r.values, r.partition) for r in rows)
 
 
-def acidflow_multiset(rows: Iterable[Mapping[str, Any]], columns: Sequence[tuple[str, str]],
-                      partition_columns: Sequence[str] = ()) -> collections.Counter[tuple[Any, ...]]:
+def acidflow_multiset(
+    rows: Iterable[Mapping[str, Any]],
+    columns: Sequence[tuple[str, str]],
+    partition_columns: Sequence[str] = (),
+) -> collections.Counter[tuple[Any, ...]]:
     """acidflow's rows (``to_pylist()`` of a read with ``row_id=True``) in the shape of
     :func:`hive_multiset`: the partition folder is ``k=v[/k2=v2]`` from the partition values
     (plain values only: no escaping is applied)."""
@@ -452,15 +528,20 @@ def acidflow_multiset(rows: Iterable[Mapping[str, Any]], columns: Sequence[tuple
     for r in rows:
         rid = r["ROW__ID"]
         part = "/".join(f"{k}={r[k]}" for k in partition_columns) or None
-        out[((rid["writeid"], rid["bucketid"], rid["rowid"]),
-             tuple(r[n] for n, _ in columns), part)] += 1
+        out[
+            ((rid["writeid"], rid["bucketid"], rid["rowid"]), tuple(r[n] for n, _ in columns), part)
+        ] += 1
     return out
 
 
-def same_as_acidflow(oracle: Hive31Oracle, catalog: Catalog, name: str,
-                     as_of_write_id: int | None = None,
-                     modes: Sequence[bool] = (False, True),
-                     conf: Mapping[str, str | None] | None = None) -> list[Hive31Row]:
+def same_as_acidflow(
+    oracle: Hive31Oracle,
+    catalog: Catalog,
+    name: str,
+    as_of_write_id: int | None = None,
+    modes: Sequence[bool] = (False, True),
+    conf: Mapping[str, str | None] | None = None,
+) -> list[Hive31Row]:
     """Hive 3.1.3's rows of the catalog table ``name`` (``acidflow.catalog.Catalog``) under the
     catalog's ValidWriteIdList (now, or as of a write id), asserted equal -- ROW__IDs and
     partition folders included -- to acidflow's snapshot read (``acidflow.read.table.read_table``,
@@ -476,13 +557,21 @@ def same_as_acidflow(oracle: Hive31Oracle, catalog: Catalog, name: str,
     if pcols:
         root = Path(td.location)
         pdirs = sorted(str(p.relative_to(root)) for p in root.glob("/".join(["*=*"] * len(pcols))))
-    ours = reads.read_table(None, catalog, name, row_id=True,
-                            as_of_write_id=as_of_write_id).to_pylist()
+    ours = reads.read_table(
+        None, catalog, name, row_id=True, as_of_write_id=as_of_write_id
+    ).to_pylist()
     mine = acidflow_multiset(ours, cols, pcols)
     first: list[Hive31Row] | None = None
     for vectorized in modes:
-        hive = oracle.read(td.location, cols, valid, partition_dirs=pdirs,
-                           num_buckets=td.num_buckets, vectorized=vectorized, conf=conf or None)
+        hive = oracle.read(
+            td.location,
+            cols,
+            valid,
+            partition_dirs=pdirs,
+            num_buckets=td.num_buckets,
+            vectorized=vectorized,
+            conf=conf or None,
+        )
         theirs = hive_multiset(hive)
         if theirs != mine:
             only_hive = list((theirs - mine).elements())
@@ -491,7 +580,8 @@ def same_as_acidflow(oracle: Hive31Oracle, catalog: Catalog, name: str,
                 f"{name} under {valid}: Hive 3.1.3 ({'vectorized' if vectorized else 'row'}"
                 f" reader) read {len(hive)} rows, acidflow {len(ours)}; {len(only_hive)} only"
                 f" in Hive's, e.g. {only_hive[:3]}; {len(only_ours)} only in acidflow's, e.g."
-                f" {only_ours[:3]}")
+                f" {only_ours[:3]}"
+            )
         first = hive if first is None else first
     assert first is not None, "no reader mode given"
     return first

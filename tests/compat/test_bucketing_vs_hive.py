@@ -26,6 +26,7 @@ into values through ``java.sql`` classes in the JVM's zone and the Julian calend
 ``java.time`` and builds ``DateWritable(int days)`` / ``TimestampWritable(Timestamp.from(instant))``,
 i.e. the Hive 3 meaning.
 """
+
 from __future__ import annotations
 
 import base64
@@ -51,7 +52,12 @@ pytestmark = pytest.mark.spark
 
 ORACLE_CLASS = "AcidflowHiveBucketOracle"
 # Jars (in pyspark/jars) the oracle compiles against.
-ORACLE_JARS = ["hive-serde-*.jar", "hive-common-*.jar", "hive-storage-api-*.jar", "hadoop-client-api-*.jar"]
+ORACLE_JARS = [
+    "hive-serde-*.jar",
+    "hive-common-*.jar",
+    "hive-storage-api-*.jar",
+    "hadoop-client-api-*.jar",
+]
 
 # Java reference. Written for this test; it only strings together Hive 2.3 / storage-api calls.
 ORACLE_SOURCE = r"""
@@ -329,9 +335,23 @@ def oracle(spark, tmp_path_factory):
     else:
         classpath = jvm.java.lang.System.getProperty("java.class.path")
     proc = subprocess.run(
-        [str(javac), "-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC", "-nowarn", "-proc:none",
-         "-encoding", "UTF-8", "-classpath", classpath, "-d", str(workdir), str(src)],
-        capture_output=True, text=True, timeout=300,
+        [
+            str(javac),
+            "-J-XX:TieredStopAtLevel=1",
+            "-J-XX:+UseSerialGC",
+            "-nowarn",
+            "-proc:none",
+            "-encoding",
+            "UTF-8",
+            "-classpath",
+            classpath,
+            "-d",
+            str(workdir),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, f"javac failed:\n{proc.stdout}\n{proc.stderr}"
     urls = gateway.new_array(jvm.java.net.URL, 1)
@@ -425,9 +445,27 @@ def _f32(bits):
 
 def gen_floats(rng, n=3000):
     """Float32 values given by their bit patterns, plus doubles Java narrows with (float)."""
-    edge_bits = [0, 0x80000000, 0x3F800000, 0xBF800000, 0x7FC00000, 0x7F800000, 0xFF800000,
-                 0x7F7FFFFF, 0xFF7FFFFF, 0x00000001, 0x80000001, 0x007FFFFF, 0x00800000,
-                 0x7F800001, 0xFFC00001, 0x7FFFFFFF, 0x4F000000, 0xCF000000, 0x4B7FFFFF]
+    edge_bits = [
+        0,
+        0x80000000,
+        0x3F800000,
+        0xBF800000,
+        0x7FC00000,
+        0x7F800000,
+        0xFF800000,
+        0x7F7FFFFF,
+        0xFF7FFFFF,
+        0x00000001,
+        0x80000001,
+        0x007FFFFF,
+        0x00800000,
+        0x7F800001,
+        0xFFC00001,
+        0x7FFFFFFF,
+        0x4F000000,
+        0xCF000000,
+        0x4B7FFFFF,
+    ]
     vals, texts = [], []
     for b in edge_bits:
         vals.append(_f32(b))
@@ -435,8 +473,20 @@ def gen_floats(rng, n=3000):
     vals.append(None)
     texts.append(None)
     # doubles that are not float32 values: rounding, overflow to infinity, underflow to 0
-    doubles = [0.1, -0.1, 1e39, -1e39, 3.4028235677973366e38, 3.4028234663852886e38 * 1.0000001,
-               1e-46, -1e-46, 1.401298464324817e-45 * 0.5, 16777217.0, 2.0**31 + 1, 1 / 3]
+    doubles = [
+        0.1,
+        -0.1,
+        1e39,
+        -1e39,
+        3.4028235677973366e38,
+        3.4028234663852886e38 * 1.0000001,
+        1e-46,
+        -1e-46,
+        1.401298464324817e-45 * 0.5,
+        16777217.0,
+        2.0**31 + 1,
+        1 / 3,
+    ]
     for _ in range(n // 10):
         doubles.append(rng.uniform(-1e6, 1e6))
     for d in doubles:
@@ -453,9 +503,26 @@ def gen_floats(rng, n=3000):
 
 
 def gen_doubles(rng, n=3000):
-    edge = [0.0, -0.0, 1.0, -1.0, math.nan, math.inf, -math.inf, 1.7976931348623157e308,
-            -1.7976931348623157e308, 5e-324, -5e-324, 2.2250738585072014e-308, 0.1, 1 / 3,
-            2.0**63, -(2.0**63), 9007199254740993.0, 2.0**53 + 2]
+    edge = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        math.nan,
+        math.inf,
+        -math.inf,
+        1.7976931348623157e308,
+        -1.7976931348623157e308,
+        5e-324,
+        -5e-324,
+        2.2250738585072014e-308,
+        0.1,
+        1 / 3,
+        2.0**63,
+        -(2.0**63),
+        9007199254740993.0,
+        2.0**53 + 2,
+    ]
     vals, texts = [], []
     for d in edge:
         vals.append(d)
@@ -488,9 +555,33 @@ ALPHABETS = [
 
 
 def gen_strings(rng, n=3000, trailing_spaces=False):
-    vals = ["", " ", "a", "ab", "abc", "abcd", "abcde", "hello world", "é", "é1", "€", "😀",
-            "a😀", "ab€", "abcé", "  x  ", "x   ", "   ", "\u00ff", "\u0080", "\U0010ffff",
-            "a" * 10_000, "é" * 5001, "😀" * 2500 + "x", None]
+    vals = [
+        "",
+        " ",
+        "a",
+        "ab",
+        "abc",
+        "abcd",
+        "abcde",
+        "hello world",
+        "é",
+        "é1",
+        "€",
+        "😀",
+        "a😀",
+        "ab€",
+        "abcé",
+        "  x  ",
+        "x   ",
+        "   ",
+        "\u00ff",
+        "\u0080",
+        "\U0010ffff",
+        "a" * 10_000,
+        "é" * 5001,
+        "😀" * 2500 + "x",
+        None,
+    ]
     while len(vals) < n:
         alphabet = "".join(rng.sample(ALPHABETS, rng.randint(1, len(ALPHABETS))))
         length = rng.choice([rng.randint(0, 8), rng.randint(0, 40), rng.randint(0, 300)])
@@ -502,8 +593,19 @@ def gen_strings(rng, n=3000, trailing_spaces=False):
 
 
 def gen_binary(rng, n=3000):
-    vals = [b"", b"\x00", b"\x80", b"\xff", b"\x7f\x80", b"\xff\xfe\xfd", b"\x01\x02\x03\x04",
-            b"\x01\x02\x03\x04\xff", bytes(range(256)), bytes(100_000), None]
+    vals = [
+        b"",
+        b"\x00",
+        b"\x80",
+        b"\xff",
+        b"\x7f\x80",
+        b"\xff\xfe\xfd",
+        b"\x01\x02\x03\x04",
+        b"\x01\x02\x03\x04\xff",
+        bytes(range(256)),
+        bytes(100_000),
+        None,
+    ]
     while len(vals) < n:
         vals.append(rng.randbytes(rng.choice([rng.randint(0, 8), rng.randint(0, 64)])))
     return vals, [None if v is None else base64.b64encode(v).decode() for v in vals]
@@ -518,9 +620,19 @@ def _iso_date(d):
 
 
 def gen_dates(rng, n=3000):
-    vals = [dt.date(1970, 1, 1), dt.date(1969, 12, 31), dt.date(1970, 1, 2), dt.date(1, 1, 1),
-            dt.date(9999, 12, 31), dt.date(1582, 10, 4), dt.date(1582, 10, 15),
-            dt.date(1900, 2, 28), dt.date(2000, 2, 29), dt.date(2038, 1, 19), None]
+    vals = [
+        dt.date(1970, 1, 1),
+        dt.date(1969, 12, 31),
+        dt.date(1970, 1, 2),
+        dt.date(1, 1, 1),
+        dt.date(9999, 12, 31),
+        dt.date(1582, 10, 4),
+        dt.date(1582, 10, 15),
+        dt.date(1900, 2, 28),
+        dt.date(2000, 2, 29),
+        dt.date(2038, 1, 19),
+        None,
+    ]
     while len(vals) < n:
         if rng.random() < 0.5:
             vals.append(dt.date.fromordinal(rng.randint(DATE_MIN, DATE_MAX)))
@@ -536,27 +648,36 @@ class NanoDatetime(dt.datetime):
 
 
 def _nano_dt(base: dt.datetime, nanos: int) -> dt.datetime:
-    out = NanoDatetime(base.year, base.month, base.day, base.hour, base.minute, base.second,
-                       nanos // 1000)
+    out = NanoDatetime(
+        base.year, base.month, base.day, base.hour, base.minute, base.second, nanos // 1000
+    )
     out.nanosecond = nanos % 1000
     return out
 
 
 def _iso_ts(t: dt.datetime) -> str:
     nanos = t.microsecond * 1000 + getattr(t, "nanosecond", 0)
-    return (f"{_iso_date(t)}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}.{nanos:09d}")
+    return f"{_iso_date(t)}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}.{nanos:09d}"
 
 
 def gen_timestamps(rng, n=3000):
     epoch = dt.datetime(1970, 1, 1)
     fixed = [
-        (epoch, 0), (epoch, 1), (epoch, 100_000_000), (epoch, 999_999_999),
-        (epoch - dt.timedelta(seconds=1), 0), (epoch - dt.timedelta(seconds=1), 500_000_000),
-        (epoch + dt.timedelta(seconds=2**31 - 1), 0), (epoch + dt.timedelta(seconds=2**31), 0),
+        (epoch, 0),
+        (epoch, 1),
+        (epoch, 100_000_000),
+        (epoch, 999_999_999),
+        (epoch - dt.timedelta(seconds=1), 0),
+        (epoch - dt.timedelta(seconds=1), 500_000_000),
+        (epoch + dt.timedelta(seconds=2**31 - 1), 0),
+        (epoch + dt.timedelta(seconds=2**31), 0),
         (epoch + dt.timedelta(seconds=2**31 - 1), 123_456_789),
-        (epoch - dt.timedelta(seconds=2**31), 0), (epoch - dt.timedelta(seconds=2**31 + 1), 7),
-        (dt.datetime(1, 1, 1), 0), (dt.datetime(9999, 12, 31, 23, 59, 59), 999_999_999),
-        (dt.datetime(2024, 2, 29, 12, 0, 0), 120_000), (dt.datetime(1582, 10, 4, 23, 59), 1000),
+        (epoch - dt.timedelta(seconds=2**31), 0),
+        (epoch - dt.timedelta(seconds=2**31 + 1), 7),
+        (dt.datetime(1, 1, 1), 0),
+        (dt.datetime(9999, 12, 31, 23, 59, 59), 999_999_999),
+        (dt.datetime(2024, 2, 29, 12, 0, 0), 120_000),
+        (dt.datetime(1582, 10, 4, 23, 59), 1000),
     ]
     vals = [_nano_dt(b, ns) for b, ns in fixed]
     vals += [dt.datetime(2020, 5, 17, 8, 30, 1, 250_000), dt.datetime(1960, 1, 1)]
@@ -572,8 +693,14 @@ def gen_timestamps(rng, n=3000):
         else:
             secs = rng.randint(-100_000, 100_000)
         base = epoch + dt.timedelta(seconds=secs)
-        nanos = rng.choice([0, rng.randint(0, 999_999_999), rng.randint(0, 999) * 1_000_000,
-                            rng.randint(0, 999_999) * 1000])
+        nanos = rng.choice(
+            [
+                0,
+                rng.randint(0, 999_999_999),
+                rng.randint(0, 999) * 1_000_000,
+                rng.randint(0, 999_999) * 1000,
+            ]
+        )
         if nanos % 1000 == 0 and rng.random() < 0.5:
             vals.append(base.replace(microsecond=nanos // 1000))  # a plain datetime
         else:
@@ -584,12 +711,25 @@ def gen_timestamps(rng, n=3000):
 def gen_decimals(rng, precision, scale, n=1500):
     """Decimals at, below and above the column scale (Hive rounds HALF_UP), some overflowing."""
     int_digits = precision - scale
-    vals = [Decimal(0), Decimal("0.000"), Decimal("-0"), Decimal(1), Decimal(-1),
-            Decimal("1.500"), Decimal("100"), Decimal("1E+1"), None]
+    vals = [
+        Decimal(0),
+        Decimal("0.000"),
+        Decimal("-0"),
+        Decimal(1),
+        Decimal(-1),
+        Decimal("1.500"),
+        Decimal("100"),
+        Decimal("1E+1"),
+        None,
+    ]
     if int_digits > 0:
         vals += [Decimal(10**int_digits - 1), -Decimal(10**int_digits - 1)]
     if scale > 0:
-        vals += [Decimal(1).scaleb(-scale), Decimal("0.5").scaleb(-scale), Decimal(5).scaleb(-scale - 1)]
+        vals += [
+            Decimal(1).scaleb(-scale),
+            Decimal("0.5").scaleb(-scale),
+            Decimal(5).scaleb(-scale - 1),
+        ]
         top = Decimal(10**precision - 1).scaleb(-scale)
         vals += [top, -top]
     while len(vals) < n:
@@ -609,7 +749,9 @@ def gen_decimals(rng, precision, scale, n=1500):
             unscaled = (unscaled // 1000) * 1000
         else:  # may overflow the precision
             exp = -scale
-            unscaled = rng.randint(10 ** max(precision - 1, 0), 10 ** (precision + 2)) * rng.choice([1, -1])
+            unscaled = rng.randint(10 ** max(precision - 1, 0), 10 ** (precision + 2)) * rng.choice(
+                [1, -1]
+            )
         vals.append(Decimal(unscaled).scaleb(exp))
     return vals, [None if v is None else str(v) for v in vals]
 
@@ -631,7 +773,9 @@ def test_integer_types(oracle, hive_type, version):
 @pytest.mark.parametrize("version", VERSIONS)
 def test_boolean(oracle, version):
     vals = [True, False, None] * 10
-    _compare(oracle, "boolean", vals, [None if v is None else str(v).lower() for v in vals], version)
+    _compare(
+        oracle, "boolean", vals, [None if v is None else str(v).lower() for v in vals], version
+    )
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -653,7 +797,9 @@ def test_string(oracle, version):
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.parametrize("hive_type", ["varchar(10)", "char(10)", "varchar(1)", "char(1)", "CHAR(255)"])
+@pytest.mark.parametrize(
+    "hive_type", ["varchar(10)", "char(10)", "varchar(1)", "char(1)", "CHAR(255)"]
+)
 def test_char_varchar(oracle, hive_type, version):
     rng = random.Random(f"{RNG_SEED}-{hive_type}")
     vals, texts = gen_strings(rng, n=1500, trailing_spaces=True)
@@ -702,8 +848,12 @@ def test_decimal_default_type(oracle):
 
 def _small_decimals(rng, n):
     """Values that always fit decimal(12,3) (some need rounding), with their texts."""
-    vals = [None if rng.random() < 0.05 else Decimal(rng.randint(-(10**9), 10**9)).scaleb(-rng.randint(0, 6))
-            for _ in range(n)]
+    vals = [
+        None
+        if rng.random() < 0.05
+        else Decimal(rng.randint(-(10**9), 10**9)).scaleb(-rng.randint(0, 6))
+        for _ in range(n)
+    ]
     return vals, [None if v is None else str(v) for v in vals]
 
 
@@ -758,8 +908,15 @@ def test_bucket_number(oracle):
     counts = [1, 2, 3, 4, 5, 7, 8, 16, 31, 32, 64, 100, 256, 1000, 4096, 2**31 - 1]
     pairs = [(h, c) for h in hashes for c in counts]
     while len(pairs) < 5000:
-        pairs.append((rng.randint(-(2**31), 2**31 - 1), rng.choice([rng.randint(1, 64), rng.randint(1, 2**31 - 1)])))
-    theirs = _java_ints(oracle.bucketNumbers(_pack(h for h, _ in pairs), _pack(c for _, c in pairs)))
+        pairs.append(
+            (
+                rng.randint(-(2**31), 2**31 - 1),
+                rng.choice([rng.randint(1, 64), rng.randint(1, 2**31 - 1)]),
+            )
+        )
+    theirs = _java_ints(
+        oracle.bucketNumbers(_pack(h for h, _ in pairs), _pack(c for _, c in pairs))
+    )
     ours = [bucket_number(h, c) for h, c in pairs]
     assert ours == theirs
 
@@ -767,8 +924,19 @@ def test_bucket_number(oracle):
 def test_murmur3_32(oracle):
     """Hive's Murmur3.hash32 on raw bytes: every tail length, high tail bytes, other seeds."""
     rng = random.Random(f"{RNG_SEED}-murmur")
-    data = [b"", b"\x80", b"\xff", b"\x7f", b"\x00\x80", b"\x80\x80\x80", b"\xff\xff\xff",
-            b"abcd\x80", b"abcd\xff\xfe", b"abcd\xff\xfe\xfd", bytes(range(256))]
+    data = [
+        b"",
+        b"\x80",
+        b"\xff",
+        b"\x7f",
+        b"\x00\x80",
+        b"\x80\x80\x80",
+        b"\xff\xff\xff",
+        b"abcd\x80",
+        b"abcd\xff\xfe",
+        b"abcd\xff\xfe\xfd",
+        bytes(range(256)),
+    ]
     while len(data) < 4000:
         n = rng.choice([rng.randint(0, 12), rng.randint(0, 100)])
         if rng.random() < 0.5:  # force high bytes in the tail
@@ -779,4 +947,6 @@ def test_murmur3_32(oracle):
     encoded = [base64.b64encode(d).decode() for d in data]
     assert [murmur3_32(d) for d in data] == _java_ints(oracle.murmur(_pack(encoded), None))
     for seed in (0, 1, 42, -1, 2**31 - 1, -(2**31), rng.randint(-(2**31), 2**31 - 1)):
-        assert [murmur3_32(d, seed) for d in data[:1000]] == _java_ints(oracle.murmur(_pack(encoded[:1000]), seed))
+        assert [murmur3_32(d, seed) for d in data[:1000]] == _java_ints(
+            oracle.murmur(_pack(encoded[:1000]), seed)
+        )

@@ -4,6 +4,7 @@ their MANIFEST states: through the Python API (Arrow), through Spark, and throug
 Expected values are the MANIFEST's (taken from the source projects' own test assertions), not
 outputs of our reader.
 """
+
 from __future__ import annotations
 
 import collections
@@ -15,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from acidflow.read import table as reads
-from acidflow.read import snapshot
-from acidflow.format.orc.files import AcidFileError
-from acidflow.storage.fs import TableFS
 from acidflow.format.layout import ValidWriteIdList
+from acidflow.format.orc.files import AcidFileError
+from acidflow.read import snapshot
+from acidflow.read import table as reads
+from acidflow.storage.fs import TableFS
 
 NATION_KEYS = set(range(25))
 
@@ -33,12 +34,17 @@ def read_rows(path: str, **kw) -> list[dict]:
 
 
 def cli_rows(path: str, *args: str) -> list[dict]:
-    out = subprocess.run([sys.executable, "-m", "acidflow.cli", "cat", path, "--row-id", *args],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "acidflow.cli", "cat", path, "--row-id", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
 # ---------------------------------------------------------------- 1. trino-nation-delete-deltas
+
 
 @pytest.mark.parametrize("hwm,deleted", [(None, {5, 19}), (4, {5, 19}), (3, {5}), (2, set())])
 def test_nation_delete_deltas(fixtures_dir, hwm, deleted):
@@ -64,6 +70,7 @@ def test_nation_delete_deltas_open_and_aborted_write_ids(fixtures_dir):
 
 # ---------------------------------------------------------------- 2. trino-original-files-dummy-id
 
+
 def test_original_files_dummy_id(fixtures_dir):
     rows = read_rows(table_dir(fixtures_dir, "trino-original-files-dummy-id"))
     ids = sorted(r["id"] for r in rows)
@@ -82,6 +89,7 @@ def test_original_files_dummy_id(fixtures_dir):
 
 # ---------------------------------------------------------------- 3. trino-original-file-nation
 
+
 def test_original_file_nation(fixtures_dir):
     rows = read_rows(table_dir(fixtures_dir, "trino-original-file-nation"))
     assert len(rows) == 24
@@ -91,12 +99,15 @@ def test_original_file_nation(fixtures_dir):
 
 # ---------------------------------------------------------------- 4. trino-delete-deltas-only
 
+
 def test_delete_deltas_only_selection_and_events(fixtures_dir):
     path = table_dir(fixtures_dir, "trino-delete-deltas-only")
     assert read_rows(path) == []
     state = reads.acid_state_of(path)
-    assert [d.name for d in state.deltas] == ["delete_delta_0000004_0000004",
-                                              "delete_delta_0000007_0000007_0000"]
+    assert [d.name for d in state.deltas] == [
+        "delete_delta_0000004_0000004",
+        "delete_delta_0000007_0000007_0000",
+    ]
     assert state.obsolete == ["delete_delta_0000004_0000004_0000"]
 
 
@@ -104,9 +115,13 @@ def _survivors(tfs, files, valid, owids):
     keys = snapshot.load_delete_keys(tfs, files, valid)
     import pyarrow as pa
 
-    cand = pa.table({"originalTransaction": pa.array(owids, pa.int64()),
-                     "bucket": pa.array([536870912] * len(owids), pa.int32()),
-                     "rowId": pa.array([0] * len(owids), pa.int64())})
+    cand = pa.table(
+        {
+            "originalTransaction": pa.array(owids, pa.int64()),
+            "bucket": pa.array([536870912] * len(owids), pa.int32()),
+            "rowId": pa.array([0] * len(owids), pa.int64()),
+        }
+    )
     pos = snapshot._surviving(cand, keys)
     return owids if pos is None else [owids[i] for i in pos.to_pylist()]
 
@@ -116,8 +131,10 @@ def test_delete_locations(fixtures_dir):
     path = Path(table_dir(fixtures_dir, "trino-delete-deltas-only"))
     tfs = TableFS(str(path))
     valid = ValidWriteIdList("t", 10)
-    both = [str(path / "delete_delta_0000004_0000004_0000/bucket_00000"),
-            str(path / "delete_delta_0000007_0000007_0000/bucket_00000")]
+    both = [
+        str(path / "delete_delta_0000004_0000004_0000/bucket_00000"),
+        str(path / "delete_delta_0000007_0000007_0000/bucket_00000"),
+    ]
     assert _survivors(tfs, both, valid, list(range(10))) == [0, 1, 3, 4, 5, 7, 8, 9]
     assert _survivors(tfs, both, valid, list(range(10, 20))) == list(range(10, 20))
     minor = [str(path / "delete_delta_0000004_0000004/bucket_00000")]
@@ -125,6 +142,7 @@ def test_delete_locations(fixtures_dir):
 
 
 # ---------------------------------------------------------------- 5. trino-no-acid-version-negative
+
 
 def test_no_acid_version_negative(fixtures_dir, tmp_path):
     src = Path(table_dir(fixtures_dir, "trino-no-acid-version-negative")) / "00000_0"
@@ -134,11 +152,14 @@ def test_no_acid_version_negative(fixtures_dir, tmp_path):
     delta = tmp_path / "t" / "delta_0000001_0000001_0000"
     delta.mkdir(parents=True)
     shutil.copy(src, delta / "bucket_00000")
-    with pytest.raises(AcidFileError, match=r"Expected `hive.acid.version` .* to be >=2 but was <empty>"):
+    with pytest.raises(
+        AcidFileError, match=r"Expected `hive.acid.version` .* to be >=2 but was <empty>"
+    ):
         read_rows(str(tmp_path / "t"))
 
 
 # ---------------------------------------------------------------- 6. impala-original-file-alltypes
+
 
 def test_impala_original_file_alltypes(fixtures_dir):
     rows = read_rows(table_dir(fixtures_dir, "impala-original-file-alltypes"))
@@ -155,6 +176,7 @@ def test_impala_original_file_alltypes(fixtures_dir):
 
 
 # ---------------------------------------------------------------- 7. impala-query-compacted-no-acid-metadata
+
 
 def test_impala_query_compacted_without_metadata(fixtures_dir):
     rows = read_rows(table_dir(fixtures_dir, "impala-query-compacted-no-acid-metadata"))

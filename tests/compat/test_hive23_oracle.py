@@ -19,6 +19,7 @@ read_with_hive23):
 * Hive 2.3's vectorized reader (VectorizedOrcAcidRowBatchReader) is NOT usable: it throws on any
   V1 delete file that needs a second batch and ignores statement ids.
 """
+
 from __future__ import annotations
 
 import collections
@@ -41,8 +42,12 @@ from tests.compat.hive23 import (
 
 pytestmark = pytest.mark.spark
 
-NATION_COLS = [("n_nationkey", "int"), ("n_name", "string"), ("n_regionkey", "int"),
-               ("n_comment", "string")]
+NATION_COLS = [
+    ("n_nationkey", "int"),
+    ("n_name", "string"),
+    ("n_regionkey", "int"),
+    ("n_comment", "string"),
+]
 SIMPLE_COLS = [("id", "bigint"), ("v", "string")]
 # Hive 2.3 ETL split strategy with tiny split sizes: one split per stripe, so the row merger
 # must bound every split with the hive.acid.key.index entries (OrcRawRecordMerger.discoverKeyBounds).
@@ -55,6 +60,7 @@ PER_STRIPE_SPLITS = {
 
 # --------------------------------------------------------------------------- writing helpers
 
+
 def bucket_property(bucket: int, statement: int = 0) -> int:
     """BucketCodec V1: ``(1 << 29) | (bucket << 16) | statement``."""
     return (1 << 29) | (bucket << 16) | statement
@@ -64,8 +70,9 @@ def insert_event(write_id: int, bucket: int, row_id: int, row: tuple, statement:
     return (0, write_id, bucket_property(bucket, statement), row_id, write_id, row)
 
 
-def delete_event(orig_write_id: int, bucket: int, row_id: int, delete_write_id: int,
-                 statement: int = 0) -> tuple:
+def delete_event(
+    orig_write_id: int, bucket: int, row_id: int, delete_write_id: int, statement: int = 0
+) -> tuple:
     return (2, orig_write_id, bucket_property(bucket, statement), row_id, delete_write_id, None)
 
 
@@ -77,8 +84,12 @@ def acid_dir(table: Path, name: str) -> Path:
     return d
 
 
-def write_acid_file(path: Path, columns: list[tuple[str, str]], stripes: list[list[tuple]],
-                    key_index: str | None = None) -> None:
+def write_acid_file(
+    path: Path,
+    columns: list[tuple[str, str]],
+    stripes: list[list[tuple]],
+    key_index: str | None = None,
+) -> None:
     """Write ACID events with pyorc, one ORC stripe per inner list, Hive's footer metadata.
 
     pyorc only cuts a stripe at ``write_intermediate_footer()`` for rows it has already handed
@@ -86,8 +97,10 @@ def write_acid_file(path: Path, columns: list[tuple[str, str]], stripes: list[li
     stripe lengths so every requested boundary is exact (checked after writing).
     """
     row_type = ",".join(f"{n}:{t}" for n, t in columns)
-    schema = ("struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,"
-              f"currentTransaction:bigint,row:struct<{row_type}>>")
+    schema = (
+        "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,"
+        f"currentTransaction:bigint,row:struct<{row_type}>>"
+    )
     events = [e for s in stripes for e in s]
     ops = collections.Counter(e[0] for e in events)
     if key_index is None:
@@ -99,16 +112,19 @@ def write_acid_file(path: Path, columns: list[tuple[str, str]], stripes: list[li
             for event in stripe:
                 writer.write(event)
             writer.write_intermediate_footer()
-        writer.set_user_metadata(**{
-            "hive.acid.key.index": key_index.encode(),
-            "hive.acid.stats": f"{ops[0]},{ops[1]},{ops[2]}".encode(),
-            "hive.acid.version": b"2",
-        })
+        writer.set_user_metadata(
+            **{
+                "hive.acid.key.index": key_index.encode(),
+                "hive.acid.stats": f"{ops[0]},{ops[1]},{ops[2]}".encode(),
+                "hive.acid.version": b"2",
+            }
+        )
         writer.close()
     with open(path, "rb") as f:
         reader = pyorc.Reader(f)
-        assert [len(reader.read_stripe(i)) for i in range(reader.num_of_stripes)] == \
-            [len(s) for s in stripes]
+        assert [len(reader.read_stripe(i)) for i in range(reader.num_of_stripes)] == [
+            len(s) for s in stripes
+        ]
 
 
 def multiset(rows) -> collections.Counter:
@@ -125,6 +141,7 @@ def copy_fixture(fixtures_dir: Path, name: str, tmp_path: Path) -> Path:
 
 # --------------------------------------------------------------------------- 0. txn list format
 
+
 def test_valid_txn_list_format_matches_hive23(spark):
     """Our string parses in hive-common 2.3.10's ValidReadTxnList to the intended validity."""
     jvm = spark._jvm
@@ -139,20 +156,23 @@ def test_valid_txn_list_format_matches_hive23(spark):
 
 # --------------------------------------------------------------------------- 1. Hive fixture
 
+
 def _pyarrow_nation_expected(table: Path, hwm: int) -> collections.Counter:
     """Independent merge: insert events minus visible delete events on (owid, bucket, rowId)."""
     deleted = set()
     for f in table.glob("delete_delta_*/bucket_*"):
         t = paorc.ORCFile(str(f)).read().to_pydict()
-        for owid, bucket, row_id, cwid in zip(t["originalTransaction"], t["bucket"], t["rowId"],
-                                             t["currentTransaction"]):
+        for owid, bucket, row_id, cwid in zip(
+            t["originalTransaction"], t["bucket"], t["rowId"], t["currentTransaction"]
+        ):
             if cwid <= hwm:
                 deleted.add((owid, bucket, row_id))
     rows = []
     for f in table.glob("delta_*/bucket_*"):
         t = paorc.ORCFile(str(f)).read().to_pydict()
-        for owid, bucket, row_id, cwid, row in zip(t["originalTransaction"], t["bucket"], t["rowId"],
-                                                  t["currentTransaction"], t["row"]):
+        for owid, bucket, row_id, cwid, row in zip(
+            t["originalTransaction"], t["bucket"], t["rowId"], t["currentTransaction"], t["row"]
+        ):
             if cwid <= hwm and (owid, bucket, row_id) not in deleted:
                 rows.append(tuple(row[n] for n, _ in NATION_COLS))
     return multiset(rows)
@@ -173,8 +193,7 @@ def test_trino_nation_open_and_aborted_ids(spark, fixtures_dir, tmp_path):
     # write id 3 open: its delete delta is ignored, write id 4's applies.
     rows = read_with_hive23(spark, str(table), NATION_COLS, high_watermark=4, open_write_ids=[3])
     assert len(rows) == 24_000 and 5 in {r[0] for r in rows} and 19 not in {r[0] for r in rows}
-    rows = read_with_hive23(spark, str(table), NATION_COLS, high_watermark=4,
-                            aborted_write_ids=[4])
+    rows = read_with_hive23(spark, str(table), NATION_COLS, high_watermark=4, aborted_write_ids=[4])
     assert len(rows) == 24_000 and 19 in {r[0] for r in rows} and 5 not in {r[0] for r in rows}
 
 
@@ -182,25 +201,30 @@ def test_trino_nation_per_stripe_splits_and_vectorized(spark, fixtures_dir, tmp_
     """5 stripes -> 5 splits bounded by the key index; the vectorized reader agrees."""
     table = copy_fixture(fixtures_dir, "trino-nation-delete-deltas", tmp_path)
     expected = _pyarrow_nation_expected(table, 4)
-    splits = describe_hive23_splits(spark, str(table), NATION_COLS, high_watermark=4,
-                                    conf_overrides=PER_STRIPE_SPLITS)
+    splits = describe_hive23_splits(
+        spark, str(table), NATION_COLS, high_watermark=4, conf_overrides=PER_STRIPE_SPLITS
+    )
     assert len(splits) == 5
-    rows = read_with_hive23(spark, str(table), NATION_COLS, high_watermark=4,
-                            conf_overrides=PER_STRIPE_SPLITS)
+    rows = read_with_hive23(
+        spark, str(table), NATION_COLS, high_watermark=4, conf_overrides=PER_STRIPE_SPLITS
+    )
     assert multiset(rows) == expected
     rows = read_with_hive23(spark, str(table), NATION_COLS, high_watermark=4, vectorized=True)
     assert multiset(rows) == expected
 
 
-@pytest.mark.parametrize("unset,outcome", [
-    ("hive.txn.operational.properties", 25_000),  # split-update off: delete deltas ignored
-    ("transactional_properties", 0),  # no split-update: insert deltas never become splits
-    ("transactional", 0),
-    ("hive.txn.valid.txns", 23_000),  # absent = every txn valid
-    ("columns", 23_000),  # schema.evolution.columns is what counts ...
-    ("schema.evolution.columns", "Table schema information is required to read ACID"),
-    ("hive.transactional.table.scan", "ClassCastException"),  # events read as plain rows
-])
+@pytest.mark.parametrize(
+    "unset,outcome",
+    [
+        ("hive.txn.operational.properties", 25_000),  # split-update off: delete deltas ignored
+        ("transactional_properties", 0),  # no split-update: insert deltas never become splits
+        ("transactional", 0),
+        ("hive.txn.valid.txns", 23_000),  # absent = every txn valid
+        ("columns", 23_000),  # schema.evolution.columns is what counts ...
+        ("schema.evolution.columns", "Table schema information is required to read ACID"),
+        ("hive.transactional.table.scan", "ClassCastException"),  # events read as plain rows
+    ],
+)
 def test_jobconf_keys_that_matter(spark, fixtures_dir, tmp_path, unset, outcome):
     """Why build_jobconf sets every key: several omissions fail SILENTLY (wrong row counts)."""
     table = copy_fixture(fixtures_dir, "trino-nation-delete-deltas", tmp_path)
@@ -208,16 +232,19 @@ def test_jobconf_keys_that_matter(spark, fixtures_dir, tmp_path, unset, outcome)
     if unset.endswith("columns"):
         overrides[unset + ".types"] = None
     if isinstance(outcome, int):
-        rows = read_with_hive23(spark, str(table), NATION_COLS, high_watermark=4,
-                                conf_overrides=overrides)
+        rows = read_with_hive23(
+            spark, str(table), NATION_COLS, high_watermark=4, conf_overrides=overrides
+        )
         assert len(rows) == outcome
     else:
         with pytest.raises(Hive23ReadError, match=outcome):
-            read_with_hive23(spark, str(table), NATION_COLS, high_watermark=4,
-                             conf_overrides=overrides)
+            read_with_hive23(
+                spark, str(table), NATION_COLS, high_watermark=4, conf_overrides=overrides
+            )
 
 
 # --------------------------------------------------------------------------- 2a. bucketed table
+
 
 def _bucketed_table(root: Path) -> dict:
     """4 buckets, 1000 rows each (id % 4 == bucket), deletes in buckets 1 and 3 (write id 2),
@@ -233,14 +260,21 @@ def _bucketed_table(root: Path) -> dict:
     dd2 = acid_dir(table, "delete_delta_0000002_0000002_0000")
     deletes2 = {1: [0, 5, 999], 3: list(range(10, 20))}
     for b, rids in deletes2.items():
-        write_acid_file(dd2 / f"bucket_{b:05d}", SIMPLE_COLS,
-                        [[delete_event(1, b, rid, 2) for rid in rids]])
+        write_acid_file(
+            dd2 / f"bucket_{b:05d}", SIMPLE_COLS, [[delete_event(1, b, rid, 2) for rid in rids]]
+        )
     # id 30 is bucket 2, rowId 7
     assert inserts[2][7][5] == (30, "v30")
-    write_acid_file(acid_dir(table, "delete_delta_0000003_0000003_0000") / "bucket_00002",
-                    SIMPLE_COLS, [[delete_event(1, 2, 7, 3)]])
-    write_acid_file(acid_dir(table, "delta_0000003_0000003_0000") / "bucket_00002",
-                    SIMPLE_COLS, [[insert_event(3, 2, 0, (30, "updated"))]])
+    write_acid_file(
+        acid_dir(table, "delete_delta_0000003_0000003_0000") / "bucket_00002",
+        SIMPLE_COLS,
+        [[delete_event(1, 2, 7, 3)]],
+    )
+    write_acid_file(
+        acid_dir(table, "delta_0000003_0000003_0000") / "bucket_00002",
+        SIMPLE_COLS,
+        [[insert_event(3, 2, 0, (30, "updated"))]],
+    )
 
     def expected(visible: set[int]) -> collections.Counter:
         rows = []
@@ -279,13 +313,16 @@ def test_vectorized_reader_small_delete_files_ok(spark, tmp_path):
     """Hive 2.3's VectorizedOrcAcidRowBatchReader also gets the bucketed table right: every
     delete file here has fewer than 1024 events (one VectorizedRowBatch)."""
     t = _bucketed_table(tmp_path)
-    rows = read_with_hive23(spark, str(t["table"]), SIMPLE_COLS, high_watermark=3, num_buckets=4,
-                            vectorized=True)
+    rows = read_with_hive23(
+        spark, str(t["table"]), SIMPLE_COLS, high_watermark=3, num_buckets=4, vectorized=True
+    )
     assert multiset(rows) == t["expected"]({1, 2, 3})
 
 
 @pytest.mark.parametrize("bucket,stripes", [(0, 1), (1, 1), (0, 2)])
-def test_vectorized_reader_fails_on_v1_delete_files_over_one_batch(spark, tmp_path, bucket, stripes):
+def test_vectorized_reader_fails_on_v1_delete_files_over_one_batch(
+    spark, tmp_path, bucket, stripes
+):
     """LIMITATION of Hive 2.3's vectorized ACID path, for every bucket (also 0).
 
     VectorizedOrcAcidRowBatchReader$ColumnizedDeleteEventRegistry$DeleteReaderValue.next()
@@ -301,14 +338,19 @@ def test_vectorized_reader_fails_on_v1_delete_files_over_one_batch(spark, tmp_pa
     table = tmp_path / "big_deletes"
     n = 3000
     rows = [(i, f"v{i}") for i in range(n)]
-    write_acid_file(acid_dir(table, "delta_0000001_0000001_0000") / f"bucket_{bucket:05d}",
-                    SIMPLE_COLS, [[insert_event(1, bucket, i, r) for i, r in enumerate(rows)]])
+    write_acid_file(
+        acid_dir(table, "delta_0000001_0000001_0000") / f"bucket_{bucket:05d}",
+        SIMPLE_COLS,
+        [[insert_event(1, bucket, i, r) for i, r in enumerate(rows)]],
+    )
     dels = [delete_event(1, bucket, rid, 2) for rid in range(0, n, 2)]  # 1500 events
     if stripes == 2:
         dels = dels[:8]  # few events, but two stripes -> two batches
-    write_acid_file(acid_dir(table, "delete_delta_0000002_0000002_0000") / f"bucket_{bucket:05d}",
-                    SIMPLE_COLS, [dels[: len(dels) // stripes], dels[len(dels) // stripes:]]
-                    if stripes == 2 else [dels])
+    write_acid_file(
+        acid_dir(table, "delete_delta_0000002_0000002_0000") / f"bucket_{bucket:05d}",
+        SIMPLE_COLS,
+        [dels[: len(dels) // stripes], dels[len(dels) // stripes :]] if stripes == 2 else [dels],
+    )
     gone = {e[3] for e in dels}
     expected = multiset(r for i, r in enumerate(rows) if i not in gone)
 
@@ -317,8 +359,9 @@ def test_vectorized_reader_fails_on_v1_delete_files_over_one_batch(spark, tmp_pa
         read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=2, vectorized=True)
     message = str(err.value)
     assert "Corrupted records with different bucket ids" in message
-    assert (f"Expected bucket id {bucket}, however found the bucket id "
-            f"{bucket_property(bucket)}") in message
+    assert (
+        f"Expected bucket id {bucket}, however found the bucket id {bucket_property(bucket)}"
+    ) in message
 
 
 def test_statement_ids_row_path_right_vectorized_wrong(spark, tmp_path):
@@ -330,12 +373,21 @@ def test_statement_ids_row_path_right_vectorized_wrong(spark, tmp_path):
     table = tmp_path / "stmts"
     s0 = [(i, "s0") for i in range(10)]
     s1 = [(100 + i, "s1") for i in range(10)]
-    write_acid_file(acid_dir(table, "delta_0000001_0000001_0000") / "bucket_00000", SIMPLE_COLS,
-                    [[insert_event(1, 0, k, r) for k, r in enumerate(s0)]])
-    write_acid_file(acid_dir(table, "delta_0000001_0000001_0001") / "bucket_00000", SIMPLE_COLS,
-                    [[insert_event(1, 0, k, r, statement=1) for k, r in enumerate(s1)]])
-    write_acid_file(acid_dir(table, "delete_delta_0000002_0000002_0000") / "bucket_00000",
-                    SIMPLE_COLS, [[delete_event(1, 0, 3, 2), delete_event(1, 0, 4, 2, statement=1)]])
+    write_acid_file(
+        acid_dir(table, "delta_0000001_0000001_0000") / "bucket_00000",
+        SIMPLE_COLS,
+        [[insert_event(1, 0, k, r) for k, r in enumerate(s0)]],
+    )
+    write_acid_file(
+        acid_dir(table, "delta_0000001_0000001_0001") / "bucket_00000",
+        SIMPLE_COLS,
+        [[insert_event(1, 0, k, r, statement=1) for k, r in enumerate(s1)]],
+    )
+    write_acid_file(
+        acid_dir(table, "delete_delta_0000002_0000002_0000") / "bucket_00000",
+        SIMPLE_COLS,
+        [[delete_event(1, 0, 3, 2), delete_event(1, 0, 4, 2, statement=1)]],
+    )
     expected = multiset([r for r in s0 if r[0] != 3] + [r for r in s1 if r[0] != 104])
     assert multiset(read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=2)) == expected
     vec = read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=2, vectorized=True)
@@ -343,6 +395,7 @@ def test_statement_ids_row_path_right_vectorized_wrong(spark, tmp_path):
 
 
 # --------------------------------------------------------------------------- 2b. unbucketed, 2 writers
+
 
 def test_unbucketed_two_writer_files_per_delta(spark, tmp_path):
     """Writer ids 0 and 1 in one delta (bucket_00000 / bucket_00001), deletes in both, a later
@@ -352,20 +405,29 @@ def test_unbucketed_two_writer_files_per_delta(spark, tmp_path):
     w0 = [(i, f"a{i}") for i in range(500)]
     w1 = [(i, f"b{i}") for i in range(500, 1200)]
     for writer, rows in ((0, w0), (1, w1)):
-        write_acid_file(d1 / f"bucket_{writer:05d}", SIMPLE_COLS,
-                        [[insert_event(1, writer, k, r) for k, r in enumerate(rows)]])
+        write_acid_file(
+            d1 / f"bucket_{writer:05d}",
+            SIMPLE_COLS,
+            [[insert_event(1, writer, k, r) for k, r in enumerate(rows)]],
+        )
     dd2 = acid_dir(table, "delete_delta_0000002_0000002_0000")
     write_acid_file(dd2 / "bucket_00000", SIMPLE_COLS, [[delete_event(1, 0, 3, 2)]])
-    write_acid_file(dd2 / "bucket_00001", SIMPLE_COLS, [[delete_event(1, 1, k, 2) for k in (4, 699)]])
+    write_acid_file(
+        dd2 / "bucket_00001", SIMPLE_COLS, [[delete_event(1, 1, k, 2) for k in (4, 699)]]
+    )
     d3 = acid_dir(table, "delta_0000003_0000003_0000")
     w3a, w3b = [(2000, "c0"), (2001, "c1")], [(3000, "d0")]
     for writer, rows in ((0, w3a), (1, w3b)):
-        write_acid_file(d3 / f"bucket_{writer:05d}", SIMPLE_COLS,
-                        [[insert_event(3, writer, k, r) for k, r in enumerate(rows)]])
+        write_acid_file(
+            d3 / f"bucket_{writer:05d}",
+            SIMPLE_COLS,
+            [[insert_event(3, writer, k, r) for k, r in enumerate(rows)]],
+        )
     dd4 = acid_dir(table, "delete_delta_0000004_0000004_0000")
     # write id 4 deletes (1, writer 1, row 5) and (3, writer 1, row 0): one file, two write ids
-    write_acid_file(dd4 / "bucket_00001", SIMPLE_COLS,
-                    [[delete_event(1, 1, 5, 4), delete_event(3, 1, 0, 4)]])
+    write_acid_file(
+        dd4 / "bucket_00001", SIMPLE_COLS, [[delete_event(1, 1, 5, 4), delete_event(3, 1, 0, 4)]]
+    )
 
     base = w0 + w1
     gone2 = {w0[3], w1[4], w1[699]}
@@ -381,16 +443,26 @@ def test_unbucketed_two_writer_files_per_delta(spark, tmp_path):
 
 # --------------------------------------------------------------------------- 2c. several stripes
 
-def _multi_stripe_table(root: Path, key_index: str | None = None) -> tuple[Path, collections.Counter]:
+
+def _multi_stripe_table(
+    root: Path, key_index: str | None = None
+) -> tuple[Path, collections.Counter]:
     table = root / "stripes"
     rows = [(i, f"r{i}") for i in range(15_000)]
     events = [insert_event(1, 0, i, r) for i, r in enumerate(rows)]
-    write_acid_file(acid_dir(table, "delta_0000001_0000001_0000") / "bucket_00000", SIMPLE_COLS,
-                    [events[0:5000], events[5000:10_000], events[10_000:]], key_index=key_index)
+    write_acid_file(
+        acid_dir(table, "delta_0000001_0000001_0000") / "bucket_00000",
+        SIMPLE_COLS,
+        [events[0:5000], events[5000:10_000], events[10_000:]],
+        key_index=key_index,
+    )
     deleted = [0, 100, 4999, 5000, 5001, 9999, 12_345, 14_999]
     dels = [delete_event(1, 0, rid, 2) for rid in deleted]
-    write_acid_file(acid_dir(table, "delete_delta_0000002_0000002_0000") / "bucket_00000",
-                    SIMPLE_COLS, [dels[:4], dels[4:]])
+    write_acid_file(
+        acid_dir(table, "delete_delta_0000002_0000002_0000") / "bucket_00000",
+        SIMPLE_COLS,
+        [dels[:4], dels[4:]],
+    )
     return table, multiset(r for i, r in enumerate(rows) if i not in set(deleted))
 
 
@@ -399,10 +471,17 @@ def test_several_stripes_with_key_index(spark, tmp_path):
     file and as one split per stripe (each bounded by the key index)."""
     table, expected = _multi_stripe_table(tmp_path)
     assert multiset(read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=2)) == expected
-    assert len(describe_hive23_splits(spark, str(table), SIMPLE_COLS, high_watermark=2,
-                                      conf_overrides=PER_STRIPE_SPLITS)) == 3
-    rows = read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=2,
-                            conf_overrides=PER_STRIPE_SPLITS)
+    assert (
+        len(
+            describe_hive23_splits(
+                spark, str(table), SIMPLE_COLS, high_watermark=2, conf_overrides=PER_STRIPE_SPLITS
+            )
+        )
+        == 3
+    )
+    rows = read_with_hive23(
+        spark, str(table), SIMPLE_COLS, high_watermark=2, conf_overrides=PER_STRIPE_SPLITS
+    )
     assert multiset(rows) == expected
 
 
@@ -414,8 +493,9 @@ def test_wrong_key_index_is_caught_only_with_per_stripe_splits(spark, tmp_path):
     bad = "1,536870912,2999;1,536870912,9999;1,536870912,14999;"
     table, expected = _multi_stripe_table(tmp_path, key_index=bad)
     assert multiset(read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=2)) == expected
-    rows = read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=2,
-                            conf_overrides=PER_STRIPE_SPLITS)
+    rows = read_with_hive23(
+        spark, str(table), SIMPLE_COLS, high_watermark=2, conf_overrides=PER_STRIPE_SPLITS
+    )
     # split 0 stops after key (1, 536870912, 2999): rows 3000..4998 are lost (4999 is deleted)
     assert expected - multiset(rows) == multiset((i, f"r{i}") for i in range(3000, 4999))
     assert not multiset(rows) - expected
@@ -427,11 +507,13 @@ def test_key_index_with_fewer_entries_than_stripes(spark, tmp_path):
     table, expected = _multi_stripe_table(tmp_path, key_index="1,536870912,14999;")
     assert multiset(read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=2)) == expected
     with pytest.raises(Hive23ReadError, match="ArrayIndexOutOfBounds"):
-        read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=2,
-                         conf_overrides=PER_STRIPE_SPLITS)
+        read_with_hive23(
+            spark, str(table), SIMPLE_COLS, high_watermark=2, conf_overrides=PER_STRIPE_SPLITS
+        )
 
 
 # --------------------------------------------------------------------------- 2d. base + deltas
+
 
 def test_base_plus_later_deltas(spark, tmp_path):
     """base_0000002 (events of write ids 1 and 2) supersedes delta_1 / delta_2, which hold
@@ -439,19 +521,31 @@ def test_base_plus_later_deltas(spark, tmp_path):
     table = tmp_path / "based"
     base_rows_1 = [(i, f"w1-{i}") for i in range(300)]
     base_rows_2 = [(i, f"w2-{i}") for i in range(300, 400)]
-    base_events = ([insert_event(1, 0, k, r) for k, r in enumerate(base_rows_1)]
-                   + [insert_event(2, 0, k, r) for k, r in enumerate(base_rows_2)])
-    write_acid_file(acid_dir(table, "base_0000002") / "bucket_00000", SIMPLE_COLS,
-                    [base_events[:200], base_events[200:]])
+    base_events = [insert_event(1, 0, k, r) for k, r in enumerate(base_rows_1)] + [
+        insert_event(2, 0, k, r) for k, r in enumerate(base_rows_2)
+    ]
+    write_acid_file(
+        acid_dir(table, "base_0000002") / "bucket_00000",
+        SIMPLE_COLS,
+        [base_events[:200], base_events[200:]],
+    )
     for w in (1, 2):  # obsolete dirs a cleaner has not removed yet
-        write_acid_file(acid_dir(table, f"delta_{w:07d}_{w:07d}_0000") / "bucket_00000", SIMPLE_COLS,
-                        [[insert_event(w, 0, 0, (-w, "obsolete"))]])
+        write_acid_file(
+            acid_dir(table, f"delta_{w:07d}_{w:07d}_0000") / "bucket_00000",
+            SIMPLE_COLS,
+            [[insert_event(w, 0, 0, (-w, "obsolete"))]],
+        )
     d3 = [(1000 + i, f"w3-{i}") for i in range(50)]
-    write_acid_file(acid_dir(table, "delta_0000003_0000003_0000") / "bucket_00000", SIMPLE_COLS,
-                    [[insert_event(3, 0, k, r) for k, r in enumerate(d3)]])
-    write_acid_file(acid_dir(table, "delete_delta_0000004_0000004_0000") / "bucket_00000",
-                    SIMPLE_COLS, [[delete_event(1, 0, 7, 4), delete_event(2, 0, 0, 4),
-                                   delete_event(3, 0, 49, 4)]])
+    write_acid_file(
+        acid_dir(table, "delta_0000003_0000003_0000") / "bucket_00000",
+        SIMPLE_COLS,
+        [[insert_event(3, 0, k, r) for k, r in enumerate(d3)]],
+    )
+    write_acid_file(
+        acid_dir(table, "delete_delta_0000004_0000004_0000") / "bucket_00000",
+        SIMPLE_COLS,
+        [[delete_event(1, 0, 7, 4), delete_event(2, 0, 0, 4), delete_event(3, 0, 49, 4)]],
+    )
     base_rows = base_rows_1 + base_rows_2
     gone = {base_rows_1[7], base_rows_2[0], d3[49]}
     rows = read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=4)
@@ -460,91 +554,202 @@ def test_base_plus_later_deltas(spark, tmp_path):
     assert multiset(rows) == multiset(base_rows + d3)
     rows = read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=4, aborted_write_ids=[3])
     assert multiset(rows) == multiset([r for r in base_rows if r not in gone])
-    rows = read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=4,
-                            conf_overrides=PER_STRIPE_SPLITS)
+    rows = read_with_hive23(
+        spark, str(table), SIMPLE_COLS, high_watermark=4, conf_overrides=PER_STRIPE_SPLITS
+    )
     assert multiset(rows) == multiset([r for r in base_rows + d3 if r not in gone])
 
 
 # --------------------------------------------------------------------------- 2e. partitions
 
+
 def test_partitioned_table(spark, tmp_path):
     table = tmp_path / "parted"
-    parts = {"dt=2024-01-01": [(i, f"x{i}") for i in range(100)],
-             "dt=2024-01-02": [(i, f"y{i}") for i in range(100, 250)]}
+    parts = {
+        "dt=2024-01-01": [(i, f"x{i}") for i in range(100)],
+        "dt=2024-01-02": [(i, f"y{i}") for i in range(100, 250)],
+    }
     for p, prow in parts.items():
-        write_acid_file(acid_dir(table / p, "delta_0000001_0000001_0000") / "bucket_00000",
-                        SIMPLE_COLS, [[insert_event(1, 0, k, r) for k, r in enumerate(prow)]])
+        write_acid_file(
+            acid_dir(table / p, "delta_0000001_0000001_0000") / "bucket_00000",
+            SIMPLE_COLS,
+            [[insert_event(1, 0, k, r) for k, r in enumerate(prow)]],
+        )
     # write id 2 touches only the second partition
-    write_acid_file(acid_dir(table / "dt=2024-01-02", "delete_delta_0000002_0000002_0000")
-                    / "bucket_00000", SIMPLE_COLS, [[delete_event(1, 0, k, 2) for k in (0, 1, 2)]])
-    write_acid_file(acid_dir(table / "dt=2024-01-02", "delta_0000002_0000002_0000") / "bucket_00000",
-                    SIMPLE_COLS, [[insert_event(2, 0, 0, (100, "y100-new"))]])
+    write_acid_file(
+        acid_dir(table / "dt=2024-01-02", "delete_delta_0000002_0000002_0000") / "bucket_00000",
+        SIMPLE_COLS,
+        [[delete_event(1, 0, k, 2) for k in (0, 1, 2)]],
+    )
+    write_acid_file(
+        acid_dir(table / "dt=2024-01-02", "delta_0000002_0000002_0000") / "bucket_00000",
+        SIMPLE_COLS,
+        [[insert_event(2, 0, 0, (100, "y100-new"))]],
+    )
     p1, p2 = parts["dt=2024-01-01"], parts["dt=2024-01-02"]
     p2_now = p2[3:] + [(100, "y100-new")]
-    rows = read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=2,
-                            partition_dirs=list(parts))
+    rows = read_with_hive23(
+        spark, str(table), SIMPLE_COLS, high_watermark=2, partition_dirs=list(parts)
+    )
     assert multiset(rows) == multiset(p1 + p2_now)
-    rows = read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=2,
-                            partition_dirs=[str(table / "dt=2024-01-02")])
+    rows = read_with_hive23(
+        spark,
+        str(table),
+        SIMPLE_COLS,
+        high_watermark=2,
+        partition_dirs=[str(table / "dt=2024-01-02")],
+    )
     assert multiset(rows) == multiset(p2_now)
-    rows = read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=1,
-                            partition_dirs=list(parts))
+    rows = read_with_hive23(
+        spark, str(table), SIMPLE_COLS, high_watermark=1, partition_dirs=list(parts)
+    )
     assert multiset(rows) == multiset(p1 + p2)
 
 
 # --------------------------------------------------------------------------- 2f. column types
 
-TYPED_COLS = [("i", "int"), ("b", "bigint"), ("s", "string"), ("d", "double"), ("f", "boolean"),
-              ("m", "decimal(10,2)"), ("day", "date"), ("ts", "timestamp")]
+TYPED_COLS = [
+    ("i", "int"),
+    ("b", "bigint"),
+    ("s", "string"),
+    ("d", "double"),
+    ("f", "boolean"),
+    ("m", "decimal(10,2)"),
+    ("day", "date"),
+    ("ts", "timestamp"),
+]
 
 
 def test_column_types_and_nulls(spark, tmp_path):
     utc = dt.timezone.utc
     rows = [
-        (1, 2**40, "plain", 1.5, True, Decimal("12.50"), dt.date(2024, 2, 29),
-         dt.datetime(2024, 2, 29, 23, 59, 58, 123456)),
-        (-2147483648, -(2**63), 'quote " back\\slash, comma', -0.0, False, Decimal("-99999999.99"),
-         dt.date(1969, 12, 31), dt.datetime(1969, 12, 31, 23, 59, 58, 500001)),
-        (2147483647, 2**63 - 1, "tab\tnew\nline \u00e9\u4e2d\U0001F600", 1e300, True, Decimal("0.01"),
-         dt.date(1900, 1, 1), dt.datetime(1900, 1, 1, 0, 0, 0)),
-        (0, 0, "", 0.1, False, Decimal("0.00"), dt.date(9999, 12, 31),
-         dt.datetime(2038, 1, 19, 3, 14, 8, 1)),
+        (
+            1,
+            2**40,
+            "plain",
+            1.5,
+            True,
+            Decimal("12.50"),
+            dt.date(2024, 2, 29),
+            dt.datetime(2024, 2, 29, 23, 59, 58, 123456),
+        ),
+        (
+            -2147483648,
+            -(2**63),
+            'quote " back\\slash, comma',
+            -0.0,
+            False,
+            Decimal("-99999999.99"),
+            dt.date(1969, 12, 31),
+            dt.datetime(1969, 12, 31, 23, 59, 58, 500001),
+        ),
+        (
+            2147483647,
+            2**63 - 1,
+            "tab\tnew\nline \u00e9\u4e2d\U0001f600",
+            1e300,
+            True,
+            Decimal("0.01"),
+            dt.date(1900, 1, 1),
+            dt.datetime(1900, 1, 1, 0, 0, 0),
+        ),
+        (
+            0,
+            0,
+            "",
+            0.1,
+            False,
+            Decimal("0.00"),
+            dt.date(9999, 12, 31),
+            dt.datetime(2038, 1, 19, 3, 14, 8, 1),
+        ),
         (None, None, None, None, None, None, None, None),
-        (7, 7, "null", float("inf"), None, Decimal("1"), dt.date(2000, 1, 1),
-         dt.datetime(2000, 1, 1, 12)),
-        (8, 8, "to be deleted", 2.0, True, Decimal("2"), dt.date(2000, 1, 2), dt.datetime(2000, 1, 2)),
+        (
+            7,
+            7,
+            "null",
+            float("inf"),
+            None,
+            Decimal("1"),
+            dt.date(2000, 1, 1),
+            dt.datetime(2000, 1, 1, 12),
+        ),
+        (
+            8,
+            8,
+            "to be deleted",
+            2.0,
+            True,
+            Decimal("2"),
+            dt.date(2000, 1, 2),
+            dt.datetime(2000, 1, 2),
+        ),
     ]
     table = tmp_path / "typed"
 
     def to_orc(r):  # pyorc wants aware datetimes; Hive gives back the UTC wall clock
         return r[:7] + ((r[7].replace(tzinfo=utc) if r[7] else None),)
 
-    write_acid_file(acid_dir(table, "delta_0000001_0000001_0000") / "bucket_00000", TYPED_COLS,
-                    [[insert_event(1, 0, k, to_orc(r)) for k, r in enumerate(rows)]])
-    write_acid_file(acid_dir(table, "delete_delta_0000002_0000002_0000") / "bucket_00000",
-                    TYPED_COLS, [[delete_event(1, 0, 6, 2)]])
+    write_acid_file(
+        acid_dir(table, "delta_0000001_0000001_0000") / "bucket_00000",
+        TYPED_COLS,
+        [[insert_event(1, 0, k, to_orc(r)) for k, r in enumerate(rows)]],
+    )
+    write_acid_file(
+        acid_dir(table, "delete_delta_0000002_0000002_0000") / "bucket_00000",
+        TYPED_COLS,
+        [[delete_event(1, 0, 6, 2)]],
+    )
     got = read_with_hive23(spark, str(table), TYPED_COLS, high_watermark=2)
-    expected = [tuple(Decimal(v).quantize(Decimal("0.01")) if isinstance(v, Decimal) else v
-                      for v in r) for r in rows[:6]]
+    expected = [
+        tuple(Decimal(v).quantize(Decimal("0.01")) if isinstance(v, Decimal) else v for v in r)
+        for r in rows[:6]
+    ]
     assert sorted(got, key=repr) == sorted(expected, key=repr)
     for g in got:  # exact Python types, not just equal values
         for v, (_, t) in zip(g, TYPED_COLS):
             if v is not None:
-                assert type(v).__name__ == {"int": "int", "bigint": "int", "string": "str",
-                                            "double": "float", "boolean": "bool",
-                                            "decimal(10,2)": "Decimal", "date": "date",
-                                            "timestamp": "datetime"}[t]
+                assert (
+                    type(v).__name__
+                    == {
+                        "int": "int",
+                        "bigint": "int",
+                        "string": "str",
+                        "double": "float",
+                        "boolean": "bool",
+                        "decimal(10,2)": "Decimal",
+                        "date": "date",
+                        "timestamp": "datetime",
+                    }[t]
+                )
 
 
 def test_more_types_and_empty_result(spark, tmp_path):
-    cols = [("t", "tinyint"), ("sm", "smallint"), ("big", "decimal(38,10)"), ("vc", "varchar(10)"),
-            ("ch", "char(3)"), ("d0", "decimal(5,0)")]
-    rows = [(-128, 32767, Decimal("1234567890123456789012345678.0123456789"), "abc", "xy ",
-             Decimal("-99999")),
-            (127, -32768, Decimal("-0.0000000001"), "", "zzz", Decimal("0"))]
+    cols = [
+        ("t", "tinyint"),
+        ("sm", "smallint"),
+        ("big", "decimal(38,10)"),
+        ("vc", "varchar(10)"),
+        ("ch", "char(3)"),
+        ("d0", "decimal(5,0)"),
+    ]
+    rows = [
+        (
+            -128,
+            32767,
+            Decimal("1234567890123456789012345678.0123456789"),
+            "abc",
+            "xy ",
+            Decimal("-99999"),
+        ),
+        (127, -32768, Decimal("-0.0000000001"), "", "zzz", Decimal("0")),
+    ]
     table = tmp_path / "more"
-    write_acid_file(acid_dir(table, "delta_0000001_0000001_0000") / "bucket_00000", cols,
-                    [[insert_event(1, 0, k, r) for k, r in enumerate(rows)]])
+    write_acid_file(
+        acid_dir(table, "delta_0000001_0000001_0000") / "bucket_00000",
+        cols,
+        [[insert_event(1, 0, k, r) for k, r in enumerate(rows)]],
+    )
     assert multiset(read_with_hive23(spark, str(table), cols, high_watermark=1)) == multiset(rows)
     assert read_with_hive23(spark, str(table), cols, high_watermark=0) == []
 
@@ -559,22 +764,37 @@ def test_orc_timestamp_in_last_second_before_epoch(spark, tmp_path):
     value = dt.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=dt.timezone.utc)
     f = acid_dir(table, "delta_0000001_0000001_0000") / "bucket_00000"
     write_acid_file(f, cols, [[insert_event(1, 0, 0, (1, value))]])
-    assert read_with_hive23(spark, str(table), cols, high_watermark=1) == \
-        [(1, dt.datetime(1970, 1, 1, 0, 0, 0, 999999))]
+    assert read_with_hive23(spark, str(table), cols, high_watermark=1) == [
+        (1, dt.datetime(1970, 1, 1, 0, 0, 0, 999999))
+    ]
     arrow = paorc.ORCFile(str(f)).read().to_pydict()["row"][0]["ts"]
     assert arrow.replace(tzinfo=None) == dt.datetime(1970, 1, 1, 0, 0, 0, 999999)
 
 
 # --------------------------------------------------------------------------- 3. what Hive 2.3 needs
 
-def _write_raw(path: Path, columns, events, metadata: dict[str, bytes], event_names=None,
-               compression=pyorc.CompressionKind.ZLIB) -> None:
+
+def _write_raw(
+    path: Path,
+    columns,
+    events,
+    metadata: dict[str, bytes],
+    event_names=None,
+    compression=pyorc.CompressionKind.ZLIB,
+) -> None:
     """Like write_acid_file but with exactly the given footer metadata / event field names."""
-    names = event_names or ["operation", "originalTransaction", "bucket", "rowId",
-                            "currentTransaction"]
+    names = event_names or [
+        "operation",
+        "originalTransaction",
+        "bucket",
+        "rowId",
+        "currentTransaction",
+    ]
     row_type = ",".join(f"{n}:{t}" for n, t in columns)
-    schema = (f"struct<{names[0]}:int,{names[1]}:bigint,{names[2]}:int,{names[3]}:bigint,"
-              f"{names[4]}:bigint,row:struct<{row_type}>>")
+    schema = (
+        f"struct<{names[0]}:int,{names[1]}:bigint,{names[2]}:int,{names[3]}:bigint,"
+        f"{names[4]}:bigint,row:struct<{row_type}>>"
+    )
     with open(path, "wb") as f:
         writer = pyorc.Writer(f, schema, compression=compression)
         for e in events:
@@ -586,8 +806,11 @@ def _write_raw(path: Path, columns, events, metadata: dict[str, bytes], event_na
 
 def _ten_rows(table: Path, columns=SIMPLE_COLS) -> list[tuple]:
     rows = [(i, f"x{i}") for i in range(10)]
-    write_acid_file(acid_dir(table, "delta_0000001_0000001_0000") / "bucket_00000", columns,
-                    [[insert_event(1, 0, k, r) for k, r in enumerate(rows)]])
+    write_acid_file(
+        acid_dir(table, "delta_0000001_0000001_0000") / "bucket_00000",
+        columns,
+        [[insert_event(1, 0, k, r) for k, r in enumerate(rows)]],
+    )
     return rows
 
 
@@ -595,9 +818,12 @@ def test_insert_file_without_key_index_fails(spark, tmp_path):
     """Every insert-delta / base file needs hive.acid.key.index (OrcRawRecordMerger reads it
     through OrcRecordUpdater.parseKeyIndex): loud failure without it."""
     table = tmp_path / "nokey"
-    _write_raw(acid_dir(table, "delta_0000001_0000001_0000") / "bucket_00000", SIMPLE_COLS,
-               [insert_event(1, 0, k, (k, "x")) for k in range(10)],
-               {"hive.acid.stats": b"10,0,0", "hive.acid.version": b"2"})
+    _write_raw(
+        acid_dir(table, "delta_0000001_0000001_0000") / "bucket_00000",
+        SIMPLE_COLS,
+        [insert_event(1, 0, k, (k, "x")) for k in range(10)],
+        {"hive.acid.stats": b"10,0,0", "hive.acid.version": b"2"},
+    )
     with pytest.raises(Hive23ReadError, match="Can't find user metadata hive.acid.key.index"):
         read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=1)
 
@@ -605,17 +831,31 @@ def test_insert_file_without_key_index_fails(spark, tmp_path):
 def test_delete_file_metadata_requirements(spark, tmp_path):
     """Delete files: the row path needs neither key index nor stats; the vectorized path needs
     hive.acid.stats (ColumnizedDeleteEventRegistry reads ``acidStats.deletes``: NPE)."""
-    for meta, vectorized_ok in [({"hive.acid.stats": b"0,0,1"}, True),
-                                ({"hive.acid.key.index": b"1,536870912,3;"}, False)]:
+    for meta, vectorized_ok in [
+        ({"hive.acid.stats": b"0,0,1"}, True),
+        ({"hive.acid.key.index": b"1,536870912,3;"}, False),
+    ]:
         table = tmp_path / f"del{len(meta[next(iter(meta))])}"
         rows = _ten_rows(table)
-        _write_raw(acid_dir(table, "delete_delta_0000002_0000002_0000") / "bucket_00000",
-                   SIMPLE_COLS, [delete_event(1, 0, 3, 2)], meta)
+        _write_raw(
+            acid_dir(table, "delete_delta_0000002_0000002_0000") / "bucket_00000",
+            SIMPLE_COLS,
+            [delete_event(1, 0, 3, 2)],
+            meta,
+        )
         expected = multiset(r for r in rows if r[0] != 3)
-        assert multiset(read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=2)) == expected
+        assert (
+            multiset(read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=2)) == expected
+        )
         if vectorized_ok:
-            assert multiset(read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=2,
-                                             vectorized=True)) == expected
+            assert (
+                multiset(
+                    read_with_hive23(
+                        spark, str(table), SIMPLE_COLS, high_watermark=2, vectorized=True
+                    )
+                )
+                == expected
+            )
         else:
             with pytest.raises(Hive23ReadError, match="acidStats"):
                 read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=2, vectorized=True)
@@ -628,21 +868,34 @@ def test_unsorted_events_give_wrong_results(spark, tmp_path):
     the vectorized path does not care about insert order)."""
     table = tmp_path / "unsorted_del"
     _ten_rows(table)
-    write_acid_file(acid_dir(table, "delete_delta_0000002_0000002_0000") / "bucket_00000",
-                    SIMPLE_COLS, [[delete_event(1, 0, r, 2) for r in (5, 1, 9, 0)]])
+    write_acid_file(
+        acid_dir(table, "delete_delta_0000002_0000002_0000") / "bucket_00000",
+        SIMPLE_COLS,
+        [[delete_event(1, 0, r, 2) for r in (5, 1, 9, 0)]],
+    )
     assert len(read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=2)) == 10
-    assert len(read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=2,
-                                vectorized=True)) == 10
+    assert (
+        len(read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=2, vectorized=True))
+        == 10
+    )
 
     table = tmp_path / "unsorted_ins"
     events = [insert_event(1, 0, k, (k, "x")) for k in range(100)]
-    write_acid_file(acid_dir(table, "delta_0000001_0000001_0000") / "bucket_00000", SIMPLE_COLS,
-                    [events[50:] + events[:50]])
-    write_acid_file(acid_dir(table, "delete_delta_0000002_0000002_0000") / "bucket_00000",
-                    SIMPLE_COLS, [[delete_event(1, 0, r, 2) for r in (5, 10, 50, 90)]])
+    write_acid_file(
+        acid_dir(table, "delta_0000001_0000001_0000") / "bucket_00000",
+        SIMPLE_COLS,
+        [events[50:] + events[:50]],
+    )
+    write_acid_file(
+        acid_dir(table, "delete_delta_0000002_0000002_0000") / "bucket_00000",
+        SIMPLE_COLS,
+        [[delete_event(1, 0, r, 2) for r in (5, 10, 50, 90)]],
+    )
     assert len(read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=2)) == 98  # not 96
-    assert len(read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=2,
-                                vectorized=True)) == 96
+    assert (
+        len(read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=2, vectorized=True))
+        == 96
+    )
 
 
 def test_row_fields_are_matched_by_exact_name(spark, tmp_path):
@@ -668,15 +921,23 @@ def test_what_hive23_cannot_parse(spark, tmp_path):
     with pytest.raises(Hive23ReadError, match="NumberFormatException"):
         read_with_hive23(spark, str(t1), SIMPLE_COLS, high_watermark=1)
     t2 = tmp_path / "directinsert"
-    write_acid_file(acid_dir(t2, "delta_0000001_0000001_0000") / "bucket_00000_0", SIMPLE_COLS, [ev])
+    write_acid_file(
+        acid_dir(t2, "delta_0000001_0000001_0000") / "bucket_00000_0", SIMPLE_COLS, [ev]
+    )
     with pytest.raises(Hive23ReadError, match='For input string: "00000_0"'):
         read_with_hive23(spark, str(t2), SIMPLE_COLS, high_watermark=1)
     t3 = tmp_path / "lowercase"
-    _write_raw(acid_dir(t3, "delta_0000001_0000001_0000") / "bucket_00000", SIMPLE_COLS, ev,
-               {"hive.acid.key.index": b"1,536870912,2;", "hive.acid.stats": b"3,0,0",
-                "hive.acid.version": b"2"},
-               event_names=["operation", "originaltransaction", "bucket", "rowid",
-                            "currenttransaction"])
+    _write_raw(
+        acid_dir(t3, "delta_0000001_0000001_0000") / "bucket_00000",
+        SIMPLE_COLS,
+        ev,
+        {
+            "hive.acid.key.index": b"1,536870912,2;",
+            "hive.acid.stats": b"3,0,0",
+            "hive.acid.version": b"2",
+        },
+        event_names=["operation", "originaltransaction", "bucket", "rowid", "currenttransaction"],
+    )
     with pytest.raises(Hive23ReadError, match="NullPointerException"):
         read_with_hive23(spark, str(t3), SIMPLE_COLS, high_watermark=1)
 
@@ -689,9 +950,17 @@ def test_what_hive23_tolerates_that_hive3_may_not(spark, tmp_path):
     d = table / "delta_0000001_0000001_0000"
     d.mkdir(parents=True)
     rows = [(k, "x") for k in range(10)]
-    _write_raw(d / "bucket_00000", SIMPLE_COLS, [insert_event(1, 0, k, r) for k, r in enumerate(rows)],
-               {"hive.acid.key.index": b"1,536870912,9;", "hive.acid.stats": b"10,0,0",
-                "hive.acid.version": b"2"}, compression=pyorc.CompressionKind.ZSTD)
+    _write_raw(
+        d / "bucket_00000",
+        SIMPLE_COLS,
+        [insert_event(1, 0, k, r) for k, r in enumerate(rows)],
+        {
+            "hive.acid.key.index": b"1,536870912,9;",
+            "hive.acid.stats": b"10,0,0",
+            "hive.acid.version": b"2",
+        },
+        compression=pyorc.CompressionKind.ZSTD,
+    )
     got = read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=1)
     assert multiset(got) == multiset(rows)
 
@@ -700,9 +969,18 @@ def test_base_newer_than_an_open_write_id(spark, tmp_path):
     """Hive 2.3 uses base_N only when N < minOpenTxn (ValidReadTxnList.isValidBase); otherwise
     getAcidState fails rather than reading a base that may contain uncommitted data."""
     table = tmp_path / "openbase"
-    write_acid_file(acid_dir(table, "base_0000005") / "bucket_00000", SIMPLE_COLS,
-                    [[insert_event(1, 0, k, (k, "x")) for k in range(3)]])
-    assert len(read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=6,
-                                aborted_write_ids=[3])) == 3
+    write_acid_file(
+        acid_dir(table, "base_0000005") / "bucket_00000",
+        SIMPLE_COLS,
+        [[insert_event(1, 0, k, (k, "x")) for k in range(3)]],
+    )
+    assert (
+        len(
+            read_with_hive23(
+                spark, str(table), SIMPLE_COLS, high_watermark=6, aborted_write_ids=[3]
+            )
+        )
+        == 3
+    )
     with pytest.raises(Hive23ReadError, match="Not enough history available"):
         read_with_hive23(spark, str(table), SIMPLE_COLS, high_watermark=6, open_write_ids=[3])

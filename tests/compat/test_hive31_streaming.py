@@ -13,6 +13,7 @@ writes, acidflow's ``Transaction(catalog).upsert`` / ``initiator`` + ``worker`` 
 on it, then ``tests.compat.hive31.same_as_acidflow(oracle, catalog, "db.name")``, which reads
 through the catalog's ValidWriteIdList with both of Hive's readers and compares ROW__IDs.
 """
+
 from __future__ import annotations
 
 import decimal
@@ -23,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-import pytest
 import pyarrow as pa
+import pytest
 from pymetastore.hive_metastore.ttypes import (
     CommitTxnRequest,
     Database,
@@ -32,15 +33,15 @@ from pymetastore.hive_metastore.ttypes import (
     OpenTxnRequest,
 )
 
-from acidflow.read import table as reads
-from acidflow.engine.transaction import Transaction
-from acidflow.format.bucketing import decode_bucket_id
-from acidflow.format.bucketing_hash import hive_bucket
-from acidflow.format.layout import ValidWriteIdList
 from acidflow.catalog import Column, TableDef
 from acidflow.catalog.hms.client import hms_client, to_valid_write_ids, valid_txn_list
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
+from acidflow.engine.transaction import Transaction
+from acidflow.format.bucketing import decode_bucket_id
+from acidflow.format.bucketing_hash import hive_bucket
+from acidflow.format.layout import ValidWriteIdList
+from acidflow.read import table as reads
 from tests.compat.hive31 import (
     Hive31Oracle,
     Hive31Row,
@@ -75,8 +76,9 @@ class StreamedTable:
         return f"{self.db}.{self.name}"
 
     @classmethod
-    def existing(cls, url: str, db: str, name: str, location: Path,
-                 buckets: int) -> "StreamedTable":
+    def existing(
+        cls, url: str, db: str, name: str, location: Path, buckets: int
+    ) -> "StreamedTable":
         """A table already in the metastore (e.g. one acidflow's metastore catalog created)."""
         return cls(url, db, name, Path(location), buckets)
 
@@ -84,10 +86,14 @@ class StreamedTable:
     def create(cls, hive_metastore, db: str, name: str, buckets: int = 2) -> "StreamedTable":
         location = hive_metastore.warehouse / f"{db}.db" / name
         with hms_client(hive_metastore.url) as client:
-            client.create_database(Database(name=db, description=None, parameters={},
-                                            locationUri=location.parent.as_uri()))
-            client.create_table(transactional_orc_table(db, name, location.as_uri(),
-                                                        buckets=buckets))
+            client.create_database(
+                Database(
+                    name=db, description=None, parameters={}, locationUri=location.parent.as_uri()
+                )
+            )
+            client.create_table(
+                transactional_orc_table(db, name, location.as_uri(), buckets=buckets)
+            )
             stored = client.get_table(db, name)
         assert urlparse(stored.sd.location).scheme == "file"
         return cls(hive_metastore.url, db, name, location, buckets)
@@ -99,24 +105,35 @@ class StreamedTable:
         """The table's ValidWriteIdList and the ValidTxnList of a reader transaction opened
         now, from the metastore (``get_open_txns`` + ``get_valid_write_ids``)."""
         with hms_client(self.url) as client:
-            (txn,) = client.open_txns(OpenTxnRequest(num_txns=1, user="reader",
-                                                     hostname=socket.gethostname())).txn_ids
+            (txn,) = client.open_txns(
+                OpenTxnRequest(num_txns=1, user="reader", hostname=socket.gethostname())
+            ).txn_ids
             txns = valid_txn_list(client.get_open_txns(), txn)
-            (ids,) = client.get_valid_write_ids(GetValidWriteIdsRequest(
-                fullTableNames=[self.full_name], validTxnList=txns)).tblValidWriteIds
+            (ids,) = client.get_valid_write_ids(
+                GetValidWriteIdsRequest(fullTableNames=[self.full_name], validTxnList=txns)
+            ).tblValidWriteIds
             client.commit_txn(CommitTxnRequest(txnid=txn))
         return to_valid_write_ids(ids), txns
 
     def read_hive(self, oracle: Hive31Oracle, vectorized: bool = False) -> list[Hive31Row]:
         valid, txns = self.snapshot()
-        return oracle.read(self.location, COLUMNS, valid, num_buckets=self.buckets,
-                           valid_txns=txns, vectorized=vectorized)
+        return oracle.read(
+            self.location,
+            COLUMNS,
+            valid,
+            num_buckets=self.buckets,
+            valid_txns=txns,
+            vectorized=vectorized,
+        )
 
     def read_acidflow(self) -> list[dict]:
         valid, _ = self.snapshot()
-        plan = reads.plan_path(str(self.location), high_watermark=valid.high_watermark,
-                               open_write_ids=valid.open_write_ids,
-                               aborted_write_ids=valid.aborted_write_ids)
+        plan = reads.plan_path(
+            str(self.location),
+            high_watermark=valid.high_watermark,
+            open_write_ids=valid.open_write_ids,
+            aborted_write_ids=valid.aborted_write_ids,
+        )
         return reads.run_plan(None, plan, row_id=True).to_pylist()
 
 
@@ -137,10 +154,14 @@ def test_hive_streams_into_a_metastore_table_both_readers_agree(hive_metastore, 
     vectorized) and acidflow's return the same 5+3+4 rows with the same ROW__IDs (write id, Hive's bucket property,
     row id) and agree with acidflow's bucket hash on every row's bucket."""
     table = StreamedTable.create(hive_metastore, "streamed", "orders")
-    first = table.stream([rows(range(1, 6), "a"), rows(range(6, 9), "b"),
-                          [*rows(range(100, 104), "x"), "abort"]])
+    first = table.stream(
+        [rows(range(1, 6), "a"), rows(range(6, 9), "b"), [*rows(range(100, 104), "x"), "abort"]]
+    )
     assert [(t.write_id, t.rows, t.state) for t in first] == [
-        (1, 5, "committed"), (2, 3, "committed"), (3, 4, "aborted")]
+        (1, 5, "committed"),
+        (2, 3, "committed"),
+        (3, 4, "aborted"),
+    ]
     second = table.stream([rows(range(9, 13), "c")])
     assert [(t.write_id, t.rows, t.state) for t in second] == [(4, 4, "committed")]
     dirs = sorted(p.name for p in table.location.iterdir() if not p.name.startswith("."))
@@ -153,8 +174,10 @@ def test_hive_streams_into_a_metastore_table_both_readers_agree(hive_metastore, 
     ours = table.read_acidflow()
     assert hive_multiset(hive) == acidflow_multiset(ours, COLUMNS)
     assert hive_multiset(table.read_hive(hive31, vectorized=True)) == hive_multiset(hive)
-    expected = {r[0]: (r[0], r[1], decimal.Decimal(r[2])) for r in
-                rows(range(1, 6), "a") + rows(range(6, 9), "b") + rows(range(9, 13), "c")}
+    expected = {
+        r[0]: (r[0], r[1], decimal.Decimal(r[2]))
+        for r in rows(range(1, 6), "a") + rows(range(6, 9), "b") + rows(range(9, 13), "c")
+    }
     assert sorted(r.values for r in hive) == sorted(expected.values())
     write_id_of = {r.values[0]: r.write_id for r in hive}
     assert write_id_of == {i: 1 if i < 6 else 2 if i < 9 else 4 for i in range(1, 13)}
@@ -163,7 +186,8 @@ def test_hive_streams_into_a_metastore_table_both_readers_agree(hive_metastore, 
     # row ids run per (write id, bucket) from 0, as Hive's record updater numbers them
     for key in {(r.write_id, r.bucket) for r in hive}:
         assert sorted(r.row_id for r in hive if (r.write_id, r.bucket) == key) == list(
-            range(sum(1 for r in hive if (r.write_id, r.bucket) == key)))
+            range(sum(1 for r in hive if (r.write_id, r.bucket) == key))
+        )
 
 
 def metastore_catalog_class():
@@ -179,52 +203,77 @@ def metastore_catalog_class():
         pytest.skip(msg)
 
 
-def test_hive_streams_into_an_acidflow_table_acidflow_upserts_and_compacts(hive_metastore,
-                                                                            hive31):
+def test_hive_streams_into_an_acidflow_table_acidflow_upserts_and_compacts(hive_metastore, hive31):
     """Issue 11 deliverable 7(b) end to end on the metastore catalog: acidflow creates the
     table (it owns it), Hive's streaming API writes two committed transactions and one that
     writes and aborts (write ids 1-3 from the metastore), acidflow upserts (write id 4:
     updates of Hive's rows and new keys), then minor compaction, clean, major compaction,
     clean -- after each step both of Hive's readers return exactly acidflow's snapshot under
     the catalog's ValidWriteIdList, ROW__IDs included."""
-    catalog = metastore_catalog_class()(hive_metastore.url,
-                                        warehouse=str(hive_metastore.warehouse))
+    catalog = metastore_catalog_class()(hive_metastore.url, warehouse=str(hive_metastore.warehouse))
     name = "owned.orders"
     try:
-        catalog.create_table(TableDef(name=name, columns=[Column(n, t) for n, t in COLUMNS],
-                                      primary_key=["id"], num_buckets=2))
+        catalog.create_table(
+            TableDef(
+                name=name,
+                columns=[Column(n, t) for n, t in COLUMNS],
+                primary_key=["id"],
+                num_buckets=2,
+            )
+        )
         td = catalog.get_table(name)
-        table = StreamedTable.existing(hive_metastore.url, "owned", "orders",
-                                       Path(urlparse(td.location).path), td.num_buckets)
-        streamed = table.stream([rows(range(1, 11), "h"), rows(range(11, 15), "h"),
-                                 [*rows((99,), "gone"), "abort"]])
+        table = StreamedTable.existing(
+            hive_metastore.url, "owned", "orders", Path(urlparse(td.location).path), td.num_buckets
+        )
+        streamed = table.stream(
+            [rows(range(1, 11), "h"), rows(range(11, 15), "h"), [*rows((99,), "gone"), "abort"]]
+        )
         assert [(t.write_id, t.state) for t in streamed] == [
-            (1, "committed"), (2, "committed"), (3, "aborted")]
+            (1, "committed"),
+            (2, "committed"),
+            (3, "aborted"),
+        ]
         valid = catalog.valid_write_ids(name)
         assert (valid.high_watermark, valid.aborted_write_ids) == (3, (3,))
         assert len(same_as_acidflow(hive31, catalog, name)) == 14
 
-        schema = pa.schema([("id", pa.int64()), ("name", pa.string()),
-                            ("amount", pa.decimal128(12, 2))])
+        schema = pa.schema(
+            [("id", pa.int64()), ("name", pa.string()), ("amount", pa.decimal128(12, 2))]
+        )
         with Transaction(catalog) as txn:
-            txn.upsert(name, pa.Table.from_pylist(
-                [{"id": i, "name": f"a{i}", "amount": decimal.Decimal("7.25")}
-                 for i in (2, 5, 12, 20, 21)], schema=schema))
+            txn.upsert(
+                name,
+                pa.Table.from_pylist(
+                    [
+                        {"id": i, "name": f"a{i}", "amount": decimal.Decimal("7.25")}
+                        for i in (2, 5, 12, 20, 21)
+                    ],
+                    schema=schema,
+                ),
+            )
         got = same_as_acidflow(hive31, catalog, name)
-        assert sorted((r.values[0], r.values[1], r.write_id) for r in got if r.write_id == 4) \
-            == [(i, f"a{i}", 4) for i in (2, 5, 12, 20, 21)]
+        assert sorted((r.values[0], r.values[1], r.write_id) for r in got if r.write_id == 4) == [
+            (i, f"a{i}", 4) for i in (2, 5, 12, 20, 21)
+        ]
         assert len(got) == 16
 
-        for kind, left in (("minor", ["delete_delta_0000001_0000004", "delta_0000001_0000004"]),
-                           ("major", ["base_0000004"])):
+        for kind, left in (
+            ("minor", ["delete_delta_0000001_0000004", "delta_0000001_0000004"]),
+            ("major", ["base_0000004"]),
+        ):
             info = initiator.request_compaction(catalog, name, None, kind)
-            out = worker.run_worker(None, catalog, cq_id=info.id,
-                                    config=CompactorConfig(heartbeat_s=0.5))
+            out = worker.run_worker(
+                None, catalog, cq_id=info.id, config=CompactorConfig(heartbeat_s=0.5)
+            )
             assert out is not None and out.state == "ready for cleaning", out and out.report
             same_as_acidflow(hive31, catalog, name)
             assert not cleaner.run_cleaner(catalog, reader_timeout_s=0).waiting
-            assert sorted(p.name for p in table.location.iterdir()
-                          if not p.name.startswith((".", "_"))) == left
+            assert (
+                sorted(
+                    p.name for p in table.location.iterdir() if not p.name.startswith((".", "_"))
+                )
+                == left
+            )
             assert len(same_as_acidflow(hive31, catalog, name)) == 16
     finally:
         catalog.close()

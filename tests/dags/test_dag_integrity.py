@@ -1,5 +1,6 @@
 """DAG integrity: every DAG file imports without errors, names its owner, retries and tags, has
 the ids and params that are part of the interface, and does no heavy work at parse time."""
+
 import json
 import subprocess
 import sys
@@ -45,15 +46,24 @@ print("RESULT " + json.dumps(out, default=str))
 
 def parse(home, **config):
     """Parse the DAG folder in a subprocess with ``AIRFLOW__ACIDFLOW__<KEY>`` = ``config``."""
-    env = {"AIRFLOW_HOME": str(home),
-           "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
-           "PATH": "/usr/bin:/bin", "PYTHONPATH": f"{DAGS}:{REPO / 'jobs'}",
-           **{f"AIRFLOW__ACIDFLOW__{k.upper()}": v for k, v in config.items()}}
-    r = subprocess.run([sys.executable, "-c", PARSE, str(DAGS)], env=env, capture_output=True,
-                       text=True, timeout=300)
+    env = {
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": f"{DAGS}:{REPO / 'jobs'}",
+        **{f"AIRFLOW__ACIDFLOW__{k.upper()}": v for k, v in config.items()},
+    }
+    r = subprocess.run(
+        [sys.executable, "-c", PARSE, str(DAGS)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     line = [x for x in r.stdout.splitlines() if x.startswith("RESULT ")]
     assert line, r.stderr[-3000:]
-    return json.loads(line[-1][len("RESULT "):])
+    return json.loads(line[-1][len("RESULT ") :])
 
 
 @pytest.fixture(scope="module")
@@ -107,12 +117,19 @@ def test_schedules_run_one_at_a_time_without_catchup(parsed):
         assert d["catchup"] is False, dag_id
     # the short-circuit between the pull and the Spark job
     assert cdc["tasks"] == ["cdc_upsert", "pending", "pull", "validate"]
-    assert "ShortCircuitOperator" in str(cdc["operators"]) or "_ShortCircuitDecoratedOperator" \
-        in cdc["operators"]
+    assert (
+        "ShortCircuitOperator" in str(cdc["operators"])
+        or "_ShortCircuitDecoratedOperator" in cdc["operators"]
+    )
     assert health["tasks"] == ["check"]
     assert {k for k, v in health["defaults"].items() if v is None} == {
-        "initiated_max_s", "working_max_s", "failed_max", "failed_window_s", "txn_max_age_s",
-        "slot_lag_max_bytes"}
+        "initiated_max_s",
+        "working_max_s",
+        "failed_max",
+        "failed_window_s",
+        "txn_max_age_s",
+        "slot_lag_max_bytes",
+    }
 
 
 def test_table_writers_declare_the_asset_alias(parsed):
@@ -132,10 +149,15 @@ def test_no_notifier_without_recipients(parsed):
 
 
 def test_configured_schedule_params_notifier_and_asset_trigger(tmp_path):
-    p = parse(tmp_path, cdc_schedule="30", health_schedule="@continuous",
-              alert_to="ops@example.com, dba@example.com", alert_smtp_conn_id="smtp_alerts",
-              compaction_on_writes="true",
-              cdc_params=json.dumps({"format": "goldengate", "input_path": "/data/landing"}))
+    p = parse(
+        tmp_path,
+        cdc_schedule="30",
+        health_schedule="@continuous",
+        alert_to="ops@example.com, dba@example.com",
+        alert_smtp_conn_id="smtp_alerts",
+        compaction_on_writes="true",
+        cdc_params=json.dumps({"format": "goldengate", "input_path": "/data/landing"}),
+    )
     assert p["errors"] == {}
     dags = p["dags"]
     assert dags["acid_cdc"]["timetable"] == "DeltaTriggerTimetable"
@@ -147,13 +169,20 @@ def test_configured_schedule_params_notifier_and_asset_trigger(tmp_path):
     for dag_id, d in dags.items():
         assert set(map(tuple, d["callbacks"].values())) == {("SmtpNotifier",)}, dag_id
     (n,) = dags["acid_health"]["notifier"]
-    assert n == {"to": ["ops@example.com", "dba@example.com"], "from_email": "acidflow@localhost",
-                 "smtp_conn_id": "smtp_alerts"}
+    assert n == {
+        "to": ["ops@example.com", "dba@example.com"],
+        "from_email": "acidflow@localhost",
+        "smtp_conn_id": "smtp_alerts",
+    }
 
 
 def test_bad_configuration_is_an_import_error_naming_the_key(tmp_path):
-    p = parse(tmp_path, cdc_params='{"formt": "x"}', health_schedule="0",
-              alert_notifier="nosuch.module:make")
+    p = parse(
+        tmp_path,
+        cdc_params='{"formt": "x"}',
+        health_schedule="0",
+        alert_notifier="nosuch.module:make",
+    )
     errors = "\n".join(p["errors"].values())
     assert "cdc_params: unknown params ['formt']" in errors
     assert "health_schedule='0': the interval must be > 0 seconds" in errors

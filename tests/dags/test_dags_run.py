@@ -1,5 +1,6 @@
 """``airflow dags test`` for each DAG on embedded defaults (SQLite metadata, Spark local[2]
 through SparkSubmitOperator), checking what the runs did to the tables."""
+
 import json
 
 import pytest
@@ -28,9 +29,18 @@ def ok(result):
 
 
 def gg(op, pos, after=None, before=None):
-    return json.dumps({"table": "SHOP.CUST", "op_type": op, "op_ts": "2024-01-01 00:00:00",
-                       "current_ts": "2024-01-01 00:00:00", "pos": pos, "primary_keys": ["ID"],
-                       "before": before, "after": after})
+    return json.dumps(
+        {
+            "table": "SHOP.CUST",
+            "op_type": op,
+            "op_ts": "2024-01-01 00:00:00",
+            "current_ts": "2024-01-01 00:00:00",
+            "pos": pos,
+            "primary_keys": ["ID"],
+            "before": before,
+            "after": after,
+        }
+    )
 
 
 def test_acid_ingest_loads_its_data_interval(af):
@@ -48,13 +58,28 @@ def test_acid_cdc_then_acid_compaction(af):
     land = root / "landing"
     land.mkdir()
     for i in range(3):
-        (land / f"batch-{i}.json").write_text("\n".join([
-            gg("I", f"{i}0", {"ID": 10 * i + 1, "NAME": "a", "AGE": i}),
-            gg("I", f"{i}1", {"ID": 10 * i + 2, "NAME": "b", "AGE": i}),
-            gg("U", f"{i}2", {"ID": 10 * i + 1, "NAME": "a2", "AGE": 100 + i}, {"ID": 10 * i + 1}),
-        ]) + "\n")
-    conf = {"format": "goldengate", "input_path": str(land), "target_db": "shop",
-            "auto_create": True, "tables_config": str(root / "no-config.yaml")}
+        (land / f"batch-{i}.json").write_text(
+            "\n".join(
+                [
+                    gg("I", f"{i}0", {"ID": 10 * i + 1, "NAME": "a", "AGE": i}),
+                    gg("I", f"{i}1", {"ID": 10 * i + 2, "NAME": "b", "AGE": i}),
+                    gg(
+                        "U",
+                        f"{i}2",
+                        {"ID": 10 * i + 1, "NAME": "a2", "AGE": 100 + i},
+                        {"ID": 10 * i + 1},
+                    ),
+                ]
+            )
+            + "\n"
+        )
+    conf = {
+        "format": "goldengate",
+        "input_path": str(land),
+        "target_db": "shop",
+        "auto_create": True,
+        "tables_config": str(root / "no-config.yaml"),
+    }
     (root / "no-config.yaml").write_text("tables: []\n")
     ok(dags_test("acid_cdc", env, conf=conf))
     got = {r["id"]: r["age"] for r in read_table(None, cat, "shop.cust").to_pylist()}
@@ -68,8 +93,9 @@ def test_acid_cdc_then_acid_compaction(af):
     assert cat.valid_write_ids("shop.cust").high_watermark == hwm
 
     # dry run: plan only
-    cat.set_table_properties("shop.cust", {
-        "compactorthreshold.hive.compactor.delta.num.threshold": "1"})
+    cat.set_table_properties(
+        "shop.cust", {"compactorthreshold.hive.compactor.delta.num.threshold": "1"}
+    )
     ok(dags_test("acid_compaction", env, conf={"table_filter": "shop.*", "dry_run": True}))
     assert cat.list_compactions("shop.cust") == []
     ok(dags_test("acid_compaction", env, conf={"table_filter": "shop.*"}))

@@ -11,6 +11,7 @@
 Needs the ``docker-compose`` command (``make system-deps`` installs Debian's 1.29); skipped
 with that hint when absent. An empty ``--env-file`` keeps a developer's ``.env`` out of it.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,11 +29,22 @@ COMPOSE = REPO / "docker-compose.yml"
 ENV_EXAMPLE = REPO / ".env.example"
 DOCKERFILE = REPO / "include" / "deploy" / "Dockerfile"
 
-REQUIRED = ["POSTGRES_PASSWORD", "AIRFLOW_DB_PASSWORD", "ACIDFLOW_DB_PASSWORD",
-            "AIRFLOW_ADMIN_PASSWORD", "AIRFLOW_FERNET_KEY", "AIRFLOW_API_SECRET_KEY",
-            "AIRFLOW_JWT_SECRET"]
-AIRFLOW_SERVICES = ["airflow-init", "airflow-api-server", "airflow-scheduler",
-                    "airflow-dag-processor", "airflow-triggerer"]
+REQUIRED = [
+    "POSTGRES_PASSWORD",
+    "AIRFLOW_DB_PASSWORD",
+    "ACIDFLOW_DB_PASSWORD",
+    "AIRFLOW_ADMIN_PASSWORD",
+    "AIRFLOW_FERNET_KEY",
+    "AIRFLOW_API_SECRET_KEY",
+    "AIRFLOW_JWT_SECRET",
+]
+AIRFLOW_SERVICES = [
+    "airflow-init",
+    "airflow-api-server",
+    "airflow-scheduler",
+    "airflow-dag-processor",
+    "airflow-triggerer",
+]
 SPARK_SERVICES = ["spark-master", "spark-worker"]
 LONG_RUNNING = ["postgres", *AIRFLOW_SERVICES[1:], *SPARK_SERVICES]
 SECRET_KEY = re.compile(r"PASSWORD|SECRET|FERNET|TOKEN|_KEY$")
@@ -45,21 +57,32 @@ URL_CREDENTIALS = re.compile(r"://((?:\$\{[^}]*\}|[^:/@\s${}])*):((?:\$\{[^}]*\}
 def compose_bin() -> str:
     exe = shutil.which("docker-compose")
     if exe is None:
-        pytest.skip("docker-compose is not installed: run `make system-deps` "
-                    "(installs Debian's docker-compose 1.29; no engine needed)")
+        pytest.skip(
+            "docker-compose is not installed: run `make system-deps` "
+            "(installs Debian's docker-compose 1.29; no engine needed)"
+        )
     return exe
 
 
-def _config(compose_bin: str, env: dict[str, str], tmp_path: Path, *extra: str
-            ) -> subprocess.CompletedProcess:
+def _config(
+    compose_bin: str, env: dict[str, str], tmp_path: Path, *extra: str
+) -> subprocess.CompletedProcess:
     empty = tmp_path / "empty.env"
     empty.write_text("")
-    clean = {k: v for k, v in os.environ.items()
-             if k not in REQUIRED and not k.startswith(("AIRFLOW_", "ACIDFLOW_", "SPARK_"))}
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in REQUIRED and not k.startswith(("AIRFLOW_", "ACIDFLOW_", "SPARK_"))
+    }
     clean.update(env)
-    return subprocess.run([compose_bin, "--env-file", str(empty), "-f", str(COMPOSE),
-                           "config", *extra],
-                          cwd=REPO, env=clean, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [compose_bin, "--env-file", str(empty), "-f", str(COMPOSE), "config", *extra],
+        cwd=REPO,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def _dummy() -> dict[str, str]:
@@ -87,6 +110,7 @@ def _env(service: dict) -> dict[str, str]:
 
 # ------------------------------------------------------------------------------ docker-compose
 
+
 def test_config_valid_with_required_variables(compose_bin, tmp_path):
     res = _config(compose_bin, _dummy(), tmp_path, "-q")
     assert res.returncode == 0, f"docker-compose config rejected the file:\n{res.stderr}"
@@ -110,13 +134,16 @@ def test_config_names_each_missing_variable(compose_bin, tmp_path, missing):
 def test_dummy_values_are_interpolated(rendered):
     env = _env(rendered["services"]["airflow-scheduler"])
     assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] == (
-        "postgresql+psycopg2://airflow:dummy-airflow-db-password@postgres:5432/airflow")
+        "postgresql+psycopg2://airflow:dummy-airflow-db-password@postgres:5432/airflow"
+    )
     assert env["ACIDFLOW_CATALOG_URL"] == (
-        "postgresql+psycopg2://acidflow:dummy-acidflow-db-password@postgres:5432/acidflow")
+        "postgresql+psycopg2://acidflow:dummy-acidflow-db-password@postgres:5432/acidflow"
+    )
     assert env["AIRFLOW__API_AUTH__JWT_SECRET"] == "dummy-airflow-jwt-secret"
 
 
 # -------------------------------------------------------------------------------- structure
+
 
 def test_services_present(rendered):
     services = rendered["services"]
@@ -137,10 +164,11 @@ def test_healthchecks_and_startup_order(rendered):
         deps = services[name]["depends_on"]
         assert deps["postgres"]["condition"] == "service_healthy", name
         assert deps["airflow-init"]["condition"] == "service_completed_successfully", name
-    assert services["airflow-scheduler"]["depends_on"]["spark-master"]["condition"] == \
-        "service_healthy"
-    assert services["spark-worker"]["depends_on"]["spark-master"]["condition"] == \
-        "service_healthy"
+    assert (
+        services["airflow-scheduler"]["depends_on"]["spark-master"]["condition"]
+        == "service_healthy"
+    )
+    assert services["spark-worker"]["depends_on"]["spark-master"]["condition"] == "service_healthy"
 
 
 def _mount(m) -> tuple[str, str]:
@@ -155,7 +183,9 @@ def test_shared_warehouse_volume(rendered):
     assert "warehouse" in rendered.get("volumes", {}), "named volume 'warehouse' not declared"
     for name in [*AIRFLOW_SERVICES, *SPARK_SERVICES]:
         mounts = rendered["services"][name].get("volumes", [])
-        assert ("warehouse", "/warehouse") in [_mount(m) for m in mounts], f"{name} does not mount the warehouse volume at /warehouse: {mounts}"
+        assert ("warehouse", "/warehouse") in [_mount(m) for m in mounts], (
+            f"{name} does not mount the warehouse volume at /warehouse: {mounts}"
+        )
         if name != "spark-master":
             assert _env(rendered["services"][name]).get("ACIDFLOW_WAREHOUSE") == "/warehouse"
 
@@ -169,7 +199,8 @@ def test_airflow_settings(rendered):
         assert env["ACIDFLOW_CATALOG_URL"].startswith("postgresql+psycopg2://")
         assert env["AIRFLOW_CONN_SPARK_DEFAULT"] == "spark://spark-master:7077"
         assert env["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"].startswith(
-            "http://airflow-api-server:8080/")
+            "http://airflow-api-server:8080/"
+        )
         for key in ("REPO", "PYSPARK_PYTHON", "JAVA_HOME"):
             assert env.get(f"AIRFLOW__ACIDFLOW__{key}"), f"{name}: AIRFLOW__ACIDFLOW__{key}"
         # every component signs/validates the same JWTs and decrypts the same connections
@@ -186,7 +217,8 @@ def test_image_paths_match_acidflow_keys(raw):
     env = raw["x-airflow-env"]
     assert "openjdk-17" in text and "requirements.txt" in text
     assert "/opt/acidflow/venv" in text and env["AIRFLOW__ACIDFLOW__PYSPARK_PYTHON"].startswith(
-        "/opt/acidflow/venv/bin/")
+        "/opt/acidflow/venv/bin/"
+    )
     assert "WORKDIR /opt/acidflow" in text and env["AIRFLOW__ACIDFLOW__REPO"] == "/opt/acidflow"
     assert "/opt/java" in text and env["AIRFLOW__ACIDFLOW__JAVA_HOME"] == "/opt/java"
     assert "/opt/spark" in text
@@ -211,6 +243,7 @@ def test_spark_default_resolves_to_the_master(rendered, monkeypatch):
 
 # -------------------------------------------------------------------------------- no secrets
 
+
 def _walk_env(raw: dict):
     """(where, key, value) of every environment entry in the raw file (anchors resolved)."""
     blocks = [("x-airflow-env", raw.get("x-airflow-env", {}))]
@@ -226,11 +259,14 @@ def test_no_literal_secrets(raw):
     for where, key, value in _walk_env(raw):
         if SECRET_KEY.search(key) and not key.endswith("_FILE"):
             m = REQUIRED_REF.match(value)
-            assert m, f"{where}: {key} must be a required ${{VAR:?message}} reference, got {value!r}"
+            assert m, (
+                f"{where}: {key} must be a required ${{VAR:?message}} reference, got {value!r}"
+            )
             seen_required.add(m["var"])
         for _user, password in URL_CREDENTIALS.findall(value):
             assert REQUIRED_REF.match(password), (
-                f"{where}: {key} embeds credentials that are not a required reference: {value!r}")
+                f"{where}: {key} embeds credentials that are not a required reference: {value!r}"
+            )
             seen_required.add(REQUIRED_REF.match(password)["var"])
     assert seen_required == set(REQUIRED), seen_required ^ set(REQUIRED)
     # nothing that looks like a password default anywhere in the file

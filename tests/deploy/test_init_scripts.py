@@ -7,6 +7,7 @@
   database as the airflow role, writes the simple auth manager's passwords file from the
   environment (mode 600) and creates the acidflow catalog as the acidflow role.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,18 +38,27 @@ def pg():
 def _init_env(pg) -> dict[str, str]:
     return {
         "PATH": f"{Path(pg.tool_path('psql')).parent}{os.pathsep}/usr/bin:/bin",
-        "PGHOST": pg.host, "PGPORT": str(pg.port), "POSTGRES_USER": "postgres",
-        "AIRFLOW_DB_USER": "airflow", "AIRFLOW_DB_PASSWORD": "air'flow\"pw",
+        "PGHOST": pg.host,
+        "PGPORT": str(pg.port),
+        "POSTGRES_USER": "postgres",
+        "AIRFLOW_DB_USER": "airflow",
+        "AIRFLOW_DB_PASSWORD": "air'flow\"pw",
         "AIRFLOW_DB_NAME": "airflow",
-        "ACIDFLOW_DB_USER": "acidflow", "ACIDFLOW_DB_PASSWORD": "acid-pw",
+        "ACIDFLOW_DB_USER": "acidflow",
+        "ACIDFLOW_DB_PASSWORD": "acid-pw",
         "ACIDFLOW_DB_NAME": "acidflow_catalog",
     }
 
 
 @pytest.fixture(scope="module")
 def databases(pg):
-    res = subprocess.run(["bash", str(DEPLOY / "postgres-init.sh")], env=_init_env(pg),
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        ["bash", str(DEPLOY / "postgres-init.sh")],
+        env=_init_env(pg),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     return pg
 
@@ -56,19 +66,31 @@ def databases(pg):
 def test_postgres_init_refuses_missing_variable(pg):
     env = _init_env(pg)
     del env["ACIDFLOW_DB_PASSWORD"]
-    res = subprocess.run(["bash", str(DEPLOY / "postgres-init.sh")], env=env,
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        ["bash", str(DEPLOY / "postgres-init.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode != 0 and "ACIDFLOW_DB_PASSWORD is not set" in res.stderr
 
 
 def test_postgres_init_creates_roles_and_databases(databases):
     pg = databases
-    rows = dict(pg.execute(
-        "SELECT d.datname, r.rolname FROM pg_database d JOIN pg_roles r ON r.oid = d.datdba "
-        "WHERE d.datname IN ('airflow', 'acidflow_catalog')"))
+    rows = dict(
+        pg.execute(
+            "SELECT d.datname, r.rolname FROM pg_database d JOIN pg_roles r ON r.oid = d.datdba "
+            "WHERE d.datname IN ('airflow', 'acidflow_catalog')"
+        )
+    )
     assert rows == {"airflow": "airflow", "acidflow_catalog": "acidflow"}
-    pw = dict(pg.execute("SELECT rolname, rolpassword IS NOT NULL FROM pg_authid "
-                         "WHERE rolname IN ('airflow', 'acidflow')"))
+    pw = dict(
+        pg.execute(
+            "SELECT rolname, rolpassword IS NOT NULL FROM pg_authid "
+            "WHERE rolname IN ('airflow', 'acidflow')"
+        )
+    )
     assert pw == {"airflow": True, "acidflow": True}
 
 
@@ -77,8 +99,10 @@ def test_roles_cannot_enter_each_others_database(databases):
 
     pg = databases
     base = f"postgresql+psycopg2://{{user}}@{pg.host}:{pg.port}/{{db}}"
-    for user, own, other in (("airflow", "airflow", "acidflow_catalog"),
-                             ("acidflow", "acidflow_catalog", "airflow")):
+    for user, own, other in (
+        ("airflow", "airflow", "acidflow_catalog"),
+        ("acidflow", "acidflow_catalog", "airflow"),
+    ):
         eng = sa.create_engine(base.format(user=user, db=own))
         with eng.connect() as c:
             assert c.execute(sa.text("select current_user")).scalar() == user
@@ -95,40 +119,56 @@ def test_airflow_init(databases, tmp_path):
     home = tmp_path / "airflow"
     pwfile = tmp_path / "auth" / "passwords.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "ACIDFLOW_"))}
-    env.update({
-        "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
-        "PYTHONPATH": str(REPO),
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN":
-            f"postgresql+psycopg2://airflow@{pg.host}:{pg.port}/airflow",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(pwfile),
-        "AIRFLOW_ADMIN_USER": "ops",
-        "AIRFLOW_ADMIN_PASSWORD": "s3cret-\"quoted\"",
-        "ACIDFLOW_WAREHOUSE": str(tmp_path / "warehouse"),
-        "ACIDFLOW_CATALOG_URL":
-            f"postgresql+psycopg2://acidflow@{pg.host}:{pg.port}/acidflow_catalog",
-        "PYTHONWARNINGS": "ignore",
-    })
-    res = subprocess.run(["bash", str(DEPLOY / "airflow-init.sh")], env=env, cwd=tmp_path,
-                         capture_output=True, text=True, timeout=300)
+    env.update(
+        {
+            "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
+            "PYTHONPATH": str(REPO),
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql+psycopg2://airflow@{pg.host}:{pg.port}/airflow",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(pwfile),
+            "AIRFLOW_ADMIN_USER": "ops",
+            "AIRFLOW_ADMIN_PASSWORD": 's3cret-"quoted"',
+            "ACIDFLOW_WAREHOUSE": str(tmp_path / "warehouse"),
+            "ACIDFLOW_CATALOG_URL": f"postgresql+psycopg2://acidflow@{pg.host}:{pg.port}/acidflow_catalog",
+            "PYTHONWARNINGS": "ignore",
+        }
+    )
+    res = subprocess.run(
+        ["bash", str(DEPLOY / "airflow-init.sh")],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, (res.stdout + res.stderr)[-5000:]
     assert "airflow-init: done" in res.stdout
-    assert json.loads(pwfile.read_text()) == {"ops": "s3cret-\"quoted\""}
+    assert json.loads(pwfile.read_text()) == {"ops": 's3cret-"quoted"'}
     assert (pwfile.stat().st_mode & 0o777) == 0o600
     assert "s3cret" not in res.stdout + res.stderr  # the password is never printed
 
-    tables = {r[0]: r[1] for r in pg.execute(
-        "SELECT tablename, tableowner FROM pg_tables WHERE schemaname = 'public'", "airflow")}
+    tables = {
+        r[0]: r[1]
+        for r in pg.execute(
+            "SELECT tablename, tableowner FROM pg_tables WHERE schemaname = 'public'", "airflow"
+        )
+    }
     assert tables.get("dag_run") == "airflow" and "alembic_version" in tables
-    catalog = {r[0]: r[1] for r in pg.execute(
-        "SELECT tablename, tableowner FROM pg_tables WHERE schemaname = 'public'",
-        "acidflow_catalog")}
+    catalog = {
+        r[0]: r[1]
+        for r in pg.execute(
+            "SELECT tablename, tableowner FROM pg_tables WHERE schemaname = 'public'",
+            "acidflow_catalog",
+        )
+    }
     assert catalog and set(catalog.values()) == {"acidflow"}, catalog
     from acidflow.catalog import SqlCatalog, head_revision
 
-    cat = SqlCatalog(env["ACIDFLOW_CATALOG_URL"], warehouse=env["ACIDFLOW_WAREHOUSE"], migrate=False)
+    cat = SqlCatalog(
+        env["ACIDFLOW_CATALOG_URL"], warehouse=env["ACIDFLOW_WAREHOUSE"], migrate=False
+    )
     try:
         assert cat.current_revision() == head_revision()
     finally:

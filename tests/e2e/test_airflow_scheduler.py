@@ -8,6 +8,7 @@
   again (``--reprocess-behavior completed``: the same runs cleared and run again) changes
   nothing.
 """
+
 import csv
 import json
 import subprocess
@@ -42,18 +43,35 @@ def services(tmp_path_factory, postgres_url):
 
 
 def gg(op, pos, after=None, before=None):
-    return json.dumps({"table": "APP.USERS", "op_type": op, "op_ts": "2024-03-01 10:00:00",
-                       "current_ts": "x", "pos": pos, "primary_keys": ["ID"],
-                       "before": before, "after": after})
+    return json.dumps(
+        {
+            "table": "APP.USERS",
+            "op_type": op,
+            "op_ts": "2024-03-01 10:00:00",
+            "current_ts": "x",
+            "pos": pos,
+            "primary_keys": ["ID"],
+            "before": before,
+            "after": after,
+        }
+    )
 
 
 def test_trigger_acid_cdc_through_the_rest_api(services):
     af, cat, root = services
     land = root / "landing"
     land.mkdir()
-    (land / "0001.json").write_text("\n".join([
-        gg("I", "01", {"ID": 1, "EMAIL": "a@x"}), gg("I", "02", {"ID": 2, "EMAIL": "b@x"}),
-        gg("U", "03", {"ID": 1, "EMAIL": "a2@x"}, {"ID": 1}), gg("D", "04", None, {"ID": 2})]) + "\n")
+    (land / "0001.json").write_text(
+        "\n".join(
+            [
+                gg("I", "01", {"ID": 1, "EMAIL": "a@x"}),
+                gg("I", "02", {"ID": 2, "EMAIL": "b@x"}),
+                gg("U", "03", {"ID": 1, "EMAIL": "a2@x"}, {"ID": 1}),
+                gg("D", "04", None, {"ID": 2}),
+            ]
+        )
+        + "\n"
+    )
     (root / "none.yaml").write_text("tables: []\n")
     dag = af.wait_dag("acid_cdc")
     assert dag["is_paused"] in (True, False)
@@ -61,14 +79,21 @@ def test_trigger_acid_cdc_through_the_rest_api(services):
     assert status == 200, body
 
     # the trigger form's JSON schema refuses a bad format
-    status, body = af.request("POST", "/api/v2/dags/acid_cdc/dagRuns",
-                              {"logical_date": None, "conf": {"format": "xml"}})
+    status, body = af.request(
+        "POST", "/api/v2/dags/acid_cdc/dagRuns", {"logical_date": None, "conf": {"format": "xml"}}
+    )
     assert status == 400 and "format" in body, (status, body)
 
-    conf = {"format": "goldengate", "input_path": str(land), "target_db": "app",
-            "auto_create": True, "tables_config": str(root / "none.yaml")}
-    status, body = af.request("POST", "/api/v2/dags/acid_cdc/dagRuns",
-                              {"logical_date": None, "conf": conf})
+    conf = {
+        "format": "goldengate",
+        "input_path": str(land),
+        "target_db": "app",
+        "auto_create": True,
+        "tables_config": str(root / "none.yaml"),
+    }
+    status, body = af.request(
+        "POST", "/api/v2/dags/acid_cdc/dagRuns", {"logical_date": None, "conf": conf}
+    )
     assert status == 200, body
     run_id = json.loads(body)["dag_run_id"]
     (run,) = af.wait_runs("acid_cdc", [run_id])
@@ -77,7 +102,11 @@ def test_trigger_acid_cdc_through_the_rest_api(services):
     assert rows == {1: "a2@x"}
     status, body = af.request("GET", f"/api/v2/dags/acid_cdc/dagRuns/{run_id}/taskInstances")
     assert {t["task_id"]: t["state"] for t in json.loads(body)["task_instances"]} == {
-        "pull": "success", "pending": "success", "cdc_upsert": "success", "validate": "success"}
+        "pull": "success",
+        "pending": "success",
+        "cdc_upsert": "success",
+        "validate": "success",
+    }
 
 
 def expected_orders():
@@ -89,15 +118,32 @@ def expected_orders():
 
 
 def snapshot(cat):
-    return {r["order_id"]: (r["ds"], r["customer"], r["amount"])
-            for r in read_table(None, cat, "sales.orders").to_pylist()}
+    return {
+        r["order_id"]: (r["ds"], r["customer"], r["amount"])
+        for r in read_table(None, cat, "sales.orders").to_pylist()
+    }
 
 
 def backfill(af, *extra):
     """``airflow backfill create`` for 2024-01-01..03."""
-    r = subprocess.run([str(BIN / "airflow"), "backfill", "create", "--dag-id", "acid_ingest",
-                        "--from-date", "2024-01-01", "--to-date", "2024-01-03", *extra],
-                       env=af.env, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            str(BIN / "airflow"),
+            "backfill",
+            "create",
+            "--dag-id",
+            "acid_ingest",
+            "--from-date",
+            "2024-01-01",
+            "--to-date",
+            "2024-01-03",
+            *extra,
+        ],
+        env=af.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
 
 
@@ -125,14 +171,21 @@ def test_backfill_matches_the_daily_runs_and_rerunning_changes_nothing(services)
     assert status == 200, body
     backfill(af)
     runs = af.wait_runs("acid_ingest", count=3, run_type="backfill")
-    assert sorted(r["logical_date"][:10] for r in runs) == ["2024-01-01", "2024-01-02", "2024-01-03"]
+    assert sorted(r["logical_date"][:10] for r in runs) == [
+        "2024-01-01",
+        "2024-01-02",
+        "2024-01-03",
+    ]
     assert {r["state"] for r in runs} == {"success"}, af.logs()
     first = snapshot(cat)
-    assert first == expected_orders()            # each day's partition = that day's file
+    assert first == expected_orders()  # each day's partition = that day's file
     commits = cat.commit_records("sales.orders")
     assert len(commits) == 3
     assert sorted(c.stats["data_interval"][:10] for c in commits) == [
-        "2024-01-01", "2024-01-02", "2024-01-03"]
+        "2024-01-01",
+        "2024-01-02",
+        "2024-01-03",
+    ]
 
     wait_backfills_done(af)
     # backfilling the range again re-runs the same three runs (Airflow clears and reruns them)
@@ -142,8 +195,9 @@ def test_backfill_matches_the_daily_runs_and_rerunning_changes_nothing(services)
     assert {r["state"] for r in runs} == {"success"}, af.logs()
     for r in runs:
         status, body = af.request(
-            "GET", f"/api/v2/dags/acid_ingest/dagRuns/{r['dag_run_id']}/taskInstances")
+            "GET", f"/api/v2/dags/acid_ingest/dagRuns/{r['dag_run_id']}/taskInstances"
+        )
         tis = {t["task_id"]: t for t in json.loads(body)["task_instances"]}
         assert tis["ingest"]["try_number"] >= 2 and tis["ingest"]["state"] == "success"
     assert snapshot(cat) == first
-    assert len(cat.commit_records("sales.orders")) == 3   # every batch was skipped
+    assert len(cat.commit_records("sales.orders")) == 3  # every batch was skipped

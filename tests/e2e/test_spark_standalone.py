@@ -17,6 +17,7 @@ from the shipped zip (not from a checkout), no ``PYTHONPATH`` pointing at the re
 
 Master and worker run in their own process groups and are killed at the end, also on failure.
 """
+
 from __future__ import annotations
 
 import json
@@ -96,8 +97,15 @@ def _standalone_cluster(tmp: Path):
 
     def start(name: str, args: list[str]) -> subprocess.Popen:
         log = open(tmp / f"{name}.log", "wb")
-        p = subprocess.Popen([spark_class, *args], env=env, stdout=log, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, start_new_session=True, cwd=tmp)
+        p = subprocess.Popen(
+            [spark_class, *args],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=tmp,
+        )
         procs.append(p)
         return p
 
@@ -106,12 +114,37 @@ def _standalone_cluster(tmp: Path):
         return path.read_text(errors="replace")[-3000:] if path.exists() else ""
 
     try:
-        master = start("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                  "--port", str(port), "--webui-port", str(ui)])
-        worker = start("worker", ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                                  "--port", str(w_port), "--webui-port", str(w_ui),
-                                  "--cores", "2", "--memory", "2g",
-                                  "--work-dir", str(work_dir), master_url])
+        master = start(
+            "master",
+            [
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                str(ui),
+            ],
+        )
+        worker = start(
+            "worker",
+            [
+                "org.apache.spark.deploy.worker.Worker",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(w_port),
+                "--webui-port",
+                str(w_ui),
+                "--cores",
+                "2",
+                "--memory",
+                "2g",
+                "--work-dir",
+                str(work_dir),
+                master_url,
+            ],
+        )
         deadline = time.monotonic() + 90
         while True:
             for p, name in ((master, "master"), (worker, "worker")):
@@ -124,8 +157,10 @@ def _standalone_cluster(tmp: Path):
             except (OSError, ValueError):  # not up yet, or the UI still answers with HTML
                 pass
             if time.monotonic() > deadline:
-                pytest.fail("no ALIVE worker registered with the master within 90 s:\n"
-                            f"master:\n{tail('master')}\nworker:\n{tail('worker')}")
+                pytest.fail(
+                    "no ALIVE worker registered with the master within 90 s:\n"
+                    f"master:\n{tail('master')}\nworker:\n{tail('worker')}"
+                )
             time.sleep(1)
         yield master_url, json_url, work_dir
     finally:
@@ -145,13 +180,17 @@ def _standalone_cluster(tmp: Path):
 
 # ------------------------------------------------------------------------------- change files
 
+
 def _col(name, typ, value):
     return {"name": name, "type": typ, "value": value}
 
 
 def _row(id_, bal, note):
-    return [_col("id", "integer", id_), _col("bal", "numeric(10,2)", bal),
-            _col("note", "text", note)]
+    return [
+        _col("id", "integer", id_),
+        _col("bal", "numeric(10,2)", bal),
+        _col("note", "text", note),
+    ]
 
 
 def _txn(lsn_begin: str, lsn_commit: str, *changes: dict) -> list[dict]:
@@ -166,15 +205,21 @@ def _write_landing(land: Path) -> None:
     """Two wal2json (format-version 2) batches: 3 inserts + 1 update, then a delete, an update
     and an insert. Net: id 1 -> 15 'upd2', id 3 -> 30 'c', id 4 -> 40 'd'; id 2 deleted."""
     land.mkdir(parents=True)
-    b1 = _txn("0/1000", "0/10F0",
-              {"action": "I", "columns": _row(1, "10.00", "a")},
-              {"action": "I", "columns": _row(2, "20.00", "b")},
-              {"action": "I", "columns": _row(3, "30.00", "c")},
-              {"action": "U", "columns": _row(1, "11.00", "upd")})
-    b2 = _txn("0/2000", "0/20F0",
-              {"action": "D", "identity": [_col("id", "integer", 2)]},
-              {"action": "U", "columns": _row(1, "15.00", "upd2")},
-              {"action": "I", "columns": _row(4, "40.00", "d")})
+    b1 = _txn(
+        "0/1000",
+        "0/10F0",
+        {"action": "I", "columns": _row(1, "10.00", "a")},
+        {"action": "I", "columns": _row(2, "20.00", "b")},
+        {"action": "I", "columns": _row(3, "30.00", "c")},
+        {"action": "U", "columns": _row(1, "11.00", "upd")},
+    )
+    b2 = _txn(
+        "0/2000",
+        "0/20F0",
+        {"action": "D", "identity": [_col("id", "integer", 2)]},
+        {"action": "U", "columns": _row(1, "15.00", "upd2")},
+        {"action": "I", "columns": _row(4, "40.00", "d")},
+    )
     for name, lines in (("batch_0001.jsonl", b1), ("batch_0002.jsonl", b2)):
         (land / name).write_text("".join(json.dumps(x) + "\n" for x in lines))
 
@@ -202,20 +247,43 @@ def _probe(master_url: str, tmp: Path, zip_path: Path) -> list[dict]:
     script = tmp / "probe.py"
     script.write_text(PROBE)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update({"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-                "JAVA_HOME": JAVA_HOME, "SPARK_LOCAL_IP": "127.0.0.1",
-                "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"})
-    res = subprocess.run([str(VENV_BIN / "spark-submit"), "--master", master_url,
-                          "--name", PROBE_NAME, "--conf", "spark.ui.enabled=false",
-                          "--py-files", str(zip_path), str(script)],
-                         env=env, cwd=tmp, capture_output=True, text=True, timeout=180)
+    env.update(
+        {
+            "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable,
+            "JAVA_HOME": JAVA_HOME,
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
+        }
+    )
+    res = subprocess.run(
+        [
+            str(VENV_BIN / "spark-submit"),
+            "--master",
+            master_url,
+            "--name",
+            PROBE_NAME,
+            "--conf",
+            "spark.ui.enabled=false",
+            "--py-files",
+            str(zip_path),
+            str(script),
+        ],
+        env=env,
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     lines = [ln for ln in res.stdout.splitlines() if ln.startswith("PROBE ")]
     assert res.returncode == 0 and lines, (
-        f"probe spark-submit failed (rc {res.returncode}):\n{res.stderr[-4000:]}")
-    return json.loads(lines[-1][len("PROBE "):])
+        f"probe spark-submit failed (rc {res.returncode}):\n{res.stderr[-4000:]}"
+    )
+    return json.loads(lines[-1][len("PROBE ") :])
 
 
 # ----------------------------------------------------------------------------------- the test
+
 
 def test_acid_cdc_dag_on_standalone_cluster(tmp_path):
     from acidflow.catalog import SqlCatalog
@@ -238,20 +306,37 @@ def test_acid_cdc_dag_on_standalone_cluster(tmp_path):
 
     with _standalone_cluster(tmp_path) as (master_url, json_url, work_dir):
         lap("cluster up")
-        env = airflow_env(tmp_path / "airflow", warehouse=str(wh), spark_master=master_url,
-                          extra={"ACIDFLOW_CATALOG_URL": catalog_url,
-                                 "ACIDFLOW_BUILD_DIR": str(build),
-                                 # tiny batches would otherwise be merged in the driver alone
-                                 "ACIDFLOW_LOCAL_LOOKUP_BYTES": "0",
-                                 "ACIDFLOW_LOCAL_WRITE_ROWS": "0"})
+        env = airflow_env(
+            tmp_path / "airflow",
+            warehouse=str(wh),
+            spark_master=master_url,
+            extra={
+                "ACIDFLOW_CATALOG_URL": catalog_url,
+                "ACIDFLOW_BUILD_DIR": str(build),
+                # tiny batches would otherwise be merged in the driver alone
+                "ACIDFLOW_LOCAL_LOOKUP_BYTES": "0",
+                "ACIDFLOW_LOCAL_WRITE_ROWS": "0",
+            },
+        )
         migrate(env)
         lap("db migrate")
-        res = dags_test("acid_cdc", env, timeout=600, conf={
-            "source": "landing", "format": "wal2json", "input_path": str(land),
-            "target_db": "deploy", "auto_create": True})
+        res = dags_test(
+            "acid_cdc",
+            env,
+            timeout=600,
+            conf={
+                "source": "landing",
+                "format": "wal2json",
+                "input_path": str(land),
+                "target_db": "deploy",
+                "auto_create": True,
+            },
+        )
         lap("dags test")
         out = res.stdout + res.stderr
-        assert res.returncode == 0, f"airflow dags test failed (rc {res.returncode}):\n{out[-6000:]}"
+        assert res.returncode == 0, (
+            f"airflow dags test failed (rc {res.returncode}):\n{out[-6000:]}"
+        )
         assert "state=failed" not in out and "state=success" in out, out[-6000:]
 
         # --- the data
@@ -259,8 +344,10 @@ def test_acid_cdc_dag_on_standalone_cluster(tmp_path):
         names = [t.name if hasattr(t, "name") else str(t) for t in cat.list_tables()]
         assert "deploy.acc" in names, names
         table = read_table(None, cat, "deploy.acc")
-        got = {r["id"]: (str(r["bal"]), r["note"])
-               for r in table.drop_columns([POSITION_COLUMN]).to_pylist()}
+        got = {
+            r["id"]: (str(r["bal"]), r["note"])
+            for r in table.drop_columns([POSITION_COLUMN]).to_pylist()
+        }
         assert got == {1: ("15.00", "upd2"), 3: ("30.00", "c"), 4: ("40.00", "d")}, got
 
         # --- it ran on the cluster's worker
@@ -284,10 +371,14 @@ def test_acid_cdc_dag_on_standalone_cluster(tmp_path):
         seen = _probe(master_url, tmp_path, zips[0])
         lap("probe")
         assert all(s["python"] == sys.executable for s in seen), seen
-        assert all(f"{zips[0].name}{os.sep}acidflow{os.sep}__init__.py" in s["package"] for s in seen), seen
+        assert all(
+            f"{zips[0].name}{os.sep}acidflow{os.sep}__init__.py" in s["package"] for s in seen
+        ), seen
         # the checkout itself is not on the executors' path (the venv may live inside it)
-        assert all(str(REPO) not in [os.path.abspath(p) for p in s["pythonpath"].split(os.pathsep) if p]
-                   for s in seen), seen
+        assert all(
+            str(REPO) not in [os.path.abspath(p) for p in s["pythonpath"].split(os.pathsep) if p]
+            for s in seen
+        ), seen
         assert all(s["cwd"].startswith(str(work_dir)) for s in seen), seen
         assert any(a.get("name") == PROBE_NAME for a in _get_json(json_url)["completedapps"])
     lap("cluster down")

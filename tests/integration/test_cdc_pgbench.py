@@ -6,6 +6,7 @@
 * the demo: the committed sample data applied and reconciled (what ``make demo`` runs), twice:
   the second run skips every batch and leaves the tables identical.
 """
+
 import subprocess
 import time
 
@@ -29,9 +30,21 @@ def catalog(warehouse):
 
 
 def pgbench(pg, *args, log):
-    return subprocess.Popen([pg.tool_path("pgbench"), "-h", pg.host, "-p", str(pg.port),
-                             "-U", "postgres", *args, "bench"], stdout=log.open("ab"),
-                            stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [
+            pg.tool_path("pgbench"),
+            "-h",
+            pg.host,
+            "-p",
+            str(pg.port),
+            "-U",
+            "postgres",
+            *args,
+            "bench",
+        ],
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+    )
 
 
 @pytest.mark.postgres
@@ -45,9 +58,12 @@ def test_live_pgbench_through_slot_applies_and_reconciles_exactly(spark, catalog
         pg.execute("ALTER TABLE pgbench_history REPLICA IDENTITY FULL", "bench")
         pull(dsn, "acid", landing)
         common = ["-n", "-T", "6", "-j", "1", "--random-seed=7"]
-        procs = [pgbench(pg, "-c", "2", "-R", "30", *common, log=log),
-                 pgbench(pg, "-c", "1", "-R", "10", "-f",
-                         str(SAMPLE_DIR / "churn.sql"), *common, log=log)]
+        procs = [
+            pgbench(pg, "-c", "2", "-R", "30", *common, log=log),
+            pgbench(
+                pg, "-c", "1", "-R", "10", "-f", str(SAMPLE_DIR / "churn.sql"), *common, log=log
+            ),
+        ]
         while any(p.poll() is None for p in procs):
             time.sleep(2)
             pull(dsn, "acid", landing)
@@ -57,11 +73,14 @@ def test_live_pgbench_through_slot_applies_and_reconciles_exactly(spark, catalog
         assert deletes > 0
 
         tables = load_tables_config(TABLES_YAML)
-        reports = apply_path(spark, catalog, str(landing),
-                             CdcOptions(tables=tables, target_db="pgbench"))
+        reports = apply_path(
+            spark, catalog, str(landing), CdcOptions(tables=tables, target_db="pgbench")
+        )
         assert len(reports) >= 3 and all(r.status in ("applied", "empty") for r in reports)
-        totals = {k: sum(r.tables.get("pgbench.pgbench_accounts", {}).get(k, 0) for r in reports)
-                  for k in ("rows_deleted", "rows_updated", "quarantined")}
+        totals = {
+            k: sum(r.tables.get("pgbench.pgbench_accounts", {}).get(k, 0) for r in reports)
+            for k in ("rows_deleted", "rows_updated", "quarantined")
+        }
         assert totals["rows_deleted"] > 0 and totals["rows_updated"] > 0
         assert sum(r.quarantined for r in reports) == 0
         for source, tdef in tables.items():

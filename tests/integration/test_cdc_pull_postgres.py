@@ -4,6 +4,7 @@ Every test creates its own database with two slots made before any write: ``main
 and ``ref`` (only peeked, never advanced). The reference for "nothing lost, nothing doubled"
 is a fresh ``pg_logical_slot_peek_changes`` of ``ref`` with the same options.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -59,14 +60,20 @@ def workload(pg, dbname: str, start: int, n_txn: int = 12) -> None:
         if i % 4 == 0:
             pg.execute(f"DELETE FROM t WHERE id = {i}", dbname)
     # one transaction bigger than a peek chunk: never split across files
-    pg.execute(f"INSERT INTO t SELECT g, 'big', NULL, NULL FROM generate_series("
-               f"{start + 50000}, {start + 50039}) g", dbname)
+    pg.execute(
+        f"INSERT INTO t SELECT g, 'big', NULL, NULL FROM generate_series("
+        f"{start + 50000}, {start + 50039}) g",
+        dbname,
+    )
 
 
 def reference_lines(pg, dbname: str) -> list[str]:
     opts = ", ".join(f"'{k}', '{v}'" for k, v in P.WAL2JSON_OPTIONS)
-    rows = pg.execute(f"SELECT lsn::text, xid::text, data FROM "
-                      f"pg_logical_slot_peek_changes('ref', NULL, NULL, {opts})", dbname)
+    rows = pg.execute(
+        f"SELECT lsn::text, xid::text, data FROM "
+        f"pg_logical_slot_peek_changes('ref', NULL, NULL, {opts})",
+        dbname,
+    )
     return [ln for u in P.split_transactions(rows, slot="ref") for ln in u.lines]
 
 
@@ -130,10 +137,18 @@ def _pull_subprocess(url: str, landing: Path, crash_after: int | None):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     if crash_after:
         env[P.CRASH_HOOK_ENV] = str(crash_after)
-    code = ("import sys; from acidflow.sources.postgres.pull import pull; "
-            "pull(sys.argv[1], 'main', sys.argv[2], max_changes_per_file=10)")
-    return subprocess.run([sys.executable, "-c", code, url, str(landing)], env=env,
-                          cwd=str(REPO), capture_output=True, text=True, timeout=120)
+    code = (
+        "import sys; from acidflow.sources.postgres.pull import pull; "
+        "pull(sys.argv[1], 'main', sys.argv[2], max_changes_per_file=10)"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, url, str(landing)],
+        env=env,
+        cwd=str(REPO),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_killed_between_landing_and_advance_loses_and_doubles_nothing(pg, db, tmp_path):
@@ -200,16 +215,33 @@ def test_cli_pull(pg, db, tmp_path):
     workload(pg, name, 1, n_txn=4)
     landing = tmp_path / "landing"
     runner = CliRunner()
-    res = runner.invoke(app, ["cdc", "pull", "--dsn", url, "--slot", "cli", "--landing",
-                              str(landing)])
+    res = runner.invoke(
+        app, ["cdc", "pull", "--dsn", url, "--slot", "cli", "--landing", str(landing)]
+    )
     assert res.exit_code == 2 and "does not exist" in res.output
-    res = runner.invoke(app, ["cdc", "pull", "--dsn", url, "--slot", "cli", "--landing",
-                              str(landing), "--create-slot"])
+    res = runner.invoke(
+        app,
+        ["cdc", "pull", "--dsn", url, "--slot", "cli", "--landing", str(landing), "--create-slot"],
+    )
     assert res.exit_code == 0, res.output
     assert "nothing to pull" in res.output  # a new slot starts now
     workload(pg, name, 300, n_txn=4)
-    res = runner.invoke(app, ["cdc", "pull", "--dsn", url, "--slot", "cli", "--landing",
-                              str(landing), "--max-changes", "10", "--json"])
+    res = runner.invoke(
+        app,
+        [
+            "cdc",
+            "pull",
+            "--dsn",
+            url,
+            "--slot",
+            "cli",
+            "--landing",
+            str(landing),
+            "--max-changes",
+            "10",
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     out = [json.loads(s) for s in res.output.splitlines()]
     assert len(out) >= 2 and all(Path(o["file"]).is_file() for o in out)

@@ -1,4 +1,5 @@
 """The `acidflow` command on a real catalog and real files, run as a user runs it."""
+
 from __future__ import annotations
 
 import json
@@ -9,49 +10,64 @@ from pathlib import Path
 
 import pytest
 
-from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
+from acidflow.engine.transaction import Transaction
 
 pytestmark = pytest.mark.spark
 
 
 def cli(*args: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "acidflow.cli", *args], capture_output=True,
-                          text=True, env={**os.environ, "COLUMNS": "200"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "acidflow.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
 
 def test_cli_on_catalog_tables(spark, warehouse):
     catalog = SqlCatalog(os.environ["ACIDFLOW_CATALOG_URL"], warehouse=str(warehouse))
-    catalog.create_table(TableDef(name="shop.items", columns=[Column("sku", "int"), Column("label", "string")],
-                                  primary_key=["sku"], num_buckets=2))
+    catalog.create_table(
+        TableDef(
+            name="shop.items",
+            columns=[Column("sku", "int"), Column("label", "string")],
+            primary_key=["sku"],
+            num_buckets=2,
+        )
+    )
     with Transaction(catalog) as txn:
-        txn.insert("shop.items",
-                      spark.createDataFrame([(1, "one"), (2, "two")], "sku int, label string"))
+        txn.insert(
+            "shop.items", spark.createDataFrame([(1, "one"), (2, "two")], "sku int, label string")
+        )
     with Transaction(catalog) as txn:
-        txn.upsert("shop.items",
-                      spark.createDataFrame([(2, "TWO")], "sku int, label string"))
+        txn.upsert("shop.items", spark.createDataFrame([(2, "TWO")], "sku int, label string"))
 
     assert "shop.items" in cli("tables")
     desc = cli("describe", "shop.items")
     assert "sku" in desc and "primary key" in desc and "shop.items:2:" in desc
 
-    rows = [json.loads(l) for l in cli("cat", "shop.items", "--row-id").splitlines()]
+    rows = [json.loads(line) for line in cli("cat", "shop.items", "--row-id").splitlines()]
     assert sorted((r["sku"], r["label"]) for r in rows) == [(1, "one"), (2, "TWO")]
     assert {r["ROW__ID"]["writeid"] for r in rows} == {1, 2}
-    old = [json.loads(l) for l in cli("cat", "shop.items", "--as-of", "1").splitlines()]
+    old = [json.loads(line) for line in cli("cat", "shop.items", "--as-of", "1").splitlines()]
     assert sorted((r["sku"], r["label"]) for r in old) == [(1, "one"), (2, "two")]
     assert cli("cat", "shop.items", "--format", "csv").splitlines()[0] == "sku,label"
 
     location = catalog.get_table("shop.items").location
     state = json.loads(cli("state", location, "--json"))
-    assert state["deltas"] == ["delta_0000001_0000001_0000", "delete_delta_0000002_0000002_0000",
-                               "delta_0000002_0000002_0000"]
+    assert state["deltas"] == [
+        "delta_0000001_0000001_0000",
+        "delete_delta_0000002_0000002_0000",
+        "delta_0000002_0000002_0000",
+    ]
     some_file = sorted(Path(location, "delete_delta_0000002_0000002_0000").glob("bucket_*"))[0]
-    events = [json.loads(l) for l in cli("dump", str(some_file)).splitlines()]
-    assert [(e["operation"], e["originalTransaction"], e["currentTransaction"], e["row"]) for e in events] \
-        == [(2, 1, 2, None)]
+    events = [json.loads(line) for line in cli("dump", str(some_file)).splitlines()]
+    assert [
+        (e["operation"], e["originalTransaction"], e["currentTransaction"], e["row"])
+        for e in events
+    ] == [(2, 1, 2, None)]
 
     # an open transaction holding a lock shows up in SHOW TRANSACTIONS / SHOW LOCKS
     txn = catalog.open_transaction(user="alice", agent_info="cli-test")
@@ -64,7 +80,10 @@ def test_cli_on_catalog_tables(spark, warehouse):
 
 
 def test_cli_reports_errors_in_one_line(warehouse):
-    proc = subprocess.run([sys.executable, "-m", "acidflow.cli", "cat", "no.such_table"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "acidflow.cli", "cat", "no.such_table"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 1
     assert "NoSuchTableError" in proc.stderr and "no.such_table" in proc.stderr

@@ -1,5 +1,6 @@
 """Fault tests: a compactor worker SIGKILLed while writing, and a cleaner SIGKILLed in the middle
 of its deletions, leave the table readable with the same rows; a rerun completes the work."""
+
 from __future__ import annotations
 
 import os
@@ -64,10 +65,20 @@ CLEANER = textwrap.dedent("""
 def _run(tmp_path, script, *args):
     path = tmp_path / "victim.py"
     path.write_text(script)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2])]
-                                                      + [p for p in [os.environ.get("PYTHONPATH")] if p])}
-    proc = subprocess.run([sys.executable, str(path), *map(str, args)], capture_output=True,
-                          text=True, timeout=300, env=env)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            [str(Path(__file__).resolve().parents[2])]
+            + [p for p in [os.environ.get("PYTHONPATH")] if p]
+        ),
+    }
+    proc = subprocess.run(
+        [sys.executable, str(path), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert proc.returncode == -signal.SIGKILL, (proc.stdout, proc.stderr[-3000:])
     assert "KILL" in proc.stdout
     return proc
@@ -77,8 +88,11 @@ def _run(tmp_path, script, *args):
 def table(warehouse):
     url = f"sqlite:///{warehouse / '_acidflow_catalog.db'}"
     catalog = SqlCatalog(url, warehouse=str(warehouse), txn_timeout_s=300)
-    catalog.create_table(TableDef(name="db.k", columns=[Column("id", "int"), Column("s", "string")]))
+    catalog.create_table(
+        TableDef(name="db.k", columns=[Column("id", "int"), Column("s", "string")])
+    )
     from acidflow.format.bucketing import encode_bucket_property
+
     b0 = encode_bucket_property(0, 0)
     at.write(catalog, "db.k", {0: [(i, "a") for i in range(5)], 1: [(i, "b") for i in range(5, 9)]})
     at.write(catalog, "db.k", {0: [(i, "c") for i in range(9, 12)]}, [(1, b0, 0)])
@@ -116,10 +130,14 @@ def test_cleaner_killed_mid_delete_then_rerun(spark, table, tmp_path, warehouse)
     url, catalog = table
     before = at.rows(catalog, "db.k")
     info = initiator.request_compaction(catalog, "db.k", None, "minor")
-    assert worker.run_worker(spark, catalog, cq_id=info.id,
-                             config=CompactorConfig(heartbeat_s=0)).state == "ready for cleaning"
+    assert (
+        worker.run_worker(
+            spark, catalog, cq_id=info.id, config=CompactorConfig(heartbeat_s=0)
+        ).state
+        == "ready for cleaning"
+    )
     _run(tmp_path, CLEANER, url, warehouse)
-    assert catalog.get_compaction(info.id).state == "ready for cleaning"   # never succeeded early
+    assert catalog.get_compaction(info.id).state == "ready for cleaning"  # never succeeded early
     left = names(catalog)
     assert any(n.startswith(".cleaning_") for n in left)
     assert at.rows(catalog, "db.k") == before

@@ -1,5 +1,6 @@
 """Crash safety: a writer process killed (SIGKILL) after writing its files but before commit
 leaves the table's visible rows unchanged, and the housekeeper later aborts its transaction."""
+
 from __future__ import annotations
 
 import os
@@ -13,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from acidflow.read import table as reads
-from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
+from acidflow.engine.transaction import Transaction
+from acidflow.read import table as reads
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -39,28 +40,48 @@ WRITER = textwrap.dedent("""
 def test_killed_writer_leaves_table_unchanged_and_is_aborted(spark, warehouse, tmp_path):
     url = f"sqlite:///{warehouse / '_acidflow_catalog.db'}"
     catalog = SqlCatalog(url, warehouse=str(warehouse), txn_timeout_s=2)
-    catalog.create_table(TableDef(name="victim", columns=[Column("k", "int"), Column("v", "string")],
-                                  primary_key=["k"], num_buckets=2))
+    catalog.create_table(
+        TableDef(
+            name="victim",
+            columns=[Column("k", "int"), Column("v", "string")],
+            primary_key=["k"],
+            num_buckets=2,
+        )
+    )
     with Transaction(catalog) as txn:
-        txn.insert("victim",
-                      spark.createDataFrame([(i, "old") for i in range(10)], "k int, v string"))
-    before = sorted(map(tuple, (r.values() for r in reads.read_table(None, catalog, "victim").to_pylist())))
+        txn.insert(
+            "victim", spark.createDataFrame([(i, "old") for i in range(10)], "k int, v string")
+        )
+    before = sorted(
+        map(tuple, (r.values() for r in reads.read_table(None, catalog, "victim").to_pylist()))
+    )
 
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
-    proc = subprocess.run([sys.executable, str(script), url, str(warehouse)],
-                          capture_output=True, text=True, timeout=300, env=os.environ.copy())
+    proc = subprocess.run(
+        [sys.executable, str(script), url, str(warehouse)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=os.environ.copy(),
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
-    txn_id = int([l for l in proc.stdout.splitlines() if l.startswith("TXN")][0].split()[1])
+    txn_id = int(
+        [line for line in proc.stdout.splitlines() if line.startswith("TXN")][0].split()[1]
+    )
 
     tdir = Path(catalog.get_table("victim").location)
     written = sorted(p.name for p in tdir.iterdir())
-    assert "delta_0000002_0000002_0000" in written and "delete_delta_0000002_0000002_0001" in written
+    assert (
+        "delta_0000002_0000002_0000" in written and "delete_delta_0000002_0000002_0001" in written
+    )
     assert list((tdir / "delta_0000002_0000002_0000").glob("bucket_*"))
 
     # the dead writer's files are invisible: its write id is open
     assert catalog.get_transaction(txn_id).state == "open"
-    after = sorted(map(tuple, (r.values() for r in reads.read_table(None, catalog, "victim").to_pylist())))
+    after = sorted(
+        map(tuple, (r.values() for r in reads.read_table(None, catalog, "victim").to_pylist()))
+    )
     assert after == before
 
     # the housekeeper aborts it once its heartbeat is older than the timeout
@@ -70,12 +91,13 @@ def test_killed_writer_leaves_table_unchanged_and_is_aborted(spark, warehouse, t
     assert catalog.get_transaction(txn_id).state == "aborted"
     valid = catalog.valid_write_ids("default.victim")
     assert 2 in valid.aborted_write_ids
-    after = sorted(map(tuple, (r.values() for r in reads.read_table(None, catalog, "victim").to_pylist())))
+    after = sorted(
+        map(tuple, (r.values() for r in reads.read_table(None, catalog, "victim").to_pylist()))
+    )
     assert after == before
     # and the table keeps working: the next writer gets write id 3 and sees the old rows only
     with Transaction(catalog) as txn:
-        res = txn.upsert("victim",
-                            spark.createDataFrame([(1, "newer")], "k int, v string"))
+        res = txn.upsert("victim", spark.createDataFrame([(1, "newer")], "k int, v string"))
     assert res.write_id == 3 and res.rows_updated == 1
     final = {r["k"]: r["v"] for r in reads.read_table(None, catalog, "victim").to_pylist()}
     assert final == {**{i: "old" for i in range(10)}, 1: "newer"}
@@ -121,16 +143,31 @@ def test_fsck_classifies_a_killed_writers_dirs(spark, warehouse, tmp_path):
 
     url = f"sqlite:///{warehouse / '_acidflow_catalog.db'}"
     catalog = SqlCatalog(url, warehouse=str(warehouse), txn_timeout_s=300)
-    catalog.create_table(TableDef(name="victim", columns=[Column("k", "int"), Column("v", "string")],
-                                  primary_key=["k"], num_buckets=2))
+    catalog.create_table(
+        TableDef(
+            name="victim",
+            columns=[Column("k", "int"), Column("v", "string")],
+            primary_key=["k"],
+            num_buckets=2,
+        )
+    )
     with Transaction(catalog) as txn:
-        txn.insert("victim", spark.createDataFrame([(i, "old") for i in range(10)], "k int, v string"))
+        txn.insert(
+            "victim", spark.createDataFrame([(i, "old") for i in range(10)], "k int, v string")
+        )
     script = tmp_path / "writer.py"
     script.write_text(KILLED_MID_STATEMENT)
-    proc = subprocess.run([sys.executable, str(script), url, str(warehouse)],
-                          capture_output=True, text=True, timeout=300, env=os.environ.copy())
+    proc = subprocess.run(
+        [sys.executable, str(script), url, str(warehouse)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=os.environ.copy(),
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
-    txn_id = int([l for l in proc.stdout.splitlines() if l.startswith("TXN")][0].split()[1])
+    txn_id = int(
+        [line for line in proc.stdout.splitlines() if line.startswith("TXN")][0].split()[1]
+    )
     tdir = Path(catalog.get_table("victim").location)
     killed = tdir / "delta_0000002_0000002_0000"
     assert list(killed.glob("bucket_*")) and not (killed / "_orc_acid_version").exists()
@@ -145,8 +182,11 @@ def test_fsck_classifies_a_killed_writers_dirs(spark, warehouse, tmp_path):
     assert f"transaction {txn_id}" in found[("open", killed.name)].detail
     assert found[("orphan", "delta_0000007_0000007_0000")].severity == "warning"
     assert not [f for f in found.values() if f.severity == "error"], found
-    res = CliRunner().invoke(app, ["fsck", "default.victim", "--json"],
-                             env={"ACIDFLOW_CATALOG_URL": url, "ACIDFLOW_WAREHOUSE": str(warehouse)})
+    res = CliRunner().invoke(
+        app,
+        ["fsck", "default.victim", "--json"],
+        env={"ACIDFLOW_CATALOG_URL": url, "ACIDFLOW_WAREHOUSE": str(warehouse)},
+    )
     assert res.exit_code == 0, res.output
     assert "missing_metadata" not in res.output and '"orphan"' in res.output
 
@@ -162,4 +202,6 @@ def test_fsck_classifies_a_killed_writers_dirs(spark, warehouse, tmp_path):
     assert not killed.exists() and (tdir / "delta_0000007_0000007_0000").exists()
     found = _fsck(short, "victim")
     assert set(found) == {("orphan", "delta_0000007_0000007_0000")}
-    assert sorted(r["k"] for r in reads.read_table(None, short, "victim").to_pylist()) == list(range(10))
+    assert sorted(r["k"] for r in reads.read_table(None, short, "victim").to_pylist()) == list(
+        range(10)
+    )

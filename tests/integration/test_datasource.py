@@ -3,6 +3,7 @@ session, a SQLite catalog, ORC files on disk. Reads equal ``reads.read_table`` /
 ``read_incremental``; ``df.write.format("acid")`` appends and overwrites like
 ``Transaction.insert`` / ``insert_overwrite`` in one transaction, aborts cleanly when a task
 fails, and is read by Hive 3.1.3's reader like acidflow reads it."""
+
 from __future__ import annotations
 
 import collections
@@ -14,11 +15,11 @@ import pytest
 from pyspark.sql import functions as F
 
 from acidflow import datasource
-from acidflow.read import table as reads
-from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef, WriteConflictError
 from acidflow.compactor import cleaner
 from acidflow.datasource.common import AGENT
+from acidflow.engine.transaction import Transaction
+from acidflow.read import table as reads
 from acidflow.tableops.timeline import timeline
 
 pytestmark = pytest.mark.spark
@@ -26,8 +27,12 @@ pytestmark = pytest.mark.spark
 PB = "default.acc"  # partitioned by ds, 2 buckets on id
 PLAIN = "default.plain"  # no partitions, no buckets
 SHAPES = {
-    PB: dict(columns=[("id", "bigint"), ("v", "string"), ("amt", "decimal(10,2)")],
-             partition_columns=[("ds", "string")], num_buckets=2, bucket_columns=["id"]),
+    PB: dict(
+        columns=[("id", "bigint"), ("v", "string"), ("amt", "decimal(10,2)")],
+        partition_columns=[("ds", "string")],
+        num_buckets=2,
+        bucket_columns=["id"],
+    ),
     PLAIN: dict(columns=[("id", "int"), ("v", "string"), ("ts", "timestamp")]),
 }
 
@@ -41,10 +46,14 @@ def catalog(warehouse, spark):
 
 def make_table(catalog, name, **kw):
     shape = {**SHAPES[name.removesuffix("_twin")], **kw}
-    return catalog.create_table(TableDef(
-        name=name, columns=[Column(n, t) for n, t in shape.pop("columns")],
-        partition_columns=[Column(n, t) for n, t in shape.pop("partition_columns", [])],
-        **shape))
+    return catalog.create_table(
+        TableDef(
+            name=name,
+            columns=[Column(n, t) for n, t in shape.pop("columns")],
+            partition_columns=[Column(n, t) for n, t in shape.pop("partition_columns", [])],
+            **shape,
+        )
+    )
 
 
 def frame(spark, name, ids, v="x", parts=4):
@@ -53,8 +62,9 @@ def frame(spark, name, ids, v="x", parts=4):
         rows = [(i, f"{v}{i}", dt.datetime(2024, 1, 1, 12) + dt.timedelta(minutes=i)) for i in ids]
         return spark.createDataFrame(rows, "id int, v string, ts timestamp").repartition(parts)
     rows = [(i, f"{v}{i}", decimal.Decimal(i) / 4, "a" if i % 3 else "b") for i in ids]
-    return spark.createDataFrame(rows, "id bigint, v string, amt decimal(10,2), ds string") \
-        .repartition(parts)
+    return spark.createDataFrame(
+        rows, "id bigint, v string, amt decimal(10,2), ds string"
+    ).repartition(parts)
 
 
 def ms(rows, drop=()):
@@ -62,8 +72,15 @@ def ms(rows, drop=()):
     out = collections.Counter()
     for r in rows:
         d = r.asDict(recursive=True) if hasattr(r, "asDict") else dict(r)
-        out[tuple(sorted((k, tuple(v.values()) if isinstance(v, dict) else v)
-                         for k, v in d.items() if k not in drop))] += 1
+        out[
+            tuple(
+                sorted(
+                    (k, tuple(v.values()) if isinstance(v, dict) else v)
+                    for k, v in d.items()
+                    if k not in drop
+                )
+            )
+        ] += 1
     return out
 
 
@@ -91,10 +108,13 @@ def history(spark, catalog, name):
 def test_reads_equal_read_table(spark, catalog, name):
     make_table(catalog, name)
     history(spark, catalog, name)
-    for opts, kw in [({}, {}), ({"asOfWriteId": 2}, {"as_of_write_id": 2}),
-                     ({"readOptimized": "true"}, {"read_optimized": True}),
-                     ({"rowId": "true"}, {"row_id": True}),
-                     ({"rowId": "true", "asOfWriteId": 3}, {"row_id": True, "as_of_write_id": 3})]:
+    for opts, kw in [
+        ({}, {}),
+        ({"asOfWriteId": 2}, {"as_of_write_id": 2}),
+        ({"readOptimized": "true"}, {"read_optimized": True}),
+        ({"rowId": "true"}, {"row_id": True}),
+        ({"rowId": "true", "asOfWriteId": 3}, {"row_id": True, "as_of_write_id": 3}),
+    ]:
         df = acid(spark, name, **opts)
         expected = reads.read_table(spark, catalog, name, **kw)
         assert df.schema == expected.schema, opts
@@ -107,8 +127,11 @@ def test_reads_equal_read_table(spark, catalog, name):
         opts = {"fromWriteId": start, **({"toWriteId": end} if end is not None else {})}
         df = acid(spark, name, **opts)
         expected = reads.read_incremental(spark, catalog, name, start, end)
-        assert df.columns == expected.columns == ["op", "write_id"] + \
-            reads.read_table(spark, catalog, name, row_id=True).columns
+        assert (
+            df.columns
+            == expected.columns
+            == ["op", "write_id"] + reads.read_table(spark, catalog, name, row_id=True).columns
+        )
         assert ms(df.collect()) == ms(expected.collect()), opts
     assert acid(spark, name, fromWriteId=2, toWriteId=3).where("op = 'D'").count() == 6
 
@@ -151,9 +174,11 @@ def test_schema_errors_before_anything_is_written(spark, catalog, warehouse):
     txns = len(catalog.list_transactions())
     files = _files(Path(table.location)) if Path(table.location).exists() else set()
     good = frame(spark, PLAIN, range(3))
-    for df, words in [(good.drop("ts"), ["missing column ts"]),
-                      (good.withColumn("extra", F.lit(1)), ["not in the table: extra"]),
-                      (good.withColumn("id", F.lit("abc")), ["column id: string cannot"])]:
+    for df, words in [
+        (good.drop("ts"), ["missing column ts"]),
+        (good.withColumn("extra", F.lit(1)), ["not in the table: extra"]),
+        (good.withColumn("id", F.lit("abc")), ["column id: string cannot"]),
+    ]:
         with pytest.raises(Exception) as err:
             df.write.format("acid").mode("append").save(PLAIN)
         assert "schema mismatch for table default.plain" in str(err.value)
@@ -171,10 +196,12 @@ def test_append_and_overwrite_like_transaction_in_one_commit(spark, catalog, nam
     twin = name + "_twin"
     make_table(catalog, name)
     make_table(catalog, twin)
-    steps = [("append", frame(spark, name, range(30))),
-             ("append", frame(spark, name, range(20, 45), v="y", parts=3)),
-             ("overwrite", frame(spark, name, range(100, 120, 2), v="o", parts=3)),
-             ("append", frame(spark, name, range(5), v="z", parts=1))]
+    steps = [
+        ("append", frame(spark, name, range(30))),
+        ("append", frame(spark, name, range(20, 45), v="y", parts=3)),
+        ("overwrite", frame(spark, name, range(100, 120, 2), v="o", parts=3)),
+        ("append", frame(spark, name, range(5), v="z", parts=1)),
+    ]
     for i, (mode, df) in enumerate(steps, start=1):
         df.write.format("acid").mode(mode).save(name)
         with Transaction(catalog) as t:
@@ -183,13 +210,18 @@ def test_append_and_overwrite_like_transaction_in_one_commit(spark, catalog, nam
         assert len(entries) == i and entries[0].write_id == i
         assert catalog.valid_write_ids(name).high_watermark == i
         ours, theirs = catalog.commit_records(name)[-1], catalog.commit_records(twin)[-1]
-        assert ours.operations == theirs.operations == \
-            ["insert" if mode == "append" else "insert_overwrite"]
+        assert (
+            ours.operations
+            == theirs.operations
+            == ["insert" if mode == "append" else "insert_overwrite"]
+        )
         assert ours.stats["rows_inserted"] == theirs.stats["rows_inserted"] == df.count()
-        assert {p: s["rows"] for p, s in ours.stats["partitions"].items()} == \
-            {p: s["rows"] for p, s in theirs.stats["partitions"].items()}
-        assert ms(reads.read_table(None, catalog, name).to_pylist()) == \
-            ms(reads.read_table(None, catalog, twin).to_pylist()), (i, mode)
+        assert {p: s["rows"] for p, s in ours.stats["partitions"].items()} == {
+            p: s["rows"] for p, s in theirs.stats["partitions"].items()
+        }
+        assert ms(reads.read_table(None, catalog, name).to_pylist()) == ms(
+            reads.read_table(None, catalog, twin).to_pylist()
+        ), (i, mode)
     # ROW__IDs are unique per partition (a statement id per task keeps bucketed ones apart)
     rows = reads.read_table(None, catalog, name, row_id=True).to_pylist()
     keys = [(r.get("ds"), tuple(r["ROW__ID"].values())) for r in rows]
@@ -221,7 +253,8 @@ def test_failing_task_aborts_cleanly(spark, catalog, name):
         return i
 
     bad = frame(spark, name, range(200, 260), parts=3).withColumn(
-        "id", F.udf(boom, "int" if name == PLAIN else "bigint")(F.col("id") - 200))
+        "id", F.udf(boom, "int" if name == PLAIN else "bigint")(F.col("id") - 200)
+    )
     for mode in ("append", "overwrite"):
         with pytest.raises(Exception, match="boom in the data"):
             bad.write.format("acid").mode(mode).save(name)
@@ -233,8 +266,11 @@ def test_failing_task_aborts_cleanly(spark, catalog, name):
     aborted = catalog.valid_write_ids(name).aborted_write_ids
     assert len(aborted) == 2
     cleaner.run_cleaner(catalog)
-    left = [p for p in Path(catalog.get_table(name).location).rglob("*")
-            if any(f"_{w:07d}" in p.name for w in aborted)]
+    left = [
+        p
+        for p in Path(catalog.get_table(name).location).rglob("*")
+        if any(f"_{w:07d}" in p.name for w in aborted)
+    ]
     assert left == []
     frame(spark, name, range(300, 303)).write.format("acid").mode("append").save(name)
     assert acid(spark, name).count() == sum(before.values()) + 3
@@ -266,10 +302,18 @@ def test_keyed_append_of_an_existing_key_behaves_like_insert(spark, catalog):
         except WriteConflictError:
             outcome[name] = "conflict"
     assert outcome == {PLAIN: "conflict", twin: "conflict"}
-    assert ms(reads.read_table(None, catalog, PLAIN).to_pylist()) == \
-        ms(reads.read_table(None, catalog, twin).to_pylist())
-    assert sorted(r["id"] for r in reads.read_table(None, catalog, PLAIN).to_pylist()) == \
-        [0, 1, 2, 3, 3, 4, 9]
+    assert ms(reads.read_table(None, catalog, PLAIN).to_pylist()) == ms(
+        reads.read_table(None, catalog, twin).to_pylist()
+    )
+    assert sorted(r["id"] for r in reads.read_table(None, catalog, PLAIN).to_pylist()) == [
+        0,
+        1,
+        2,
+        3,
+        3,
+        4,
+        9,
+    ]
 
 
 def test_sql_temporary_view(spark, catalog):
@@ -279,13 +323,17 @@ def test_sql_temporary_view(spark, catalog):
     history(spark, catalog, PB)
     view = datasource.create_temp_view(spark, PB)
     assert view == "acc"
-    assert ms(spark.sql("SELECT * FROM acc").collect()) == \
-        ms(reads.read_table(spark, catalog, PB).collect())
+    assert ms(spark.sql("SELECT * FROM acc").collect()) == ms(
+        reads.read_table(spark, catalog, PB).collect()
+    )
     assert ms(spark.table("acc").collect()) == ms(reads.read_table(spark, catalog, PB).collect())
-    spark.sql("CREATE OR REPLACE TEMPORARY VIEW acc_w2 USING acid "
-              "OPTIONS (path 'default.acc', asOfWriteId '2')")
-    assert ms(spark.sql("SELECT * FROM acc_w2").collect()) == \
-        ms(reads.read_table(spark, catalog, PB, as_of_write_id=2).collect())
+    spark.sql(
+        "CREATE OR REPLACE TEMPORARY VIEW acc_w2 USING acid "
+        "OPTIONS (path 'default.acc', asOfWriteId '2')"
+    )
+    assert ms(spark.sql("SELECT * FROM acc_w2").collect()) == ms(
+        reads.read_table(spark, catalog, PB, as_of_write_id=2).collect()
+    )
     n = spark.table("acc").count()
     spark.sql("INSERT INTO acc SELECT id + 1000, v, amt, ds FROM acc")
     assert catalog.commit_records(PB)[-1].operations == ["insert"]
@@ -311,8 +359,9 @@ def test_hive31_reads_what_the_source_wrote(spark, catalog):
     frame(spark, PB, range(50, 90), v="y", parts=2).write.format("acid").mode("append").save(PB)
     with Hive31Oracle(require_hive31_tools()) as oracle:
         same_as_acidflow(oracle, catalog, PB)
-        frame(spark, PB, range(0, 90, 2), v="o", parts=3).write.format("acid") \
-            .mode("overwrite").save(PB)
+        frame(spark, PB, range(0, 90, 2), v="o", parts=3).write.format("acid").mode(
+            "overwrite"
+        ).save(PB)
         assert list(Path(catalog.get_table(PB).location).glob("ds=a/base_0000003/bucket_*"))
         rows = same_as_acidflow(oracle, catalog, PB)
         assert len(rows) == 45

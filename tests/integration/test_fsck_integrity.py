@@ -1,6 +1,7 @@
 """fsck and validate find duplicate primary keys (issue 15, "fsck" of its Deliver list) on real
 ORC files, a real SQLite catalog and the real CLI; keys deleted by a later delete delta and
 keys of unkeyed tables are not duplicates."""
+
 from __future__ import annotations
 
 import json
@@ -27,10 +28,14 @@ def test_fsck_and_validate_name_duplicate_keys(warehouse):
     inserted the same new keys leave two live rows per key; fsck reports ``duplicate_key``
     (error, exit 1) naming the keys and the write ids, and validate fails on it."""
     catalog = _catalog(warehouse)
-    catalog.create_table(TableDef(name="shop.users", columns=[Column("id", "int"),
-                                                              Column("name", "string")],
-                                  primary_key=["id"]))
-    at.write(catalog, "shop.users", {0: [(1, "a"), (2, "b"), (3, "c")]})       # write id 1
+    catalog.create_table(
+        TableDef(
+            name="shop.users",
+            columns=[Column("id", "int"), Column("name", "string")],
+            primary_key=["id"],
+        )
+    )
+    at.write(catalog, "shop.users", {0: [(1, "a"), (2, "b"), (3, "c")]})  # write id 1
     assert runner.invoke(app, ["fsck", "shop.users", "--json"]).exit_code == 0
     _, w2 = at.write(catalog, "shop.users", {0: [(2, "b2"), (3, "c2")], 1: [(3, "c3")]})
     # a later transaction deletes one row of key 2 (ROW__ID (1, bucket 0, row 1)): key 2 is
@@ -39,8 +44,9 @@ def test_fsck_and_validate_name_duplicate_keys(warehouse):
     findings = fsck_table(catalog, "shop.users")
     [dup] = [f for f in findings if f.kind == "duplicate_key"]
     assert dup.severity == "error" and dup.partition == ""
-    assert dup.detail.startswith("1 primary key value(s) of (id) have more than one visible "
-                                 "row (2 surplus row(s))"), dup.detail
+    assert dup.detail.startswith(
+        "1 primary key value(s) of (id) have more than one visible row (2 surplus row(s))"
+    ), dup.detail
     assert f"(id=3): 3 rows, write ids 1, {w2}, {w2}" in dup.detail
     assert "id=2" not in dup.detail
 
@@ -60,14 +66,22 @@ def test_duplicate_keys_across_partitions_and_unkeyed_tables(warehouse):
     partition column is not part of it; composite keys with a partition column count per
     partition; unkeyed tables have no key rule (Hive's insert semantics)."""
     catalog = _catalog(warehouse)
-    catalog.create_table(TableDef(name="s.ev", columns=[Column("id", "bigint"),
-                                                        Column("v", "string")],
-                                  partition_columns=[Column("ds", "string")],
-                                  primary_key=["id"]))
-    catalog.create_table(TableDef(name="s.evp", columns=[Column("id", "bigint"),
-                                                         Column("v", "string")],
-                                  partition_columns=[Column("ds", "string")],
-                                  primary_key=["id", "ds"]))
+    catalog.create_table(
+        TableDef(
+            name="s.ev",
+            columns=[Column("id", "bigint"), Column("v", "string")],
+            partition_columns=[Column("ds", "string")],
+            primary_key=["id"],
+        )
+    )
+    catalog.create_table(
+        TableDef(
+            name="s.evp",
+            columns=[Column("id", "bigint"), Column("v", "string")],
+            partition_columns=[Column("ds", "string")],
+            primary_key=["id", "ds"],
+        )
+    )
     catalog.create_table(TableDef(name="s.log", columns=[Column("id", "bigint")]))
     for name in ("s.ev", "s.evp"):
         at.write(catalog, name, {0: [(7, "x"), (8, "y")]}, partition="ds=2024-01-01")

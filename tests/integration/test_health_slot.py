@@ -1,6 +1,7 @@
 """Replication-slot lag for ``acidflow health`` on a real PostgreSQL 15 (``wal_level=logical``):
 a logical slot (the built-in ``test_decoding`` plugin; the lag does not depend on the plugin)
 falls behind while writes go on, and catches up when advanced."""
+
 from __future__ import annotations
 
 import json
@@ -32,14 +33,26 @@ def test_slot_lag_grows_with_writes_and_alerts(slot_db, postgres_url, warehouse)
     start = slot_lags(postgres_url, ["health_lag", "nope"])
     assert start["nope"] is None and 0 <= start["health_lag"] < 1 << 20
     with slot_db.cursor() as cur:
-        cur.execute("INSERT INTO health_filler (pad) SELECT repeat('x', 1000) "
-                    "FROM generate_series(1, 3000)")
+        cur.execute(
+            "INSERT INTO health_filler (pad) SELECT repeat('x', 1000) FROM generate_series(1, 3000)"
+        )
     grown = slot_lags(postgres_url, ["health_lag"])["health_lag"]
-    assert grown > start["health_lag"] + 2_000_000   # ~3 MB of WAL behind the slot
+    assert grown > start["health_lag"] + 2_000_000  # ~3 MB of WAL behind the slot
 
     runner = CliRunner()
-    res = runner.invoke(app, ["health", "--json", "--slot-dsn", postgres_url,
-                              "--slot", "health_lag,nope", "--slot-lag-max", str(1 << 20)])
+    res = runner.invoke(
+        app,
+        [
+            "health",
+            "--json",
+            "--slot-dsn",
+            postgres_url,
+            "--slot",
+            "health_lag,nope",
+            "--slot-lag-max",
+            str(1 << 20),
+        ],
+    )
     assert res.exit_code == 1, res.output
     report = json.loads(res.output.splitlines()[-1])
     assert [f["kind"] for f in report["findings"]] == ["slot-lag", "slot-missing"]
@@ -47,8 +60,19 @@ def test_slot_lag_grows_with_writes_and_alerts(slot_db, postgres_url, warehouse)
 
     with slot_db.cursor() as cur:
         cur.execute("SELECT pg_replication_slot_advance('health_lag', pg_current_wal_lsn())")
-    res = runner.invoke(app, ["health", "--json", "--slot-dsn", postgres_url,
-                              "--slot", "health_lag", "--slot-lag-max", str(1 << 20)])
+    res = runner.invoke(
+        app,
+        [
+            "health",
+            "--json",
+            "--slot-dsn",
+            postgres_url,
+            "--slot",
+            "health_lag",
+            "--slot-lag-max",
+            str(1 << 20),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert json.loads(res.output.splitlines()[-1])["slots"]["health_lag"] < 1 << 20
 

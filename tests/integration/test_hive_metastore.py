@@ -7,6 +7,7 @@ stored it, transaction and write ids, the lock Hive's lock manager granted, the
 ``ValidWriteIdList`` (``get_valid_write_ids``) of other transactions' snapshots, and the
 compaction queue. Without the Hive artifacts the module skips, or fails when ``CI=true``.
 """
+
 from __future__ import annotations
 
 import os
@@ -71,16 +72,23 @@ def _open_txn(client, user: str = "acidflow") -> int:
 def _write_ids(client, table: str, reader_txn: int):
     """The table's ValidWriteIdList as ``reader_txn`` sees it now (Hive's snapshot)."""
     txns = valid_txn_list(client.get_open_txns(), reader_txn)
-    resp = client.get_valid_write_ids(GetValidWriteIdsRequest(fullTableNames=[table],
-                                                              validTxnList=txns))
+    resp = client.get_valid_write_ids(
+        GetValidWriteIdsRequest(fullTableNames=[table], validTxnList=txns)
+    )
     (ids,) = resp.tblValidWriteIds
     assert ids.fullTableName == table
     return ids, txns
 
 
 def _create_table(client, hive_metastore, db: str, name: str = "orders") -> str:
-    client.create_database(Database(name=db, description=None, parameters={},
-                                    locationUri=(hive_metastore.warehouse / f"{db}.db").as_uri()))
+    client.create_database(
+        Database(
+            name=db,
+            description=None,
+            parameters={},
+            locationUri=(hive_metastore.warehouse / f"{db}.db").as_uri(),
+        )
+    )
     location = (hive_metastore.warehouse / f"{db}.db" / name).as_uri()
     client.create_table(transactional_orc_table(db, name, location))
     return f"{db}.{name}"
@@ -105,7 +113,10 @@ def test_metastore_stores_a_transactional_orc_table(hive_metastore):
         assert table.sd.inputFormat == "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat"
         assert table.sd.outputFormat == "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat"
         assert [(c.name, c.type) for c in table.sd.cols] == [
-            ("id", "bigint"), ("name", "string"), ("amount", "decimal(12,2)")]
+            ("id", "bigint"),
+            ("name", "string"),
+            ("amount", "decimal(12,2)"),
+        ]
         assert table.sd.location.endswith("/smoke_table.db/orders")
         assert client.get_all_tables("smoke_table") == ["orders"]
 
@@ -125,21 +136,40 @@ def test_commit_path_write_id_lock_and_snapshots(hive_metastore):
     with hms_client(hive_metastore.url) as client, hms_client(hive_metastore.url) as other:
         table = _create_table(client, hive_metastore, "smoke_commit")
         writer = _open_txn(client)
-        alloc = client.allocate_table_write_ids(AllocateTableWriteIdsRequest(
-            dbName="smoke_commit", tableName="orders", txnIds=[writer]))
+        alloc = client.allocate_table_write_ids(
+            AllocateTableWriteIdsRequest(dbName="smoke_commit", tableName="orders", txnIds=[writer])
+        )
         assert [(t.txnId, t.writeId) for t in alloc.txnToWriteIds] == [(writer, 1)]
 
-        lock = client.lock(LockRequest(component=[LockComponent(
-            type=LockType.SHARED_WRITE, level=LockLevel.TABLE, dbname="smoke_commit",
-            tablename="orders", operationType=DataOperationType.UPDATE, isTransactional=True)],
-            txnid=writer, user="acidflow", hostname=HOST))
+        lock = client.lock(
+            LockRequest(
+                component=[
+                    LockComponent(
+                        type=LockType.SHARED_WRITE,
+                        level=LockLevel.TABLE,
+                        dbname="smoke_commit",
+                        tablename="orders",
+                        operationType=DataOperationType.UPDATE,
+                        isTransactional=True,
+                    )
+                ],
+                txnid=writer,
+                user="acidflow",
+                hostname=HOST,
+            )
+        )
         assert lock.state == LockState.ACQUIRED
         assert client.check_lock(CheckLockRequest(lockid=lock.lockid)).state == LockState.ACQUIRED
         client.heartbeat(HeartbeatRequest(lockid=lock.lockid, txnid=writer))
-        (shown,) = client.show_locks(ShowLocksRequest(dbname="smoke_commit",
-                                                      tablename="orders")).locks
+        (shown,) = client.show_locks(
+            ShowLocksRequest(dbname="smoke_commit", tablename="orders")
+        ).locks
         assert (shown.lockid, shown.txnid, shown.type, shown.state) == (
-            lock.lockid, writer, LockType.SHARED_WRITE, LockState.ACQUIRED)
+            lock.lockid,
+            writer,
+            LockType.SHARED_WRITE,
+            LockState.ACQUIRED,
+        )
 
         reader = _open_txn(other, user="reader")
         assert writer in other.get_open_txns().open_txns
@@ -148,13 +178,19 @@ def test_commit_path_write_id_lock_and_snapshots(hive_metastore):
         assert before.invalidWriteIds == [1] and before.minOpenWriteId == 1
         assert aborted_write_ids(before.invalidWriteIds, before.abortedBits) == []  # open
         mine = to_valid_write_ids(before)
-        assert (mine.table_name, mine.high_watermark, sorted(mine.open_write_ids),
-                sorted(mine.aborted_write_ids), mine.min_open_write_id) == (
-            table, 1, [1], [], 1)
+        assert (
+            mine.table_name,
+            mine.high_watermark,
+            sorted(mine.open_write_ids),
+            sorted(mine.aborted_write_ids),
+            mine.min_open_write_id,
+        ) == (table, 1, [1], [], 1)
 
         client.commit_txn(CommitTxnRequest(txnid=writer))
-        assert client.show_locks(ShowLocksRequest(dbname="smoke_commit",
-                                                  tablename="orders")).locks == []
+        assert (
+            client.show_locks(ShowLocksRequest(dbname="smoke_commit", tablename="orders")).locks
+            == []
+        )
         assert writer not in other.get_open_txns().open_txns
 
         later = _open_txn(other, user="reader")
@@ -163,8 +199,9 @@ def test_commit_path_write_id_lock_and_snapshots(hive_metastore):
         assert after.minOpenWriteId is None
 
         # the reader's snapshot taken before the commit still has write id 1 as open
-        (again,) = other.get_valid_write_ids(GetValidWriteIdsRequest(
-            fullTableNames=[table], validTxnList=before_txns)).tblValidWriteIds
+        (again,) = other.get_valid_write_ids(
+            GetValidWriteIdsRequest(fullTableNames=[table], validTxnList=before_txns)
+        ).tblValidWriteIds
         assert again.writeIdHighWaterMark == 1 and again.invalidWriteIds == [1]
         for txn in (reader, later):
             other.commit_txn(CommitTxnRequest(txnid=txn))
@@ -176,13 +213,15 @@ def test_abort_path_and_write_ids_never_reused(hive_metastore):
     with hms_client(hive_metastore.url) as client:
         table = _create_table(client, hive_metastore, "smoke_abort")
         first = _open_txn(client)
-        client.allocate_table_write_ids(AllocateTableWriteIdsRequest(
-            dbName="smoke_abort", tableName="orders", txnIds=[first]))
+        client.allocate_table_write_ids(
+            AllocateTableWriteIdsRequest(dbName="smoke_abort", tableName="orders", txnIds=[first])
+        )
         client.commit_txn(CommitTxnRequest(txnid=first))
 
         doomed = _open_txn(client)
-        (alloc,) = client.allocate_table_write_ids(AllocateTableWriteIdsRequest(
-            dbName="smoke_abort", tableName="orders", txnIds=[doomed])).txnToWriteIds
+        (alloc,) = client.allocate_table_write_ids(
+            AllocateTableWriteIdsRequest(dbName="smoke_abort", tableName="orders", txnIds=[doomed])
+        ).txnToWriteIds
         assert alloc.writeId == 2
         client.abort_txn(AbortTxnRequest(txnid=doomed))
         with pytest.raises(TxnAbortedException, match=f"txnid:{doomed}"):
@@ -197,8 +236,9 @@ def test_abort_path_and_write_ids_never_reused(hive_metastore):
         assert ids.minOpenWriteId is None
 
         nxt = _open_txn(client)
-        (alloc,) = client.allocate_table_write_ids(AllocateTableWriteIdsRequest(
-            dbName="smoke_abort", tableName="orders", txnIds=[nxt])).txnToWriteIds
+        (alloc,) = client.allocate_table_write_ids(
+            AllocateTableWriteIdsRequest(dbName="smoke_abort", tableName="orders", txnIds=[nxt])
+        ).txnToWriteIds
         assert alloc.writeId == 3
         for txn in (nxt, reader):
             client.commit_txn(CommitTxnRequest(txnid=txn))
@@ -209,14 +249,19 @@ def test_hive_compactor_is_off(hive_metastore):
     up (worker threads 0, initiator off), so acidflow's compactor is the one that runs."""
     with hms_client(hive_metastore.url) as client:
         _create_table(client, hive_metastore, "smoke_compact")
-        resp = client.compact2(CompactionRequest(dbname="smoke_compact", tablename="orders",
-                                                 type=CompactionType.MAJOR))
+        resp = client.compact2(
+            CompactionRequest(dbname="smoke_compact", tablename="orders", type=CompactionType.MAJOR)
+        )
         assert resp.accepted and resp.state == "initiated"
         time.sleep(3)
-        mine = [c for c in client.show_compact(ShowCompactRequest()).compacts
-                if c.dbname == "smoke_compact"]
+        mine = [
+            c
+            for c in client.show_compact(ShowCompactRequest()).compacts
+            if c.dbname == "smoke_compact"
+        ]
         assert [(c.id, c.state, c.type, c.workerid) for c in mine] == [
-            (resp.id, "initiated", CompactionType.MAJOR, None)]
+            (resp.id, "initiated", CompactionType.MAJOR, None)
+        ]
 
 
 def test_unreachable_metastore_names_the_url():
@@ -261,8 +306,11 @@ def test_site_settings_of_a_hive3_acid_metastore(tmp_path):
     assert props["hive.support.concurrency"] == "true"
     assert props["metastore.compactor.initiator.on"] == "false"
     assert props["metastore.compactor.worker.threads"] == "0"
-    assert props["metastore.warehouse.dir"] == props["hive.metastore.warehouse.dir"] == (
-        (tmp_path / "wh").resolve().as_uri())
+    assert (
+        props["metastore.warehouse.dir"]
+        == props["hive.metastore.warehouse.dir"]
+        == ((tmp_path / "wh").resolve().as_uri())
+    )
 
 
 @pytest.mark.postgres
@@ -277,8 +325,9 @@ def test_metastore_on_postgresql(postgres_url, tmp_path):
         with hms_client(hms.url) as client:
             table = _create_table(client, hms, "on_pg")
             txn = _open_txn(client)
-            client.allocate_table_write_ids(AllocateTableWriteIdsRequest(
-                dbName="on_pg", tableName="orders", txnIds=[txn]))
+            client.allocate_table_write_ids(
+                AllocateTableWriteIdsRequest(dbName="on_pg", tableName="orders", txnIds=[txn])
+            )
             client.commit_txn(CommitTxnRequest(txnid=txn))
             reader = _open_txn(client, user="reader")
             ids, _ = _write_ids(client, table, reader)
@@ -290,10 +339,17 @@ def test_make_hms_prints_the_url_and_stops_on_sigterm(tmp_path):
     """``python -m devservers.hms`` (``make hms``) prints a thrift URL that answers, and
     stops the metastore on SIGTERM."""
     tools = str(Path(__file__).resolve().parents[2] / "tools")  # where devservers lives
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [tools, *filter(None, [os.environ.get("PYTHONPATH")])]))
-    proc = subprocess.Popen([sys.executable, "-m", "devservers.hms", "--dir", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([tools, *filter(None, [os.environ.get("PYTHONPATH")])]),
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "devservers.hms", "--dir", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()

@@ -5,6 +5,7 @@ and the faults: a Hive transaction concurrent with acidflow's write gets its own
 transaction the metastore's housekeeper aborted is refused at commit, Hive's own write-set
 check refuses a conflicting commit, an unreachable URL is named before anything is written, a
 non-transactional table is refused, and compaction waits for an open Hive transaction."""
+
 from __future__ import annotations
 
 import decimal
@@ -24,10 +25,6 @@ from pymetastore.hive_metastore.ttypes import (
     OpenTxnRequest,
 )
 
-from acidflow.read import table as reads
-from acidflow.storage.adoption import AdoptionError
-from acidflow.format.layout import ValidWriteIdList
-from acidflow.engine.transaction import Transaction
 from acidflow.catalog import (
     CatalogError,
     Column,
@@ -44,9 +41,13 @@ from acidflow.catalog.hms.client import (
     valid_txn_list,
 )
 from acidflow.catalog.hms.tables import NotAnAcidTableError
-from devservers.hms import _ALWAYS_TASKS, start_metastore
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
+from acidflow.engine.transaction import Transaction
+from acidflow.format.layout import ValidWriteIdList
+from acidflow.read import table as reads
+from acidflow.storage.adoption import AdoptionError
+from devservers.hms import _ALWAYS_TASKS, start_metastore
 from tests.support import acidtables as at
 from tests.support.hms import require_hive_artifacts, reset_metastore, transactional_orc_table
 
@@ -71,11 +72,17 @@ def catalog(hms, tmp_path):
 
 
 def orders() -> TableDef:
-    return TableDef(name="shop.orders",
-                    columns=[Column("id", "bigint"), Column("name", "string"),
-                             Column("amount", "decimal(10,2)")],
-                    partition_columns=[Column("ds", "string")], primary_key=["id"],
-                    num_buckets=2)
+    return TableDef(
+        name="shop.orders",
+        columns=[
+            Column("id", "bigint"),
+            Column("name", "string"),
+            Column("amount", "decimal(10,2)"),
+        ],
+        partition_columns=[Column("ds", "string")],
+        primary_key=["id"],
+        num_buckets=2,
+    )
 
 
 def _rows(*items):
@@ -84,14 +91,17 @@ def _rows(*items):
 
 def _hive_ids(client, table: str, reader: int | None = None) -> ValidWriteIdList:
     txns = valid_txn_list(client.get_open_txns(), reader)
-    (ids,) = client.get_valid_write_ids(GetValidWriteIdsRequest(
-        fullTableNames=[table], validTxnList=txns)).tblValidWriteIds
+    (ids,) = client.get_valid_write_ids(
+        GetValidWriteIdsRequest(fullTableNames=[table], validTxnList=txns)
+    ).tblValidWriteIds
     return to_valid_write_ids(ids)
 
 
 def _visible(catalog, name="shop.orders"):
-    return sorted((r["id"], r["name"], r["amount"], r["ds"])
-                  for r in reads.read_table(None, catalog, name).to_pylist())
+    return sorted(
+        (r["id"], r["name"], r["amount"], r["ds"])
+        for r in reads.read_table(None, catalog, name).to_pylist()
+    )
 
 
 def test_upsert_is_what_hive_sees(spark, catalog, hms):
@@ -102,19 +112,32 @@ def test_upsert_is_what_hive_sees(spark, catalog, hms):
     assert isinstance(catalog, HiveMetastoreCatalog)
     catalog.create_table(orders())
     with Transaction(catalog, spark=spark) as txn:
-        txn.insert("shop.orders", spark.createDataFrame(_rows(
-            (1, "a", "1.50", "2024-01-01"), (2, "b", "2.50", "2024-01-01"),
-            (3, "c", "3.50", "2024-01-02")), SCHEMA))
+        txn.insert(
+            "shop.orders",
+            spark.createDataFrame(
+                _rows(
+                    (1, "a", "1.50", "2024-01-01"),
+                    (2, "b", "2.50", "2024-01-01"),
+                    (3, "c", "3.50", "2024-01-02"),
+                ),
+                SCHEMA,
+            ),
+        )
     first = txn.txn_id
     with Transaction(catalog, spark=spark) as txn:
-        txn.upsert("shop.orders", spark.createDataFrame(_rows(
-            (2, "B", "20.00", "2024-01-01"), (4, "d", "4.00", "2024-01-02")), SCHEMA))
+        txn.upsert(
+            "shop.orders",
+            spark.createDataFrame(
+                _rows((2, "B", "20.00", "2024-01-01"), (4, "d", "4.00", "2024-01-02")), SCHEMA
+            ),
+        )
     second = txn.txn_id
     assert _visible(catalog) == [
         (1, "a", decimal.Decimal("1.50"), "2024-01-01"),
         (2, "B", decimal.Decimal("20.00"), "2024-01-01"),
         (3, "c", decimal.Decimal("3.50"), "2024-01-02"),
-        (4, "d", decimal.Decimal("4.00"), "2024-01-02")]
+        (4, "d", decimal.Decimal("4.00"), "2024-01-02"),
+    ]
 
     with hms_client(hms.url) as client:
         table = client.get_table("shop", "orders")
@@ -124,12 +147,19 @@ def test_upsert_is_what_hive_sees(spark, catalog, hms):
         assert table.sd.serdeInfo.serializationLib == "org.apache.hadoop.hive.ql.io.orc.OrcSerde"
         assert (table.sd.numBuckets, table.sd.bucketCols) == (2, ["id"])
         assert [(c.name, c.type) for c in table.sd.cols] == [
-            ("id", "bigint"), ("name", "string"), ("amount", "decimal(10,2)")]
+            ("id", "bigint"),
+            ("name", "string"),
+            ("amount", "decimal(10,2)"),
+        ]
         assert [(c.name, c.type) for c in table.partitionKeys] == [("ds", "string")]
-        assert Path(table.sd.location.removeprefix("file:")).resolve() == Path(
-            catalog.get_table("shop.orders").location).resolve()
+        assert (
+            Path(table.sd.location.removeprefix("file:")).resolve()
+            == Path(catalog.get_table("shop.orders").location).resolve()
+        )
         assert sorted(client.get_partition_names("shop", "orders", -1)) == [
-            "ds=2024-01-01", "ds=2024-01-02"]
+            "ds=2024-01-01",
+            "ds=2024-01-02",
+        ]
         part = client.get_partition_by_name("shop", "orders", "ds=2024-01-02")
         assert part.sd.location.endswith("/shop.db/orders/ds=2024-01-02")
         seen = _hive_ids(client, "shop.orders")
@@ -139,7 +169,8 @@ def test_upsert_is_what_hive_sees(spark, catalog, hms):
     assert [(r.write_id, r.txn_id) for r in recs] == [(1, first), (2, second)]
     assert catalog.describe() == [
         f"Hive metastore {hms.url} sees:",
-        "  shop.orders: write-id high watermark 2, open [], aborted [], 2 partitions"]
+        "  shop.orders: write-id high watermark 2, open [], aborted [], 2 partitions",
+    ]
     assert recs[1].stats["rows_inserted"] >= 1
 
 
@@ -149,14 +180,17 @@ def test_hive_transaction_concurrent_with_acidflow_gets_its_own_write_id(spark, 
     snapshot has Hive's write id as open, and after Hive aborts it is aborted for acidflow."""
     catalog.create_table(orders())
     with hms_client(hms.url) as client:
-        (hive_txn,) = client.open_txns(OpenTxnRequest(num_txns=1, user="hive",
-                                                      hostname="hive-host")).txn_ids
-        (alloc,) = client.allocate_table_write_ids(AllocateTableWriteIdsRequest(
-            dbName="shop", tableName="orders", txnIds=[hive_txn])).txnToWriteIds
+        (hive_txn,) = client.open_txns(
+            OpenTxnRequest(num_txns=1, user="hive", hostname="hive-host")
+        ).txn_ids
+        (alloc,) = client.allocate_table_write_ids(
+            AllocateTableWriteIdsRequest(dbName="shop", tableName="orders", txnIds=[hive_txn])
+        ).txnToWriteIds
         assert alloc.writeId == 1
         with Transaction(catalog, spark=spark) as txn:
-            txn.insert("shop.orders", spark.createDataFrame(_rows(
-                (1, "a", "1.00", "2024-01-01")), SCHEMA))
+            txn.insert(
+                "shop.orders", spark.createDataFrame(_rows((1, "a", "1.00", "2024-01-01")), SCHEMA)
+            )
         assert txn.write_id("shop.orders") == 2
         snap = catalog.valid_write_ids("shop.orders")
         assert (snap.high_watermark, snap.open_write_ids, snap.aborted_write_ids) == (2, (1,), ())
@@ -182,13 +216,17 @@ def test_initiator_is_offered_the_writes_hive_made(catalog, hms):
     assert catalog.compaction_candidates() == [("shop.orders", "ds=2024-01-01", 1)]
     with hms_client(hms.url) as client:
         for name in ("orders", "flat", "flat"):
-            (hive_txn,) = client.open_txns(OpenTxnRequest(num_txns=1, user="hive",
-                                                          hostname="hive-host")).txn_ids
-            client.allocate_table_write_ids(AllocateTableWriteIdsRequest(
-                dbName="shop", tableName=name, txnIds=[hive_txn]))
+            (hive_txn,) = client.open_txns(
+                OpenTxnRequest(num_txns=1, user="hive", hostname="hive-host")
+            ).txn_ids
+            client.allocate_table_write_ids(
+                AllocateTableWriteIdsRequest(dbName="shop", tableName=name, txnIds=[hive_txn])
+            )
             client.commit_txn(CommitTxnRequest(txnid=hive_txn))
-    assert catalog.compaction_candidates() == [("shop.flat", None, 2),
-                                               ("shop.orders", "ds=2024-01-01", 2)]
+    assert catalog.compaction_candidates() == [
+        ("shop.flat", None, 2),
+        ("shop.orders", "ds=2024-01-01", 2),
+    ]
 
 
 def test_hive_write_set_conflict_refuses_acidflow_commit(catalog, hms):
@@ -200,14 +238,23 @@ def test_hive_write_set_conflict_refuses_acidflow_commit(catalog, hms):
     txn = catalog.open_transaction()
     mine = catalog.allocate_write_id(txn, "shop.orders")
     with hms_client(hms.url) as client:
-        (hive_txn,) = client.open_txns(OpenTxnRequest(num_txns=1, user="hive",
-                                                      hostname="hive-host")).txn_ids
-        (alloc,) = client.allocate_table_write_ids(AllocateTableWriteIdsRequest(
-            dbName="shop", tableName="orders", txnIds=[hive_txn])).txnToWriteIds
+        (hive_txn,) = client.open_txns(
+            OpenTxnRequest(num_txns=1, user="hive", hostname="hive-host")
+        ).txn_ids
+        (alloc,) = client.allocate_table_write_ids(
+            AllocateTableWriteIdsRequest(dbName="shop", tableName="orders", txnIds=[hive_txn])
+        ).txnToWriteIds
         catalog.add_component(txn, "shop.orders", "ds=1", "update")  # creates the partition
-        client.add_dynamic_partitions(AddDynamicPartitions(
-            txnid=hive_txn, writeid=alloc.writeId, dbname="shop", tablename="orders",
-            partitionnames=["ds=1"], operationType=DataOperationType.UPDATE))
+        client.add_dynamic_partitions(
+            AddDynamicPartitions(
+                txnid=hive_txn,
+                writeid=alloc.writeId,
+                dbname="shop",
+                tablename="orders",
+                partitionnames=["ds=1"],
+                operationType=DataOperationType.UPDATE,
+            )
+        )
         client.commit_txn(CommitTxnRequest(txnid=hive_txn))
         with pytest.raises(WriteConflictError) as info:
             catalog.commit_transaction(txn)
@@ -236,12 +283,14 @@ def test_side_record_is_reconciled_from_the_metastore(catalog, hms):
     states = {t.txn_id: t.state for t in catalog.list_transactions()}
     assert (states[done], states[dead]) == ("committed", "aborted")
     assert [(r.write_id, r.txn_id) for r in catalog.commit_records("shop.orders")] == [
-        (w_done, done)]
-    assert catalog.write_id_states("shop.orders") == [(w_done, done, "committed"),
-                                                      (w_dead, dead, "aborted")]
+        (w_done, done)
+    ]
+    assert catalog.write_id_states("shop.orders") == [
+        (w_done, done, "committed"),
+        (w_dead, dead, "aborted"),
+    ]
     snap = catalog.valid_write_ids("shop.orders")
-    assert (snap.high_watermark, snap.open_write_ids, snap.aborted_write_ids) == (
-        2, (), (w_dead,))
+    assert (snap.high_watermark, snap.open_write_ids, snap.aborted_write_ids) == (2, (), (w_dead,))
 
 
 def test_unreachable_metastore_is_named_before_any_file(tmp_path):
@@ -260,8 +309,14 @@ def test_non_transactional_or_non_orc_table_is_refused(catalog, hms, tmp_path):
     """A table the metastore knows as non-transactional is refused with its name and reason
     (get_table, allocate_write_id, adopt), and so is an insert-only one."""
     with hms_client(hms.url) as client:
-        client.create_database(Database(name="legacy", description=None, parameters={},
-                                        locationUri=(tmp_path / "legacy.db").as_uri()))
+        client.create_database(
+            Database(
+                name="legacy",
+                description=None,
+                parameters={},
+                locationUri=(tmp_path / "legacy.db").as_uri(),
+            )
+        )
         plain = transactional_orc_table("legacy", "plain", (tmp_path / "legacy.db/plain").as_uri())
         plain.parameters = {"bucketing_version": "2"}
         client.create_table(plain)
@@ -286,13 +341,21 @@ def test_hive_made_table_is_registered_on_first_use(catalog, hms, tmp_path):
     """A transactional ORC table Hive created (raw thrift) is usable at once: get_table
     mirrors it on the side, and acidflow's write takes the metastore's next write id."""
     with hms_client(hms.url) as client:
-        client.create_database(Database(name="hv", description=None, parameters={},
-                                        locationUri=(tmp_path / "hv.db").as_uri()))
+        client.create_database(
+            Database(
+                name="hv",
+                description=None,
+                parameters={},
+                locationUri=(tmp_path / "hv.db").as_uri(),
+            )
+        )
         client.create_table(transactional_orc_table("hv", "t", (tmp_path / "hv.db/t").as_uri()))
-        (hive_txn,) = client.open_txns(OpenTxnRequest(num_txns=1, user="hive",
-                                                      hostname="h")).txn_ids
-        client.allocate_table_write_ids(AllocateTableWriteIdsRequest(
-            dbName="hv", tableName="t", txnIds=[hive_txn]))
+        (hive_txn,) = client.open_txns(
+            OpenTxnRequest(num_txns=1, user="hive", hostname="h")
+        ).txn_ids
+        client.allocate_table_write_ids(
+            AllocateTableWriteIdsRequest(dbName="hv", tableName="t", txnIds=[hive_txn])
+        )
         client.commit_txn(CommitTxnRequest(txnid=hive_txn))
     td = catalog.get_table("hv.t")
     assert (td.num_buckets, td.bucket_columns, td.external) == (2, ["id"], True)
@@ -348,9 +411,15 @@ def test_adopt_replays_long_histories_in_batches_and_refuses_huge_ones(catalog, 
     (root / "delta_0000009_0000009_0000").mkdir(parents=True)
     (root / "delta_0000009_0000009_0000" / "bucket_00000").write_bytes(b"orc")
     with pytest.raises(AdoptionError, match="delta_0000009_0000009_0000"):
-        catalog.adopt_table(TableDef(name="adopt.above", columns=[Column("id", "bigint")],
-                                     location=str(root), external=True),
-                            ValidWriteIdList("adopt.above", 5))
+        catalog.adopt_table(
+            TableDef(
+                name="adopt.above",
+                columns=[Column("id", "bigint")],
+                location=str(root),
+                external=True,
+            ),
+            ValidWriteIdList("adopt.above", 5),
+        )
     assert not catalog.table_exists("adopt.above")
 
 
@@ -358,17 +427,20 @@ def test_compaction_waits_for_an_open_hive_transaction(spark, catalog, hms):
     """acidflow's initiator/worker/cleaner on the metastore catalog: the compaction's own
     transaction is the metastore's, and the cleaner leaves the old deltas while a Hive
     transaction that opened before the compaction committed is open, then cleans."""
-    catalog.create_table(TableDef(name="db.t", columns=[Column("id", "int"),
-                                                         Column("name", "string")]))
+    catalog.create_table(
+        TableDef(name="db.t", columns=[Column("id", "int"), Column("name", "string")])
+    )
     at.write(catalog, "db.t", {0: [(1, "a"), (2, "b")]})
     at.write(catalog, "db.t", {0: [(3, "c")]})
     before = at.rows(catalog, "db.t")
     with hms_client(hms.url) as client:
-        (hive_reader,) = client.open_txns(OpenTxnRequest(num_txns=1, user="hive",
-                                                         hostname="h")).txn_ids
+        (hive_reader,) = client.open_txns(
+            OpenTxnRequest(num_txns=1, user="hive", hostname="h")
+        ).txn_ids
         info = initiator.request_compaction(catalog, "db.t", None, "major")
-        out = worker.run_worker(spark, catalog, cq_id=info.id,
-                                config=CompactorConfig(heartbeat_s=0.5))
+        out = worker.run_worker(
+            spark, catalog, cq_id=info.id, config=CompactorConfig(heartbeat_s=0.5)
+        )
         assert out.state == "ready for cleaning", out.report
         entry = catalog.get_compaction(info.id)
         assert entry.txn_id > hive_reader and entry.commit_id > entry.txn_id
@@ -378,7 +450,8 @@ def test_compaction_waits_for_an_open_hive_transaction(spark, catalog, hms):
         cleaner.run_cleaner(catalog)
         assert catalog.get_compaction(info.id).state == "ready for cleaning"
         assert {"delta_0000001_0000001_0000", "delta_0000002_0000002_0000"} <= {
-            p.name for p in loc.iterdir()}
+            p.name for p in loc.iterdir()
+        }
         client.commit_txn(CommitTxnRequest(txnid=hive_reader))
     cleaner.run_cleaner(catalog)
     assert catalog.get_compaction(info.id).state == "succeeded"
@@ -396,22 +469,27 @@ def _aborted_in_hive(client, txn: int) -> bool:
 def quick_timeout_metastore(tmp_path_factory):
     """A second metastore whose housekeeper (AcidHouseKeeperService) aborts transactions
     without heartbeat after 3 s."""
-    hms = start_metastore(tmp_path_factory.mktemp("hms-timeout"), artifacts=ARTIFACTS,
-                          extra_conf={
-                              "metastore.task.threads.always": ",".join(
-                                  (*_ALWAYS_TASKS,
-                                   "org.apache.hadoop.hive.metastore.txn.AcidHouseKeeperService")),
-                              "metastore.txn.timeout": "3s",
-                              "metastore.timedout.txn.reaper.start": "1s",
-                              "metastore.timedout.txn.reaper.interval": "1s"})
+    hms = start_metastore(
+        tmp_path_factory.mktemp("hms-timeout"),
+        artifacts=ARTIFACTS,
+        extra_conf={
+            "metastore.task.threads.always": ",".join(
+                (*_ALWAYS_TASKS, "org.apache.hadoop.hive.metastore.txn.AcidHouseKeeperService")
+            ),
+            "metastore.txn.timeout": "3s",
+            "metastore.timedout.txn.reaper.start": "1s",
+            "metastore.timedout.txn.reaper.interval": "1s",
+        },
+    )
     try:
         yield hms
     finally:
         hms.stop()
 
 
-def test_transaction_aborted_by_the_metastore_is_refused_at_commit(quick_timeout_metastore,
-                                                                   tmp_path):
+def test_transaction_aborted_by_the_metastore_is_refused_at_commit(
+    quick_timeout_metastore, tmp_path
+):
     """A transaction that stops heartbeating is aborted by the metastore's housekeeper: its
     commit is refused with TxnAbortedError, the side mirrors the abort, its write id is
     aborted (its files are left for the cleaner as aborted) and is never reused."""

@@ -1,6 +1,7 @@
 """Issue 15 with real parts (Spark, ORC files, a SQLite catalog): racing inserts of the same new
 primary keys (finding 1), snapshot isolation of a transaction's reads, and the CDC job's retry
 after a lost write-set race."""
+
 from __future__ import annotations
 
 import collections
@@ -11,10 +12,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from acidflow.read import table as reads
-from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef, WriteConflictError
 from acidflow.cdc import apply as cdc_apply
+from acidflow.engine.transaction import Transaction
+from acidflow.read import table as reads
 
 pytestmark = pytest.mark.spark
 
@@ -26,19 +27,29 @@ def catalog(warehouse):
 
 def _accounts(catalog, name="default.accounts", **kw):
     kw.setdefault("num_buckets", 2)
-    return catalog.create_table(TableDef(
-        name=name, columns=[Column("id", "bigint"), Column("v", "string")],
-        primary_key=["id"], **kw))
+    return catalog.create_table(
+        TableDef(
+            name=name,
+            columns=[Column("id", "bigint"), Column("v", "string")],
+            primary_key=["id"],
+            **kw,
+        )
+    )
 
 
 def _arrow(rows):
-    return pa.table({"id": pa.array([r[0] for r in rows], pa.int64()),
-                     "v": pa.array([r[1] for r in rows], pa.string())})
+    return pa.table(
+        {
+            "id": pa.array([r[0] for r in rows], pa.int64()),
+            "v": pa.array([r[1] for r in rows], pa.string()),
+        }
+    )
 
 
 def _rows(catalog, name="default.accounts", **kw):
-    return sorted((r["id"], r["v"]) for r in reads.read_table(None, catalog, name, **kw)
-                  .to_pylist())
+    return sorted(
+        (r["id"], r["v"]) for r in reads.read_table(None, catalog, name, **kw).to_pylist()
+    )
 
 
 def _dup_keys(rows):
@@ -55,8 +66,9 @@ def test_racing_upserts_of_new_keys_do_not_duplicate(spark, catalog, path):
     second = [(3, "b3"), (4, "b4")]
 
     def data(rows):
-        return spark.createDataFrame(rows, "id bigint, v string") if path == "spark" \
-            else _arrow(rows)
+        return (
+            spark.createDataFrame(rows, "id bigint, v string") if path == "spark" else _arrow(rows)
+        )
 
     t1 = Transaction(catalog, heartbeat_s=0)
     t2 = Transaction(catalog, heartbeat_s=0)
@@ -88,8 +100,10 @@ def test_disjoint_new_keys_both_commit(spark, catalog):
     t1.begin()
     t2.begin()
     t1.upsert("default.accounts", _arrow([(i, "x") for i in range(0, 100, 2)]))
-    t2.upsert("default.accounts", spark.createDataFrame([(i, "y") for i in range(1, 100, 2)],
-                                                        "id bigint, v string"))
+    t2.upsert(
+        "default.accounts",
+        spark.createDataFrame([(i, "y") for i in range(1, 100, 2)], "id bigint, v string"),
+    )
     t2.commit()
     t1.commit()
     rows = _rows(catalog)
@@ -98,8 +112,9 @@ def test_disjoint_new_keys_both_commit(spark, catalog):
 
 def test_unkeyed_table_inserts_never_conflict(spark, catalog):
     """Unkeyed tables keep Hive's semantics: concurrent inserts of equal rows both commit."""
-    catalog.create_table(TableDef(name="default.log", columns=[Column("id", "bigint"),
-                                                               Column("v", "string")]))
+    catalog.create_table(
+        TableDef(name="default.log", columns=[Column("id", "bigint"), Column("v", "string")])
+    )
     t1, t2 = Transaction(catalog, heartbeat_s=0), Transaction(catalog, heartbeat_s=0)
     t1.begin()
     t2.begin()
@@ -139,11 +154,20 @@ def _wal2json_file(path: Path, lsn: int, rows, table="public.accounts") -> str:
     """One wal2json v2 transaction inserting ``rows`` (id, v)."""
     lines = [{"action": "B", "lsn": f"0/{lsn:X}", "xid": lsn}]
     for i, (k, v) in enumerate(rows):
-        lines.append({"action": "I", "lsn": f"0/{lsn + 1 + i:X}", "xid": lsn,
-                      "schema": table.split(".")[0], "table": table.split(".")[1],
-                      "columns": [{"name": "id", "type": "bigint", "value": k},
-                                  {"name": "v", "type": "text", "value": v}],
-                      "pk": [{"name": "id", "type": "bigint"}]})
+        lines.append(
+            {
+                "action": "I",
+                "lsn": f"0/{lsn + 1 + i:X}",
+                "xid": lsn,
+                "schema": table.split(".")[0],
+                "table": table.split(".")[1],
+                "columns": [
+                    {"name": "id", "type": "bigint", "value": k},
+                    {"name": "v", "type": "text", "value": v},
+                ],
+                "pk": [{"name": "id", "type": "bigint"}],
+            }
+        )
     lines.append({"action": "C", "lsn": f"0/{lsn + 1 + len(rows):X}", "xid": lsn})
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     return str(path)
@@ -173,8 +197,9 @@ def test_cdc_batch_retries_after_losing_a_write_set_race(catalog, tmp_path, monk
     options = cdc_apply.CdcOptions(fmt="wal2json", quality_gate=False)
     report = cdc_apply.apply_file(None, catalog, path, options)
     assert report.status == "applied" and report.attempts == 2
-    assert any("write conflict" in r.getMessage() and "attempt 1" in r.getMessage()
-               for r in caplog.records)
+    assert any(
+        "write conflict" in r.getMessage() and "attempt 1" in r.getMessage() for r in caplog.records
+    )
     stats = report.tables["default.accounts"]
     assert (stats["rows_inserted"], stats["rows_updated"]) == (1, 1)
     rows = _rows(catalog)
@@ -185,8 +210,9 @@ def test_cdc_batch_retries_after_losing_a_write_set_race(catalog, tmp_path, monk
     assert again.status == "skipped" and again.txn_id == report.txn_id
 
 
-def test_cdc_batch_committed_by_a_concurrent_run_meanwhile_is_skipped(catalog, warehouse,
-                                                                     tmp_path, monkeypatch):
+def test_cdc_batch_committed_by_a_concurrent_run_meanwhile_is_skipped(
+    catalog, warehouse, tmp_path, monkeypatch
+):
     """issue 15 finding 1 / Deliver "CDC retry" (review: a lost race to a concurrent run of the
     same batch failed the job): another run (its own catalog client on the same database)
     commits the batch after this run's get_batch and before its claim; the claim's
@@ -201,8 +227,8 @@ def test_cdc_batch_committed_by_a_concurrent_run_meanwhile_is_skipped(catalog, w
     real_get_batch = catalog.get_batch
 
     def get_batch_then_lose_the_race(batch_id):
-        seen = real_get_batch(batch_id)         # not applied yet ...
-        if not winner:                          # ... and now the other run applies it
+        seen = real_get_batch(batch_id)  # not applied yet ...
+        if not winner:  # ... and now the other run applies it
             winner.append(cdc_apply.apply_file(None, other, path, options))
         return seen
 
@@ -226,13 +252,17 @@ def test_commit_attempts_below_one_still_apply_the_batch(catalog, tmp_path, monk
 
     out = subprocess.run(
         [sys.executable, "-c", "import acidflow.cdc.apply as a; print(a.MAX_COMMIT_ATTEMPTS)"],
-        env={**os.environ, "ACIDFLOW_CDC_COMMIT_ATTEMPTS": "0"}, capture_output=True, text=True,
-        check=True)
+        env={**os.environ, "ACIDFLOW_CDC_COMMIT_ATTEMPTS": "0"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.strip() == "1"
     _accounts(catalog)
     monkeypatch.setattr(cdc_apply, "MAX_COMMIT_ATTEMPTS", 0)
     path = _wal2json_file(tmp_path / "wal2json_1.jsonl", 0x100, [(1, "a")])
-    report = cdc_apply.apply_file(None, catalog, path,
-                                  cdc_apply.CdcOptions(fmt="wal2json", quality_gate=False))
+    report = cdc_apply.apply_file(
+        None, catalog, path, cdc_apply.CdcOptions(fmt="wal2json", quality_gate=False)
+    )
     assert report.status == "applied" and report.attempts == 1
     assert _rows(catalog) == [(1, "a")]

@@ -3,6 +3,7 @@ tables written through the Transaction API (Arrow upserts, small stripes), real 
 schema changes, a SQLite catalog. The rule checked everywhere: the lookup with stripe pruning
 returns exactly the rows (and ROW__IDs) of the lookup without it -- no key is ever missed --
 and for sequential keys it really skips stripes."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -12,12 +13,12 @@ import random
 import pyarrow as pa
 import pytest
 
-from acidflow.engine import lookup
-from acidflow.read import snapshot
-from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.compactor import initiator, worker
 from acidflow.compactor.config import CompactorConfig
+from acidflow.engine import lookup
+from acidflow.engine.transaction import Transaction
+from acidflow.read import snapshot
 from acidflow.tableops.schema import alter_table
 
 CFG = CompactorConfig(heartbeat_s=0.5, target_file_bytes=0)
@@ -29,24 +30,32 @@ KEY_TYPES = {
     "int": ("int", pa.int32(), lambda i: i * 7),
     "bigint": ("bigint", pa.int64(), lambda i: 10**12 + i * 7),
     "string": ("string", pa.string(), lambda i: f"k{i * 7:09d}-é"),
-    "decimal": ("decimal(12,2)", pa.decimal128(12, 2),
-                lambda i: decimal.Decimal(i * 7) / 100),
+    "decimal": ("decimal(12,2)", pa.decimal128(12, 2), lambda i: decimal.Decimal(i * 7) / 100),
     "date": ("date", pa.date32(), lambda i: dt.date(1990, 1, 1) + dt.timedelta(days=i * 7)),
 }
 
 
 def _table(catalog, name, key_type, *, buckets=0):
     hive, _, _ = KEY_TYPES[key_type]
-    return catalog.create_table(TableDef(
-        name=name, columns=[Column("k", hive), Column("v", "string"), Column("n", "bigint")],
-        primary_key=["k"], num_buckets=buckets))
+    return catalog.create_table(
+        TableDef(
+            name=name,
+            columns=[Column("k", hive), Column("v", "string"), Column("n", "bigint")],
+            primary_key=["k"],
+            num_buckets=buckets,
+        )
+    )
 
 
 def _rows(key_type, ids, tag):
     _, arrow, f = KEY_TYPES[key_type]
-    return pa.table({"k": pa.array([f(i) for i in ids], arrow),
-                     "v": pa.array([f"{tag}{i}" for i in ids], pa.string()),
-                     "n": pa.array(list(ids), pa.int64())})
+    return pa.table(
+        {
+            "k": pa.array([f(i) for i in ids], arrow),
+            "v": pa.array([f"{tag}{i}" for i in ids], pa.string()),
+            "n": pa.array(list(ids), pa.int64()),
+        }
+    )
 
 
 def _upsert(catalog, name, rows):
@@ -65,13 +74,23 @@ def _lookup(catalog, name, keys, prune):
     found = []
     plan = cur.plan
     for task in plan.tasks:
-        for b in snapshot.read_task(cur.tfs, task, plan.columns, plan.partition_columns,
-                                    plan.valid_write_ids, row_id=True, keys=keys,
-                                    project=key_cols + ["v"], prune=prune, pruned=verdicts):
+        for b in snapshot.read_task(
+            cur.tfs,
+            task,
+            plan.columns,
+            plan.partition_columns,
+            plan.valid_write_ids,
+            row_id=True,
+            keys=keys,
+            project=key_cols + ["v"],
+            prune=prune,
+            pruned=verdicts,
+        ):
             d = b.to_pydict()
-            found += [(tuple(d[k][i] for k in key_cols), d["v"][i],
-                       tuple(d[snapshot.ROW_ID][i].values()))
-                      for i in range(b.num_rows)]
+            found += [
+                (tuple(d[k][i] for k in key_cols), d["v"][i], tuple(d[snapshot.ROW_ID][i].values()))
+                for i in range(b.num_rows)
+            ]
     skipped = sum(v.skipped for _, v in verdicts)
     read = sum(len(v.keep) for _, v in verdicts) - skipped
     return sorted(found, key=repr), skipped, read
@@ -95,9 +114,9 @@ def test_pruning_never_misses_a_key(catalog, key_type):
     name = f"db.t_{key_type}"
     _table(catalog, name, key_type)
     n = 12 * STRIPE_ROWS
-    _upsert(catalog, name, _rows(key_type, range(n), "a"))          # base-like first delta
+    _upsert(catalog, name, _rows(key_type, range(n), "a"))  # base-like first delta
     updated = rnd.sample(range(n), 300)
-    _upsert(catalog, name, _rows(key_type, sorted(updated), "b"))   # split-updates
+    _upsert(catalog, name, _rows(key_type, sorted(updated), "b"))  # split-updates
     _upsert(catalog, name, _rows(key_type, range(n, n + 2000), "c"))  # new keys
 
     # sequential keys: the newest ids -- stats prune every other stripe
@@ -119,17 +138,29 @@ def test_pruning_never_misses_a_key(catalog, key_type):
 
 
 def test_composite_key_and_null_keys(catalog):
-    catalog.create_table(TableDef(
-        name="db.c", columns=[Column("a", "int"), Column("b", "string"), Column("v", "string")],
-        primary_key=["a", "b"]))
+    catalog.create_table(
+        TableDef(
+            name="db.c",
+            columns=[Column("a", "int"), Column("b", "string"), Column("v", "string")],
+            primary_key=["a", "b"],
+        )
+    )
     n = 8 * STRIPE_ROWS
-    rows = pa.table({"a": pa.array([i // 3 for i in range(n)], pa.int32()),
-                     "b": pa.array([f"s{i % 3}" for i in range(n)]),
-                     "v": pa.array([str(i) for i in range(n)])})
+    rows = pa.table(
+        {
+            "a": pa.array([i // 3 for i in range(n)], pa.int32()),
+            "b": pa.array([f"s{i % 3}" for i in range(n)]),
+            "v": pa.array([str(i) for i in range(n)]),
+        }
+    )
     _upsert(catalog, "db.c", rows)
     # tuples whose parts each exist somewhere but the pair only in some stripes
-    keys = pa.table({"a": pa.array([0, 5, 2000, 2700, None], pa.int32()),
-                     "b": pa.array(["s1", "s9", "s2", "s0", "s1"])})
+    keys = pa.table(
+        {
+            "a": pa.array([0, 5, 2000, 2700, None], pa.int32()),
+            "b": pa.array(["s1", "s9", "s2", "s0", "s1"]),
+        }
+    )
     pruned = _lookup(catalog, "db.c", keys, True)
     full = _lookup(catalog, "db.c", keys, False)
     assert pruned[0] == full[0]
@@ -147,13 +178,11 @@ def test_pruning_after_minor_and_major_compaction(catalog):
 
     before = _check(catalog, name, keys)[0]
     info = initiator.request_compaction(catalog, name, None, "minor")
-    assert worker.run_worker(None, catalog, cq_id=info.id, config=CFG).state == \
-        "ready for cleaning"
+    assert worker.run_worker(None, catalog, cq_id=info.id, config=CFG).state == "ready for cleaning"
     minor = _check(catalog, name, keys)
     assert [r[:2] for r in minor[0]] == [r[:2] for r in before]
     info = initiator.request_compaction(catalog, name, None, "major")
-    assert worker.run_worker(None, catalog, cq_id=info.id, config=CFG).state == \
-        "ready for cleaning"
+    assert worker.run_worker(None, catalog, cq_id=info.id, config=CFG).state == "ready for cleaning"
     major = _check(catalog, name, keys)
     assert [r[:2] for r in major[0]] == [r[:2] for r in before]
 
@@ -167,12 +196,15 @@ def test_pruning_after_schema_evolution(catalog):
     alter_table(catalog, name, change_type=("k", "bigint"))
     table = catalog.get_table(name)
     assert [c.hive_type for c in table.columns][0] == "bigint"
-    new = pa.table({"k": pa.array([i * 7 for i in range(6144, 6200)] + [3_000_000_000],
-                                  pa.int64()),
-                    "w": pa.array(["new"] * 57), "n": pa.array([0] * 57, pa.int64())})
+    new = pa.table(
+        {
+            "k": pa.array([i * 7 for i in range(6144, 6200)] + [3_000_000_000], pa.int64()),
+            "w": pa.array(["new"] * 57),
+            "n": pa.array([0] * 57, pa.int64()),
+        }
+    )
     _upsert(catalog, name, new)
-    keys = pa.table({"k": pa.array([7 * 10, 7 * 6150, 3_000_000_000, 7 * 5000 + 1],
-                                   pa.int64())})
+    keys = pa.table({"k": pa.array([7 * 10, 7 * 6150, 3_000_000_000, 7 * 5000 + 1], pa.int64())})
     cur = lookup.plan_current(catalog, table, None)
     got = lookup.lookup_rows(None, cur, keys, project=["k", "w"])
     assert sorted(got.column("k").to_pylist()) == [70, 7 * 6150, 3_000_000_000]
@@ -188,10 +220,17 @@ def _lookup_renamed(catalog, name, keys):
     for prune in (True, False):
         rows = []
         for task in cur.plan.tasks:
-            for b in snapshot.read_task(cur.tfs, task, cur.plan.columns,
-                                        cur.plan.partition_columns, cur.plan.valid_write_ids,
-                                        row_id=True, keys=keys, prune=prune,
-                                        pruned=verdicts if prune else None):
+            for b in snapshot.read_task(
+                cur.tfs,
+                task,
+                cur.plan.columns,
+                cur.plan.partition_columns,
+                cur.plan.valid_write_ids,
+                row_id=True,
+                keys=keys,
+                prune=prune,
+                pruned=verdicts if prune else None,
+            ):
                 rows += b.to_pylist()
         out.append(sorted(rows, key=repr))
     assert out[0] == out[1]
@@ -204,32 +243,59 @@ def test_unordered_keys_are_pruned_by_the_writers_bloom_filters(catalog):
     only the bloom filters the writers put on the primary key (orc.bloom.filter.columns) can
     skip stripes -- and they do, without missing a key."""
     rnd = random.Random(11)
-    catalog.create_table(TableDef(name="db.u", columns=[Column("uid", "string"),
-                                                        Column("v", "string")],
-                                  primary_key=["uid"]))
+    catalog.create_table(
+        TableDef(
+            name="db.u",
+            columns=[Column("uid", "string"), Column("v", "string")],
+            primary_key=["uid"],
+        )
+    )
     uids = [f"{rnd.getrandbits(64):016x}" for _ in range(12 * STRIPE_ROWS)]
-    _upsert(catalog, "db.u", pa.table({"uid": pa.array(uids),
-                                        "v": pa.array([str(i) for i in range(len(uids))])}))
+    _upsert(
+        catalog,
+        "db.u",
+        pa.table({"uid": pa.array(uids), "v": pa.array([str(i) for i in range(len(uids))])}),
+    )
     for _ in range(4):
         present = rnd.sample(range(len(uids)), 3)
-        keys = pa.table({"uid": pa.array([uids[i] for i in present]
-                                         + [f"{rnd.getrandbits(64):016x}" for _ in range(3)])})
+        keys = pa.table(
+            {
+                "uid": pa.array(
+                    [uids[i] for i in present] + [f"{rnd.getrandbits(64):016x}" for _ in range(3)]
+                )
+            }
+        )
         pruned = _lookup(catalog, "db.u", keys, True)
         assert pruned[0] == _lookup(catalog, "db.u", keys, False)[0]
         assert sorted(v for _, v, _ in pruned[0]) == sorted(str(i) for i in present)
-        assert pruned[1] >= 6          # of 12 stripes, at most 3 hold a key
+        assert pruned[1] >= 6  # of 12 stripes, at most 3 hold a key
     table = catalog.get_table("db.u")
     cur = lookup.plan_current(catalog, table, None)
     verdicts: list = []
-    list(snapshot.read_task(cur.tfs, cur.plan.tasks[0], cur.plan.columns,
-                            cur.plan.partition_columns, cur.plan.valid_write_ids,
-                            keys=pa.table({"uid": pa.array(["zz-absent"])}), pruned=verdicts))
+    list(
+        snapshot.read_task(
+            cur.tfs,
+            cur.plan.tasks[0],
+            cur.plan.columns,
+            cur.plan.partition_columns,
+            cur.plan.valid_write_ids,
+            keys=pa.table({"uid": pa.array(["zz-absent"])}),
+            pruned=verdicts,
+        )
+    )
     assert verdicts and all(v.by_stats == len(v.keep) for _, v in verdicts)  # above every max
     verdicts.clear()
-    list(snapshot.read_task(cur.tfs, cur.plan.tasks[0], cur.plan.columns,
-                            cur.plan.partition_columns, cur.plan.valid_write_ids,
-                            keys=pa.table({"uid": pa.array(["8000000000000000x"])}),
-                            pruned=verdicts))
+    list(
+        snapshot.read_task(
+            cur.tfs,
+            cur.plan.tasks[0],
+            cur.plan.columns,
+            cur.plan.partition_columns,
+            cur.plan.valid_write_ids,
+            keys=pa.table({"uid": pa.array(["8000000000000000x"])}),
+            pruned=verdicts,
+        )
+    )
     assert sum(v.by_bloom for _, v in verdicts) >= 10
 
 
@@ -244,6 +310,7 @@ def test_upsert_through_the_lookup_updates_the_right_rows(catalog):
     changed = sorted(rnd.sample(range(n), 150)) + list(range(n - 50, n + 50))
     _upsert(catalog, name, _rows("string", sorted(set(changed)), "z"))
     from acidflow.read import table as reads
+
     rows = reads.read_table(None, catalog, name).to_pylist()
     by_key: dict = {}
     for r in rows:
@@ -259,12 +326,14 @@ def test_fsck_rebuild_index_reports_each_file(warehouse):
     from typer.testing import CliRunner
 
     from acidflow.cli import app
+
     cat = SqlCatalog(os.environ["ACIDFLOW_CATALOG_URL"], warehouse=str(warehouse))
     _table(cat, "db.rep", "string")
     _upsert(cat, "db.rep", _rows("string", range(3 * STRIPE_ROWS), "a"))
     _upsert(cat, "db.rep", _rows("string", range(10), "b"))
-    res = CliRunner().invoke(app, ["fsck", "db.rep", "--rebuild-index", "--json"],
-                             env={"COLUMNS": "250"})
+    res = CliRunner().invoke(
+        app, ["fsck", "db.rep", "--rebuild-index", "--json"], env={"COLUMNS": "250"}
+    )
     assert res.exit_code == 0, (res.output, res.exception)
     found = [json.loads(line) for line in res.output.splitlines()]
     assert {f["kind"] for f in found} == {"key_index"} and len(found) == 2
@@ -275,9 +344,13 @@ def test_fsck_rebuild_index_reports_each_file(warehouse):
     cat.close()
 
 
-HIVE_CASES = ["trino-nation-delete-deltas", "trino-original-file-nation",
-              "trino-original-files-dummy-id", "impala-original-file-alltypes",
-              "impala-query-compacted-no-acid-metadata"]
+HIVE_CASES = [
+    "trino-nation-delete-deltas",
+    "trino-original-file-nation",
+    "trino-original-files-dummy-id",
+    "impala-original-file-alltypes",
+    "impala-query-compacted-no-acid-metadata",
+]
 
 
 @pytest.mark.parametrize("case", HIVE_CASES)
@@ -285,9 +358,10 @@ def test_hive_written_files_prune_without_missing_a_row(fixtures_dir, case):
     """Hive/Impala-written fixtures (statistics, no bloom filters; original files with
     synthetic ROW__IDs): for every key-indexable column, lookups of sampled values with
     pruning return exactly the rows and ROW__IDs of lookups without it."""
-    from acidflow.read import table as reads
     from acidflow.format import types as htypes
+    from acidflow.read import table as reads
     from acidflow.storage.fs import TableFS
+
     path = str(fixtures_dir / case / "table")
     plan = reads.plan_path(path)
     tfs = TableFS(path)
@@ -296,8 +370,12 @@ def test_hive_written_files_prune_without_missing_a_row(fixtures_dir, case):
     skipped_any = 0
     for name, hive_type in plan.columns:
         t = htypes.arrow_type(hive_type)
-        if not (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_date32(t)
-                or pa.types.is_decimal(t)):
+        if not (
+            pa.types.is_integer(t)
+            or pa.types.is_string(t)
+            or pa.types.is_date32(t)
+            or pa.types.is_decimal(t)
+        ):
             continue
         present = [v for v in full.column(name).to_pylist() if v is not None]
         if not present:
@@ -306,11 +384,24 @@ def test_hive_written_files_prune_without_missing_a_row(fixtures_dir, case):
         results = []
         for prune in (True, False):
             verdicts: list = []
-            rows = [r for task in plan.tasks for b in snapshot.read_task(
-                tfs, task, plan.columns, plan.partition_columns, plan.valid_write_ids,
-                row_id=True, keys=keys, prune=prune, pruned=verdicts) for r in b.to_pylist()]
+            rows = [
+                r
+                for task in plan.tasks
+                for b in snapshot.read_task(
+                    tfs,
+                    task,
+                    plan.columns,
+                    plan.partition_columns,
+                    plan.valid_write_ids,
+                    row_id=True,
+                    keys=keys,
+                    prune=prune,
+                    pruned=verdicts,
+                )
+                for r in b.to_pylist()
+            ]
             results.append(sorted(rows, key=repr))
             skipped_any += sum(v.skipped for _, v in verdicts)
         assert results[0] == results[1] and results[0], (case, name)
-    if case == "impala-original-file-alltypes":   # 24 stripes: stripes really are skipped
+    if case == "impala-original-file-alltypes":  # 24 stripes: stripes really are skipped
         assert skipped_any > 0

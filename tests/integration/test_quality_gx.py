@@ -1,6 +1,7 @@
 """Validation on real Spark, real ORC files and a real catalog: the GX gate on staged ingest and
 CDC batches (a failure aborts the transaction and names its report), ``validate`` after commit
 on a good table and on tampered files, and the ``validate`` spark-submit subcommand."""
+
 import gzip
 import json
 import os
@@ -11,15 +12,15 @@ from pathlib import Path
 import pyorc
 import pytest
 
-from acidflow.format.orc import files as acid_files
-from acidflow.engine.transaction import Transaction
-from acidflow.storage.fs import TableFS
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.cdc.apply import CdcOptions, apply_file
+from acidflow.engine.transaction import Transaction
+from acidflow.format.orc import files as acid_files
 from acidflow.ingest import ingest
 from acidflow.quality.gx import QualityGateError
-from acidflow.validation import validate
 from acidflow.read.table import read_table
+from acidflow.storage.fs import TableFS
+from acidflow.validation import validate
 
 pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parents[2]
@@ -38,8 +39,10 @@ def suite(d: Path, name: str, expectations: list) -> Path:
 
 
 def between(col, lo, hi, **meta):
-    e = {"type": "expect_column_values_to_be_between",
-         "kwargs": {"column": col, "min_value": lo, "max_value": hi}}
+    e = {
+        "type": "expect_column_values_to_be_between",
+        "kwargs": {"column": col, "min_value": lo, "max_value": hi},
+    }
     return {**e, "meta": meta} if meta else e
 
 
@@ -59,19 +62,39 @@ def visible(catalog, name):
 
 
 def test_ingest_gate_passes_then_fails_without_applying(spark, catalog, tmp_path):
-    catalog.create_table(TableDef(name="sales.orders", columns=[
-        Column("id", "bigint"), Column("amount", "int"), Column("city", "string")],
-        primary_key=["id"], num_buckets=2))
-    sd = suite(tmp_path / "suites", "sales.orders",
-               [not_null("id"), unique("id"), between("amount", 0, 1000), not_null("city"),
-                {"type": "expect_table_row_count_to_be_between", "kwargs": {"max_value": 3},
-                 "meta": {"acidflow_scope": "snapshot"}}])
+    catalog.create_table(
+        TableDef(
+            name="sales.orders",
+            columns=[Column("id", "bigint"), Column("amount", "int"), Column("city", "string")],
+            primary_key=["id"],
+            num_buckets=2,
+        )
+    )
+    sd = suite(
+        tmp_path / "suites",
+        "sales.orders",
+        [
+            not_null("id"),
+            unique("id"),
+            between("amount", 0, 1000),
+            not_null("city"),
+            {
+                "type": "expect_table_row_count_to_be_between",
+                "kwargs": {"max_value": 3},
+                "meta": {"acidflow_scope": "snapshot"},
+            },
+        ],
+    )
     good = tmp_path / "land" / "d1"
     good.mkdir(parents=True)
-    (good / "a.csv").write_text("id,amount,city\n" + "".join(f"{i},{i * 10},c{i}\n" for i in range(1, 6)))
+    (good / "a.csv").write_text(
+        "id,amount,city\n" + "".join(f"{i},{i * 10},c{i}\n" for i in range(1, 6))
+    )
     r = ingest(spark, catalog, "sales.orders", str(good), "csv", "d1", suite_dir=str(sd))
-    assert (r.status, r.rows) == ("applied", 5)   # the snapshot-only row count is not checked
-    reports = list((Path(catalog.warehouse) / "_quality" / "sales.orders").glob("*-staged-*/report.json"))
+    assert (r.status, r.rows) == ("applied", 5)  # the snapshot-only row count is not checked
+    reports = list(
+        (Path(catalog.warehouse) / "_quality" / "sales.orders").glob("*-staged-*/report.json")
+    )
     assert len(reports) == 1 and json.loads(reports[0].read_text())["success"] is True
     before = visible(catalog, "sales.orders")
 
@@ -86,9 +109,14 @@ def test_ingest_gate_passes_then_fails_without_applying(spark, catalog, tmp_path
     doc = json.loads(Path(err.report_path).read_text())
     assert doc["success"] is False and doc["scope"] == "staged"
     failed = {e["type"] + ":" + e["column"]: e for e in doc["expectations"] if not e["success"]}
-    assert set(failed) == {"expect_column_values_to_be_between:amount",
-                           "expect_column_values_to_not_be_null:city"}
-    assert sorted(failed["expect_column_values_to_be_between:amount"]["unexpected_values"]) == [-1, 5000]
+    assert set(failed) == {
+        "expect_column_values_to_be_between:amount",
+        "expect_column_values_to_not_be_null:city",
+    }
+    assert sorted(failed["expect_column_values_to_be_between:amount"]["unexpected_values"]) == [
+        -1,
+        5000,
+    ]
     assert failed["expect_column_values_to_not_be_null:city"]["unexpected_count"] == 1
     assert Path(err.report_path).with_name("report.html").read_text().lstrip().startswith("<")
     # nothing applied: same rows, batch not committed, no commit record, landing file untouched
@@ -107,10 +135,16 @@ def test_ingest_gate_passes_then_fails_without_applying(spark, catalog, tmp_path
 def _cdc_file(path: Path, lsn_begin: str, lsn_commit: str, changes) -> Path:
     lines = [{"action": "B", "xid": 1, "lsn": lsn_begin}]
     for action, ident, bal in changes:
-        cols = [{"name": "id", "type": "integer", "value": ident},
-                {"name": "bal", "type": "integer", "value": bal}]
-        rec = {"action": action, "schema": "public", "table": "acc",
-               "pk": [{"name": "id", "type": "integer"}]}
+        cols = [
+            {"name": "id", "type": "integer", "value": ident},
+            {"name": "bal", "type": "integer", "value": bal},
+        ]
+        rec = {
+            "action": action,
+            "schema": "public",
+            "table": "acc",
+            "pk": [{"name": "id", "type": "integer"}],
+        }
         rec.update({"identity": cols[:1]} if action == "D" else {"columns": cols})
         lines.append(rec)
     lines.append({"action": "C", "xid": 1, "lsn": lsn_commit, "nextlsn": lsn_commit})
@@ -120,30 +154,50 @@ def _cdc_file(path: Path, lsn_begin: str, lsn_commit: str, changes) -> Path:
 
 
 def test_cdc_gate_and_validate_after_commit(spark, catalog, tmp_path):
-    sd = suite(tmp_path / "suites", "src.acc",
-               [not_null("id"), unique("id"), between("bal", -100, 100),
-                {"type": "expect_table_row_count_to_be_between", "kwargs": {"min_value": 1,
-                 "max_value": 100}, "meta": {"acidflow_scope": "snapshot"}}])
-    opts = CdcOptions(fmt="wal2json", target_db="src", auto_create=True, num_buckets=2,
-                      suite_dir=str(sd))
-    b1 = _cdc_file(tmp_path / "l" / "b1.jsonl.gz", "0/100", "0/1F0",
-                   [("I", i, i) for i in range(1, 9)] + [("U", 3, 33), ("D", 4, None)])
+    sd = suite(
+        tmp_path / "suites",
+        "src.acc",
+        [
+            not_null("id"),
+            unique("id"),
+            between("bal", -100, 100),
+            {
+                "type": "expect_table_row_count_to_be_between",
+                "kwargs": {"min_value": 1, "max_value": 100},
+                "meta": {"acidflow_scope": "snapshot"},
+            },
+        ],
+    )
+    opts = CdcOptions(
+        fmt="wal2json", target_db="src", auto_create=True, num_buckets=2, suite_dir=str(sd)
+    )
+    b1 = _cdc_file(
+        tmp_path / "l" / "b1.jsonl.gz",
+        "0/100",
+        "0/1F0",
+        [("I", i, i) for i in range(1, 9)] + [("U", 3, 33), ("D", 4, None)],
+    )
     r1 = apply_file(spark, catalog, str(b1), opts)
     assert r1.status == "applied" and r1.tables["src.acc"]["rows_inserted"] == 7
     before = visible(catalog, "src.acc")
 
     # an update to an out-of-range balance and an insert: the gate sees the plan's insert rows
-    b2 = _cdc_file(tmp_path / "l" / "b2.jsonl.gz", "0/200", "0/2F0",
-                   [("U", 2, 999), ("I", 20, 5), ("D", 5, None)])
+    b2 = _cdc_file(
+        tmp_path / "l" / "b2.jsonl.gz",
+        "0/200",
+        "0/2F0",
+        [("U", 2, 999), ("I", 20, 5), ("D", 5, None)],
+    )
     with pytest.raises(QualityGateError) as ei:
         apply_file(spark, catalog, str(b2), opts)
     assert "src.acc" in str(ei.value) and ei.value.report_path in str(ei.value)
     doc = json.loads(Path(ei.value.report_path).read_text())
     bad = [e for e in doc["expectations"] if not e["success"]]
-    assert [(e["type"], e["column"], e["unexpected_count"], e["unexpected_values"]) for e in bad] \
-        == [("expect_column_values_to_be_between", "bal", 1, [999])]
+    assert [
+        (e["type"], e["column"], e["unexpected_count"], e["unexpected_values"]) for e in bad
+    ] == [("expect_column_values_to_be_between", "bal", 1, [999])]
     assert doc["engine"] == "pandas"
-    assert visible(catalog, "src.acc") == before           # nothing of the batch visible
+    assert visible(catalog, "src.acc") == before  # nothing of the batch visible
     assert catalog.get_batch("wal2json:0000000000000200-00000000000002F0").state != "committed"
 
     # after commit: the suite on the snapshot (row count included) plus the ACID invariants
@@ -165,20 +219,28 @@ def test_cdc_gate_and_validate_after_commit(spark, catalog, tmp_path):
 def tampered(spark, catalog):
     """Table db.t (2 buckets): an insert, then a delete whose delete-delta file is moved to the
     other bucket's name, and a delta whose file is rewritten unsorted without key index."""
-    catalog.create_table(TableDef(name="db.t", columns=[Column("id", "int"), Column("v", "string")],
-                                  primary_key=["id"], num_buckets=2))
-    catalog.create_table(TableDef(name="db.ok", columns=[Column("id", "int")],
-                                  primary_key=["id"], num_buckets=2))
+    catalog.create_table(
+        TableDef(
+            name="db.t",
+            columns=[Column("id", "int"), Column("v", "string")],
+            primary_key=["id"],
+            num_buckets=2,
+        )
+    )
+    catalog.create_table(
+        TableDef(name="db.ok", columns=[Column("id", "int")], primary_key=["id"], num_buckets=2)
+    )
     with Transaction(catalog) as txn:
-        txn.insert("db.t",
-                      spark.createDataFrame([(i, f"v{i}") for i in range(40)], "id int, v string"))
-        txn.insert("db.ok",
-                      spark.createDataFrame([(i,) for i in range(10)], "id int"))
+        txn.insert(
+            "db.t", spark.createDataFrame([(i, f"v{i}") for i in range(40)], "id int, v string")
+        )
+        txn.insert("db.ok", spark.createDataFrame([(i,) for i in range(10)], "id int"))
     with Transaction(catalog) as txn:
         txn.delete("db.t", spark.createDataFrame([(1,)], "id int"))
     with Transaction(catalog) as txn:
-        txn.insert("db.t",
-                      spark.createDataFrame([(100 + i, "w") for i in range(6)], "id int, v string"))
+        txn.insert(
+            "db.t", spark.createDataFrame([(100 + i, "w") for i in range(6)], "id int, v string")
+        )
     loc = catalog.get_table("db.t").location
     tfs = TableFS(loc)
     [ddir] = [p for p in os.listdir(loc) if p.startswith("delete_delta_")]
@@ -186,13 +248,24 @@ def tampered(spark, catalog):
     other = "bucket_00001" if dfile == "bucket_00000" else "bucket_00000"
     os.rename(Path(loc) / ddir / dfile, Path(loc) / ddir / other)
     [last] = sorted(p for p in os.listdir(loc) if p.startswith("delta_"))[-1:]
-    victim = max((f for f in os.listdir(Path(loc) / last) if f.startswith("bucket_")),
-                 key=lambda f: acid_files.file_info(tfs, str(Path(loc) / last / f)).rows)
+    victim = max(
+        (f for f in os.listdir(Path(loc) / last) if f.startswith("bucket_")),
+        key=lambda f: acid_files.file_info(tfs, str(Path(loc) / last / f)).rows,
+    )
     path = str(Path(loc) / last / victim)
     events = acid_files.read_events(tfs, path).to_pylist()
     assert len(events) >= 2
-    rows = [(e["operation"], e["originalTransaction"], e["bucket"], e["rowId"],
-             e["currentTransaction"], (e["id"], e["v"])) for e in reversed(events)]
+    rows = [
+        (
+            e["operation"],
+            e["originalTransaction"],
+            e["bucket"],
+            e["rowId"],
+            e["currentTransaction"],
+            (e["id"], e["v"]),
+        )
+        for e in reversed(events)
+    ]
     with open(path, "wb") as fh:  # pyorc straight: no hive.acid.* metadata, reversed order
         with pyorc.Writer(fh, acid_files.event_schema([("id", "int"), ("v", "string")])) as w:
             w.writerows(rows)
@@ -205,21 +278,42 @@ def test_validate_finds_tampered_files(spark, catalog, tampered):
     kinds = {(f.kind, f.path) for f in rep.errors}
     assert ("wrong_bucket_file", tampered["delete_file"]) in kinds
     assert ("unsorted_events", tampered["unsorted"]) in kinds
-    assert ("missing_metadata", tampered["unsorted"]) in kinds       # fsck's finding, reused
+    assert ("missing_metadata", tampered["unsorted"]) in kinds  # fsck's finding, reused
     lines = rep.summary()["invariant_errors"]
-    assert any(line.startswith(f"wrong_bucket_file {tampered['delete_file']}: events of another "
-                               "bucket") for line in lines), lines
+    assert any(
+        line.startswith(f"wrong_bucket_file {tampered['delete_file']}: events of another bucket")
+        for line in lines
+    ), lines
     assert json.loads(Path(rep.report_path).read_text())["success"] is False
 
 
 def test_entry_validate_subprocess(catalog, tampered, tmp_path):
     sd = suite(tmp_path / "suites", "db.ok", [not_null("id"), unique("id"), between("id", 0, 9)])
-    env = {**os.environ, "PYTHONPATH": str(REPO), "ACIDFLOW_WAREHOUSE": catalog.warehouse,
-           "ACIDFLOW_CATALOG_URL": f"sqlite:///{Path(catalog.warehouse) / '_acidflow_catalog.db'}"}
-    p = subprocess.run([sys.executable, str(REPO / "jobs" / "submit.py"), "validate",
-                        "--table", "db.ok", "--table", "db.t", "--suite-dir", str(sd),
-                        "--engine", "pandas"], env=env, capture_output=True, text=True,
-                       timeout=300)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "ACIDFLOW_WAREHOUSE": catalog.warehouse,
+        "ACIDFLOW_CATALOG_URL": f"sqlite:///{Path(catalog.warehouse) / '_acidflow_catalog.db'}",
+    }
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "jobs" / "submit.py"),
+            "validate",
+            "--table",
+            "db.ok",
+            "--table",
+            "db.t",
+            "--suite-dir",
+            str(sd),
+            "--engine",
+            "pandas",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 1, p.stderr[-2000:]
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert out["success"] is False

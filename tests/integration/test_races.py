@@ -7,6 +7,7 @@ aborted with WriteConflictError (or a lock time-out) leaving nothing visible.
 Default size: a couple of minutes on 2 cores. ``make stress`` runs it larger through the
 ``ACIDFLOW_RACE_*`` environment variables (see ``RaceConfig.from_env``) and prints the summary.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,9 @@ def test_concurrent_writers_cdc_and_compaction_equal_a_serial_replay(tmp_path, m
         monkeypatch.delenv(var, raising=False)
     # updates of one unpartitioned table conflict at partition level (HIVE-13395), so the CDC
     # job may lose several races in a row: give its retry more attempts than the default 3
-    monkeypatch.setenv("ACIDFLOW_CDC_COMMIT_ATTEMPTS",
-                       os.environ.get("ACIDFLOW_CDC_COMMIT_ATTEMPTS", "6"))
+    monkeypatch.setenv(
+        "ACIDFLOW_CDC_COMMIT_ATTEMPTS", os.environ.get("ACIDFLOW_CDC_COMMIT_ATTEMPTS", "6")
+    )
     cfg = RaceConfig.from_env()
     result = run_race(tmp_path, cfg)
     print(result.summary())

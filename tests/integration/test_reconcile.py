@@ -2,6 +2,7 @@
 acidflow table written by the engine (Spark, real ORC files, SQLite catalog); the acidflow side is
 read both with pyarrow (spark=None) and in Spark; sources both live (DSN) and saved (CSV.gz from
 COPY + manifest.json); the CLI too."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -11,8 +12,8 @@ import json
 
 import pytest
 
-from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
+from acidflow.engine.transaction import Transaction
 from acidflow.quality import reconcile as R
 from acidflow.sources.postgres import snapshot as pgsource
 from acidflow.sources.postgres.connection import connect
@@ -57,26 +58,46 @@ def pg():
                 cluster.execute(stmt, "shop")
         values = ", ".join("(" + ", ".join(str(v) for v in r) + ")" for r in PG_ROWS)
         cluster.execute(f"INSERT INTO acct VALUES {values}", "shop")
-        cluster.execute("INSERT INTO hist VALUES (1, 5, '2024-01-01'), (1, 5, '2024-01-01'), "
-                        "(2, -3, NULL)", "shop")
+        cluster.execute(
+            "INSERT INTO hist VALUES (1, 5, '2024-01-01'), (1, 5, '2024-01-01'), (2, -3, NULL)",
+            "shop",
+        )
         yield cluster
 
 
 @pytest.fixture
 def catalog(warehouse, spark):
     cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
-    cat.create_table(TableDef(name="shop.acct", columns=[
-        Column("aid", "int"), Column("filler", "char(10)"), Column("amount", "decimal(10,2)"),
-        Column("ts", "timestamp"), Column("note", "string"), Column("flag", "boolean"),
-        Column("_cdc_lsn", "string")], primary_key=["aid"]))
-    cat.create_table(TableDef(name="shop.hist", columns=[
-        Column("tid", "int"), Column("delta", "int"), Column("mtime", "timestamp")]))
-    schema = ("aid int, filler string, amount decimal(10,2), ts timestamp_ntz, note string, "
-              "flag boolean, _cdc_lsn string")
+    cat.create_table(
+        TableDef(
+            name="shop.acct",
+            columns=[
+                Column("aid", "int"),
+                Column("filler", "char(10)"),
+                Column("amount", "decimal(10,2)"),
+                Column("ts", "timestamp"),
+                Column("note", "string"),
+                Column("flag", "boolean"),
+                Column("_cdc_lsn", "string"),
+            ],
+            primary_key=["aid"],
+        )
+    )
+    cat.create_table(
+        TableDef(
+            name="shop.hist",
+            columns=[Column("tid", "int"), Column("delta", "int"), Column("mtime", "timestamp")],
+        )
+    )
+    schema = (
+        "aid int, filler string, amount decimal(10,2), ts timestamp_ntz, note string, "
+        "flag boolean, _cdc_lsn string"
+    )
     with Transaction(cat, heartbeat_s=0) as txn:
         txn.insert("shop.acct", spark.createDataFrame(ACID_ROWS, schema))
-        txn.insert("shop.hist", spark.createDataFrame(
-            HIST, "tid int, delta int, mtime timestamp_ntz"))
+        txn.insert(
+            "shop.hist", spark.createDataFrame(HIST, "tid int, delta int, mtime timestamp_ntz")
+        )
     return cat
 
 
@@ -121,16 +142,21 @@ def test_differences_are_found_and_keys_reported(pg, catalog, spark):
     pg.execute("UPDATE acct SET note = NULL WHERE aid = 2", db)  # '' -> NULL is a difference
     pg.execute("DELETE FROM acct WHERE aid = 4", db)
     pg.execute("INSERT INTO acct (aid) VALUES (9)", db)
-    pg.execute("DELETE FROM hist WHERE tid = 1 AND ctid IN (SELECT ctid FROM hist WHERE tid = 1 "
-               "LIMIT 1)", db)
+    pg.execute(
+        "DELETE FROM hist WHERE tid = 1 AND ctid IN (SELECT ctid FROM hist WHERE tid = 1 LIMIT 1)",
+        db,
+    )
     for sp in (None, spark):
         r = R.reconcile(sp, catalog, "shop.acct", PostgresSource(url, "acct"), max_keys=3)
         assert not r.matches and r.source_checksum != r.table_checksum
         assert (r.source_rows, r.table_rows) == (4, 4)
         assert r.differing_keys == 4
         got = [(k.key, k.kind) for k in r.first_differing_keys]
-        assert got == [({"aid": 2}, "values_differ"), ({"aid": 3}, "values_differ"),
-                       ({"aid": 4}, "only_in_table")]
+        assert got == [
+            ({"aid": 2}, "values_differ"),
+            ({"aid": 3}, "values_differ"),
+            ({"aid": 4}, "only_in_table"),
+        ]
         k3 = r.first_differing_keys[1]
         assert k3.source_values["amount"] == D("1.51") and k3.table_values["amount"] == D("100")
         assert r.first_differing_keys[0].source_values["note"] is None
@@ -138,8 +164,9 @@ def test_differences_are_found_and_keys_reported(pg, catalog, spark):
         assert r.first_differing_keys[2].source_values is None
         h = R.reconcile(sp, catalog, "shop.hist", PostgresSource(url, "hist"))
         assert not h.matches and (h.source_rows, h.table_rows) == (2, 3)
-        assert [(k.key, k.kind, k.source_rows, k.table_rows) for k in h.first_differing_keys] \
-            == [({"tid": 1, "delta": 5, "mtime": 1704067200000000}, "values_differ", 1, 2)]
+        assert [(k.key, k.kind, k.source_rows, k.table_rows) for k in h.first_differing_keys] == [
+            ({"tid": 1, "delta": 5, "mtime": 1704067200000000}, "values_differ", 1, 2)
+        ]
     pg.drop_database(db)
 
 
@@ -172,8 +199,9 @@ def test_cli_reconcile(pg, catalog, monkeypatch, tmp_path):
     db = "shop_cli"
     pg.create_database(db, template="shop")
     pg.execute("DELETE FROM acct WHERE aid = 1", db)
-    res = runner.invoke(app, ["reconcile", "--dsn", pg.libpq_url(db), "--db", "shop",
-                              "acct", "hist"])
+    res = runner.invoke(
+        app, ["reconcile", "--dsn", pg.libpq_url(db), "--db", "shop", "acct", "hist"]
+    )
     assert res.exit_code == 1, res.output
     text = " ".join(res.output.split())
     assert "shop.acct: 1 differing keys (by aid)" in text and '{"aid": 1} only_in_table' in text

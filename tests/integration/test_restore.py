@@ -3,6 +3,7 @@ real files and a real catalog: the table equals its snapshot at the target write
 commit recorded as restore / rollback, by delete+insert events or a new base per partition;
 older snapshots stay readable; refusals happen before anything is written. Keyed bucketed,
 keyed partitioned unbucketed, unkeyed, and unkeyed partitioned bucketed tables."""
+
 from __future__ import annotations
 
 import json
@@ -11,9 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from acidflow.compactor import cleaner
 from acidflow.format.layout import NotEnoughHistoryError
 from acidflow.storage.retention import RETAIN_COMMITS, RETAIN_HOURS
-from acidflow.compactor import cleaner
 from acidflow.tableops.restore import RestoreError, restore, rollback
 from acidflow.tableops.schema import alter_table
 from tests.support import acidtables as at
@@ -78,7 +79,7 @@ def test_rollback_undoes_the_last_commit_and_a_rollback_of_it_redoes_it(catalog,
     assert (r2.to_write_id, r2.write_id) == (6, 8)
     assert ht.values(catalog, "db.h") == at6
     # a commit that changed nothing is skipped: the rollback undoes the one before it
-    ht.drop(catalog, "db.h", [12345])              # write id 9: deletes nothing
+    ht.drop(catalog, "db.h", [12345])  # write id 9: deletes nothing
     r3 = rollback(catalog, "db.h")
     assert r3.to_write_id == 7
     assert ht.values(catalog, "db.h") == ht.values(catalog, "db.h", as_of_write_id=5)
@@ -89,17 +90,17 @@ def test_a_new_base_or_events_per_partition(catalog, shape):
     ht.make_table(catalog, shape, **ALL)
     ht.history(catalog, "db.h")
     at6 = ht.with_ids(catalog, "db.h", as_of_write_id=6)
-    r = restore(catalog, "db.h", 2, base_fraction=0.0)      # every changed partition: a base
+    r = restore(catalog, "db.h", 2, base_fraction=0.0)  # every changed partition: a base
     assert set(r.methods.values()) == {"base"}
     assert "base_0000007" in leaves(catalog)
     assert ht.values(catalog, "db.h") == ht.values(catalog, "db.h", as_of_write_id=2)
-    assert ht.with_ids(catalog, "db.h", as_of_write_id=6) == at6   # time travel unchanged
-    r = restore(catalog, "db.h", 6, base_fraction=1e9)      # events everywhere
+    assert ht.with_ids(catalog, "db.h", as_of_write_id=6) == at6  # time travel unchanged
+    r = restore(catalog, "db.h", 6, base_fraction=1e9)  # events everywhere
     assert set(r.methods.values()) == {"events"}
     assert "delete_delta_0000008_0000008_0000" in leaves(catalog)
     assert ht.values(catalog, "db.h") == ht.values(catalog, "db.h", as_of_write_id=6)
     # default: more than half the rows of a partition change -> base; a few -> events
-    r = restore(catalog, "db.h", 0)                         # empty the table: bases
+    r = restore(catalog, "db.h", 0)  # empty the table: bases
     assert set(r.methods.values()) == {"base"} and ht.values(catalog, "db.h") == {}
     r = restore(catalog, "db.h", 8)
     ht.put(catalog, "db.h", [2], "z")
@@ -126,7 +127,7 @@ def test_restore_after_major_compaction_and_clean_within_retention(catalog, shap
 def test_refusals_before_anything_is_written(catalog):
     ht.make_table(catalog, "keyed_bucketed", **{RETAIN_COMMITS: "2", RETAIN_HOURS: "0"})
     ht.history(catalog, "db.h")
-    at.write(catalog, "db.h", {0: [(99, "x")]}, end="abort")          # write id 7 aborted
+    at.write(catalog, "db.h", {0: [(99, "x")]}, end="abort")  # write id 7 aborted
     txn, _w8 = at.write(catalog, "db.h", {0: [(98, "y")]}, end="open")  # write id 8 open
     before_dirs, before_records = leaves(catalog), len(catalog.commit_records("db.h"))
 
@@ -140,8 +141,11 @@ def test_refusals_before_anything_is_written(catalog):
     refused(-1, "no such write id")
     refused(7, "write id 7 was aborted")
     refused(8, r"write id 8 is not committed yet")
-    refused(3, r"write id 3 is outside history retention \(write ids 4\.\.6 retained "
-               r"\(2 commits / 0 h\)\); the oldest write id that can be restored is 4")
+    refused(
+        3,
+        r"write id 3 is outside history retention \(write ids 4\.\.6 retained "
+        r"\(2 commits / 0 h\)\); the oldest write id that can be restored is 4",
+    )
     catalog.abort_transaction(txn)
 
     # nothing to do: no commit
@@ -197,8 +201,8 @@ def test_no_silent_reads_below_a_restore_base_once_history_is_cleaned(catalog):
     at3 = ht.values(catalog, "db.h", as_of_write_id=3)
     ht.compact(catalog, "db.h", "major")
     cleaner.run_cleaner(catalog)
-    restore(catalog, "db.h", 2, base_fraction=0.0)                # base_7 per partition
-    assert ht.values(catalog, "db.h", as_of_write_id=3) == at3    # below the new base, kept
+    restore(catalog, "db.h", 2, base_fraction=0.0)  # base_7 per partition
+    assert ht.values(catalog, "db.h", as_of_write_id=3) == at3  # below the new base, kept
     catalog.set_table_properties("db.h", {RETAIN_COMMITS: "0"})
     ht.compact(catalog, "db.h", "major")
     cleaner.run_cleaner(catalog)
@@ -215,8 +219,11 @@ def test_restore_across_a_schema_change_is_refused_until_the_columns_are_back(ca
     alter_table(catalog, "db.h", rename_column=("v", "val"))
     ht.put(catalog, "db.h", [3], "b")
     before = leaves(catalog)
-    with pytest.raises(RestoreError, match=r"columns changed after write id 1 \(id int, v "
-                                           r"string -> id int, val string\)"):
+    with pytest.raises(
+        RestoreError,
+        match=r"columns changed after write id 1 \(id int, v "
+        r"string -> id int, val string\)",
+    ):
         restore(catalog, "db.h", w1)
     assert leaves(catalog) == before
     alter_table(catalog, "db.h", rename_column=("val", "v"))

@@ -4,6 +4,7 @@ to every retained write id return what they returned before; the cleaner keeps t
 directories they read (its queue entry stays ready for cleaning) and removes them once a lower
 retention lets them go; beyond that, NotEnoughHistoryError names the oldest readable write id.
 Partitioned and unpartitioned, bucketed and unbucketed, keyed and unkeyed tables."""
+
 from __future__ import annotations
 
 import collections
@@ -13,18 +14,21 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from acidflow.compactor import cleaner
+from acidflow.format.layout import NotEnoughHistoryError
 from acidflow.read import history
 from acidflow.read import table as reads
-from acidflow.format.layout import NotEnoughHistoryError
 from acidflow.storage.retention import RETAIN_COMMITS, RETAIN_HOURS
-from acidflow.compactor import cleaner
 from tests.support import history_tables as ht
 
 
 def dirs(catalog, name: str = "db.h") -> set[str]:
     root = Path(catalog.get_table(name).location)
-    return {str(p.relative_to(root)) for p in root.rglob("*")
-            if p.is_dir() and p.name.startswith(("base_", "delta_", "delete_delta_"))}
+    return {
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if p.is_dir() and p.name.startswith(("base_", "delta_", "delete_delta_"))
+    }
 
 
 def snapshots(catalog, hwm: int, name: str = "db.h") -> dict[int, collections.Counter]:
@@ -61,8 +65,12 @@ def test_time_travel_survives_compaction_and_clean_within_retention(catalog, sha
     kept = dirs(catalog)
     assert kept < obsolete_before_clean
     leaves = {d.rsplit("/", 1)[-1] for d in kept}
-    assert {"base_0000007", "base_0000009", "delta_0000001_0000006",
-            "delete_delta_0000008_0000008_0000"} <= leaves
+    assert {
+        "base_0000007",
+        "base_0000009",
+        "delta_0000001_0000006",
+        "delete_delta_0000008_0000008_0000",
+    } <= leaves
     assert rep.retained and not set(rep.retained) & set(rep.cleaned)
     for cq in rep.retained:
         entry = catalog.get_compaction(cq)
@@ -81,15 +89,19 @@ def test_time_travel_survives_compaction_and_clean_within_retention(catalog, sha
     catalog.set_table_properties("db.h", {RETAIN_COMMITS: "2"})
     assert history.retained_range(catalog, "db.h").oldest == 7
     rep = cleaner.run_cleaner(catalog)
-    assert rep.cleaned and all(catalog.get_compaction(cq).state == "succeeded"
-                               for cq in rep.cleaned)
+    assert rep.cleaned and all(
+        catalog.get_compaction(cq).state == "succeeded" for cq in rep.cleaned
+    )
     # base_7 and the delete delta of 8 are still read by snapshots 7 and 8
-    assert rep.retained and all(set(v) == {"base_0000007", "delete_delta_0000008_0000008_0000"}
-                                for v in rep.retained.values())
+    assert rep.retained and all(
+        set(v) == {"base_0000007", "delete_delta_0000008_0000008_0000"}
+        for v in rep.retained.values()
+    )
     left = dirs(catalog)
     assert left < kept
-    assert not any(d.endswith(("delta_0000001_0000006", "delta_0000002_0000002_0000"))
-                   for d in left)
+    assert not any(
+        d.endswith(("delta_0000001_0000006", "delta_0000002_0000002_0000")) for d in left
+    )
     for w in (7, 8, 9):
         assert ht.with_ids(catalog, "db.h", as_of_write_id=w) == before[w], w
 
@@ -110,7 +122,7 @@ def test_time_travel_survives_compaction_and_clean_within_retention(catalog, sha
     assert not rep.retained
     assert all(c.state == "succeeded" for c in catalog.list_compactions("db.h"))
     assert ht.with_ids(catalog, "db.h") == after
-    left = dirs(catalog)   # one base per partition, nothing else
+    left = dirs(catalog)  # one base per partition, nothing else
     assert all(d.split("/")[-1].startswith("base_") for d in left), left
     assert len({d.rsplit("/", 1)[0] if "/" in d else "" for d in left}) == len(left), left
     with pytest.raises(NotEnoughHistoryError, match="oldest write id still readable is 10"):
@@ -124,7 +136,7 @@ def test_default_retention_keeps_ten_commits(catalog, shape):
     wids, before = two_majors(catalog)
     cleaner.run_cleaner(catalog)
     rng = history.retained_range(catalog, "db.h")
-    assert (rng.oldest, rng.newest) == (0, 9)           # 9 commits, all within 24 h
+    assert (rng.oldest, rng.newest) == (0, 9)  # 9 commits, all within 24 h
     assert rng.describe() == "write ids 0..9 retained (10 commits / 24 h)"
     for w in range(0, 10):
         assert ht.with_ids(catalog, "db.h", as_of_write_id=w) == before[w], w
@@ -134,7 +146,7 @@ def test_hours_bound_alone_retains_what_was_current_within_the_window(catalog):
     ht.make_table(catalog, "keyed_bucketed", **{RETAIN_COMMITS: "0", RETAIN_HOURS: "1"})
     wids, before = two_majors(catalog)
     cleaner.run_cleaner(catalog)
-    for w in range(0, 10):                                # all commits are minutes old
+    for w in range(0, 10):  # all commits are minutes old
         assert ht.with_ids(catalog, "db.h", as_of_write_id=w) == before[w], w
     catalog.set_table_properties("db.h", {RETAIN_HOURS: "0"})
     rep = cleaner.run_cleaner(catalog)
@@ -158,11 +170,17 @@ def test_aborted_directories_go_at_once_even_when_retained(catalog):
 
 def test_bad_retention_values_are_refused_with_table_property_and_value(catalog):
     ht.make_table(catalog, "keyed_bucketed")
-    with pytest.raises(ValueError, match=r"table db\.h: property acidflow\.history\.retain\."
-                                         r"commits='-2' is not a number of commits"):
+    with pytest.raises(
+        ValueError,
+        match=r"table db\.h: property acidflow\.history\.retain\."
+        r"commits='-2' is not a number of commits",
+    ):
         catalog.set_table_properties("db.h", {RETAIN_COMMITS: "-2"})
-    with pytest.raises(ValueError, match=r"table db\.h: property acidflow\.history\.retain\."
-                                         r"hours='soon'"):
+    with pytest.raises(
+        ValueError,
+        match=r"table db\.h: property acidflow\.history\.retain\."
+        r"hours='soon'",
+    ):
         catalog.set_table_properties("db.h", {RETAIN_HOURS: "soon"})
     assert RETAIN_COMMITS not in catalog.get_table("db.h").properties
 
@@ -171,8 +189,10 @@ def test_tables_yaml_refuses_a_bad_retention_value(tmp_path):
     from acidflow.tables_config import load_tables_config
 
     cfg = tmp_path / "t.yaml"
-    cfg.write_text("tables:\n  - name: db.y\n    columns: [{name: id, type: int}]\n"
-                   "    properties: {acidflow.history.retain.hours: '-1'}\n")
+    cfg.write_text(
+        "tables:\n  - name: db.y\n    columns: [{name: id, type: int}]\n"
+        "    properties: {acidflow.history.retain.hours: '-1'}\n"
+    )
     with pytest.raises(ValueError, match=r"db\.y.*acidflow\.history\.retain\.hours='-1'"):
         load_tables_config(str(cfg))
 

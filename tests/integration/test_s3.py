@@ -4,6 +4,7 @@ API, exclusive creation by conditional PUT, a writer that dies before its commit
 major compaction published through the compaction's transaction (``_v<T>`` directories, no
 rename), the cleaner, the CDC demo reconciled exactly, and Spark reading a landing file through
 S3A."""
+
 from __future__ import annotations
 
 import io
@@ -16,15 +17,15 @@ import pyarrow as pa
 import pyarrow.orc as paorc
 import pytest
 
-from acidflow.read import table as reads
-from acidflow.storage.fs import DirectoryClaimedError, TableFS, new_claim
-from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
+from acidflow.engine.transaction import Transaction
 from acidflow.quarantine import write_quarantine
+from acidflow.read import table as reads
 from acidflow.sources.records import BadRecord
 from acidflow.spark import hadoop_aws_jars
+from acidflow.storage.fs import DirectoryClaimedError, TableFS, new_claim
 from acidflow.tableops.adopt import TableOpsError
 from acidflow.tableops.convert import check_convertible
 from tests.support.s3 import point_spark_at
@@ -135,9 +136,13 @@ def test_writes_crash_compaction_and_cleaner_on_s3(s3_spark, catalog, s3_env):
     tfs = TableFS(loc)
     expect = {i: "a" for i in range(20)}
     with Transaction(catalog) as txn:
-        txn.insert("db.t", spark.createDataFrame([(k, v) for k, v in expect.items()], "k int, v string"))
+        txn.insert(
+            "db.t", spark.createDataFrame([(k, v) for k, v in expect.items()], "k int, v string")
+        )
     with Transaction(catalog) as txn:
-        txn.upsert("db.t", spark.createDataFrame([(i, "u") for i in range(15, 25)], "k int, v string"))
+        txn.upsert(
+            "db.t", spark.createDataFrame([(i, "u") for i in range(15, 25)], "k int, v string")
+        )
     expect.update({i: "u" for i in range(15, 25)})
     with Transaction(catalog) as txn:
         txn.delete("db.t", spark.createDataFrame([(i,) for i in (0, 1, 16)], "k int"))
@@ -159,8 +164,13 @@ def test_writes_crash_compaction_and_cleaner_on_s3(s3_spark, catalog, s3_env):
     # minor compaction: written under delta_*_v<T>, invisible until the compaction commits
     seen_during: list[dict] = []
     info = initiator.request_compaction(catalog, "db.t", None, "minor")
-    out = worker.run_worker(spark, catalog, cq_id=info.id, config=CFG,
-                            tamper=lambda d: seen_during.append(rows(catalog, "db.t")))
+    out = worker.run_worker(
+        spark,
+        catalog,
+        cq_id=info.id,
+        config=CFG,
+        tamper=lambda d: seen_during.append(rows(catalog, "db.t")),
+    )
     assert out.state == "ready for cleaning", out.report
     txn_id = catalog.get_compaction(info.id).txn_id
     assert seen_during == [expect]
@@ -173,8 +183,9 @@ def test_writes_crash_compaction_and_cleaner_on_s3(s3_spark, catalog, s3_env):
     # the cleaner: the minor's inputs and the dead writer's aborted delta are deleted
     rep = cleaner.run_cleaner(catalog)
     assert set(dead_dirs) <= set(rep.cleaned[info.id] + sum(rep.aborted.values(), []))
-    assert names(tfs, loc) == sorted([f"delete_delta_0000001_0000003_v{txn_id:07d}",
-                                      f"delta_0000001_0000003_v{txn_id:07d}"])
+    assert names(tfs, loc) == sorted(
+        [f"delete_delta_0000001_0000003_v{txn_id:07d}", f"delta_0000001_0000003_v{txn_id:07d}"]
+    )
     assert rows(catalog, "db.t") == expect
 
     # major compaction, then the cleaner: one base_3_v<T> left
@@ -198,8 +209,12 @@ def test_failed_compaction_output_is_never_visible_and_is_cleaned(s3_spark, cata
     catalog.create_table(TableDef(name="db.f", columns=COLS, primary_key=["k"]))
     for batch in range(3):
         with Transaction(catalog) as txn:
-            txn.upsert("db.f", spark.createDataFrame([(i, f"b{batch}") for i in range(batch, batch + 5)],
-                                                     "k int, v string"))
+            txn.upsert(
+                "db.f",
+                spark.createDataFrame(
+                    [(i, f"b{batch}") for i in range(batch, batch + 5)], "k int, v string"
+                ),
+            )
     expect = rows(catalog, "db.f")
     loc = catalog.get_table("db.f").location
     tfs = TableFS(loc)

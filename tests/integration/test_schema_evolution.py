@@ -11,6 +11,7 @@ table alter``), on partitioned and unpartitioned, bucketed and unbucketed tables
 * a major compaction after a widening writes the new type; compaction and clean keep it right;
 * every change is a commit with the operation ``schema``.
 """
+
 from __future__ import annotations
 
 import decimal
@@ -22,28 +23,40 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from acidflow.read import table as reads
-from acidflow.format.orc import files as acid_files
-from acidflow.engine.conform import SchemaMismatchError
-from acidflow.storage.fs import TableFS
-from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, TableDef
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
+from acidflow.engine.conform import SchemaMismatchError
+from acidflow.engine.transaction import Transaction
+from acidflow.format.orc import files as acid_files
+from acidflow.read import table as reads
+from acidflow.storage.fs import TableFS
 from acidflow.tableops.schema import SchemaChangeError, alter_table
 
 CFG = CompactorConfig(heartbeat_s=0.5)
-SHAPES = [pytest.param(p, b, id=f"{'part' if p else 'flat'}-{'b2' if b else 'unbucketed'}")
-          for p in (False, True) for b in (0, 2)]
+SHAPES = [
+    pytest.param(p, b, id=f"{'part' if p else 'flat'}-{'b2' if b else 'unbucketed'}")
+    for p in (False, True)
+    for b in (0, 2)
+]
 
 
 def make_table(catalog, name: str, partitioned: bool, buckets: int) -> TableDef:
-    return catalog.create_table(TableDef(
-        name=name,
-        columns=[Column("id", "int"), Column("qty", "int"), Column("price", "decimal(8,2)"),
-                 Column("note", "varchar(10)"), Column("score", "float")],
-        partition_columns=[Column("ds", "string")] if partitioned else [],
-        primary_key=["id"], num_buckets=buckets))
+    return catalog.create_table(
+        TableDef(
+            name=name,
+            columns=[
+                Column("id", "int"),
+                Column("qty", "int"),
+                Column("price", "decimal(8,2)"),
+                Column("note", "varchar(10)"),
+                Column("score", "float"),
+            ],
+            partition_columns=[Column("ds", "string")] if partitioned else [],
+            primary_key=["id"],
+            num_buckets=buckets,
+        )
+    )
 
 
 def batch(ids, tag: str, partitioned: bool, **cols) -> pa.Table:
@@ -75,8 +88,8 @@ def files_of(catalog, name: str) -> dict[str, float]:
 
 
 def write_two_batches(catalog, name: str, partitioned: bool) -> None:
-    upsert(catalog, name, batch(list(range(12)), "a", partitioned))                     # w1
-    upsert(catalog, name, batch([1, 2, 3, 12, 13], "bb", partitioned))                   # w2
+    upsert(catalog, name, batch(list(range(12)), "a", partitioned))  # w1
+    upsert(catalog, name, batch([1, 2, 3, 12, 13], "bb", partitioned))  # w2
 
 
 @pytest.mark.parametrize("partitioned,buckets", SHAPES)
@@ -87,9 +100,14 @@ def test_rename_widen_comment_are_metadata_only(catalog, partitioned, buckets):
     before = reads.read_table(None, catalog, name, row_id=True)
     files = files_of(catalog, name)
 
-    steps = [dict(rename_column=("qty", "quantity")), dict(change_type=("quantity", "bigint")),
-             dict(change_type=("price", "decimal(12,3)")), dict(change_type=("note", "string")),
-             dict(change_type=("score", "double")), dict(comment=("id", "the key"))]
+    steps = [
+        dict(rename_column=("qty", "quantity")),
+        dict(change_type=("quantity", "bigint")),
+        dict(change_type=("price", "decimal(12,3)")),
+        dict(change_type=("note", "string")),
+        dict(change_type=("score", "double")),
+        dict(comment=("id", "the key")),
+    ]
     results = [alter_table(catalog, name, **s) for s in steps]
     assert [r.write_id for r in results] == [3, 4, 5, 6, 7, 8]
     assert files_of(catalog, name) == files, "a metadata-only change wrote or touched a file"
@@ -112,33 +130,49 @@ def test_rename_widen_comment_are_metadata_only(catalog, partitioned, buckets):
 
     # time travel: the schema of each write id's time
     assert reads.read_table(None, catalog, name, as_of_write_id=2).schema.names[:5] == [
-        "id", "qty", "price", "note", "score"]
+        "id",
+        "qty",
+        "price",
+        "note",
+        "score",
+    ]
     at3 = reads.read_table(None, catalog, name, as_of_write_id=3)
     assert at3.schema.field("quantity").type == pa.int32()
-    assert reads.read_table(None, catalog, name, as_of_write_id=4).schema.field(
-        "quantity").type == pa.int64()
+    assert (
+        reads.read_table(None, catalog, name, as_of_write_id=4).schema.field("quantity").type
+        == pa.int64()
+    )
     assert by_id(at3)[2]["quantity"] == old[2]["qty"]
 
     # the timeline: one commit per change, operation "schema"
     recs = catalog.commit_records(name)
     assert [r.stats["operations"] for r in recs][2:] == [["schema"]] * 6
     assert recs[3].stats["schema_change"] == {
-        "op": "change_type", "column": "quantity", "from": "int", "to": "bigint",
-        "before": [{"name": "id", "type": "int"}, {"name": "quantity", "type": "int"},
-                   {"name": "price", "type": "decimal(8,2)"},
-                   {"name": "note", "type": "varchar(10)"}, {"name": "score", "type": "float"}]}
+        "op": "change_type",
+        "column": "quantity",
+        "from": "int",
+        "to": "bigint",
+        "before": [
+            {"name": "id", "type": "int"},
+            {"name": "quantity", "type": "int"},
+            {"name": "price", "type": "decimal(8,2)"},
+            {"name": "note", "type": "varchar(10)"},
+            {"name": "score", "type": "float"},
+        ],
+    }
 
     # new rows in the new types next to the old files, then a major compaction writes them
     rows = batch([2, 40], "c", partitioned)
     rows = rows.set_column(1, "quantity", pa.array([2**40, 7], pa.int64()))
-    rows = rows.set_column(2, "price", pa.array([decimal.Decimal("123456.789")] * 2,
-                                                pa.decimal128(12, 3)))
+    rows = rows.set_column(
+        2, "price", pa.array([decimal.Decimal("123456.789")] * 2, pa.decimal128(12, 3))
+    )
     rows = rows.set_column(4, "score", pa.array([0.1, 0.2], pa.float64()))
     upsert(catalog, name, rows)
     live = by_id(reads.read_table(None, catalog, name))
     assert live[2]["quantity"] == 2**40 and live[40]["price"] == decimal.Decimal("123456.789")
     table = catalog.get_table(name)
-    for part in ([None] if not partitioned else ["ds=d1", "ds=d2"]):
+    for part in [None] if not partitioned else ["ds=d1", "ds=d2"]:
         info = initiator.request_compaction(catalog, name, part, "major")
         out = worker.run_worker(None, catalog, cq_id=info.id, config=CFG)
         assert out is not None and out.state == "ready for cleaning", out and out.report
@@ -203,7 +237,12 @@ def test_drop_and_reorder_with_rewrite(catalog, partitioned, buckets):
     for p in r.files:
         assert "/base_0000003/" in p
         assert acid_files.file_info(TableFS(p), p).row_schema.names == [
-            "note", "score", "id", "price", "qty"]
+            "note",
+            "score",
+            "id",
+            "price",
+            "qty",
+        ]
 
     r = alter_table(catalog, name, drop_columns=["note"], rewrite=True)
     assert r.write_id == 4
@@ -217,11 +256,14 @@ def test_drop_and_reorder_with_rewrite(catalog, partitioned, buckets):
 
     # later writes, a major compaction and the cleaner keep it right
     rows = batch([1, 50], "n", partitioned).drop(["note"])
-    upsert(catalog, name, rows.select(["score", "id", "price", "qty"]
-                                      + (["ds"] if partitioned else [])))
+    upsert(
+        catalog,
+        name,
+        rows.select(["score", "id", "price", "qty"] + (["ds"] if partitioned else [])),
+    )
     expect = by_id(reads.read_table(None, catalog, name))
     assert expect[50]["qty"] == 50 * 3 + 1 and set(expect) == set(range(14)) | {50}
-    for part in ([None] if not partitioned else ["ds=d1", "ds=d2"]):
+    for part in [None] if not partitioned else ["ds=d1", "ds=d2"]:
         info = initiator.request_compaction(catalog, name, part, "major")
         out = worker.run_worker(None, catalog, cq_id=info.id, config=CFG)
         assert out is not None and out.state == "ready for cleaning", out and out.report
@@ -238,7 +280,7 @@ def test_rewrite_waits_for_no_open_writer(catalog):
     make_table(catalog, name, False, 0)
     upsert(catalog, name, batch([1, 2], "a", False))
     other = catalog.open_transaction()
-    catalog.allocate_write_id(other, name)                       # w2, open, no lock yet
+    catalog.allocate_write_id(other, name)  # w2, open, no lock yet
     files = files_of(catalog, name)
     with pytest.raises(SchemaChangeError, match=r"write ids \[2\]"):
         alter_table(catalog, name, drop_columns=["note"], rewrite=True)
@@ -249,8 +291,12 @@ def test_rewrite_waits_for_no_open_writer(catalog):
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "acidflow.cli", *args], capture_output=True,
-                          text=True, env=os.environ.copy())
+    return subprocess.run(
+        [sys.executable, "-m", "acidflow.cli", *args],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+    )
 
 
 def test_cli_table_alter(catalog):
@@ -273,8 +319,7 @@ def test_cli_table_alter(catalog):
     assert "3 rows rewritten" in out.stdout and "note" not in out.stdout.split("\n", 1)[1]
     out = run_cli("table", "alter", name, "--comment", "id", "the key")
     assert out.returncode == 0 and "id int  -- the key" in out.stdout
-    assert [c.name for c in catalog.get_table(name).columns] == ["id", "quantity", "price",
-                                                                 "score"]
+    assert [c.name for c in catalog.get_table(name).columns] == ["id", "quantity", "price", "score"]
 
 
 @pytest.mark.spark
@@ -321,16 +366,18 @@ def test_alter_table_on_a_hive_metastore(hive_metastore, tmp_path):
         assert [c.name for c in part.sd.cols][1] == "quantity"
         with pytest.raises(SchemaChangeError, match="narrowing"):
             alter_table(catalog, name, change_type=("quantity", "int"))
-        r = alter_table(catalog, name, reorder=["note", "quantity", "id", "price", "score"],
-                        rewrite=True)
+        r = alter_table(
+            catalog, name, reorder=["note", "quantity", "id", "price", "score"], rewrite=True
+        )
         assert r.rows_rewritten == len(before)
         hms = catalog._hms_table("db", "hmsevo")
         assert [c.name for c in hms.sd.cols] == ["note", "quantity", "id", "price", "score"]
         got = by_id(reads.read_table(None, catalog, name, row_id=True))
-        assert {i: {("qty" if k == "quantity" else k): v for k, v in row.items()}
-                for i, row in got.items()} == before
-        assert by_id(reads.read_table(None, catalog, name, as_of_write_id=2, row_id=True)) \
-            == before
+        assert {
+            i: {("qty" if k == "quantity" else k): v for k, v in row.items()}
+            for i, row in got.items()
+        } == before
+        assert by_id(reads.read_table(None, catalog, name, as_of_write_id=2, row_id=True)) == before
     finally:
         catalog.close()
 
@@ -344,11 +391,11 @@ def test_incremental_read_across_a_schema_change(spark, catalog, engine):
     the inserted ones."""
     name = "db.inc"
     make_table(catalog, name, False, 0)
-    upsert(catalog, name, batch([1, 2, 3], "a", False))                             # w1
-    alter_table(catalog, name, rename_column=("qty", "quantity"))                   # w2
-    alter_table(catalog, name, change_type=("quantity", "bigint"))                  # w3
+    upsert(catalog, name, batch([1, 2, 3], "a", False))  # w1
+    alter_table(catalog, name, rename_column=("qty", "quantity"))  # w2
+    alter_table(catalog, name, change_type=("quantity", "bigint"))  # w3
     rows = batch([2], "b", False).set_column(1, "quantity", pa.array([2**40], pa.int64()))
-    upsert(catalog, name, rows)                                                     # w4
+    upsert(catalog, name, rows)  # w4
     if engine == "spark":
         chg = reads.read_incremental(spark, catalog, name, 1)
         assert "qty" not in chg.columns and dict(chg.dtypes)["quantity"] == "bigint"
@@ -390,7 +437,7 @@ def test_a_crashed_schema_change_blocks_writers_until_the_cleaner_reverts_it(cat
     cols = catalog.get_table(name).columns
     widened = [Column(c.name, "bigint" if c.name == "qty" else c.hive_type) for c in cols]
     catalog.alter_schema(txn, name, widened, change={"op": "change_type"})
-    catalog.abort_transaction(txn, "timed out")          # the writer is gone
+    catalog.abort_transaction(txn, "timed out")  # the writer is gone
     files = files_of(catalog, name)
     with pytest.raises(SchemaMismatchError, match="was aborted after it had replaced"):
         upsert(catalog, name, batch([3], "b", False))
@@ -419,8 +466,9 @@ def test_a_transaction_older_than_a_rewrite_stops_before_writing(catalog):
     alter_table(catalog, name, drop_columns=["qty"], rewrite=True)
     files = files_of(catalog, name)
     rows = batch([2], "b", False).drop_columns(["qty"])
-    with pytest.raises(SchemaMismatchError, match="rewrote its data .* committed after "
-                                                  "transaction"):
+    with pytest.raises(
+        SchemaMismatchError, match="rewrote its data .* committed after transaction"
+    ):
         old.upsert(name, rows)
     old.abort("test")
     assert files_of(catalog, name) == files

@@ -6,6 +6,7 @@ snapshot equals the MANIFEST's expected rows, the next write gets hwm+1, a major
 acidflow's compactor covers Hive's deltas and original files, and the result (also after the
 cleaner) still reads right. Expected values are the MANIFEST's, not our reader's.
 """
+
 from __future__ import annotations
 
 import collections
@@ -20,13 +21,13 @@ import pyarrow as pa
 import pyarrow.orc as paorc
 import pytest
 
-from acidflow.read import table as reads
-from acidflow.storage.adoption import AdoptionError
-from acidflow.format.layout import ValidWriteIdList
-from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, TableDef, TableExistsError
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
+from acidflow.engine.transaction import Transaction
+from acidflow.format.layout import ValidWriteIdList
+from acidflow.read import table as reads
+from acidflow.storage.adoption import AdoptionError
 from acidflow.tableops import adopt as ops
 from acidflow.tableops.adopt import TableOpsError
 from acidflow.tableops.convert import convert_table
@@ -46,8 +47,12 @@ def rows(catalog, name, **kw) -> list[dict]:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "acidflow.cli", *args], capture_output=True,
-                          text=True, env=os.environ.copy())
+    return subprocess.run(
+        [sys.executable, "-m", "acidflow.cli", *args],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+    )
 
 
 def compact_major(catalog, name) -> None:
@@ -70,17 +75,36 @@ def _nation_1000(rs):
 FIXTURES = {
     "trino-nation-delete-deltas": (4, "n_nationkey", _nation_1000, 100),
     "trino-original-files-dummy-id": (
-        10000001, "id", lambda rs: sorted(r["id"] for r in rs) == [0, 1] + list(range(4, 21)), 4),
+        10000001,
+        "id",
+        lambda rs: sorted(r["id"] for r in rs) == [0, 1] + list(range(4, 21)),
+        4,
+    ),
     "trino-original-file-nation": (
-        10000001, "n_nationkey",
-        lambda rs: sorted(r["n_nationkey"] for r in rs) == list(range(24)), 0),
+        10000001,
+        "n_nationkey",
+        lambda rs: sorted(r["n_nationkey"] for r in rs) == list(range(24)),
+        0,
+    ),
     "trino-delete-deltas-only": (7, "col", lambda rs: rs == [], 1),
-    "trino-no-acid-version-negative": (0, "id", lambda rs: sorted(r["id"] for r in rs) == [0, 1, 3, 4],
-                                       1),
-    "impala-original-file-alltypes": (0, "id", lambda rs: len(rs) == 7300
-                                      and sorted(r["id"] for r in rs) == list(range(7300)), 0),
-    "impala-query-compacted-no-acid-metadata": (3, "i", lambda rs: sorted(r["i"] for r in rs)
-                                                == [1, 2, 3], 2),
+    "trino-no-acid-version-negative": (
+        0,
+        "id",
+        lambda rs: sorted(r["id"] for r in rs) == [0, 1, 3, 4],
+        1,
+    ),
+    "impala-original-file-alltypes": (
+        0,
+        "id",
+        lambda rs: len(rs) == 7300 and sorted(r["id"] for r in rs) == list(range(7300)),
+        0,
+    ),
+    "impala-query-compacted-no-acid-metadata": (
+        3,
+        "i",
+        lambda rs: sorted(r["i"] for r in rs) == [1, 2, 3],
+        2,
+    ),
 }
 
 
@@ -91,8 +115,9 @@ def test_adopt_every_fixture_write_compact_clean(catalog, fixtures_dir, tmp_path
     name = "hive." + case.replace("-", "_")
     cols = ops.columns_from_files(name, str(loc))
     history = ops.history_from_options(name, hwm=hwm)
-    table = ops.adopt(catalog, TableDef(name=name, columns=cols, primary_key=[key],
-                                        location=str(loc)), history)
+    table = ops.adopt(
+        catalog, TableDef(name=name, columns=cols, primary_key=[key], location=str(loc)), history
+    )
     assert table.external and table.location == str(loc)
     # the snapshot is Hive's: same ValidWriteIdList, the MANIFEST's rows
     assert catalog.valid_write_ids(name) == ValidWriteIdList(name, hwm)
@@ -102,11 +127,14 @@ def test_adopt_every_fixture_write_compact_clean(catalog, fixtures_dir, tmp_path
 
     # acidflow's next write gets hwm + 1 (an update of an existing row, or a new key)
     current = {r[key]: r for r in before}
-    new_row = {c.name: current[upsert_key][c.name] if upsert_key in current else None
-               for c in table.columns}
+    new_row = {
+        c.name: current[upsert_key][c.name] if upsert_key in current else None
+        for c in table.columns
+    }
     new_row[key] = upsert_key
-    changed = next((c.name for c in table.columns if c.hive_type == "string" and c.name != key),
-                   None)
+    changed = next(
+        (c.name for c in table.columns if c.hive_type == "string" and c.name != key), None
+    )
     if changed:
         new_row[changed] = "changed by acidflow"
     df = pa.Table.from_pylist([new_row])
@@ -122,8 +150,9 @@ def test_adopt_every_fixture_write_compact_clean(catalog, fixtures_dir, tmp_path
     assert catalog.commit_records(name)[-1].write_id == hwm + 1
 
     def canon(rs):
-        return collections.Counter(json.dumps({k: v for k, v in r.items()}, sort_keys=True,
-                                              default=str) for r in rs)
+        return collections.Counter(
+            json.dumps({k: v for k, v in r.items()}, sort_keys=True, default=str) for r in rs
+        )
 
     # a major compaction treats Hive's deltas and original files as its own
     compact_major(catalog, name)
@@ -135,6 +164,7 @@ def test_adopt_every_fixture_write_compact_clean(catalog, fixtures_dir, tmp_path
 
 
 # -------------------------------------------------------------- histories: open / aborted / time travel
+
 
 def test_adopt_open_and_aborted_history_and_time_travel(catalog, fixtures_dir, tmp_path):
     loc = copy_case(fixtures_dir, "trino-nation-delete-deltas", tmp_path)
@@ -166,30 +196,56 @@ def test_adopt_refusals_name_the_reason(catalog, fixtures_dir, tmp_path):
     loc = copy_case(fixtures_dir, "trino-nation-delete-deltas", tmp_path)
     cols = ops.columns_from_files("hive.n", str(loc))
     tdef = TableDef(name="hive.n", columns=cols, location=str(loc))
-    with pytest.raises(AdoptionError, match=r"delete_delta_0000004_0000004_0000 .* above the "
-                                            r"high watermark 3"):
+    with pytest.raises(
+        AdoptionError,
+        match=r"delete_delta_0000004_0000004_0000 .* above the "
+        r"high watermark 3",
+    ):
         ops.adopt(catalog, tdef, ValidWriteIdList("hive.n", 3))
     assert not catalog.table_exists("hive.n")
     with pytest.raises(AdoptionError, match="does not exist"):
-        ops.adopt(catalog, TableDef(name="hive.m", columns=cols, location=str(tmp_path / "nope")),
-                  ValidWriteIdList("hive.m", 3))
+        ops.adopt(
+            catalog,
+            TableDef(name="hive.m", columns=cols, location=str(tmp_path / "nope")),
+            ValidWriteIdList("hive.m", 3),
+        )
     ops.adopt(catalog, tdef, ValidWriteIdList("hive.n", 4))
     with pytest.raises(TableExistsError):
-        ops.adopt(catalog, TableDef(name="hive.n", columns=cols, location=str(loc)),
-                  ValidWriteIdList("hive.n", 4))
+        ops.adopt(
+            catalog,
+            TableDef(name="hive.n", columns=cols, location=str(loc)),
+            ValidWriteIdList("hive.n", 4),
+        )
     # a partitioned table whose directories are not its partitions
     with pytest.raises(AdoptionError, match="partition depth"):
-        ops.adopt(catalog, TableDef(name="hive.p", columns=cols, location=str(loc),
-                                    partition_columns=[Column("ds", "string")]),
-                  ValidWriteIdList("hive.p", 4))
+        ops.adopt(
+            catalog,
+            TableDef(
+                name="hive.p",
+                columns=cols,
+                location=str(loc),
+                partition_columns=[Column("ds", "string")],
+            ),
+            ValidWriteIdList("hive.p", 4),
+        )
     with pytest.raises(TableOpsError, match="not in 1..4"):
         ops.history_from_options("hive.n", hwm=4, aborted_ids=[5])
 
 
 def test_cli_adopt_and_ddl(warehouse, fixtures_dir, tmp_path):
     loc = copy_case(fixtures_dir, "trino-original-files-dummy-id", tmp_path)
-    res = run_cli("table", "adopt", "hive.dummy", "--location", str(loc), "--valid-write-ids",
-                  f"default.dummy:10000001:{LONG_MAX}::", "--primary-key", "id", "--json")
+    res = run_cli(
+        "table",
+        "adopt",
+        "hive.dummy",
+        "--location",
+        str(loc),
+        "--valid-write-ids",
+        f"default.dummy:10000001:{LONG_MAX}::",
+        "--primary-key",
+        "id",
+        "--json",
+    )
     assert res.returncode == 0, res.stderr
     info = json.loads(res.stdout)
     assert info["valid_write_ids"] == f"hive.dummy:10000001:{LONG_MAX}::"
@@ -206,8 +262,17 @@ def test_cli_adopt_and_ddl(warehouse, fixtures_dir, tmp_path):
     bad = run_cli("table", "adopt", "hive.other", "--location", str(loc), "--hwm", "5")
     assert bad.returncode == 1
     assert "delete_delta_10000001_10000001_0000" in bad.stderr and "above the high" in bad.stderr
-    cols = run_cli("table", "adopt", "hive.other", "--location", str(tmp_path / "missing"),
-                   "--hwm", "1", "--columns", "a int")
+    cols = run_cli(
+        "table",
+        "adopt",
+        "hive.other",
+        "--location",
+        str(tmp_path / "missing"),
+        "--hwm",
+        "1",
+        "--columns",
+        "a int",
+    )
     assert cols.returncode == 1 and "does not exist" in cols.stderr
 
 
@@ -218,9 +283,12 @@ def test_columns_from_placeholder_names_need_columns(catalog, tmp_path):
     with pytest.raises(TableOpsError, match="pass --columns"):
         ops.columns_from_files("db.t", str(d))
     # with --columns the placeholders match by position (Hive's rule for such files)
-    stored, plan = convert_table(catalog, TableDef(
-        name="db.t", columns=[Column("id", "bigint"), Column("name", "string")],
-        location=str(d)))
+    stored, plan = convert_table(
+        catalog,
+        TableDef(
+            name="db.t", columns=[Column("id", "bigint"), Column("name", "string")], location=str(d)
+        ),
+    )
     assert plan.rows == 2
     assert sorted(r["id"] for r in rows(catalog, "db.t")) == [1, 2]
 
@@ -232,8 +300,9 @@ B0, B1 = 536870912, 536936448  # BucketCodec V1 of buckets 0 and 1, statement 0
 
 def _plain(path: Path, ids: list[int], tag: str = "r") -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    paorc.write_table(pa.table({"id": pa.array(ids, pa.int64()),
-                                "name": [f"{tag}{i}" for i in ids]}), str(path))
+    paorc.write_table(
+        pa.table({"id": pa.array(ids, pa.int64()), "name": [f"{tag}{i}" for i in ids]}), str(path)
+    )
 
 
 PLAIN_COLS = [Column("id", "bigint"), Column("name", "string")]
@@ -245,8 +314,9 @@ def test_convert_plain_orc_then_write_and_compact(catalog, tmp_path):
     _plain(d / "000000_0_copy_1", [4, 5])
     _plain(d / "000001_0", [6, 7])
     (d / "_SUCCESS").write_text("")
-    stored, plan = convert_table(catalog, TableDef(name="db.plain", columns=PLAIN_COLS,
-                                                   primary_key=["id"], location=str(d)))
+    stored, plan = convert_table(
+        catalog, TableDef(name="db.plain", columns=PLAIN_COLS, primary_key=["id"], location=str(d))
+    )
     assert plan.rows == 7 and len(plan.files) == 3 and stored.external
     assert catalog.valid_write_ids("db.plain") == ValidWriteIdList("db.plain", 0)
     got = {r["id"]: r["ROW__ID"] for r in rows(catalog, "db.plain")}
@@ -257,8 +327,9 @@ def test_convert_plain_orc_then_write_and_compact(catalog, tmp_path):
     # new writes are deltas from write id 1: an update of an original row is a delete event
     # of its synthetic ROW__ID plus an insert
     with Transaction(catalog) as txn:
-        txn.upsert("db.plain", pa.table({"id": pa.array([2, 8], pa.int64()),
-                                         "name": ["two", "eight"]}))
+        txn.upsert(
+            "db.plain", pa.table({"id": pa.array([2, 8], pa.int64()), "name": ["two", "eight"]})
+        )
         assert txn.write_id("db.plain") == 1
     names = sorted(p.name for p in d.iterdir())
     assert "delta_0000001_0000001_0000" in names and "delete_delta_0000001_0000001_0000" in names
@@ -280,23 +351,30 @@ def test_convert_partitioned_plain_orc(catalog, tmp_path):
     d = tmp_path / "parted"
     _plain(d / "ds=2024-01-01" / "000000_0", [1, 2])
     _plain(d / "ds=2024-01-02" / "000000_0", [3])
-    stored, plan = convert_table(catalog, TableDef(
-        name="db.parted", columns=PLAIN_COLS, partition_columns=[Column("ds", "string")],
-        primary_key=["id"], location=str(d)))
+    stored, plan = convert_table(
+        catalog,
+        TableDef(
+            name="db.parted",
+            columns=PLAIN_COLS,
+            partition_columns=[Column("ds", "string")],
+            primary_key=["id"],
+            location=str(d),
+        ),
+    )
     assert plan.rows == 3
     got = {r["id"]: (r["ds"], r["ROW__ID"]["rowid"]) for r in rows(catalog, "db.parted")}
     assert got == {1: ("2024-01-01", 0), 2: ("2024-01-01", 1), 3: ("2024-01-02", 0)}
     with Transaction(catalog) as txn:
-        txn.upsert("db.parted", pa.table({"id": pa.array([2], pa.int64()), "name": ["two"],
-                                          "ds": ["2024-01-01"]}))
+        txn.upsert(
+            "db.parted",
+            pa.table({"id": pa.array([2], pa.int64()), "name": ["two"], "ds": ["2024-01-01"]}),
+        )
     info = initiator.request_compaction(catalog, "db.parted", "ds=2024-01-01", "major")
-    assert worker.run_worker(None, catalog, cq_id=info.id, config=CFG).state == \
-        "ready for cleaning"
+    assert worker.run_worker(None, catalog, cq_id=info.id, config=CFG).state == "ready for cleaning"
     cleaner.run_cleaner(catalog)
     assert sorted(p.name for p in (d / "ds=2024-01-01").iterdir())[0].startswith("base_")
     assert sorted(p.name for p in (d / "ds=2024-01-02").iterdir()) == ["000000_0"]
-    assert {r["id"]: r["name"] for r in rows(catalog, "db.parted")} == \
-        {1: "r1", 2: "two", 3: "r3"}
+    assert {r["id"]: r["name"] for r in rows(catalog, "db.parted")} == {1: "r1", 2: "two", 3: "r3"}
 
 
 def test_convert_refuses_what_hive_refuses(catalog, tmp_path):
@@ -305,20 +383,27 @@ def test_convert_refuses_what_hive_refuses(catalog, tmp_path):
 
     d = tmp_path / "names"
     _plain(d / "part-00000-abc.c000.snappy.orc", [1])
-    with pytest.raises(TableOpsError, match=r"Unexpected data file name format.*"
-                                            r"part-00000-abc.c000.snappy.orc"):
+    with pytest.raises(
+        TableOpsError,
+        match=r"Unexpected data file name format.*"
+        r"part-00000-abc.c000.snappy.orc",
+    ):
         convert_table(catalog, table(d))
     d = tmp_path / "parquet"
     d.mkdir()
     import pyarrow.parquet as pq
+
     pq.write_table(pa.table({"id": [1], "name": ["a"]}), str(d / "000000_0"))
     with pytest.raises(TableOpsError, match=r"000000_0 is not an ORC file"):
         convert_table(catalog, table(d))
     d = tmp_path / "types"
     d.mkdir()
     paorc.write_table(pa.table({"id": ["x"], "name": ["a"]}), str(d / "000000_0"))
-    with pytest.raises(TableOpsError, match=r"types/000000_0 column 'id' is string, the table "
-                                            r"declares id bigint"):
+    with pytest.raises(
+        TableOpsError,
+        match=r"types/000000_0 column 'id' is string, the table "
+        r"declares id bigint",
+    ):
         convert_table(catalog, table(d))
     d = tmp_path / "wide"
     d.mkdir()
@@ -350,12 +435,13 @@ def test_convert_refuses_what_hive_refuses(catalog, tmp_path):
 def test_cli_convert(warehouse, tmp_path):
     d = tmp_path / "cli"
     _plain(d / "000000_0", [1, 2])
-    res = run_cli("table", "convert", "db.c", "--location", str(d), "--primary-key", "id",
-                  "--json")
+    res = run_cli("table", "convert", "db.c", "--location", str(d), "--primary-key", "id", "--json")
     assert res.returncode == 0, res.stderr
     info = json.loads(res.stdout)
-    assert info["rows"] == 2 and info["columns"] == [{"name": "id", "type": "bigint"},
-                                                     {"name": "name", "type": "string"}]
+    assert info["rows"] == 2 and info["columns"] == [
+        {"name": "id", "type": "bigint"},
+        {"name": "name", "type": "string"},
+    ]
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "000000_0").write_text("not orc")
@@ -367,11 +453,18 @@ def test_cli_convert(warehouse, tmp_path):
 @pytest.mark.slow
 def test_convert_spark_written_table(spark, catalog, tmp_path):
     d = tmp_path / "spark_orc"
-    df = spark.createDataFrame([(i, f"s{i}", "a" if i % 2 else "b") for i in range(10)],
-                               "id bigint, name string, part string")
+    df = spark.createDataFrame(
+        [(i, f"s{i}", "a" if i % 2 else "b") for i in range(10)],
+        "id bigint, name string, part string",
+    )
     df.write.partitionBy("part").orc(str(d))
-    tdef = TableDef(name="db.sparked", columns=PLAIN_COLS, primary_key=["id"],
-                    partition_columns=[Column("part", "string")], location=str(d))
+    tdef = TableDef(
+        name="db.sparked",
+        columns=PLAIN_COLS,
+        primary_key=["id"],
+        partition_columns=[Column("part", "string")],
+        location=str(d),
+    )
     # Spark's part-*.orc names are refused as Hive refuses them ...
     with pytest.raises(TableOpsError, match=r"Unexpected data file name format.*part-"):
         convert_table(catalog, tdef)
@@ -381,14 +474,18 @@ def test_convert_spark_written_table(spark, catalog, tmp_path):
     assert all(Path(f.path).name.startswith("000000_0") for f in plan.files)
     got = rows(catalog, "db.sparked")
     assert sorted((r["id"], r["name"], r["part"]) for r in got) == sorted(
-        (i, f"s{i}", "a" if i % 2 else "b") for i in range(10))
+        (i, f"s{i}", "a" if i % 2 else "b") for i in range(10)
+    )
     sdf = reads.read_table(spark, catalog, "db.sparked")
     assert sdf.count() == 10
     with Transaction(catalog) as txn:
-        txn.upsert("db.sparked", pa.table({"id": pa.array([3], pa.int64()), "name": ["three"],
-                                           "part": ["a"]}))
-    compact_major_partition = initiator.request_compaction(catalog, "db.sparked", "part=a",
-                                                           "major")
-    assert worker.run_worker(None, catalog, cq_id=compact_major_partition.id,
-                             config=CFG).state == "ready for cleaning"
+        txn.upsert(
+            "db.sparked",
+            pa.table({"id": pa.array([3], pa.int64()), "name": ["three"], "part": ["a"]}),
+        )
+    compact_major_partition = initiator.request_compaction(catalog, "db.sparked", "part=a", "major")
+    assert (
+        worker.run_worker(None, catalog, cq_id=compact_major_partition.id, config=CFG).state
+        == "ready for cleaning"
+    )
     assert {r["id"]: r["name"] for r in rows(catalog, "db.sparked")}[3] == "three"

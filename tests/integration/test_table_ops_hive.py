@@ -15,6 +15,7 @@
   write id follows Hive's high watermark; tables Hive knows as non-transactional or insert-only
   are refused with the reason.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,10 +39,10 @@ from pymetastore.hive_metastore.ttypes import (
     Table,
 )
 
-from acidflow.read import table as reads
-from acidflow.format.layout import ValidWriteIdList
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.catalog.hms.client import hms_client
+from acidflow.format.layout import ValidWriteIdList
+from acidflow.read import table as reads
 from acidflow.tableops import adopt as ops
 from acidflow.tableops.adopt import TableOpsError
 from acidflow.tableops.ddl import hive_ddl, location_uri, shown_properties
@@ -63,49 +64,87 @@ def hive_parse(tmp_path: Path, statements: list[str]) -> list[dict]:
         f.write_text(sql, encoding="utf-8")
         files.append(str(f))
     jars = [str(ARTIFACTS.hive_exec_jar)] + sorted(
-        str(p) for p in ARTIFACTS.metastore_dir.glob("*.jar"))
-    java = shutil.which("java", path=os.path.join(os.environ.get("JAVA_HOME", ""), "bin")
-                        + os.pathsep + os.environ.get("PATH", ""))
+        str(p) for p in ARTIFACTS.metastore_dir.glob("*.jar")
+    )
+    java = shutil.which(
+        "java",
+        path=os.path.join(os.environ.get("JAVA_HOME", ""), "bin")
+        + os.pathsep
+        + os.environ.get("PATH", ""),
+    )
     assert java, "no java"
-    res = subprocess.run([java, "-Xmx256m", "--add-opens", "java.base/java.net=ALL-UNNAMED",
-                          "--add-opens", "java.base/java.lang=ALL-UNNAMED",
-                          "-cp", os.pathsep.join(jars), str(PARSER), *files],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [
+            java,
+            "-Xmx256m",
+            "--add-opens",
+            "java.base/java.net=ALL-UNNAMED",
+            "--add-opens",
+            "java.base/java.lang=ALL-UNNAMED",
+            "-cp",
+            os.pathsep.join(jars),
+            str(PARSER),
+            *files,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     return [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
 
 
-NASTY = "it's a; \"key\" \\ with\nnewline and `ticks`"
+NASTY = 'it\'s a; "key" \\ with\nnewline and `ticks`'
 
 
 def rich_table(location: str) -> TableDef:
     return TableDef(
         name="sales.orders",
-        columns=[Column("id", "bigint"), Column("name", "varchar(20)"),
-                 Column("amount", "decimal(12,2)"), Column("tags", "array<string>"),
-                 Column("attrs", "map<string,int>"), Column("addr", "struct<city:string,zip:int>"),
-                 Column("ts", "timestamp")],
+        columns=[
+            Column("id", "bigint"),
+            Column("name", "varchar(20)"),
+            Column("amount", "decimal(12,2)"),
+            Column("tags", "array<string>"),
+            Column("attrs", "map<string,int>"),
+            Column("addr", "struct<city:string,zip:int>"),
+            Column("ts", "timestamp"),
+        ],
         partition_columns=[Column("ds", "date"), Column("region", "string")],
-        primary_key=["id"], num_buckets=4, bucket_columns=["id"], location=location,
-        properties={"comment": "orders; it's Hive's", "acidflow.comment.id": NASTY,
-                    "acidflow.comment.region": "sales region", "owner.team": "o'neil;\\x"})
+        primary_key=["id"],
+        num_buckets=4,
+        bucket_columns=["id"],
+        location=location,
+        properties={
+            "comment": "orders; it's Hive's",
+            "acidflow.comment.id": NASTY,
+            "acidflow.comment.region": "sales region",
+            "owner.team": "o'neil;\\x",
+        },
+    )
 
 
 def expected_parse(t: TableDef) -> dict:
-    comments = {k[len("acidflow.comment."):]: v for k, v in t.properties.items()
-                if k.startswith("acidflow.comment.")}
-    out = {"name": t.name,
-           "columns": [[c.name, c.hive_type, comments.get(c.name)] for c in t.columns],
-           "serde": "org.apache.hadoop.hive.ql.io.orc.OrcSerde",
-           "input_format": "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
-           "output_format": "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
-           "location": location_uri(t.location), "properties": shown_properties(t),
-           "primary_key": list(t.primary_key)}
+    comments = {
+        k[len("acidflow.comment.") :]: v
+        for k, v in t.properties.items()
+        if k.startswith("acidflow.comment.")
+    }
+    out = {
+        "name": t.name,
+        "columns": [[c.name, c.hive_type, comments.get(c.name)] for c in t.columns],
+        "serde": "org.apache.hadoop.hive.ql.io.orc.OrcSerde",
+        "input_format": "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
+        "output_format": "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
+        "location": location_uri(t.location),
+        "properties": shown_properties(t),
+        "primary_key": list(t.primary_key),
+    }
     if "comment" in t.properties:
         out["comment"] = t.properties["comment"]
     if t.partition_columns:
-        out["partition_columns"] = [[c.name, c.hive_type, comments.get(c.name)]
-                                    for c in t.partition_columns]
+        out["partition_columns"] = [
+            [c.name, c.hive_type, comments.get(c.name)] for c in t.partition_columns
+        ]
     if t.num_buckets:
         out["bucket_columns"] = list(t.bucket_columns)
         out["num_buckets"] = t.num_buckets
@@ -113,9 +152,10 @@ def expected_parse(t: TableDef) -> dict:
 
 
 def test_hive_3_parses_the_ddl_exactly(tmp_path):
-    tables = [rich_table(str(tmp_path / "orders")),
-              TableDef(name="db.plain", columns=[Column("a", "int")],
-                       location=str(tmp_path / "plain"))]
+    tables = [
+        rich_table(str(tmp_path / "orders")),
+        TableDef(name="db.plain", columns=[Column("a", "int")], location=str(tmp_path / "plain")),
+    ]
     parsed = hive_parse(tmp_path, [hive_ddl(t) for t in tables])
     assert len(parsed) == 2
     for t, got in zip(tables, parsed):
@@ -135,20 +175,36 @@ def _hive_table(parsed: dict) -> Table:
         props["comment"] = parsed["comment"]
     sd = StorageDescriptor(
         cols=[FieldSchema(n, t, c) for n, t, c in parsed["columns"]],
-        location=parsed["location"], inputFormat=parsed["input_format"],
-        outputFormat=parsed["output_format"], compressed=False,
+        location=parsed["location"],
+        inputFormat=parsed["input_format"],
+        outputFormat=parsed["output_format"],
+        compressed=False,
         numBuckets=parsed.get("num_buckets", -1),
         serdeInfo=SerDeInfo(name=None, serializationLib=parsed["serde"], parameters={}),
-        bucketCols=parsed.get("bucket_columns", []), sortCols=[], parameters={})
-    return Table(tableName=name, dbName=db, owner="acidflow", sd=sd,
-                 partitionKeys=[FieldSchema(n, t, c) for n, t, c in
-                                parsed.get("partition_columns", [])],
-                 parameters=props, tableType="MANAGED_TABLE")
+        bucketCols=parsed.get("bucket_columns", []),
+        sortCols=[],
+        parameters={},
+    )
+    return Table(
+        tableName=name,
+        dbName=db,
+        owner="acidflow",
+        sd=sd,
+        partitionKeys=[FieldSchema(n, t, c) for n, t, c in parsed.get("partition_columns", [])],
+        parameters=props,
+        tableType="MANAGED_TABLE",
+    )
 
 
 def _create_db(client, hive_metastore, db: str) -> None:
-    client.create_database(Database(name=db, description=None, parameters={},
-                                    locationUri=(hive_metastore.warehouse / f"{db}.db").as_uri()))
+    client.create_database(
+        Database(
+            name=db,
+            description=None,
+            parameters={},
+            locationUri=(hive_metastore.warehouse / f"{db}.db").as_uri(),
+        )
+    )
 
 
 def test_ddl_round_trip_through_the_metastore(hive_metastore, tmp_path, warehouse):
@@ -164,8 +220,9 @@ def test_ddl_round_trip_through_the_metastore(hive_metastore, tmp_path, warehous
         assert stored.parameters["transactional"] == "true"
     found = ops.table_from_metastore(hive_metastore.url, "sales.orders")
     back = found.table
-    assert [(c.name, c.hive_type) for c in back.columns] == \
-        [(c.name, c.hive_type) for c in table.columns]
+    assert [(c.name, c.hive_type) for c in back.columns] == [
+        (c.name, c.hive_type) for c in table.columns
+    ]
     assert back.partition_columns == table.partition_columns
     assert (back.num_buckets, back.bucket_columns, back.location) == (4, ["id"], str(loc))
     assert hive_ddl(back, constraints=False) == hive_ddl(table, constraints=False)
@@ -174,8 +231,9 @@ def test_ddl_round_trip_through_the_metastore(hive_metastore, tmp_path, warehous
     cat = SqlCatalog(f"sqlite:///{warehouse / '_acidflow_catalog.db'}", warehouse=str(warehouse))
     try:
         ops.adopt(cat, back, found.history)
-        assert hive_ddl(cat.get_table("sales.orders"), constraints=False) == \
-            hive_ddl(table, constraints=False)
+        assert hive_ddl(cat.get_table("sales.orders"), constraints=False) == hive_ddl(
+            table, constraints=False
+        )
     finally:
         cat.close()
 
@@ -185,25 +243,29 @@ def _txn(client) -> int:
     return txn
 
 
-def test_adopt_from_the_metastore_with_hives_history(hive_metastore, fixtures_dir, tmp_path,
-                                                      warehouse):
+def test_adopt_from_the_metastore_with_hives_history(
+    hive_metastore, fixtures_dir, tmp_path, warehouse
+):
     loc = tmp_path / "nation"
     shutil.copytree(fixtures_dir / "trino-nation-delete-deltas" / "table", loc)
     with hms_client(hive_metastore.url) as client:
         _create_db(client, hive_metastore, "tpch")
         t = transactional_orc_table("tpch", "nation", loc.as_uri(), buckets=0)
-        t.sd.cols = [FieldSchema("n_nationkey", "int", "the key"),
-                     FieldSchema("n_name", "string", None),
-                     FieldSchema("n_regionkey", "int", None),
-                     FieldSchema("n_comment", "string", None)]
+        t.sd.cols = [
+            FieldSchema("n_nationkey", "int", "the key"),
+            FieldSchema("n_name", "string", None),
+            FieldSchema("n_regionkey", "int", None),
+            FieldSchema("n_comment", "string", None),
+        ]
         t.sd.bucketCols = []
         t.sd.numBuckets = -1
         client.create_table(t)
         txns = []
         for end in ("abort", "commit", "commit", "open"):
             txn = _txn(client)
-            (alloc,) = client.allocate_table_write_ids(AllocateTableWriteIdsRequest(
-                dbName="tpch", tableName="nation", txnIds=[txn])).txnToWriteIds
+            (alloc,) = client.allocate_table_write_ids(
+                AllocateTableWriteIdsRequest(dbName="tpch", tableName="nation", txnIds=[txn])
+            ).txnToWriteIds
             txns.append((txn, alloc.writeId))
             if end == "abort":
                 client.abort_txn(AbortTxnRequest(txnid=txn))
@@ -212,10 +274,25 @@ def test_adopt_from_the_metastore_with_hives_history(hive_metastore, fixtures_di
         assert [w for _t, w in txns] == [1, 2, 3, 4]
         try:
             res = subprocess.run(
-                [sys.executable, "-m", "acidflow.cli", "table", "adopt", "hive.nation",
-                 "--metastore", hive_metastore.url, "--metastore-table", "tpch.nation",
-                 "--primary-key", "n_nationkey", "--json"],
-                capture_output=True, text=True, env=os.environ.copy())
+                [
+                    sys.executable,
+                    "-m",
+                    "acidflow.cli",
+                    "table",
+                    "adopt",
+                    "hive.nation",
+                    "--metastore",
+                    hive_metastore.url,
+                    "--metastore-table",
+                    "tpch.nation",
+                    "--primary-key",
+                    "n_nationkey",
+                    "--json",
+                ],
+                capture_output=True,
+                text=True,
+                env=os.environ.copy(),
+            )
         finally:
             client.abort_txn(AbortTxnRequest(txnid=txns[-1][0]))
     assert res.returncode == 0, res.stderr

@@ -1,6 +1,7 @@
 """The "ACID tables" page without Airflow: its data layer against a real SQLite catalog and real
 ACID files (``tests.support.ui_warehouse``), the HTML it renders, and its FastAPI app with a
 stub authenticator (the real Airflow JWT check runs in ``tests/e2e/test_ui_plugin.py``)."""
+
 from __future__ import annotations
 
 import json
@@ -9,7 +10,13 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from acidflow_ui import render  # the plugins folder is on pytest's pythonpath (pyproject)
-from acidflow_ui.data import AcidUiData, CatalogNotReadyError, TxnRow, recent_transactions, to_jsonable
+from acidflow_ui.data import (
+    AcidUiData,
+    CatalogNotReadyError,
+    TxnRow,
+    recent_transactions,
+    to_jsonable,
+)
 from tests.support import ui_warehouse as uw
 
 
@@ -58,7 +65,11 @@ def test_show_compactions_transactions_locks(ui, built):
     comps = {c.id: c for c in ui.compactions()}
     done, queued = comps[ids["done_compaction"]], comps[ids["queued_compaction"]]
     assert (done.table, done.partition, done.type, done.worker_id) == (
-        uw.ORDERS, None, "major", "test-worker-1")
+        uw.ORDERS,
+        None,
+        "major",
+        "test-worker-1",
+    )
     assert done.duration_s == pytest.approx((done.ended_at - done.started_at).total_seconds())
     assert done.highest_write_id == 3 and not done.running
     assert queued.started_at is None and queued.duration_s is None
@@ -68,7 +79,12 @@ def test_show_compactions_transactions_locks(ui, built):
     assert txns[ids["aborted_txn"]].abort_reason == "test abort"
     (lock,) = ui.locks()
     assert (lock.lock_id, lock.txn_id, lock.table, lock.lock_type, lock.state) == (
-        ids["lock_id"], ids["open_txn"], uw.ORDERS, "shared_write", "acquired")
+        ids["lock_id"],
+        ids["open_txn"],
+        uw.ORDERS,
+        "shared_write",
+        "acquired",
+    )
 
 
 def test_recently_aborted_window():
@@ -77,8 +93,12 @@ def test_recently_aborted_window():
     def t(i, state, ended):
         return TxnRow(i, state, now, now, ended, None, None, None, None, {})
 
-    rows = [t(3, "aborted", now - timedelta(hours=30)), t(1, "open", None),
-            t(2, "aborted", now - timedelta(hours=1)), t(4, "committed", now)]
+    rows = [
+        t(3, "aborted", now - timedelta(hours=30)),
+        t(1, "open", None),
+        t(2, "aborted", now - timedelta(hours=1)),
+        t(4, "committed", now),
+    ]
     assert [r.txn_id for r in recent_transactions(rows, now=now)] == [1, 2]
     assert [r.txn_id for r in recent_transactions(rows, now=now, aborted_window=None)] == [1, 2, 3]
 
@@ -108,8 +128,9 @@ def test_unknown_table_and_unmigrated_catalog(ui, tmp_path):
 
     with pytest.raises(NoSuchTableError):
         ui.table("sales.nope")
-    empty = AcidUiData(SqlCatalog(f"sqlite:///{tmp_path / 'c.db'}", warehouse=str(tmp_path),
-                               migrate=False))
+    empty = AcidUiData(
+        SqlCatalog(f"sqlite:///{tmp_path / 'c.db'}", warehouse=str(tmp_path), migrate=False)
+    )
     with pytest.raises(CatalogNotReadyError):
         empty.check_ready()
 
@@ -125,7 +146,8 @@ def test_html_escapes_and_chart(ui):
     page = render.table_page(ui.table(uw.ORDERS), "/acidflow")
     assert page.count("<svg") == 1 and 'id="rows-chart"' in page
     assert "<script" not in page and "http://" not in page.replace(
-        'xmlns="http://www.w3.org/2000/svg"', "")
+        'xmlns="http://www.w3.org/2000/svg"', ""
+    )
     assert uw.BATCH_ID[:16] in page
     assert render.rows_chart([]).count("no commits") == 1
     assert render.fmt_bytes(1536) == "1.5 KiB" and render.fmt_duration(125) == "2 min 5 s"
@@ -163,9 +185,16 @@ def client(ui):
 
 
 def test_app_refuses_without_valid_token(client):
-    for path in ("/acidflow/", "/acidflow/tables/sales.orders", "/acidflow/api/overview",
-                 "/acidflow/api/tables", "/acidflow/api/locks", "/acidflow/api/compactions",
-                 "/acidflow/api/transactions", "/acidflow/api/tables/sales.orders"):
+    for path in (
+        "/acidflow/",
+        "/acidflow/tables/sales.orders",
+        "/acidflow/api/overview",
+        "/acidflow/api/tables",
+        "/acidflow/api/locks",
+        "/acidflow/api/compactions",
+        "/acidflow/api/transactions",
+        "/acidflow/api/tables/sales.orders",
+    ):
         r = client.get(path, follow_redirects=False)
         assert r.status_code == 401, path
         assert r.headers["www-authenticate"].startswith("Bearer")
@@ -177,8 +206,10 @@ def test_app_refuses_without_valid_token(client):
         assert r.status_code == 401, path
     r = client.get("/acidflow/", headers={"Accept": "text/html"}, follow_redirects=False)
     assert r.status_code == 302 and r.headers["location"] == "/auth/login?next=/acidflow/"
-    assert client.get("/acidflow/login", params={"token": "nope"},
-                      follow_redirects=False).status_code == 401
+    assert (
+        client.get("/acidflow/login", params={"token": "nope"}, follow_redirects=False).status_code
+        == 401
+    )
 
 
 def test_app_pages_with_token(client):

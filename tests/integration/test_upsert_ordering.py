@@ -1,16 +1,17 @@
 """``Transaction.upsert(..., ordering_field=...)`` (Hudi's precombine field): the newer version
 of a key wins within the batch and against the table, late rows are skipped and counted, on
 Spark DataFrames and pyarrow Tables, partitioned and not, bucketed and not."""
+
 from __future__ import annotations
 
 import pyarrow as pa
 import pytest
 
-from acidflow.read import table as reads
+from acidflow.catalog import Column, TableDef
 from acidflow.engine.conform import DuplicateKeyError
 from acidflow.engine.ordering import OrderingFieldError
 from acidflow.engine.transaction import Transaction
-from acidflow.catalog import Column, TableDef
+from acidflow.read import table as reads
 
 pytestmark = pytest.mark.spark
 
@@ -20,8 +21,11 @@ LAYOUTS = {
     "plain": {},
     "bucketed": {"num_buckets": 4},
     "partitioned": {"partition_columns": [Column("region", "string")]},
-    "partitioned-bucketed": {"partition_columns": [Column("region", "string")],
-                             "num_buckets": 2, "bucket_columns": ["id"]},
+    "partitioned-bucketed": {
+        "partition_columns": [Column("region", "string")],
+        "num_buckets": 2,
+        "bucket_columns": ["id"],
+    },
 }
 
 
@@ -33,30 +37,51 @@ def make(catalog, layout: str, **kw) -> TableDef:
         key = ["id", "region"]
     else:
         cols.append(Column("region", "string"))
-    return catalog.create_table(TableDef(name="db.t", columns=cols, primary_key=key,
-                                         **opts, **kw))
+    return catalog.create_table(TableDef(name="db.t", columns=cols, primary_key=key, **opts, **kw))
 
 
 def state(catalog):
     return {r["id"]: (r["v"], r["ts"]) for r in reads.read_table(None, catalog, "db.t").to_pylist()}
 
 
-INITIAL = [(1, "one", 10, "eu"), (2, "two", 10, "eu"), (3, "three", 10, "us"),
-           (4, "four", 10, "us")]
+INITIAL = [
+    (1, "one", 10, "eu"),
+    (2, "two", 10, "eu"),
+    (3, "three", 10, "us"),
+    (4, "four", 10, "us"),
+]
 # id 1 older (late), id 2 equal (late: the stored row wins ties), id 3 twice in the batch (20
 # wins over 15), id 4 NULL (late: NULL is older than any value), id 5 new with NULL, id 6 twice
 # with equal values (the later one in input order wins)
-BATCH = [(1, "one-old", 5, "eu"), (2, "two-tie", 10, "eu"), (3, "three-20", 20, "us"),
-         (3, "three-15", 15, "us"), (4, "four-null", None, "us"), (5, "five", None, "eu"),
-         (6, "six-a", 7, "eu"), (6, "six-b", 7, "eu")]
-EXPECTED = {1: ("one", 10), 2: ("two", 10), 3: ("three-20", 20), 4: ("four", 10),
-            5: ("five", None), 6: ("six-b", 7)}
+BATCH = [
+    (1, "one-old", 5, "eu"),
+    (2, "two-tie", 10, "eu"),
+    (3, "three-20", 20, "us"),
+    (3, "three-15", 15, "us"),
+    (4, "four-null", None, "us"),
+    (5, "five", None, "eu"),
+    (6, "six-a", 7, "eu"),
+    (6, "six-b", 7, "eu"),
+]
+EXPECTED = {
+    1: ("one", 10),
+    2: ("two", 10),
+    3: ("three-20", 20),
+    4: ("four", 10),
+    5: ("five", None),
+    6: ("six-b", 7),
+}
 
 
 def arrow_batch(rows):
-    return pa.table({"id": pa.array([r[0] for r in rows], pa.int32()),
-                     "v": [r[1] for r in rows], "ts": pa.array([r[2] for r in rows], pa.int64()),
-                     "region": [r[3] for r in rows]})
+    return pa.table(
+        {
+            "id": pa.array([r[0] for r in rows], pa.int32()),
+            "v": [r[1] for r in rows],
+            "ts": pa.array([r[2] for r in rows], pa.int64()),
+            "region": [r[3] for r in rows],
+        }
+    )
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
@@ -65,8 +90,11 @@ def test_newer_version_wins_and_late_rows_are_skipped(spark, catalog, layout, en
     make(catalog, layout, ordering_column="ts")
     with Transaction(catalog) as txn:
         txn.insert("db.t", spark.createDataFrame(INITIAL, SCHEMA))
-    batch = spark.createDataFrame(BATCH, SCHEMA).coalesce(1) if engine == "spark" \
+    batch = (
+        spark.createDataFrame(BATCH, SCHEMA).coalesce(1)
+        if engine == "spark"
         else arrow_batch(BATCH)
+    )
     with Transaction(catalog, spark=spark) as txn:
         res = txn.upsert("db.t", batch)
     assert (res.rows_updated, res.rows_inserted, res.rows_skipped_late) == (1, 2, 3)
@@ -90,8 +118,11 @@ def test_explicit_field_and_turning_ordering_off(spark, catalog):
         assert txn.upsert("db.t", older).rows_updated == 1
     assert state(catalog)[1] == ("one-old", 5)
     with Transaction(catalog) as txn:
-        res = txn.upsert("db.t", spark.createDataFrame([(1, "x", 4, "eu"), (2, "y", 11, "eu")],
-                                                       SCHEMA), ordering_field="ts")
+        res = txn.upsert(
+            "db.t",
+            spark.createDataFrame([(1, "x", 4, "eu"), (2, "y", 11, "eu")], SCHEMA),
+            ordering_field="ts",
+        )
     assert (res.rows_updated, res.rows_skipped_late) == (1, 1)
     assert state(catalog)[1] == ("one-old", 5) and state(catalog)[2] == ("y", 11)
     with pytest.raises(OrderingFieldError, match="'nope' is not a column"):

@@ -1,6 +1,7 @@
 """Issue 15: warehouse ownership, exclusive directory creates and table locations, on real
 SQLite catalogs, real ORC files and the real local / ``memory://`` filesystems (no Spark: the
 statements write Arrow tables in this process)."""
+
 from __future__ import annotations
 
 import json
@@ -9,6 +10,7 @@ from pathlib import Path
 import fsspec
 import pyarrow as pa
 import pytest
+
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.catalog.errors import TableLocationError, WarehouseOwnedError
 from acidflow.catalog.warehouse import WAREHOUSE_MARKER, forget_checks, read_marker
@@ -26,20 +28,35 @@ from acidflow.tables_config import load_tables_config
 
 
 def accounts(name: str = "bank.accounts", **kwargs) -> TableDef:
-    return TableDef(name=name, columns=[Column("id", "int"), Column("owner", "string")],
-                    primary_key=["id"], **kwargs)
+    return TableDef(
+        name=name,
+        columns=[Column("id", "int"), Column("owner", "string")],
+        primary_key=["id"],
+        **kwargs,
+    )
 
 
 def write_rows(cat: SqlCatalog, name: str, rows: list[dict]) -> None:
     """One committed insert statement (split-update primitive, Arrow path)."""
     table = cat.get_table(name)
-    data = pa.Table.from_pylist(rows, schema=arrow_schema(
-        [(c.name, c.hive_type) for c in table.columns]))
-    none = pa.table({"owid": pa.array([], pa.int64()), "bprop": pa.array([], pa.int32()),
-                     "rowid": pa.array([], pa.int64())})
+    data = pa.Table.from_pylist(
+        rows, schema=arrow_schema([(c.name, c.hive_type) for c in table.columns])
+    )
+    none = pa.table(
+        {
+            "owid": pa.array([], pa.int64()),
+            "bprop": pa.array([], pa.int32()),
+            "rowid": pa.array([], pa.int64()),
+        }
+    )
     with Transaction(cat, heartbeat_s=0) as txn:
-        changes.apply_row_changes(txn, name, data, none, counts={
-            "rows_inserted": len(rows), "rows_updated": 0, "rows_deleted": 0})
+        changes.apply_row_changes(
+            txn,
+            name,
+            data,
+            none,
+            counts={"rows_inserted": len(rows), "rows_updated": 0, "rows_deleted": 0},
+        )
 
 
 def read_rows(cat: SqlCatalog, name: str) -> list[dict]:
@@ -110,8 +127,10 @@ def test_exclusive_create_refuses_to_replace_a_committed_delta(tmp_path):
     assert "delta_0000001_0000001_0000" in str(exc.value)
     assert "another writer or another catalog" in str(exc.value)
     assert {p.name: p.read_bytes() for p in delta.iterdir()} == before
-    assert read_rows(first, "bank.accounts") == [{"id": 1, "owner": "ann"},
-                                                 {"id": 2, "owner": "bob"}]
+    assert read_rows(first, "bank.accounts") == [
+        {"id": 1, "owner": "ann"},
+        {"id": 2, "owner": "bob"},
+    ]
     assert second.list_transactions(["aborted"])  # the loser aborted, nothing visible
 
 
@@ -157,6 +176,7 @@ class _SiblingAfter:
             if self.looks == self._n:
                 self._sibling()
             return result
+
         return look
 
 
@@ -184,7 +204,7 @@ def test_sibling_tasks_share_a_claimed_directory_on_fsspec(n):
         task_b.write_bytes(f"{d}/bucket_00001", b"rows of bucket 1")
         if "a" not in created:  # B made no n-th look before claiming: A comes second
             run_a()
-        assert sorted(created.values()) == [False, True]   # exactly one task created it
+        assert sorted(created.values()) == [False, True]  # exactly one task created it
         assert task_a.read_bytes(f"{d}/bucket_00000") == b"rows of bucket 0"
         assert task_a.read_bytes(f"{d}/bucket_00001") == b"rows of bucket 1"
         assert json.loads(task_a.read_bytes(f"{d}/{CLAIM_FILE}")) == json.loads(claim)
@@ -208,7 +228,7 @@ def test_fsspec_claim_dir_waits_for_a_half_written_claim_and_refuses_unclaimed_f
     tfs = TableFS(root)
     claim = new_claim(write_id=3, statement_id=0)
     d = f"{root}/delta_0000003_0000003_0000"
-    tfs.write_bytes(f"{d}/{CLAIM_FILE}", b"")               # created, content not there yet
+    tfs.write_bytes(f"{d}/{CLAIM_FILE}", b"")  # created, content not there yet
     tfs.write_bytes(f"{d}/bucket_00000", b"sibling rows")
     filler = threading.Timer(0.3, tfs.write_bytes, (f"{d}/{CLAIM_FILE}", claim.encode()))
     filler.start()
@@ -263,7 +283,8 @@ def test_relative_location_reads_the_same_rows_from_any_cwd(tmp_path, monkeypatc
         "  - name: accounts\n"
         "    location: data/accounts\n"
         "    columns: [{name: id, type: int}, {name: owner, type: string}]\n"
-        "    primary_key: [id]\n")
+        "    primary_key: [id]\n"
+    )
     url = f"sqlite:///{tmp_path / 'cat.db'}"
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
@@ -314,7 +335,8 @@ def test_tables_yaml_external_key(tmp_path):
         "  - name: bank.ext\n"
         f"    location: {tmp_path / 'outside'}\n"
         "    external: true\n"
-        "    columns: [{name: id, type: int}]\n")
+        "    columns: [{name: id, type: int}]\n"
+    )
     (tdef,) = load_tables_config(cfg).values()
     assert tdef.external
     cat = SqlCatalog(f"sqlite:///{tmp_path / 'cat.db'}", warehouse=str(tmp_path / "wh"))

@@ -1,6 +1,7 @@
 """Writes through real Spark into real ORC files under a temp warehouse, with a real SQLite
 catalog: insert, upsert (split-update), delete, insert overwrite, partitions, buckets, stripes,
 time travel, incremental reads, aborts. Files are checked on disk against Hive's rules."""
+
 from __future__ import annotations
 
 import collections
@@ -12,15 +13,14 @@ import pyarrow.orc as paorc
 import pytest
 from pyspark.sql import functions as F
 
-from acidflow.read import table as reads
-from acidflow.engine import lookup
-from acidflow.engine import writer
+from acidflow.catalog import Column, SqlCatalog, TableDef
+from acidflow.engine import lookup, writer
+from acidflow.engine.conform import DuplicateKeyError, SchemaMismatchError
+from acidflow.engine.transaction import Transaction
 from acidflow.format.bucketing import decode_bucket_id, encode_bucket_property
 from acidflow.format.bucketing_hash import hive_bucket
-from acidflow.engine.conform import DuplicateKeyError, SchemaMismatchError
 from acidflow.format.orc.files import parse_acid_stats, parse_key_index
-from acidflow.engine.transaction import Transaction
-from acidflow.catalog import Column, SqlCatalog, TableDef
+from acidflow.read import table as reads
 
 pytestmark = pytest.mark.spark
 
@@ -49,8 +49,14 @@ def data_files(root: Path):
 def assert_hive_file_rules(path: Path, columns: list[str]):
     """Every rule of docs/hive-acid-format.md §3 for one event file we wrote."""
     f = paorc.ORCFile(str(path))
-    assert f.schema.names == ["operation", "originalTransaction", "bucket", "rowId",
-                              "currentTransaction", "row"]
+    assert f.schema.names == [
+        "operation",
+        "originalTransaction",
+        "bucket",
+        "rowId",
+        "currentTransaction",
+        "row",
+    ]
     assert f.schema.field("row").type.num_fields == len(columns)
     assert [f.schema.field("row").type.field(i).name for i in range(len(columns))] == columns
     assert f.compression in ("ZLIB", "SNAPPY")
@@ -60,8 +66,13 @@ def assert_hive_file_rules(path: Path, columns: list[str]):
     ops = t.column("operation").to_pylist()
     i, u, d = parse_acid_stats(meta["hive.acid.stats"])
     assert (i, u, d) == (ops.count(0), ops.count(1), ops.count(2))
-    keys = list(zip(t.column("originalTransaction").to_pylist(), t.column("bucket").to_pylist(),
-                    t.column("rowId").to_pylist()))
+    keys = list(
+        zip(
+            t.column("originalTransaction").to_pylist(),
+            t.column("bucket").to_pylist(),
+            t.column("rowId").to_pylist(),
+        )
+    )
     assert keys == sorted(keys) and len(set(keys)) == len(keys)
     # one key index entry per stripe = the stripe's last key
     index = parse_key_index(meta["hive.acid.key.index"])
@@ -78,14 +89,21 @@ def assert_hive_file_rules(path: Path, columns: list[str]):
 
 
 def test_insert_upsert_delete_unbucketed(spark, catalog, warehouse):
-    make_table(catalog, "default.people", [("id", "int"), ("name", "string"), ("score", "double")],
-               primary_key=["id"])
-    df = spark.createDataFrame([(1, "a", 1.0), (2, "b", 2.0), (3, "c", 3.0)], "id int, name string, score double")
+    make_table(
+        catalog,
+        "default.people",
+        [("id", "int"), ("name", "string"), ("score", "double")],
+        primary_key=["id"],
+    )
+    df = spark.createDataFrame(
+        [(1, "a", 1.0), (2, "b", 2.0), (3, "c", 3.0)], "id int, name string, score double"
+    )
     with Transaction(catalog) as txn:
         res = txn.insert("people", df)
     assert res.write_id == 1 and res.rows_inserted == 3
     assert ms(rows_of(catalog, "people"), "id", "name") == ms(
-        [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}, {"id": 3, "name": "c"}], "id", "name")
+        [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}, {"id": 3, "name": "c"}], "id", "name"
+    )
     tdir = Path(catalog.get_table("people").location)
     deltas = sorted(p.name for p in tdir.iterdir())
     assert deltas == ["delta_0000001_0000001_0000"]
@@ -104,16 +122,18 @@ def test_insert_upsert_delete_unbucketed(spark, catalog, warehouse):
     # the delete event copies the old ROW__ID exactly
     dd = tdir / "delete_delta_0000002_0000002_0000"
     ev = [assert_hive_file_rules(f, ["id", "name", "score"]) for f in data_files(dd)]
-    deleted = [(r["originalTransaction"], r["bucket"], r["rowId"], r["currentTransaction"])
-               for t in ev for r in t.to_pylist()]
+    deleted = [
+        (r["originalTransaction"], r["bucket"], r["rowId"], r["currentTransaction"])
+        for t in ev
+        for r in t.to_pylist()
+    ]
     old = before[2]
     assert deleted == [(old["writeid"], old["bucketid"], old["rowid"], 2)]
     # and sits in the bucket file of the row it deletes
     assert [f.name for f in data_files(dd)] == [f"bucket_{decode_bucket_id(old['bucketid']):05d}"]
 
     with Transaction(catalog) as txn:
-        res = txn.delete("people",
-                            spark.createDataFrame([(1,), (99,)], "id int"))
+        res = txn.delete("people", spark.createDataFrame([(1,), (99,)], "id int"))
     assert res.rows_deleted == 1
     assert sorted(r["id"] for r in rows_of(catalog, "people")) == [2, 3, 4]
     # time travel: each write id's snapshot
@@ -136,25 +156,38 @@ def test_incremental_read(spark, catalog):
         txn.delete("inc", spark.createDataFrame([(1,)], "k long"))
     ch = reads.read_incremental(spark, catalog, "inc", 1).collect()
     got = collections.Counter((r["op"], r["k"], r["v"]) for r in ch)
-    assert got == collections.Counter({("D", 1, "x"): 1, ("D", 2, "y"): 1, ("I", 2, "y2"): 1,
-                                       ("I", 3, "z"): 1})
+    assert got == collections.Counter(
+        {("D", 1, "x"): 1, ("D", 2, "y"): 1, ("I", 2, "y2"): 1, ("I", 3, "z"): 1}
+    )
     ch = reads.read_incremental(spark, catalog, "inc", 2, 3).collect()
     assert [(r["op"], r["k"]) for r in ch] == [("D", 1)]
 
 
 def test_bucketed_table_places_rows_with_hive_hash(spark, catalog):
-    make_table(catalog, "acc", [("aid", "int"), ("bal", "bigint"), ("note", "string")],
-               primary_key=["aid"], num_buckets=4)
+    make_table(
+        catalog,
+        "acc",
+        [("aid", "int"), ("bal", "bigint"), ("note", "string")],
+        primary_key=["aid"],
+        num_buckets=4,
+    )
     n = 6000
     # 300-byte notes: the columnar writer cuts a 1024-event stripe once the stripe's zlib
     # streams have output, i.e. after a 256 KiB compression block of some column
     pad = "." * 300
-    df = spark.createDataFrame([(i, i * 10, f"n{i}{pad}") for i in range(n)], "aid int, bal bigint, note string")
+    df = spark.createDataFrame(
+        [(i, i * 10, f"n{i}{pad}") for i in range(n)], "aid int, bal bigint, note string"
+    )
     with Transaction(catalog) as txn:
         txn.insert("acc", df, stripe_rows=1024)
     tdir = Path(catalog.get_table("acc").location)
     files = data_files(tdir)
-    assert [f.name for f in files] == ["bucket_00000", "bucket_00001", "bucket_00002", "bucket_00003"]
+    assert [f.name for f in files] == [
+        "bucket_00000",
+        "bucket_00001",
+        "bucket_00002",
+        "bucket_00003",
+    ]
     for f in files:
         t = assert_hive_file_rules(f, ["aid", "bal", "note"])
         b = int(f.name.split("_")[1])
@@ -164,12 +197,16 @@ def test_bucketed_table_places_rows_with_hive_hash(spark, catalog):
         assert t.column("rowId").to_pylist() == list(range(len(ids)))
     assert sum(paorc.ORCFile(str(f)).nstripes for f in files) > 4  # several stripes
     # updates and deletes: delete events go to the bucket file of the row
-    ups = spark.createDataFrame([(i, -i, "u") for i in range(0, n, 7)], "aid int, bal bigint, note string")
+    ups = spark.createDataFrame(
+        [(i, -i, "u") for i in range(0, n, 7)], "aid int, bal bigint, note string"
+    )
     with Transaction(catalog) as txn:
         txn.upsert("acc", ups)
     with Transaction(catalog) as txn:
         txn.delete("acc", spark.createDataFrame([(i,) for i in range(1, n, 5)], "aid int"))
-    for f in data_files(tdir / "delete_delta_0000002_0000002_0000") + data_files(tdir / "delete_delta_0000003_0000003_0000"):
+    for f in data_files(tdir / "delete_delta_0000002_0000002_0000") + data_files(
+        tdir / "delete_delta_0000003_0000003_0000"
+    ):
         t = assert_hive_file_rules(f, ["aid", "bal", "note"])
         b = int(f.name.split("_")[1])
         assert {decode_bucket_id(x) for x in t.column("bucket").to_pylist()} == {b}
@@ -194,26 +231,50 @@ def test_spark_partition_keys_put_each_bucket_alone_in_its_own_spark_partition(s
 
 
 def test_partitioned_table_and_insert_overwrite(spark, catalog):
-    make_table(catalog, "sales", [("id", "int"), ("amount", "decimal(10,2)"), ("ts", "timestamp")],
-               partition_columns=[Column("ds", "date"), Column("region", "string")],
-               primary_key=["id", "ds", "region"])
-    rows = [(i, decimal.Decimal(f"{i}.25"), dt.datetime(2024, 1, 1, 10, 0, i % 60),
-             dt.date(2024, 1, 1 + i % 2), "eu" if i % 3 else "us") for i in range(30)]
+    make_table(
+        catalog,
+        "sales",
+        [("id", "int"), ("amount", "decimal(10,2)"), ("ts", "timestamp")],
+        partition_columns=[Column("ds", "date"), Column("region", "string")],
+        primary_key=["id", "ds", "region"],
+    )
+    rows = [
+        (
+            i,
+            decimal.Decimal(f"{i}.25"),
+            dt.datetime(2024, 1, 1, 10, 0, i % 60),
+            dt.date(2024, 1, 1 + i % 2),
+            "eu" if i % 3 else "us",
+        )
+        for i in range(30)
+    ]
     schema = "id int, amount decimal(10,2), ts timestamp_ntz, ds date, region string"
     with Transaction(catalog) as txn:
         txn.insert("sales", spark.createDataFrame(rows, schema))
     tdir = Path(catalog.get_table("sales").location)
     assert sorted(str(p.relative_to(tdir)) for p in tdir.glob("*/*")) == [
-        "ds=2024-01-01/region=eu", "ds=2024-01-01/region=us", "ds=2024-01-02/region=eu",
-        "ds=2024-01-02/region=us"]
+        "ds=2024-01-01/region=eu",
+        "ds=2024-01-01/region=us",
+        "ds=2024-01-02/region=eu",
+        "ds=2024-01-02/region=us",
+    ]
     got = rows_of(catalog, "sales")
     assert ms(got, "id", "amount", "ts", "ds", "region") == ms(
         [dict(zip(["id", "amount", "ts", "ds", "region"], r)) for r in rows],
-        "id", "amount", "ts", "ds", "region")
+        "id",
+        "amount",
+        "ts",
+        "ds",
+        "region",
+    )
     # delete by key touches only the partitions named by the keys
     with Transaction(catalog) as txn:
-        res = txn.delete("sales", spark.createDataFrame(
-            [(1, dt.date(2024, 1, 2), "eu")], "id int, ds date, region string"))
+        res = txn.delete(
+            "sales",
+            spark.createDataFrame(
+                [(1, dt.date(2024, 1, 2), "eu")], "id int, ds date, region string"
+            ),
+        )
     assert res.rows_deleted == 1 and list(res.partitions) == ["ds=2024-01-02/region=eu"]
     # insert overwrite one partition: base_W there, other partitions untouched
     new = [(100, decimal.Decimal("1.00"), dt.datetime(2024, 2, 1), dt.date(2024, 1, 1), "us")]
@@ -223,7 +284,10 @@ def test_partitioned_table_and_insert_overwrite(spark, catalog):
     got = rows_of(catalog, "sales")
     us1 = [r["id"] for r in got if r["region"] == "us" and r["ds"] == dt.date(2024, 1, 1)]
     assert us1 == [100]
-    assert len(got) == 30 - 1 - len([r for r in rows if r[4] == "us" and r[3] == dt.date(2024, 1, 1)]) + 1
+    assert (
+        len(got)
+        == 30 - 1 - len([r for r in rows if r[4] == "us" and r[3] == dt.date(2024, 1, 1)]) + 1
+    )
     # the snapshot before the overwrite is still readable (time travel)
     assert len(rows_of(catalog, "sales", as_of_write_id=2)) == 29
 
@@ -243,9 +307,11 @@ def test_insert_overwrite_unpartitioned_with_no_rows_empties_table(spark, catalo
 def test_schema_mismatch_is_refused_before_writing(spark, catalog):
     make_table(catalog, "s", [("a", "int"), ("b", "string")])
     tdir = Path(catalog.get_table("s").location)
-    bad = [spark.createDataFrame([(1,)], "a int"),
-           spark.createDataFrame([(1, "x", 2)], "a int, b string, c int"),
-           spark.createDataFrame([("x", "y")], "a string, b string")]
+    bad = [
+        spark.createDataFrame([(1,)], "a int"),
+        spark.createDataFrame([(1, "x", 2)], "a int, b string, c int"),
+        spark.createDataFrame([("x", "y")], "a string, b string"),
+    ]
     for df in bad:
         with pytest.raises(SchemaMismatchError):
             with Transaction(catalog) as txn:
@@ -290,8 +356,10 @@ def test_multi_table_transaction_is_atomic(spark, catalog):
     assert sorted(r["k"] for r in rows_of(catalog, "m2")) == [2, 3]
     tdir = Path(catalog.get_table("m2").location)
     # two statements of one transaction: same write id, statement ids 0 and 1
-    assert sorted(p.name for p in tdir.iterdir()) == ["delta_0000001_0000001_0000",
-                                                      "delta_0000001_0000001_0001"]
+    assert sorted(p.name for p in tdir.iterdir()) == [
+        "delta_0000001_0000001_0000",
+        "delta_0000001_0000001_0001",
+    ]
     info = catalog.get_transaction(txn.txn_id)
     assert info.state == "committed"
     assert info.write_ids == {"default.m1": 1, "default.m2": 1}
@@ -305,9 +373,15 @@ def test_upsert_rejects_duplicate_keys(spark, catalog):
 
 
 def test_key_lookup_is_limited_to_touched_buckets_and_partitions(spark, catalog):
-    table = make_table(catalog, "scoped", [("k", "int"), ("v", "string")],
-                       partition_columns=[Column("p", "string")], primary_key=["k", "p"],
-                       bucket_columns=["k"], num_buckets=8)
+    table = make_table(
+        catalog,
+        "scoped",
+        [("k", "int"), ("v", "string")],
+        partition_columns=[Column("p", "string")],
+        primary_key=["k", "p"],
+        bucket_columns=["k"],
+        num_buckets=8,
+    )
     keys = spark.createDataFrame([(3, "a"), (11, "b"), (3, "b")], "k int, p string")
     partitions, buckets = lookup.key_scope(table, keys)
     assert sorted(partitions) == ["p=a", "p=b"]
@@ -328,5 +402,8 @@ def test_read_optimized_and_virtual_columns(spark, catalog):
     assert delta_file.parent.name == "delta_0000002_0000002_0000" and delta_file.is_file()
     assert Path(got[1]["INPUT__FILE__NAME"]).parent.name == "base_0000001"
     writer = int(delta_file.name.split("_")[1])
-    assert got[3]["ROW__ID"].asDict() == {"writeid": 2, "bucketid": encode_bucket_property(writer, 0),
-                                          "rowid": 0}
+    assert got[3]["ROW__ID"].asDict() == {
+        "writeid": 2,
+        "bucketid": encode_bucket_property(writer, 0),
+        "rowid": 0,
+    }

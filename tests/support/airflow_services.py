@@ -1,6 +1,7 @@
 """Real Airflow processes for end-to-end tests: ``api-server``, ``scheduler`` and
 ``dag-processor`` on 127.0.0.1 with a private ``AIRFLOW_HOME`` and LocalExecutor, each in its own process group (``setsid``) so that stopping kills every child (executor workers,
 spark-submit, log servers)."""
+
 from __future__ import annotations
 
 import json
@@ -29,9 +30,14 @@ def free_port() -> int:
 class AirflowServices:
     """Start/stop the Airflow services; REST helpers with a JWT from ``POST /auth/token``."""
 
-    def __init__(self, root: Path, warehouse: Path,
-                 services=("api-server", "scheduler", "dag-processor"),
-                 metadata_url: str | None = None, retry_delay_s: int = 15):
+    def __init__(
+        self,
+        root: Path,
+        warehouse: Path,
+        services=("api-server", "scheduler", "dag-processor"),
+        metadata_url: str | None = None,
+        retry_delay_s: int = 15,
+    ):
         """``metadata_url``: SQLAlchemy URL of the Airflow metadata database (default SQLite in
         the home; a shared deployment uses PostgreSQL, which has no writer lock between the
         scheduler, the task supervisors and the CLI). ``retry_delay_s``: the tasks' retry delay
@@ -43,22 +49,26 @@ class AirflowServices:
         pw_file.write_text(json.dumps({"admin": PASSWORD}))
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.env = airflow_env(self.home, warehouse=str(warehouse), extra={
-            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
-            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(pw_file),
-            "AIRFLOW__API_AUTH__JWT_SECRET": "acidflow-e2e-jwt-secret-0123456789abcdef",
-            "AIRFLOW__API__SECRET_KEY": "acidflow-e2e-secret-key",
-            "AIRFLOW__API__HOST": "127.0.0.1",
-            "AIRFLOW__API__PORT": str(self.port),
-            "AIRFLOW__API__BASE_URL": self.base,
-            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.base}/execution/",
-            "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
-            "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT": str(free_port()),
-            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
-            "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
-            "AIRFLOW__CORE__DEFAULT_TASK_RETRY_DELAY": str(retry_delay_s),
-        })
+        self.env = airflow_env(
+            self.home,
+            warehouse=str(warehouse),
+            extra={
+                "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
+                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(pw_file),
+                "AIRFLOW__API_AUTH__JWT_SECRET": "acidflow-e2e-jwt-secret-0123456789abcdef",
+                "AIRFLOW__API__SECRET_KEY": "acidflow-e2e-secret-key",
+                "AIRFLOW__API__HOST": "127.0.0.1",
+                "AIRFLOW__API__PORT": str(self.port),
+                "AIRFLOW__API__BASE_URL": self.base,
+                "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.base}/execution/",
+                "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
+                "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT": str(free_port()),
+                "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+                "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+                "AIRFLOW__CORE__DEFAULT_TASK_RETRY_DELAY": str(retry_delay_s),
+            },
+        )
         if metadata_url:
             self.env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = metadata_url
         self.procs: list[subprocess.Popen] = []
@@ -73,8 +83,11 @@ class AirflowServices:
                 args = [str(BIN / "airflow"), name]
                 if name == "api-server":
                     args += ["--host", "127.0.0.1", "--port", str(self.port), "--workers", "1"]
-                self.procs.append(subprocess.Popen(["setsid", *args], env=self.env, stdout=log,
-                                                   stderr=subprocess.STDOUT))
+                self.procs.append(
+                    subprocess.Popen(
+                        ["setsid", *args], env=self.env, stdout=log, stderr=subprocess.STDOUT
+                    )
+                )
             self.wait_healthy()
         except BaseException:
             self.stop()
@@ -85,8 +98,11 @@ class AirflowServices:
         self.stop()
 
     def logs(self, tail: int = 3000) -> str:
-        return "\n".join(f"--- {n}\n" + (self.root / f"{n}.log").read_text(errors="replace")[-tail:]
-                         for n in self.services if (self.root / f"{n}.log").exists())
+        return "\n".join(
+            f"--- {n}\n" + (self.root / f"{n}.log").read_text(errors="replace")[-tail:]
+            for n in self.services
+            if (self.root / f"{n}.log").exists()
+        )
 
     def wait_healthy(self, timeout: float = 180) -> None:
         deadline = time.monotonic() + timeout
@@ -120,14 +136,16 @@ class AirflowServices:
     # -- REST ---------------------------------------------------------------------------------
     def token(self) -> str:
         if self._token is None:
-            status, body = self.request("POST", "/auth/token",
-                                        {"username": "admin", "password": PASSWORD}, auth=False)
+            status, body = self.request(
+                "POST", "/auth/token", {"username": "admin", "password": PASSWORD}, auth=False
+            )
             assert status in (200, 201), body
             self._token = json.loads(body)["access_token"]
         return self._token
 
-    def request(self, method: str, path: str, payload=None, auth: bool = True,
-                timeout: float = 30) -> tuple[int, str]:
+    def request(
+        self, method: str, path: str, payload=None, auth: bool = True, timeout: float = 30
+    ) -> tuple[int, str]:
         headers = {"Content-Type": "application/json"}
         if auth:
             headers["Authorization"] = f"Bearer {self.token()}"
@@ -149,8 +167,15 @@ class AirflowServices:
             time.sleep(2)
         raise AssertionError(f"DAG {dag_id} not parsed after {timeout} s\n{self.logs()}")
 
-    def wait_runs(self, dag_id: str, run_ids: list[str] | None = None, *, count: int | None = None,
-                  run_type: str | None = None, timeout: float = 600) -> list[dict]:
+    def wait_runs(
+        self,
+        dag_id: str,
+        run_ids: list[str] | None = None,
+        *,
+        count: int | None = None,
+        run_type: str | None = None,
+        timeout: float = 600,
+    ) -> list[dict]:
         """Wait until the given runs (or ``count`` runs, of ``run_type`` if given) reached a
         final state; returns them. Raises AssertionError with every run's task states and the
         services' logs after ``timeout`` seconds (keep it below pytest's timeout)."""
@@ -168,8 +193,10 @@ class AirflowServices:
             if want is not None and len(done) >= want and len(done) == len(runs):
                 return runs
             time.sleep(3)
-        raise AssertionError(f"runs of {dag_id} not finished after {timeout} s\n"
-                             f"{self.describe_runs(dag_id)}\n{self.logs()}")
+        raise AssertionError(
+            f"runs of {dag_id} not finished after {timeout} s\n"
+            f"{self.describe_runs(dag_id)}\n{self.logs()}"
+        )
 
     def describe_runs(self, dag_id: str) -> str:
         """One line per run of ``dag_id`` with its type, state and its tasks' states and tries
@@ -179,11 +206,14 @@ class AirflowServices:
             return f"dagRuns: HTTP {status} {body[:500]}"
         lines = []
         for r in json.loads(body)["dag_runs"]:
-            _, tb = self.request("GET", f"/api/v2/dags/{dag_id}/dagRuns/{r['dag_run_id']}"
-                                        "/taskInstances")
+            _, tb = self.request(
+                "GET", f"/api/v2/dags/{dag_id}/dagRuns/{r['dag_run_id']}/taskInstances"
+            )
             try:
-                tis = ", ".join(f"{t['task_id']}[{t['map_index']}]={t['state']}/try{t['try_number']}"
-                                for t in json.loads(tb)["task_instances"])
+                tis = ", ".join(
+                    f"{t['task_id']}[{t['map_index']}]={t['state']}/try{t['try_number']}"
+                    for t in json.loads(tb)["task_instances"]
+                )
             except (ValueError, KeyError):
                 tis = tb[:300]
             lines.append(f"{r['dag_run_id']} {r['run_type']} {r['state']}: {tis}")

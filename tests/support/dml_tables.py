@@ -1,14 +1,15 @@
 """The table layouts the predicate UPDATE/DELETE and MERGE tests share (keyed and unkeyed,
 partitioned and not, bucketed and not), a table of one layout filled by a real Spark insert,
 and the helpers that read a table or a directory tree as comparable values."""
+
 from __future__ import annotations
 
 import collections
 from pathlib import Path
 
-from acidflow.read import table as reads
-from acidflow.engine.transaction import Transaction
 from acidflow.catalog import Column, TableDef
+from acidflow.engine.transaction import Transaction
+from acidflow.read import table as reads
 
 SCHEMA = "id int, v string, amt bigint, region string"
 
@@ -17,11 +18,18 @@ LAYOUTS = {
     "keyed": {"primary_key": ["id"]},
     "keyed-bucketed": {"primary_key": ["id"], "num_buckets": 4},
     "keyed-partitioned": {"primary_key": ["id", "region"], "partitioned": True},
-    "keyed-partitioned-bucketed": {"primary_key": ["id", "region"], "partitioned": True,
-                                   "num_buckets": 2, "bucket_columns": ["id"]},
+    "keyed-partitioned-bucketed": {
+        "primary_key": ["id", "region"],
+        "partitioned": True,
+        "num_buckets": 2,
+        "bucket_columns": ["id"],
+    },
     "unkeyed": {},
-    "unkeyed-partitioned-bucketed": {"partitioned": True, "num_buckets": 3,
-                                     "bucket_columns": ["id"]},
+    "unkeyed-partitioned-bucketed": {
+        "partitioned": True,
+        "num_buckets": 3,
+        "bucket_columns": ["id"],
+    },
 }
 
 
@@ -34,8 +42,7 @@ def make(spark, catalog, layout: str, rows: list[tuple], name: str = "db.t") -> 
     pcols = [Column("region", "string")] if partitioned else []
     if not partitioned:
         cols.append(Column("region", "string"))
-    table = catalog.create_table(TableDef(name=name, columns=cols, partition_columns=pcols,
-                                          **opts))
+    table = catalog.create_table(TableDef(name=name, columns=cols, partition_columns=pcols, **opts))
     with Transaction(catalog) as txn:
         txn.insert(name, spark.createDataFrame(rows, SCHEMA))
     return table
@@ -45,7 +52,8 @@ def table_rows(catalog, name: str = "db.t") -> collections.Counter:
     """The table's visible rows as a multiset of (id, v, amt, region)."""
     return collections.Counter(
         (r["id"], r["v"], r["amt"], r["region"])
-        for r in reads.read_table(None, catalog, name).to_pylist())
+        for r in reads.read_table(None, catalog, name).to_pylist()
+    )
 
 
 def tree(path: Path) -> list[str]:

@@ -1,11 +1,13 @@
 """Small tables with a history, written through the real Transaction statements in this
 process (pyarrow, no Spark): the shapes the retention and restore tests share, and the helpers
 that read snapshots as comparable multisets."""
+
 from __future__ import annotations
 
 import collections
 
 import pyarrow as pa
+
 from acidflow.catalog import Column, TableDef
 from acidflow.compactor import initiator, worker
 from acidflow.compactor.config import CompactorConfig
@@ -30,11 +32,14 @@ SHAPES = {
 def make_table(catalog, shape: str, name: str = "db.h", **props: str) -> TableDef:
     keyed, bucketed, partitioned = SHAPES[shape]
     td = TableDef(
-        name=name, columns=[Column("id", "int"), Column("v", "string")],
+        name=name,
+        columns=[Column("id", "int"), Column("v", "string")],
         partition_columns=[Column("ds", "string")] if partitioned else [],
         primary_key=["id"] if keyed else [],
-        bucket_columns=["id"] if bucketed else [], num_buckets=2 if bucketed else 0,
-        properties={k.replace("_", "."): v for k, v in props.items()})
+        bucket_columns=["id"] if bucketed else [],
+        num_buckets=2 if bucketed else 0,
+        properties={k.replace("_", "."): v for k, v in props.items()},
+    )
     return catalog.create_table(td)
 
 
@@ -61,11 +66,17 @@ def put(catalog, name: str, ids: list[int], tag: str) -> int:
         if td.primary_key:
             txn.upsert(name, rows)
         else:
-            empty = pa.table({**{c.name: pa.array([], pa.string()) for c in td.partition_columns},
-                              "owid": pa.array([], pa.int64()), "bprop": pa.array([], pa.int32()),
-                              "rowid": pa.array([], pa.int64())})
-            changes.apply_row_changes(txn, name, rows, empty, counts={"rows_inserted": rows.num_rows},
-                                  operation="insert")
+            empty = pa.table(
+                {
+                    **{c.name: pa.array([], pa.string()) for c in td.partition_columns},
+                    "owid": pa.array([], pa.int64()),
+                    "bprop": pa.array([], pa.int32()),
+                    "rowid": pa.array([], pa.int64()),
+                }
+            )
+            changes.apply_row_changes(
+                txn, name, rows, empty, counts={"rows_inserted": rows.num_rows}, operation="insert"
+            )
         return txn.write_id(name)
 
 
@@ -76,23 +87,30 @@ def drop(catalog, name: str, ids: list[int]) -> int:
     with Transaction(catalog, heartbeat_s=0) as txn:
         cur = reads.read_table(None, catalog, name, row_id=True, txn_id=txn.txn_id)
         hit = [r for r in cur.to_pylist() if r["id"] in ids]
-        deletes = pa.table({**{p: pa.array([r[p] for r in hit], pa.string()) for p in pnames},
-                            "owid": pa.array([r[snapshot.ROW_ID]["writeid"] for r in hit], pa.int64()),
-                            "bprop": pa.array([r[snapshot.ROW_ID]["bucketid"] for r in hit], pa.int32()),
-                            "rowid": pa.array([r[snapshot.ROW_ID]["rowid"] for r in hit], pa.int64())})
-        changes.apply_row_changes(txn, name, _rows(td, []), deletes, counts={"rows_deleted": len(hit)},
-                              operation="delete")
+        deletes = pa.table(
+            {
+                **{p: pa.array([r[p] for r in hit], pa.string()) for p in pnames},
+                "owid": pa.array([r[snapshot.ROW_ID]["writeid"] for r in hit], pa.int64()),
+                "bprop": pa.array([r[snapshot.ROW_ID]["bucketid"] for r in hit], pa.int32()),
+                "rowid": pa.array([r[snapshot.ROW_ID]["rowid"] for r in hit], pa.int64()),
+            }
+        )
+        changes.apply_row_changes(
+            txn, name, _rows(td, []), deletes, counts={"rows_deleted": len(hit)}, operation="delete"
+        )
         return txn.write_id(name)
 
 
 def history(catalog, name: str) -> list[int]:
     """Six commits: inserts, updates (keyed) or more inserts, deletes. Returns write ids."""
-    return [put(catalog, name, list(range(0, 8)), "a"),
-            put(catalog, name, [1, 2, 9], "b"),
-            drop(catalog, name, [3, 4]),
-            put(catalog, name, [10, 11, 12], "c"),
-            drop(catalog, name, [0, 11]),
-            put(catalog, name, [2, 5, 13], "d")]
+    return [
+        put(catalog, name, list(range(0, 8)), "a"),
+        put(catalog, name, [1, 2, 9], "b"),
+        drop(catalog, name, [3, 4]),
+        put(catalog, name, [10, 11, 12], "c"),
+        drop(catalog, name, [0, 11]),
+        put(catalog, name, [2, 5, 13], "d"),
+    ]
 
 
 def with_ids(catalog, name: str, **kw) -> collections.Counter:

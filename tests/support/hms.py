@@ -5,6 +5,7 @@ The metastore itself is started by ``devservers.hms.start_metastore`` (one per t
 the ``hive_metastore`` fixture in ``tests/conftest.py``); the thrift client and the
 ``ValidTxnList`` helpers are :mod:`acidflow.catalog.hms.client`'s.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,21 +29,38 @@ def require_hive_artifacts() -> HiveArtifacts:
         raise  # unreachable: pytest.skip raises
 
 
-def transactional_orc_table(db: str, name: str, location: str, *, key: str = "id",
-                            buckets: int = 2) -> Table:
+def transactional_orc_table(
+    db: str, name: str, location: str, *, key: str = "id", buckets: int = 2
+) -> Table:
     """A Hive 3 full-ACID table as Hive's ``CREATE TABLE ... CLUSTERED BY (key) INTO n BUCKETS
     STORED AS ORC TBLPROPERTIES ('transactional'='true')`` registers it: managed, ORC serde and
     input/output formats, bucketed by ``key``, ``bucketing_version=2``."""
-    cols = [FieldSchema(key, "bigint", None), FieldSchema("name", "string", None),
-            FieldSchema("amount", "decimal(12,2)", None)]
+    cols = [
+        FieldSchema(key, "bigint", None),
+        FieldSchema("name", "string", None),
+        FieldSchema("amount", "decimal(12,2)", None),
+    ]
     sd = StorageDescriptor(
-        cols=cols, location=location, inputFormat=ORC_INPUT, outputFormat=ORC_OUTPUT,
-        compressed=False, numBuckets=buckets,
+        cols=cols,
+        location=location,
+        inputFormat=ORC_INPUT,
+        outputFormat=ORC_OUTPUT,
+        compressed=False,
+        numBuckets=buckets,
         serdeInfo=SerDeInfo(name=None, serializationLib=ORC_SERDE, parameters={}),
-        bucketCols=[key], sortCols=[], parameters={})
-    return Table(tableName=name, dbName=db, owner="acidflow", sd=sd, partitionKeys=[],
-                 parameters={"transactional": "true", "bucketing_version": "2"},
-                 tableType="MANAGED_TABLE")
+        bucketCols=[key],
+        sortCols=[],
+        parameters={},
+    )
+    return Table(
+        tableName=name,
+        dbName=db,
+        owner="acidflow",
+        sd=sd,
+        partitionKeys=[],
+        parameters={"transactional": "true", "bucketing_version": "2"},
+        tableType="MANAGED_TABLE",
+    )
 
 
 def reset_metastore(url: str) -> None:

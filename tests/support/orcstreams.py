@@ -3,6 +3,7 @@
 dataLength = 3, footerLength = 4}``; ``StripeFooter.streams`` (field 1) = ``Stream{kind = 1,
 column = 2, length = 3}``; stream kind 7 = BLOOM_FILTER, 8 = BLOOM_FILTER_UTF8), so tests can
 check which columns carry bloom filters independently of the writers that made them."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,9 +29,13 @@ def stripe_streams(path: str | Path) -> list[set[tuple[int, int]]]:
     for raw in _msg(tail.footer).get(3, []):
         info = {k: v[0] for k, v in _msg(raw).items()}
         start = info[1] + info.get(2, 0) + info[3]
-        footer = orcfooter.decompress(data[start:start + info[4]], tail.kind)
-        out.append({(s.get(1, [0])[0], s.get(2, [0])[0])
-                    for s in (_msg(x) for x in _msg(footer).get(1, []))})
+        footer = orcfooter.decompress(data[start : start + info[4]], tail.kind)
+        out.append(
+            {
+                (s.get(1, [0])[0], s.get(2, [0])[0])
+                for s in (_msg(x) for x in _msg(footer).get(1, []))
+            }
+        )
     return out
 
 

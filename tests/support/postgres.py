@@ -19,6 +19,7 @@ Logical decoding with wal2json: ``PostgresCluster(settings=LOGICAL_SETTINGS)`` a
 In pytest use :func:`require_postgres` (skips with the reason when binaries are missing) or the
 session fixture ``postgres_url`` from ``tests/conftest.py``.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -141,9 +142,15 @@ class PostgresCluster:
         port, host ("127.0.0.1"), socket_dir, data_dir, log_file, root (the temp dir).
     """
 
-    def __init__(self, settings: dict[str, object] | None = None, *, dbname: str = "acidflow",
-                 fast: bool = True, base_dir: str | os.PathLike | None = None,
-                 start_timeout_s: float = 60.0):
+    def __init__(
+        self,
+        settings: dict[str, object] | None = None,
+        *,
+        dbname: str = "acidflow",
+        fast: bool = True,
+        base_dir: str | os.PathLike | None = None,
+        start_timeout_s: float = 60.0,
+    ):
         self.settings = dict(FAST_SETTINGS if fast else {})
         self.settings.update(settings or {})
         self.dbname = dbname
@@ -186,15 +193,21 @@ class PostgresCluster:
         return f"postgresql://{SUPERUSER}@{self.host}:{self.port}/{dbname or self.dbname}"
 
     def _run(self, tool: str, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
-        proc = subprocess.run(self._cmd(tool, *args), stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=timeout,
-                              cwd=str(self.root))
+        proc = subprocess.run(
+            self._cmd(tool, *args),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=timeout,
+            cwd=str(self.root),
+        )
         if proc.returncode != 0:
             log = ""
             if self.root is not None and self.log_file.exists():
                 log = self.log_file.read_text(errors="replace")[-4000:]
-            raise RuntimeError(f"{tool} {' '.join(args)} failed ({proc.returncode}):\n"
-                               f"{proc.stdout}\n{log}")
+            raise RuntimeError(
+                f"{tool} {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{log}"
+            )
         return proc
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -210,16 +223,36 @@ class PostgresCluster:
                 ent = pwd.getpwnam(OS_USER)
                 for p in (self.root, self.socket_dir):
                     os.chown(p, ent.pw_uid, ent.pw_gid)
-            self._run("initdb", "-D", str(self.data_dir), "-U", SUPERUSER, "--auth=trust",
-                      "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
+            self._run(
+                "initdb",
+                "-D",
+                str(self.data_dir),
+                "-U",
+                SUPERUSER,
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+                "--no-instructions",
+            )
             last_error: Exception | None = None
             for _ in range(5):  # a "free" port can be taken by someone else meanwhile
                 self.port = free_port()
                 self._write_conf()
                 try:
-                    self._run("pg_ctl", "-D", str(self.data_dir), "-l", str(self.log_file),
-                              "-w", "-t", str(int(self.start_timeout_s)), "start",
-                              timeout=self.start_timeout_s + 30)
+                    self._run(
+                        "pg_ctl",
+                        "-D",
+                        str(self.data_dir),
+                        "-l",
+                        str(self.log_file),
+                        "-w",
+                        "-t",
+                        str(int(self.start_timeout_s)),
+                        "start",
+                        timeout=self.start_timeout_s + 30,
+                    )
                     break
                 except RuntimeError as exc:
                     last_error = exc
@@ -239,13 +272,16 @@ class PostgresCluster:
 
     def _write_conf(self) -> None:
         conf = dict(self.settings)
-        conf.update({
-            "listen_addresses": self.host,
-            "port": self.port,
-            "unix_socket_directories": str(self.socket_dir),
-        })
+        conf.update(
+            {
+                "listen_addresses": self.host,
+                "port": self.port,
+                "unix_socket_directories": str(self.socket_dir),
+            }
+        )
         text = "# acidflow test cluster settings (included from postgresql.conf)\n" + "".join(
-            f"{k} = {_conf_value(v)}\n" for k, v in conf.items())
+            f"{k} = {_conf_value(v)}\n" for k, v in conf.items()
+        )
         extra = self.data_dir / "acidflow.conf"
         extra.write_text(text)
         main = self.data_dir / "postgresql.conf"
@@ -275,8 +311,9 @@ class PostgresCluster:
             return
         if self._running:
             try:
-                self._run("pg_ctl", "-D", str(self.data_dir), "-m", "immediate", "-w",
-                          "stop", timeout=60)
+                self._run(
+                    "pg_ctl", "-D", str(self.data_dir), "-m", "immediate", "-w", "stop", timeout=60
+                )
             except Exception:  # pragma: no cover - best effort
                 pass
             self._running = False
@@ -296,8 +333,12 @@ class PostgresCluster:
     # -- connections ---------------------------------------------------------------------
     def dsn(self, dbname: str | None = None) -> dict[str, object]:
         """psycopg2 ``connect(**dsn)`` keyword arguments."""
-        return {"host": self.host, "port": self.port, "user": SUPERUSER,
-                "dbname": dbname or self.dbname}
+        return {
+            "host": self.host,
+            "port": self.port,
+            "user": SUPERUSER,
+            "dbname": dbname or self.dbname,
+        }
 
     def url(self, dbname: str | None = None) -> str:
         """SQLAlchemy URL ``postgresql+psycopg2://postgres@127.0.0.1:<port>/<db>``."""
@@ -338,8 +379,11 @@ def create_database(url: str, name: str, template: str | None = None) -> str:
     from sqlalchemy.engine import make_url
 
     u = make_url(url)
-    _admin_execute(u, f"CREATE DATABASE {quote_ident(name)}"
-                      + (f" TEMPLATE {quote_ident(template)}" if template else ""))
+    _admin_execute(
+        u,
+        f"CREATE DATABASE {quote_ident(name)}"
+        + (f" TEMPLATE {quote_ident(template)}" if template else ""),
+    )
     return u.set(database=name).render_as_string(hide_password=False)
 
 
@@ -353,8 +397,9 @@ def drop_database(url: str, name: str) -> None:
 def _admin_execute(u, sql: str) -> None:
     import psycopg2
 
-    conn = psycopg2.connect(host=u.host, port=u.port, user=u.username, password=u.password,
-                            dbname="postgres")
+    conn = psycopg2.connect(
+        host=u.host, port=u.port, user=u.username, password=u.password, dbname="postgres"
+    )
     try:
         conn.autocommit = True
         with conn.cursor() as cur:

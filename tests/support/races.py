@@ -13,6 +13,7 @@ Sizes come from a :class:`RaceConfig` (``RaceConfig.from_env``: ``ACIDFLOW_RACE_
 Processes are started with the ``spawn`` method (no forked SQLAlchemy engines or JVMs); they
 start writing together once all are ready (Spark start-up takes a while).
 """
+
 from __future__ import annotations
 
 import collections
@@ -92,8 +93,9 @@ class RaceResult:
         """One line: rounds, commits, conflicts, duplicates and the rest."""
         d = asdict(self)
         d.pop("problems")
-        return "race: " + " ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}"
-                                   for k, v in d.items())
+        return "race: " + " ".join(
+            f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in d.items()
+        )
 
 
 # ----------------------------------------------------------------------------- processes
@@ -103,8 +105,7 @@ def _catalog(root: Path):
     from acidflow.catalog import SqlCatalog
 
     wh = root / "warehouse"
-    return SqlCatalog(f"sqlite:///{wh / '_acidflow_catalog.db'}", warehouse=str(wh),
-                      migrate=False)
+    return SqlCatalog(f"sqlite:///{wh / '_acidflow_catalog.db'}", warehouse=str(wh), migrate=False)
 
 
 def _wait_for_start(root: Path, name: str) -> None:
@@ -136,9 +137,15 @@ def upsert_worker(root: str, name: str, index: int, use_spark: bool, cfg: dict) 
     if use_spark:
         from acidflow.spark import get_spark
 
-        spark = get_spark(f"race-{name}", master="local[1]", **{
-            "spark.ui.enabled": "false", "spark.driver.memory": "1g",
-            "spark.sql.shuffle.partitions": "2"})
+        spark = get_spark(
+            f"race-{name}",
+            master="local[1]",
+            **{
+                "spark.ui.enabled": "false",
+                "spark.driver.memory": "1g",
+                "spark.sql.shuffle.partitions": "2",
+            },
+        )
     catalog = _catalog(rootp)
     _wait_for_start(rootp, name)
     for r in range(conf.rounds):
@@ -148,8 +155,9 @@ def upsert_worker(root: str, name: str, index: int, use_spark: bool, cfg: dict) 
         if spark is not None:
             data = spark.createDataFrame([(k, v) for k, v in rows], "id bigint, v string")
         else:
-            data = pa.table({"id": pa.array(keys, pa.int64()),
-                             "v": pa.array([value] * len(keys), pa.string())})
+            data = pa.table(
+                {"id": pa.array(keys, pa.int64()), "v": pa.array([value] * len(keys), pa.string())}
+            )
         txn = Transaction(catalog, agent_info=f"race {name}")
         record: dict[str, Any] = {"writer": name, "round": r, "kind": "upsert", "rows": rows}
         try:
@@ -174,15 +182,23 @@ def upsert_worker(root: str, name: str, index: int, use_spark: bool, cfg: dict) 
 
 def _cdc_file(path: Path, lsn: int, ops: list[tuple[str, int, str | None]]) -> None:
     """One wal2json (v2) transaction: ``ops`` = [(I|U|D, key, value)]."""
+
     def cols(k: int, v: str | None) -> list[dict]:
-        return [{"name": "id", "type": "bigint", "value": k},
-                {"name": "v", "type": "text", "value": v}]
+        return [
+            {"name": "id", "type": "bigint", "value": k},
+            {"name": "v", "type": "text", "value": v},
+        ]
 
     schema, table = SOURCE.split(".")
     lines: list[dict] = [{"action": "B", "xid": lsn, "lsn": f"0/{lsn:X}"}]
     for i, (op, k, v) in enumerate(ops):
-        base = {"action": op, "schema": schema, "table": table, "lsn": f"0/{lsn + 1 + i:X}",
-                "pk": [{"name": "id", "type": "bigint"}]}
+        base = {
+            "action": op,
+            "schema": schema,
+            "table": table,
+            "lsn": f"0/{lsn + 1 + i:X}",
+            "pk": [{"name": "id", "type": "bigint"}],
+        }
         if op == "D":
             base["identity"] = [{"name": "id", "type": "bigint", "value": k}]
         else:
@@ -228,15 +244,22 @@ def cdc_worker(root: str, cfg: dict) -> None:
         lsn += 0x100
         # the batch's effect per key: a full row (insert, update; upsert semantics under the
         # default policies) or a delete
-        record: dict[str, Any] = {"writer": "cdc", "round": r, "kind": "cdc",
-                                  "rows": [[k, v] for op, k, v in ops if op != "D"],
-                                  "deletes": [k for op, k, _ in ops if op == "D"]}
+        record: dict[str, Any] = {
+            "writer": "cdc",
+            "round": r,
+            "kind": "cdc",
+            "rows": [[k, v] for op, k, v in ops if op != "D"],
+            "deletes": [k for op, k, _ in ops if op == "D"],
+        }
         before = len(retries)
         try:
             report = cdc_apply.apply_file(None, catalog, str(path), options)
-            record.update(status="committed", txn_id=report.txn_id,
-                          commit_id=catalog.get_transaction(report.txn_id).commit_id,
-                          attempts=report.attempts)
+            record.update(
+                status="committed",
+                txn_id=report.txn_id,
+                commit_id=catalog.get_transaction(report.txn_id).commit_id,
+                attempts=report.attempts,
+            )
         except Exception as exc:  # noqa: BLE001 - logged; verify() judges it
             record.update(status="aborted", error=type(exc).__name__, message=str(exc)[:500])
             if type(exc).__name__ not in CLEAN_ERRORS:
@@ -259,8 +282,12 @@ def compact_worker(root: str, cfg: dict) -> None:
     n = 0
     while not (rootp / "stop").exists():
         kind = "minor" if n % 2 == 0 else "major"
-        record: dict[str, Any] = {"writer": "compactor", "round": n, "kind": "compaction",
-                                  "type": kind}
+        record: dict[str, Any] = {
+            "writer": "compactor",
+            "round": n,
+            "kind": "compaction",
+            "type": kind,
+        }
         try:
             request_compaction(catalog, TABLE, None, kind, requester="race")
             outcome = run_worker(None, catalog)
@@ -269,8 +296,11 @@ def compact_worker(root: str, cfg: dict) -> None:
             if outcome is not None and outcome.state == "failed":
                 record["error"] = str(outcome.report.get("error"))[:500]
         except Exception as exc:  # noqa: BLE001 - logged; verify() judges it
-            record.update(state="error", error=f"{type(exc).__name__}: {exc}"[:500],
-                          traceback=traceback.format_exc(limit=6))
+            record.update(
+                state="error",
+                error=f"{type(exc).__name__}: {exc}"[:500],
+                traceback=traceback.format_exc(limit=6),
+            )
         _log(rootp, "compactor", record)
         n += 1
         time.sleep(0.5)
@@ -294,16 +324,26 @@ def run_race(root: Path, cfg: RaceConfig) -> RaceResult:
     for d in (wh, root / "logs", root / "ready"):
         d.mkdir(parents=True, exist_ok=True)
     catalog = SqlCatalog(f"sqlite:///{wh / '_acidflow_catalog.db'}", warehouse=str(wh))
-    catalog.create_table(TableDef(name=TABLE, columns=[Column("id", "bigint"),
-                                                       Column("v", "string")],
-                                  primary_key=["id"], num_buckets=4))
+    catalog.create_table(
+        TableDef(
+            name=TABLE,
+            columns=[Column("id", "bigint"), Column("v", "string")],
+            primary_key=["id"],
+            num_buckets=4,
+        )
+    )
     ctx = mp.get_context("spawn")
     conf = asdict(cfg)
     procs = []
     for i in range(cfg.writers):
         name = f"w{i}" + ("s" if i < cfg.spark_writers else "a")
-        procs.append(ctx.Process(target=upsert_worker, name=name,
-                                 args=(str(root), name, i, i < cfg.spark_writers, conf)))
+        procs.append(
+            ctx.Process(
+                target=upsert_worker,
+                name=name,
+                args=(str(root), name, i, i < cfg.spark_writers, conf),
+            )
+        )
     if cfg.cdc:
         procs.append(ctx.Process(target=cdc_worker, name="cdc", args=(str(root), conf)))
     compactor = None
@@ -317,8 +357,9 @@ def run_race(root: Path, cfg: RaceConfig) -> RaceResult:
         while len(list((root / "ready").iterdir())) < len(everyone):
             dead = [p for p in everyone if p.exitcode not in (None, 0)]
             if dead or time.monotonic() > deadline:
-                raise RuntimeError(f"race processes failed to start: "
-                                   f"{[(p.name, p.exitcode) for p in dead]}")
+                raise RuntimeError(
+                    f"race processes failed to start: {[(p.name, p.exitcode) for p in dead]}"
+                )
             time.sleep(0.1)
         (root / "go").touch()
         for p in procs:
@@ -378,8 +419,9 @@ def verify(root: Path, catalog, cfg: RaceConfig) -> RaceResult:
     records = read_logs(root)
     writes = [r for r in records if r["kind"] in ("upsert", "cdc")]
     res.transactions = len(writes)
-    committed = sorted((r for r in writes if r["status"] == "committed"),
-                       key=lambda r: r["commit_id"])
+    committed = sorted(
+        (r for r in writes if r["status"] == "committed"), key=lambda r: r["commit_id"]
+    )
     losers = [r for r in writes if r["status"] == "aborted"]
     res.commits = len(committed)
     res.conflicts = sum(1 for r in losers if r.get("error") == "WriteConflictError")
@@ -387,16 +429,20 @@ def verify(root: Path, catalog, cfg: RaceConfig) -> RaceResult:
     res.cdc_batches = sum(1 for r in committed if r["kind"] == "cdc")
     res.cdc_retries = sum(r.get("retries", 0) for r in writes if r["kind"] == "cdc")
     compactions = [r for r in records if r["kind"] == "compaction"]
-    res.compactions = sum(1 for r in compactions if r.get("state") in ("ready for cleaning",
-                                                                        "succeeded"))
+    res.compactions = sum(
+        1 for r in compactions if r.get("state") in ("ready for cleaning", "succeeded")
+    )
     for r in losers:
         if r.get("error") not in CLEAN_ERRORS:
-            res.problems.append(f"{r['writer']} round {r['round']}: unclean abort "
-                                f"{r.get('error')}: {r.get('message')}\n{r.get('traceback')}")
+            res.problems.append(
+                f"{r['writer']} round {r['round']}: unclean abort "
+                f"{r.get('error')}: {r.get('message')}\n{r.get('traceback')}"
+            )
     for r in compactions:
         if r.get("state") in ("error", "failed"):
-            res.problems.append(f"compactor round {r['round']}: {r.get('error')}\n"
-                                f"{r.get('traceback')}")
+            res.problems.append(
+                f"compactor round {r['round']}: {r.get('error')}\n{r.get('traceback')}"
+            )
     # serial replay of exactly the committed transactions, in commit order
     expected: dict[int, str] = {}
     for r in committed:
@@ -414,8 +460,10 @@ def verify(root: Path, catalog, cfg: RaceConfig) -> RaceResult:
     got = dict(actual)
     if got != expected:
         diff = sorted(set(got.items()) ^ set(expected.items()))[:10]
-        res.problems.append(f"table != serial replay of the committed transactions; "
-                            f"differences (key, value) e.g. {diff}")
+        res.problems.append(
+            f"table != serial replay of the committed transactions; "
+            f"differences (key, value) e.g. {diff}"
+        )
     # the catalog agrees: committed ones have commit records, losers are aborted, and every
     # aborted transaction of a writer ended with a clean error
     records_by_txn = {c.txn_id: c for c in catalog.commit_records(TABLE)}

@@ -13,6 +13,7 @@ LIST after a PUT sees the object) and honours ``PutObject`` with ``If-None-Match
 ``PreconditionFailed`` when the key exists), which is what ``TableFS.create_exclusive`` relies
 on.
 """
+
 from __future__ import annotations
 
 import os
@@ -55,8 +56,13 @@ class S3Server:
         """A boto3 S3 client on this server."""
         import boto3  # deferred: only tests that use S3 import boto3
 
-        return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=ACCESS_KEY,
-                            aws_secret_access_key=SECRET_KEY, region_name=REGION)
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+            region_name=REGION,
+        )
 
     def make_bucket(self, name: str | None = None) -> str:
         """Create a bucket (default a fresh ``acidflow-<hex>`` name) and return its name."""
@@ -113,9 +119,12 @@ def start_s3_server(timeout_s: float = 60.0) -> S3Server:
         RuntimeError: the server exited or did not answer within ``timeout_s``.
     """
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1",
-                             "-p", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
     endpoint = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout_s
     while True:
@@ -126,12 +135,17 @@ def start_s3_server(timeout_s: float = 60.0) -> S3Server:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
                 proc.wait()
-                raise RuntimeError(f"moto's S3 server on {endpoint} did not start "
-                                   f"(exit code {proc.returncode})") from None
+                raise RuntimeError(
+                    f"moto's S3 server on {endpoint} did not start (exit code {proc.returncode})"
+                ) from None
             time.sleep(0.2)
-    env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-           "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_DEFAULT_REGION": REGION,
-           "AWS_REGION": REGION}
+    env = {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+    }
     return S3Server(endpoint, env, proc)
 
 

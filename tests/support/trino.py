@@ -19,6 +19,7 @@
   writes. With the metastore catalog backend this whole function becomes "nothing to do": the
   tests call it through one name so that the swap is one line.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,9 +44,6 @@ from pymetastore.hive_metastore.ttypes import (
     Table,
 )
 
-from acidflow.read import snapshot
-from acidflow.storage.fs import TableFS
-from acidflow.format.writeids import ValidWriteIdList
 from acidflow.catalog import TableDef
 from acidflow.catalog.base import Catalog
 from acidflow.catalog.hms.client import (
@@ -56,6 +54,9 @@ from acidflow.catalog.hms.client import (
     to_valid_write_ids,
     valid_txn_list,
 )
+from acidflow.format.writeids import ValidWriteIdList
+from acidflow.read import snapshot
+from acidflow.storage.fs import TableFS
 from devservers.trino import TrinoMissing, TrinoServer, locate_trino, start_trino, trino_java_home
 
 HOST = socket.gethostname()
@@ -93,8 +94,9 @@ def metastore_write_ids(metastore_url: str, full_name: str) -> ValidWriteIdList:
     -> ``ValidTxnList`` -> ``get_valid_write_ids`` (``full_name`` = ``db.table``)."""
     with hms_client(metastore_url) as client:
         txns = valid_txn_list(client.get_open_txns())
-        resp = client.get_valid_write_ids(GetValidWriteIdsRequest(
-            fullTableNames=[full_name], validTxnList=txns))
+        resp = client.get_valid_write_ids(
+            GetValidWriteIdsRequest(fullTableNames=[full_name], validTxnList=txns)
+        )
     (ids,) = resp.tblValidWriteIds
     return to_valid_write_ids(ids)
 
@@ -107,11 +109,17 @@ def local_path(location: str) -> str:
     """
     if not location.startswith("file:"):
         raise ValueError(f"not a local file: location: {location!r}")
-    return "/" + location[len("file:"):].lstrip("/")
+    return "/" + location[len("file:") :].lstrip("/")
 
 
-def read_hive_table(metastore_url: str, db: str, name: str, *,
-                    valid: ValidWriteIdList | None = None, row_id: bool = False) -> pa.Table:
+def read_hive_table(
+    metastore_url: str,
+    db: str,
+    name: str,
+    *,
+    valid: ValidWriteIdList | None = None,
+    row_id: bool = False,
+) -> pa.Table:
     """acidflow's snapshot of a transactional table registered in the metastore by anyone
     (here Trino): columns and location from ``get_table``, the snapshot from
     :func:`metastore_write_ids` unless ``valid`` is given, the files read in-process by
@@ -144,20 +152,37 @@ def hive_table(td: TableDef) -> Table:
             metastore catalog backend does that).
     """
     if td.partition_columns:
-        raise ValueError(f"{td.name}: registering partitioned tables by hand is not supported;"
-                         " the thrift:// catalog backend registers them")
-    location = td.location if "://" in td.location or td.location.startswith("file:") \
+        raise ValueError(
+            f"{td.name}: registering partitioned tables by hand is not supported;"
+            " the thrift:// catalog backend registers them"
+        )
+    location = (
+        td.location
+        if "://" in td.location or td.location.startswith("file:")
         else Path(td.location).resolve().as_uri()
+    )
     sd = StorageDescriptor(
-        cols=[FieldSchema(c.name, c.hive_type, None) for c in td.columns], location=location,
-        inputFormat=ORC_INPUT, outputFormat=ORC_OUTPUT, compressed=False,
+        cols=[FieldSchema(c.name, c.hive_type, None) for c in td.columns],
+        location=location,
+        inputFormat=ORC_INPUT,
+        outputFormat=ORC_OUTPUT,
+        compressed=False,
         numBuckets=td.num_buckets if td.num_buckets > 0 else -1,
         serdeInfo=SerDeInfo(name=None, serializationLib=ORC_SERDE, parameters={}),
-        bucketCols=list(td.bucket_columns) if td.num_buckets > 0 else [], sortCols=[],
-        parameters={})
+        bucketCols=list(td.bucket_columns) if td.num_buckets > 0 else [],
+        sortCols=[],
+        parameters={},
+    )
     params = {k: v for k, v in td.properties.items() if not k.startswith("acidflow.")}
-    return Table(tableName=td.name.split(".", 1)[1], dbName=td.db_name, owner="acidflow", sd=sd,
-                 partitionKeys=[], parameters=params, tableType="MANAGED_TABLE")
+    return Table(
+        tableName=td.name.split(".", 1)[1],
+        dbName=td.db_name,
+        owner="acidflow",
+        sd=sd,
+        partitionKeys=[],
+        parameters=params,
+        tableType="MANAGED_TABLE",
+    )
 
 
 def mirror_write_ids(metastore_url: str, catalog: Catalog, name: str) -> ValidWriteIdList:
@@ -177,26 +202,34 @@ def mirror_write_ids(metastore_url: str, catalog: Catalog, name: str) -> ValidWr
     db, table = full.split(".", 1)
     theirs = metastore_write_ids(metastore_url, full)
     if theirs.high_watermark > ours.high_watermark:
-        raise ValueError(f"{full}: the metastore's high watermark {theirs.high_watermark} is"
-                         f" above acidflow's {ours.high_watermark}: write ids"
-                         f" {ours.high_watermark + 1}..{theirs.high_watermark} were allocated"
-                         " through the metastore (Hive or Trino wrote the table), and acidflow's"
-                         " catalog would allocate them again")
+        raise ValueError(
+            f"{full}: the metastore's high watermark {theirs.high_watermark} is"
+            f" above acidflow's {ours.high_watermark}: write ids"
+            f" {ours.high_watermark + 1}..{theirs.high_watermark} were allocated"
+            " through the metastore (Hive or Trino wrote the table), and acidflow's"
+            " catalog would allocate them again"
+        )
     aborted = set(ours.aborted_write_ids)
     with hms_client(metastore_url) as client:
         for write_id in range(theirs.high_watermark + 1, ours.high_watermark + 1):
             if write_id in ours.open_write_ids:
-                raise ValueError(f"{full}: write id {write_id} is still open in acidflow's"
-                                 " catalog; commit or abort it before mirroring")
-            (txn,) = client.open_txns(OpenTxnRequest(num_txns=1, user="acidflow",
-                                                     hostname=HOST)).txn_ids
-            resp = client.allocate_table_write_ids(AllocateTableWriteIdsRequest(
-                dbName=db, tableName=table, txnIds=[txn]))
+                raise ValueError(
+                    f"{full}: write id {write_id} is still open in acidflow's"
+                    " catalog; commit or abort it before mirroring"
+                )
+            (txn,) = client.open_txns(
+                OpenTxnRequest(num_txns=1, user="acidflow", hostname=HOST)
+            ).txn_ids
+            resp = client.allocate_table_write_ids(
+                AllocateTableWriteIdsRequest(dbName=db, tableName=table, txnIds=[txn])
+            )
             (got,) = resp.txnToWriteIds
             if got.writeId != write_id:
                 client.abort_txn(AbortTxnRequest(txnid=txn))
-                raise ValueError(f"{full}: the metastore allocated write id {got.writeId} where"
-                                 f" acidflow has {write_id}: the write-id histories diverged")
+                raise ValueError(
+                    f"{full}: the metastore allocated write id {got.writeId} where"
+                    f" acidflow has {write_id}: the write-id histories diverged"
+                )
             if write_id in aborted:
                 client.abort_txn(AbortTxnRequest(txnid=txn))
             else:
@@ -214,8 +247,7 @@ def register_in_metastore(metastore_url: str, catalog: Catalog, name: str) -> Va
         try:
             client.get_database(td.db_name)
         except NoSuchObjectException:
-            client.create_database(Database(name=td.db_name, description="acidflow",
-                                            parameters={}))
+            client.create_database(Database(name=td.db_name, description="acidflow", parameters={}))
         try:
             client.get_table(td.db_name, td.name.split(".", 1)[1])
         except NoSuchObjectException:

@@ -1,6 +1,7 @@
 """The DAGs' package ``acidflow_airflow`` without a scheduler: the health report's reading, the
 schedules' forms, the CDC pull's no-op, what the Spark operator hands spark-submit, and that the
 executor zip leaves the package out."""
+
 from __future__ import annotations
 
 import json
@@ -28,9 +29,13 @@ def test_healthy_report_is_returned():
 
 
 def test_findings_fail_without_retry_and_list_each_one():
-    report = {"catalog": "c1", "findings": [
-        {"kind": "stuck_working", "message": "compaction 3 working for 3 h"},
-        {"kind": "stale_txn", "message": "txn 9 open for 7 h"}]}
+    report = {
+        "catalog": "c1",
+        "findings": [
+            {"kind": "stuck_working", "message": "compaction 3 working for 3 h"},
+            {"kind": "stale_txn", "message": "txn 9 open for 7 h"},
+        ],
+    }
     with pytest.raises(AirflowFailException) as info:
         read_health_report(1, json.dumps(report))
     text = str(info.value)
@@ -39,13 +44,16 @@ def test_findings_fail_without_retry_and_list_each_one():
     assert "- [stale_txn] txn 9 open for 7 h" in text
 
 
-@pytest.mark.parametrize("code, out, says", [
-    (0, "not json at all", "the last stdout line is not JSON"),
-    (0, "", "the last stdout line is not JSON"),
-    (0, "[1, 2]", "expected a JSON object, got list"),
-    (1, '{"catalog": "c1", "findings": [', "the last stdout line is not JSON"),
-    (1, '{"catalog": "c1"}', "has no 'findings' list"),
-])
+@pytest.mark.parametrize(
+    "code, out, says",
+    [
+        (0, "not json at all", "the last stdout line is not JSON"),
+        (0, "", "the last stdout line is not JSON"),
+        (0, "[1, 2]", "expected a JSON object, got list"),
+        (1, '{"catalog": "c1", "findings": [', "the last stdout line is not JSON"),
+        (1, '{"catalog": "c1"}', "has no 'findings' list"),
+    ],
+)
 def test_a_bad_report_is_a_clear_retried_error(code, out, says):
     with pytest.raises(HealthOutputError, match="acidflow health --json") as info:
         read_health_report(code, out)
@@ -61,7 +69,11 @@ def test_a_check_that_could_not_run_is_retried_with_its_output():
 
 def test_health_argv_takes_the_set_thresholds_and_the_slots():
     assert health_argv({"initiated_max_s": None, "failed_max": 3}) == [
-        "health", "--json", "--failed-max", "3"]
+        "health",
+        "--json",
+        "--failed-max",
+        "3",
+    ]
     assert health_argv({"postgres_conn_id": "pg", "slots": ["a", "b"]})[-2:] == ["--slot", "a,b"]
 
 
@@ -93,14 +105,24 @@ def test_pull_does_nothing_unless_the_source_is_postgres(monkeypatch):
     monkeypatch.setattr("acidflow_airflow.cdc.SubprocessHook.run_command", no_subprocess)
     assert "nothing to pull" in pull_changes({"source": "landing", "input_path": "/x"})
     with pytest.raises(AirflowException, match="needs the param postgres_conn_id"):
-        pull_changes({"source": "postgres", "postgres_conn_id": "", "slot": "s",
-                      "input_path": "/x"})
+        pull_changes(
+            {"source": "postgres", "postgres_conn_id": "", "slot": "s", "input_path": "/x"}
+        )
 
 
 def test_pull_argv_keeps_the_dsn_off_the_command_line():
     argv = pull_argv({"slot": "acidflow", "input_path": "/land", "postgres_conn_id": "pg"})
-    assert argv == ["-m", "acidflow.cli", "cdc", "pull", "--slot", "acidflow",
-                    "--landing", "/land", "--create-slot"]
+    assert argv == [
+        "-m",
+        "acidflow.cli",
+        "cdc",
+        "pull",
+        "--slot",
+        "acidflow",
+        "--landing",
+        "/land",
+        "--create-slot",
+    ]
 
 
 def test_the_operator_hands_its_run_settings_to_spark_submit(monkeypatch, tmp_path):
@@ -109,8 +131,9 @@ def test_the_operator_hands_its_run_settings_to_spark_submit(monkeypatch, tmp_pa
     from acidflow.lineage import LINEAGE_ENV
     from acidflow_airflow.operator import AcidflowSparkSubmitOperator
 
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT",
-                       json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"})
+    )
     monkeypatch.setattr("acidflow_airflow.operator.build_jobs_zip", lambda: tmp_path / "a.zip")
     submitted = []
 
@@ -121,8 +144,9 @@ def test_the_operator_hands_its_run_settings_to_spark_submit(monkeypatch, tmp_pa
             json.dump({"job": "validate", "inputs": [], "outputs": []}, f)
 
     monkeypatch.setattr(SparkSubmitHook, "submit", submit)
-    op = AcidflowSparkSubmitOperator(task_id="validate", subcommand="validate",
-                                     args=["--db", "shop"])
+    op = AcidflowSparkSubmitOperator(
+        task_id="validate", subcommand="validate", args=["--db", "shop"]
+    )
     op.execute({})  # type: ignore[arg-type]
     ((cmd, env),) = submitted
     assert cmd[-4:] == [op.application, "validate", "--db", "shop"]

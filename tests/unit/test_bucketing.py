@@ -12,6 +12,7 @@ Where expected numbers come from:
   .hashCode`` for v1, Hive 3's ``hashCodeMurmur`` steps + ``Murmur3.hash32`` for v2). That
   test re-checks thousands of values against the JVM; these few keep the fast suite honest.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -109,8 +110,12 @@ def test_codec_unknown_versions(prop):
 
 @pytest.mark.parametrize(
     "bucket,stmt,match",
-    [(4096, 0, "bucket_id out of range: 4096"), (-1, 0, "bucket_id out of range: -1"),
-     (0, 4096, "statement_id out of range: 4096"), (10**6, 0, "bucket_id")],
+    [
+        (4096, 0, "bucket_id out of range: 4096"),
+        (-1, 0, "bucket_id out of range: -1"),
+        (0, 4096, "statement_id out of range: 4096"),
+        (10**6, 0, "bucket_id"),
+    ],
 )
 def test_codec_v1_range_errors(bucket, stmt, match):
     with pytest.raises(ValueError, match=match):
@@ -148,11 +153,19 @@ def test_codec_type_and_width_errors():
 # ---------------------------------------------------------------------------------------------
 
 MURMUR3_VECTORS = [  # (data, seed, unsigned hash)
-    (b"", 0, 0), (b"", 1, 0x514E28B7), (b"", 0xFFFFFFFF, 0x81F16F39),
-    (b"\xff\xff\xff\xff", 0, 0x76293B50), (b"\x21\x43\x65\x87", 0, 0xF55B516B),
-    (b"\x21\x43\x65\x87", 0x5082EDEE, 0x2362F9DE), (b"\x21\x43\x65", 0, 0x7E4A8634),
-    (b"\x21\x43", 0, 0xA0F7B07A), (b"\x21", 0, 0x72661CF4), (b"\x00\x00\x00\x00", 0, 0x2362F9DE),
-    (b"\x00\x00\x00", 0, 0x85F0B427), (b"\x00\x00", 0, 0x30F4C306), (b"\x00", 0, 0x514E28B7),
+    (b"", 0, 0),
+    (b"", 1, 0x514E28B7),
+    (b"", 0xFFFFFFFF, 0x81F16F39),
+    (b"\xff\xff\xff\xff", 0, 0x76293B50),
+    (b"\x21\x43\x65\x87", 0, 0xF55B516B),
+    (b"\x21\x43\x65\x87", 0x5082EDEE, 0x2362F9DE),
+    (b"\x21\x43\x65", 0, 0x7E4A8634),
+    (b"\x21\x43", 0, 0xA0F7B07A),
+    (b"\x21", 0, 0x72661CF4),
+    (b"\x00\x00\x00\x00", 0, 0x2362F9DE),
+    (b"\x00\x00\x00", 0, 0x85F0B427),
+    (b"\x00\x00", 0, 0x30F4C306),
+    (b"\x00", 0, 0x514E28B7),
     (b"Hello, world!", 1234, 0xFAF6CDB3),
     (b"The quick brown fox jumps over the lazy dog", 0x9747B28C, 0x2FA826CD),
 ]
@@ -169,11 +182,16 @@ def test_murmur3_reference_vectors(data, seed, expected):
 @pytest.mark.parametrize(
     "data,seed,expected",
     [  # HIVE_JVM: org.apache.hive.common.util.Murmur3.hash32
-        (b"", MURMUR3_DEFAULT_SEED, -965378730), (b"abc", MURMUR3_DEFAULT_SEED, -885266671),
-        (b"\x7f", MURMUR3_DEFAULT_SEED, 1106843505), (b"\x80", MURMUR3_DEFAULT_SEED, 1104592682),
+        (b"", MURMUR3_DEFAULT_SEED, -965378730),
+        (b"abc", MURMUR3_DEFAULT_SEED, -885266671),
+        (b"\x7f", MURMUR3_DEFAULT_SEED, 1106843505),
+        (b"\x80", MURMUR3_DEFAULT_SEED, 1104592682),
         (b"\xff\xfe\xfd", MURMUR3_DEFAULT_SEED, -1962641613),
-        (b"abcd\xff", MURMUR3_DEFAULT_SEED, 463283253), (b"abc", 0, -1277324294),
-        (b"\x80", 0, 600905945), (b"\xff\xfe\xfd", 0, -163022610), (b"abcd\xff", 0, -141189726),
+        (b"abcd\xff", MURMUR3_DEFAULT_SEED, 463283253),
+        (b"abc", 0, -1277324294),
+        (b"\x80", 0, 600905945),
+        (b"\xff\xfe\xfd", 0, -163022610),
+        (b"abcd\xff", 0, -141189726),
     ],
 )
 def test_murmur3_hive_values_including_signed_tail(data, seed, expected):
@@ -200,8 +218,14 @@ def test_murmur3_rejects_str():
 
 @pytest.mark.parametrize(
     "value,hash_code,buckets",  # docs/hive-acid-format.md §10: (bucket of 2, of 4, of 32)
-    [(0, 1362653161, (1, 1, 9)), (1, 1321152925, (1, 1, 29)), (2, -249917244, (0, 0, 4)),
-     (3, 1183246022, (0, 2, 6)), (42, 1960085659, (1, 3, 27)), (-1, 1626716813, (1, 1, 13))],
+    [
+        (0, 1362653161, (1, 1, 9)),
+        (1, 1321152925, (1, 1, 29)),
+        (2, -249917244, (0, 0, 4)),
+        (3, 1183246022, (0, 2, 6)),
+        (42, 1960085659, (1, 3, 27)),
+        (-1, 1626716813, (1, 1, 13)),
+    ],
 )
 def test_spec_int_values(value, hash_code, buckets):
     assert bucket_hash_code([value], ["int"]) == hash_code
@@ -322,8 +346,22 @@ def test_fold_over_columns_is_31h_plus_field():
 
 
 def test_nulls_hash_to_zero_in_every_type():
-    types = ["tinyint", "smallint", "int", "bigint", "boolean", "float", "double", "string",
-             "varchar(4)", "char(4)", "date", "timestamp", "decimal(5,2)", "binary"]
+    types = [
+        "tinyint",
+        "smallint",
+        "int",
+        "bigint",
+        "boolean",
+        "float",
+        "double",
+        "string",
+        "varchar(4)",
+        "char(4)",
+        "date",
+        "timestamp",
+        "decimal(5,2)",
+        "binary",
+    ]
     for version in (1, 2):
         assert bucket_hash_code([None] * len(types), types, version) == 0
         assert bucket_hash_code([None, 1], ["string", "int"], version) == bucket_hash_code(
@@ -364,7 +402,9 @@ def test_char_ignores_trailing_spaces_and_truncates():
 
 def test_varchar_truncates_by_code_points():
     assert bucket_hash_code(["😀😀x"], ["varchar(2)"]) == bucket_hash_code(["😀😀"], ["string"])
-    assert bucket_hash_code(["abc  "], ["varchar(10)"]) != bucket_hash_code(["abc"], ["varchar(10)"])
+    assert bucket_hash_code(["abc  "], ["varchar(10)"]) != bucket_hash_code(
+        ["abc"], ["varchar(10)"]
+    )
 
 
 def test_tinyint_and_boolean_are_not_hashed_in_v2():
@@ -386,9 +426,15 @@ def test_float_values_are_narrowed_to_binary32():
     # 0.1 is not a float32: it is narrowed first; 1e39 overflows to +inf like Java's (float)
     f32 = struct.unpack(">f", struct.pack(">f", 0.1))[0]
     for version in (1, 2):
-        assert bucket_hash_code([0.1], ["float"], version) == bucket_hash_code([f32], ["float"], version)
-        assert bucket_hash_code([1e39], ["float"], version) == bucket_hash_code([math.inf], ["float"], version)
-        assert bucket_hash_code([3], ["float"], version) == bucket_hash_code([3.0], ["float"], version)
+        assert bucket_hash_code([0.1], ["float"], version) == bucket_hash_code(
+            [f32], ["float"], version
+        )
+        assert bucket_hash_code([1e39], ["float"], version) == bucket_hash_code(
+            [math.inf], ["float"], version
+        )
+        assert bucket_hash_code([3], ["float"], version) == bucket_hash_code(
+            [3.0], ["float"], version
+        )
     nan2 = struct.unpack(">d", bytes.fromhex("7ff8000000000001"))[0]
     assert bucket_hash_code([nan2], ["double"], 1) == bucket_hash_code([math.nan], ["double"], 1)
 
@@ -396,7 +442,10 @@ def test_float_values_are_narrowed_to_binary32():
 def test_date_inputs():
     d = dt.date(2024, 2, 29)
     for version in (1, 2):
-        same = {bucket_hash_code([x], ["date"], version) for x in (d, dt.datetime(2024, 2, 29, 13), 19782)}
+        same = {
+            bucket_hash_code([x], ["date"], version)
+            for x in (d, dt.datetime(2024, 2, 29, 13), 19782)
+        }
         assert len(same) == 1
 
 
@@ -437,8 +486,13 @@ def test_decimal_normalisation():
 
 @pytest.mark.parametrize(
     "value,hive_type",
-    [(Decimal("1000"), "decimal(5,2)"), (Decimal("999.995"), "decimal(5,2)"), (10**10, "decimal"),
-     (Decimal("1"), "decimal(3,3)"), (Decimal("1E+100000"), "decimal(38,0)")],
+    [
+        (Decimal("1000"), "decimal(5,2)"),
+        (Decimal("999.995"), "decimal(5,2)"),
+        (10**10, "decimal"),
+        (Decimal("1"), "decimal(3,3)"),
+        (Decimal("1E+100000"), "decimal(38,0)"),
+    ],
 )
 def test_decimal_overflow_raises(value, hive_type):
     with pytest.raises(ValueError, match="does not fit"):
@@ -467,9 +521,26 @@ def test_type_strings_are_case_insensitive_with_parameters():
 
 @pytest.mark.parametrize(
     "hive_type",
-    ["map<string,int>", "array<int>", "struct<a:int>", "timestamp with local time zone", "void",
-     "interval_day_time", "char", "varchar", "char(0)", "char(256)", "varchar(65536)",
-     "decimal(39,0)", "decimal(5,6)", "decimal(0)", "int(3)", "string(5)", "", "in t"],
+    [
+        "map<string,int>",
+        "array<int>",
+        "struct<a:int>",
+        "timestamp with local time zone",
+        "void",
+        "interval_day_time",
+        "char",
+        "varchar",
+        "char(0)",
+        "char(256)",
+        "varchar(65536)",
+        "decimal(39,0)",
+        "decimal(5,6)",
+        "decimal(0)",
+        "int(3)",
+        "string(5)",
+        "",
+        "in t",
+    ],
 )
 def test_bad_types(hive_type):
     with pytest.raises(ValueError):
@@ -478,8 +549,14 @@ def test_bad_types(hive_type):
 
 @pytest.mark.parametrize(
     "value,hive_type",
-    [(128, "tinyint"), (-129, "tinyint"), (2**15, "smallint"), (2**31, "int"),
-     (-(2**31) - 1, "int"), (2**63, "bigint")],
+    [
+        (128, "tinyint"),
+        (-129, "tinyint"),
+        (2**15, "smallint"),
+        (2**31, "int"),
+        (-(2**31) - 1, "int"),
+        (2**63, "bigint"),
+    ],
 )
 def test_integer_out_of_range(value, hive_type):
     with pytest.raises(ValueError, match="out of range"):
@@ -488,9 +565,19 @@ def test_integer_out_of_range(value, hive_type):
 
 @pytest.mark.parametrize(
     "value,hive_type",
-    [("1", "int"), (1.0, "bigint"), ("x", "boolean"), ("1.5", "double"), (1, "string"),
-     ("abc", "binary"), ("2020-01-01", "date"), (0, "timestamp"), (dt.date(2020, 1, 1), "int"),
-     (object(), "decimal(5,2)"), (True, "decimal(5,2)")],
+    [
+        ("1", "int"),
+        (1.0, "bigint"),
+        ("x", "boolean"),
+        ("1.5", "double"),
+        (1, "string"),
+        ("abc", "binary"),
+        ("2020-01-01", "date"),
+        (0, "timestamp"),
+        (dt.date(2020, 1, 1), "int"),
+        (object(), "decimal(5,2)"),
+        (True, "decimal(5,2)"),
+    ],
 )
 def test_wrong_python_type(value, hive_type):
     with pytest.raises(TypeError):
@@ -536,13 +623,23 @@ def test_bucket_numbers_vectorised_equal_row_by_row(types, version):
     from acidflow.format.bucketing_hash import bucket_numbers, hive_bucket
 
     rng = random.Random(7)
-    edge = {"bigint": [0, -1, 2**63 - 1, -2**63, None], "int": [0, -1, 2**31 - 1, -2**31, None],
-            "string": ["", "a", "é", None, "xyz"]}
+    edge = {
+        "bigint": [0, -1, 2**63 - 1, -(2**63), None],
+        "int": [0, -1, 2**31 - 1, -(2**31), None],
+        "string": ["", "a", "é", None, "xyz"],
+    }
     rows = [[edge[t][i] for t in types] for i in range(5)]
     for _ in range(3000):
-        rows.append([rng.choice([None, rng.randint(-2**63, 2**63 - 1)]) if t == "bigint" else
-                     rng.choice([None, rng.randint(-2**31, 2**31 - 1)]) if t == "int" else
-                     str(rng.random()) for t in types])
+        rows.append(
+            [
+                rng.choice([None, rng.randint(-(2**63), 2**63 - 1)])
+                if t == "bigint"
+                else rng.choice([None, rng.randint(-(2**31), 2**31 - 1)])
+                if t == "int"
+                else str(rng.random())
+                for t in types
+            ]
+        )
     want = [hive_bucket(r, types, 13, version) for r in rows]
     cols = [list(c) for c in zip(*rows)]
     assert bucket_numbers(cols, types, 13, version) == want

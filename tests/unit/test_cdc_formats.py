@@ -1,13 +1,14 @@
 """Change formats -> canonical changes (pure)."""
+
 import json
 from datetime import date, datetime
 from decimal import Decimal
 
 import pytest
 
+from acidflow.cdc.changes import CoercionError, coerce
 from acidflow.sources import formats as F
 from acidflow.sources.wal2json import pg_to_hive
-from acidflow.cdc.changes import CoercionError, coerce
 
 
 def j(**kw):
@@ -15,34 +16,69 @@ def j(**kw):
 
 
 def wal_txn(begin_lsn, commit_lsn, *changes):
-    return ([j(action="B", xid=7, lsn=begin_lsn, timestamp="2024-05-01 10:00:00+00")]
-            + [json.dumps(c) for c in changes]
-            + [j(action="C", xid=7, lsn=commit_lsn, nextlsn=commit_lsn,
-                 timestamp="2024-05-01 10:00:00+00")])
+    return (
+        [j(action="B", xid=7, lsn=begin_lsn, timestamp="2024-05-01 10:00:00+00")]
+        + [json.dumps(c) for c in changes]
+        + [
+            j(
+                action="C",
+                xid=7,
+                lsn=commit_lsn,
+                nextlsn=commit_lsn,
+                timestamp="2024-05-01 10:00:00+00",
+            )
+        ]
+    )
 
 
-ACC_COLS = [{"name": "aid", "type": "integer", "value": 1},
-            {"name": "abalance", "type": "integer", "value": 10},
-            {"name": "filler", "type": "character(84)", "value": "x"}]
+ACC_COLS = [
+    {"name": "aid", "type": "integer", "value": 1},
+    {"name": "abalance", "type": "integer", "value": 10},
+    {"name": "filler", "type": "character(84)", "value": "x"},
+]
 
 
 def test_wal2json_transactions_positions_and_types():
-    lines = wal_txn("0/16B0000", "0/16B0100",
-                    {"action": "I", "schema": "public", "table": "pgbench_accounts",
-                     "columns": ACC_COLS, "pk": [{"name": "aid", "type": "integer"}],
-                     "lsn": "0/16B0010"},
-                    {"action": "U", "schema": "public", "table": "pgbench_accounts",
-                     "columns": ACC_COLS[:2], "pk": [{"name": "aid", "type": "integer"}],
-                     "lsn": "0/16B0020"})
-    lines += wal_txn("0/16B0200", "1/00000300",
-                     {"action": "D", "schema": "public", "table": "pgbench_accounts",
-                      "identity": [{"name": "aid", "type": "integer", "value": 1}],
-                      "pk": [{"name": "aid", "type": "integer"}], "lsn": "0/16B0210"})
+    lines = wal_txn(
+        "0/16B0000",
+        "0/16B0100",
+        {
+            "action": "I",
+            "schema": "public",
+            "table": "pgbench_accounts",
+            "columns": ACC_COLS,
+            "pk": [{"name": "aid", "type": "integer"}],
+            "lsn": "0/16B0010",
+        },
+        {
+            "action": "U",
+            "schema": "public",
+            "table": "pgbench_accounts",
+            "columns": ACC_COLS[:2],
+            "pk": [{"name": "aid", "type": "integer"}],
+            "lsn": "0/16B0020",
+        },
+    )
+    lines += wal_txn(
+        "0/16B0200",
+        "1/00000300",
+        {
+            "action": "D",
+            "schema": "public",
+            "table": "pgbench_accounts",
+            "identity": [{"name": "aid", "type": "integer", "value": 1}],
+            "pk": [{"name": "aid", "type": "integer"}],
+            "lsn": "0/16B0210",
+        },
+    )
     s = F.parse_lines("wal2json", lines, "f.jsonl")
     assert not s.bad
     assert [c.op for c in s.changes] == ["I", "U", "D"]
     assert [c.position for c in s.changes] == [
-        "00000000016B0100.00000000", "00000000016B0100.00000001", "0000000100000300.00000000"]
+        "00000000016B0100.00000000",
+        "00000000016B0100.00000001",
+        "0000000100000300.00000000",
+    ]
     assert s.changes[0].after == {"aid": 1, "abalance": 10, "filler": "x"}
     assert s.changes[2].before == {"aid": 1} and s.changes[2].after is None
     assert "lsn 0/16B0010" in s.changes[0].source and s.changes[0].source.startswith("f.jsonl:2")
@@ -53,11 +89,18 @@ def test_wal2json_transactions_positions_and_types():
 
 
 def test_wal2json_bad_and_unsupported_records_are_reported_not_dropped():
-    lines = ["{not json", j(foo=1),
-             j(action="M", prefix="x", content="y"), j(action="Z", lsn="0/2")]
-    lines += wal_txn("0/10", "0/20", {"action": "D", "schema": "public", "table": "t",
-                                      "lsn": "0/11"},
-                     {"action": "T", "schema": "public", "table": "t", "lsn": "0/12"})
+    lines = [
+        "{not json",
+        j(foo=1),
+        j(action="M", prefix="x", content="y"),
+        j(action="Z", lsn="0/2"),
+    ]
+    lines += wal_txn(
+        "0/10",
+        "0/20",
+        {"action": "D", "schema": "public", "table": "t", "lsn": "0/11"},
+        {"action": "T", "schema": "public", "table": "t", "lsn": "0/12"},
+    )
     s = F.parse_lines("wal2json", lines, "f")
     reasons = [b.reason for b in s.bad]
     assert len(s.bad) == 4 and s.ignored == 1
@@ -81,26 +124,58 @@ def test_pg_type_mapping():
 
 
 def test_debezium_envelope_forms_and_positions():
-    schema = {"type": "struct", "fields": [
-        {"field": "after", "fields": [
-            {"field": "id", "type": "int64"},
-            {"field": "amount", "type": "bytes", "name": "org.apache.kafka.connect.data.Decimal",
-             "parameters": {"scale": "2", "connect.decimal.precision": "10"}},
-            {"field": "day", "type": "int32", "name": "io.debezium.time.Date"},
-            {"field": "ts", "type": "int64", "name": "io.debezium.time.MicroTimestamp"}]}]}
-    payload = {"op": "c", "before": None, "after": {"id": 5, "amount": "MDk=", "day": 19000,
-                                                    "ts": 1_700_000_000_000_000},
-               "source": {"schema": "public", "table": "orders", "lsn": 1234}, "ts_ms": 1}
-    lines = [json.dumps({"schema": schema, "payload": payload}),
-             json.dumps({"key": {"id": 5}, "value": {
-                 "op": "u", "before": None, "after": {"id": 5, "amount": "AQ==", "day": 1,
-                                                      "ts": 0},
-                 "source": {"db": "shop", "table": "orders", "file": "bin.000002", "pos": 77}}}),
-             json.dumps({"key": {"id": 5}, "value": None}),
-             json.dumps({"op": "d", "before": {"id": 5}, "after": None,
-                         "source": {"schema": "public", "table": "orders"}, "ts_ms": 99}),
-             json.dumps({"op": "x", "source": {"table": "t"}}),
-             json.dumps({"op": "u", "after": {"id": 1}, "source": {"table": "orders"}})]
+    schema = {
+        "type": "struct",
+        "fields": [
+            {
+                "field": "after",
+                "fields": [
+                    {"field": "id", "type": "int64"},
+                    {
+                        "field": "amount",
+                        "type": "bytes",
+                        "name": "org.apache.kafka.connect.data.Decimal",
+                        "parameters": {"scale": "2", "connect.decimal.precision": "10"},
+                    },
+                    {"field": "day", "type": "int32", "name": "io.debezium.time.Date"},
+                    {"field": "ts", "type": "int64", "name": "io.debezium.time.MicroTimestamp"},
+                ],
+            }
+        ],
+    }
+    payload = {
+        "op": "c",
+        "before": None,
+        "after": {"id": 5, "amount": "MDk=", "day": 19000, "ts": 1_700_000_000_000_000},
+        "source": {"schema": "public", "table": "orders", "lsn": 1234},
+        "ts_ms": 1,
+    }
+    lines = [
+        json.dumps({"schema": schema, "payload": payload}),
+        json.dumps(
+            {
+                "key": {"id": 5},
+                "value": {
+                    "op": "u",
+                    "before": None,
+                    "after": {"id": 5, "amount": "AQ==", "day": 1, "ts": 0},
+                    "source": {"db": "shop", "table": "orders", "file": "bin.000002", "pos": 77},
+                },
+            }
+        ),
+        json.dumps({"key": {"id": 5}, "value": None}),
+        json.dumps(
+            {
+                "op": "d",
+                "before": {"id": 5},
+                "after": None,
+                "source": {"schema": "public", "table": "orders"},
+                "ts_ms": 99,
+            }
+        ),
+        json.dumps({"op": "x", "source": {"table": "t"}}),
+        json.dumps({"op": "u", "after": {"id": 1}, "source": {"table": "orders"}}),
+    ]
     s = F.parse_lines("debezium", lines, "d")
     c0, c1, c2 = s.changes
     assert c0.op == "I" and c0.position == f"{1234:020d}"
@@ -112,16 +187,24 @@ def test_debezium_envelope_forms_and_positions():
     assert c2.op == "D" and c2.position == f"{99:020d}"
     assert [b.reason.split(" (")[0] for b in s.bad] == [
         "unknown or missing Debezium op 'x'",
-        "no ordering value: source.lsn, source.pos or ts_ms required"]
+        "no ordering value: source.lsn, source.pos or ts_ms required",
+    ]
 
 
 def test_goldengate_images_missing_flags_and_ordering():
-    rec = {"table": "QA.CUST", "op_type": "U", "op_ts": "2024-01-02:03:04:05.12",
-           "current_ts": "x", "pos": "00000000000000001234", "primary_keys": ["ID"],
-           "before": {"ID": 1, "NAME": "a"},
-           "after": {"ID": 1, "NAME": None, "NAME_isMissing": True, "AGE": 3}}
-    s = F.parse_lines("goldengate", [json.dumps(rec),
-                                     json.dumps({**rec, "op_type": "D", "before": None})], "g")
+    rec = {
+        "table": "QA.CUST",
+        "op_type": "U",
+        "op_ts": "2024-01-02:03:04:05.12",
+        "current_ts": "x",
+        "pos": "00000000000000001234",
+        "primary_keys": ["ID"],
+        "before": {"ID": 1, "NAME": "a"},
+        "after": {"ID": 1, "NAME": None, "NAME_isMissing": True, "AGE": 3},
+    }
+    s = F.parse_lines(
+        "goldengate", [json.dumps(rec), json.dumps({**rec, "op_type": "D", "before": None})], "g"
+    )
     (c,) = s.changes
     assert c.table == "qa.cust" and c.position == "2024-01-02 03:04:05.120000|00000000000000001234"
     assert c.after == {"id": 1, "age": 3} and c.missing == frozenset({"name"})
@@ -129,22 +212,38 @@ def test_goldengate_images_missing_flags_and_ordering():
     assert s.bad[0].reason == "op_type D without 'before'"
 
 
-@pytest.mark.parametrize("value,htype,expected", [
-    ("12", "int", 12), (Decimal("2.50"), "decimal(5,1)", Decimal("2.5")),
-    ("2024-01-02 03:04:05.5+02", "timestamp", datetime(2024, 1, 2, 1, 4, 5, 500000)),
-    ("2024-01-02:03:04:05", "timestamp", datetime(2024, 1, 2, 3, 4, 5)),
-    ("2024-01-02", "date", date(2024, 1, 2)), ("t", "boolean", True),
-    ("\\x0102", "binary", b"\x01\x02"), ({"a": 1}, "string", '{"a":1}'),
-    ("ab   ", "char(4)", "ab"), (None, "int", None),
-])
+@pytest.mark.parametrize(
+    "value,htype,expected",
+    [
+        ("12", "int", 12),
+        (Decimal("2.50"), "decimal(5,1)", Decimal("2.5")),
+        ("2024-01-02 03:04:05.5+02", "timestamp", datetime(2024, 1, 2, 1, 4, 5, 500000)),
+        ("2024-01-02:03:04:05", "timestamp", datetime(2024, 1, 2, 3, 4, 5)),
+        ("2024-01-02", "date", date(2024, 1, 2)),
+        ("t", "boolean", True),
+        ("\\x0102", "binary", b"\x01\x02"),
+        ({"a": 1}, "string", '{"a":1}'),
+        ("ab   ", "char(4)", "ab"),
+        (None, "int", None),
+    ],
+)
 def test_coerce(value, htype, expected):
     assert coerce(value, htype) == expected
 
 
-@pytest.mark.parametrize("value,htype", [
-    ("x", "int"), (2**31, "int"), (1.5, "bigint"), ("12345", "decimal(5,2)"),
-    ("maybe", "boolean"), ("toolong", "varchar(3)"), ("2024-13-01", "date"), (True, "int"),
-])
+@pytest.mark.parametrize(
+    "value,htype",
+    [
+        ("x", "int"),
+        (2**31, "int"),
+        (1.5, "bigint"),
+        ("12345", "decimal(5,2)"),
+        ("maybe", "boolean"),
+        ("toolong", "varchar(3)"),
+        ("2024-13-01", "date"),
+        (True, "int"),
+    ],
+)
 def test_coerce_rejects(value, htype):
     with pytest.raises(CoercionError):
         coerce(value, htype)

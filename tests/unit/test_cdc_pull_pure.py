@@ -1,5 +1,6 @@
 """Pure parts of acidflow.sources.postgres.pull (and .lsn): LSN text, landing file names, grouping slot rows into
 transactions, and the durable landing-file writer (local files only)."""
+
 from __future__ import annotations
 
 import gzip
@@ -13,19 +14,30 @@ from acidflow.sources.postgres.lsn import format_lsn, parse_lsn
 
 
 def _b(xid, commit, end):
-    return json.dumps({"action": "B", "xid": xid, "lsn": commit, "nextlsn": end},
-                      separators=(",", ":"))
+    return json.dumps(
+        {"action": "B", "xid": xid, "lsn": commit, "nextlsn": end}, separators=(",", ":")
+    )
 
 
 def _c(xid, commit, end):
-    return json.dumps({"action": "C", "xid": xid, "lsn": commit, "nextlsn": end},
-                      separators=(",", ":"))
+    return json.dumps(
+        {"action": "C", "xid": xid, "lsn": commit, "nextlsn": end}, separators=(",", ":")
+    )
 
 
 def _i(xid, lsn, v):
-    return json.dumps({"action": "I", "xid": xid, "lsn": lsn, "schema": "public", "table": "t",
-                       "columns": [{"name": "id", "type": "integer", "value": v}],
-                       "pk": [{"name": "id", "type": "integer"}]}, separators=(",", ":"))
+    return json.dumps(
+        {
+            "action": "I",
+            "xid": xid,
+            "lsn": lsn,
+            "schema": "public",
+            "table": "t",
+            "columns": [{"name": "id", "type": "integer", "value": v}],
+            "pk": [{"name": "id", "type": "integer"}],
+        },
+        separators=(",", ":"),
+    )
 
 
 def test_lsn_round_trip():
@@ -56,39 +68,61 @@ def test_split_transactions_groups_and_drops_nontransactional_messages():
         ("0/10", "5", _i(5, "0/10", 1)),
         ("0/18", "5", _i(5, "0/18", 2)),
         ("0/30", "5", _c(5, "0/20", "0/30")),
-        ("0/31", "0", '{"action":"M","xid":null,"lsn":"0/31","transactional":false,'
-                      '"prefix":"p","content":"x"}'),
+        (
+            "0/31",
+            "0",
+            '{"action":"M","xid":null,"lsn":"0/31","transactional":false,'
+            '"prefix":"p","content":"x"}',
+        ),
         ("0/30", "6", _b(6, "0/40", "0/50")),
         ("0/50", "6", _c(6, "0/40", "0/50")),
     ]
     units = list(P.split_transactions(rows))
     assert [(u.commit_lsn, u.end_lsn, u.xid, u.changes) for u in units] == [
-        (0x20, 0x30, "5", 2), (0x40, 0x50, "6", 0)]
+        (0x20, 0x30, "5", 2),
+        (0x40, 0x50, "6", 0),
+    ]
     assert units[0].lines == tuple(r[2] for r in rows[:4])
 
 
-@pytest.mark.parametrize("rows, message", [
-    ([("0/1", "5", _i(5, "0/1", 1))], "outside a transaction"),
-    ([("0/1", "5", _b(5, "0/2", "0/3"))], "ended inside transaction 5"),
-    ([("0/1", "5", _b(5, "0/2", "0/3")), ("0/2", "6", _b(6, "0/4", "0/5"))], "without its COMMIT"),
-    ([("0/1", "5", _c(5, "0/2", "0/3"))], "without BEGIN"),
-    ([("0/1", "5", _b(5, "0/2", "0/3")), ("0/3", "6", _c(6, "0/2", "0/3"))], "COMMIT of xid 6"),
-    ([("0/1", "5", _b(5, "0/2", "0/3")), ("0/3", "5", '{"action":"C","xid":5}')], "no usable lsn"),
-])
+@pytest.mark.parametrize(
+    "rows, message",
+    [
+        ([("0/1", "5", _i(5, "0/1", 1))], "outside a transaction"),
+        ([("0/1", "5", _b(5, "0/2", "0/3"))], "ended inside transaction 5"),
+        (
+            [("0/1", "5", _b(5, "0/2", "0/3")), ("0/2", "6", _b(6, "0/4", "0/5"))],
+            "without its COMMIT",
+        ),
+        ([("0/1", "5", _c(5, "0/2", "0/3"))], "without BEGIN"),
+        ([("0/1", "5", _b(5, "0/2", "0/3")), ("0/3", "6", _c(6, "0/2", "0/3"))], "COMMIT of xid 6"),
+        (
+            [("0/1", "5", _b(5, "0/2", "0/3")), ("0/3", "5", '{"action":"C","xid":5}')],
+            "no usable lsn",
+        ),
+    ],
+)
 def test_split_transactions_rejects_broken_streams(rows, message):
     with pytest.raises(P.PullError, match=message):
         list(P.split_transactions(rows, slot="s1"))
 
 
 def test_write_landing_file(tmp_path):
-    units = list(P.split_transactions([
-        ("0/10", "5", _b(5, "0/20", "0/30")), ("0/10", "5", _i(5, "0/10", 1)),
-        ("0/30", "5", _c(5, "0/20", "0/30")),
-        ("0/30", "6", _b(6, "0/40", "0/50")), ("0/50", "6", _c(6, "0/40", "0/50"))]))
+    units = list(
+        P.split_transactions(
+            [
+                ("0/10", "5", _b(5, "0/20", "0/30")),
+                ("0/10", "5", _i(5, "0/10", 1)),
+                ("0/30", "5", _c(5, "0/20", "0/30")),
+                ("0/30", "6", _b(6, "0/40", "0/50")),
+                ("0/50", "6", _c(6, "0/40", "0/50")),
+            ]
+        )
+    )
     pf = P.write_landing_file(tmp_path, units)
     assert pf.path.name == P.landing_file_name(0x20, 0x50)
     assert (pf.first_lsn, pf.last_lsn, pf.transactions, pf.changes) == (0x20, 0x50, 2, 1)
-    assert pf.batch_id == pf.path.name[:-len(".jsonl.gz")]
+    assert pf.batch_id == pf.path.name[: -len(".jsonl.gz")]
     assert P.read_landing_lines(pf.path) == [ln for u in units for ln in u.lines]
     # deterministic bytes (no name, mtime 0 in the gzip header)
     raw = pf.path.read_bytes()

@@ -1,4 +1,5 @@
 """``acidflow update --set`` parsing (pure)."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,7 +10,11 @@ from acidflow.cli.dml import parse_assignments
 
 def test_parse_assignments():
     assert parse_assignments(["v='a=b'", " amt = amt + 1 "]) == {"v": "'a=b'", "amt": "amt + 1"}
-    for bad, why in ((["v"], "col=expr"), (["=1"], "col=expr"), (["v="], "col=expr"),
-                     (["v=1", "V=2"], "twice")):
+    for bad, why in (
+        (["v"], "col=expr"),
+        (["=1"], "col=expr"),
+        (["v="], "col=expr"),
+        (["v=1", "V=2"], "twice"),
+    ):
         with pytest.raises(typer.BadParameter, match=why):
             parse_assignments(bad)

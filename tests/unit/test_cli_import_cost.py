@@ -2,6 +2,7 @@
 and rendering every help page (``acidflow --help``, ``acidflow <group> --help``, ``acidflow
 <command> --help``) imports none of the heavy dependencies. A structural check (which modules
 are loaded), not a timing test."""
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,14 @@ print(json.dumps({"shown": shown, "failed": failed,
 
 def test_help_pages_import_no_heavy_dependency():
     env = dict(os.environ, PYTHONPATH=f"{REPO / 'jobs'}{os.pathsep}{REPO / 'plugins'}")
-    out = subprocess.run([sys.executable, "-c", _SCRIPT, json.dumps(HEAVY)], cwd=REPO, env=env,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, json.dumps(HEAVY)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout.strip().splitlines()[-1])
     assert doc["failed"] == []

@@ -1,5 +1,6 @@
 """The compaction verification digest (``compaction.checksum_batches``): independent of row order
 and batch boundaries, sensitive to any changed value, ROW__ID or NULL, in every column type."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -17,22 +18,46 @@ NAMES = ["i", "s", "ts", "m", "d", "b", "bi", "day"]
 def batch(rows: list[tuple]) -> pa.RecordBatch:
     """rows: ``((writeid, bucketid, rowid), i, s, ts, m, d, b, bi, day)``."""
     rid = pa.StructArray.from_arrays(
-        [pa.array([r[0][k] for r in rows], t) for k, t in
-         enumerate((pa.int64(), pa.int32(), pa.int64()))], names=["writeid", "bucketid", "rowid"])
-    types = [pa.int64(), pa.string(), pa.timestamp("us"), pa.decimal128(10, 2), pa.float64(),
-             pa.bool_(), pa.binary(), pa.date32()]
+        [
+            pa.array([r[0][k] for r in rows], t)
+            for k, t in enumerate((pa.int64(), pa.int32(), pa.int64()))
+        ],
+        names=["writeid", "bucketid", "rowid"],
+    )
+    types = [
+        pa.int64(),
+        pa.string(),
+        pa.timestamp("us"),
+        pa.decimal128(10, 2),
+        pa.float64(),
+        pa.bool_(),
+        pa.binary(),
+        pa.date32(),
+    ]
     cols = [pa.array([r[k + 1] for r in rows], t) for k, t in enumerate(types)]
     return pa.RecordBatch.from_arrays([rid] + cols, names=[snapshot.ROW_ID] + NAMES)
 
 
-ROWS = [((1, 536870912, k), k, f"s{k}", dt.datetime(2024, 1, 1, 0, 0, k % 60, k),
-         decimal.Decimal(k) / 4, k / 3, k % 2 == 0, bytes([k % 256]) * 3,
-         dt.date(2024, 1, 1) + dt.timedelta(days=k)) for k in range(200)]
+ROWS = [
+    (
+        (1, 536870912, k),
+        k,
+        f"s{k}",
+        dt.datetime(2024, 1, 1, 0, 0, k % 60, k),
+        decimal.Decimal(k) / 4,
+        k / 3,
+        k % 2 == 0,
+        bytes([k % 256]) * 3,
+        dt.date(2024, 1, 1) + dt.timedelta(days=k),
+    )
+    for k in range(200)
+]
 
 
 def digest(rows, chunk=50):
-    return C.checksum_batches([batch(rows[i:i + chunk]) for i in range(0, len(rows), chunk)],
-                              NAMES)
+    return C.checksum_batches(
+        [batch(rows[i : i + chunk]) for i in range(0, len(rows), chunk)], NAMES
+    )
 
 
 def test_order_and_batch_boundaries_do_not_matter():
@@ -48,9 +73,17 @@ def test_order_and_batch_boundaries_do_not_matter():
 def test_any_changed_value_or_row_id_changes_the_digest(pos):
     changed = list(ROWS)
     r = list(changed[17])
-    r[pos] = {0: (1, 536870912, 999), 1: 9999, 2: "other", 3: dt.datetime(1999, 1, 1),
-              4: decimal.Decimal("0.01"), 5: -1.0, 6: not r[6], 7: b"zz",
-              8: dt.date(1999, 1, 1)}[pos]
+    r[pos] = {
+        0: (1, 536870912, 999),
+        1: 9999,
+        2: "other",
+        3: dt.datetime(1999, 1, 1),
+        4: decimal.Decimal("0.01"),
+        5: -1.0,
+        6: not r[6],
+        7: b"zz",
+        8: dt.date(1999, 1, 1),
+    }[pos]
     changed[17] = tuple(r)
     assert digest(changed) != digest(ROWS)
 
@@ -76,5 +109,6 @@ def test_a_missing_or_duplicated_row_is_caught():
 def test_batches_with_other_integer_widths_are_unified():
     b = batch(ROWS[:10])
     narrow = pa.RecordBatch.from_arrays(
-        [b.column(0), b.column(1).cast(pa.int32())] + list(b.columns[2:]), names=b.schema.names)
+        [b.column(0), b.column(1).cast(pa.int32())] + list(b.columns[2:]), names=b.schema.names
+    )
     assert C.checksum_batches([batch(ROWS[10:20]), narrow], NAMES) == digest(ROWS[:20])

@@ -1,17 +1,21 @@
 """Pure compactor logic: the initiator's thresholds, overrides and skips, history rules, the
 compaction plan (names, inputs, nothing-to-do), the cleaner's capped list and fsck checks."""
+
 from __future__ import annotations
 
 import pytest
 
-from acidflow.maintenance.compaction import plan_compaction
-from acidflow.format.layout import DirEntry, ValidWriteIdList
 from acidflow.compactor.cleaner import capped_list
 from acidflow.compactor.config import CompactorConfig, no_auto_compaction
 from acidflow.compactor.fsck import check_layout, duplicate_row_ids
-from acidflow.compactor.initiator import (PartitionStats, decide, determine_compaction_type,
-                                      failed_too_often)
-from acidflow.format.layout import get_acid_state
+from acidflow.compactor.initiator import (
+    PartitionStats,
+    decide,
+    determine_compaction_type,
+    failed_too_often,
+)
+from acidflow.format.layout import DirEntry, ValidWriteIdList, get_acid_state
+from acidflow.maintenance.compaction import plan_compaction
 
 CFG = CompactorConfig()
 
@@ -22,15 +26,16 @@ def kind(**kw):
 
 # ---------------------------------------------------------------- thresholds
 
+
 def test_delta_pct_threshold_triggers_major_only_above_ratio():
     assert kind(base_bytes=1000, delta_bytes=101, delta_count=1) == "major"
-    assert kind(base_bytes=1000, delta_bytes=100, delta_count=1) is None     # == 0.1 is not >
+    assert kind(base_bytes=1000, delta_bytes=100, delta_count=1) is None  # == 0.1 is not >
     assert kind(base_bytes=1000, delta_bytes=50, delta_count=1) is None
 
 
 def test_delta_num_threshold_minor_with_base_major_without():
     assert kind(base_bytes=10**9, delta_bytes=11, delta_count=11) == "minor"
-    assert kind(base_bytes=10**9, delta_bytes=10, delta_count=10) is None     # == 10 is not >
+    assert kind(base_bytes=10**9, delta_bytes=10, delta_count=10) is None  # == 10 is not >
     assert kind(base_bytes=0, delta_bytes=11, delta_count=11) == "major"
     assert kind(base_bytes=0, delta_bytes=10, delta_count=10) is None
 
@@ -46,21 +51,30 @@ def test_no_deltas_means_nothing():
 
 
 def test_table_overrides_use_hive_prefix():
-    props = {"compactorthreshold.hive.compactor.delta.num.threshold": "2",
-             "compactorthreshold.hive.compactor.delta.pct.threshold": "0.9",
-             "hive.compactor.delta.num.threshold": "1"}          # bare key on a table: ignored
+    props = {
+        "compactorthreshold.hive.compactor.delta.num.threshold": "2",
+        "compactorthreshold.hive.compactor.delta.pct.threshold": "0.9",
+        "hive.compactor.delta.num.threshold": "1",
+    }  # bare key on a table: ignored
     stats = PartitionStats(base_bytes=100, delta_bytes=50, delta_count=3)
     d = decide("db.t", None, props, active=False, history_states=[], stats=stats, config=CFG)
     assert d.action == "minor" and "threshold 2" in d.reason
     d = decide("db.t", None, {}, active=False, history_states=[], stats=stats, config=CFG)
-    assert d.action == "major"                                    # 0.5 > 0.1 without override
+    assert d.action == "major"  # 0.5 > 0.1 without override
 
 
 def test_env_config_and_request_properties():
-    cfg = CompactorConfig.from_env({"ACIDFLOW_HIVE_COMPACTOR_DELTA_NUM_THRESHOLD": "4",
-                                    "ACIDFLOW_HIVE_COMPACTOR_DELTA_PCT_THRESHOLD": "0.5"})
+    cfg = CompactorConfig.from_env(
+        {
+            "ACIDFLOW_HIVE_COMPACTOR_DELTA_NUM_THRESHOLD": "4",
+            "ACIDFLOW_HIVE_COMPACTOR_DELTA_PCT_THRESHOLD": "0.5",
+        }
+    )
     assert cfg.delta_num_threshold == 4 and cfg.delta_pct_threshold == 0.5
-    assert cfg.with_properties({"acidflow.compactor.target.stripe.bytes": "1024"}).target_stripe_bytes == 1024
+    assert (
+        cfg.with_properties({"acidflow.compactor.target.stripe.bytes": "1024"}).target_stripe_bytes
+        == 1024
+    )
     with pytest.raises(ValueError):
         CompactorConfig.from_env({"ACIDFLOW_HIVE_COMPACTOR_DELTA_NUM_THRESHOLD": "x"})
 
@@ -70,13 +84,22 @@ def test_no_auto_compaction_and_active_entries_skip():
     assert no_auto_compaction({"no_auto_compaction": "true"})
     assert not no_auto_compaction({"no_auto_compaction": "false"})
     stats = PartitionStats(delta_count=50, delta_bytes=5)
-    d = decide("db.t", "ds=1", {"NO_AUTO_COMPACTION": "true"}, active=False, history_states=[],
-               stats=None, config=CFG)
+    d = decide(
+        "db.t",
+        "ds=1",
+        {"NO_AUTO_COMPACTION": "true"},
+        active=False,
+        history_states=[],
+        stats=None,
+        config=CFG,
+    )
     assert d.action is None and "NO_AUTO_COMPACTION" in d.reason
     d = decide("db.t", "ds=1", {}, active=True, history_states=[], stats=None, config=CFG)
     assert d.action is None and "already" in d.reason
-    assert decide("db.t", "ds=1", {}, active=False, history_states=[], stats=stats,
-                  config=CFG).action == "major"
+    assert (
+        decide("db.t", "ds=1", {}, active=False, history_states=[], stats=stats, config=CFG).action
+        == "major"
+    )
 
 
 def test_failed_compacts_threshold_gives_did_not_initiate():
@@ -86,15 +109,24 @@ def test_failed_compacts_threshold_gives_did_not_initiate():
     assert not failed_too_often(["failed"], 2)
     assert failed_too_often(["failed"], 1)
     stats = PartitionStats(delta_count=50, delta_bytes=5)
-    d = decide("db.t", None, {}, active=False, history_states=["failed", "failed"], stats=stats,
-               config=CFG)
+    d = decide(
+        "db.t", None, {}, active=False, history_states=["failed", "failed"], stats=stats, config=CFG
+    )
     assert d.action == "did not initiate" and "failed.compacts.threshold" in d.reason
-    d = decide("db.t", None, {"compactorthreshold.hive.compactor.initiator.failed.compacts.threshold": "3"},
-               active=False, history_states=["failed", "failed"], stats=stats, config=CFG)
+    d = decide(
+        "db.t",
+        None,
+        {"compactorthreshold.hive.compactor.initiator.failed.compacts.threshold": "3"},
+        active=False,
+        history_states=["failed", "failed"],
+        stats=stats,
+        config=CFG,
+    )
     assert d.action == "major"
 
 
 # ---------------------------------------------------------------- plans
+
 
 def _entries(*names):
     out = []
@@ -106,13 +138,22 @@ def _entries(*names):
 
 def test_minor_plan_names_and_inputs():
     valid = ValidWriteIdList("db.t", 9, open_write_ids=[7], aborted_write_ids=[3])
-    e = _entries("base_0000002", "delta_0000003_0000003_0000", "delta_0000004_0000004_0000",
-                 "delete_delta_0000005_0000005_0000", "delta_0000006_0000006_0000",
-                 "delta_0000007_0000007_0000", "delta_0000008_0000008_0000")
+    e = _entries(
+        "base_0000002",
+        "delta_0000003_0000003_0000",
+        "delta_0000004_0000004_0000",
+        "delete_delta_0000005_0000005_0000",
+        "delta_0000006_0000006_0000",
+        "delta_0000007_0000007_0000",
+        "delta_0000008_0000008_0000",
+    )
     p = plan_compaction(e, valid, "minor")
     # open 7 stops the compactor at 6; aborted 3 is not an input
-    assert p.deltas == ["delta_0000004_0000004_0000", "delete_delta_0000005_0000005_0000",
-                        "delta_0000006_0000006_0000"]
+    assert p.deltas == [
+        "delta_0000004_0000004_0000",
+        "delete_delta_0000005_0000005_0000",
+        "delta_0000006_0000006_0000",
+    ]
     assert p.outputs == ["delete_delta_0000004_0000006", "delta_0000004_0000006"]
     assert ValidWriteIdList.from_string(p.valid).high_watermark == 6
     pm = plan_compaction(e, valid, "major")
@@ -121,7 +162,9 @@ def test_minor_plan_names_and_inputs():
 
 def test_nothing_to_do_and_clash():
     valid = ValidWriteIdList("db.t", 5)
-    p = plan_compaction(_entries("delta_0000001_0000005", "delete_delta_0000001_0000005"), valid, "minor")
+    p = plan_compaction(
+        _entries("delta_0000001_0000005", "delete_delta_0000001_0000005"), valid, "minor"
+    )
     assert p.nothing_to_do and "2 delta ranges" in p.skip_reason
     p = plan_compaction(_entries("base_0000005"), valid, "major")
     assert p.nothing_to_do
@@ -137,9 +180,14 @@ def test_cleaner_capped_list():
 
 # ---------------------------------------------------------------- fsck
 
+
 def test_fsck_layout_findings():
-    e = _entries("delta_0000001_0000003", "delta_0000002_0000005", "delta_0000004_0000004_0000",
-                 "junk") + [DirEntry(".compact_tmp_7", True), DirEntry("delta_0000001_0000003/_orc_acid_version", False, 1)]
+    e = _entries(
+        "delta_0000001_0000003", "delta_0000002_0000005", "delta_0000004_0000004_0000", "junk"
+    ) + [
+        DirEntry(".compact_tmp_7", True),
+        DirEntry("delta_0000001_0000003/_orc_acid_version", False, 1),
+    ]
     valid = ValidWriteIdList("db.t", 5)
     findings = check_layout("", e, get_acid_state(e, valid))
     kinds = {(f.kind, f.path) for f in findings}
@@ -147,4 +195,6 @@ def test_fsck_layout_findings():
     assert ("overlap", "delta_0000002_0000005") in kinds
     assert ("missing_metadata", "delta_0000002_0000005") in kinds
     assert ("missing_metadata", "delta_0000001_0000003") not in kinds
-    assert duplicate_row_ids("", [(1, 2, 3), (1, 2, 3), (1, 2, 4)])[0].detail.startswith("ROW__ID (1, 2, 3)")
+    assert duplicate_row_ids("", [(1, 2, 3), (1, 2, 3), (1, 2, 4)])[0].detail.startswith(
+        "ROW__ID (1, 2, 3)"
+    )

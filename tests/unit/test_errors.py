@@ -1,6 +1,7 @@
 """Every exception class acidflow defines derives from :class:`acidflow.AcidflowError`, and the
 ones that always had a builtin base (``ValueError``, ``RuntimeError``, ...) keep it, so an
 existing ``except ValueError`` still catches them."""
+
 from __future__ import annotations
 
 import importlib
@@ -30,8 +31,7 @@ def _exception_classes() -> list[type[BaseException]]:
     for name in _acidflow_modules():
         module = importlib.import_module(name)
         for obj in vars(module).values():
-            if (inspect.isclass(obj) and issubclass(obj, BaseException)
-                    and obj.__module__ == name):
+            if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == name:
                 found.append(obj)
     return found
 
@@ -45,8 +45,11 @@ def test_the_walk_finds_the_error_classes():
 
 
 def test_every_error_class_derives_from_acidflow_error():
-    strays = [f"{c.__module__}.{c.__qualname__}" for c in _exception_classes()
-              if not issubclass(c, AcidflowError)]
+    strays = [
+        f"{c.__module__}.{c.__qualname__}"
+        for c in _exception_classes()
+        if not issubclass(c, AcidflowError)
+    ]
     assert not strays, f"error classes without the AcidflowError root: {strays}"
 
 
@@ -58,15 +61,18 @@ def test_acidflow_error_is_exported_from_the_package():
     assert issubclass(AcidflowError, Exception)
 
 
-@pytest.mark.parametrize(("module", "name", "builtin"), [
-    ("acidflow.catalog.errors", "WriteConflictError", Exception),
-    ("acidflow.catalog.errors", "TableLocationError", ValueError),
-    ("acidflow.engine.statements.dml", "DmlError", ValueError),
-    ("acidflow.engine.statements.merge", "CardinalityViolationError", ValueError),
-    ("acidflow.maintenance.compaction", "CompactionError", RuntimeError),
-    ("acidflow.sources.postgres.snapshot", "SnapshotNotFoundError", LookupError),
-    ("acidflow.storage.fs", "DirectoryClaimedError", FileExistsError),
-])
+@pytest.mark.parametrize(
+    ("module", "name", "builtin"),
+    [
+        ("acidflow.catalog.errors", "WriteConflictError", Exception),
+        ("acidflow.catalog.errors", "TableLocationError", ValueError),
+        ("acidflow.engine.statements.dml", "DmlError", ValueError),
+        ("acidflow.engine.statements.merge", "CardinalityViolationError", ValueError),
+        ("acidflow.maintenance.compaction", "CompactionError", RuntimeError),
+        ("acidflow.sources.postgres.snapshot", "SnapshotNotFoundError", LookupError),
+        ("acidflow.storage.fs", "DirectoryClaimedError", FileExistsError),
+    ],
+)
 def test_errors_keep_their_builtin_base(module, name, builtin):
     cls = getattr(importlib.import_module(module), name)
     assert issubclass(cls, AcidflowError)

@@ -2,6 +2,7 @@
 (``acidflow._extras.require``), and ``import acidflow.catalog`` needs none of them. The missing
 package is simulated with ``sys.modules[name] = None`` (Python's "import blocked" marker), so no
 second venv is needed; the clean-venv check is the same with nothing simulated."""
+
 from __future__ import annotations
 
 import os
@@ -14,8 +15,9 @@ from acidflow import _extras
 from acidflow.catalog import base
 from tests.conftest import REPO
 
-HMS_MESSAGE = ("the Hive Metastore catalog (thrift://) needs the 'hms' extra: "
-               "pip install 'acidflow[hms]'")
+HMS_MESSAGE = (
+    "the Hive Metastore catalog (thrift://) needs the 'hms' extra: pip install 'acidflow[hms]'"
+)
 
 
 def _without(monkeypatch: pytest.MonkeyPatch, *blocked: str, unload: str = "") -> None:
@@ -82,8 +84,11 @@ def test_adopt_from_a_metastore_without_the_hms_extra(monkeypatch):
     from acidflow.tableops.adopt import table_from_metastore
 
     _without(monkeypatch, "pymetastore", unload="acidflow.catalog.hms")
-    with pytest.raises(_extras.MissingExtraError, match=r"needs the 'hms' extra: "
-                                                        r"pip install 'acidflow\[hms\]'$"):
+    with pytest.raises(
+        _extras.MissingExtraError,
+        match=r"needs the 'hms' extra: "
+        r"pip install 'acidflow\[hms\]'$",
+    ):
         table_from_metastore("thrift://localhost:9083", "db.t")
 
 
@@ -93,8 +98,10 @@ def test_gx_without_the_quality_extra(monkeypatch):
     _without(monkeypatch, "great_expectations")
     with pytest.raises(_extras.MissingExtraError) as exc:
         run_expectations(None, [], name="db.t")
-    assert str(exc.value) == ("data quality suites (Great Expectations) needs the 'quality' "
-                              "extra: pip install 'acidflow[quality]'")
+    assert str(exc.value) == (
+        "data quality suites (Great Expectations) needs the 'quality' "
+        "extra: pip install 'acidflow[quality]'"
+    )
 
 
 def test_postgres_without_the_postgres_extra(monkeypatch):
@@ -122,11 +129,17 @@ def test_s3_without_the_s3_extra(monkeypatch):
 
 def test_catalog_import_loads_no_backend():
     """``import acidflow.catalog`` imports neither backend; the SQL one loads on first use."""
-    code = ("import sys, acidflow.catalog\n"
-            "print(sorted(m for m in ('pymetastore', 'thrift', 'sqlalchemy', 'alembic',"
-            " 'pyarrow') if m in sys.modules))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=REPO,
-                         env=dict(os.environ,
-                                  PYTHONPATH=f"{REPO / 'jobs'}{os.pathsep}{REPO / 'plugins'}"))
+    code = (
+        "import sys, acidflow.catalog\n"
+        "print(sorted(m for m in ('pymetastore', 'thrift', 'sqlalchemy', 'alembic',"
+        " 'pyarrow') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=f"{REPO / 'jobs'}{os.pathsep}{REPO / 'plugins'}"),
+    )
     assert out.stdout.strip() == "[]", out.stdout + out.stderr

@@ -2,13 +2,14 @@
 escaping, Trino's type names; the option parsers of ``acidflow table adopt`` and the directory
 checks of adoption. Hive 3.1.3's own parser reads the same statements in
 tests/integration/test_table_ops_hive.py."""
+
 from __future__ import annotations
 
 import pytest
 
-from acidflow.storage.adoption import AdoptionError, check_adoptable, scan_table_dirs
-from acidflow.format.layout import ValidWriteIdList
 from acidflow.catalog import Column, TableDef
+from acidflow.format.layout import ValidWriteIdList
+from acidflow.storage.adoption import AdoptionError, check_adoptable, scan_table_dirs
 from acidflow.tableops import adopt as ops
 from acidflow.tableops.ddl import (
     hive_ddl,
@@ -26,16 +27,28 @@ LONG_MAX = 9223372036854775807
 
 def orders() -> TableDef:
     return TableDef(
-        name="sales.orders", columns=[Column("id", "bigint"), Column("amount", "decimal(12,2)"),
-                                      Column("tags", "array<string>")],
-        partition_columns=[Column("ds", "date")], primary_key=["id"], num_buckets=4,
+        name="sales.orders",
+        columns=[
+            Column("id", "bigint"),
+            Column("amount", "decimal(12,2)"),
+            Column("tags", "array<string>"),
+        ],
+        partition_columns=[Column("ds", "date")],
+        primary_key=["id"],
+        num_buckets=4,
         location="/data/orders",
-        properties={"comment": "the orders", "acidflow.comment.id": "order id",
-                    "acidflow.external": "true"})
+        properties={
+            "comment": "the orders",
+            "acidflow.comment.id": "order id",
+            "acidflow.external": "true",
+        },
+    )
 
 
 def test_hive_ddl_layout():
-    assert hive_ddl(orders()) == """CREATE TABLE `sales`.`orders`(
+    assert (
+        hive_ddl(orders())
+        == """CREATE TABLE `sales`.`orders`(
   `id` bigint COMMENT 'order id',
   `amount` decimal(12,2),
   `tags` array<string>,
@@ -58,11 +71,13 @@ TBLPROPERTIES (
   'bucketing_version'='2',
   'transactional'='true',
   'transactional_properties'='default');"""
+    )
 
 
 def test_hive_ddl_minimal_and_without_constraints():
-    t = TableDef(name="t", columns=[Column("a", "int")], primary_key=["a"],
-                 location="s3a://bucket/t")
+    t = TableDef(
+        name="t", columns=[Column("a", "int")], primary_key=["a"], location="s3a://bucket/t"
+    )
     text = hive_ddl(t, constraints=False)
     assert text.startswith("CREATE TABLE `default`.`t`(\n  `a` int)\nROW FORMAT SERDE")
     assert "PARTITIONED BY" not in text and "CLUSTERED BY" not in text
@@ -81,7 +96,9 @@ def test_quoting():
 
 
 def test_trino_ddl_and_types():
-    assert trino_ddl(orders(), catalog="lake") == """CREATE TABLE "lake"."sales"."orders" (
+    assert (
+        trino_ddl(orders(), catalog="lake")
+        == """CREATE TABLE "lake"."sales"."orders" (
    "id" bigint COMMENT 'order id',
    "amount" decimal(12,2),
    "tags" array(varchar),
@@ -96,6 +113,7 @@ WITH (
    bucket_count = 4,
    bucketing_version = 2
 );"""
+    )
     assert trino_type("int") == "integer"
     assert trino_type("float") == "real"
     assert trino_type("string") == "varchar"
@@ -110,7 +128,10 @@ WITH (
 def test_parse_columns_and_ids():
     cols = ops.parse_columns("id bigint, amount DECIMAL(10, 2), m map<string,int>")
     assert [(c.name, c.hive_type) for c in cols] == [
-        ("id", "bigint"), ("amount", "decimal(10,2)"), ("m", "map<string,int>")]
+        ("id", "bigint"),
+        ("amount", "decimal(10,2)"),
+        ("m", "map<string,int>"),
+    ]
     with pytest.raises(ops.TableOpsError, match="needs a name and a Hive type"):
         ops.parse_columns("id")
     with pytest.raises(ops.TableOpsError, match="'x nosuchtype'"):
@@ -137,20 +158,29 @@ def test_history_from_options():
 
 def test_scan_and_check_adoptable(tmp_path):
     root = tmp_path / "t"
-    for d in ("ds=1/delta_0000002_0000002_0000", "ds=1/delete_delta_0000003_0000003_0000",
-              "ds=2/base_0000005"):
+    for d in (
+        "ds=1/delta_0000002_0000002_0000",
+        "ds=1/delete_delta_0000003_0000003_0000",
+        "ds=2/base_0000005",
+    ):
         (root / d).mkdir(parents=True)
         (root / d / "bucket_00000").write_bytes(b"x")
     (root / "ds=2" / "000000_0").write_bytes(b"x")
     (root / "_tmp").mkdir()
     dirs = scan_table_dirs("db.t", str(root), ["ds"])
     assert [(d.partition, d.kind, d.max_write_id) for d in dirs.acid_dirs] == [
-        ("ds=1", "delete_delta", 3), ("ds=1", "delta", 2), ("ds=2", "base", 5)]
+        ("ds=1", "delete_delta", 3),
+        ("ds=1", "delta", 2),
+        ("ds=2", "base", 5),
+    ]
     assert dirs.partitions == ["ds=1", "ds=2"]
     assert dirs.write_ids() == {2, 3, 5}
     check_adoptable("db.t", str(root), ["ds"], ValidWriteIdList("db.t", 5))
-    with pytest.raises(AdoptionError, match=r"ds=2/base_0000005 .* write id 5, above the high "
-                                            r"watermark 4"):
+    with pytest.raises(
+        AdoptionError,
+        match=r"ds=2/base_0000005 .* write id 5, above the high "
+        r"watermark 4",
+    ):
         check_adoptable("db.t", str(root), ["ds"], ValidWriteIdList("db.t", 4))
     with pytest.raises(AdoptionError, match="does not name the partition column 'day'"):
         scan_table_dirs("db.t", str(root), ["day"])

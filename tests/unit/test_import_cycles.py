@@ -1,5 +1,6 @@
 """No import cycle among acidflow's modules (import-linter holds the arrows between packages;
 this holds the modules, type-checking imports included, as the redesign's floor plan asks)."""
+
 from __future__ import annotations
 
 import grimp
@@ -56,8 +57,9 @@ def test_the_cycle_finder_finds_a_cycle(tmp_path, monkeypatch):
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "a.py").write_text("from cyclepkg import b\n")
-    (pkg / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                              "    from cyclepkg import a\n")
+    (pkg / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from cyclepkg import a\n"
+    )
     (pkg / "c.py").write_text("from cyclepkg import a\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     assert _cycles("cyclepkg") == [["cyclepkg.a", "cyclepkg.b"]]

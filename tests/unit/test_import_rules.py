@@ -11,6 +11,7 @@ itself is in ``pyproject.toml`` (``[tool.importlinter]``, run by ``make lint``).
 * nothing shipped (the package, the DAGs, the plugin) imports the development servers
   (``tools/devservers``: the metastore and Trino of ``make hms`` and the tests).
 """
+
 from __future__ import annotations
 
 import ast
@@ -47,10 +48,19 @@ def _is_public_acidflow_import(module: str, names: list[str]) -> bool:
 
 
 def test_dag_files_found():
-    assert {p.name for p in DAG_FILES} == {"acid_cdc.py", "acid_compaction.py", "acid_health.py",
-                                           "acid_ingest.py"}
-    assert {p.name for p in AIRFLOW_PACKAGE} >= {"__init__.py", "operator.py", "schedules.py",
-                                                 "notifiers.py", "health.py"}
+    assert {p.name for p in DAG_FILES} == {
+        "acid_cdc.py",
+        "acid_compaction.py",
+        "acid_health.py",
+        "acid_ingest.py",
+    }
+    assert {p.name for p in AIRFLOW_PACKAGE} >= {
+        "__init__.py",
+        "operator.py",
+        "schedules.py",
+        "notifiers.py",
+        "health.py",
+    }
 
 
 @pytest.mark.parametrize("path", DAG_FILES, ids=lambda p: p.name)
@@ -72,26 +82,40 @@ def test_plugin_module_imports_its_ui_package_and_airflow_only():
 
 def _edits_sys_path(path: Path) -> bool:
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if (isinstance(node, ast.Attribute) and node.attr == "path"
-                and isinstance(node.value, ast.Name) and node.value.id == "sys"):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "path"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "sys"
+        ):
             return True
     return False
 
 
 def test_no_sys_path_edits():
-    files = [*(REPO / "jobs").rglob("*.py"), *(REPO / "dags").glob("*.py"),
-             *(REPO / "plugins").rglob("*.py")]
+    files = [
+        *(REPO / "jobs").rglob("*.py"),
+        *(REPO / "dags").glob("*.py"),
+        *(REPO / "plugins").rglob("*.py"),
+    ]
     assert files
     offenders = [str(p.relative_to(REPO)) for p in files if _edits_sys_path(p)]
     assert not offenders, offenders
 
 
 def test_nothing_shipped_imports_the_devservers():
-    files = [*(REPO / "jobs").rglob("*.py"), *(REPO / "dags").glob("*.py"),
-             *(REPO / "plugins").rglob("*.py")]
+    files = [
+        *(REPO / "jobs").rglob("*.py"),
+        *(REPO / "dags").glob("*.py"),
+        *(REPO / "plugins").rglob("*.py"),
+    ]
     assert files
-    offenders = [(str(p.relative_to(REPO)), m) for p in files for m, _ in _imports(p)
-                 if m.split(".")[0] == "devservers"]
+    offenders = [
+        (str(p.relative_to(REPO)), m)
+        for p in files
+        for m, _ in _imports(p)
+        if m.split(".")[0] == "devservers"
+    ]
     assert not offenders, offenders
     assert (REPO / "tools" / "devservers" / "hms.py").is_file()
     assert not (REPO / "jobs" / "acidflow" / "cli" / "hms.py").exists()

@@ -1,5 +1,6 @@
 """Poison landing files (issue 15 finding 5, ingest half): ``check_landing_file`` on real files,
 streamed in chunks -- what is unreadable, and where (line, byte offset)."""
+
 from __future__ import annotations
 
 import gzip
@@ -14,7 +15,7 @@ from acidflow.ingest.landing import check_landing_file
 def test_text_files(tmp_path, monkeypatch):
     """issue 15 finding 5: UTF-8 text passes (also split across chunks); NUL bytes, other
     encodings and a file ending inside a character are named with line and offset."""
-    monkeypatch.setattr(landing, "CHUNK", 7)               # many chunk boundaries
+    monkeypatch.setattr(landing, "CHUNK", 7)  # many chunk boundaries
     ok = tmp_path / "ok.csv"
     ok.write_text("id,city\n1,Zürich\n2,Łódź\n3,東京\n", encoding="utf-8")
     assert check_landing_file(str(ok), "csv") is None
@@ -57,18 +58,24 @@ def test_parquet_files(tmp_path):
     """issue 15 finding 5: a Parquet file passes; no magic, a cut-off footer and a corrupt
     data page are unreadable."""
     good = tmp_path / "a.parquet"
-    pq.write_table(pa.table({"id": list(range(1000)), "s": [str(i) * 5 for i in range(1000)]}),
-                   good, compression="snappy")
+    pq.write_table(
+        pa.table({"id": list(range(1000)), "s": [str(i) * 5 for i in range(1000)]}),
+        good,
+        compression="snappy",
+    )
     assert check_landing_file(str(good), "parquet") is None
     body = good.read_bytes()
     (tmp_path / "b.parquet").write_bytes(b"id,s\n1,a\n")
     assert check_landing_file(str(tmp_path / "b.parquet"), "parquet").reason.startswith(
-        "not a Parquet file")
+        "not a Parquet file"
+    )
     (tmp_path / "c.parquet").write_bytes(body[:-5])
     assert check_landing_file(str(tmp_path / "c.parquet"), "parquet").reason.startswith(
-        "truncated Parquet file")
+        "truncated Parquet file"
+    )
     bad = bytearray(body)
     bad[8:400] = b"\x00" * 392
     (tmp_path / "d.parquet").write_bytes(bytes(bad))
     assert check_landing_file(str(tmp_path / "d.parquet"), "parquet").reason.startswith(
-        "unreadable Parquet")
+        "unreadable Parquet"
+    )

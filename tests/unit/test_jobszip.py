@@ -4,6 +4,7 @@ It must hold everything executors and the job's driver run (the format, the cata
 jobs, the spark-submit entry, the Alembic migrations) and nothing of the driver-side command line
 (``acidflow.cli``) nor of the demos (``acidflow.demo``: demos, local-Airflow helpers), and the
 job modules must import from it without the CLI or the demos."""
+
 from __future__ import annotations
 
 import os
@@ -22,13 +23,25 @@ def _names(tmp_path) -> list[str]:
 
 def test_zip_holds_what_executors_run(tmp_path):
     names = _names(tmp_path)
-    for prefix in ("acidflow/__init__.py", "acidflow/entry.py", "acidflow/spark.py",
-                   "acidflow/config.py", "acidflow/format/", "acidflow/format/orc/", "acidflow/storage/",
-                   "acidflow/read/", "acidflow/engine/statements/", "acidflow/maintenance/",
-                   "acidflow/catalog/", "acidflow/cdc/",
-                   "acidflow/compactor/", "acidflow/quality/", "acidflow/ingest",
-                   "acidflow/catalog/sql/migrations/env.py",
-                   "acidflow/catalog/sql/migrations/versions/"):
+    for prefix in (
+        "acidflow/__init__.py",
+        "acidflow/entry.py",
+        "acidflow/spark.py",
+        "acidflow/config.py",
+        "acidflow/format/",
+        "acidflow/format/orc/",
+        "acidflow/storage/",
+        "acidflow/read/",
+        "acidflow/engine/statements/",
+        "acidflow/maintenance/",
+        "acidflow/catalog/",
+        "acidflow/cdc/",
+        "acidflow/compactor/",
+        "acidflow/quality/",
+        "acidflow/ingest",
+        "acidflow/catalog/sql/migrations/env.py",
+        "acidflow/catalog/sql/migrations/versions/",
+    ):
         assert any(n.startswith(prefix) for n in names), prefix
     assert all(n.startswith("acidflow/") for n in names)
     assert not any("__pycache__" in n for n in names)
@@ -64,6 +77,12 @@ def test_job_modules_import_from_the_zip_without_the_cli(tmp_path):
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(zip_path)
-    res = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path,
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr

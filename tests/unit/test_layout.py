@@ -7,6 +7,7 @@ reproduce the directory layouts and outcomes of the matching test in Hive's
 ql/src/test/.../io/TestAcidUtils.java; "MANIFEST" refers to
 shared/fixtures/hive-acid/MANIFEST.md.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -102,8 +103,10 @@ def test_format_delta():
     assert format_delta(1, 10, 5, delete=True) == "delete_delta_0000001_0000010_0005"
     assert format_delta(1234567880, 1234567890, 0) == "delta_1234567880_1234567890_0000"
     assert format_delta(5, 9, visibility_txn_id=123) == "delta_0000005_0000009_v0000123"
-    assert (format_delta(5, 9, 2, visibility_txn_id=123, delete=True)
-            == "delete_delta_0000005_0000009_0002_v0000123")
+    assert (
+        format_delta(5, 9, 2, visibility_txn_id=123, delete=True)
+        == "delete_delta_0000005_0000009_0002_v0000123"
+    )
     assert format_delta(5, 9, visibility_txn_id=0) == "delta_0000005_0000009"
     with pytest.raises(ValueError):
         format_delta(5, 4)
@@ -127,12 +130,18 @@ def test_format_bucket_and_original_files():
 
 
 def test_format_parse_round_trip():
-    for name in (format_base(7), format_base(7, 99), format_delta(3, 3, 0),
-                 format_delta(3, 8), format_delta(3, 8, 1, 50, delete=True)):
+    for name in (
+        format_base(7),
+        format_base(7, 99),
+        format_delta(3, 3, 0),
+        format_delta(3, 8),
+        format_delta(3, 8, 1, 50, delete=True),
+    ):
         parsed = parse_base(name) or parse_delta(name)
         assert parsed is not None and parsed.name == name
     assert parse_delta(format_delta(3, 8, 1, 50, delete=True)) == ParsedDelta(
-        "delete_delta_0000003_0000008_0001_v0000050", 3, 8, 1, 50, True)
+        "delete_delta_0000003_0000008_0001_v0000050", 3, 8, 1, 50, True
+    )
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -149,36 +158,71 @@ def test_parse_base():
     assert b.is_conversion_base and not parse_base("base_1").is_conversion_base
 
 
-@pytest.mark.parametrize("name", [
-    "base_", "base_abc", "base_5_v", "base_5_vx", "base_5_6", "base_1_000", "base_ 5",
-    "base_5 ", "Base_5", "delta_1_1", "base_5/bucket_00000", "base_99999999999999999999",
-    "base", "_base_5",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "base_",
+        "base_abc",
+        "base_5_v",
+        "base_5_vx",
+        "base_5_6",
+        "base_1_000",
+        "base_ 5",
+        "base_5 ",
+        "Base_5",
+        "delta_1_1",
+        "base_5/bucket_00000",
+        "base_99999999999999999999",
+        "base",
+        "_base_5",
+    ],
+)
 def test_parse_base_rejects(name):
     assert parse_base(name) is None
 
 
 def test_parse_delta():
     assert parse_delta("delta_0000001_0000001_0000") == ParsedDelta(
-        "delta_0000001_0000001_0000", 1, 1, 0, 0, False)
+        "delta_0000001_0000001_0000", 1, 1, 0, 0, False
+    )
     assert parse_delta("delete_delta_0000003_0000007") == ParsedDelta(
-        "delete_delta_0000003_0000007", 3, 7, -1, 0, True)
+        "delete_delta_0000003_0000007", 3, 7, -1, 0, True
+    )
     assert parse_delta("delta_1_2") == ParsedDelta("delta_1_2", 1, 2, -1, 0, False)  # streaming
     assert parse_delta("delta_000005_000006").min_write_id == 5
     assert parse_delta("delta_4_4_3").statement_id == 3
     assert parse_delta("delta_0000005_0000009_v0000123") == ParsedDelta(
-        "delta_0000005_0000009_v0000123", 5, 9, -1, 123, False)
+        "delta_0000005_0000009_v0000123", 5, 9, -1, 123, False
+    )
     assert parse_delta("delete_delta_0000005_0000005_0002_v0000077") == ParsedDelta(
-        "delete_delta_0000005_0000005_0002_v0000077", 5, 5, 2, 77, True)
+        "delete_delta_0000005_0000005_0002_v0000077", 5, 5, 2, 77, True
+    )
     assert parse_delta("delta_1234567880_1234567890_0000").max_write_id == 1234567890
 
 
-@pytest.mark.parametrize("name", [
-    "delta_5", "delta_", "delta_a_b", "delta_1_b", "delta_1_2_3_4", "delta_1_2_x",
-    "delta_1_1_v", "delta_1_1_vabc", "deltas_1_1", "delete_delta_", "delete_delta_1",
-    "delta_1_1/bucket_00000", "delta_-1_-1", "delta_1__1", "Delta_1_1", "base_1",
-    "delta_1_1_0000_extra", "delta_1_1_99999999999",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "delta_5",
+        "delta_",
+        "delta_a_b",
+        "delta_1_b",
+        "delta_1_2_3_4",
+        "delta_1_2_x",
+        "delta_1_1_v",
+        "delta_1_1_vabc",
+        "deltas_1_1",
+        "delete_delta_",
+        "delete_delta_1",
+        "delta_1_1/bucket_00000",
+        "delta_-1_-1",
+        "delta_1__1",
+        "Delta_1_1",
+        "base_1",
+        "delta_1_1_0000_extra",
+        "delta_1_1_99999999999",
+    ],
+)
 def test_parse_delta_rejects(name):
     assert parse_delta(name) is None
 
@@ -198,13 +242,23 @@ def test_parsed_delta_order():
     assert names(sorted(ds)) == ["delta_5_20", "delta_5_10", "delta_11_20", "delta_51_60"]
     # Same range: no statement (-1, minor compaction) first, then by statement, then by name
     # ("delete_delta_…" < "delta_…").
-    ds = [parse_delta(n) for n in ("delta_0000004_0000004_0001", "delta_0000004_0000004_0000",
-                                   "delete_delta_0000004_0000004_0000", "delta_0000004_0000004",
-                                   "delete_delta_0000004_0000004")]
+    ds = [
+        parse_delta(n)
+        for n in (
+            "delta_0000004_0000004_0001",
+            "delta_0000004_0000004_0000",
+            "delete_delta_0000004_0000004_0000",
+            "delta_0000004_0000004",
+            "delete_delta_0000004_0000004",
+        )
+    ]
     assert names(sorted(ds)) == [
-        "delete_delta_0000004_0000004", "delta_0000004_0000004",
-        "delete_delta_0000004_0000004_0000", "delta_0000004_0000004_0000",
-        "delta_0000004_0000004_0001"]
+        "delete_delta_0000004_0000004",
+        "delta_0000004_0000004",
+        "delete_delta_0000004_0000004_0000",
+        "delta_0000004_0000004_0000",
+        "delta_0000004_0000004_0001",
+    ]
     a, b = parse_delta("delta_1_1"), parse_delta("delta_1_1_0000")
     assert a < b and a <= b and b > a and b >= a and not b < a
     assert a.sort_key == (1, -1, -1, "delta_1_1")
@@ -218,12 +272,25 @@ def test_parse_bucket_file():
     assert parse_bucket_file("bucket_00001_3") == (1, 3)
 
 
-@pytest.mark.parametrize("name", [
-    "bucket_00000_flush_length", "bucket_00000_0_flush_length", "_orc_acid_version",
-    "_metadata_acid", "000000_0", "000002_0_copy_1", "bucket_", "bucket_x", "bucket_00000_",
-    "bucket_00000.orc", "bucket_00000_0_1", "xbucket_00000", "delta_1_1/bucket_00000",
-    "bucket_99999999999",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "bucket_00000_flush_length",
+        "bucket_00000_0_flush_length",
+        "_orc_acid_version",
+        "_metadata_acid",
+        "000000_0",
+        "000002_0_copy_1",
+        "bucket_",
+        "bucket_x",
+        "bucket_00000_",
+        "bucket_00000.orc",
+        "bucket_00000_0_1",
+        "xbucket_00000",
+        "delta_1_1/bucket_00000",
+        "bucket_99999999999",
+    ],
+)
 def test_parse_bucket_file_rejects(name):
     assert parse_bucket_file(name) is None
 
@@ -238,19 +305,41 @@ def test_parse_original_files():
     assert parse_original_bucket_id("00000_0") == 0  # Trino fixture name "00000_0"
     assert parse_original_file("000002_0_copy_2") == (2, 2)
     assert parse_original_file("000002_0") == (2, 0)
-    for bad in ("bucket_00000", "random", "000000_0_copy_", "000000", "_000000_0",
-                "000000_0.orc", "000000_0_copy_x", "a_0", "000000_0_copy_1_copy_2",
-                "sub/000000_0"):
+    for bad in (
+        "bucket_00000",
+        "random",
+        "000000_0_copy_",
+        "000000",
+        "_000000_0",
+        "000000_0.orc",
+        "000000_0_copy_x",
+        "a_0",
+        "000000_0_copy_1_copy_2",
+        "sub/000000_0",
+    ):
         assert parse_original_bucket_id(bad) is None, bad
         assert parse_original_file(bad) is None, bad
 
 
 def test_is_hidden():
-    for name in ("_orc_acid_version", "_metadata_acid", ".hive-staging_hive_2020",
-                 "_tmp.delta_0000001_0000001_0000", "_SUCCESS", ".", "delta_1_1/_x"):
+    for name in (
+        "_orc_acid_version",
+        "_metadata_acid",
+        ".hive-staging_hive_2020",
+        "_tmp.delta_0000001_0000001_0000",
+        "_SUCCESS",
+        ".",
+        "delta_1_1/_x",
+    ):
         assert is_hidden(name), name
-    for name in ("delta_0000001_0000001_0000", "000000_0", "bucket_00000", "base_5",
-                 "_x/bucket_00000", "HIVE_UNION_SUBDIR_1"):
+    for name in (
+        "delta_0000001_0000001_0000",
+        "000000_0",
+        "bucket_00000",
+        "base_5",
+        "_x/bucket_00000",
+        "HIVE_UNION_SUBDIR_1",
+    ):
         assert not is_hidden(name), name
     assert is_hidden_path("_x/bucket_00000")
     assert is_hidden_path("HIVE_UNION_SUBDIR_1/.staging/000000_0")
@@ -332,19 +421,27 @@ def test_write_id_list_to_string(reader):
     assert ValidWriteIdList("t", 9, [3]).to_string() == "t:9:3:3:"
 
 
-@pytest.mark.parametrize("text, hwm, open_ids, aborted, min_open, table", [
-    # Forms used by Hive's own tests (Java split drops trailing empty fields).
-    (f"tbl:100:{MAX}:", 100, (), (), None, "tbl"),
-    (f"tbl:4:{MAX}", 4, (), (), None, "tbl"),
-    ("tbl:100:4:4", 100, (4,), (), 4, "tbl"),
-    ("default.acid_t:12:3:3,8:5,6", 12, (3, 8), (5, 6), 3, "default.acid_t"),
-    (f"db.t:12:{MAX}::5,6", 12, (), (5, 6), None, "db.t"),
-    (f"NULL:7:{MAX}::", 7, (), (), None, None),
-])
+@pytest.mark.parametrize(
+    "text, hwm, open_ids, aborted, min_open, table",
+    [
+        # Forms used by Hive's own tests (Java split drops trailing empty fields).
+        (f"tbl:100:{MAX}:", 100, (), (), None, "tbl"),
+        (f"tbl:4:{MAX}", 4, (), (), None, "tbl"),
+        ("tbl:100:4:4", 100, (4,), (), 4, "tbl"),
+        ("default.acid_t:12:3:3,8:5,6", 12, (3, 8), (5, 6), 3, "default.acid_t"),
+        (f"db.t:12:{MAX}::5,6", 12, (), (5, 6), None, "db.t"),
+        (f"NULL:7:{MAX}::", 7, (), (), None, None),
+    ],
+)
 def test_write_id_list_from_hive_string(text, hwm, open_ids, aborted, min_open, table):
     v = ValidWriteIdList.from_string(text)
-    assert (v.table_name, v.high_watermark, v.open_write_ids, v.aborted_write_ids,
-            v.min_open_write_id) == (table, hwm, open_ids, aborted, min_open)
+    assert (
+        v.table_name,
+        v.high_watermark,
+        v.open_write_ids,
+        v.aborted_write_ids,
+        v.min_open_write_id,
+    ) == (table, hwm, open_ids, aborted, min_open)
     assert ValidWriteIdList.from_string(v.to_string()) == v
 
 
@@ -369,7 +466,8 @@ def test_write_id_list_misc():
         ValidWriteIdList("t", 10, [3], [3])
     a = ValidWriteIdList("t", 10, [4, 3], [2])
     assert a == ValidWriteIdList("t", 10, (3, 4), (2,)) and hash(a) == hash(
-        ValidWriteIdList("t", 10, (3, 4), (2,)))
+        ValidWriteIdList("t", 10, (3, 4), (2,))
+    )
     assert a != ValidWriteIdList("t", 11, (3, 4), (2,))
     assert a.update_high_watermark(20).high_watermark == 20
     assert a.update_high_watermark(20).invalid_write_ids == (2, 3, 4)
@@ -427,18 +525,28 @@ def test_compactor_list_from_string_and_trim():
 
 def test_base_and_deltas_hive_testBaseDeltas():
     # Hive TestAcidUtils.testBaseDeltas: HWM 100, nothing open.
-    entries = listing("base_5/bucket_0", "base_10/bucket_0", "base_49/bucket_0",
-                      "delta_025_025/bucket_0", "delta_029_029/bucket_0",
-                      "delta_025_030/bucket_0", "delta_050_105/bucket_0",
-                      "delta_90_120/bucket_0")
+    entries = listing(
+        "base_5/bucket_0",
+        "base_10/bucket_0",
+        "base_49/bucket_0",
+        "delta_025_025/bucket_0",
+        "delta_029_029/bucket_0",
+        "delta_025_030/bucket_0",
+        "delta_050_105/bucket_0",
+        "delta_90_120/bucket_0",
+    )
     for compacted in (False, True):  # IOW base (write id valid) or compacted (valid base)
-        st = get_acid_state(entries, ValidWriteIdList.from_string(f"tbl:100:{MAX}:"),
-                            is_compacted_base=lambda n, c=compacted: c)
+        st = get_acid_state(
+            entries,
+            ValidWriteIdList.from_string(f"tbl:100:{MAX}:"),
+            is_compacted_base=lambda n, c=compacted: c,
+        )
         assert st.base == ParsedBase("base_49", 49)
         assert st.base_dir == "base_49"
         assert names(st.deltas) == ["delta_050_105"]  # SOME: 101..105 above HWM
-        assert st.obsolete == sorted(["base_5", "base_10", "delta_025_030", "delta_025_025",
-                                      "delta_029_029"])
+        assert st.obsolete == sorted(
+            ["base_5", "base_10", "delta_025_030", "delta_025_025", "delta_029_029"]
+        )
         # delta_90_120 reaches past the covered range but 106..120 are all > HWM: skipped,
         # neither current nor obsolete.
         assert "delta_90_120" not in st.obsolete
@@ -446,46 +554,80 @@ def test_base_and_deltas_hive_testBaseDeltas():
 
 
 def test_base_with_delete_deltas_hive_testBaseWithDeleteDeltas():
-    entries = listing("base_5/bucket_0", "base_10/bucket_0", "base_49/bucket_0",
-                      "delta_025_025/bucket_0", "delta_029_029/bucket_0",
-                      "delete_delta_029_029/bucket_0", "delta_025_030/bucket_0",
-                      "delete_delta_025_030/bucket_0", "delta_050_105/bucket_0",
-                      "delete_delta_050_105/bucket_0", "delete_delta_110_110/bucket_0")
+    entries = listing(
+        "base_5/bucket_0",
+        "base_10/bucket_0",
+        "base_49/bucket_0",
+        "delta_025_025/bucket_0",
+        "delta_029_029/bucket_0",
+        "delete_delta_029_029/bucket_0",
+        "delta_025_030/bucket_0",
+        "delete_delta_025_030/bucket_0",
+        "delta_050_105/bucket_0",
+        "delete_delta_050_105/bucket_0",
+        "delete_delta_110_110/bucket_0",
+    )
     st = get_acid_state(entries, committed(100, "tbl"))
     assert st.base_dir == "base_49"
     assert names(st.deltas) == ["delete_delta_050_105", "delta_050_105"]
     assert names(st.insert_deltas) == ["delta_050_105"]
     assert names(st.delete_deltas) == ["delete_delta_050_105"]
     assert st.current_dirs == ["base_49", "delete_delta_050_105", "delta_050_105"]
-    assert st.obsolete == sorted(["base_5", "base_10", "delete_delta_025_030", "delta_025_030",
-                                  "delta_025_025", "delete_delta_029_029", "delta_029_029"])
+    assert st.obsolete == sorted(
+        [
+            "base_5",
+            "base_10",
+            "delete_delta_025_030",
+            "delta_025_030",
+            "delta_025_025",
+            "delete_delta_029_029",
+            "delta_029_029",
+        ]
+    )
 
 
 def test_overlapping_deltas_hive_testOverlapingDeltaAndDeleteDelta():
-    entries = listing("delta_0000063_63/bucket_0", "delta_000062_62/bucket_0",
-                      "delta_00061_61/bucket_0", "delete_delta_00064_64/bucket_0",
-                      "delta_40_60/bucket_0", "delete_delta_40_60/bucket_0",
-                      "delta_0060_60/bucket_0", "delta_052_55/bucket_0",
-                      "delete_delta_052_55/bucket_0", "base_50/bucket_0")
+    entries = listing(
+        "delta_0000063_63/bucket_0",
+        "delta_000062_62/bucket_0",
+        "delta_00061_61/bucket_0",
+        "delete_delta_00064_64/bucket_0",
+        "delta_40_60/bucket_0",
+        "delete_delta_40_60/bucket_0",
+        "delta_0060_60/bucket_0",
+        "delta_052_55/bucket_0",
+        "delete_delta_052_55/bucket_0",
+        "base_50/bucket_0",
+    )
     st = get_acid_state(entries, committed(100, "tbl"))
     assert st.base_dir == "base_50"
-    assert names(st.deltas) == ["delete_delta_40_60", "delta_40_60", "delta_00061_61",
-                                "delta_000062_62", "delta_0000063_63", "delete_delta_00064_64"]
+    assert names(st.deltas) == [
+        "delete_delta_40_60",
+        "delta_40_60",
+        "delta_00061_61",
+        "delta_000062_62",
+        "delta_0000063_63",
+        "delete_delta_00064_64",
+    ]
     assert st.obsolete == ["delete_delta_052_55", "delta_0060_60", "delta_052_55"]
 
 
 def test_minor_compacted_delta_hides_inner_delete_delta():
     # Hive TestAcidUtils.testMinorCompactedDeltaMakesInBetweenDelteDeltaObsolete.
-    st = get_acid_state(listing("delta_40_60/bucket_0", "delete_delta_50_50/bucket_0"),
-                        committed(100))
+    st = get_acid_state(
+        listing("delta_40_60/bucket_0", "delete_delta_50_50/bucket_0"), committed(100)
+    )
     assert names(st.deltas) == ["delta_40_60"]
     assert st.obsolete == ["delete_delta_50_50"]
 
 
 def test_iow_base_vs_compacted_base_with_open_id_below():
-    entries = listing("base_0000005/bucket_00000", "delta_0000001_0000001_0000/bucket_00000",
-                      "delta_0000003_0000003_0000/bucket_00000",
-                      "delta_0000006_0000006_0000/bucket_00000")
+    entries = listing(
+        "base_0000005/bucket_00000",
+        "delta_0000001_0000001_0000/bucket_00000",
+        "delta_0000003_0000003_0000/bucket_00000",
+        "delta_0000006_0000006_0000/bucket_00000",
+    )
     snap = ValidWriteIdList("db.t", 6, open_write_ids=[3])
     # INSERT OVERWRITE base: usable as soon as its own write id (5) is committed.
     st = get_acid_state(entries, snap, is_compacted_base=lambda n: False)
@@ -495,10 +637,14 @@ def test_iow_base_vs_compacted_base_with_open_id_below():
     # Compacted base (_metadata_acid): 3 is open below 5, so it lacks history.
     with pytest.raises(NotEnoughHistoryError) as err:
         get_acid_state(entries, snap, is_compacted_base=lambda n: n == "base_0000005")
-    assert str(err.value) == ("Not enough history available for (6,3).  "
-                              "Oldest available base: base_0000005")
+    assert str(err.value) == (
+        "Not enough history available for (6,3).  Oldest available base: base_0000005"
+    )
     assert (err.value.high_watermark, err.value.min_open, err.value.oldest_base) == (
-        6, "3", "base_0000005")
+        6,
+        "3",
+        "base_0000005",
+    )
     # Once the open id is above the base, the compacted base is fine.
     st = get_acid_state(entries, ValidWriteIdList("db.t", 8, [7]), is_compacted_base=lambda n: True)
     assert st.base_dir == "base_0000005"
@@ -506,7 +652,9 @@ def test_iow_base_vs_compacted_base_with_open_id_below():
 
 
 def test_visibility_suffix_marks_base_compacted():
-    entries = listing("base_0000005_v0000020/bucket_00000", "delta_0000006_0000006_0000/bucket_00000")
+    entries = listing(
+        "base_0000005_v0000020/bucket_00000", "delta_0000006_0000006_0000/bucket_00000"
+    )
     with pytest.raises(NotEnoughHistoryError, match=r"\(6,3\).*base_0000005_v0000020"):
         get_acid_state(entries, ValidWriteIdList("db.t", 6, [3]))
     # The _metadata_acid callback is irrelevant for a _v base.
@@ -515,8 +663,11 @@ def test_visibility_suffix_marks_base_compacted():
 
 
 def test_not_enough_history_needs_compacted_oldest_base():
-    entries = listing("base_0000002/bucket_00000", "base_0000005/bucket_00000",
-                      "delta_0000001_0000001_0000/bucket_00000")
+    entries = listing(
+        "base_0000002/bucket_00000",
+        "base_0000005/bucket_00000",
+        "delta_0000001_0000001_0000/bucket_00000",
+    )
     comp = {"base_0000005"}
     # Oldest base (2, INSERT OVERWRITE) has an open write id: skipped, no error, no base.
     st = get_acid_state(entries, ValidWriteIdList("t", 6, [2]), is_compacted_base=comp.__contains__)
@@ -531,9 +682,12 @@ def test_not_enough_history_needs_compacted_oldest_base():
 
 
 def test_conversion_base_is_always_usable():
-    entries = listing("base_-9223372036854775808/bucket_00000", "000000_0",
-                      "delta_0000001_0000001_0000/bucket_00000",
-                      "delta_0000002_0000002_0000/bucket_00000")
+    entries = listing(
+        "base_-9223372036854775808/bucket_00000",
+        "000000_0",
+        "delta_0000001_0000001_0000/bucket_00000",
+        "delta_0000002_0000002_0000/bucket_00000",
+    )
     st = get_acid_state(entries, ValidWriteIdList("t", 2, [1]), is_compacted_base=lambda n: True)
     assert st.base.write_id == LONG_MIN_VALUE
     assert names(st.deltas) == ["delta_0000002_0000002_0000"]
@@ -542,9 +696,11 @@ def test_conversion_base_is_always_usable():
 
 def test_trino_delete_deltas_only_manifest_case():
     # MANIFEST case 4: the minor-compacted name sorts first, its statement twin is obsolete.
-    entries = listing("delete_delta_0000004_0000004_0000/bucket_00000",
-                      "delete_delta_0000004_0000004/bucket_00000",
-                      "delete_delta_0000007_0000007_0000/bucket_00000")
+    entries = listing(
+        "delete_delta_0000004_0000004_0000/bucket_00000",
+        "delete_delta_0000004_0000004/bucket_00000",
+        "delete_delta_0000007_0000007_0000/bucket_00000",
+    )
     st = get_acid_state(entries, committed(7))
     assert names(st.deltas) == ["delete_delta_0000004_0000004", "delete_delta_0000007_0000007_0000"]
     assert st.obsolete == ["delete_delta_0000004_0000004_0000"]
@@ -552,56 +708,90 @@ def test_trino_delete_deltas_only_manifest_case():
 
 
 def test_minor_compacted_twins_supersede_statement_dirs():
-    entries = listing("delta_0000004_0000004/bucket_00000", "delete_delta_0000004_0000004/bucket_00000",
-                      "delta_0000004_0000004_0000/bucket_00000",
-                      "delete_delta_0000004_0000004_0000/bucket_00000",
-                      "delta_0000004_0000004_0001/bucket_00000")
+    entries = listing(
+        "delta_0000004_0000004/bucket_00000",
+        "delete_delta_0000004_0000004/bucket_00000",
+        "delta_0000004_0000004_0000/bucket_00000",
+        "delete_delta_0000004_0000004_0000/bucket_00000",
+        "delta_0000004_0000004_0001/bucket_00000",
+    )
     st = get_acid_state(entries, committed(4))
     assert names(st.deltas) == ["delete_delta_0000004_0000004", "delta_0000004_0000004"]
-    assert st.obsolete == ["delete_delta_0000004_0000004_0000", "delta_0000004_0000004_0000",
-                           "delta_0000004_0000004_0001"]
+    assert st.obsolete == [
+        "delete_delta_0000004_0000004_0000",
+        "delta_0000004_0000004_0000",
+        "delta_0000004_0000004_0001",
+    ]
 
 
 def test_multiple_statements_of_one_txn():
-    entries = listing("delta_0000003_0000003_0000/bucket_00000",
-                      "delta_0000005_0000005_0000/bucket_00000",
-                      "delta_0000005_0000005_0001/bucket_00000",
-                      "delete_delta_0000005_0000005_0001/bucket_00000",
-                      "delta_0000005_0000005_0003/bucket_00000")
+    entries = listing(
+        "delta_0000003_0000003_0000/bucket_00000",
+        "delta_0000005_0000005_0000/bucket_00000",
+        "delta_0000005_0000005_0001/bucket_00000",
+        "delete_delta_0000005_0000005_0001/bucket_00000",
+        "delta_0000005_0000005_0003/bucket_00000",
+    )
     st = get_acid_state(entries, committed(5))
-    assert names(st.deltas) == ["delta_0000003_0000003_0000", "delta_0000005_0000005_0000",
-                                "delete_delta_0000005_0000005_0001", "delta_0000005_0000005_0001",
-                                "delta_0000005_0000005_0003"]
+    assert names(st.deltas) == [
+        "delta_0000003_0000003_0000",
+        "delta_0000005_0000005_0000",
+        "delete_delta_0000005_0000005_0001",
+        "delta_0000005_0000005_0001",
+        "delta_0000005_0000005_0003",
+    ]
     assert st.obsolete == []
 
 
 def test_statements_hive_testOverlapingDelta2():
-    entries = listing("delta_0000063_63_0/bucket_0", "delta_000062_62_0/bucket_0",
-                      "delta_000062_62_3/bucket_0", "delta_00061_61_0/bucket_0",
-                      "delta_40_60/bucket_0", "delta_0060_60_1/bucket_0",
-                      "delta_0060_60_4/bucket_0", "delta_0060_60_7/bucket_0",
-                      "delta_052_55/bucket_0", "delta_058_58/bucket_0", "base_50/bucket_0")
+    entries = listing(
+        "delta_0000063_63_0/bucket_0",
+        "delta_000062_62_0/bucket_0",
+        "delta_000062_62_3/bucket_0",
+        "delta_00061_61_0/bucket_0",
+        "delta_40_60/bucket_0",
+        "delta_0060_60_1/bucket_0",
+        "delta_0060_60_4/bucket_0",
+        "delta_0060_60_7/bucket_0",
+        "delta_052_55/bucket_0",
+        "delta_058_58/bucket_0",
+        "base_50/bucket_0",
+    )
     st = get_acid_state(entries, committed(100, "tbl"))
     assert st.base_dir == "base_50"
-    assert names(st.deltas) == ["delta_40_60", "delta_00061_61_0", "delta_000062_62_0",
-                                "delta_000062_62_3", "delta_0000063_63_0"]
-    assert st.obsolete == sorted(["delta_052_55", "delta_058_58", "delta_0060_60_1",
-                                  "delta_0060_60_4", "delta_0060_60_7"])
+    assert names(st.deltas) == [
+        "delta_40_60",
+        "delta_00061_61_0",
+        "delta_000062_62_0",
+        "delta_000062_62_3",
+        "delta_0000063_63_0",
+    ]
+    assert st.obsolete == sorted(
+        ["delta_052_55", "delta_058_58", "delta_0060_60_1", "delta_0060_60_4", "delta_0060_60_7"]
+    )
 
 
 def test_aborted_ranges():
-    entries = listing("delta_0000001_0000001_0000/bucket_00000",
-                      "delta_0000003_0000003_0000/bucket_00000",
-                      "delete_delta_0000003_0000003_0000/bucket_00000",
-                      "delta_0000004_0000005/bucket_00000",  # streaming: 4 aborted, 5 committed
-                      "delta_0000006_0000007/bucket_00000",  # streaming: all aborted
-                      "delta_0000008_0000008_0000/bucket_00000")
+    entries = listing(
+        "delta_0000001_0000001_0000/bucket_00000",
+        "delta_0000003_0000003_0000/bucket_00000",
+        "delete_delta_0000003_0000003_0000/bucket_00000",
+        "delta_0000004_0000005/bucket_00000",  # streaming: 4 aborted, 5 committed
+        "delta_0000006_0000007/bucket_00000",  # streaming: all aborted
+        "delta_0000008_0000008_0000/bucket_00000",
+    )
     snap = ValidWriteIdList("t", 8, aborted_write_ids=[3, 4, 6, 7])
     st = get_acid_state(entries, snap)
-    assert st.aborted == ["delete_delta_0000003_0000003_0000", "delta_0000003_0000003_0000",
-                          "delta_0000006_0000007"]
-    assert names(st.deltas) == ["delta_0000001_0000001_0000", "delta_0000004_0000005",
-                                "delta_0000008_0000008_0000"]
+    assert st.aborted == [
+        "delete_delta_0000003_0000003_0000",
+        "delta_0000003_0000003_0000",
+        "delta_0000006_0000007",
+    ]
+    assert names(st.deltas) == [
+        "delta_0000001_0000001_0000",
+        "delta_0000004_0000005",
+        "delta_0000008_0000008_0000",
+    ]
     assert st.obsolete == []
 
 
@@ -625,8 +815,11 @@ def test_open_write_id_in_the_middle():
 
 
 def test_range_spanning_delta_with_open_id():
-    entries = listing("delta_0000001_0000001_0000/bucket_00000", "delta_0000001_0000005/bucket_00000",
-                      "delta_0000005_0000005_0000/bucket_00000")
+    entries = listing(
+        "delta_0000001_0000001_0000/bucket_00000",
+        "delta_0000001_0000005/bucket_00000",
+        "delta_0000005_0000005_0000/bucket_00000",
+    )
     snap = ValidWriteIdList("t", 5, [3])
     assert snap.is_write_id_range_valid(1, 5) is SOME
     st = get_acid_state(entries, snap)
@@ -635,27 +828,41 @@ def test_range_spanning_delta_with_open_id():
 
 
 def test_delete_deltas_with_open_txn_hive_deleteDeltasWithOpenTxnInRead():
-    entries = listing("delta_1_1/bucket_0", "delta_2_5/bucket_0", "delete_delta_2_5/bucket_0",
-                      "delete_delta_3_3/bucket_0", "delta_4_4_1/bucket_0", "delta_4_4_3/bucket_0",
-                      "delta_101_101_1/bucket_0")
+    entries = listing(
+        "delta_1_1/bucket_0",
+        "delta_2_5/bucket_0",
+        "delete_delta_2_5/bucket_0",
+        "delete_delta_3_3/bucket_0",
+        "delta_4_4_1/bucket_0",
+        "delta_4_4_3/bucket_0",
+        "delta_101_101_1/bucket_0",
+    )
     st = get_acid_state(entries, ValidWriteIdList.from_string("tbl:100:4:4"))
     assert names(st.deltas) == ["delta_1_1", "delete_delta_2_5", "delta_2_5"]
     assert st.obsolete == ["delete_delta_3_3"]
 
 
 def test_compactor_snapshot_hive_deltasAndDeleteDeltasWithOpenTxnsNotInCompact():
-    entries = listing("delta_1_1/bucket_0", "delete_delta_2_2/bucket_0", "delta_2_5/bucket_0",
-                      "delete_delta_2_5/bucket_0", "delta_2_5/bucket_0_flush_length",
-                      "delete_delta_7_7/bucket_0", "delta_6_10/bucket_0")
+    entries = listing(
+        "delta_1_1/bucket_0",
+        "delete_delta_2_2/bucket_0",
+        "delta_2_5/bucket_0",
+        "delete_delta_2_5/bucket_0",
+        "delta_2_5/bucket_0_flush_length",
+        "delete_delta_7_7/bucket_0",
+        "delta_6_10/bucket_0",
+    )
     st = get_acid_state(entries, ValidCompactorWriteIdList.from_string(f"tbl:4:{MAX}:"))
     assert names(st.deltas) == ["delta_1_1", "delete_delta_2_2"]
 
 
 def test_compactor_snapshot_from_reader():
-    entries = listing("delta_0000001_0000001_0000/bucket_00000",
-                      "delta_0000002_0000002_0000/bucket_00000",
-                      "delta_0000003_0000003_0000/bucket_00000",
-                      "delta_0000004_0000004_0000/bucket_00000")
+    entries = listing(
+        "delta_0000001_0000001_0000/bucket_00000",
+        "delta_0000002_0000002_0000/bucket_00000",
+        "delta_0000003_0000003_0000/bucket_00000",
+        "delta_0000004_0000004_0000/bucket_00000",
+    )
     compactor = ValidWriteIdList("t", 4, open_write_ids=[3], aborted_write_ids=[2]).for_compactor()
     st = get_acid_state(entries, compactor)
     # HWM 2: aborted 2 is reported as aborted, nothing from 3 on is touched.
@@ -664,19 +871,43 @@ def test_compactor_snapshot_from_reader():
 
 
 def test_originals_hive_testOriginal():
-    entries = listing("000000_0", "000000_0_copy_1", "000000_0_copy_2", "000001_1", "000002_0",
-                      "random", "_done", "subdir/000000_0")
+    entries = listing(
+        "000000_0",
+        "000000_0_copy_1",
+        "000000_0_copy_2",
+        "000001_1",
+        "000002_0",
+        "random",
+        "_done",
+        "subdir/000000_0",
+    )
     st = get_acid_state(entries, ValidWriteIdList.from_string(f"tbl:100:{MAX}:"))
     assert st.base is None and st.deltas == [] and st.obsolete == []
-    assert st.original_files == ["000000_0", "000000_0_copy_1", "000000_0_copy_2", "000001_1",
-                                 "000002_0", "random", "subdir/000000_0"]
+    assert st.original_files == [
+        "000000_0",
+        "000000_0_copy_1",
+        "000000_0_copy_2",
+        "000001_1",
+        "000002_0",
+        "random",
+        "subdir/000000_0",
+    ]
 
 
 def test_originals_with_deltas_hive_testOriginalDeltas():
-    entries = listing("000000_0", "000001_1", "000002_0", "random", "_done", "subdir/000000_0",
-                      "delta_025_025/bucket_0", "delta_029_029/bucket_0",
-                      "delta_025_030/bucket_0", "delta_050_100/bucket_0",
-                      "delta_101_101/bucket_0")
+    entries = listing(
+        "000000_0",
+        "000001_1",
+        "000002_0",
+        "random",
+        "_done",
+        "subdir/000000_0",
+        "delta_025_025/bucket_0",
+        "delta_029_029/bucket_0",
+        "delta_025_030/bucket_0",
+        "delta_050_100/bucket_0",
+        "delta_101_101/bucket_0",
+    )
     st = get_acid_state(entries, committed(100, "tbl"))
     assert st.base is None
     assert st.obsolete == ["delta_025_025", "delta_029_029"]
@@ -686,17 +917,32 @@ def test_originals_with_deltas_hive_testOriginalDeltas():
 
 def test_originals_nested_and_copies_sorted_by_path():
     # MANIFEST case 2 plus union subdirs and hidden junk.
-    entries = listing("000002_0_copy_2", "000001_0", "HIVE_UNION_SUBDIR_2/000000_0",
-                      "000002_0", "000002_0_copy_1", "HIVE_UNION_SUBDIR_1/000000_0",
-                      "HIVE_UNION_SUBDIR_1/nested/000001_0", "HIVE_UNION_SUBDIR_1/_SUCCESS",
-                      "HIVE_UNION_SUBDIR_1/.staging/000000_0", ".hive-staging_1/000000_0",
-                      "_tmp_dir/000000_0", "000000_0",
-                      "delete_delta_10000001_10000001_0000/bucket_00000")
+    entries = listing(
+        "000002_0_copy_2",
+        "000001_0",
+        "HIVE_UNION_SUBDIR_2/000000_0",
+        "000002_0",
+        "000002_0_copy_1",
+        "HIVE_UNION_SUBDIR_1/000000_0",
+        "HIVE_UNION_SUBDIR_1/nested/000001_0",
+        "HIVE_UNION_SUBDIR_1/_SUCCESS",
+        "HIVE_UNION_SUBDIR_1/.staging/000000_0",
+        ".hive-staging_1/000000_0",
+        "_tmp_dir/000000_0",
+        "000000_0",
+        "delete_delta_10000001_10000001_0000/bucket_00000",
+    )
     st = get_acid_state(entries, committed(10000001))
     assert st.original_files == [
-        "000000_0", "000001_0", "000002_0", "000002_0_copy_1", "000002_0_copy_2",
-        "HIVE_UNION_SUBDIR_1/000000_0", "HIVE_UNION_SUBDIR_1/nested/000001_0",
-        "HIVE_UNION_SUBDIR_2/000000_0"]
+        "000000_0",
+        "000001_0",
+        "000002_0",
+        "000002_0_copy_1",
+        "000002_0_copy_2",
+        "HIVE_UNION_SUBDIR_1/000000_0",
+        "HIVE_UNION_SUBDIR_1/nested/000001_0",
+        "HIVE_UNION_SUBDIR_2/000000_0",
+    ]
     assert names(st.deltas) == ["delete_delta_10000001_10000001_0000"]
     # Listing without directory entries (object store) gives the same answer.
     st2 = get_acid_state([e for e in entries if not e.is_dir], committed(10000001))
@@ -704,8 +950,13 @@ def test_originals_nested_and_copies_sorted_by_path():
 
 
 def test_base_makes_originals_obsolete_hive_testObsoleteOriginals():
-    entries = listing("base_10/bucket_0", "base_5/bucket_0", "000000_0", "000001_1",
-                      "HIVE_UNION_SUBDIR_1/000000_0")
+    entries = listing(
+        "base_10/bucket_0",
+        "base_5/bucket_0",
+        "000000_0",
+        "000001_1",
+        "HIVE_UNION_SUBDIR_1/000000_0",
+    )
     st = get_acid_state(entries, committed(150, "tbl"))
     assert st.base_dir == "base_10"
     assert st.original_files == []
@@ -713,19 +964,31 @@ def test_base_makes_originals_obsolete_hive_testObsoleteOriginals():
 
 
 def test_ignore_empty_files():
-    entries = [DirEntry("000000_0", False, 0), DirEntry("000001_0", False, 5),
-               DirEntry("sub/000002_0", False, 0), DirEntry("sub/000003_0", False, 7)]
+    entries = [
+        DirEntry("000000_0", False, 0),
+        DirEntry("000001_0", False, 5),
+        DirEntry("sub/000002_0", False, 0),
+        DirEntry("sub/000003_0", False, 7),
+    ]
     assert get_acid_state(entries, committed(1)).original_files == [
-        "000000_0", "000001_0", "sub/000002_0", "sub/000003_0"]
+        "000000_0",
+        "000001_0",
+        "sub/000002_0",
+        "sub/000003_0",
+    ]
     assert get_acid_state(entries, committed(1), ignore_empty_files=True).original_files == [
-        "000001_0", "sub/000003_0"]
+        "000001_0",
+        "sub/000003_0",
+    ]
 
 
 def test_visibility_dirs_with_txn_state():
-    entries = listing("base_0000005_v0000020/bucket_00000",
-                      "delta_0000001_0000001_0000/bucket_00000",
-                      "delta_0000006_0000006_0000/bucket_00000",
-                      "delta_0000001_0000006_v0000030/bucket_00000")
+    entries = listing(
+        "base_0000005_v0000020/bucket_00000",
+        "delta_0000001_0000001_0000/bucket_00000",
+        "delta_0000006_0000006_0000/bucket_00000",
+        "delta_0000001_0000006_v0000030/bucket_00000",
+    )
     snap = committed(6)
 
     def states(**by_txn):
@@ -771,23 +1034,30 @@ def test_streaming_delta():
 
 def test_nation_manifest_case_with_lower_hwm():
     # MANIFEST case 1 with write id 4 not yet committed (HWM 3).
-    entries = listing("delta_0000002_0000002_0000/bucket_00000",
-                      "delete_delta_0000003_0000003_0000/bucket_00000",
-                      "delete_delta_0000004_0000004_0000/bucket_00000")
+    entries = listing(
+        "delta_0000002_0000002_0000/bucket_00000",
+        "delete_delta_0000003_0000003_0000/bucket_00000",
+        "delete_delta_0000004_0000004_0000/bucket_00000",
+    )
     st = get_acid_state(entries, committed(3))
     assert names(st.deltas) == ["delta_0000002_0000002_0000", "delete_delta_0000003_0000003_0000"]
     st = get_acid_state(entries, committed(4))
-    assert names(st.delete_deltas) == ["delete_delta_0000003_0000003_0000",
-                                       "delete_delta_0000004_0000004_0000"]
+    assert names(st.delete_deltas) == [
+        "delete_delta_0000003_0000003_0000",
+        "delete_delta_0000004_0000004_0000",
+    ]
 
 
 def test_hidden_and_marker_files_are_ignored():
-    entries = listing("_tmp.delta_0000009_0000009_0000/bucket_00000",
-                      ".hive-staging_hive_1/-ext-10000/000000_0",
-                      "delta_0000001_0000001_0000/_orc_acid_version",
-                      "delta_0000001_0000001_0000/bucket_00000",
-                      "base_0000001/_metadata_acid", "base_0000001/_orc_acid_version",
-                      "base_0000001/bucket_00000")
+    entries = listing(
+        "_tmp.delta_0000009_0000009_0000/bucket_00000",
+        ".hive-staging_hive_1/-ext-10000/000000_0",
+        "delta_0000001_0000001_0000/_orc_acid_version",
+        "delta_0000001_0000001_0000/bucket_00000",
+        "base_0000001/_metadata_acid",
+        "base_0000001/_orc_acid_version",
+        "base_0000001/bucket_00000",
+    )
     st = get_acid_state(entries, committed(1))
     assert st.base_dir == "base_0000001"
     assert st.obsolete == ["delta_0000001_0000001_0000"]
@@ -796,18 +1066,22 @@ def test_hidden_and_marker_files_are_ignored():
 
 def test_top_level_files_are_originals_whatever_their_name():
     # Hive getChildState: any plain file in the partition dir is an original file.
-    st = get_acid_state([DirEntry("delta_1_1", False, 3), DirEntry("bucket_00000", False, 3)],
-                        committed(1))
+    st = get_acid_state(
+        [DirEntry("delta_1_1", False, 3), DirEntry("bucket_00000", False, 3)], committed(1)
+    )
     assert st.original_files == ["bucket_00000", "delta_1_1"] and st.deltas == []
 
 
-@pytest.mark.parametrize("entries", [
-    [DirEntry("base_abc/bucket_00000", False, 1)],
-    [DirEntry("delta_x", True)],
-    [DirEntry("delete_delta_1/bucket_00000", False, 1)],
-    [DirEntry("/abs/000000_0", False, 1)],
-    [DirEntry("a//b", False, 1)],
-])
+@pytest.mark.parametrize(
+    "entries",
+    [
+        [DirEntry("base_abc/bucket_00000", False, 1)],
+        [DirEntry("delta_x", True)],
+        [DirEntry("delete_delta_1/bucket_00000", False, 1)],
+        [DirEntry("/abs/000000_0", False, 1)],
+        [DirEntry("a//b", False, 1)],
+    ],
+)
 def test_get_acid_state_rejects_bad_input(entries):
     with pytest.raises(ValueError):
         get_acid_state(entries, committed(1))
@@ -838,6 +1112,10 @@ def test_bucket_files():
     ]
     d = "delta_0000001_0000001_0000"
     assert bucket_files(entries, d) == [
-        (f"{d}/bucket_00000", 0), (f"{d}/bucket_00000_0", 0), (f"{d}/bucket_00000_1", 0),
-        (f"{d}/bucket_00002", 2), (f"{d}/bucket_00010", 10)]
+        (f"{d}/bucket_00000", 0),
+        (f"{d}/bucket_00000_0", 0),
+        (f"{d}/bucket_00000_1", 0),
+        (f"{d}/bucket_00002", 2),
+        (f"{d}/bucket_00010", 10),
+    ]
     assert bucket_files(entries, "base_0000001") == []

@@ -1,24 +1,38 @@
 """acidflow.lineage: dataset names (OpenLineage naming) and the report a job hands to the
 Airflow operator through ACIDFLOW_LINEAGE_FILE."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from acidflow.lineage import (LINEAGE_ENV, file_dataset, read_lineage, report_lineage,
-                              table_asset_uri, table_dataset)
+from acidflow.lineage import (
+    LINEAGE_ENV,
+    file_dataset,
+    read_lineage,
+    report_lineage,
+    table_asset_uri,
+    table_dataset,
+)
 
 
 def test_dataset_names(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert file_dataset("land/0001.json") == {"namespace": "file",
-                                              "name": str(tmp_path / "land/0001.json")}
+    assert file_dataset("land/0001.json") == {
+        "namespace": "file",
+        "name": str(tmp_path / "land/0001.json"),
+    }
     assert file_dataset("file:///data/x.json") == {"namespace": "file", "name": "/data/x.json"}
     assert file_dataset("s3://bucket/landing/x.json.gz") == {
-        "namespace": "s3://bucket", "name": "landing/x.json.gz"}
-    assert table_dataset("cid", "app.users") == {"namespace": "acid://cid", "name": "app.users",
-                                                 "changed": True}
+        "namespace": "s3://bucket",
+        "name": "landing/x.json.gz",
+    }
+    assert table_dataset("cid", "app.users") == {
+        "namespace": "acid://cid",
+        "name": "app.users",
+        "changed": True,
+    }
     assert table_asset_uri("cid", "app.users") == "acid://cid/app.users"
 
 
@@ -26,9 +40,15 @@ def test_report_only_when_asked_and_merged(tmp_path):
     assert report_lineage("ingest", [], [], environ={}) is None
     target = tmp_path / "report.json"
     out = report_lineage(
-        "cdc-upsert", [file_dataset("/l/1.json"), file_dataset("/l/1.json")],
-        [table_dataset("c", "a.t", changed=False), table_dataset("c", "a.t", changed=True),
-         table_dataset("c", "a.u", changed=False)], environ={LINEAGE_ENV: str(target)})
+        "cdc-upsert",
+        [file_dataset("/l/1.json"), file_dataset("/l/1.json")],
+        [
+            table_dataset("c", "a.t", changed=False),
+            table_dataset("c", "a.t", changed=True),
+            table_dataset("c", "a.u", changed=False),
+        ],
+        environ={LINEAGE_ENV: str(target)},
+    )
     assert out == target
     rep = read_lineage(target)
     assert rep["job"] == "cdc-upsert"

@@ -4,6 +4,7 @@ BLOOM_FILTER_UTF8 only, or legacy BLOOM_FILTER too), Spark 4's ORC 2.3 Java writ
 truncated string statistics), and the Hive-written fixtures. Ground truth is the file's own
 rows: every value of a stripe must pass its stripe's statistics and bloom filters, and values
 never written must pass the bloom filters about as often as the writer's fpp (0.05) says."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -29,29 +30,48 @@ SCHEMA = "struct<id:bigint,name:string,day:date,price:decimal(12,2)>"
 
 def _value(i: int) -> tuple:
     """Row ``i`` as OrcBloomWrite.java writes it."""
-    return (3 * i, f"name-{i}-ü", dt.date(1970, 1, 1) + dt.timedelta(days=i % 20000),
-            decimal.Decimal(i) / 100)
+    return (
+        3 * i,
+        f"name-{i}-ü",
+        dt.date(1970, 1, 1) + dt.timedelta(days=i % 20000),
+        decimal.Decimal(i) / 100,
+    )
 
 
 def _arrow(n: int = ROWS) -> pa.Table:
     cols = list(zip(*(_value(i) for i in range(n))))
-    return pa.table({"id": pa.array(cols[0], pa.int64()), "name": pa.array(cols[1]),
-                     "day": pa.array(cols[2], pa.date32()),
-                     "price": pa.array(cols[3], pa.decimal128(12, 2))})
+    return pa.table(
+        {
+            "id": pa.array(cols[0], pa.int64()),
+            "name": pa.array(cols[1]),
+            "day": pa.array(cols[2], pa.date32()),
+            "price": pa.array(cols[3], pa.decimal128(12, 2)),
+        }
+    )
 
 
 def _pyarrow_file(compression: str, blooms: bool = True) -> bytes:
     buf = io.BytesIO()
-    paorc.write_table(_arrow(), buf, stripe_size=96 * 1024, compression=compression,
-                      bloom_filter_columns=[1, 2, 3, 4] if blooms else None)
+    paorc.write_table(
+        _arrow(),
+        buf,
+        stripe_size=96 * 1024,
+        compression=compression,
+        bloom_filter_columns=[1, 2, 3, 4] if blooms else None,
+    )
     return buf.getvalue()
 
 
 def _pyorc_file() -> bytes:
     buf = io.BytesIO()
-    with pyorc.Writer(buf, SCHEMA, stripe_size=96 * 1024, row_index_stride=2000,
-                      compression=pyorc.CompressionKind.ZLIB,
-                      bloom_filter_columns=["id", "name", "day", "price"]) as w:
+    with pyorc.Writer(
+        buf,
+        SCHEMA,
+        stripe_size=96 * 1024,
+        row_index_stride=2000,
+        compression=pyorc.CompressionKind.ZLIB,
+        bloom_filter_columns=["id", "name", "day", "price"],
+    ) as w:
         for i in range(ROWS):
             w.write(_value(i))
     return buf.getvalue()
@@ -62,13 +82,18 @@ def _java(tmp: Path, name: str, classpath: str, *args: str) -> bytes:
     if java is None:
         pytest.skip("no java")
     out = tmp / name
-    subprocess.run([java, "-cp", classpath, str(JAVA_WRITER), str(out), str(ROWS), *args],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [java, "-cp", classpath, str(JAVA_WRITER), str(out), str(ROWS), *args],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     return out.read_bytes()
 
 
 def _hive_classpath() -> str:
     from devservers.hms import HiveArtifacts
+
     try:
         arts = HiveArtifacts.locate()
     except Exception as exc:  # no Hive jars in this checkout
@@ -80,6 +105,7 @@ def _hive_classpath() -> str:
 
 def _spark_classpath() -> str:
     import pyspark
+
     return str(Path(pyspark.__file__).parent / "jars" / "*")
 
 
@@ -89,15 +115,14 @@ def files(tmp_path_factory) -> "_Files":
     tmp = tmp_path_factory.mktemp("orcindex")
     out = {f"pyarrow-{c}": _pyarrow_file(c) for c in ("uncompressed", "zlib", "snappy")}
     out["pyorc-zlib"] = _pyorc_file()
-    try:   # the Java writers: skipped one by one where Java or the jars are missing
+    try:  # the Java writers: skipped one by one where Java or the jars are missing
         hive = _hive_classpath()
         out["hive31-utf8"] = _java(tmp, "h1.orc", hive, "utf8", "65536")
         out["hive31-original"] = _java(tmp, "h2.orc", hive, "original", "65536")
     except pytest.skip.Exception:
         pass
     try:
-        out["orc23-truncated"] = _java(tmp, "s1.orc", _spark_classpath(), "utf8", "65536",
-                                       "1500")
+        out["orc23-truncated"] = _java(tmp, "s1.orc", _spark_classpath(), "utf8", "65536", "1500")
     except pytest.skip.Exception:
         pass
     return _Files(out)
@@ -121,8 +146,15 @@ def _domain_values(tail: oi.OrcTailIndex, col: int, arr: pa.Array) -> oi.KeyValu
     return oi.KeyValues.of(arr, domain)
 
 
-FLAVOURS = ["pyarrow-uncompressed", "pyarrow-zlib", "pyarrow-snappy", "pyorc-zlib",
-            "hive31-utf8", "hive31-original", "orc23-truncated"]
+FLAVOURS = [
+    "pyarrow-uncompressed",
+    "pyarrow-zlib",
+    "pyarrow-snappy",
+    "pyorc-zlib",
+    "hive31-utf8",
+    "hive31-original",
+    "orc23-truncated",
+]
 NAMES = {1: "id", 2: "name", 3: "day", 4: "price"}
 
 
@@ -151,11 +183,11 @@ def test_every_written_value_passes_its_stripe(files, flavour):
                     assert st.minimum <= lo and st.maximum >= hi
                 else:
                     assert (st.minimum, st.maximum) == (lo, hi)
-            if kv.hashes is None:       # decimals: never tested against bloom filters
+            if kv.hashes is None:  # decimals: never tested against bloom filters
                 continue
             kinds = [(oi.BLOOM_FILTER_UTF8,)]
             if flavour == "hive31-original" and name != "name":
-                kinds.append((oi.BLOOM_FILTER,))   # the legacy stream, ints and dates
+                kinds.append((oi.BLOOM_FILTER,))  # the legacy stream, ints and dates
             for k in kinds:
                 filters = oi.read_bloom_filters(fh, tail, s, col, kinds=k)
                 assert filters is not None, (flavour, s, name, k)
@@ -183,9 +215,11 @@ def test_false_positive_rate_is_near_the_fpp(files, flavour):
                 rate = float(bf.test_hashes(kv.hashes_at(np.arange(5000))).mean())
                 fill = float(np.unpackbits(bf.bits.view(np.uint8)).mean())
                 measured.append(rate)
-                predicted.append(fill ** bf.num_hashes)
-                if min(tail.row_index_stride, rows - g * tail.row_index_stride) == \
-                        tail.row_index_stride:
+                predicted.append(fill**bf.num_hashes)
+                if (
+                    min(tail.row_index_stride, rows - g * tail.row_index_stride)
+                    == tail.row_index_stride
+                ):
                     full.append(rate)
     assert measured
     assert abs(np.mean(measured) - np.mean(predicted)) < 0.01 + 0.25 * np.mean(predicted)
@@ -195,7 +229,7 @@ def test_false_positive_rate_is_near_the_fpp(files, flavour):
 
 def test_truncated_string_bounds_are_used_as_bounds(files):
     fh, tail = _tail(files["orc23-truncated"])
-    assert tail.writer_version >= 8   # ORC_203
+    assert tail.writer_version >= 8  # ORC_203
     stats = [tail.column_stats(s, 2) for s in range(len(tail.stripes))]
     assert all(st is not None and st.truncated and len(st.minimum) == 1024 for st in stats)
     pad = "x" * 1500
@@ -211,15 +245,14 @@ def test_truncated_string_bounds_are_used_as_bounds(files):
 
 
 def test_sequential_keys_are_pruned_by_stats_random_absent_ones_by_blooms(files):
-    fh, tail = _tail(files["pyarrow-uncompressed"])   # 1024-row stripes
+    fh, tail = _tail(files["pyarrow-uncompressed"])  # 1024-row stripes
     n = len(tail.stripes)
     assert n > 20
     last = pa.table({"id": pa.array([3 * i for i in range(ROWS - 100, ROWS)], pa.int64())})
     v = oi.stripes_to_read(fh, tail, [1], last)
     assert v.keep == [False] * (n - 1) + [True] and v.by_stats == n - 1
     # five absent ids inside five stripes' ranges: stats keep those five, blooms drop them
-    absent = pa.table({"id": pa.array([3 * i + 1 for i in range(0, ROWS, ROWS // 5)],
-                                      pa.int64())})
+    absent = pa.table({"id": pa.array([3 * i + 1 for i in range(0, ROWS, ROWS // 5)], pa.int64())})
     v = oi.stripes_to_read(fh, tail, [1], absent)
     assert v.keep == [False] * n and (v.by_stats, v.by_bloom) == (n - 5, 5)
     assert sum(oi.stripes_to_read(fh, tail, [1], absent, blooms=False).keep) == 5
@@ -231,17 +264,28 @@ def test_composite_keys_keep_a_stripe_only_when_one_tuple_may_be_there(files):
     first, second = orc.read_stripe(0), orc.read_stripe(1)
     # (id of stripe 0, name of stripe 1): each part exists, the tuple nowhere -> both skipped
     # by stats on one column or the other (names sort as strings: use an exact bloom check)
-    mixed = pa.table({"id": pa.array([first.column("id")[5].as_py()]),
-                      "name": pa.array([second.column("name")[5].as_py()])})
+    mixed = pa.table(
+        {
+            "id": pa.array([first.column("id")[5].as_py()]),
+            "name": pa.array([second.column("name")[5].as_py()]),
+        }
+    )
     v = oi.stripes_to_read(fh, tail, [1, 2], mixed)
-    assert not v.keep[1]          # the id is below stripe 1's minimum
-    assert v.keep[0] is False or oi.bloom_mask(
-        oi.read_bloom_filters(fh, tail, 0, 2), _domain_values(tail, 2, mixed.column("name"))
-    ).all()                        # kept only if stripe 0's name bloom filter says "may"
+    assert not v.keep[1]  # the id is below stripe 1's minimum
+    assert (
+        v.keep[0] is False
+        or oi.bloom_mask(
+            oi.read_bloom_filters(fh, tail, 0, 2), _domain_values(tail, 2, mixed.column("name"))
+        ).all()
+    )  # kept only if stripe 0's name bloom filter says "may"
     # a real tuple and a tuple of parts from two rows of one stripe: that stripe is kept
     # (columns are tested one by one: an over-approximation, never a miss)
-    pair = pa.table({"id": pa.array([first.column("id")[3].as_py()]),
-                     "name": pa.array([first.column("name")[9].as_py()])})
+    pair = pa.table(
+        {
+            "id": pa.array([first.column("id")[3].as_py()]),
+            "name": pa.array([first.column("name")[9].as_py()]),
+        }
+    )
     assert oi.stripes_to_read(fh, tail, [1, 2], pair).keep[0]
 
 
@@ -260,19 +304,21 @@ def test_refusals_keep_every_stripe(files, tmp_path):
     buf = io.BytesIO()
     paorc.write_table(_arrow(3000), buf, compression="zstd")
     z = buf.getvalue()
-    zv = oi.file_stripes_to_read(io.BytesIO(z), acid=False, positions=[0],
-                                 keys=pa.table({"id": absent}))
+    zv = oi.file_stripes_to_read(
+        io.BytesIO(z), acid=False, positions=[0], keys=pa.table({"id": absent})
+    )
     assert not zv.indexed and all(zv.reads(s) for s in range(1))
     # no bloom filters: only statistics decide
     fh2, tail2 = _tail(_pyarrow_file("zlib", blooms=False))
     assert oi.read_bloom_filters(fh2, tail2, 0, 1) is None
-    inside = pa.table({"id": pa.array([4], pa.int64())})   # absent, within stripe 0's range
+    inside = pa.table({"id": pa.array([4], pa.int64())})  # absent, within stripe 0's range
     assert oi.stripes_to_read(fh2, tail2, [1], inside).keep[0]
 
 
 def test_null_keys_match_only_stripes_that_may_hold_nulls():
-    t = pa.table({"k": pa.array([None if i % 2 and i < 5000 else i for i in range(20000)],
-                                pa.int64())})
+    t = pa.table(
+        {"k": pa.array([None if i % 2 and i < 5000 else i for i in range(20000)], pa.int64())}
+    )
     buf = io.BytesIO()
     paorc.write_table(t, buf, stripe_size=32 * 1024, bloom_filter_columns=[1])
     fh, tail = _tail(buf.getvalue())
@@ -287,8 +333,10 @@ def test_decimal_keys_compare_by_value_across_scales(files):
     keys = pa.table({"price": pa.array([decimal.Decimal("299.990")], pa.decimal128(14, 3))})
     v = oi.stripes_to_read(fh, tail, [4], keys)
     orc = paorc.ORCFile(io.BytesIO(files["hive31-utf8"]))
-    holds = [decimal.Decimal("299.99") in orc.read_stripe(s).column("price").to_pylist()
-             for s in range(orc.nstripes)]
+    holds = [
+        decimal.Decimal("299.99") in orc.read_stripe(s).column("price").to_pylist()
+        for s in range(orc.nstripes)
+    ]
     assert sum(holds) == 1 and v.keep == holds
 
 
@@ -301,6 +349,7 @@ def test_hash_functions_match_orc_java_constants():
     def sar(x: int, n: int) -> int:
         x = x - (1 << 64) if x >> 63 else x
         return (x >> n) & m
+
     k = ((~k) + (k << 21)) & m
     k ^= sar(k, 24)
     k = (k + (k << 3) + (k << 8)) & m
@@ -322,8 +371,9 @@ def _leaves(tail: oi.OrcTailIndex, tid: int, arr: pa.Array, out: list) -> None:
 
 @pytest.mark.skipif(not FIXTURES.exists(), reason="no Hive fixtures")
 def test_hive_fixture_files_agree_with_their_rows():
-    paths = [p for p in FIXTURES.rglob("*") if p.is_file() and p.name.startswith(("bucket_",
-                                                                                  "0000"))]
+    paths = [
+        p for p in FIXTURES.rglob("*") if p.is_file() and p.name.startswith(("bucket_", "0000"))
+    ]
     checked = 0
     for p in paths:
         data = p.read_bytes()
@@ -334,8 +384,7 @@ def test_hive_fixture_files_agree_with_their_rows():
         for s in range(orc.nstripes):
             batch = orc.read_stripe(s)
             leaves: list = []
-            _leaves(tail, 0, pa.StructArray.from_arrays(batch.columns, batch.schema.names),
-                    leaves)
+            _leaves(tail, 0, pa.StructArray.from_arrays(batch.columns, batch.schema.names), leaves)
             for tid, arr in leaves:
                 domain = oi.key_domain(tail.types[tid], arr.type)
                 if domain is None or arr.null_count == len(arr):
@@ -357,32 +406,50 @@ def test_randomized_lookups_never_skip_a_stripe_holding_a_key(seed):
     batches are mostly skipped."""
     rnd = np.random.default_rng(seed)
     n = 40000
-    a = rnd.integers(-10**6, 10**6, n)
+    a = rnd.integers(-(10**6), 10**6, n)
     b = np.array([f"s{x}" for x in rnd.integers(0, 5000, n)])
     d = rnd.integers(0, 30000, n).astype(np.int32)
-    t = pa.table({"a": pa.array(a, pa.int64()), "b": pa.array(b),
-                  "d": pa.array(d, pa.int32()).cast(pa.date32())})
+    t = pa.table(
+        {
+            "a": pa.array(a, pa.int64()),
+            "b": pa.array(b),
+            "d": pa.array(d, pa.int32()).cast(pa.date32()),
+        }
+    )
     buf = io.BytesIO()
-    paorc.write_table(t, buf, stripe_size=16 * 1024, compression="uncompressed",
-                      bloom_filter_columns=[1, 2, 3], row_index_stride=512)
+    paorc.write_table(
+        t,
+        buf,
+        stripe_size=16 * 1024,
+        compression="uncompressed",
+        bloom_filter_columns=[1, 2, 3],
+        row_index_stride=512,
+    )
     fh, tail = _tail(buf.getvalue())
     bounds = np.cumsum([0] + [s.rows for s in tail.stripes])
     assert len(tail.stripes) > 10
     skipped = 0
     for _ in range(12):
         rows = rnd.integers(0, n, int(rnd.integers(1, 6)))
-        absent = pa.table({"a": pa.array(rnd.integers(2 * 10**6, 3 * 10**6, 3), pa.int64()),
-                           "b": pa.array(["s1", "s2", "s3"]),
-                           "d": pa.array([dt.date(2000, 1, 1)] * 3)})
+        absent = pa.table(
+            {
+                "a": pa.array(rnd.integers(2 * 10**6, 3 * 10**6, 3), pa.int64()),
+                "b": pa.array(["s1", "s2", "s3"]),
+                "d": pa.array([dt.date(2000, 1, 1)] * 3),
+            }
+        )
         for cols in (["a"], ["b"], ["a", "b"], ["b", "d"], ["a", "b", "d"]):
             keys = t.take(pa.array(rows)).select(cols)
             v = oi.stripes_to_read(fh, tail, [{"a": 1, "b": 2, "d": 3}[c] for c in cols], keys)
             for r in rows:
                 stripe = int(np.searchsorted(bounds, r, side="right") - 1)
                 assert v.keep[stripe], (cols, r, stripe)
-            av = oi.stripes_to_read(fh, tail, [{"a": 1, "b": 2, "d": 3}[c] for c in cols
-                                               if c in ("a",)] or [2],
-                                    absent.select(["a"] if "a" in cols else ["b"]))
+            av = oi.stripes_to_read(
+                fh,
+                tail,
+                [{"a": 1, "b": 2, "d": 3}[c] for c in cols if c in ("a",)] or [2],
+                absent.select(["a"] if "a" in cols else ["b"]),
+            )
             skipped += av.skipped
     assert skipped > 0
 
@@ -399,8 +466,7 @@ def test_statistics_that_do_not_count_the_stripes_rows_are_not_used():
     assert consistent_stats(empty, 0) is empty
     exact = ColumnStats(values=7, has_null=False, minimum=2, maximum=10)
     assert consistent_stats(exact, 7) is exact
-    assert consistent_stats(ColumnStats(values=5, has_null=False, minimum=2, maximum=10), 7) \
-        is None
+    assert consistent_stats(ColumnStats(values=5, has_null=False, minimum=2, maximum=10), 7) is None
     nullable = ColumnStats(values=5, has_null=True, minimum=2, maximum=10)
     assert consistent_stats(nullable, 7) is nullable
     assert consistent_stats(ColumnStats(values=None, has_null=None), 7) is None

@@ -1,5 +1,6 @@
 """Pure parts of acidflow.quality.reconcile: type normalisation, row hashing, digests, PostgreSQL
 CSV reading (NULL vs empty string) and key diffs."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -14,48 +15,80 @@ from acidflow.quality import reconcile as R
 D = decimal.Decimal
 
 
-@pytest.mark.parametrize("pg_type, kind", [
-    ("integer", "int"), ("bigint", "int"), ("smallint", "int"), ("numeric(10,2)", "decimal"),
-    ("numeric", "decimal"), ("real", "float4"), ("double precision", "float8"),
-    ("boolean", "bool"), ("character(84)", "char"), ("character varying(3)", "text"),
-    ("text", "text"), ("date", "date"), ("timestamp without time zone", "timestamp"),
-    ("timestamp(3) with time zone", "timestamp"), ("time without time zone", "time"),
-    ("bytea", "bytea"), ("jsonb", "json"), ("uuid", "uuid"),
-    ("character varying(3)[]", "array:text"), ("interval", "other"),
-])
+@pytest.mark.parametrize(
+    "pg_type, kind",
+    [
+        ("integer", "int"),
+        ("bigint", "int"),
+        ("smallint", "int"),
+        ("numeric(10,2)", "decimal"),
+        ("numeric", "decimal"),
+        ("real", "float4"),
+        ("double precision", "float8"),
+        ("boolean", "bool"),
+        ("character(84)", "char"),
+        ("character varying(3)", "text"),
+        ("text", "text"),
+        ("date", "date"),
+        ("timestamp without time zone", "timestamp"),
+        ("timestamp(3) with time zone", "timestamp"),
+        ("time without time zone", "time"),
+        ("bytea", "bytea"),
+        ("jsonb", "json"),
+        ("uuid", "uuid"),
+        ("character varying(3)[]", "array:text"),
+        ("interval", "other"),
+    ],
+)
 def test_kind_of_pg_type(pg_type, kind):
     assert R.kind_of_pg_type(pg_type) == kind
 
 
 def test_kind_of_hive_type():
-    assert [R.kind_of_hive_type(t) for t in ("int", "bigint", "decimal(10,2)", "char(5)",
-                                             "varchar(3)", "timestamp", "array<int>", "float")] \
-        == ["int", "int", "decimal", "char", "text", "timestamp", "array:int", "float4"]
+    assert [
+        R.kind_of_hive_type(t)
+        for t in (
+            "int",
+            "bigint",
+            "decimal(10,2)",
+            "char(5)",
+            "varchar(3)",
+            "timestamp",
+            "array<int>",
+            "float",
+        )
+    ] == ["int", "int", "decimal", "char", "text", "timestamp", "array:int", "float4"]
 
 
-@pytest.mark.parametrize("kind, source_text, table_value", [
-    ("int", "42", 42),
-    ("decimal", "1.50", D("1.5")),
-    ("decimal", "100", D("100.00")),
-    ("decimal", "-0.00", D("0")),
-    ("float8", "0.1", 0.1),
-    ("float4", "1.1", 1.100000023841858),  # float32 in Hive
-    ("bool", "t", True),
-    ("char", "ab   ", "ab"),
-    ("char", "", ""),
-    ("text", "ab  ", "ab  "),
-    ("date", "2024-02-29", dt.date(2024, 2, 29)),
-    ("timestamp", "2026-11-21 11:48:15.631436", dt.datetime(2026, 11, 21, 11, 48, 15, 631436)),
-    ("timestamp", "2026-11-21 13:48:15+02", dt.datetime(2026, 11, 21, 11, 48, 15)),
-    ("timestamp", "2026-11-21 11:48:15+00",
-     dt.datetime(2026, 11, 21, 11, 48, 15, tzinfo=dt.timezone.utc)),
-    ("time", "10:00:00.5", dt.time(10, 0, 0, 500000)),
-    ("bytea", "\\x00ff", b"\x00\xff"),
-    ("json", '{"b": 1, "a": [1, 2]}', '{"a":[1,2],"b":1}'),
-    ("uuid", "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
-    ("array:text", '{x,"y z",NULL}', ["x", "y z", None]),
-    ("array:int", "{1,2}", [1, 2]),
-])
+@pytest.mark.parametrize(
+    "kind, source_text, table_value",
+    [
+        ("int", "42", 42),
+        ("decimal", "1.50", D("1.5")),
+        ("decimal", "100", D("100.00")),
+        ("decimal", "-0.00", D("0")),
+        ("float8", "0.1", 0.1),
+        ("float4", "1.1", 1.100000023841858),  # float32 in Hive
+        ("bool", "t", True),
+        ("char", "ab   ", "ab"),
+        ("char", "", ""),
+        ("text", "ab  ", "ab  "),
+        ("date", "2024-02-29", dt.date(2024, 2, 29)),
+        ("timestamp", "2026-11-21 11:48:15.631436", dt.datetime(2026, 11, 21, 11, 48, 15, 631436)),
+        ("timestamp", "2026-11-21 13:48:15+02", dt.datetime(2026, 11, 21, 11, 48, 15)),
+        (
+            "timestamp",
+            "2026-11-21 11:48:15+00",
+            dt.datetime(2026, 11, 21, 11, 48, 15, tzinfo=dt.timezone.utc),
+        ),
+        ("time", "10:00:00.5", dt.time(10, 0, 0, 500000)),
+        ("bytea", "\\x00ff", b"\x00\xff"),
+        ("json", '{"b": 1, "a": [1, 2]}', '{"a":[1,2],"b":1}'),
+        ("uuid", "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
+        ("array:text", '{x,"y z",NULL}', ["x", "y z", None]),
+        ("array:int", "{1,2}", [1, 2]),
+    ],
+)
 def test_source_text_equals_table_value(kind, source_text, table_value):
     a = R.canonical_value(source_text, kind)
     b = R.canonical_value(table_value, kind)
@@ -105,8 +138,11 @@ def test_csv_batches_null_vs_empty(tmp_path):
     with gzip.open(p, "wb") as fh:
         fh.write(b'id,c,t\n1,,""\n2,"x\ny",plain\n3,"a""b",\n')
     (batch,) = list(R.csv_batches(p, ["id", "c", "t"]))
-    assert batch.to_pydict() == {"id": ["1", "2", "3"], "c": [None, "x\ny", 'a"b'],
-                                 "t": ["", "plain", None]}
+    assert batch.to_pydict() == {
+        "id": ["1", "2", "3"],
+        "c": [None, "x\ny", 'a"b'],
+        "t": ["", "plain", None],
+    }
     with pytest.raises(R.ReconcileError, match="does not match"):
         list(R.csv_batches(p, ["id", "c"]))
 
@@ -118,8 +154,10 @@ def test_scan_and_diff_keyed():
     assert R.scan_digest([src], spec) != R.scan_digest([tbl], spec)
     first, total = R.diff_keys(R.scan_keys([src], spec), R.scan_keys([tbl], spec), 10)
     assert total == 2
-    assert [(k, kind) for k, kind, _, _ in first] == [((2,), "only_in_source"),
-                                                      ((4,), "only_in_table")]
+    assert [(k, kind) for k, kind, _, _ in first] == [
+        ((2,), "only_in_source"),
+        ((4,), "only_in_table"),
+    ]
     tbl2 = pa.RecordBatch.from_pydict({"id": [3, 1, 2], "c": [None, "a", "b "]})
     assert R.scan_digest([src], spec) == R.scan_digest([tbl2], spec)
     tbl3 = pa.RecordBatch.from_pydict({"id": [3, 1, 2], "c": [None, "a", "B"]})
@@ -145,5 +183,4 @@ def test_error_names_column_and_value():
 
 def test_name_mapping():
     assert R.source_table_for("pgbench.pgbench_accounts") == "public.pgbench_accounts"
-    assert R.acidflow_table_for("public.pgbench_accounts", "pgbench") == \
-        "pgbench.pgbench_accounts"
+    assert R.acidflow_table_for("public.pgbench_accounts", "pgbench") == "pgbench.pgbench_accounts"

@@ -1,6 +1,7 @@
 """include/sample_data/pgbench is consistent: the landing files hold whole transactions in LSN
 order, the keyed tables' changes carry ``pk``, and replaying every change in order (a simple
 reference replay, independent of acidflow.sources.wal2json) gives exactly the saved source contents."""
+
 from __future__ import annotations
 
 import collections
@@ -55,8 +56,9 @@ def test_landing_files_whole_transactions_in_lsn_order(manifest):
 
 def _replay(manifest):
     tables = {t["name"]: t for t in manifest["tables"]}
-    state = {name: ({} if t["primary_key"] else collections.Counter())
-             for name, t in tables.items()}
+    state = {
+        name: ({} if t["primary_key"] else collections.Counter()) for name, t in tables.items()
+    }
 
     def row_of(items, t):
         kinds = {c["name"]: R.kind_of_pg_type(c["type"]) for c in t["columns"]}
@@ -83,10 +85,11 @@ def _replay(manifest):
             new = row_of(rec["columns"], t) if act in "IU" else None
             if t["primary_key"]:
                 if act in "UD":
-                    ident = {c["name"]: R.canonical_value(c["value"], R.kind_of_pg_type(c["type"]))
-                             for c in rec.get("identity") or []}
-                    old_key = tuple(ident[k] for k in t["primary_key"]) if ident \
-                        else key_of(new, t)
+                    ident = {
+                        c["name"]: R.canonical_value(c["value"], R.kind_of_pg_type(c["type"]))
+                        for c in rec.get("identity") or []
+                    }
+                    old_key = tuple(ident[k] for k in t["primary_key"]) if ident else key_of(new, t)
                     assert st.pop(old_key, None) is not None, f"{act} of a missing key {old_key}"
                 if new is not None:
                     st[key_of(new, t)] = new
@@ -104,8 +107,11 @@ def test_replay_gives_the_saved_source_contents(manifest):
     tables, state, counts = _replay(manifest)
     assert dict(counts) == manifest["record_totals"]
     for name, t in tables.items():
-        spec = R.ScanSpec(tuple(c["name"] for c in t["columns"]),
-                          tuple(R.kind_of_pg_type(c["type"]) for c in t["columns"]), ())
+        spec = R.ScanSpec(
+            tuple(c["name"] for c in t["columns"]),
+            tuple(R.kind_of_pg_type(c["type"]) for c in t["columns"]),
+            (),
+        )
         src = R.scan_digest(R.csv_batches(SAMPLE / t["csv"]), spec)
         rows = list(state[name].values()) if t["primary_key"] else list(state[name].elements())
         replayed = R.Digest()

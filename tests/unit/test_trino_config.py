@@ -1,6 +1,7 @@
 """devservers.trino without a JVM: the etc/ folder it writes for Trino 476 (one-process
 coordinator + worker, the Hive connector on a thrift:// metastore with Hadoop's file system for
 file: locations) and its errors for bad input."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,26 +16,38 @@ def _props(path: Path) -> dict[str, str]:
 
 
 def test_write_etc_lays_out_a_single_node_server(tmp_path):
-    etc = trino.write_etc(tmp_path / "etc", port=18080, metastore_url="thrift://127.0.0.1:9083",
-                          data_dir=tmp_path / "data", heap="768M")
+    etc = trino.write_etc(
+        tmp_path / "etc",
+        port=18080,
+        metastore_url="thrift://127.0.0.1:9083",
+        data_dir=tmp_path / "data",
+        heap="768M",
+    )
     config = _props(etc / "config.properties")
-    assert config == {"coordinator": "true", "node-scheduler.include-coordinator": "true",
-                      "http-server.http.port": "18080",
-                      "discovery.uri": "http://127.0.0.1:18080"}
+    assert config == {
+        "coordinator": "true",
+        "node-scheduler.include-coordinator": "true",
+        "http-server.http.port": "18080",
+        "discovery.uri": "http://127.0.0.1:18080",
+    }
     node = _props(etc / "node.properties")
     assert node["node.data-dir"] == str(tmp_path / "data")
     assert node["node.internal-address"] == "127.0.0.1" and node["node.environment"] == "acidflow"
     jvm = (etc / "jvm.config").read_text().splitlines()
     assert "-Xmx768M" in jvm and "-XX:+ExitOnOutOfMemoryError" in jvm
     hive = _props(etc / "catalog" / "hive.properties")
-    assert hive == {"connector.name": "hive", "hive.metastore.uri": "thrift://127.0.0.1:9083",
-                    "fs.hadoop.enabled": "true",
-                    "hive.non-managed-table-writes-enabled": "true"}
+    assert hive == {
+        "connector.name": "hive",
+        "hive.metastore.uri": "thrift://127.0.0.1:9083",
+        "fs.hadoop.enabled": "true",
+        "hive.non-managed-table-writes-enabled": "true",
+    }
 
 
 def test_catalog_extra_keys_come_last_and_win():
-    props = trino.hive_catalog_properties("thrift://h:1", {"fs.hadoop.enabled": "false",
-                                                          "hive.max-partitions-per-writers": "7"})
+    props = trino.hive_catalog_properties(
+        "thrift://h:1", {"fs.hadoop.enabled": "false", "hive.max-partitions-per-writers": "7"}
+    )
     assert props["fs.hadoop.enabled"] == "false"
     assert list(props)[-1] == "hive.max-partitions-per-writers"
 
@@ -71,7 +84,8 @@ def test_default_home_is_the_repository_cache(monkeypatch):
 
 
 def test_query_error_carries_trinos_name_and_the_sql():
-    err = trino.TrinoQueryError("SELECT 1/0", {"errorName": "DIVISION_BY_ZERO",
-                                               "message": "Division by zero"})
+    err = trino.TrinoQueryError(
+        "SELECT 1/0", {"errorName": "DIVISION_BY_ZERO", "message": "Division by zero"}
+    )
     assert err.error_name == "DIVISION_BY_ZERO" and err.trino_message == "Division by zero"
     assert str(err) == "Trino DIVISION_BY_ZERO: Division by zero -- in: SELECT 1/0"

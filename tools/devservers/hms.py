@@ -30,6 +30,7 @@ foreground until Ctrl-C and prints its ``thrift://`` URL; the test suite's ``hiv
 fixture (``tests/conftest.py``) starts one per test session. A development tool: not part of the
 shipped ``acidflow`` package.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,9 +52,20 @@ from sqlalchemy.engine import make_url
 from devservers.process import cache_dir, free_port, serve_foreground, stop_process, tail
 
 __all__ = [
-    "HIVE_VERSION", "HIVE_CACHE_ENV", "BackingDb", "HiveArtifacts", "HiveArtifactsMissing",
-    "HiveMetastore", "MetastoreStartError", "backing_db", "default_cache_dir", "free_port",
-    "main", "site_properties", "start_metastore", "write_site_xml",
+    "HIVE_VERSION",
+    "HIVE_CACHE_ENV",
+    "BackingDb",
+    "HiveArtifacts",
+    "HiveArtifactsMissing",
+    "HiveMetastore",
+    "MetastoreStartError",
+    "backing_db",
+    "default_cache_dir",
+    "free_port",
+    "main",
+    "site_properties",
+    "start_metastore",
+    "write_site_xml",
 ]
 
 HIVE_VERSION = "3.1.3"
@@ -144,29 +156,42 @@ class HiveArtifacts:
         """The classpath of the ``acidflow.hive31`` tools: their classes, hive-exec (first: its
         ORC and Hive classes win over the metastore folder's older ``orc-core``), hive-streaming,
         then the metastore's jars (Hadoop 3.5.0's LocalFileSystem, the thrift client's deps)."""
-        return os.pathsep.join([str(self.classes_dir), str(self.hive_exec_jar),
-                                str(self.streaming_dir / "*"), str(self.metastore_dir / "*")])
+        return os.pathsep.join(
+            [
+                str(self.classes_dir),
+                str(self.hive_exec_jar),
+                str(self.streaming_dir / "*"),
+                str(self.metastore_dir / "*"),
+            ]
+        )
 
     def missing_tools(self) -> list[Path]:
         """The ``acidflow.hive31`` tools' files that are absent (empty when all are there): the
         compiled classes and hive-streaming. Not part of :meth:`missing` (the metastore runs
         without them)."""
-        wanted = [self.classes_dir / "acidflow" / "hive31" / "AcidRead.class",
-                  self.classes_dir / "acidflow" / "hive31" / "StreamWrite.class",
-                  self.streaming_dir / f"hive-streaming-{HIVE_VERSION}.jar"]
+        wanted = [
+            self.classes_dir / "acidflow" / "hive31" / "AcidRead.class",
+            self.classes_dir / "acidflow" / "hive31" / "StreamWrite.class",
+            self.streaming_dir / f"hive-streaming-{HIVE_VERSION}.jar",
+        ]
         return [p for p in wanted if not p.exists()]
 
     def missing(self) -> list[Path]:
         """The expected files or folders that are absent (empty when all are there)."""
-        wanted = [self.metastore_dir / f"hive-standalone-metastore-{HIVE_VERSION}.jar",
-                  self.hive_exec_jar, self.sql_dir / "derby", self.sql_dir / "postgres"]
+        wanted = [
+            self.metastore_dir / f"hive-standalone-metastore-{HIVE_VERSION}.jar",
+            self.hive_exec_jar,
+            self.sql_dir / "derby",
+            self.sql_dir / "postgres",
+        ]
         return [p for p in wanted if not p.exists()]
 
     def classpath(self, conf_dir: Path) -> str:
         """The metastore JVM's classpath: the conf folder first (``metastore-site.xml``,
         ``metastore-log4j2.properties``), the metastore's jars, then hive-exec."""
-        return os.pathsep.join([str(conf_dir), str(self.metastore_dir / "*"),
-                                str(self.hive_exec_jar)])
+        return os.pathsep.join(
+            [str(conf_dir), str(self.metastore_dir / "*"), str(self.hive_exec_jar)]
+        )
 
     @classmethod
     def locate(cls, root: Path | None = None) -> "HiveArtifacts":
@@ -180,7 +205,8 @@ class HiveArtifacts:
         if gone:
             raise HiveArtifactsMissing(
                 f"Hive {HIVE_VERSION} artifacts not found in {found.root} ({gone[0]} is missing):"
-                f" run 'make hive-jars' (Maven, tools/hive/pom.xml) or set ${HIVE_CACHE_ENV}")
+                f" run 'make hive-jars' (Maven, tools/hive/pom.xml) or set ${HIVE_CACHE_ENV}"
+            )
         return found
 
 
@@ -209,20 +235,31 @@ def backing_db(url: str | None, workdir: Path) -> BackingDb:
         ValueError: any other URL (named, password masked).
     """
     if url is None:
-        return BackingDb("derby", f"jdbc:derby:;databaseName={workdir / 'metastore_db'};create=true",
-                         "org.apache.derby.jdbc.EmbeddedDriver")
+        return BackingDb(
+            "derby",
+            f"jdbc:derby:;databaseName={workdir / 'metastore_db'};create=true",
+            "org.apache.derby.jdbc.EmbeddedDriver",
+        )
     parsed = make_url(url)
     if parsed.get_backend_name() != "postgresql":
-        raise ValueError(f"metastore backing database {parsed.render_as_string(hide_password=True)}:"
-                         " only embedded Derby (no URL) or a postgresql:// URL are supported")
+        raise ValueError(
+            f"metastore backing database {parsed.render_as_string(hide_password=True)}:"
+            " only embedded Derby (no URL) or a postgresql:// URL are supported"
+        )
     host = parsed.host or "127.0.0.1"
     port = parsed.port or 5432
-    return BackingDb("postgres", f"jdbc:postgresql://{host}:{port}/{parsed.database or 'postgres'}",
-                     "org.postgresql.Driver", parsed.username or "postgres", parsed.password or "")
+    return BackingDb(
+        "postgres",
+        f"jdbc:postgresql://{host}:{port}/{parsed.database or 'postgres'}",
+        "org.postgresql.Driver",
+        parsed.username or "postgres",
+        parsed.password or "",
+    )
 
 
-def site_properties(*, db: BackingDb, warehouse: Path, port: int,
-                    extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def site_properties(
+    *, db: BackingDb, warehouse: Path, port: int, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """The ``metastore-site.xml`` properties: backing DB, warehouse (both the ``metastore.`` and
     the ``hive.metastore.`` key), thrift port, Hive 3 ACID (concurrency on, DbTxnManager), Hive's
     compactor off, schema verification off (schematool wrote the schema), the partition
@@ -246,8 +283,7 @@ def site_properties(*, db: BackingDb, warehouse: Path, port: int,
         "hive.compactor.initiator.on": "false",
         "metastore.compactor.worker.threads": "0",
         "hive.compactor.worker.threads": "0",
-        "metastore.expression.proxy":
-            "org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy",
+        "metastore.expression.proxy": "org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy",
         "metastore.task.threads.always": ",".join(_ALWAYS_TASKS),
         # Hive's async log4j2 context needs LMAX disruptor, which is not on the classpath
         "metastore.async.log.enabled": "false",
@@ -258,8 +294,10 @@ def site_properties(*, db: BackingDb, warehouse: Path, port: int,
 
 def write_site_xml(path: Path, props: Mapping[str, str]) -> Path:
     """Write ``props`` as a Hadoop configuration XML file at ``path``; returns ``path``."""
-    body = "".join(f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n"
-                   for k, v in props.items())
+    body = "".join(
+        f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n"
+        for k, v in props.items()
+    )
     path.write_text(f'<?xml version="1.0"?>\n<configuration>\n{body}</configuration>\n')
     return path
 
@@ -270,8 +308,9 @@ def _java() -> str:
         return str(Path(home) / "bin" / "java")
     found = shutil.which("java")
     if not found:
-        raise MetastoreStartError("no 'java' on PATH and none in $JAVA_HOME: the Hive metastore"
-                                  " needs Java 17")
+        raise MetastoreStartError(
+            "no 'java' on PATH and none in $JAVA_HOME: the Hive metastore needs Java 17"
+        )
     return found
 
 
@@ -305,8 +344,12 @@ class HiveMetastore:
     def __enter__(self) -> "HiveMetastore":
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.stop()
 
 
@@ -321,10 +364,15 @@ def _home_dir(workdir: Path, artifacts: HiveArtifacts, db_type: str) -> Path:
     return home
 
 
-def start_metastore(workdir: Path, *, port: int | None = None, backing_db_url: str | None = None,
-                    artifacts: HiveArtifacts | None = None,
-                    extra_conf: Mapping[str, str] | None = None,
-                    timeout_s: float = 180.0) -> HiveMetastore:
+def start_metastore(
+    workdir: Path,
+    *,
+    port: int | None = None,
+    backing_db_url: str | None = None,
+    artifacts: HiveArtifacts | None = None,
+    extra_conf: Mapping[str, str] | None = None,
+    timeout_s: float = 180.0,
+) -> HiveMetastore:
     """Initialise a backing database with Hive's schematool and start a Hive 3.1.3 metastore
     thrift server on 127.0.0.1 (module doc: settings, classpath, Java flags).
 
@@ -354,39 +402,59 @@ def start_metastore(workdir: Path, *, port: int | None = None, backing_db_url: s
         d.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     db = backing_db(backing_db_url, workdir)
-    write_site_xml(conf / "metastore-site.xml",
-                   site_properties(db=db, warehouse=warehouse, port=port, extra=extra_conf))
+    write_site_xml(
+        conf / "metastore-site.xml",
+        site_properties(db=db, warehouse=warehouse, port=port, extra=extra_conf),
+    )
     (conf / "metastore-log4j2.properties").write_text(_LOG4J2)
-    env = dict(os.environ, METASTORE_HOME=str(_home_dir(workdir, arts, db.db_type)),
-               METASTORE_CONF_DIR=str(conf))
+    env = dict(
+        os.environ,
+        METASTORE_HOME=str(_home_dir(workdir, arts, db.db_type)),
+        METASTORE_CONF_DIR=str(conf),
+    )
     java = [_java(), *JAVA_OPTIONS, "-cp", arts.classpath(conf)]
 
     schema_log = workdir / "schematool.log"
     with schema_log.open("wb") as out:
         try:
-            done = subprocess.run([*java, SCHEMATOOL_MAIN, "-initSchema", "-dbType", db.db_type],
-                                  cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                  timeout=timeout_s, check=False)
+            done = subprocess.run(
+                [*java, SCHEMATOOL_MAIN, "-initSchema", "-dbType", db.db_type],
+                cwd=workdir,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=timeout_s,
+                check=False,
+            )
         except subprocess.TimeoutExpired:
             raise MetastoreStartError(
                 f"Hive schematool -initSchema on {db.display} did not finish in {timeout_s:.0f}s;"
-                f" {schema_log}:\n{tail(schema_log)}") from None
+                f" {schema_log}:\n{tail(schema_log)}"
+            ) from None
     if done.returncode != 0:
         raise MetastoreStartError(
             f"Hive schematool -initSchema -dbType {db.db_type} on {db.display} failed (exit"
-            f" {done.returncode}); {schema_log}:\n{tail(schema_log)}")
+            f" {done.returncode}); {schema_log}:\n{tail(schema_log)}"
+        )
 
     log = workdir / "metastore.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen([*java, METASTORE_MAIN, "-p", str(port)], cwd=workdir, env=env,
-                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [*java, METASTORE_MAIN, "-p", str(port)],
+            cwd=workdir,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
     hms = HiveMetastore("127.0.0.1", port, warehouse, log, workdir, db, proc)
     deadline = time.monotonic() + timeout_s
     while True:
         if proc.poll() is not None:
             raise MetastoreStartError(
                 f"Hive metastore on port {port} exited with {proc.returncode} before listening;"
-                f" {log}:\n{tail(log)}")
+                f" {log}:\n{tail(log)}"
+            )
         try:
             with socket.create_connection((hms.host, port), timeout=1.0):
                 return hms
@@ -396,22 +464,35 @@ def start_metastore(workdir: Path, *, port: int | None = None, backing_db_url: s
             hms.stop()
             raise MetastoreStartError(
                 f"Hive metastore did not accept connections on {hms.url} within"
-                f" {timeout_s:.0f}s; {log}:\n{tail(log)}")
+                f" {timeout_s:.0f}s; {log}:\n{tail(log)}"
+            )
         time.sleep(0.25)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m devservers.hms`` / ``make hms``: start a metastore, print its URL, serve in
     the foreground until Ctrl-C (or SIGTERM), then stop it. Returns the exit status."""
-    ap = argparse.ArgumentParser(prog="python -m devservers.hms", description=(
-        f"Run a Hive {HIVE_VERSION} metastore (thrift, DbTxnManager, Hive's compactor off) on"
-        " 127.0.0.1 until Ctrl-C."))
+    ap = argparse.ArgumentParser(
+        prog="python -m devservers.hms",
+        description=(
+            f"Run a Hive {HIVE_VERSION} metastore (thrift, DbTxnManager, Hive's compactor off) on"
+            " 127.0.0.1 until Ctrl-C."
+        ),
+    )
     ap.add_argument("--port", type=int, default=None, help="thrift port (default: a free one)")
-    ap.add_argument("--dir", type=Path, default=None,
-                    help="work folder (default: a temporary one, removed at exit)")
-    ap.add_argument("--backing-db", default=None, metavar="URL",
-                    help="an empty PostgreSQL database (postgresql://user@host:port/db);"
-                         " default: embedded Derby in the work folder")
+    ap.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="work folder (default: a temporary one, removed at exit)",
+    )
+    ap.add_argument(
+        "--backing-db",
+        default=None,
+        metavar="URL",
+        help="an empty PostgreSQL database (postgresql://user@host:port/db);"
+        " default: embedded Derby in the work folder",
+    )
     args = ap.parse_args(argv)
     tmp = None if args.dir else tempfile.mkdtemp(prefix="acidflow-hms-")
     workdir = args.dir or Path(tmp or ".")
@@ -425,10 +506,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 
-    print(f"Hive {HIVE_VERSION} metastore: {hms.url}  (started in"
-          f" {time.monotonic() - started:.1f}s)\n"
-          f"  warehouse: {hms.warehouse}\n  backing db: {hms.db.display}\n  log: {hms.log}\n"
-          f"  clients: hive.metastore.uris={hms.url}   (Ctrl-C stops it)", flush=True)
+    print(
+        f"Hive {HIVE_VERSION} metastore: {hms.url}  (started in"
+        f" {time.monotonic() - started:.1f}s)\n"
+        f"  warehouse: {hms.warehouse}\n  backing db: {hms.db.display}\n  log: {hms.log}\n"
+        f"  clients: hive.metastore.uris={hms.url}   (Ctrl-C stops it)",
+        flush=True,
+    )
     try:
         return serve_foreground(hms.process, hms.log, "the metastore")
     finally:

@@ -1,6 +1,7 @@
 """What the metastore and Trino servers share: the repository's cache folder, a free TCP port,
 the tail of a log, stopping a server process, and serving one in the foreground until Ctrl-C
 (or SIGTERM)."""
+
 from __future__ import annotations
 
 import signal
@@ -67,8 +68,7 @@ def serve_foreground(process: "subprocess.Popen[bytes]", log: Path, name: str) -
     try:
         while process.poll() is None:
             time.sleep(0.5)
-        print(f"error: {name} exited ({process.returncode}); {log}:\n{tail(log)}",
-              file=sys.stderr)
+        print(f"error: {name} exited ({process.returncode}); {log}:\n{tail(log)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"stopping {name}", flush=True)

@@ -33,6 +33,7 @@ Trino's client REST protocol (``POST /v1/statement``, then ``nextUri`` until don
 ``sys.path``) runs one in the foreground until Ctrl-C and prints its HTTP URL (``make hms``
 starts a metastore). A development tool: not part of the shipped ``acidflow`` package.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -100,8 +101,10 @@ def trino_java_home() -> Path:
     """
     home = Path(os.environ.get(TRINO_JAVA_HOME_ENV) or DEFAULT_TRINO_JAVA_HOME)
     if not (home / "bin" / "java").exists():
-        raise TrinoMissing(f"no Java for Trino {TRINO_VERSION} at {home} (it needs Java 24+):"
-                           f" install one and/or set ${TRINO_JAVA_HOME_ENV}")
+        raise TrinoMissing(
+            f"no Java for Trino {TRINO_VERSION} at {home} (it needs Java 24+):"
+            f" install one and/or set ${TRINO_JAVA_HOME_ENV}"
+        )
     return home
 
 
@@ -115,9 +118,11 @@ def locate_trino(home: Path | None = None) -> Path:
     found = (home or default_trino_home()).resolve()
     for need in (found / "bin" / "launcher", found / "plugin" / "hive"):
         if not need.exists():
-            raise TrinoMissing(f"Trino server not found in {found} ({need} is missing): run"
-                               f" 'make trino-server' (Maven, tools/trino/pom.xml) or set"
-                               f" ${TRINO_HOME_ENV}")
+            raise TrinoMissing(
+                f"Trino server not found in {found} ({need} is missing): run"
+                f" 'make trino-server' (Maven, tools/trino/pom.xml) or set"
+                f" ${TRINO_HOME_ENV}"
+            )
     return found
 
 
@@ -137,8 +142,9 @@ def server_properties(port: int) -> dict[str, str]:
     }
 
 
-def hive_catalog_properties(metastore_url: str,
-                            extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def hive_catalog_properties(
+    metastore_url: str, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """``catalog/hive.properties`` for the metastore at ``metastore_url`` (``thrift://h:p``):
     the Hive connector with Trino's native local file system for ``file:`` locations, then
     ``extra`` on top.
@@ -162,8 +168,15 @@ def hive_catalog_properties(metastore_url: str,
 def jvm_options(heap: str) -> list[str]:
     """``jvm.config`` lines: ``-Xmx<heap>``, G1, exit on OOM (no heap dump), and what Trino's docs ask of a
     server JVM (``-Djdk.attach.allowAttachSelf=true``)."""
-    return ["-server", f"-Xmx{heap}", "-XX:+UseG1GC", "-XX:+ExitOnOutOfMemoryError", "-XX:+EnableDynamicAgentLoading",
-            "-Djdk.attach.allowAttachSelf=true", "-Dfile.encoding=UTF-8"]
+    return [
+        "-server",
+        f"-Xmx{heap}",
+        "-XX:+UseG1GC",
+        "-XX:+ExitOnOutOfMemoryError",
+        "-XX:+EnableDynamicAgentLoading",
+        "-Djdk.attach.allowAttachSelf=true",
+        "-Dfile.encoding=UTF-8",
+    ]
 
 
 def rss_mib(pid: int) -> float | None:
@@ -204,8 +217,14 @@ class TrinoServer:
         """The server JVM's resident memory in MiB (None where /proc is absent)."""
         return rss_mib(self.process.pid)
 
-    def execute(self, sql: str, *, catalog: str = HIVE_CATALOG, schema: str | None = None,
-                timeout_s: float = 300.0) -> list[list[Any]]:
+    def execute(
+        self,
+        sql: str,
+        *,
+        catalog: str = HIVE_CATALOG,
+        schema: str | None = None,
+        timeout_s: float = 300.0,
+    ) -> list[list[Any]]:
         """Run one statement and return its rows (JSON values as Trino's REST protocol gives
         them: bigint/integer/boolean as Python values, decimal/date/timestamp as strings).
         DDL and DML return Trino's answer row (e.g. ``[[rows inserted]]``) or no row.
@@ -219,8 +238,9 @@ class TrinoServer:
         if schema:
             headers["X-Trino-Schema"] = schema
         deadline = time.monotonic() + timeout_s
-        resp = requests.post(f"{self.url}/v1/statement", data=sql.encode(), headers=headers,
-                             timeout=60)
+        resp = requests.post(
+            f"{self.url}/v1/statement", data=sql.encode(), headers=headers, timeout=60
+        )
         resp.raise_for_status()
         doc = resp.json()
         rows: list[list[Any]] = []
@@ -249,26 +269,42 @@ class TrinoServer:
     def __enter__(self) -> "TrinoServer":
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.stop()
 
 
-def write_etc(etc: Path, *, port: int, metastore_url: str, data_dir: Path, heap: str,
-              catalog_extra: Mapping[str, str] | None = None) -> Path:
+def write_etc(
+    etc: Path,
+    *,
+    port: int,
+    metastore_url: str,
+    data_dir: Path,
+    heap: str,
+    catalog_extra: Mapping[str, str] | None = None,
+) -> Path:
     """Write Trino's ``etc/`` folder (module doc: the four files) at ``etc``; returns it."""
     (etc / "catalog").mkdir(parents=True, exist_ok=True)
-    (etc / "node.properties").write_text(_properties({
-        "node.environment": "acidflow",
-        "node.id": str(uuid.uuid4()),
-        "node.data-dir": str(data_dir),
-        "node.internal-address": "127.0.0.1",
-    }))
+    (etc / "node.properties").write_text(
+        _properties(
+            {
+                "node.environment": "acidflow",
+                "node.id": str(uuid.uuid4()),
+                "node.data-dir": str(data_dir),
+                "node.internal-address": "127.0.0.1",
+            }
+        )
+    )
     (etc / "jvm.config").write_text("\n".join(jvm_options(heap)) + "\n")
     (etc / "config.properties").write_text(_properties(server_properties(port)))
     (etc / "log.properties").write_text("io.trino=INFO\n")
     (etc / "catalog" / f"{HIVE_CATALOG}.properties").write_text(
-        _properties(hive_catalog_properties(metastore_url, catalog_extra)))
+        _properties(hive_catalog_properties(metastore_url, catalog_extra))
+    )
     return etc
 
 
@@ -285,18 +321,27 @@ def _node_active(server: TrinoServer) -> bool:
     says started, a query can still fail with "nodes is empty" until discovery's first
     refresh)."""
     try:
-        rows = server.execute("SELECT count(*) FROM system.runtime.nodes WHERE state = 'active'",
-                              catalog="system", timeout_s=10)
+        rows = server.execute(
+            "SELECT count(*) FROM system.runtime.nodes WHERE state = 'active'",
+            catalog="system",
+            timeout_s=10,
+        )
     except (TrinoQueryError, TimeoutError, requests.RequestException):
         return False
     return bool(rows) and int(rows[0][0]) >= 1
 
 
-def start_trino(workdir: Path, metastore_url: str, *, port: int | None = None,
-                heap: str = "1G", trino_home: Path | None = None,
-                java_home: Path | None = None,
-                catalog_extra: Mapping[str, str] | None = None,
-                timeout_s: float = 240.0) -> TrinoServer:
+def start_trino(
+    workdir: Path,
+    metastore_url: str,
+    *,
+    port: int | None = None,
+    heap: str = "1G",
+    trino_home: Path | None = None,
+    java_home: Path | None = None,
+    catalog_extra: Mapping[str, str] | None = None,
+    timeout_s: float = 240.0,
+) -> TrinoServer:
     """Start a Trino 476 coordinator+worker on 127.0.0.1 with a ``hive`` catalog on the
     metastore at ``metastore_url`` (module doc: configuration, Java).
 
@@ -325,27 +370,50 @@ def start_trino(workdir: Path, metastore_url: str, *, port: int | None = None,
     data_dir = workdir / "data"
     data_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
-    etc = write_etc(workdir / "etc", port=port, metastore_url=metastore_url, data_dir=data_dir,
-                    heap=heap, catalog_extra=catalog_extra)
-    env = dict(os.environ, JAVA_HOME=str(jdk), PATH=f"{jdk / 'bin'}{os.pathsep}"
-               f"{os.environ.get('PATH', '')}")
-    cmd = [str(home / "bin" / "launcher"), "run", f"--etc-dir={etc}", f"--data-dir={data_dir}",
-           f"--jvm-dir={jdk}"]
+    etc = write_etc(
+        workdir / "etc",
+        port=port,
+        metastore_url=metastore_url,
+        data_dir=data_dir,
+        heap=heap,
+        catalog_extra=catalog_extra,
+    )
+    env = dict(
+        os.environ,
+        JAVA_HOME=str(jdk),
+        PATH=f"{jdk / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
+    cmd = [
+        str(home / "bin" / "launcher"),
+        "run",
+        f"--etc-dir={etc}",
+        f"--data-dir={data_dir}",
+        f"--jvm-dir={jdk}",
+    ]
     log = workdir / "server.log"
     began = time.monotonic()
     with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=workdir,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
     server = TrinoServer("127.0.0.1", port, metastore_url, workdir, log, proc)
     deadline = began + timeout_s
     while not (_started(server.url) and _node_active(server)):
         if proc.poll() is not None:
-            raise TrinoStartError(f"Trino exited with {proc.returncode} before it started;"
-                                  f" {log}:\n{tail(log)}")
+            raise TrinoStartError(
+                f"Trino exited with {proc.returncode} before it started; {log}:\n{tail(log)}"
+            )
         if time.monotonic() > deadline:
             server.stop()
-            raise TrinoStartError(f"Trino on {server.url} did not report started within"
-                                  f" {timeout_s:.0f}s; {log}:\n{tail(log)}")
+            raise TrinoStartError(
+                f"Trino on {server.url} did not report started within"
+                f" {timeout_s:.0f}s; {log}:\n{tail(log)}"
+            )
         time.sleep(0.5)
     # The node schedulers memoize the active-node map for 5 s: one computed before this node
     # was active ("nodes is empty" at NodePartitioningManager.createArbitraryBucketToNode, seen
@@ -358,8 +426,12 @@ def start_trino(workdir: Path, metastore_url: str, *, port: int | None = None,
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m devservers.trino --metastore thrift://...``: start Trino on that metastore,
     print its URL, serve in the foreground until Ctrl-C (or SIGTERM). Returns the exit status."""
-    ap = argparse.ArgumentParser(prog="python -m devservers.trino", description=(
-        f"Run Trino {TRINO_VERSION} with a 'hive' catalog on a Hive metastore until Ctrl-C."))
+    ap = argparse.ArgumentParser(
+        prog="python -m devservers.trino",
+        description=(
+            f"Run Trino {TRINO_VERSION} with a 'hive' catalog on a Hive metastore until Ctrl-C."
+        ),
+    )
     ap.add_argument("--metastore", required=True, metavar="URL", help="thrift://host:port")
     ap.add_argument("--port", type=int, default=None, help="HTTP port (default: a free one)")
     ap.add_argument("--heap", default="1G", help="JVM -Xmx (default 1G)")
@@ -371,9 +443,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 1
 
-        print(f"Trino {TRINO_VERSION}: {server.url}  (started in {server.started_in_s:.1f}s)\n"
-              f"  catalog '{HIVE_CATALOG}' on {args.metastore}\n  log: {server.log}\n"
-              "  (Ctrl-C stops it)", flush=True)
+        print(
+            f"Trino {TRINO_VERSION}: {server.url}  (started in {server.started_in_s:.1f}s)\n"
+            f"  catalog '{HIVE_CATALOG}' on {args.metastore}\n  log: {server.log}\n"
+            "  (Ctrl-C stops it)",
+            flush=True,
+        )
         try:
             return serve_foreground(server.process, server.log, "Trino")
         finally:

@@ -21,6 +21,7 @@ URL names.
     ...
     cat.commit_transaction(txn, stats={"db.t": {"rows_inserted": 10}})
 """
+
 from __future__ import annotations
 
 import importlib
@@ -101,16 +102,47 @@ def __dir__() -> list[str]:
     """The module's names, the lazy ones included."""
     return sorted(set(globals()) | set(__all__))
 
+
 __all__ = [
-    "Catalog", "SqlCatalog", "HiveMetastoreCatalog", "make_hms_catalog", "load_catalog",
+    "Catalog",
+    "SqlCatalog",
+    "HiveMetastoreCatalog",
+    "make_hms_catalog",
+    "load_catalog",
     "register_backend",
-    "Column", "TableDef", "TxnInfo", "LockInfo", "CommitRecord", "BatchInfo",
-    "CompactionInfo", "ReaderInfo",
-    "CatalogError", "NoSuchTableError", "TableExistsError", "NoSuchTransactionError",
-    "TxnAbortedError", "TxnNotOpenError", "WriteConflictError", "LockTimeoutError",
-    "BatchAlreadyAppliedError", "BatchInProgressError", "CompactionStateError",
-    "OPERATIONS", "LOCK_TYPES", "TXN_STATES", "COMPACTION_STATES", "COMPACTION_TYPES",
-    "TxnState", "LockType", "LockState", "CompactionState", "CompactionType",
-    "alembic_config", "head_revision", "normalize_hive_type", "normalize_table_name",
-    "split_table_name", "parse_partition_spec",
+    "Column",
+    "TableDef",
+    "TxnInfo",
+    "LockInfo",
+    "CommitRecord",
+    "BatchInfo",
+    "CompactionInfo",
+    "ReaderInfo",
+    "CatalogError",
+    "NoSuchTableError",
+    "TableExistsError",
+    "NoSuchTransactionError",
+    "TxnAbortedError",
+    "TxnNotOpenError",
+    "WriteConflictError",
+    "LockTimeoutError",
+    "BatchAlreadyAppliedError",
+    "BatchInProgressError",
+    "CompactionStateError",
+    "OPERATIONS",
+    "LOCK_TYPES",
+    "TXN_STATES",
+    "COMPACTION_STATES",
+    "COMPACTION_TYPES",
+    "TxnState",
+    "LockType",
+    "LockState",
+    "CompactionState",
+    "CompactionType",
+    "alembic_config",
+    "head_revision",
+    "normalize_hive_type",
+    "normalize_table_name",
+    "split_table_name",
+    "parse_partition_spec",
 ]

@@ -19,6 +19,7 @@ strings ``"k=v/k2=v2"`` with every partition column in table order (``None`` = w
 unpartitioned), times are aware UTC ``datetime`` objects. Errors are the
 :mod:`acidflow.catalog.errors` classes.
 """
+
 from __future__ import annotations
 
 import abc
@@ -79,8 +80,9 @@ def url_scheme(url: str) -> str:
     return head.split("+", 1)[0].strip().lower() if sep else ""
 
 
-def load_catalog(url: str | None = None, *, warehouse: str | None = None, migrate: bool = True,
-                 **kwargs: Any) -> Catalog:
+def load_catalog(
+    url: str | None = None, *, warehouse: str | None = None, migrate: bool = True, **kwargs: Any
+) -> Catalog:
     """Open the catalog at ``url`` with the backend its scheme names.
 
     Args:
@@ -108,8 +110,10 @@ def load_catalog(url: str | None = None, *, warehouse: str | None = None, migrat
     scheme = url_scheme(url)
     factory = _resolve_backend(scheme)
     if factory is None and scheme in PLANNED_BACKENDS:
-        raise CatalogError(f"catalog URL {url!r}: {PLANNED_BACKENDS[scheme]} is not available "
-                           "yet; use a SQLAlchemy URL (sqlite:///... or postgresql+psycopg2://...)")
+        raise CatalogError(
+            f"catalog URL {url!r}: {PLANNED_BACKENDS[scheme]} is not available "
+            "yet; use a SQLAlchemy URL (sqlite:///... or postgresql+psycopg2://...)"
+        )
     factory = factory or _resolve_backend(_DEFAULT_KEY)
     if factory is None:  # pragma: no cover - acidflow.catalog registers the SQL backend
         raise CatalogError(f"no catalog backend for URL {url!r}")
@@ -151,8 +155,12 @@ class Catalog(SchemaPolicies, BatchLedger, CompactionQueue, ReaderRegistry):
         """
         if settings is None:
             settings = load_settings()
-        return load_catalog(settings.catalog_url, warehouse=settings.warehouse,
-                            txn_timeout_s=settings.txn_timeout_s, migrate=migrate)
+        return load_catalog(
+            settings.catalog_url,
+            warehouse=settings.warehouse,
+            txn_timeout_s=settings.txn_timeout_s,
+            migrate=migrate,
+        )
 
     def close(self) -> None:
         """Release connections (the catalog stays usable; they are reopened on demand).
@@ -161,8 +169,12 @@ class Catalog(SchemaPolicies, BatchLedger, CompactionQueue, ReaderRegistry):
     def __enter__(self) -> Catalog:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
     @abc.abstractmethod

@@ -8,6 +8,7 @@ branch on them. They mirror the exceptions of Hive's metastore thrift API
 ``TxnAbortedException``, ``TxnOpenException``) plus the lock-wait timeout Hive's
 ``DbLockManager`` raises as ``LockException``.
 """
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -111,9 +112,19 @@ class WriteConflictError(TxnAbortedError):
         key_hash, bucket: see above; ``None`` for partition-level conflicts.
     """
 
-    def __init__(self, txn_id: int, other_txn_id: int, other_commit_id: int, table: str,
-                 partition: str | None, operation: str = "", other_operation: str = "",
-                 *, key_hash: int | None = None, bucket: int | None = None):
+    def __init__(
+        self,
+        txn_id: int,
+        other_txn_id: int,
+        other_commit_id: int,
+        table: str,
+        partition: str | None,
+        operation: str = "",
+        other_operation: str = "",
+        *,
+        key_hash: int | None = None,
+        bucket: int | None = None,
+    ):
         self.other_txn_id = other_txn_id
         self.other_commit_id = other_commit_id
         self.table = table
@@ -122,19 +133,28 @@ class WriteConflictError(TxnAbortedError):
         self.other_operation = other_operation
         self.key_hash = key_hash
         self.bucket = bucket
-        where = f"{table} partition {partition}" if partition is not None else f"{table} (whole table)"
+        where = (
+            f"{table} partition {partition}" if partition is not None else f"{table} (whole table)"
+        )
         if bucket is not None and bucket >= 0:
             where += f" bucket {bucket}"
         if operation == "key write":
-            what = (f"the primary key with hash {key_hash:#018x}" if key_hash is not None
-                    else "keys in the same bucket (recorded whole)")
-            reason = (f"write conflict on {where}: txn {other_txn_id} (commit id "
-                      f"{other_commit_id}) committed a write of {what} after txn {txn_id} "
-                      f"opened; txn {txn_id} wrote it too (duplicate primary key prevented)")
+            what = (
+                f"the primary key with hash {key_hash:#018x}"
+                if key_hash is not None
+                else "keys in the same bucket (recorded whole)"
+            )
+            reason = (
+                f"write conflict on {where}: txn {other_txn_id} (commit id "
+                f"{other_commit_id}) committed a write of {what} after txn {txn_id} "
+                f"opened; txn {txn_id} wrote it too (duplicate primary key prevented)"
+            )
         else:
-            reason = (f"write conflict on {where}: txn {other_txn_id} (commit id "
-                      f"{other_commit_id}) committed {other_operation or 'a write'} there after "
-                      f"txn {txn_id} opened; txn {txn_id} wanted {operation or 'a write'}")
+            reason = (
+                f"write conflict on {where}: txn {other_txn_id} (commit id "
+                f"{other_commit_id}) committed {other_operation or 'a write'} there after "
+                f"txn {txn_id} opened; txn {txn_id} wanted {operation or 'a write'}"
+            )
         super().__init__(txn_id, reason)
 
 
@@ -151,9 +171,16 @@ class LockTimeoutError(CatalogError):
         blocker_lock_id / blocker_txn_id: the lock (and its transaction) last seen blocking.
     """
 
-    def __init__(self, txn_id: int, table: str, partition: str | None, lock_type: str,
-                 timeout_s: float, blocker_lock_id: int | None = None,
-                 blocker_txn_id: int | None = None):
+    def __init__(
+        self,
+        txn_id: int,
+        table: str,
+        partition: str | None,
+        lock_type: str,
+        timeout_s: float,
+        blocker_lock_id: int | None = None,
+        blocker_txn_id: int | None = None,
+    ):
         self.txn_id = txn_id
         self.table = table
         self.partition = partition
@@ -161,12 +188,16 @@ class LockTimeoutError(CatalogError):
         self.timeout_s = timeout_s
         self.blocker_lock_id = blocker_lock_id
         self.blocker_txn_id = blocker_txn_id
-        where = f"{table} partition {partition}" if partition is not None else f"{table} (whole table)"
+        where = (
+            f"{table} partition {partition}" if partition is not None else f"{table} (whole table)"
+        )
         by = ""
         if blocker_lock_id is not None:
             by = f"; blocked by lock {blocker_lock_id} of txn {blocker_txn_id}"
-        super().__init__(f"txn {txn_id} timed out after {timeout_s:g} s waiting for a "
-                         f"{lock_type} lock on {where}{by}")
+        super().__init__(
+            f"txn {txn_id} timed out after {timeout_s:g} s waiting for a "
+            f"{lock_type} lock on {where}{by}"
+        )
 
 
 class BatchAlreadyAppliedError(CatalogError):
@@ -183,8 +214,10 @@ class BatchAlreadyAppliedError(CatalogError):
         self.batch_id = batch_id
         self.txn_id = txn_id
         self.committed_at = committed_at
-        super().__init__(f"batch {batch_id} was already applied by transaction {txn_id}"
-                         + (f" at {committed_at:%Y-%m-%d %H:%M:%S}Z" if committed_at else ""))
+        super().__init__(
+            f"batch {batch_id} was already applied by transaction {txn_id}"
+            + (f" at {committed_at:%Y-%m-%d %H:%M:%S}Z" if committed_at else "")
+        )
 
 
 class BatchInProgressError(CatalogError):
@@ -198,8 +231,10 @@ class BatchInProgressError(CatalogError):
     def __init__(self, batch_id: str, txn_id: int):
         self.batch_id = batch_id
         self.txn_id = txn_id
-        super().__init__(f"batch {batch_id} is being applied by open transaction {txn_id}; "
-                         "wait for it to commit or time out")
+        super().__init__(
+            f"batch {batch_id} is being applied by open transaction {txn_id}; "
+            "wait for it to commit or time out"
+        )
 
 
 class CompactionStateError(CatalogError):
@@ -239,11 +274,13 @@ class ForeignDatabaseError(CatalogDatabaseError):
         self.tables = tables
         shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
         super().__init__(
-            url, "foreign",
+            url,
+            "foreign",
             f"catalog database {url} is not an acidflow catalog: it holds other tables "
             f"({shown}){detail}; refusing to add acidflow's tables to it. Point "
             "ACIDFLOW_CATALOG_URL at an acidflow catalog or an empty database, or run "
-            "`acidflow catalog init --force` to use this one anyway")
+            "`acidflow catalog init --force` to use this one anyway",
+        )
 
 
 class WarehouseOwnedError(CatalogError):
@@ -257,8 +294,9 @@ class WarehouseOwnedError(CatalogError):
         catalog_id, catalog_url: this catalog's id and (masked) URL.
     """
 
-    def __init__(self, warehouse: str, owner_id: str, owner_url: str, catalog_id: str,
-                 catalog_url: str):
+    def __init__(
+        self, warehouse: str, owner_id: str, owner_url: str, catalog_id: str, catalog_url: str
+    ):
         self.warehouse = warehouse
         self.owner_id = owner_id
         self.owner_url = owner_url
@@ -268,7 +306,8 @@ class WarehouseOwnedError(CatalogError):
             f"warehouse {warehouse} belongs to catalog {owner_id} ({owner_url}), not to this "
             f"catalog {catalog_id} ({catalog_url}); refusing to write there. Check "
             "ACIDFLOW_CATALOG_URL / ACIDFLOW_WAREHOUSE (two catalogs on one warehouse hand "
-            "out the same write ids and overwrite each other's data)")
+            "out the same write ids and overwrite each other's data)"
+        )
 
 
 class TableLocationError(CatalogError, ValueError):

@@ -11,6 +11,7 @@ Example::
     class SqlCatalog(Catalog):
         get_table = forward("_tables", SqlTables)   # self._tables.get_table(n)
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -13,6 +13,7 @@ stored as) the same words: :class:`TxnState`, :class:`LockType` and :class:`Comp
 re-exported here), :class:`LockState` and :class:`CompactionState`. The records' ``state`` /
 ``type`` fields hold the words as read from the database (plain ``str``, equal to a member).
 """
+
 from __future__ import annotations
 
 import enum
@@ -23,10 +24,27 @@ from typing import Any
 from acidflow.states import CompactionType, LockType, TxnState
 
 __all__ = [
-    "ACTIVE_STATES", "COMPACTION_STATES", "COMPACTION_TYPES", "DEFAULT_RETENTION",
-    "FINISHED_STATES", "LOCK_STATES", "LOCK_TYPES", "OPERATIONS", "TXN_STATES",
-    "WRITE_SET_OPERATIONS", "BatchInfo", "CommitRecord", "CompactionInfo", "CompactionState",
-    "CompactionType", "LockInfo", "LockState", "LockType", "ReaderInfo", "TxnInfo", "TxnState",
+    "ACTIVE_STATES",
+    "COMPACTION_STATES",
+    "COMPACTION_TYPES",
+    "DEFAULT_RETENTION",
+    "FINISHED_STATES",
+    "LOCK_STATES",
+    "LOCK_TYPES",
+    "OPERATIONS",
+    "TXN_STATES",
+    "WRITE_SET_OPERATIONS",
+    "BatchInfo",
+    "CommitRecord",
+    "CompactionInfo",
+    "CompactionState",
+    "CompactionType",
+    "LockInfo",
+    "LockState",
+    "LockType",
+    "ReaderInfo",
+    "TxnInfo",
+    "TxnState",
 ]
 
 
@@ -67,8 +85,9 @@ class CompactionState(enum.StrEnum):
         return not self.active
 
 
-_ACTIVE = frozenset({CompactionState.INITIATED, CompactionState.WORKING,
-                     CompactionState.READY_FOR_CLEANING})
+_ACTIVE = frozenset(
+    {CompactionState.INITIATED, CompactionState.WORKING, CompactionState.READY_FOR_CLEANING}
+)
 
 # The tuples below are plain strings (the enums' values, in declaration order): they build the
 # SQL CHECK constraints (``acidflow.catalog.sql.schema``), which must not change.
@@ -95,8 +114,11 @@ ACTIVE_STATES: tuple[str, ...] = tuple(s.value for s in CompactionState if s.act
 #: finished states (Hive ``COMPLETED_COMPACTIONS``)
 FINISHED_STATES: tuple[str, ...] = tuple(s.value for s in CompactionState if s.finished)
 #: Hive ``hive.compactor.history.retention.succeeded`` / ``.failed`` / ``.attempted``
-DEFAULT_RETENTION = {CompactionState.SUCCEEDED.value: 3, CompactionState.FAILED.value: 3,
-                     CompactionState.DID_NOT_INITIATE.value: 2}
+DEFAULT_RETENTION = {
+    CompactionState.SUCCEEDED.value: 3,
+    CompactionState.FAILED.value: 3,
+    CompactionState.DID_NOT_INITIATE.value: 2,
+}
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ a change becomes visible exactly when its transaction commits, an aborted change
 time-travel read (``as_of_write_id``) gets the schema of its time. This is Hive's "schema of the
 snapshot" idea; Hive itself keeps only the current schema and reads every file through it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -17,8 +18,14 @@ from typing import Any
 from acidflow.catalog.tabledef import Column
 from acidflow.format.writeids import ValidWriteIdList
 
-__all__ = ["SchemaVersion", "pick_version", "columns_to_json", "columns_from_json", "renames_of",
-           "rewrites"]
+__all__ = [
+    "SchemaVersion",
+    "pick_version",
+    "columns_to_json",
+    "columns_from_json",
+    "renames_of",
+    "rewrites",
+]
 
 
 @dataclass(frozen=True)
@@ -52,8 +59,7 @@ def columns_from_json(data: Sequence[dict[str, Any]]) -> list[Column]:
     return [Column(d["name"], d["type"], d.get("comment")) for d in data]
 
 
-def pick_version(history: Sequence[SchemaVersion], valid: ValidWriteIdList
-                 ) -> SchemaVersion | None:
+def pick_version(history: Sequence[SchemaVersion], valid: ValidWriteIdList) -> SchemaVersion | None:
     """The newest version of ``history`` (ascending by write id) whose write id ``valid``
     sees (version 0 always); ``None`` when ``history`` is empty."""
     best = None
@@ -87,5 +93,6 @@ def rewrites(version: SchemaVersion) -> bool:
     """Whether a version moved data positions (drop/reorder with ``rewrite``): files written
     for the columns before it cannot be read with it. A ``revert`` (of an aborted change)
     puts back the layout committed files already have, so it moves nothing."""
-    return any(step.get("rewrite") and step.get("op") != "revert"
-               for step in _steps(version.change))
+    return any(
+        step.get("rewrite") and step.get("op") != "revert" for step in _steps(version.change)
+    )

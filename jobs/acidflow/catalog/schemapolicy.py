@@ -9,6 +9,7 @@ after its snapshot. They are not part of any role's contract: :class:`SchemaPoli
 implements them once over the table, transaction and lock roles, and the catalog facade
 (:class:`acidflow.catalog.base.Catalog`) inherits them.
 """
+
 from __future__ import annotations
 
 from acidflow.catalog.api import LockCatalog, TableCatalog, TransactionCatalog
@@ -90,26 +91,33 @@ class SchemaPolicies(TableCatalog, TransactionCatalog, LockCatalog):
             return None
         aborted = self.aborted_schema_change(name)
         if aborted is not None:
-            return (f"its last schema change (write id {aborted.write_id}, transaction "
-                    f"{aborted.txn_id}) was aborted after it had replaced the columns; the "
-                    "cleaner (`acidflow clean`) or the next `acidflow table alter` puts the "
-                    "committed columns back")
+            return (
+                f"its last schema change (write id {aborted.write_id}, transaction "
+                f"{aborted.txn_id}) was aborted after it had replaced the columns; the "
+                "cleaner (`acidflow clean`) or the next `acidflow table alter` puts the "
+                "committed columns back"
+            )
         if not any(rewrites(v) for v in history if v.txn_id is not None):
             return None
         valid = self.valid_write_ids(name, txn_id=txn_id)
         for v in reversed(history):
             if v.txn_id is None or v.txn_id == txn_id or not rewrites(v):
                 continue
-            if not valid.is_write_id_valid(v.write_id) and \
-                    self.get_transaction(v.txn_id).state == TxnState.COMMITTED:
-                return (f"a schema change that rewrote its data (write id {v.write_id}) "
-                        f"committed after transaction {txn_id} opened; its snapshot's files "
-                        "are laid out for the old columns: run the statement in a new "
-                        "transaction")
+            if (
+                not valid.is_write_id_valid(v.write_id)
+                and self.get_transaction(v.txn_id).state == TxnState.COMMITTED
+            ):
+                return (
+                    f"a schema change that rewrote its data (write id {v.write_id}) "
+                    f"committed after transaction {txn_id} opened; its snapshot's files "
+                    "are laid out for the old columns: run the statement in a new "
+                    "transaction"
+                )
         return None
 
-    def revert_aborted_schema_change(self, name: str, *, lock_timeout_s: float = 60.0
-                                     ) -> SchemaVersion | None:
+    def revert_aborted_schema_change(
+        self, name: str, *, lock_timeout_s: float = 60.0
+    ) -> SchemaVersion | None:
         """Put back the columns of the newest committed schema version when the newest version
         is an aborted one (:meth:`aborted_schema_change`), in a transaction of its own that
         allocates a write id and records the version ``{"op": "revert", "of_write_id": W}``
@@ -126,11 +134,19 @@ class SchemaPolicies(TableCatalog, TransactionCatalog, LockCatalog):
         if aborted is None:
             return None
         history = self.schema_history(name)
-        before = next(v for v in reversed(history) if v.write_id < aborted.write_id and (
-            v.txn_id is None or self.get_transaction(v.txn_id).state == TxnState.COMMITTED))
+        before = next(
+            v
+            for v in reversed(history)
+            if v.write_id < aborted.write_id
+            and (v.txn_id is None or self.get_transaction(v.txn_id).state == TxnState.COMMITTED)
+        )
         renames = {new: old for old, new in renames_of(aborted).items()}
-        change = {"op": "revert", "of_write_id": aborted.write_id, "rewrite": True,
-                  "renames": renames}
+        change = {
+            "op": "revert",
+            "of_write_id": aborted.write_id,
+            "rewrite": True,
+            "renames": renames,
+        }
         txn_id = self.open_transaction(agent_info="acidflow schema revert")
         try:
             self.allocate_write_id(txn_id, name)
@@ -139,10 +155,21 @@ class SchemaPolicies(TableCatalog, TransactionCatalog, LockCatalog):
                 self.abort_transaction(txn_id, "nothing to revert")
                 return None
             self.alter_schema(txn_id, name, before.columns, change=change)
-            self.commit_transaction(txn_id, {self.get_table(name).name: {
-                "operations": ["schema"], "schema_change": change, "rows_inserted": 0,
-                "rows_updated": 0, "rows_deleted": 0, "files": 0, "bytes": 0,
-                "partitions": {}}})
+            self.commit_transaction(
+                txn_id,
+                {
+                    self.get_table(name).name: {
+                        "operations": ["schema"],
+                        "schema_change": change,
+                        "rows_inserted": 0,
+                        "rows_updated": 0,
+                        "rows_deleted": 0,
+                        "files": 0,
+                        "bytes": 0,
+                        "partitions": {},
+                    }
+                },
+            )
         except BaseException as exc:
             if self.get_transaction(txn_id).state == TxnState.OPEN:
                 self.abort_transaction(txn_id, f"{type(exc).__name__}: {exc}")

@@ -8,6 +8,7 @@ Hive type parser, :func:`acidflow.format.hivetypes.normalize_hive_type`.
 Names: tables are ``db.table`` in lower case (a bare ``t`` is ``default.t``), partitions are
 spec strings ``"k=v/k2=v2"`` (Hive's partition name, keys in table order).
 """
+
 from __future__ import annotations
 
 import re
@@ -114,14 +115,20 @@ class Column:
         """
         if isinstance(data, Column):
             return cls(data.name, data.hive_type, data.comment)
-        if not isinstance(data, dict) or "name" not in data or not (
-                "type" in data or "hive_type" in data):
+        if (
+            not isinstance(data, dict)
+            or "name" not in data
+            or not ("type" in data or "hive_type" in data)
+        ):
             raise ValueError(f"column must be a mapping with 'name' and 'type', got {data!r}")
         extra = set(data) - {"name", "type", "hive_type", "comment"}
         if extra:
             raise ValueError(f"unknown column keys {sorted(extra)} in {data!r}")
-        return cls(data["name"], data["type"] if "type" in data else data["hive_type"],
-                   data.get("comment") or None)
+        return cls(
+            data["name"],
+            data["type"] if "type" in data else data["hive_type"],
+            data.get("comment") or None,
+        )
 
 
 def _columns_from(value: Any, what: str) -> list[Column]:
@@ -180,8 +187,9 @@ class TableDef:
         name = str(self.name).strip().lower()
         self.name = name if "." in name else f"{DEFAULT_DB}.{name}"
         self.columns = [c if isinstance(c, Column) else Column.from_dict(c) for c in self.columns]
-        self.partition_columns = [c if isinstance(c, Column) else Column.from_dict(c)
-                                  for c in self.partition_columns]
+        self.partition_columns = [
+            c if isinstance(c, Column) else Column.from_dict(c) for c in self.partition_columns
+        ]
         self.primary_key = [str(k).strip().lower() for k in self.primary_key]
         self.bucket_columns = [str(k).strip().lower() for k in self.bucket_columns]
         if self.ordering_column is not None:
@@ -252,8 +260,10 @@ class TableDef:
             col.hive_type = normalize_hive_type(col.hive_type)
         for col in self.partition_columns:
             if "<" in col.hive_type:
-                raise ValueError(f"table {self.name}: partition column {col.name!r} must have "
-                                 f"a primitive type, not {col.hive_type!r}")
+                raise ValueError(
+                    f"table {self.name}: partition column {col.name!r} must have "
+                    f"a primitive type, not {col.hive_type!r}"
+                )
         data = set(self.column_names())
         if len(set(self.primary_key)) != len(self.primary_key):
             raise ValueError(f"table {self.name}: duplicate primary key columns {self.primary_key}")
@@ -267,14 +277,16 @@ class TableDef:
         if self.num_buckets == 0 and self.bucket_columns:
             raise ValueError(f"table {self.name}: bucket_columns given but num_buckets is 0")
         if self.num_buckets > 0 and not self.bucket_columns:
-            raise ValueError(f"table {self.name}: num_buckets > 0 needs bucket_columns "
-                             "(or a primary_key)")
+            raise ValueError(
+                f"table {self.name}: num_buckets > 0 needs bucket_columns (or a primary_key)"
+            )
         if len(set(self.bucket_columns)) != len(self.bucket_columns):
             raise ValueError(f"table {self.name}: duplicate bucket columns {self.bucket_columns}")
         for key in self.bucket_columns:
             if key not in data:
-                raise ValueError(f"table {self.name}: unknown bucket column {key!r} "
-                                 "(must be a data column)")
+                raise ValueError(
+                    f"table {self.name}: unknown bucket column {key!r} (must be a data column)"
+                )
         if self.bucketing_version not in (1, 2):
             raise ValueError(f"table {self.name}: bucketing_version must be 1 or 2")
         check_fixed_properties(self.name, self.properties, self.bucketing_version)
@@ -303,10 +315,23 @@ class TableDef:
             out["external"] = True
         return out
 
-    _KEYS: ClassVar[frozenset[str]] = frozenset({
-        "name", "columns", "partition_columns", "primary_key", "ordering_column",
-        "bucket_columns", "num_buckets", "bucketing_version", "properties",
-        "location", "table_id", "created_at", "external"})
+    _KEYS: ClassVar[frozenset[str]] = frozenset(
+        {
+            "name",
+            "columns",
+            "partition_columns",
+            "primary_key",
+            "ordering_column",
+            "bucket_columns",
+            "num_buckets",
+            "bucketing_version",
+            "properties",
+            "location",
+            "table_id",
+            "created_at",
+            "external",
+        }
+    )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TableDef":
@@ -366,11 +391,15 @@ def check_fixed_properties(table: str, props: dict[str, str], bucketing_version:
     """
     for key, value in TABLE_PROPERTIES_FIXED.items():
         if str(props.get(key, value)).lower() != value:
-            raise ValueError(f"table {table}: property {key}={props[key]!r} is not allowed; "
-                             f"acidflow tables are full ACID ({key}={value!r})")
+            raise ValueError(
+                f"table {table}: property {key}={props[key]!r} is not allowed; "
+                f"acidflow tables are full ACID ({key}={value!r})"
+            )
     if str(props.get("bucketing_version", bucketing_version)) != str(bucketing_version):
-        raise ValueError(f"table {table}: property bucketing_version="
-                         f"{props['bucketing_version']!r} disagrees with bucketing_version="
-                         f"{bucketing_version}")
+        raise ValueError(
+            f"table {table}: property bucketing_version="
+            f"{props['bucketing_version']!r} disagrees with bucketing_version="
+            f"{bucketing_version}"
+        )
     # --- retention (acidflow.history.retain.commits / .hours)
     check_retention_properties(table, props)

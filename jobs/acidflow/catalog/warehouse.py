@@ -17,6 +17,7 @@ outside it needs ``external`` (the table property ``acidflow.external=true``; Hi
 ``EXTERNAL=TRUE`` means a non-managed table, which a transactional table cannot be, so the
 name is not used).
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,16 @@ from acidflow.storage.fs import TableFS, join
 
 #: the owner marker's name at the warehouse root (``_``: hidden from ACID listings)
 WAREHOUSE_MARKER = "_acidflow_warehouse.json"
-__all__ = ["WAREHOUSE_MARKER", "EXTERNAL_PROPERTY", "check_owner", "read_marker",
-           "resolve_location", "is_inside", "warehouse_root", "forget_checks"]
+__all__ = [
+    "WAREHOUSE_MARKER",
+    "EXTERNAL_PROPERTY",
+    "check_owner",
+    "read_marker",
+    "resolve_location",
+    "is_inside",
+    "warehouse_root",
+    "forget_checks",
+]
 
 _checked: set[tuple[str, str]] = set()
 _lock = threading.Lock()
@@ -43,7 +52,7 @@ def _split(location: str) -> tuple[str, str]:
     ``("", "/wh")`` (the path part normalised, no trailing slash)."""
     loc = location.strip()
     if loc.startswith("file://"):
-        loc = loc[len("file://"):]
+        loc = loc[len("file://") :]
     prefix = ""
     if "://" in loc:
         scheme, rest = loc.split("://", 1)
@@ -64,8 +73,11 @@ def warehouse_root(warehouse: str) -> str:
     wh = warehouse.strip()
     if "://" not in wh or wh.startswith("file://"):
         prefix, path = _split(wh)
-        return posixpath.normpath(posixpath.join(posixpath.abspath("."), path)) if not \
-            path.startswith("/") else path
+        return (
+            posixpath.normpath(posixpath.join(posixpath.abspath("."), path))
+            if not path.startswith("/")
+            else path
+        )
     prefix, path = _split(wh)
     return _join(prefix, path)
 
@@ -79,8 +91,7 @@ def is_inside(location: str, warehouse: str) -> bool:
     return lpath == wpath or lpath.startswith(wpath.rstrip("/") + "/")
 
 
-def resolve_location(table: str, location: str, warehouse: str, *,
-                     external: bool = False) -> str:
+def resolve_location(table: str, location: str, warehouse: str, *, external: bool = False) -> str:
     """The absolute location of ``table`` for a location given in a tables YAML or a
     ``TableDef``.
 
@@ -103,10 +114,15 @@ def resolve_location(table: str, location: str, warehouse: str, *,
     if "://" not in loc and not loc.startswith("/"):
         rel = posixpath.normpath(loc)
         if rel == ".." or rel.startswith("../") or rel == ".":
-            raise TableLocationError(table, location, root,
-                                     "leaves the warehouse (relative locations are relative "
-                                     "to the warehouse and may not climb out of it with '..')"
-                                     if rel != "." else "is the warehouse root itself")
+            raise TableLocationError(
+                table,
+                location,
+                root,
+                "leaves the warehouse (relative locations are relative "
+                "to the warehouse and may not climb out of it with '..')"
+                if rel != "."
+                else "is the warehouse root itself",
+            )
         wp, wpath = _split(root)
         return _join(wp, posixpath.join(wpath, rel))
     prefix, path = _split(loc)
@@ -117,9 +133,13 @@ def resolve_location(table: str, location: str, warehouse: str, *,
         return resolved
     if external:
         return resolved
-    raise TableLocationError(table, location, root,
-                             "is outside the warehouse; set `external: true` in the tables "
-                             "YAML (TableDef(external=True)) to keep a table there")
+    raise TableLocationError(
+        table,
+        location,
+        root,
+        "is outside the warehouse; set `external: true` in the tables "
+        "YAML (TableDef(external=True)) to keep a table there",
+    )
 
 
 def read_marker(warehouse: str) -> dict[str, str] | None:
@@ -160,17 +180,26 @@ def check_owner(warehouse: str, catalog_id: str, catalog_url: str) -> None:
         if key in _checked:
             return
     tfs = TableFS(root)
-    marker = json.dumps({"catalog_id": catalog_id, "catalog_url": catalog_url,
-                         "created_at": datetime.now(timezone.utc).isoformat()},
-                        sort_keys=True).encode()
+    marker = json.dumps(
+        {
+            "catalog_id": catalog_id,
+            "catalog_url": catalog_url,
+            "created_at": datetime.now(timezone.utc).isoformat(),
+        },
+        sort_keys=True,
+    ).encode()
     try:
         tfs.create_exclusive(join(root, WAREHOUSE_MARKER), marker)
     except FileExistsError:
         owner = read_marker(root) or {}
         if owner.get("catalog_id") != catalog_id:
-            raise WarehouseOwnedError(root, owner.get("catalog_id", "?"),
-                                      owner.get("catalog_url", "?"), catalog_id,
-                                      catalog_url) from None
+            raise WarehouseOwnedError(
+                root,
+                owner.get("catalog_id", "?"),
+                owner.get("catalog_url", "?"),
+                catalog_id,
+                catalog_url,
+            ) from None
     with _lock:
         _checked.add(key)
 

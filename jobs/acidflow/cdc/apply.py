@@ -37,6 +37,7 @@ A primary key the stream newly names for a keyless auto-created table (:func:`_l
 is different -- it changes how every later batch treats the table -- so it is applied only once
 the batch has committed (the commit record carries it as ``schema_change``).
 """
+
 from __future__ import annotations
 
 import gzip
@@ -179,8 +180,10 @@ class BatchReport:
 
 def quarantine_hint(path: str) -> str:
     """The documented way past a poison change file: set it aside deliberately."""
-    return (f"set it aside with 'acidflow cdc quarantine-file {path} --reason TEXT' to go on "
-            "with the later files")
+    return (
+        f"set it aside with 'acidflow cdc quarantine-file {path} --reason TEXT' to go on "
+        "with the later files"
+    )
 
 
 def read_lines(path: str) -> tuple[list[str], bytes]:
@@ -199,25 +202,39 @@ def read_lines(path: str) -> tuple[list[str], bytes]:
             data = gzip.decompress(raw)
         except EOFError:
             raise UnreadableFileError(
-                path, f"truncated .gz: the compressed data ends at byte {len(raw)} before the "
-                "end-of-stream marker (an interrupted copy?)", len(raw), hint=hint) from None
+                path,
+                f"truncated .gz: the compressed data ends at byte {len(raw)} before the "
+                "end-of-stream marker (an interrupted copy?)",
+                len(raw),
+                hint=hint,
+            ) from None
         except (OSError, zlib.error) as e:  # BadGzipFile is an OSError
             raise UnreadableFileError(path, f"corrupt .gz: {e}", hint=hint) from None
     else:
         data = raw
     if data[:2] == b"\x1f\x8b":
-        raise UnreadableFileError(path, "gzip-compressed data in a file whose name does not end "
-                                  "in .gz", 0, 1, hint=hint)
+        raise UnreadableFileError(
+            path, "gzip-compressed data in a file whose name does not end in .gz", 0, 1, hint=hint
+        )
     nul = data.find(b"\x00")
     if nul >= 0:
-        raise UnreadableFileError(path, "binary data (a NUL byte), not JSON text", nul,
-                                  data.count(b"\n", 0, nul) + 1, hint=hint)
+        raise UnreadableFileError(
+            path,
+            "binary data (a NUL byte), not JSON text",
+            nul,
+            data.count(b"\n", 0, nul) + 1,
+            hint=hint,
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise UnreadableFileError(path, f"not UTF-8 text ({e.reason}: "
-                                  f"{data[e.start:e.start + 4]!r})", e.start,
-                                  data.count(b"\n", 0, e.start) + 1, hint=hint) from None
+        raise UnreadableFileError(
+            path,
+            f"not UTF-8 text ({e.reason}: {data[e.start : e.start + 4]!r})",
+            e.start,
+            data.count(b"\n", 0, e.start) + 1,
+            hint=hint,
+        ) from None
     return text.splitlines(), data
 
 
@@ -241,13 +258,16 @@ def change_files(input_path: str) -> list[str]:
     if not p.is_dir():
         raise FileNotFoundError(f"no change files at {input_path}")
     exts = (".json", ".jsonl", ".ndjson")
-    return sorted(str(f) for f in p.iterdir()
-                  if f.is_file() and not f.name.startswith((".", "_"))
-                  and f.name.removesuffix(".gz").endswith(exts))
+    return sorted(
+        str(f)
+        for f in p.iterdir()
+        if f.is_file()
+        and not f.name.startswith((".", "_"))
+        and f.name.removesuffix(".gz").endswith(exts)
+    )
 
 
-def apply_path(spark: Any, catalog: Any, input_path: str,
-               options: CdcOptions) -> list[BatchReport]:
+def apply_path(spark: Any, catalog: Any, input_path: str, options: CdcOptions) -> list[BatchReport]:
     """Apply every change file under ``input_path`` in name order, one batch each.
 
     Returns:
@@ -294,8 +314,9 @@ def apply_file(spark: Any, catalog: Any, path: str, options: CdcOptions) -> Batc
         by_table.setdefault(ch.table, []).append(ch)
     if options.include_tables is not None:
         wanted = {t.lower() for t in options.include_tables}
-        by_table = {t: c for t, c in by_table.items()
-                    if t in wanted or t.split(".", 1)[-1] in wanted}
+        by_table = {
+            t: c for t, c in by_table.items() if t in wanted or t.split(".", 1)[-1] in wanted
+        }
     attempts = max(1, MAX_COMMIT_ATTEMPTS)  # a monkeypatched or odd value: at least one
     attempt = 1
     while True:
@@ -305,21 +326,38 @@ def apply_file(spark: Any, catalog: Any, path: str, options: CdcOptions) -> Batc
             # a concurrent run of this batch committed it after get_batch (or between our
             # attempts): the claim (register_batch, the attempt's first step) refused it and
             # our transaction aborted with nothing written -- the batch is applied, once
-            log.info("batch %s (%s) applied meanwhile by txn %s of another run: skipped",
-                     batch_id, path, exc.txn_id)
+            log.info(
+                "batch %s (%s) applied meanwhile by txn %s of another run: skipped",
+                batch_id,
+                path,
+                exc.txn_id,
+            )
             won = catalog.get_batch(batch_id)
-            report = _skipped(catalog, batch_id, path, exc.txn_id,
-                              won.details if won is not None else {}, t0)
+            report = _skipped(
+                catalog, batch_id, path, exc.txn_id, won.details if won is not None else {}, t0
+            )
             report.attempts = attempt
             return report
         except WriteConflictError as exc:
             if attempt >= attempts:
-                log.error("batch %s (%s): write conflict at commit, attempt %d of %d, giving "
-                          "up: %s", batch_id, path, attempt, attempts, exc)
+                log.error(
+                    "batch %s (%s): write conflict at commit, attempt %d of %d, giving up: %s",
+                    batch_id,
+                    path,
+                    attempt,
+                    attempts,
+                    exc,
+                )
                 raise
-            log.warning("batch %s (%s): write conflict at commit, attempt %d of %d: %s; "
-                        "re-planning against the new snapshot", batch_id, path, attempt,
-                        attempts, exc)
+            log.warning(
+                "batch %s (%s): write conflict at commit, attempt %d of %d: %s; "
+                "re-planning against the new snapshot",
+                batch_id,
+                path,
+                attempt,
+                attempts,
+                exc,
+            )
             attempt += 1
             continue
         _take_learned_keys(catalog, report.tables, path)
@@ -328,16 +366,23 @@ def apply_file(spark: Any, catalog: Any, path: str, options: CdcOptions) -> Batc
         return report
 
 
-def _skipped(catalog: Any, batch_id: str, path: str, txn_id: int | None,
-             details: dict[str, Any], t0: float) -> BatchReport:
+def _skipped(
+    catalog: Any, batch_id: str, path: str, txn_id: int | None, details: dict[str, Any], t0: float
+) -> BatchReport:
     """The report of a batch a committed transaction already applied (``details``: its batch
     ledger record). A primary key that batch took but did not get to set (a crash between its
     commit and :func:`_take_learned_keys`) is set now, from the ledger."""
     tables = details.get("tables", {}) or {}
     _take_learned_keys(catalog, tables, path)
-    return BatchReport(batch_id, path, "skipped", txn_id, tables=tables,
-                       quarantined=details.get("quarantined", 0),
-                       seconds=time.monotonic() - t0)
+    return BatchReport(
+        batch_id,
+        path,
+        "skipped",
+        txn_id,
+        tables=tables,
+        quarantined=details.get("quarantined", 0),
+        seconds=time.monotonic() - t0,
+    )
 
 
 def _take_learned_keys(catalog: Any, tables: dict[str, dict[str, Any]], path: str) -> None:
@@ -354,16 +399,29 @@ def _take_learned_keys(catalog: Any, tables: dict[str, dict[str, Any]], path: st
         if current == key:
             continue
         if current != list(change.get("previous_primary_key") or []):
-            log.warning("%s: %s has primary key (%s) now, not the (%s) the batch took: left "
-                        "as it is", path, name, ", ".join(current), ", ".join(key))
+            log.warning(
+                "%s: %s has primary key (%s) now, not the (%s) the batch took: left as it is",
+                path,
+                name,
+                ", ".join(current),
+                ", ".join(key),
+            )
             continue
         catalog.set_primary_key(name, key)
-        log.warning("%s: %s takes the primary key (%s) its source now names", path, name,
-                    ", ".join(key))
+        log.warning(
+            "%s: %s takes the primary key (%s) its source now names", path, name, ", ".join(key)
+        )
 
 
-def _apply_batch(spark: Any, catalog: Any, path: str, options: CdcOptions, stream: ParsedStream,
-                 batch_id: str, by_table: dict[str, list[Change]]) -> BatchReport:
+def _apply_batch(
+    spark: Any,
+    catalog: Any,
+    path: str,
+    options: CdcOptions,
+    stream: ParsedStream,
+    batch_id: str,
+    by_table: dict[str, list[Change]],
+) -> BatchReport:
     """One attempt at a batch: one transaction that plans (at its snapshot), gates, writes,
     quarantines and commits (module docstring, steps 3-6).
 
@@ -374,8 +432,9 @@ def _apply_batch(spark: Any, catalog: Any, path: str, options: CdcOptions, strea
     bad = list(stream.bad)
     report = BatchReport(batch_id, path, "applied")
     with Transaction(catalog, agent_info=f"acidflow cdc {options.fmt}") as txn:
-        catalog.register_batch(txn.txn_id, batch_id, "cdc", source=path,
-                               details={"format": options.fmt, "file": path})
+        catalog.register_batch(
+            txn.txn_id, batch_id, "cdc", source=path, details={"format": options.fmt, "file": path}
+        )
         report.txn_id = txn.txn_id
         schema_changes: dict[str, dict[str, Any]] = {}
         for source_name in sorted(by_table):
@@ -389,8 +448,9 @@ def _apply_batch(spark: Any, catalog: Any, path: str, options: CdcOptions, strea
                 bad += [chg.bad_record(c, resolved) for c in table_changes]
                 continue
             table = _handle_drift(catalog, resolved, table_changes, stream, options, path)
-            table, change = _learn_primary_key(spark, catalog, txn, table, stream, source_name,
-                                               options, path)
+            table, change = _learn_primary_key(
+                spark, catalog, txn, table, stream, source_name, options, path
+            )
             if change:
                 schema_changes[table.name] = change
             stats = _apply_table(spark, catalog, txn, table, table_changes, options, bad)
@@ -402,20 +462,34 @@ def _apply_batch(spark: Any, catalog: Any, path: str, options: CdcOptions, strea
             txn.stats.setdefault(name, {"operations": []})["schema_change"] = change
         report.quarantined = len(bad)
         report.quarantine_file = write_quarantine(catalog.warehouse, "cdc", batch_id, bad)
-        check_threshold(batch_id, bad, total, options.quarantine_threshold,
-                        report.quarantine_file, source=path)
+        check_threshold(
+            batch_id, bad, total, options.quarantine_threshold, report.quarantine_file, source=path
+        )
         for name, stats in report.tables.items():
             if name not in txn.stats:  # nothing written to it: no write id, no commit record
                 continue
             txn.stats[name].update(
                 {k: v for k, v in stats.items() if k != "write_id"},
-                batch_id=batch_id, source_file=path)
+                batch_id=batch_id,
+                source_file=path,
+            )
         if not report.tables:
             report.status = "empty"
-        catalog.register_batch(txn.txn_id, batch_id, "cdc", source=path, details={
-            "format": options.fmt, "file": path, "tables": report.tables,
-            "quarantined": report.quarantined, "quarantine_file": report.quarantine_file,
-            "first_position": stream.first_position, "last_position": stream.last_position})
+        catalog.register_batch(
+            txn.txn_id,
+            batch_id,
+            "cdc",
+            source=path,
+            details={
+                "format": options.fmt,
+                "file": path,
+                "tables": report.tables,
+                "quarantined": report.quarantined,
+                "quarantine_file": report.quarantine_file,
+                "first_position": stream.first_position,
+                "last_position": stream.last_position,
+            },
+        )
     return report
 
 
@@ -427,8 +501,9 @@ class _Waiting:
     reason: str
 
 
-def _resolve_table(catalog: Any, stream: ParsedStream, source_name: str,
-                   options: CdcOptions) -> TableDef | str | _Waiting:
+def _resolve_table(
+    catalog: Any, stream: ParsedStream, source_name: str, options: CdcOptions
+) -> TableDef | str | _Waiting:
     """The target table of a source table: from the tables config, the catalog
     (``<target_db>.<table>``) or auto-created from the stream.
 
@@ -448,21 +523,26 @@ def _resolve_table(catalog: Any, stream: ParsedStream, source_name: str,
     try:
         name = normalize_table_name(name)
     except ValueError:
-        return (f"source table {source_name} maps to {name!r}, which is not a valid Hive table "
-                "name (db.table of [a-z0-9_]): map it to a valid name in a tables config")
+        return (
+            f"source table {source_name} maps to {name!r}, which is not a valid Hive table "
+            "name (db.table of [a-z0-9_]): map it to a valid name in a tables config"
+        )
     if catalog.table_exists(name):
         return catalog.get_table(name)
     if not options.auto_create:
-        return (f"unknown table {source_name}: define it in a tables config or pass "
-                "--auto-create")
+        return f"unknown table {source_name}: define it in a tables config or pass --auto-create"
     source = stream.tables[source_name]
     if not source.columns:
         if all(c.op == "T" for c in stream.changes if c.table == source_name):
-            return _Waiting(f"TRUNCATE of {source_name} ignored: {name} does not exist yet "
-                            "(nothing to truncate); it is created by the first change that "
-                            "carries its columns")
-        return (f"cannot auto-create {name} for {source_name}: the stream carries no column "
-                "names/types for it")
+            return _Waiting(
+                f"TRUNCATE of {source_name} ignored: {name} does not exist yet "
+                "(nothing to truncate); it is created by the first change that "
+                "carries its columns"
+            )
+        return (
+            f"cannot auto-create {name} for {source_name}: the stream carries no column "
+            "names/types for it"
+        )
     try:
         tdef = table_from_stream(source, options.target_db, options.num_buckets)
         tdef.name = name
@@ -481,19 +561,28 @@ class PrimaryKeyError(AcidflowError, RuntimeError):
             10 shown).
     """
 
-    def __init__(self, table: str, key: list[str], duplicates: list[tuple[tuple, int]],
-                 source: str) -> None:
+    def __init__(
+        self, table: str, key: list[str], duplicates: list[tuple[tuple, int]], source: str
+    ) -> None:
         self.table, self.key, self.duplicates = table, key, duplicates
         shown = ", ".join(f"{dict(zip(key, k))} x{n}" for k, n in duplicates[:10])
         super().__init__(
             f"{source}: {table} has no primary key and its source now names ({', '.join(key)}), "
             f"but the stored rows repeat or lack it: {shown}; nothing was applied. Remove the "
-            "duplicates (or recreate the table) and run again")
+            "duplicates (or recreate the table) and run again"
+        )
 
 
-def _learn_primary_key(spark: Any, catalog: Any, txn: Any, table: TableDef,
-                       stream: ParsedStream, source_name: str, options: CdcOptions,
-                       path: str) -> tuple[TableDef, dict[str, Any] | None]:
+def _learn_primary_key(
+    spark: Any,
+    catalog: Any,
+    txn: Any,
+    table: TableDef,
+    stream: ParsedStream,
+    source_name: str,
+    options: CdcOptions,
+    path: str,
+) -> tuple[TableDef, dict[str, Any] | None]:
     """Follow the source when a keyless auto-created table's stream now names a primary key
     (``pg_restore`` / ``pgbench -i`` load the rows first and add the key afterwards).
 
@@ -528,12 +617,15 @@ def _learn_primary_key(spark: Any, catalog: Any, txn: Any, table: TableDef,
     if options.schema_drift == "fail":
         raise SchemaDriftError(
             f"{path}: source table {source_name} now has primary key ({', '.join(key)}) but "
-            f"{table.name} has none; rerun with schema drift policy 'add' to take the key")
+            f"{table.name} has none; rerun with schema drift policy 'add' to take the key"
+        )
     names = set(table.column_names()) | set(table.partition_column_names())
     missing = [k for k in key if k not in names]
     if missing:
-        raise SchemaDriftError(f"{path}: primary key ({', '.join(key)}) of {source_name} names "
-                               f"column(s) {missing} that {table.name} does not have")
+        raise SchemaDriftError(
+            f"{path}: primary key ({', '.join(key)}) of {source_name} names "
+            f"column(s) {missing} that {table.name} does not have"
+        )
     from pyspark.sql import (
         functions as F,  # deferred: pyspark is heavy; the CLI imports this
     )
@@ -542,21 +634,41 @@ def _learn_primary_key(spark: Any, catalog: Any, txn: Any, table: TableDef,
     null_key = F.col(key[0]).isNull()
     for k in key[1:]:
         null_key = null_key | F.col(k).isNull()
-    dups = current.groupBy(*key).count().where((F.col("count") > 1) | null_key) \
-        .orderBy(F.col("count").desc()).limit(10).collect()
+    dups = (
+        current.groupBy(*key)
+        .count()
+        .where((F.col("count") > 1) | null_key)
+        .orderBy(F.col("count").desc())
+        .limit(10)
+        .collect()
+    )
     if dups:
-        raise PrimaryKeyError(table.name, key,
-                              [(tuple(r[k] for k in key), r["count"]) for r in dups], path)
-    log.info("%s: %s will take the primary key (%s) its source now names once the batch "
-             "commits", path, table.name, ", ".join(key))
+        raise PrimaryKeyError(
+            table.name, key, [(tuple(r[k] for k in key), r["count"]) for r in dups], path
+        )
+    log.info(
+        "%s: %s will take the primary key (%s) its source now names once the batch commits",
+        path,
+        table.name,
+        ", ".join(key),
+    )
     # planned with the key; the catalog keeps the table keyless until the batch commits
     keyed = replace(table, primary_key=list(key))
-    return keyed, {"primary_key": key, "previous_primary_key": list(table.primary_key),
-                   "source": source_name}
+    return keyed, {
+        "primary_key": key,
+        "previous_primary_key": list(table.primary_key),
+        "source": source_name,
+    }
 
 
-def _handle_drift(catalog: Any, table: TableDef, changes_: list[Change], stream: ParsedStream,
-                  options: CdcOptions, path: str) -> TableDef:
+def _handle_drift(
+    catalog: Any,
+    table: TableDef,
+    changes_: list[Change],
+    stream: ParsedStream,
+    options: CdcOptions,
+    path: str,
+) -> TableDef:
     known = set(table.column_names()) | set(table.partition_column_names())
     new = chg.new_columns(changes_, known)
     if not new:
@@ -565,34 +677,49 @@ def _handle_drift(catalog: Any, table: TableDef, changes_: list[Change], stream:
         raise SchemaDriftError(
             f"{path}: source table {changes_[0].table} has new column(s) {', '.join(new)} not "
             f"in {table.name}; rerun with schema drift policy 'add' to append them, or add "
-            "them to the table first")
+            "them to the table first"
+        )
     src = stream.tables.get(changes_[0].table)
     cols = [Column(n, (src.columns.get(n) if src else None) or "string") for n in new]
-    log.warning("schema drift: adding %s to %s", [f"{c.name} {c.hive_type}" for c in cols],
-                table.name)
+    log.warning(
+        "schema drift: adding %s to %s", [f"{c.name} {c.hive_type}" for c in cols], table.name
+    )
     return catalog.add_columns(table.name, cols)
 
 
-def _apply_table(spark: Any, catalog: Any, txn: Transaction, table: TableDef,
-                 changes_: list[Change], options: CdcOptions,
-                 bad: list) -> dict[str, Any]:
+def _apply_table(
+    spark: Any,
+    catalog: Any,
+    txn: Transaction,
+    table: TableDef,
+    changes_: list[Change],
+    options: CdcOptions,
+    bad: list,
+) -> dict[str, Any]:
     columns = stored.all_columns(table)
     key = list(table.primary_key)
     changes_, truncated = chg.after_last_truncate(changes_)
     inserts: pa.Table | None = None
     deletes: pa.Table | None = None
     if key:
-        fast = None if truncated or not columnar.enabled(options.columnar) else \
-            _plan_columnar(spark, catalog, txn, table, changes_, options)
+        fast = (
+            None
+            if truncated or not columnar.enabled(options.columnar)
+            else _plan_columnar(spark, catalog, txn, table, changes_, options)
+        )
         if fast is not None:
             plan, inserts, deletes = fast.plan, fast.inserts, fast.deletes
         else:
             plan = _plan_rows(spark, catalog, txn, table, changes_, options, truncated)
-        catalog.add_tombstones(txn.txn_id, table.name,
-                               [(key_json(k), pos) for k, pos in plan.tombstones])
+        catalog.add_tombstones(
+            txn.txn_id, table.name, [(key_json(k), pos) for k, pos in plan.tombstones]
+        )
     else:
-        candidates = (lambda before, taken: None) if truncated else \
-            stored.keyless_candidates(spark, catalog, txn, table, changes_, columns)
+        candidates = (
+            (lambda before, taken: None)
+            if truncated
+            else stored.keyless_candidates(spark, catalog, txn, table, changes_, columns)
+        )
         plan = chg.fold_keyless(changes_, columns, candidates)
     bad += plan.bad
     stats = dict(plan.stats, truncated=int(truncated))
@@ -603,8 +730,11 @@ def _apply_table(spark: Any, catalog: Any, txn: Transaction, table: TableDef,
     if truncated:
         # TRUNCATE then the batch's later changes = INSERT OVERWRITE with the resulting rows
         # (Hive writes base_W for both); every partition is emptied
-        result = txn.insert_overwrite(table.name, spark.createDataFrame(inserts),
-            partitions=_all_partitions(catalog, table) if table.partition_columns else None)
+        result = txn.insert_overwrite(
+            table.name,
+            spark.createDataFrame(inserts),
+            partitions=_all_partitions(catalog, table) if table.partition_columns else None,
+        )
         stats["write_id"], stats["files"] = result.write_id, result.files
     else:
         if deletes is None:
@@ -616,26 +746,50 @@ def _apply_table(spark: Any, catalog: Any, txn: Transaction, table: TableDef,
     return stats
 
 
-def _plan_rows(spark: Any, catalog: Any, txn: Transaction, table: TableDef,
-               changes_: list[Change], options: CdcOptions,
-               truncated: bool) -> chg.MergePlan:
+def _plan_rows(
+    spark: Any,
+    catalog: Any,
+    txn: Transaction,
+    table: TableDef,
+    changes_: list[Change],
+    options: CdcOptions,
+    truncated: bool,
+) -> chg.MergePlan:
     """The row path of a keyed table (``acidflow.cdc.changes``: every case)."""
     columns = stored.all_columns(table)
     names = [c for c, _ in columns]
     plan = chg.MergePlan()
     events = chg.normalize_events(changes_, dict(columns), list(table.primary_key), plan)
     keys = sorted({e.key for e in events}, key=repr)
-    versions = {} if truncated else stored.lookup_stored(
-        spark, catalog, txn, table, keys, full_keys=chg.keys_needing_stored_rows(events, names),
-        min_position=min((e.position for e in events), default=None))
-    tombs = {} if truncated else stored.tombstones(catalog, table,
-                                                   [k for k in keys if k not in versions])
+    versions = (
+        {}
+        if truncated
+        else stored.lookup_stored(
+            spark,
+            catalog,
+            txn,
+            table,
+            keys,
+            full_keys=chg.keys_needing_stored_rows(events, names),
+            min_position=min((e.position for e in events), default=None),
+        )
+    )
+    tombs = (
+        {}
+        if truncated
+        else stored.tombstones(catalog, table, [k for k in keys if k not in versions])
+    )
     return chg.fold_events(events, versions, names, options.policies, plan, tombs)
 
 
-def _plan_columnar(spark: Any, catalog: Any, txn: Transaction, table: TableDef,
-                   changes_: list[Change],
-                   options: CdcOptions) -> columnar.ColumnarPlan | None:
+def _plan_columnar(
+    spark: Any,
+    catalog: Any,
+    txn: Transaction,
+    table: TableDef,
+    changes_: list[Change],
+    options: CdcOptions,
+) -> columnar.ColumnarPlan | None:
     """The columnar fast path (``acidflow.cdc.columnar``), or None when the batch is not one
     it takes (then :func:`_plan_rows`)."""
     columns = stored.all_columns(table)
@@ -644,12 +798,19 @@ def _plan_columnar(spark: Any, catalog: Any, txn: Transaction, table: TableDef,
     if frame is None or not frame.ops:
         return None
     groups = columnar.key_groups(frame)
-    found = stored.lookup_found(spark, catalog, txn, table, groups.keys,
-                                stored.slim_project(table), min(frame.positions))
+    found = stored.lookup_found(
+        spark, catalog, txn, table, groups.keys, stored.slim_project(table), min(frame.positions)
+    )
     pcols = [(c.name, c.hive_type) for c in table.partition_columns]
-    return columnar.fold_frame(frame, groups, found,
-                               lambda keys: stored.tombstones(catalog, table, keys), key, pcols,
-                               options.policies)
+    return columnar.fold_frame(
+        frame,
+        groups,
+        found,
+        lambda keys: stored.tombstones(catalog, table, keys),
+        key,
+        pcols,
+        options.policies,
+    )
 
 
 def _all_partitions(catalog: Any, table: TableDef) -> list[dict[str, Any]]:
@@ -662,8 +823,7 @@ def _all_partitions(catalog: Any, table: TableDef) -> list[dict[str, Any]]:
     return [dict(parse_partition_path(p)) for p in found if p]
 
 
-def write_plan(spark: Any, catalog: Any, txn: Any, table: TableDef,
-               plan: chg.MergePlan) -> Any:
+def write_plan(spark: Any, catalog: Any, txn: Any, table: TableDef, plan: chg.MergePlan) -> Any:
     """Write a :class:`acidflow.cdc.changes.MergePlan` as one split-update statement."""
     inserts = stored.arrow_rows(plan.inserts, stored.all_columns(table))
     return write_arrow(spark, txn, table, inserts, _delete_rows(table, plan), plan.stats)
@@ -673,14 +833,23 @@ def _delete_rows(table: TableDef, plan: chg.MergePlan) -> pa.Table:
     """The plan's deletes as ``apply_row_changes``' delete events (partition columns,
     ``owid``, ``bprop``, ``rowid``)."""
     pcols = [(c.name, c.hive_type) for c in table.partition_columns]
-    del_rows = [{**{p: row.get(p) for p, _ in pcols}, "owid": rid[0], "bprop": rid[1],
-                 "rowid": rid[2]} for row, rid in plan.deletes]
-    return stored.arrow_rows(del_rows, pcols + [("owid", "bigint"), ("bprop", "int"),
-                                                ("rowid", "bigint")])
+    del_rows = [
+        {**{p: row.get(p) for p, _ in pcols}, "owid": rid[0], "bprop": rid[1], "rowid": rid[2]}
+        for row, rid in plan.deletes
+    ]
+    return stored.arrow_rows(
+        del_rows, pcols + [("owid", "bigint"), ("bprop", "int"), ("rowid", "bigint")]
+    )
 
 
-def write_arrow(spark: Any, txn: Any, table: TableDef, inserts: pa.Table, deletes: pa.Table,
-                stats: dict[str, int]) -> Any:
+def write_arrow(
+    spark: Any,
+    txn: Any,
+    table: TableDef,
+    inserts: pa.Table,
+    deletes: pa.Table,
+    stats: dict[str, int],
+) -> Any:
     """Write new row versions (``inserts``: the table's columns, ``types.arrow_schema``) and
     delete events (``deletes``: partition columns, ``owid``, ``bprop``, ``rowid``) as one
     split-update statement (``changes.apply_row_changes``); Spark tasks write them when
@@ -689,14 +858,25 @@ def write_arrow(spark: Any, txn: Any, table: TableDef, inserts: pa.Table, delete
     if inserts.num_rows + deletes.num_rows > LOCAL_WRITE_ROWS:
         inserts, deletes = spark.createDataFrame(inserts), spark.createDataFrame(deletes)
     counts = {k: stats[k] for k in ("rows_inserted", "rows_updated", "rows_deleted")}
-    return changes.apply_row_changes(txn, table.name, inserts, deletes,
-                                    counts=counts, operation="cdc_merge")
+    return changes.apply_row_changes(
+        txn, table.name, inserts, deletes, counts=counts, operation="cdc_merge"
+    )
 
 
-def build_options(fmt: str, *, tables_config: str | None, auto_create: bool, target_db: str,
-                  num_buckets: int, schema_drift: str, update_missing: str,
-                  insert_existing: str, delete_missing: str, quarantine_threshold: float,
-                  tables: list[str] | None = None) -> CdcOptions:
+def build_options(
+    fmt: str,
+    *,
+    tables_config: str | None,
+    auto_create: bool,
+    target_db: str,
+    num_buckets: int,
+    schema_drift: str,
+    update_missing: str,
+    insert_existing: str,
+    delete_missing: str,
+    quarantine_threshold: float,
+    tables: list[str] | None = None,
+) -> CdcOptions:
     """:class:`acidflow.cdc.apply.CdcOptions` from command-line values (shared by the CLI and the
     spark-submit entry). ``tables_config``: a tables YAML file or directory
     (:func:`acidflow.tables_config.load_tables_config`); ``None`` or empty means no tables
@@ -704,8 +884,14 @@ def build_options(fmt: str, *, tables_config: str | None, auto_create: bool, tar
     cfg = {}
     if tables_config:
         cfg = load_tables_config(tables_config)
-    return CdcOptions(fmt=fmt, target_db=target_db, tables=cfg, auto_create=auto_create,
-                      num_buckets=num_buckets, schema_drift=schema_drift,
-                      policies=chg.Policies(update_missing, insert_existing, delete_missing),
-                      quarantine_threshold=quarantine_threshold,
-                      include_tables=tables or None)
+    return CdcOptions(
+        fmt=fmt,
+        target_db=target_db,
+        tables=cfg,
+        auto_create=auto_create,
+        num_buckets=num_buckets,
+        schema_drift=schema_drift,
+        policies=chg.Policies(update_missing, insert_existing, delete_missing),
+        quarantine_threshold=quarantine_threshold,
+        include_tables=tables or None,
+    )

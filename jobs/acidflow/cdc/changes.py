@@ -26,6 +26,7 @@ delete of the old key plus an insert of the new one. Keyless tables (no primary 
 inserts; their updates and deletes need the whole old row (replica identity FULL) and are
 matched on every column (:func:`fold_keyless`).
 """
+
 from __future__ import annotations
 
 import json
@@ -68,12 +69,16 @@ class Policies:
     delete_missing: str = "count"
 
     def __post_init__(self) -> None:
-        for name, allowed in (("update_missing", UPDATE_MISSING),
-                              ("insert_existing", INSERT_EXISTING),
-                              ("delete_missing", DELETE_MISSING)):
+        for name, allowed in (
+            ("update_missing", UPDATE_MISSING),
+            ("insert_existing", INSERT_EXISTING),
+            ("delete_missing", DELETE_MISSING),
+        ):
             if getattr(self, name) not in allowed:
-                raise ValueError(f"policy {name} must be one of {', '.join(allowed)}, "
-                                 f"got {getattr(self, name)!r}")
+                raise ValueError(
+                    f"policy {name} must be one of {', '.join(allowed)}, "
+                    f"got {getattr(self, name)!r}"
+                )
 
 
 @dataclass
@@ -108,10 +113,19 @@ class MergePlan:
 
     deletes: list[tuple[dict[str, Any], tuple[int, int, int]]] = field(default_factory=list)
     inserts: list[dict[str, Any]] = field(default_factory=list)
-    stats: dict[str, int] = field(default_factory=lambda: {
-        "events": 0, "rows_inserted": 0, "rows_updated": 0, "rows_deleted": 0,
-        "ignored_late": 0, "deletes_of_missing": 0, "updates_of_missing": 0,
-        "inserts_of_existing": 0, "quarantined": 0})
+    stats: dict[str, int] = field(
+        default_factory=lambda: {
+            "events": 0,
+            "rows_inserted": 0,
+            "rows_updated": 0,
+            "rows_deleted": 0,
+            "ignored_late": 0,
+            "deletes_of_missing": 0,
+            "updates_of_missing": 0,
+            "inserts_of_existing": 0,
+            "quarantined": 0,
+        }
+    )
     bad: list[BadRecord] = field(default_factory=list)
     tombstones: list[tuple[tuple, str]] = field(default_factory=list)
 
@@ -128,7 +142,7 @@ _INT_RANGE = {"tinyint": 7, "smallint": 15, "int": 31, "bigint": 63}
 
 def _parse_timestamp(text: str) -> datetime:
     t = text.strip().replace("T", " ", 1)
-    if len(t) >= 11 and t[10] == ":":          # GoldenGate 2024-01-02:03:04:05
+    if len(t) >= 11 and t[10] == ":":  # GoldenGate 2024-01-02:03:04:05
         t = t[:10] + " " + t[11:]
     # PostgreSQL writes offsets as +00 / +05:30; fromisoformat wants +HH:MM
     if len(t) > 19 and t[-3] in "+-" and t[-2:].isdigit():
@@ -203,8 +217,11 @@ def coerce(value: Any, hive_type: str) -> Any:
                 return date.fromisoformat(text)
             if name == "timestamp":
                 if isinstance(value, datetime):
-                    return value.astimezone(timezone.utc).replace(tzinfo=None) \
-                        if value.tzinfo else value
+                    return (
+                        value.astimezone(timezone.utc).replace(tzinfo=None)
+                        if value.tzinfo
+                        else value
+                    )
                 if isinstance(value, date):
                     return datetime(value.year, value.month, value.day)
                 return _parse_timestamp(str(value))
@@ -277,7 +294,9 @@ def after_last_truncate(changes: list[Change]) -> tuple[list[Change], bool]:
     if not truncates:
         return changes, False
     last = max(truncates, key=lambda c: (c.position, c.seq))
-    return [c for c in changes if c.op != "T" and (c.position, c.seq) > (last.position, last.seq)], True
+    return [
+        c for c in changes if c.op != "T" and (c.position, c.seq) > (last.position, last.seq)
+    ], True
 
 
 def new_columns(changes: list[Change], known: set[str]) -> list[str]:
@@ -305,9 +324,22 @@ def _key(image: dict[str, Any] | None, key_cols: list[str]) -> tuple | None:
 
 def bad_record(ch: Change, reason: str) -> BadRecord:
     """The change as a quarantine record (its canonical fields as JSON) with ``reason``."""
-    return BadRecord(ch.source, reason, json.dumps(
-        {"table": ch.table, "op": ch.op, "position": ch.position, "before": ch.before,
-         "after": ch.after}, default=str, sort_keys=True), ch.table)
+    return BadRecord(
+        ch.source,
+        reason,
+        json.dumps(
+            {
+                "table": ch.table,
+                "op": ch.op,
+                "position": ch.position,
+                "before": ch.before,
+                "after": ch.after,
+            },
+            default=str,
+            sort_keys=True,
+        ),
+        ch.table,
+    )
 
 
 @dataclass
@@ -321,8 +353,9 @@ class _Event:
     change: Change
 
 
-def normalize_events(changes: list[Change], types: dict[str, str], key_cols: list[str],
-                     plan: MergePlan) -> list[_Event]:
+def normalize_events(
+    changes: list[Change], types: dict[str, str], key_cols: list[str], plan: MergePlan
+) -> list[_Event]:
     """Coerce images to the table's types and split key changes; bad events go to
     ``plan.bad``. Returns the events of keyed tables with their keys."""
     events: list[_Event] = []
@@ -338,8 +371,9 @@ def normalize_events(changes: list[Change], types: dict[str, str], key_cols: lis
         old_key = _key(before, key_cols)
         if ch.op in ("I", "U") and new_key is None:
             missing = [k for k in key_cols if k not in (after or {})]
-            plan.bad.append(bad_record(ch, f"primary key column(s) {missing} missing in the after "
-                                     "image"))
+            plan.bad.append(
+                bad_record(ch, f"primary key column(s) {missing} missing in the after image")
+            )
             continue
         if ch.op == "D" and old_key is None:
             plan.bad.append(bad_record(ch, "delete without the primary key in its before image"))
@@ -371,9 +405,14 @@ def keys_needing_stored_rows(events: list[_Event], names: list[str]) -> set[tupl
     return out
 
 
-def fold(changes: list[Change], stored: dict[tuple, StoredRow], columns: list[tuple[str, str]],
-         key_cols: list[str], policies: Policies = Policies(),
-         tombstones: dict[tuple, str] | None = None) -> MergePlan:
+def fold(
+    changes: list[Change],
+    stored: dict[tuple, StoredRow],
+    columns: list[tuple[str, str]],
+    key_cols: list[str],
+    policies: Policies = Policies(),
+    tombstones: dict[tuple, str] | None = None,
+) -> MergePlan:
     """Merge one batch's changes of a keyed table with the stored versions of their keys.
 
     Args:
@@ -394,9 +433,14 @@ def fold(changes: list[Change], stored: dict[tuple, StoredRow], columns: list[tu
     return fold_events(events, stored, [c for c, _ in columns], policies, plan, tombstones)
 
 
-def fold_events(events: list[_Event], stored: dict[tuple, StoredRow], names: list[str],
-                policies: Policies, plan: MergePlan,
-                tombstones: dict[tuple, str] | None = None) -> MergePlan:
+def fold_events(
+    events: list[_Event],
+    stored: dict[tuple, StoredRow],
+    names: list[str],
+    policies: Policies,
+    plan: MergePlan,
+    tombstones: dict[tuple, str] | None = None,
+) -> MergePlan:
     """:func:`fold` on events already normalised by :func:`normalize_events` (so the caller
     can look up the stored versions of exactly their keys in between)."""
     by_key: dict[tuple, list[_Event]] = {}
@@ -424,8 +468,9 @@ def fold_events(events: list[_Event], stored: dict[tuple, StoredRow], names: lis
                 row = ev.row or {}  # I, K and U events carry the after image
                 if cur is not None and ev.op == "I":
                     if policies.insert_existing == "quarantine":
-                        plan.bad.append(bad_record(ev.change, "insert of a key that is already "
-                                                        "stored"))
+                        plan.bad.append(
+                            bad_record(ev.change, "insert of a key that is already stored")
+                        )
                         continue
                     st["inserts_of_existing"] += 1
                 cur = {n: row.get(n) for n in names}
@@ -438,8 +483,10 @@ def fold_events(events: list[_Event], stored: dict[tuple, StoredRow], names: lis
                     st["updates_of_missing"] += 1
                     cur = {n: row.get(n) for n in names}
                 else:
-                    cur = {n: (row[n] if n in row and n not in ev.missing else cur.get(n))
-                           for n in names}
+                    cur = {
+                        n: (row[n] if n in row and n not in ev.missing else cur.get(n))
+                        for n in names
+                    }
             changed, last, last_op = True, ev.position, ev.op
         if not changed:
             continue
@@ -462,8 +509,11 @@ def fold_events(events: list[_Event], stored: dict[tuple, StoredRow], names: lis
     return plan
 
 
-def fold_keyless(changes: list[Change], columns: list[tuple[str, str]],
-                 match: Callable[[dict[str, Any], set[Any]], Any]) -> MergePlan:
+def fold_keyless(
+    changes: list[Change],
+    columns: list[tuple[str, str]],
+    match: Callable[[dict[str, Any], set[Any]], Any],
+) -> MergePlan:
     """Merge one batch's changes of a keyless table (no primary key, e.g. ``pgbench_history``).
 
     Inserts are appended. An update or delete must carry the whole old row (PostgreSQL
@@ -498,14 +548,21 @@ def fold_keyless(changes: list[Change], columns: list[tuple[str, str]],
             st["rows_inserted"] += 1
             continue
         if before is None or any(n not in before for n in names):
-            plan.bad.append(bad_record(ch, "update/delete on a table without a primary key needs "
-                                     "the whole old row (REPLICA IDENTITY FULL)"))
+            plan.bad.append(
+                bad_record(
+                    ch,
+                    "update/delete on a table without a primary key needs "
+                    "the whole old row (REPLICA IDENTITY FULL)",
+                )
+            )
             continue
         new_row: dict[str, Any] | None = None
         if ch.op == "U":
             assert after is not None  # the sources give every update its after image
-            new_row = {n: (after[n] if n in after and n not in ch.missing else before.get(n))
-                       for n in names}
+            new_row = {
+                n: (after[n] if n in after and n not in ch.missing else before.get(n))
+                for n in names
+            }
             new_row[POSITION_COLUMN] = ch.position
         pending = _pending_insert(plan, before, names)
         if pending is not None:  # a row inserted earlier in this batch

@@ -35,6 +35,7 @@ same order (the same ROW__IDs are assigned).
 
 Environment: ``ACIDFLOW_CDC_COLUMNAR=0`` forces the row path (as ``CdcOptions(columnar=False)``).
 """
+
 from __future__ import annotations
 
 import os
@@ -59,12 +60,13 @@ ENABLED = os.environ.get("ACIDFLOW_CDC_COLUMNAR", "1") not in ("0", "false", "no
 _NONE = type(None)
 _STR_TYPES = {str, _NONE}
 _INT_TYPES = {int, _NONE}
-_INT_ARROW = {"tinyint": pa.int8(), "smallint": pa.int16(), "int": pa.int32(),
-              "bigint": pa.int64()}
+_INT_ARROW = {"tinyint": pa.int8(), "smallint": pa.int16(), "int": pa.int32(), "bigint": pa.int64()}
 # Hive timestamp / date text Arrow's ISO-8601 cast reads exactly as ``coerce`` does; anything
 # else (GoldenGate's ``:`` separator, offsets, 7+ fraction digits, blanks) goes value by value
-_TS_TEXT = r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[ T]([01]\d|2[0-3]):[0-5]\d:[0-5]\d" \
-           r"(\.\d{1,6})?$"
+_TS_TEXT = (
+    r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[ T]([01]\d|2[0-3]):[0-5]\d:[0-5]\d"
+    r"(\.\d{1,6})?$"
+)
 _DATE_TEXT = r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$"
 _NO_KEY_TYPES = ("float", "double")
 
@@ -140,8 +142,10 @@ def coerce_column(values: list[Any], hive_type: str) -> pa.Array:
     elif hive_type in ("timestamp", "date") and kinds <= _STR_TYPES:
         text = pa.array(values, pa.string())
         pattern = _TS_TEXT if hive_type == "timestamp" else _DATE_TEXT
-        ok = pc.all(pc.match_substring_regex(text, pattern)).as_py() is not False and \
-            not pc.any(pc.starts_with(text, "0000")).as_py()
+        ok = (
+            pc.all(pc.match_substring_regex(text, pattern)).as_py() is not False
+            and not pc.any(pc.starts_with(text, "0000")).as_py()
+        )
         if ok:
             try:
                 fast = text.cast(arrow_type)
@@ -165,8 +169,9 @@ def _complete(afters: list[dict[str, Any]], names: frozenset[str]) -> bool:
     return all(map(_KEYS_GE, map(dict.keys, afters), repeat(names)))
 
 
-def event_frame(changes: list[Change], columns: list[tuple[str, str]],
-                key_cols: list[str]) -> EventFrame | None:
+def event_frame(
+    changes: list[Change], columns: list[tuple[str, str]], key_cols: list[str]
+) -> EventFrame | None:
     """The batch's events as columns, or None when the batch must go the row path (see the
     module docstring for the exact conditions)."""
     types = dict(columns)
@@ -206,20 +211,24 @@ def event_frame(changes: list[Change], columns: list[tuple[str, str]],
     if any(rows[k].null_count or del_keys[k].null_count for k in key_cols):
         return None
     schema = htypes.arrow_schema(columns)
-    table = pa.Table.from_arrays([rows[f.name] if f.name in rows else
-                                  pa.nulls(len(afters), f.type) for f in schema], schema=schema)
+    table = pa.Table.from_arrays(
+        [rows[f.name] if f.name in rows else pa.nulls(len(afters), f.type) for f in schema],
+        schema=schema,
+    )
     # events in input order: writes then deletes, put back in place by one take
     writes = np.flatnonzero(np.array(is_write, dtype=bool))
     deletes = np.flatnonzero(np.array(is_delete, dtype=bool))
     where = np.empty(len(ops), dtype=np.int64)
     where[writes] = np.arange(len(writes))
     where[deletes] = np.arange(len(writes), len(ops))
-    keys = pa.table({k: pa.concat_arrays([rows[k], del_keys[k]]).take(pa.array(where))
-                     for k in key_cols})
+    keys = pa.table(
+        {k: pa.concat_arrays([rows[k], del_keys[k]]).take(pa.array(where)) for k in key_cols}
+    )
     row_of = np.full(len(ops), -1, dtype=np.int64)
     row_of[writes] = np.arange(len(writes))
-    return EventFrame(list(changes), ops, list(map(attrgetter("position"), changes)), table,
-                      keys, row_of)
+    return EventFrame(
+        list(changes), ops, list(map(attrgetter("position"), changes)), table, keys, row_of
+    )
 
 
 # ----------------------------------------------------------------------------- fold
@@ -247,8 +256,9 @@ def key_groups(frame: EventFrame) -> KeyGroups:
     n = len(frame.ops)
     if n == 0:
         return KeyGroups(frame.keys, [], [], [])
-    sortable = frame.keys.append_column("_pos", pa.array(frame.positions, pa.string())) \
-        .append_column("_seq", pa.array([ch.seq for ch in frame.changes], pa.int64()))
+    sortable = frame.keys.append_column(
+        "_pos", pa.array(frame.positions, pa.string())
+    ).append_column("_seq", pa.array([ch.seq for ch in frame.changes], pa.int64()))
     order = pc.sort_indices(sortable, [(c, "ascending") for c in sortable.column_names])
     ordered = frame.keys.take(order)
     new = np.zeros(n, dtype=bool)
@@ -262,8 +272,12 @@ def key_groups(frame: EventFrame) -> KeyGroups:
     order_np = order.to_numpy()
     first_seen = np.minimum.reduceat(order_np, starts)
     by_seen = np.argsort(first_seen, kind="stable")
-    return KeyGroups(ordered.take(pa.array(starts[by_seen])), order_np.tolist(),
-                     starts[by_seen].tolist(), ends[by_seen].tolist())
+    return KeyGroups(
+        ordered.take(pa.array(starts[by_seen])),
+        order_np.tolist(),
+        starts[by_seen].tolist(),
+        ends[by_seen].tolist(),
+    )
 
 
 def _stored_match(groups: KeyGroups, found: pa.Table, key_cols: list[str]) -> list[int] | None:
@@ -274,10 +288,11 @@ def _stored_match(groups: KeyGroups, found: pa.Table, key_cols: list[str]) -> li
     if found.num_rows == 0:
         return match.tolist()
     left = groups.keys.select(key_cols).append_column(
-        "_g", pa.array(np.arange(n_groups, dtype=np.int64)))
-    right = pa.table({k: found.column(k).cast(groups.keys.schema.field(k).type)
-                      for k in key_cols}).append_column(
-        "_f", pa.array(np.arange(found.num_rows, dtype=np.int64)))
+        "_g", pa.array(np.arange(n_groups, dtype=np.int64))
+    )
+    right = pa.table(
+        {k: found.column(k).cast(groups.keys.schema.field(k).type) for k in key_cols}
+    ).append_column("_f", pa.array(np.arange(found.num_rows, dtype=np.int64)))
     joined = left.join(right, key_cols, join_type="inner", use_threads=False)
     g = joined.column("_g").to_numpy()
     if len(np.unique(g)) != len(g):
@@ -291,10 +306,15 @@ def key_tuples(keys: pa.Table, key_cols: list[str]) -> list[tuple]:
     return list(zip(*(keys.column(k).to_pylist() for k in key_cols)))
 
 
-def fold_frame(frame: EventFrame, groups: KeyGroups, found: pa.Table,
-               tombstones: Callable[[list[tuple]], dict[tuple, str]], key_cols: list[str],
-               partition_columns: list[tuple[str, str]], policies: chg.Policies,
-               ) -> ColumnarPlan | None:
+def fold_frame(
+    frame: EventFrame,
+    groups: KeyGroups,
+    found: pa.Table,
+    tombstones: Callable[[list[tuple]], dict[tuple, str]],
+    key_cols: list[str],
+    partition_columns: list[tuple[str, str]],
+    policies: chg.Policies,
+) -> ColumnarPlan | None:
     """:func:`acidflow.cdc.changes.fold_events` on an :class:`EventFrame`.
 
     Args:
@@ -308,14 +328,21 @@ def fold_frame(frame: EventFrame, groups: KeyGroups, found: pa.Table,
     match = _stored_match(groups, found, key_cols)
     if match is None:
         return None
-    stored_pos = found.column(chg.POSITION_COLUMN).to_pylist() \
-        if chg.POSITION_COLUMN in found.column_names else [None] * found.num_rows
+    stored_pos = (
+        found.column(chg.POSITION_COLUMN).to_pylist()
+        if chg.POSITION_COLUMN in found.column_names
+        else [None] * found.num_rows
+    )
     missing_groups = [g for g, f in enumerate(match) if f < 0]
-    missing_keys = key_tuples(groups.keys.take(pa.array(missing_groups, pa.int64())), key_cols) \
-        if missing_groups else []
+    missing_keys = (
+        key_tuples(groups.keys.take(pa.array(missing_groups, pa.int64())), key_cols)
+        if missing_groups
+        else []
+    )
     tomb_by_key = tombstones(missing_keys) if missing_keys else {}
-    floor_of: dict[int, str] = {g: tomb_by_key[k] for g, k in zip(missing_groups, missing_keys)
-                                if k in tomb_by_key}
+    floor_of: dict[int, str] = {
+        g: tomb_by_key[k] for g, k in zip(missing_groups, missing_keys) if k in tomb_by_key
+    }
     plan = chg.MergePlan()
     st = plan.stats
     st["events"] = len(frame.ops)
@@ -344,24 +371,27 @@ def fold_frame(frame: EventFrame, groups: KeyGroups, found: pa.Table,
             if op == "D":
                 if not exists:
                     if del_missing:
-                        plan.bad.append(chg.bad_record(changes[i], "delete of a key that is "
-                                                       "not stored"))
+                        plan.bad.append(
+                            chg.bad_record(changes[i], "delete of a key that is not stored")
+                        )
                         continue
                     deletes_missing += 1
                 exists, final = False, -1
             elif op == "I":
                 if exists:
                     if ins_existing:
-                        plan.bad.append(chg.bad_record(changes[i], "insert of a key that is "
-                                                       "already stored"))
+                        plan.bad.append(
+                            chg.bad_record(changes[i], "insert of a key that is already stored")
+                        )
                         continue
                     inserts_existing += 1
                 exists, final = True, i
             else:  # U with a complete after image: the image is the row
                 if not exists:
                     if upd_missing:
-                        plan.bad.append(chg.bad_record(changes[i], "update of a key that is "
-                                                       "not stored"))
+                        plan.bad.append(
+                            chg.bad_record(changes[i], "update of a key that is not stored")
+                        )
                         continue
                     updates_missing += 1
                 exists, final = True, i
@@ -381,30 +411,41 @@ def fold_frame(frame: EventFrame, groups: KeyGroups, found: pa.Table,
                 st["rows_updated"] += 1
         elif final >= 0:  # a key not stored and deleted in the end leaves no row version
             st["rows_inserted"] += 1
-    st.update(ignored_late=late, deletes_of_missing=deletes_missing,
-              updates_of_missing=updates_missing, inserts_of_existing=inserts_existing,
-              quarantined=len(plan.bad))
+    st.update(
+        ignored_late=late,
+        deletes_of_missing=deletes_missing,
+        updates_of_missing=updates_missing,
+        inserts_of_existing=inserts_existing,
+        quarantined=len(plan.bad),
+    )
     if tomb_groups:
-        tkeys = key_tuples(groups.keys.take(pa.array([g for g, _ in tomb_groups], pa.int64())),
-                           key_cols)
+        tkeys = key_tuples(
+            groups.keys.take(pa.array([g for g, _ in tomb_groups], pa.int64())), key_cols
+        )
         plan.tombstones = [(k, pos) for k, (_, pos) in zip(tkeys, tomb_groups)]
     inserts = frame.rows.take(pa.array(frame.row_of[np.array(insert_events, dtype=np.int64)]))
     pos_index = inserts.schema.get_field_index(chg.POSITION_COLUMN)
     if pos_index >= 0:
-        inserts = inserts.set_column(pos_index, inserts.schema.field(pos_index),
-                                     pa.array(insert_positions, pa.string()))
+        inserts = inserts.set_column(
+            pos_index, inserts.schema.field(pos_index), pa.array(insert_positions, pa.string())
+        )
     return ColumnarPlan(plan, inserts, delete_events(found, delete_rows, partition_columns))
 
 
-def delete_events(found: pa.Table, rows: list[int],
-                  partition_columns: list[tuple[str, str]]) -> pa.Table:
+def delete_events(
+    found: pa.Table, rows: list[int], partition_columns: list[tuple[str, str]]
+) -> pa.Table:
     """The delete-event table of ``Transaction.apply_row_changes`` (partition columns,
     ``owid``, ``bprop``, ``rowid``) for rows ``rows`` of a lookup result."""
     taken = found.take(pa.array(rows, pa.int64()))
     rid = taken.column(ROW_ID).combine_chunks()
-    schema = htypes.arrow_schema(partition_columns + [("owid", "bigint"), ("bprop", "int"),
-                                                      ("rowid", "bigint")])
+    schema = htypes.arrow_schema(
+        partition_columns + [("owid", "bigint"), ("bprop", "int"), ("rowid", "bigint")]
+    )
     arrays = [taken.column(p).cast(schema.field(p).type) for p, _ in partition_columns]
-    arrays += [rid.field("writeid").cast(pa.int64()), rid.field("bucketid").cast(pa.int32()),
-               rid.field("rowid").cast(pa.int64())]
+    arrays += [
+        rid.field("writeid").cast(pa.int64()),
+        rid.field("bucketid").cast(pa.int32()),
+        rid.field("rowid").cast(pa.int64()),
+    ]
     return pa.Table.from_arrays(arrays, schema=schema)

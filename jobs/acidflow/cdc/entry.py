@@ -4,6 +4,7 @@
 Prints one JSON summary as its last stdout line (what an Airflow task pushes to XCom) and
 returns 0; errors propagate (non-zero exit, message on stderr) with the transaction aborted.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,14 +18,22 @@ from acidflow.spark import get_spark
 
 
 def _cdc_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="submit.py cdc-upsert",
-                                description="Apply change files, one batch per file.")
+    p = argparse.ArgumentParser(
+        prog="submit.py cdc-upsert", description="Apply change files, one batch per file."
+    )
     p.add_argument("--input", required=True, help="change file or directory")
-    p.add_argument("--format", dest="fmt", default="wal2json",
-                   choices=["wal2json", "debezium", "goldengate"])
+    p.add_argument(
+        "--format", dest="fmt", default="wal2json", choices=["wal2json", "debezium", "goldengate"]
+    )
     p.add_argument("--tables-config", default=None, help="YAML file or directory")
-    p.add_argument("--auto-create", nargs="?", const="true", default="false", type=_flag,
-                   help="register unknown tables (optionally =true/false, for templates)")
+    p.add_argument(
+        "--auto-create",
+        nargs="?",
+        const="true",
+        default="false",
+        type=_flag,
+        help="register unknown tables (optionally =true/false, for templates)",
+    )
     p.add_argument("--target-db", default="default")
     p.add_argument("--num-buckets", type=int, default=4)
     p.add_argument("--schema-drift", default="add", choices=["add", "fail"])
@@ -49,20 +58,32 @@ def _flag(text: str) -> bool:
 def cdc_upsert_main(argv: list[str]) -> int:
     """``cdc-upsert``: :func:`acidflow.cdc.apply.apply_path` with the options of the CLI."""
     a = _cdc_parser().parse_args(argv)
-    options = build_options(a.fmt, tables_config=a.tables_config, auto_create=a.auto_create,
-                            target_db=a.target_db, num_buckets=a.num_buckets,
-                            schema_drift=a.schema_drift, update_missing=a.update_missing,
-                            insert_existing=a.insert_existing, delete_missing=a.delete_missing,
-                            quarantine_threshold=a.quarantine_threshold,
-                            tables=(a.table or []) + [t for t in a.tables.split(",") if t.strip()])
+    options = build_options(
+        a.fmt,
+        tables_config=a.tables_config,
+        auto_create=a.auto_create,
+        target_db=a.target_db,
+        num_buckets=a.num_buckets,
+        schema_drift=a.schema_drift,
+        update_missing=a.update_missing,
+        insert_existing=a.insert_existing,
+        delete_missing=a.delete_missing,
+        quarantine_threshold=a.quarantine_threshold,
+        tables=(a.table or []) + [t for t in a.tables.split(",") if t.strip()],
+    )
     catalog = Catalog.from_settings()
     reports = apply_path(get_spark("acidflow-cdc-upsert"), catalog, a.input, options)
     if reports:  # lineage for the Airflow operator (acidflow.lineage): batch files -> tables
         cid = catalog.catalog_id()
         lineage.report_lineage(
-            "cdc-upsert", [lineage.file_dataset(r.file) for r in reports],
-            [lineage.table_dataset(cid, t, changed=r.status == "applied")
-             for r in reports for t in r.tables])
+            "cdc-upsert",
+            [lineage.file_dataset(r.file) for r in reports],
+            [
+                lineage.table_dataset(cid, t, changed=r.status == "applied")
+                for r in reports
+                for t in r.tables
+            ],
+        )
     print(json.dumps({"batches": [r.__dict__ for r in reports]}, default=str))
     return 0
 

@@ -8,6 +8,7 @@ readers, stripes the key index excludes skipped); the results come back as Arrow
 (:func:`lookup_found`, the columnar path) or as ``changes.StoredRow`` per key
 (:func:`lookup_stored`, the row path). Used by :mod:`acidflow.cdc.apply` only.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Iterator
@@ -39,12 +40,19 @@ def arrow_rows(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> pa
     schema = htypes.arrow_schema(columns)
     return pa.Table.from_arrays(
         [pa.array([r.get(c) for r in rows], type=f.type) for (c, _), f in zip(columns, schema)],
-        schema=schema)
+        schema=schema,
+    )
 
 
-def lookup_stored(spark: Any, catalog: Any, txn: Any, table: TableDef, keys: list[tuple],
-                  full_keys: set[tuple] | None = None, min_position: str | None = None
-                  ) -> dict[tuple, chg.StoredRow]:
+def lookup_stored(
+    spark: Any,
+    catalog: Any,
+    txn: Any,
+    table: TableDef,
+    keys: list[tuple],
+    full_keys: set[tuple] | None = None,
+    min_position: str | None = None,
+) -> dict[tuple, chg.StoredRow]:
     """The visible versions (at the transaction's snapshot) of ``keys``, read only from the
     buckets (and partitions) the keys hash to, with the key filter and column projection done
     inside the ORC readers (``acidflow.read.snapshot.read_task``): a batch reads the key, position
@@ -72,12 +80,15 @@ def lookup_stored(spark: Any, catalog: Any, txn: Any, table: TableDef, keys: lis
     types = dict(all_columns(table))
     full = set(keys) if full_keys is None else set(full_keys) & set(keys)
     out: dict[tuple, chg.StoredRow] = {}
-    for subset, project in (([k for k in keys if k not in full], slim_project(table)),
-                            ([k for k in keys if k in full], None)):
+    for subset, project in (
+        ([k for k in keys if k not in full], slim_project(table)),
+        ([k for k in keys if k in full], None),
+    ):
         if not subset:
             continue
-        keys_tbl = arrow_rows([dict(zip(key_cols, k)) for k in subset],
-                               [(k, types[k]) for k in key_cols])
+        keys_tbl = arrow_rows(
+            [dict(zip(key_cols, k)) for k in subset], [(k, types[k]) for k in key_cols]
+        )
         found = lookup_found(spark, catalog, txn, table, keys_tbl, project, min_position)
         wanted = set(subset)
         for key, stored in stored_rows(found, key_cols, types):
@@ -90,12 +101,23 @@ def slim_project(table: TableDef) -> list[str]:
     """The lookup's columns when no stored value is kept: key columns and ``_cdc_position``
     (the reader adds the partition columns and ROW__ID)."""
     data_cols = [c.name for c in table.columns]
-    return list(dict.fromkeys([k for k in table.primary_key if k in data_cols]
-                              + [c for c in (chg.POSITION_COLUMN,) if c in data_cols]))
+    return list(
+        dict.fromkeys(
+            [k for k in table.primary_key if k in data_cols]
+            + [c for c in (chg.POSITION_COLUMN,) if c in data_cols]
+        )
+    )
 
 
-def lookup_found(spark: Any, catalog: Any, txn: Any, table: TableDef, keys_tbl: pa.Table,
-                 project: list[str] | None, min_position: str | None) -> pa.Table:
+def lookup_found(
+    spark: Any,
+    catalog: Any,
+    txn: Any,
+    table: TableDef,
+    keys_tbl: pa.Table,
+    project: list[str] | None,
+    min_position: str | None,
+) -> pa.Table:
     """The stored rows (Arrow, with ROW__ID and the partition columns) whose data key columns
     match a row of ``keys_tbl`` (the key columns, Arrow types of ``types.arrow_schema``), read
     as :func:`lookup_stored` describes (``project`` None = every column). Partition key
@@ -107,17 +129,31 @@ def lookup_found(spark: Any, catalog: Any, txn: Any, table: TableDef, keys_tbl: 
     current = lookup.plan_current(catalog, table, txn, partitions=partitions, buckets=buckets)
     if project is not None and chg.POSITION_COLUMN in project and min_position is not None:
         older, rest = lookup.split_by_column_bound(current, chg.POSITION_COLUMN, min_position)
-        parts_found = [lookup.lookup_rows(spark, older, data_keys, project=[
-            c for c in project if c != chg.POSITION_COLUMN])] if older.plan.tasks else []
+        parts_found = (
+            [
+                lookup.lookup_rows(
+                    spark,
+                    older,
+                    data_keys,
+                    project=[c for c in project if c != chg.POSITION_COLUMN],
+                )
+            ]
+            if older.plan.tasks
+            else []
+        )
         if rest.plan.tasks:
             parts_found.append(lookup.lookup_rows(spark, rest, data_keys, project=project))
-        return pa.concat_tables(parts_found, promote_options="default") if parts_found \
+        return (
+            pa.concat_tables(parts_found, promote_options="default")
+            if parts_found
             else lookup.lookup_rows(spark, current, data_keys, project=project)
+        )
     return lookup.lookup_rows(spark, current, data_keys, project=project)
 
 
-def stored_rows(found: pa.Table, key_cols: list[str], types: dict[str, str]
-                ) -> Iterator[tuple[tuple[Any, ...], chg.StoredRow]]:
+def stored_rows(
+    found: pa.Table, key_cols: list[str], types: dict[str, str]
+) -> Iterator[tuple[tuple[Any, ...], chg.StoredRow]]:
     """``(key tuple, StoredRow)`` per row of a lookup result (columnar conversion: Arrow's
     row-wise ``to_pylist`` is several times slower on the ROW__ID struct)."""
     values = {c: found.column(c).to_pylist() for c in types if c in found.column_names}
@@ -136,8 +172,14 @@ def stored_rows(found: pa.Table, key_cols: list[str], types: dict[str, str]
 Matcher = Callable[[dict[str, Any], set[Any]], "tuple[dict[str, Any], Any] | None"]
 
 
-def keyless_candidates(spark: Any, catalog: Any, txn: Any, table: TableDef,
-                       changes_: list[chg.Change], columns: list[tuple[str, str]]) -> Matcher:
+def keyless_candidates(
+    spark: Any,
+    catalog: Any,
+    txn: Any,
+    table: TableDef,
+    changes_: list[chg.Change],
+    columns: list[tuple[str, str]],
+) -> Matcher:
     """A ``match(before, taken)`` function over the stored rows equal to some before image of
     an update/delete (keyless tables match on every column)."""
     befores = [c.before for c in changes_ if c.op in ("U", "D") and c.before]
@@ -163,8 +205,11 @@ def keyless_candidates(spark: Any, catalog: Any, txn: Any, table: TableDef,
     for n in names:
         term = current[n].eqNullSafe(cand_df[n])
         cond = term if cond is None else cond & term
-    found = current.join(cand_df.distinct(), on=cond, how="left_semi") \
-        .select(*[F.col(n) for n in names], chg.POSITION_COLUMN, ROW_ID).toArrow()
+    found = (
+        current.join(cand_df.distinct(), on=cond, how="left_semi")
+        .select(*[F.col(n) for n in names], chg.POSITION_COLUMN, ROW_ID)
+        .toArrow()
+    )
     stored = [s for _, s in stored_rows(found, names, types)]
 
     def match(before: dict[str, Any], taken: set[Any]) -> tuple[dict[str, Any], Any] | None:

@@ -7,6 +7,7 @@ The YAML tables config (``include/tables/``) that names CDC and ingest targets i
 :data:`acidflow.cdc.changes.POSITION_COLUMN`), which is also their ``ordering_column``: it is
 appended by :func:`with_position_column` when the YAML does not list it.
 """
+
 from __future__ import annotations
 
 from acidflow.catalog import Column, TableDef
@@ -32,12 +33,16 @@ def table_from_stream(source: SourceTable, target_db: str, num_buckets: int = 4)
         ValueError: the stream gave no columns for the table.
     """
     if not source.columns:
-        raise ValueError(f"cannot auto-create a table for {source.name}: the stream carries no "
-                         "column names/types for it")
+        raise ValueError(
+            f"cannot auto-create a table for {source.name}: the stream carries no "
+            "column names/types for it"
+        )
     tbl = source.name.split(".", 1)[-1]
-    tdef = TableDef(name=f"{target_db}.{tbl}",
-                    columns=[Column(n, t) for n, t in source.columns.items()],
-                    primary_key=list(source.primary_key),
-                    num_buckets=num_buckets if source.primary_key else 0,
-                    properties={"acidflow.cdc.source": source.name})
+    tdef = TableDef(
+        name=f"{target_db}.{tbl}",
+        columns=[Column(n, t) for n, t in source.columns.items()],
+        primary_key=list(source.primary_key),
+        num_buckets=num_buckets if source.primary_key else 0,
+        properties={"acidflow.cdc.source": source.name},
+    )
     return with_position_column(tdef)

@@ -4,6 +4,7 @@
 (``cdc``, ``pull``, ``compactor``, ``validate``, ``reconcile``). ``python -m acidflow.cli`` and the
 ``acidflow`` console script both call :func:`main`.
 """
+
 from __future__ import annotations
 
 from acidflow.cli.app import app, main

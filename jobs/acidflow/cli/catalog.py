@@ -6,6 +6,7 @@ acidflow catalog (``ACIDFLOW_CATALOG_URL`` pointed at the wrong database); ``ini
 is the deliberate way to add acidflow's tables to such a database. Prints the catalog id,
 its URL (password masked) and the warehouse, and whether this catalog owns the warehouse.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,39 +21,55 @@ from acidflow.config import load_settings
 
 def register(app: typer.Typer) -> None:
     """Add the ``catalog`` command group (``catalog init``) to ``app``."""
-    catalog_app = typer.Typer(help="The transaction catalog: create / migrate it.",
-                              no_args_is_help=True)
+    catalog_app = typer.Typer(
+        help="The transaction catalog: create / migrate it.", no_args_is_help=True
+    )
     app.add_typer(catalog_app, name="catalog")
 
     @catalog_app.command("init")
     def init_cmd(
-            force: bool = typer.Option(
-                False, "--force", help="also migrate a database that holds other tables and "
-                                       "is not an acidflow catalog"),
-            as_json: bool = typer.Option(False, "--json", help="print a JSON line")) -> None:
+        force: bool = typer.Option(
+            False,
+            "--force",
+            help="also migrate a database that holds other tables and is not an acidflow catalog",
+        ),
+        as_json: bool = typer.Option(False, "--json", help="print a JSON line"),
+    ) -> None:
         """Create or migrate the catalog at ACIDFLOW_CATALOG_URL and print its id."""
         settings = load_settings()
-        cat = load_catalog(settings.catalog_url, warehouse=settings.warehouse, migrate=False,
-                           txn_timeout_s=settings.txn_timeout_s)
+        cat = load_catalog(
+            settings.catalog_url,
+            warehouse=settings.warehouse,
+            migrate=False,
+            txn_timeout_s=settings.txn_timeout_s,
+        )
         try:
             catalog_id = cat.initialize(force=force)
             owner = read_marker(cat.warehouse)
-            info = {"catalog_id": catalog_id, "catalog_url": cat.display_url(),
-                    "revision": cat.current_revision(), "warehouse": cat.warehouse,
-                    "warehouse_owner": owner.get("catalog_id") if owner else None}
+            info = {
+                "catalog_id": catalog_id,
+                "catalog_url": cat.display_url(),
+                "revision": cat.current_revision(),
+                "warehouse": cat.warehouse,
+                "warehouse_owner": owner.get("catalog_id") if owner else None,
+            }
         finally:
             cat.close()
         if as_json:
             print(json.dumps(info))
             return
-        console.print(f"catalog {info['catalog_id']} at {info['catalog_url']} "
-                      f"(revision {info['revision']})")
+        console.print(
+            f"catalog {info['catalog_id']} at {info['catalog_url']} (revision {info['revision']})"
+        )
         if owner is None:
-            console.print(f"warehouse {info['warehouse']}: no owner yet (the first write "
-                          "claims it)")
+            console.print(
+                f"warehouse {info['warehouse']}: no owner yet (the first write claims it)"
+            )
         elif owner.get("catalog_id") == catalog_id:
             console.print(f"warehouse {info['warehouse']}: owned by this catalog")
         else:
-            console.print(f"[yellow]warehouse {info['warehouse']} is owned by another catalog "
-                          f"{owner.get('catalog_id')} ({owner.get('catalog_url')}): writes "
-                          "from this catalog will be refused[/]")
+            console.print(
+                f"[yellow]warehouse {info['warehouse']} is owned by another catalog "
+                f"{owner.get('catalog_id')} ({owner.get('catalog_url')}): writes "
+                "from this catalog will be refused[/]"
+            )

@@ -1,4 +1,5 @@
 """``acidflow cdc apply`` and ``acidflow show batches`` (Typer + Rich)."""
+
 from __future__ import annotations
 
 import json
@@ -21,25 +22,51 @@ def print_reports(reports: list[BatchReport], as_json: bool = False) -> None:
             console.print_json(json.dumps(r.__dict__, default=str))
         return
     t = Table(title="CDC batches")
-    for c in ("file", "batch", "status", "txn", "table", "ins", "upd", "del", "late",
-              "del-missing", "quarantined", "s"):
-        t.add_column(c, justify="right" if c in ("txn", "ins", "upd", "del", "late",
-                                                  "del-missing", "quarantined", "s") else "left")
+    for c in (
+        "file",
+        "batch",
+        "status",
+        "txn",
+        "table",
+        "ins",
+        "upd",
+        "del",
+        "late",
+        "del-missing",
+        "quarantined",
+        "s",
+    ):
+        t.add_column(
+            c,
+            justify="right"
+            if c in ("txn", "ins", "upd", "del", "late", "del-missing", "quarantined", "s")
+            else "left",
+        )
     for r in reports:
         rows = list(r.tables.items()) or [("-", {})]
         for i, (name, st) in enumerate(rows):
             first = i == 0
-            t.add_row(r.file.rsplit("/", 1)[-1] if first else "", r.batch_id[:40] if first else "",
-                      r.status if first else "", str(r.txn_id or "") if first else "", name,
-                      str(st.get("rows_inserted", "")), str(st.get("rows_updated", "")),
-                      str(st.get("rows_deleted", "")), str(st.get("ignored_late", "")),
-                      str(st.get("deletes_of_missing", "")),
-                      str(r.quarantined) if first else "", f"{r.seconds:.1f}" if first else "")
+            t.add_row(
+                r.file.rsplit("/", 1)[-1] if first else "",
+                r.batch_id[:40] if first else "",
+                r.status if first else "",
+                str(r.txn_id or "") if first else "",
+                name,
+                str(st.get("rows_inserted", "")),
+                str(st.get("rows_updated", "")),
+                str(st.get("rows_deleted", "")),
+                str(st.get("ignored_late", "")),
+                str(st.get("deletes_of_missing", "")),
+                str(r.quarantined) if first else "",
+                f"{r.seconds:.1f}" if first else "",
+            )
     console.print(t)
     for r in reports:
         for src, n in r.waiting.items():
-            console.print(f"{r.file}: {n} TRUNCATE(s) of {src} ignored: the table does not exist "
-                          "yet (created by the first change that carries its columns)")
+            console.print(
+                f"{r.file}: {n} TRUNCATE(s) of {src} ignored: the table does not exist "
+                "yet (created by the first change that carries its columns)"
+            )
         for name, st in r.tables.items():
             if st.get("schema_change"):
                 console.print(f"[yellow]{name}: schema change {st['schema_change']}")
@@ -48,43 +75,59 @@ def print_reports(reports: list[BatchReport], as_json: bool = False) -> None:
         console.print(f"[yellow]{r.quarantined} bad record(s) of {r.file} in {r.quarantine_file}")
 
 
-def register(app: typer.Typer, cdc_app: typer.Typer, show_app: typer.Typer,
-             catalog_factory: Callable[[], Any]) -> None:
+def register(
+    app: typer.Typer,
+    cdc_app: typer.Typer,
+    show_app: typer.Typer,
+    catalog_factory: Callable[[], Any],
+) -> None:
     """Add ``cdc apply`` and ``show batches`` to the ``acidflow`` command."""
 
     @cdc_app.command("apply")
     def apply(
         input: str = typer.Option(..., "--input", help="change file or directory of files"),
-        fmt: str = typer.Option("wal2json", "--format",
-                                help="wal2json | debezium | goldengate"),
+        fmt: str = typer.Option("wal2json", "--format", help="wal2json | debezium | goldengate"),
         tables_config: Optional[str] = typer.Option(
-            None, "--tables-config", help="YAML file or directory (include/tables/)"),
-        auto_create: bool = typer.Option(False, "--auto-create",
-                                         help="register unknown tables from the stream"),
-        target_db: str = typer.Option("default", "--target-db",
-                                      help="database of tables named after their source"),
+            None, "--tables-config", help="YAML file or directory (include/tables/)"
+        ),
+        auto_create: bool = typer.Option(
+            False, "--auto-create", help="register unknown tables from the stream"
+        ),
+        target_db: str = typer.Option(
+            "default", "--target-db", help="database of tables named after their source"
+        ),
         num_buckets: int = typer.Option(4, "--num-buckets", help="buckets of auto-created tables"),
         schema_drift: str = typer.Option("add", "--schema-drift", help="add | fail"),
-        update_missing: str = typer.Option("insert", "--update-missing",
-                                           help="insert | quarantine"),
-        insert_existing: str = typer.Option("update", "--insert-existing",
-                                            help="update | quarantine"),
-        delete_missing: str = typer.Option("count", "--delete-missing",
-                                           help="count | quarantine"),
-        quarantine_threshold: float = typer.Option(0.01, "--quarantine-threshold",
-                                                   help="largest fraction of bad records"),
-        table: Optional[list[str]] = typer.Option(None, "--table",
-                                                  help="only these source tables"),
+        update_missing: str = typer.Option(
+            "insert", "--update-missing", help="insert | quarantine"
+        ),
+        insert_existing: str = typer.Option(
+            "update", "--insert-existing", help="update | quarantine"
+        ),
+        delete_missing: str = typer.Option("count", "--delete-missing", help="count | quarantine"),
+        quarantine_threshold: float = typer.Option(
+            0.01, "--quarantine-threshold", help="largest fraction of bad records"
+        ),
+        table: Optional[list[str]] = typer.Option(None, "--table", help="only these source tables"),
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
         """Apply change files (one batch per file, in name order) in Spark."""
         # deferred: the CDC job imports pyarrow, SQLAlchemy and the Spark writer; --help needs none
         from acidflow.cdc.apply import apply_path, build_options
-        options = build_options(fmt, tables_config=tables_config, auto_create=auto_create,
-                                target_db=target_db, num_buckets=num_buckets,
-                                schema_drift=schema_drift, update_missing=update_missing,
-                                insert_existing=insert_existing, delete_missing=delete_missing,
-                                quarantine_threshold=quarantine_threshold, tables=table)
+
+        options = build_options(
+            fmt,
+            tables_config=tables_config,
+            auto_create=auto_create,
+            target_db=target_db,
+            num_buckets=num_buckets,
+            schema_drift=schema_drift,
+            update_missing=update_missing,
+            insert_existing=insert_existing,
+            delete_missing=delete_missing,
+            quarantine_threshold=quarantine_threshold,
+            tables=table,
+        )
         spark = get_spark("acidflow-cdc-apply")
         reports = apply_path(spark, catalog_factory(), input, options)
         print_reports(reports, as_json)
@@ -99,6 +142,7 @@ def register(app: typer.Typer, cdc_app: typer.Typer, show_app: typer.Typer,
         later files. Its changes are NOT applied: replay them from the source if needed."""
         # deferred: imports the catalog's SQL backend (SQLAlchemy); --help needs none of it
         from acidflow.quarantine import quarantine_input_file
+
         dest, record = quarantine_input_file(catalog_factory().warehouse, "cdc", path, reason)
         console.print(f"quarantined {path} -> {dest} (record {record})", soft_wrap=True)
 
@@ -107,14 +151,19 @@ def register(app: typer.Typer, cdc_app: typer.Typer, show_app: typer.Typer,
         table: str = typer.Option(..., "--table", help="db.table"),
         path: str = typer.Option(..., "--path", help="landing file, glob or directory"),
         fmt: str = typer.Option(..., "--format", help="csv | jsonl | parquet"),
-        data_interval: str = typer.Option(..., "--data-interval",
-                                          help="identity of the interval, e.g. 2024-01-01"),
+        data_interval: str = typer.Option(
+            ..., "--data-interval", help="identity of the interval, e.g. 2024-01-01"
+        ),
         mode: str = typer.Option("append", "--mode", help="append | overwrite | upsert"),
-        upsert: bool = typer.Option(False, "--upsert",
-                                    help="update rows whose primary key is already in the "
-                                         "table instead of refusing them (= --mode upsert)"),
-        partition: Optional[list[str]] = typer.Option(None, "--partition",
-                                                      help="col=value (repeatable)"),
+        upsert: bool = typer.Option(
+            False,
+            "--upsert",
+            help="update rows whose primary key is already in the "
+            "table instead of refusing them (= --mode upsert)",
+        ),
+        partition: Optional[list[str]] = typer.Option(
+            None, "--partition", help="col=value (repeatable)"
+        ),
         quarantine_threshold: float = typer.Option(0.01, "--quarantine-threshold"),
     ) -> None:
         """Load the landing files of one data interval into a table, once (Spark).
@@ -129,30 +178,47 @@ def register(app: typer.Typer, cdc_app: typer.Typer, show_app: typer.Typer,
         spec = dict(kv.split("=", 1) for kv in partition or []) or None
         # deferred: the ingest job imports pyarrow, SQLAlchemy and the Spark writer
         from acidflow.ingest import ingest
-        r = ingest(get_spark("acidflow-ingest"), catalog_factory(), table, path, fmt,
-                   data_interval, mode=mode, partition=spec,
-                   quarantine_threshold=quarantine_threshold)
-        console.print(f"{r.status}: {r.table} {r.data_interval} ({r.mode}) rows={r.rows} "
-                      + (f"updated={r.rows_updated} " if r.mode == "upsert" else "")
-                      + f"quarantined={r.quarantined} txn={r.txn_id} write id={r.write_id} "
-                      f"batch={r.batch_id} {r.seconds:.1f}s")
+
+        r = ingest(
+            get_spark("acidflow-ingest"),
+            catalog_factory(),
+            table,
+            path,
+            fmt,
+            data_interval,
+            mode=mode,
+            partition=spec,
+            quarantine_threshold=quarantine_threshold,
+        )
+        console.print(
+            f"{r.status}: {r.table} {r.data_interval} ({r.mode}) rows={r.rows} "
+            + (f"updated={r.rows_updated} " if r.mode == "upsert" else "")
+            + f"quarantined={r.quarantined} txn={r.txn_id} write id={r.write_id} "
+            f"batch={r.batch_id} {r.seconds:.1f}s"
+        )
         if r.note:
             console.print(f"[yellow]{r.note}")
         for f in r.files:
             if f.get("unreadable"):
-                console.print(f"[yellow]quarantined unreadable file {f['path']}: "
-                              f"{f['unreadable']}")
+                console.print(f"[yellow]quarantined unreadable file {f['path']}: {f['unreadable']}")
         if r.quarantine_file:
             console.print(f"[yellow]bad records: {r.quarantine_file}")
 
     @show_app.command("batches")
-    def show_batches(kind: Optional[str] = typer.Option(None, "--kind",
-                                                        help="cdc | ingest")) -> None:
+    def show_batches(
+        kind: Optional[str] = typer.Option(None, "--kind", help="cdc | ingest"),
+    ) -> None:
         """Idempotence records: each batch id and the transaction that applied it."""
         t = Table(title="batches")
         for c in ("batch", "kind", "txn", "state", "registered", "source"):
             t.add_column(c)
         for b in catalog_factory().list_batches(kind):
-            t.add_row(b.batch_id, b.kind, str(b.txn_id), b.state,
-                      f"{b.registered_at:%Y-%m-%d %H:%M:%S}", b.source or "")
+            t.add_row(
+                b.batch_id,
+                b.kind,
+                str(b.txn_id),
+                b.state,
+                f"{b.registered_at:%Y-%m-%d %H:%M:%S}",
+                b.source or "",
+            )
         console.print(t)

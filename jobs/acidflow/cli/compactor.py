@@ -13,6 +13,7 @@ this process (pyarrow tasks, or Spark with ``--spark``) and then one cleaner pas
 polls until a worker elsewhere (the Airflow DAG) finished it. ``fsck`` exits 1 when it finds an
 error.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,7 +34,11 @@ def _catalog() -> Catalog:
 
 
 def _t(v: object) -> str:
-    return "-" if v is None else (v.strftime("%Y-%m-%d %H:%M:%S") if hasattr(v, "strftime") else str(v))
+    return (
+        "-"
+        if v is None
+        else (v.strftime("%Y-%m-%d %H:%M:%S") if hasattr(v, "strftime") else str(v))
+    )
 
 
 def register(app: typer.Typer, show_app: typer.Typer) -> None:
@@ -41,8 +46,10 @@ def register(app: typer.Typer, show_app: typer.Typer) -> None:
     ``show_app``."""
 
     @show_app.command("compactions")
-    def show_compactions(table: Optional[str] = typer.Option(None, "--table", help="only this table"),
-                         as_json: bool = typer.Option(False, "--json", help="JSON lines")) -> None:
+    def show_compactions(
+        table: Optional[str] = typer.Option(None, "--table", help="only this table"),
+        as_json: bool = typer.Option(False, "--json", help="JSON lines"),
+    ) -> None:
         """SHOW COMPACTIONS: queue and history (id, table, partition, type, state, worker,
         times, highest write id, txn, error)."""
         items = _catalog().list_compactions(table)
@@ -50,22 +57,49 @@ def register(app: typer.Typer, show_app: typer.Typer) -> None:
             for c in items:
                 typer.echo(json.dumps(c.to_dict(), default=str))
             return
-        t = Table("CompactionId", "Table", "Partition", "Type", "State", "Requester", "Worker",
-                  "Enqueued", "Start", "End", "HighestWriteId", "TxnId", "Error")
+        t = Table(
+            "CompactionId",
+            "Table",
+            "Partition",
+            "Type",
+            "State",
+            "Requester",
+            "Worker",
+            "Enqueued",
+            "Start",
+            "End",
+            "HighestWriteId",
+            "TxnId",
+            "Error",
+        )
         for c in items:
-            t.add_row(str(c.id), c.table, c.partition or "---", c.type.upper(), c.state,
-                      c.requester, c.worker_id or "---", _t(c.enqueued_at), _t(c.started_at),
-                      _t(c.ended_at), _t(c.highest_write_id), _t(c.txn_id), (c.error or "")[:60])
+            t.add_row(
+                str(c.id),
+                c.table,
+                c.partition or "---",
+                c.type.upper(),
+                c.state,
+                c.requester,
+                c.worker_id or "---",
+                _t(c.enqueued_at),
+                _t(c.started_at),
+                _t(c.ended_at),
+                _t(c.highest_write_id),
+                _t(c.txn_id),
+                (c.error or "")[:60],
+            )
         console.print(t)
 
     @app.command("compact")
-    def compact(table: str = typer.Argument(..., help="db.table"),
-                partition: Optional[str] = typer.Option(None, "--partition", help="e.g. ds=2024-01-01"),
-                type_: str = typer.Option(..., "--type", help="major or minor"),
-                run: bool = typer.Option(False, "--run", help="run the worker (and cleaner) now"),
-                wait: bool = typer.Option(False, "--wait", help="wait for a worker elsewhere"),
-                timeout: float = typer.Option(3600, help="--wait limit in seconds"),
-                use_spark: bool = typer.Option(False, "--spark", help="--run in Spark")) -> None:
+    def compact(
+        table: str = typer.Argument(..., help="db.table"),
+        partition: Optional[str] = typer.Option(None, "--partition", help="e.g. ds=2024-01-01"),
+        type_: str = typer.Option(..., "--type", help="major or minor"),
+        run: bool = typer.Option(False, "--run", help="run the worker (and cleaner) now"),
+        wait: bool = typer.Option(False, "--wait", help="wait for a worker elsewhere"),
+        timeout: float = typer.Option(3600, help="--wait limit in seconds"),
+        use_spark: bool = typer.Option(False, "--spark", help="--run in Spark"),
+    ) -> None:
         """Queue a manual compaction (Hive ALTER TABLE ... COMPACT), regardless of thresholds."""
         if type_ not in (CompactionType.MAJOR, CompactionType.MINOR):
             raise typer.BadParameter("--type must be major or minor")
@@ -73,10 +107,13 @@ def register(app: typer.Typer, show_app: typer.Typer) -> None:
         from acidflow.compactor.cleaner import run_cleaner
         from acidflow.compactor.initiator import request_compaction
         from acidflow.compactor.worker import run_worker
+
         cat = _catalog()
         info = request_compaction(cat, table, partition, type_)
-        console.print(f"compaction {info.id} {info.state} ({info.type}) for {info.table}"
-                      + (f" partition {info.partition}" if info.partition else ""))
+        console.print(
+            f"compaction {info.id} {info.state} ({info.type}) for {info.table}"
+            + (f" partition {info.partition}" if info.partition else "")
+        )
         if run:
             spark = None
             if use_spark:
@@ -88,8 +125,10 @@ def register(app: typer.Typer, show_app: typer.Typer) -> None:
                 raise typer.Exit(1)
             rep = run_cleaner(cat)
             state = cat.get_compaction(info.id).state
-            console.print(f"compaction {info.id}: {state}"
-                          + (f" (waiting for {rep.waiting[info.id]})" if info.id in rep.waiting else ""))
+            console.print(
+                f"compaction {info.id}: {state}"
+                + (f" (waiting for {rep.waiting[info.id]})" if info.id in rep.waiting else "")
+            )
         elif wait:
             deadline = time.monotonic() + timeout
             while True:
@@ -105,29 +144,31 @@ def register(app: typer.Typer, show_app: typer.Typer) -> None:
                 raise typer.Exit(1)
 
     @app.command("initiate")
-    def initiate(dry_run: bool = typer.Option(False, "--dry-run", help="decide, queue nothing"),
-                 table: Optional[str] = typer.Option(None, "--table", help="fnmatch filter, e.g. 'sales.*'"),
-                 as_json: bool = typer.Option(False, "--json")) -> None:
+    def initiate(
+        dry_run: bool = typer.Option(False, "--dry-run", help="decide, queue nothing"),
+        table: Optional[str] = typer.Option(None, "--table", help="fnmatch filter, e.g. 'sales.*'"),
+        as_json: bool = typer.Option(False, "--json"),
+    ) -> None:
         """Run the initiator once: print each candidate, the decision and why."""
         # deferred: the compactor imports duckdb, pyarrow and the ORC codec; --help needs none
         from acidflow.compactor.initiator import run_initiator
+
         report = run_initiator(_catalog(), table_filter=table, dry_run=dry_run)
         if as_json:
             typer.echo(json.dumps(report.to_dict(), default=str))
             return
         t = Table("Table", "Partition", "Decision", "Reason", "Queued")
         for d in report.decisions:
-            t.add_row(d.table, d.partition or "---", d.action or "none", d.reason,
-                      _t(d.queued_id))
+            t.add_row(d.table, d.partition or "---", d.action or "none", d.reason, _t(d.queued_id))
         console.print(t)
-        console.print(("dry run: nothing queued" if dry_run else
-                       f"queued: {report.queued_ids}"))
+        console.print(("dry run: nothing queued" if dry_run else f"queued: {report.queued_ids}"))
 
     @app.command("clean")
     def clean(as_json: bool = typer.Option(False, "--json")) -> None:
         """Run the cleaner once (obsolete dirs of ready-for-cleaning compactions, aborted dirs)."""
         # deferred: the compactor imports duckdb, pyarrow and the ORC codec; --help needs none
         from acidflow.compactor.cleaner import run_cleaner
+
         rep = run_cleaner(_catalog())
         if as_json:
             typer.echo(json.dumps(rep.to_dict()))
@@ -135,8 +176,10 @@ def register(app: typer.Typer, show_app: typer.Typer) -> None:
         for cq, names in rep.cleaned.items():
             console.print(f"compaction {cq}: succeeded, removed {len(names)}: {', '.join(names)}")
         for cq, who in rep.waiting.items():
-            console.print(f"compaction {cq}: ready for cleaning, waiting for readers "
-                          f"{who['readers']} / open txns {who['txns']}")
+            console.print(
+                f"compaction {cq}: ready for cleaning, waiting for readers "
+                f"{who['readers']} / open txns {who['txns']}"
+            )
         for name in rep.schema_reverted:
             console.print(f"{name}: an aborted schema change's columns reverted")
         for where, names in rep.aborted.items():
@@ -148,22 +191,27 @@ def register(app: typer.Typer, show_app: typer.Typer) -> None:
             raise typer.Exit(1)
 
     @app.command("fsck")
-    def fsck(table: str = typer.Argument(..., help="db.table"),
-             as_json: bool = typer.Option(False, "--json"),
-             rebuild_index: bool = typer.Option(
-                 False, "--rebuild-index",
-                 help="instead of the checks: report the key index of each data file (min/max "
-                      "statistics and bloom filters of the primary key columns per stripe). "
-                      "The index lives in the ORC files themselves, so nothing is rewritten; "
-                      "files without it are read whole by key lookups until compacted.")
-             ) -> None:
+    def fsck(
+        table: str = typer.Argument(..., help="db.table"),
+        as_json: bool = typer.Option(False, "--json"),
+        rebuild_index: bool = typer.Option(
+            False,
+            "--rebuild-index",
+            help="instead of the checks: report the key index of each data file (min/max "
+            "statistics and bloom filters of the primary key columns per stripe). "
+            "The index lives in the ORC files themselves, so nothing is rewritten; "
+            "files without it are read whole by key lookups until compacted.",
+        ),
+    ) -> None:
         """Check a table: orphan, aborted and open dirs (a killed or running writer's, by
         write-id state), missing metadata of committed dirs, overlapping write-id ranges,
         duplicate ROW__IDs, duplicate primary keys. Exit code 1 when an error is found."""
         # deferred: the compactor imports duckdb, pyarrow and the ORC codec; --help needs none
         from acidflow.compactor.fsck import ERROR, fsck_table, key_index_report
-        findings = key_index_report(_catalog(), table) if rebuild_index \
-            else fsck_table(_catalog(), table)
+
+        findings = (
+            key_index_report(_catalog(), table) if rebuild_index else fsck_table(_catalog(), table)
+        )
         if as_json:
             for f in findings:
                 typer.echo(json.dumps(f.to_dict()))

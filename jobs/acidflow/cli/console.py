@@ -1,5 +1,6 @@
 """The Rich consoles every ``acidflow`` command prints with: stdout at the terminal's width, or
 160 columns when piped (so tables stay readable in logs and CI), and stderr for errors."""
+
 import sys
 
 from rich.console import Console

@@ -1,6 +1,7 @@
 """The demo commands: ``acidflow demo`` (the CDC pgbench demo, what ``make demo`` runs) and
 ``acidflow engine-demo``. Thin: the demos themselves live in :mod:`acidflow.demo`; these
 functions run them and print what they did."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,32 +24,54 @@ def print_summary(s: DemoSummary) -> None:
     history lines, and the totals."""
     cdc_cli.print_reports(s.batches)
     for step in s.steps:
-        console.print(f"DAG {step['dag_id']}: {'success' if step['ok'] else 'FAILED'} "
-                      f"({step['seconds']:.0f} s)")
+        console.print(
+            f"DAG {step['dag_id']}: {'success' if step['ok'] else 'FAILED'} "
+            f"({step['seconds']:.0f} s)"
+        )
     if s.compactions:
         ct = Table("id", "table", "type", "state", "highest write id", title="compactions")
         for c in s.compactions:
             ct.add_row(str(c.id), c.table, c.type, c.state, str(c.highest_write_id or ""))
         console.print(ct)
-    t = Table("table", "rows", "source rows", "high watermark", "base", "deltas",
-              "delete deltas", "reconciled", title="pgbench tables")
+    t = Table(
+        "table",
+        "rows",
+        "source rows",
+        "high watermark",
+        "base",
+        "deltas",
+        "delete deltas",
+        "reconciled",
+        title="pgbench tables",
+    )
     for name, st in s.tables.items():
-        t.add_row(name, str(st["rows"]), str(st["source_rows"]), str(st["high_watermark"]),
-                  st["base"] or "-", str(st["deltas"]), str(st["delete_deltas"]),
-                  "[green]exact[/]" if st["matches"] else
-                  f"[red]{st['differing_keys']} keys differ[/] {st['first_differing_keys']}")
+        t.add_row(
+            name,
+            str(st["rows"]),
+            str(st["source_rows"]),
+            str(st["high_watermark"]),
+            st["base"] or "-",
+            str(st["deltas"]),
+            str(st["delete_deltas"]),
+            "[green]exact[/]"
+            if st["matches"]
+            else f"[red]{st['differing_keys']} keys differ[/] {st['first_differing_keys']}",
+        )
     console.print(t)
     for line in s.history:  # restore and rollback of one table
         console.print(line, markup=False, highlight=False)
     applied = sum(1 for b in s.batches if b.status in ("applied", "empty"))
     skipped = sum(1 for b in s.batches if b.status == "skipped")
     quarantined = sum(b.quarantined for b in s.batches if b.status != "skipped")
-    console.print(f"batches: {applied} applied, {skipped} skipped (already applied), "
-                  f"{quarantined} records quarantined; {s.seconds:.1f} s")
+    console.print(
+        f"batches: {applied} applied, {skipped} skipped (already applied), "
+        f"{quarantined} records quarantined; {s.seconds:.1f} s"
+    )
 
 
-def show_timeline_and_incremental(catalog: Catalog, table: str | None = None,
-                                  limit: int = 10) -> bool:
+def show_timeline_and_incremental(
+    catalog: Catalog, table: str | None = None, limit: int = 10
+) -> bool:
     """Print the timeline of ``table`` (newest ``limit`` entries) and the demo's incremental
     check (:func:`acidflow.demo.timeline.incremental_check`); returns False when the check
     found a difference."""
@@ -57,8 +80,12 @@ def show_timeline_and_incremental(catalog: Catalog, table: str | None = None,
     from acidflow.tableops.timeline import timeline
 
     table = table or DEMO_TABLE
-    console.print(timeline_table(timeline(catalog, table, limit=limit),
-                                 title=f"{table}: acidflow commits (newest {limit})"))
+    console.print(
+        timeline_table(
+            timeline(catalog, table, limit=limit),
+            title=f"{table}: acidflow commits (newest {limit})",
+        )
+    )
     chk = incremental_check(catalog, table)
     if chk.skipped:
         console.print(f"incremental pull: skipped ({chk.skipped})")
@@ -85,25 +112,38 @@ def register(app: typer.Typer, catalog_factory: Callable[[], Catalog]) -> None:
         res = run_engine_demo(get_spark("acidflow-demo"), catalog_factory(), rows)
         summary = Table("step", "write id", "inserted", "updated", "deleted", "files")
         for step, w in res.steps:
-            summary.add_row(step, str(w.write_id), str(w.rows_inserted), str(w.rows_updated),
-                            str(w.rows_deleted), str(w.files))
+            summary.add_row(
+                step,
+                str(w.write_id),
+                str(w.rows_inserted),
+                str(w.rows_updated),
+                str(w.rows_deleted),
+                str(w.files),
+            )
         console.print(summary)
-        console.print(f"table {res.table}: {res.visible_rows} visible rows, deltas: "
-                      + ", ".join(res.deltas) + f"; {res.seconds:.1f} s")
+        console.print(
+            f"table {res.table}: {res.visible_rows} visible rows, deltas: "
+            + ", ".join(res.deltas)
+            + f"; {res.seconds:.1f} s"
+        )
         if not res.ok:
-            err.print(f"[red]MISMATCH[/]: missing {res.missing}, unexpected {res.unexpected}, "
-                      f"different {res.different}")
+            err.print(
+                f"[red]MISMATCH[/]: missing {res.missing}, unexpected {res.unexpected}, "
+                f"different {res.different}"
+            )
             raise typer.Exit(1)
         console.print("[green]snapshot matches the expected rows[/]")
 
     @app.command()
-    def demo(sample_dir: Optional[Path] = typer.Option(None, help="sample data directory "
-                                                      "(default include/sample_data/pgbench)"),
-             direct: bool = typer.Option(False, "--direct",
-                                         help="run the CDC job in this process, without Airflow"),
-             airflow_home: Optional[Path] = typer.Option(None,
-                                                         help="AIRFLOW_HOME (default .airflow)")
-             ) -> None:
+    def demo(
+        sample_dir: Optional[Path] = typer.Option(
+            None, help="sample data directory (default include/sample_data/pgbench)"
+        ),
+        direct: bool = typer.Option(
+            False, "--direct", help="run the CDC job in this process, without Airflow"
+        ),
+        airflow_home: Optional[Path] = typer.Option(None, help="AIRFLOW_HOME (default .airflow)"),
+    ) -> None:
         """The main job on embedded defaults: the acid_cdc DAG (``airflow dags test``,
         spark-submit on local[2]) applies the pgbench change data captured from a real
         PostgreSQL 15 (wal2json) to the four pgbench tables, the acid_compaction DAG compacts
@@ -117,8 +157,9 @@ def register(app: typer.Typer, catalog_factory: Callable[[], Catalog]) -> None:
         if direct:
             s = run_demo(get_spark("acidflow-demo"), cat_, sample_dir or SAMPLE_DIR)
         else:
-            s = run_demo_airflow(cat_, airflow_home=airflow_home,
-                                 sample_dir=sample_dir or SAMPLE_DIR)
+            s = run_demo_airflow(
+                cat_, airflow_home=airflow_home, sample_dir=sample_dir or SAMPLE_DIR
+            )
         print_summary(s)
         if not s.ok:
             err.print("[red]MISMATCH[/]: a table does not reconcile with its source")

@@ -6,6 +6,7 @@ local SparkSession (``acidflow.spark.get_spark``; predicates and values are Spar
 ``acidflow.cli.app`` calls :func:`register` with its top-level app and its catalog factory.
 Errors go up to ``acidflow.cli.app.main`` (one line naming the table and the reason, exit 1).
 """
+
 from __future__ import annotations
 
 import json
@@ -53,15 +54,27 @@ def parse_assignments(items: list[str]) -> dict[str, str]:
     return out
 
 
-def _report(verb: str, table: str, rows: int, result: WriteResult, txn_id: int | None,
-            as_json: bool) -> None:
+def _report(
+    verb: str, table: str, rows: int, result: WriteResult, txn_id: int | None, as_json: bool
+) -> None:
     if as_json:
-        print(json.dumps({"table": table, "operation": verb, f"rows_{verb}d": rows,
-                          "write_id": result.write_id, "txn_id": txn_id,
-                          "files": result.files, "bytes": result.bytes}))
+        print(
+            json.dumps(
+                {
+                    "table": table,
+                    "operation": verb,
+                    f"rows_{verb}d": rows,
+                    "write_id": result.write_id,
+                    "txn_id": txn_id,
+                    "files": result.files,
+                    "bytes": result.bytes,
+                }
+            )
+        )
     else:
-        console.print(f"{table}: {rows} row(s) {verb}d in write id {result.write_id} "
-                      f"(transaction {txn_id})")
+        console.print(
+            f"{table}: {rows} row(s) {verb}d in write id {result.write_id} (transaction {txn_id})"
+        )
 
 
 def register(app: typer.Typer, get_catalog: Callable[[], Catalog]) -> None:
@@ -69,39 +82,38 @@ def register(app: typer.Typer, get_catalog: Callable[[], Catalog]) -> None:
 
     @app.command("delete", help=DELETE_HELP)
     def delete_cmd(
-            table: str = typer.Argument(..., help="db.table"),
-            where: str = typer.Option(..., "--where", help="Spark SQL predicate"),
-            as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+        table: str = typer.Argument(..., help="db.table"),
+        where: str = typer.Option(..., "--where", help="Spark SQL predicate"),
+        as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
     ) -> None:
         # deferred: the engine imports pyarrow and pyspark; --help needs neither
         from acidflow.engine.transaction import Transaction
+
         cat = get_catalog()
         try:
             spark = get_spark("acidflow-delete")
             with Transaction(cat, spark=spark, agent_info="acidflow delete") as txn:
                 res = txn.delete(table, where=where)
-            _report("delete", cat.get_table(table).name, res.rows_deleted, res, txn.txn_id,
-                    as_json)
+            _report("delete", cat.get_table(table).name, res.rows_deleted, res, txn.txn_id, as_json)
         finally:
             cat.close()
 
     @app.command("update", help=UPDATE_HELP)
     def update_cmd(
-            table: str = typer.Argument(..., help="db.table"),
-            set_: list[str] = typer.Option(..., "--set", help="col=expr (repeatable)"),
-            where: str = typer.Option(..., "--where",
-                                      help="Spark SQL predicate (true = every row)"),
-            as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+        table: str = typer.Argument(..., help="db.table"),
+        set_: list[str] = typer.Option(..., "--set", help="col=expr (repeatable)"),
+        where: str = typer.Option(..., "--where", help="Spark SQL predicate (true = every row)"),
+        as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
     ) -> None:
         values = parse_assignments(set_)
         # deferred: the engine imports pyarrow and pyspark; --help needs neither
         from acidflow.engine.transaction import Transaction
+
         cat = get_catalog()
         try:
             spark = get_spark("acidflow-update")
             with Transaction(cat, spark=spark, agent_info="acidflow update") as txn:
                 res = txn.update(table, where, set=values)
-            _report("update", cat.get_table(table).name, res.rows_updated, res, txn.txn_id,
-                    as_json)
+            _report("update", cat.get_table(table).name, res.rows_updated, res, txn.txn_id, as_json)
         finally:
             cat.close()

@@ -6,6 +6,7 @@ snapshot, run in this process with pyarrow (no JVM).
 Refusals (unknown write id, outside retention, history cleaned) go up to
 ``acidflow.cli.app.main`` as one line, exit 1; "nothing to do" prints and exits 0.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,12 +46,13 @@ def register(app: typer.Typer, get_catalog: Callable[[], Catalog]) -> None:
 
     @app.command("restore", help=RESTORE_HELP)
     def restore_cmd(
-            table: str = typer.Argument(..., help="db.table"),
-            to_write_id: int = typer.Option(..., "--to-write-id", help="W: committed write id"),
-            as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+        table: str = typer.Argument(..., help="db.table"),
+        to_write_id: int = typer.Option(..., "--to-write-id", help="W: committed write id"),
+        as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
     ) -> None:
         # deferred: restore imports the engine and the readers (pyarrow, pyspark)
         from acidflow.tableops.restore import restore
+
         cat = get_catalog()
         try:
             _print(restore(cat, table, to_write_id), as_json)
@@ -59,11 +61,12 @@ def register(app: typer.Typer, get_catalog: Callable[[], Catalog]) -> None:
 
     @app.command("rollback", help=ROLLBACK_HELP)
     def rollback_cmd(
-            table: str = typer.Argument(..., help="db.table"),
-            as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+        table: str = typer.Argument(..., help="db.table"),
+        as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
     ) -> None:
         # deferred: rollback imports the engine and the readers (pyarrow, pyspark)
         from acidflow.tableops.restore import rollback
+
         cat = get_catalog()
         try:
             _print(rollback(cat, table), as_json)

@@ -10,6 +10,7 @@
 
 Exit status: 0 when every table matches, 1 when one differs, 2 on errors.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,11 +31,19 @@ if TYPE_CHECKING:
     from acidflow.quality.reconcile import ReconcileSource
 
 
-def _pairs(tables: list[str], *, dsn: Optional[str], source_dir: Optional[Path],
-           db: Optional[str], schema: str, catalog: Any) -> list[tuple[str, str]]:
+def _pairs(
+    tables: list[str],
+    *,
+    dsn: Optional[str],
+    source_dir: Optional[Path],
+    db: Optional[str],
+    schema: str,
+    catalog: Any,
+) -> list[tuple[str, str]]:
     """(acidflow table, source table) pairs from the arguments or, when none, from the source."""
     # deferred: acidflow.quality imports the readers (pyarrow); --help needs none of it
     from acidflow.quality.reconcile import acidflow_table_for, source_table_for
+
     if tables:
         out = []
         for t in tables:
@@ -43,7 +52,9 @@ def _pairs(tables: list[str], *, dsn: Optional[str], source_dir: Optional[Path],
                 raise typer.BadParameter(f"{t!r}: expected TABLE or TABLE=SCHEMA.SOURCE_TABLE")
             if "." not in left:
                 if not db:
-                    raise typer.BadParameter(f"{left!r}: name the table as <db>.<table> or pass --db")
+                    raise typer.BadParameter(
+                        f"{left!r}: name the table as <db>.<table> or pass --db"
+                    )
                 left = f"{db}.{left}"
             out.append((left.lower(), right or source_table_for(left, schema)))
         return out
@@ -54,8 +65,11 @@ def _pairs(tables: list[str], *, dsn: Optional[str], source_dir: Optional[Path],
         m = json.loads(manifest.read_text())
         out = []
         for t in m.get("tables", []):
-            target = (acidflow_table_for(t["name"], db) if db else
-                      t.get("acidflow_table") or acidflow_table_for(t["name"], m["database"]))
+            target = (
+                acidflow_table_for(t["name"], db)
+                if db
+                else t.get("acidflow_table") or acidflow_table_for(t["name"], m["database"])
+            )
             out.append((target, t["name"]))
         return out
     assert dsn is not None  # the command checked that exactly one of dsn / source_dir is given
@@ -76,19 +90,25 @@ def _pairs(tables: list[str], *, dsn: Optional[str], source_dir: Optional[Path],
 
 
 def reconcile_command(
-        tables: Optional[List[str]] = typer.Argument(
-            None, help="acidflow tables (<db>.<table>, source <schema>.<table>), or "
-                       "<db>.<table>=<schema>.<source_table>; default: every source table"),
-        dsn: Optional[str] = typer.Option(None, "--dsn", help="PostgreSQL URL of the source database"),
-        source_dir: Optional[Path] = typer.Option(
-            None, "--source-dir", help="saved source contents: CSV.gz from COPY ... WITH CSV HEADER "
-                                       "(+ manifest.json with types and keys)"),
-        db: Optional[str] = typer.Option(None, "--db", help="acidflow database of the tables "
-                                         "(default: the source database's name)"),
-        schema: str = typer.Option("public", "--schema", help="PostgreSQL schema of the source tables"),
-        max_keys: int = typer.Option(10, "--max-keys", min=0, help="differing keys to show"),
-        use_spark: bool = typer.Option(False, "--spark", help="read and hash the tables in Spark"),
-        as_json: bool = typer.Option(False, "--json", help="one JSON object per table"),
+    tables: Optional[List[str]] = typer.Argument(
+        None,
+        help="acidflow tables (<db>.<table>, source <schema>.<table>), or "
+        "<db>.<table>=<schema>.<source_table>; default: every source table",
+    ),
+    dsn: Optional[str] = typer.Option(None, "--dsn", help="PostgreSQL URL of the source database"),
+    source_dir: Optional[Path] = typer.Option(
+        None,
+        "--source-dir",
+        help="saved source contents: CSV.gz from COPY ... WITH CSV HEADER "
+        "(+ manifest.json with types and keys)",
+    ),
+    db: Optional[str] = typer.Option(
+        None, "--db", help="acidflow database of the tables (default: the source database's name)"
+    ),
+    schema: str = typer.Option("public", "--schema", help="PostgreSQL schema of the source tables"),
+    max_keys: int = typer.Option(10, "--max-keys", min=0, help="differing keys to show"),
+    use_spark: bool = typer.Option(False, "--spark", help="read and hash the tables in Spark"),
+    as_json: bool = typer.Option(False, "--json", help="one JSON object per table"),
 ) -> None:
     """Compare acidflow tables with their PostgreSQL source: row counts and an
     order-independent checksum of type-normalised rows; on a difference, the first differing
@@ -97,6 +117,7 @@ def reconcile_command(
         raise typer.BadParameter("give exactly one of --dsn and --source-dir")
     # deferred: acidflow.quality imports the readers (pyarrow); --help needs none of it
     from acidflow.quality.reconcile import ReconcileError, reconcile
+
     catalog = Catalog.from_settings()
     spark = None
     if use_spark:
@@ -104,8 +125,9 @@ def reconcile_command(
     failed = mismatched = 0
     results = []
     try:
-        pairs = _pairs(tables or [], dsn=dsn, source_dir=source_dir, db=db, schema=schema,
-                       catalog=catalog)
+        pairs = _pairs(
+            tables or [], dsn=dsn, source_dir=source_dir, db=db, schema=schema, catalog=catalog
+        )
     except PullError as exc:
         err.print(f"[red]reconcile failed:[/] {exc}")
         raise typer.Exit(2)
@@ -114,10 +136,12 @@ def reconcile_command(
         raise typer.Exit(2)
     for target, src_name in pairs:
         try:
-            source: ReconcileSource = (PostgresSource(dsn, src_name) if dsn
-                                       # no dsn: the command checked --source-dir is given
-                                       else SavedSource.from_dir(cast(Path, source_dir),
-                                                                 src_name))
+            source: ReconcileSource = (
+                PostgresSource(dsn, src_name)
+                if dsn
+                # no dsn: the command checked --source-dir is given
+                else SavedSource.from_dir(cast(Path, source_dir), src_name)
+            )
             r = reconcile(spark, catalog, target, source, max_keys=max_keys)
         except (ReconcileError, NoSuchTableError, PullError, LookupError) as exc:
             failed += 1
@@ -129,24 +153,42 @@ def reconcile_command(
         for r in results:
             print(json.dumps(r.to_json(), default=str))
     else:
-        t = Table("table", "source", "source rows", "table rows", "source checksum",
-                  "table checksum", "status")
+        t = Table(
+            "table",
+            "source",
+            "source rows",
+            "table rows",
+            "source checksum",
+            "table checksum",
+            "status",
+        )
         for r in results:
-            t.add_row(r.table, r.source, str(r.source_rows), str(r.table_rows),
-                      f"{r.source_checksum:016x}", f"{r.table_checksum:016x}",
-                      "[green]match[/]" if r.matches else "[red]DIFFERENT[/]")
+            t.add_row(
+                r.table,
+                r.source,
+                str(r.source_rows),
+                str(r.table_rows),
+                f"{r.source_checksum:016x}",
+                f"{r.table_checksum:016x}",
+                "[green]match[/]" if r.matches else "[red]DIFFERENT[/]",
+            )
         console.print(t)
         for r in results:
             if r.matches:
                 continue
-            console.print(f"[bold]{r.table}[/]: {r.differing_keys} differing keys "
-                          f"(by {', '.join(r.key_columns) or 'whole row'}); first "
-                          f"{len(r.first_differing_keys)}:")
+            console.print(
+                f"[bold]{r.table}[/]: {r.differing_keys} differing keys "
+                f"(by {', '.join(r.key_columns) or 'whole row'}); first "
+                f"{len(r.first_differing_keys)}:"
+            )
             for k in r.first_differing_keys:
                 j = k.to_json()
-                console.print(f"  {json.dumps(j['key'])}  {k.kind}  source {k.source_rows} "
-                              f"row(s) {json.dumps(j['source_values'])}  table {k.table_rows} "
-                              f"row(s) {json.dumps(j['table_values'])}", markup=False)
+                console.print(
+                    f"  {json.dumps(j['key'])}  {k.kind}  source {k.source_rows} "
+                    f"row(s) {json.dumps(j['source_values'])}  table {k.table_rows} "
+                    f"row(s) {json.dumps(j['table_values'])}",
+                    markup=False,
+                )
     if failed:
         raise typer.Exit(2)
     if mismatched:

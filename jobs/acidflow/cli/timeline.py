@@ -6,6 +6,7 @@
 with :func:`incremental_rows`. The rows come from :func:`acidflow.tableops.timeline.timeline`
 and :func:`acidflow.read.table.read_incremental` (pyarrow, no JVM); this module only prints.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,22 +53,47 @@ def _short(batch_id: str | None) -> str:
 
 def timeline_table(entries: list[TimelineEntry], title: str | None = None) -> Table:
     """A Rich table of timeline entries (one line each, in the order given)."""
-    t = Table("write id", "txn", "commit time (UTC)", "operation", "batch", "inserted",
-              "updated", "deleted", "files", "bytes", "partitions", title=title)
+    t = Table(
+        "write id",
+        "txn",
+        "commit time (UTC)",
+        "operation",
+        "batch",
+        "inserted",
+        "updated",
+        "deleted",
+        "files",
+        "bytes",
+        "partitions",
+        title=title,
+    )
     for e in entries:
         if e.compaction is not None:
             c = e.compaction
             lo = c["min_write_id"]
-            wid = (f"{lo}..{c['max_write_id']}" if lo is not None
-                   else f"<={c['max_write_id']}" if c["max_write_id"] is not None else "-")
+            wid = (
+                f"{lo}..{c['max_write_id']}"
+                if lo is not None
+                else f"<={c['max_write_id']}"
+                if c["max_write_id"] is not None
+                else "-"
+            )
             op = f"compaction ({c['type']}, {c['state']})"
         else:
             wid, op = str(e.write_id), e.operation
-        t.add_row(wid, str(e.txn_id) if e.txn_id is not None else "-",
-                  e.time.strftime("%Y-%m-%d %H:%M:%S") if e.time else "-", op,
-                  _short(e.batch_id), str(e.rows_inserted),
-                  str(e.rows_updated), str(e.rows_deleted), str(e.files), _human_bytes(e.bytes),
-                  str(len(e.partitions)))
+        t.add_row(
+            wid,
+            str(e.txn_id) if e.txn_id is not None else "-",
+            e.time.strftime("%Y-%m-%d %H:%M:%S") if e.time else "-",
+            op,
+            _short(e.batch_id),
+            str(e.rows_inserted),
+            str(e.rows_updated),
+            str(e.rows_deleted),
+            str(e.files),
+            _human_bytes(e.bytes),
+            str(len(e.partitions)),
+        )
     return t
 
 
@@ -82,18 +108,20 @@ def parse_incremental_range(text: str) -> tuple[int, Optional[int]]:
         start = int(head)
         end = int(tail) if sep and tail.strip() else None
     except ValueError:
-        raise typer.BadParameter(f"--incremental expects FROM[:TO] write ids (integers), "
-                                 f"got {text!r}")
+        raise typer.BadParameter(
+            f"--incremental expects FROM[:TO] write ids (integers), got {text!r}"
+        )
     if start < 0 or (end is not None and end < 0):
         raise typer.BadParameter(f"--incremental {text!r}: write ids are not negative")
     if end is not None and start > end:
-        raise typer.BadParameter(f"--incremental {text!r}: FROM {start} is after TO {end} "
-                                 f"(FROM is exclusive, TO inclusive)")
+        raise typer.BadParameter(
+            f"--incremental {text!r}: FROM {start} is after TO {end} "
+            f"(FROM is exclusive, TO inclusive)"
+        )
     return start, end
 
 
-def incremental_rows(catalog: Catalog, name: str, text: str, *, row_id: bool = False
-                     ) -> pa.Table:
+def incremental_rows(catalog: Catalog, name: str, text: str, *, row_id: bool = False) -> pa.Table:
     """The changed rows of ``name`` between write ids FROM (exclusive) and TO (inclusive,
     default the high watermark) of ``text`` (``FROM[:TO]``), from ``reads.read_incremental``
     in this process: ``op``, ``write_id``, the columns, and ``ROW__ID`` with ``row_id``.
@@ -105,13 +133,16 @@ def incremental_rows(catalog: Catalog, name: str, text: str, *, row_id: bool = F
     # deferred: the readers import pyarrow and the ORC codec; --help needs none of it
     from acidflow.read import table as reads
     from acidflow.read.snapshot import ROW_ID
+
     start, end = parse_incremental_range(text)
     table = catalog.get_table(name)
     hwm = catalog.valid_write_ids(table.name).high_watermark
     for label, w in (("FROM", start), ("TO", end)):
         if w is not None and w > hwm:
-            raise typer.BadParameter(f"--incremental {text!r}: {label} {w} is beyond the high "
-                                     f"watermark {hwm} of {table.name}")
+            raise typer.BadParameter(
+                f"--incremental {text!r}: {label} {w} is beyond the high "
+                f"watermark {hwm} of {table.name}"
+            )
     changes: pa.Table = reads.read_incremental(None, catalog, table.name, start, end)
     return changes if row_id else changes.drop_columns([ROW_ID])
 
@@ -120,12 +151,16 @@ def register(app: typer.Typer, catalog_factory: Callable[[], Catalog]) -> None:
     """Add ``commits`` to ``app``."""
 
     @app.command("commits", help=COMMITS_HELP)
-    def commits(name: str = typer.Argument(..., help="db.table"),
-                as_json: bool = typer.Option(False, "--json", help="a JSON array (keys above)"),
-                limit: Optional[int] = typer.Option(None, "--limit", min=1,
-                                                    help="only the newest N entries")) -> None:
+    def commits(
+        name: str = typer.Argument(..., help="db.table"),
+        as_json: bool = typer.Option(False, "--json", help="a JSON array (keys above)"),
+        limit: Optional[int] = typer.Option(
+            None, "--limit", min=1, help="only the newest N entries"
+        ),
+    ) -> None:
         # deferred: the timeline imports the readers (pyarrow); --help needs none of it
         from acidflow.tableops.timeline import timeline
+
         entries = timeline(catalog_factory(), name, limit=limit)
         if as_json:
             doc: list[dict[str, Any]] = [e.to_dict() for e in entries]

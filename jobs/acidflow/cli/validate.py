@@ -9,6 +9,7 @@
 Runs in this process (pyarrow read, GX pandas engine) unless ``--spark``. Exit status: 0 when
 every table passes, 1 when one fails.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,22 +28,25 @@ def register(app: typer.Typer) -> None:
 
     @app.command("validate")
     def validate_cmd(
-            tables: List[str] = typer.Argument(..., help="<db>.<table> ..."),
-            suite_dir: Optional[Path] = typer.Option(
-                None, "--suite-dir", help="suites directory (default include/expectations or "
-                                          "ACIDFLOW_SUITE_DIR)"),
-            spark: bool = typer.Option(False, "--spark", help="run the suites in Spark"),
-            as_json: bool = typer.Option(False, "--json", help="print the JSON summary")) -> None:
+        tables: List[str] = typer.Argument(..., help="<db>.<table> ..."),
+        suite_dir: Optional[Path] = typer.Option(
+            None,
+            "--suite-dir",
+            help="suites directory (default include/expectations or ACIDFLOW_SUITE_DIR)",
+        ),
+        spark: bool = typer.Option(False, "--spark", help="run the suites in Spark"),
+        as_json: bool = typer.Option(False, "--json", help="print the JSON summary"),
+    ) -> None:
         """Validate committed tables: their GX suite (include/expectations/<db>.<table>.json)
         on the snapshot, fsck, and the ACID invariants (sorted events, events in the right
         bucket file, key index). Reports go to <warehouse>/_quality/<table>/<run id>/."""
         # deferred: validation imports the readers, the compactor's fsck and the quality suites
         from acidflow.validation import run
+
         session = None
         if spark:
             session = get_spark("acidflow-validate")
-        summary = run(list(tables), suite_dir=str(suite_dir) if suite_dir else None,
-                      spark=session)
+        summary = run(list(tables), suite_dir=str(suite_dir) if suite_dir else None, spark=session)
         if as_json:
             print(json.dumps(summary, default=str))
         else:
@@ -51,10 +55,14 @@ def register(app: typer.Typer) -> None:
                 if "error" in s:
                     t.add_row(s["table"], "[red]error[/]", "-", s["error"], "-", "-")
                     continue
-                t.add_row(s["table"], "[green]passed[/]" if s["success"] else "[red]FAILED[/]",
-                          str(s["expectations"]) if s["suite"] else "no suite",
-                          "\n".join(s["failed_expectations"]) or "-",
-                          "\n".join(s["invariant_errors"]) or "-", s["report"])
+                t.add_row(
+                    s["table"],
+                    "[green]passed[/]" if s["success"] else "[red]FAILED[/]",
+                    str(s["expectations"]) if s["suite"] else "no suite",
+                    "\n".join(s["failed_expectations"]) or "-",
+                    "\n".join(s["invariant_errors"]) or "-",
+                    s["report"],
+                )
             console.print(t)
         if not summary["success"]:
             raise typer.Exit(1)

@@ -39,6 +39,7 @@ transaction T aborted (a crashed or failed worker), ``get_acid_state`` lists tho
 directories as aborted; every pass removes them from every partition, as it does the
 directories of aborted write ids.
 """
+
 from __future__ import annotations
 
 import logging
@@ -63,8 +64,12 @@ def capped_list(valid: ValidWriteIdList, highest_write_id: int) -> ValidWriteIdL
     """The cleaner's snapshot (pure): high watermark = the compaction's highest write id, only
     aborted exceptions at or below it, nothing open (Hive 3.1 Cleaner builds a list capped at
     ``highestWriteId``)."""
-    return ValidWriteIdList(valid.table_name, highest_write_id, (),
-                            [a for a in valid.aborted_write_ids if a <= highest_write_id])
+    return ValidWriteIdList(
+        valid.table_name,
+        highest_write_id,
+        (),
+        [a for a in valid.aborted_write_ids if a <= highest_write_id],
+    )
 
 
 def remove_safely(tfs: TableFS, pdir: str, name: str) -> None:
@@ -91,9 +96,13 @@ def clean_partition(table: TableDef, partition: str | None, valid: ValidWriteIdL
     return clean_partition_retaining(table, partition, valid, None, None)[0]
 
 
-def clean_partition_retaining(table: TableDef, partition: str | None, valid: ValidWriteIdList,
-                              current: ValidWriteIdList | None, oldest_retained: int | None
-                              ) -> tuple[list[str], list[str]]:
+def clean_partition_retaining(
+    table: TableDef,
+    partition: str | None,
+    valid: ValidWriteIdList,
+    current: ValidWriteIdList | None,
+    oldest_retained: int | None,
+) -> tuple[list[str], list[str]]:
     """:func:`clean_partition` that keeps what retained snapshots read.
 
     Args:
@@ -115,8 +124,9 @@ def clean_partition_retaining(table: TableDef, partition: str | None, valid: Val
         keep = retention.retained_names(tfs, pdir, current, oldest_retained, entries=entries)
     doomed = list(state.aborted) + [o for o in obsolete if o not in keep]
     gone = set(doomed)
-    lost = retention.history_loss([o for o in obsolete if o in gone],
-                                  {e.path.split("/", 1)[0] for e in entries} - gone)
+    lost = retention.history_loss(
+        [o for o in obsolete if o in gone], {e.path.split("/", 1)[0] for e in entries} - gone
+    )
     if lost is not None:  # record the loss before it happens (a killed cleaner errs safe)
         floor = history_floor(tfs, pdir, entries)
         if floor is not None and lost < floor:
@@ -139,7 +149,7 @@ def remove_leftovers(table: TableDef, partition: str | None, live_cq_ids: set[in
             gone.append(name)
         elif name.startswith(TMP_PREFIX):
             try:
-                cq = int(name[len(TMP_PREFIX):])
+                cq = int(name[len(TMP_PREFIX) :])
             except ValueError:
                 continue
             if cq not in live_cq_ids:
@@ -177,17 +187,24 @@ class CleanerReport:
 
     def to_dict(self) -> dict:
         """JSON-able dict."""
-        return {"cleaned": {str(k): v for k, v in self.cleaned.items()},
-                "waiting": {str(k): v for k, v in self.waiting.items()},
-                "aborted": self.aborted, "leftovers": self.leftovers,
-                "errors": {str(k): v for k, v in self.errors.items()},
-                "retained": {str(k): v for k, v in self.retained.items()},
-                "schema_reverted": self.schema_reverted,
-                "schema_errors": self.schema_errors}
+        return {
+            "cleaned": {str(k): v for k, v in self.cleaned.items()},
+            "waiting": {str(k): v for k, v in self.waiting.items()},
+            "aborted": self.aborted,
+            "leftovers": self.leftovers,
+            "errors": {str(k): v for k, v in self.errors.items()},
+            "retained": {str(k): v for k, v in self.retained.items()},
+            "schema_reverted": self.schema_reverted,
+            "schema_errors": self.schema_errors,
+        }
 
 
-def run_cleaner(catalog: Catalog, *, reader_timeout_s: float | None = None,
-                retention: dict[str, int] | None = None) -> CleanerReport:
+def run_cleaner(
+    catalog: Catalog,
+    *,
+    reader_timeout_s: float | None = None,
+    retention: dict[str, int] | None = None,
+) -> CleanerReport:
     """One cleaner pass over the queue and the tables with aborted write ids.
 
     Args:
@@ -216,8 +233,9 @@ def run_cleaner(catalog: Catalog, *, reader_timeout_s: float | None = None,
         return tables[name]
 
     for entry in catalog.list_compactions(states=(CompactionState.READY_FOR_CLEANING,)):
-        blockers = catalog.blocking_readers(entry.table, entry.commit_id or 0,
-                                            timeout_s=reader_timeout_s)
+        blockers = catalog.blocking_readers(
+            entry.table, entry.commit_id or 0, timeout_s=reader_timeout_s
+        )
         if blockers["readers"] or blockers["txns"]:
             report.waiting[entry.id] = blockers
             continue
@@ -226,14 +244,23 @@ def run_cleaner(catalog: Catalog, *, reader_timeout_s: float | None = None,
             valid = catalog.valid_write_ids(table.name)
             kept_range = history.retained_range(catalog, table.name, table=table)
             removed, kept = clean_partition_retaining(
-                table, entry.partition, capped_list(valid, entry.highest_write_id or 0),
-                valid, kept_range.oldest)
+                table,
+                entry.partition,
+                capped_list(valid, entry.highest_write_id or 0),
+                valid,
+                kept_range.oldest,
+            )
             done = list((entry.details or {}).get("cleaned") or []) + removed
             if kept:
-                catalog.update_compaction(entry.id, details={
-                    "cleaned": done, "retained": kept,
-                    "retained_until": f"history retention: {kept_range.describe()}; kept "
-                                      "until no retained snapshot reads them"})
+                catalog.update_compaction(
+                    entry.id,
+                    details={
+                        "cleaned": done,
+                        "retained": kept,
+                        "retained_until": f"history retention: {kept_range.describe()}; kept "
+                        "until no retained snapshot reads them",
+                    },
+                )
                 report.retained[entry.id] = kept
                 continue
             catalog.mark_compaction_succeeded(entry.id, {"cleaned": done, "retained": []})
@@ -243,32 +270,45 @@ def run_cleaner(catalog: Catalog, *, reader_timeout_s: float | None = None,
             # (this entry's cleaning waited for a reader meanwhile): what this compaction made
             # obsolete is obsolete under that base too and goes with its cleaning. Done.
             log.info("compaction %s superseded by a newer base: %s", entry.id, exc)
-            catalog.mark_compaction_succeeded(entry.id, {"cleaned": [],
-                                                         "superseded": str(exc)})
+            catalog.mark_compaction_succeeded(entry.id, {"cleaned": [], "superseded": str(exc)})
             report.cleaned[entry.id] = []
         except Exception as exc:  # noqa: BLE001 - reported; the entry stays ready for cleaning
             log.warning("cleaning compaction %s failed: %s", entry.id, exc)
             report.errors[entry.id] = f"{type(exc).__name__}: {exc}"
 
     # aborted directories, every table that has aborted write ids
-    live = {c.id for c in catalog.list_compactions(states=(CompactionState.INITIATED,
-                                                           CompactionState.WORKING))}
+    live = {
+        c.id
+        for c in catalog.list_compactions(
+            states=(CompactionState.INITIATED, CompactionState.WORKING)
+        )
+    }
     for table in catalog.list_tables():
         aborted = catalog.aborted_write_ids(table.name, any_partition=True)
         tfs = TableFS(table.location)
         if not tfs.exists(table.location):
             continue
         for part in partition_paths(table):
-            report.leftovers += [f"{table.name}/{part}/{n}" if part else f"{table.name}/{n}"
-                                 for n in remove_leftovers(table, part or None, live)]
+            report.leftovers += [
+                f"{table.name}/{part}/{n}" if part else f"{table.name}/{n}"
+                for n in remove_leftovers(table, part or None, live)
+            ]
             if not aborted and tfs.renames_atomically:
                 continue  # object stores: aborted compaction output (_v<T>) is looked for too
             valid = catalog.valid_write_ids(table.name)
             pdir = partition_dir(table, part or None)
             entries = tfs.list_recursive(pdir)
-            state = acid_state(tfs, pdir, ValidWriteIdList(valid.table_name, valid.high_watermark,
-                                                           valid.open_write_ids, valid.aborted_write_ids),
-                               entries=entries)
+            state = acid_state(
+                tfs,
+                pdir,
+                ValidWriteIdList(
+                    valid.table_name,
+                    valid.high_watermark,
+                    valid.open_write_ids,
+                    valid.aborted_write_ids,
+                ),
+                entries=entries,
+            )
             if state.aborted:
                 for name in state.aborted:
                     remove_safely(tfs, pdir, name)

@@ -6,6 +6,7 @@ Hive's ``compactorthreshold.`` prefix (thresholds only, e.g.
 upper-cased with dots as underscores and an ``ACIDFLOW_`` prefix, e.g.
 ``ACIDFLOW_HIVE_COMPACTOR_DELTA_NUM_THRESHOLD=4``, ``ACIDFLOW_COMPACTOR_HEARTBEAT_SECONDS=10``), then Hive's defaults below.
 """
+
 from __future__ import annotations
 
 import os
@@ -36,9 +37,15 @@ KEYS = {
     "target_file_bytes": "acidflow.target.file.bytes",
 }
 #: keys a table may override with the ``compactorthreshold.`` prefix
-TABLE_OVERRIDABLE = ("delta_num_threshold", "delta_pct_threshold", "aborted_txn_threshold",
-                     "failed_compacts_threshold", "small_file_count", "small_file_ratio",
-                     "target_file_bytes")
+TABLE_OVERRIDABLE = (
+    "delta_num_threshold",
+    "delta_pct_threshold",
+    "aborted_txn_threshold",
+    "failed_compacts_threshold",
+    "small_file_count",
+    "small_file_ratio",
+    "target_file_bytes",
+)
 #: acidflow's own table-overridable keys, also taken from a table property without the prefix
 TABLE_BARE = ("small_file_count", "small_file_ratio", "target_file_bytes")
 
@@ -104,7 +111,9 @@ class CompactorConfig:
                 values[f.name] = _parse(f.name, env[var])
         return cls(**values)
 
-    def with_properties(self, props: Mapping[str, Any], *, table: bool = False) -> "CompactorConfig":
+    def with_properties(
+        self, props: Mapping[str, Any], *, table: bool = False
+    ) -> "CompactorConfig":
         """A copy with overrides from properties keyed by Hive key. With ``table=True`` only
         ``compactorthreshold.<key>`` entries of the overridable thresholds are used (Hive's
         per-table override rule), and acidflow's own keys (``acidflow.target.file.bytes``,
@@ -129,8 +138,11 @@ class CompactorConfig:
 
     def retention(self) -> dict[str, int]:
         """History retention per state for ``Catalog.purge_compaction_history``."""
-        return {"succeeded": self.retention_succeeded, "failed": self.retention_failed,
-                "did not initiate": self.retention_attempted}
+        return {
+            "succeeded": self.retention_succeeded,
+            "failed": self.retention_failed,
+            "did not initiate": self.retention_attempted,
+        }
 
 
 def env_var(key: str) -> str:

@@ -11,6 +11,7 @@
 
 Exit codes: 0 success, 1 a compaction failed / error, 2 usage error.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -74,12 +75,21 @@ def compact_main(argv: list[str]) -> int:
         if out is None:
             state = catalog.get_compaction(args.id).state
             print(json.dumps({"id": args.id, "state": state, "claimed": False}))
-            return 0 if state in (CompactionState.READY_FOR_CLEANING, CompactionState.SUCCEEDED,
-                                  CompactionState.WORKING) else 1
+            return (
+                0
+                if state
+                in (
+                    CompactionState.READY_FOR_CLEANING,
+                    CompactionState.SUCCEEDED,
+                    CompactionState.WORKING,
+                )
+                else 1
+            )
         # lineage: the table in, the table out, rows same
         if out.state == CompactionState.READY_FOR_CLEANING:
-            tbl = lineage.table_dataset(catalog.catalog_id(), catalog.get_compaction(out.cq_id).table,
-                                        changed=False)
+            tbl = lineage.table_dataset(
+                catalog.catalog_id(), catalog.get_compaction(out.cq_id).table, changed=False
+            )
             lineage.report_lineage("compact", [tbl], [tbl])
         print(json.dumps(out.to_dict(), default=str))
         return 0 if out.state == CompactionState.READY_FOR_CLEANING else 1

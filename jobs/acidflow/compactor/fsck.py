@@ -32,6 +32,7 @@ committed write ids, which readers open. The pure checks (:func:`check_layout`,
 :func:`classify_dir`, :func:`duplicate_row_ids`, :func:`duplicate_keys`) work on listings,
 write-id states and keys.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -119,15 +120,22 @@ def classify_dir(lo: int, hi: int, view: WriteIdView) -> tuple[str, str, str] | 
     if lo == LONG_MIN_VALUE:
         return None
     if hi > view.known_high_watermark:
-        return ("orphan", WARNING,
-                f"write ids {lo}..{hi} are above the table's high watermark "
-                f"{view.known_high_watermark}: no transaction of this catalog allocated them "
-                "(a writer of another catalog, or a catalog restored from an older backup); "
-                "no reader opens it and the cleaner leaves it alone -- find its origin, then "
-                "delete it")
+        return (
+            "orphan",
+            WARNING,
+            f"write ids {lo}..{hi} are above the table's high watermark "
+            f"{view.known_high_watermark}: no transaction of this catalog allocated them "
+            "(a writer of another catalog, or a catalog restored from an older backup); "
+            "no reader opens it and the cleaner leaves it alone -- find its origin, then "
+            "delete it",
+        )
     if hi > valid.high_watermark:
-        return ("open", INFO, f"write ids {lo}..{hi} allocated after fsck's snapshot "
-                              f"(high watermark {valid.high_watermark}): a write in progress")
+        return (
+            "open",
+            INFO,
+            f"write ids {lo}..{hi} allocated after fsck's snapshot "
+            f"(high watermark {valid.high_watermark}): a write in progress",
+        )
     if valid.is_write_id_range_valid(lo, hi) is not RangeResponse.NONE:
         return None
     if valid.is_write_id_range_aborted(lo, hi) is RangeResponse.ALL:
@@ -136,23 +144,33 @@ def classify_dir(lo: int, hi: int, view: WriteIdView) -> tuple[str, str, str] | 
     if not opens:  # pragma: no cover - every id <= HWM is valid, open or aborted
         return None
     known = [(w, view.open_writes[w]) for w in opens if w in view.open_writes]
-    if known and len(known) == len(opens) and all(o.silent_s > view.timeout_s
-                                                  for _, o in known):
+    if known and len(known) == len(opens) and all(o.silent_s > view.timeout_s for _, o in known):
         w, o = known[0]
-        return ("aborted", INFO,
-                f"write id {w} of transaction {o.txn_id}, still open but silent for "
-                f"{o.silent_s:.0f} s (> txn timeout {view.timeout_s:.0f} s): a killed writer's "
-                "leftovers; the housekeeper aborts the transaction, then the cleaner removes it")
+        return (
+            "aborted",
+            INFO,
+            f"write id {w} of transaction {o.txn_id}, still open but silent for "
+            f"{o.silent_s:.0f} s (> txn timeout {view.timeout_s:.0f} s): a killed writer's "
+            "leftovers; the housekeeper aborts the transaction, then the cleaner removes it",
+        )
     w = opens[0]
     o_ = view.open_writes.get(w)
-    who = (f"transaction {o_.txn_id} (last heartbeat {o_.silent_s:.0f} s ago)"
-           if o_ is not None else "an open transaction")
-    return ("open", INFO, f"write id {w} of {who}: a write in progress, invisible to readers "
-                          "until it commits; aborted by the housekeeper if its writer died")
+    who = (
+        f"transaction {o_.txn_id} (last heartbeat {o_.silent_s:.0f} s ago)"
+        if o_ is not None
+        else "an open transaction"
+    )
+    return (
+        "open",
+        INFO,
+        f"write id {w} of {who}: a write in progress, invisible to readers "
+        "until it commits; aborted by the housekeeper if its writer died",
+    )
 
 
-def check_layout(partition: str, entries: Iterable[DirEntry], state: AcidState,
-                 view: WriteIdView | None = None) -> list[Finding]:
+def check_layout(
+    partition: str, entries: Iterable[DirEntry], state: AcidState, view: WriteIdView | None = None
+) -> list[Finding]:
     """Name-level checks of one partition listing (pure): orphans, aborted, obsolete,
     missing ``_orc_acid_version``, overlapping delta ranges.
 
@@ -173,8 +191,15 @@ def check_layout(partition: str, entries: Iterable[DirEntry], state: AcidState,
     deltas: list[ParsedDelta] = []
     for name, is_dir in sorted(tops.items()):
         if name.startswith(".compact_tmp_") or name.startswith(".cleaning_"):
-            out.append(Finding(partition, "orphan", WARNING, name,
-                               "leftover of a killed compactor worker or cleaner"))
+            out.append(
+                Finding(
+                    partition,
+                    "orphan",
+                    WARNING,
+                    name,
+                    "leftover of a killed compactor worker or cleaner",
+                )
+            )
             continue
         if name.startswith(".") or name.startswith("_"):
             continue
@@ -183,14 +208,20 @@ def check_layout(partition: str, entries: Iterable[DirEntry], state: AcidState,
         b, d = parse_base(name), parse_delta(name)
         if b is None and d is None:
             if "=" not in name:
-                out.append(Finding(partition, "orphan", WARNING, name,
-                                   "directory that is not base/delta/delete_delta"))
+                out.append(
+                    Finding(
+                        partition,
+                        "orphan",
+                        WARNING,
+                        name,
+                        "directory that is not base/delta/delete_delta",
+                    )
+                )
             continue
         if name in aborted:
             continue  # reported below; the cleaner removes it
         if view is not None:
-            lo, hi = (b.write_id, b.write_id) if b is not None else \
-                (d.min_write_id, d.max_write_id)  # type: ignore[union-attr]
+            lo, hi = (b.write_id, b.write_id) if b is not None else (d.min_write_id, d.max_write_id)  # type: ignore[union-attr]
             killed = classify_dir(lo, hi, view)
             if killed is not None:
                 kind, severity, detail = killed
@@ -199,45 +230,61 @@ def check_layout(partition: str, entries: Iterable[DirEntry], state: AcidState,
                 out.append(Finding(partition, kind, severity, name, detail))
                 continue
         if f"{name}/{ACID_VERSION_FILE}" not in files:
-            out.append(Finding(partition, "missing_metadata", ERROR, name,
-                               f"no {ACID_VERSION_FILE}"))
+            out.append(
+                Finding(partition, "missing_metadata", ERROR, name, f"no {ACID_VERSION_FILE}")
+            )
         if d is not None:
             deltas.append(d)
     for name in state.aborted:
-        out.append(Finding(partition, "aborted", INFO, name, "aborted write ids; cleaner removes it"))
+        out.append(
+            Finding(partition, "aborted", INFO, name, "aborted write ids; cleaner removes it")
+        )
     for name in state.obsolete:
         out.append(Finding(partition, "obsolete", INFO, name, "superseded; cleaner removes it"))
     for deletes in (False, True):
-        same = sorted((d for d in deltas if d.is_delete == deletes),
-                      key=lambda d: (d.min_write_id, -d.max_write_id))
+        same = sorted(
+            (d for d in deltas if d.is_delete == deletes),
+            key=lambda d: (d.min_write_id, -d.max_write_id),
+        )
         for i, wide in enumerate(same):
-            for other in same[i + 1:]:
+            for other in same[i + 1 :]:
                 if other.min_write_id > wide.max_write_id:
                     break
-                contains = (wide.min_write_id <= other.min_write_id
-                            and other.max_write_id <= wide.max_write_id)
+                contains = (
+                    wide.min_write_id <= other.min_write_id
+                    and other.max_write_id <= wide.max_write_id
+                )
                 if not contains:
-                    out.append(Finding(partition, "overlap", ERROR, other.name,
-                                       f"write-id range overlaps {wide.name}"))
+                    out.append(
+                        Finding(
+                            partition,
+                            "overlap",
+                            ERROR,
+                            other.name,
+                            f"write-id range overlaps {wide.name}",
+                        )
+                    )
     return out
 
 
-def duplicate_row_ids(partition: str, keys: Iterable[tuple[int, int, int]],
-                      limit: int = MAX_NAMED) -> list[Finding]:
+def duplicate_row_ids(
+    partition: str, keys: Iterable[tuple[int, int, int]], limit: int = MAX_NAMED
+) -> list[Finding]:
     """ROW__IDs ``(writeid, bucketid, rowid)`` seen more than once (pure); at most ``limit``
     findings."""
     counts = Counter(keys)
     dups = sorted(k for k, n in counts.items() if n > 1)
-    return [Finding(partition, "duplicate_row_id", ERROR, "", f"ROW__ID {k} visible {counts[k]} times")
-            for k in dups[:limit]]
+    return [
+        Finding(partition, "duplicate_row_id", ERROR, "", f"ROW__ID {k} visible {counts[k]} times")
+        for k in dups[:limit]
+    ]
 
 
 def _key_text(key: Sequence[str], row: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={row[k]!r}" for k in key)
 
 
-def duplicate_keys(key: Sequence[str], rows: pa.Table, limit: int = MAX_NAMED
-                   ) -> list[Finding]:
+def duplicate_keys(key: Sequence[str], rows: pa.Table, limit: int = MAX_NAMED) -> list[Finding]:
     """Primary key values with more than one visible row (pure, Arrow).
 
     Args:
@@ -259,25 +306,32 @@ def duplicate_keys(key: Sequence[str], rows: pa.Table, limit: int = MAX_NAMED
         return []
     surplus = pc.sum(dups["count_all"]).as_py() - dups.num_rows
     named = dups.sort_by([(k, "ascending") for k in key]).slice(0, limit)
-    writers = rows.select(key + [WRITE_ID_COL]).join(named.select(key), keys=key,
-                                                      join_type="inner")
+    writers = rows.select(key + [WRITE_ID_COL]).join(named.select(key), keys=key, join_type="inner")
     by_key: dict[tuple, list[int]] = {}
     for r in writers.to_pylist():
         by_key.setdefault(tuple(r[k] for k in key), []).append(int(r[WRITE_ID_COL]))
     examples = []
     for r in named.to_pylist():
         wids = sorted(by_key.get(tuple(r[k] for k in key), []))
-        examples.append(f"({_key_text(key, r)}): {r['count_all']} rows, write ids "
-                        + ", ".join(map(str, wids)))
+        examples.append(
+            f"({_key_text(key, r)}): {r['count_all']} rows, write ids " + ", ".join(map(str, wids))
+        )
     more = f"; {dups.num_rows - len(examples)} more" if dups.num_rows > len(examples) else ""
-    return [Finding("", "duplicate_key", ERROR, "",
-                    f"{dups.num_rows} primary key value(s) of ({', '.join(key)}) have more "
-                    f"than one visible row ({surplus} surplus row(s)): "
-                    + "; ".join(examples) + more)]
+    return [
+        Finding(
+            "",
+            "duplicate_key",
+            ERROR,
+            "",
+            f"{dups.num_rows} primary key value(s) of ({', '.join(key)}) have more "
+            f"than one visible row ({surplus} surplus row(s)): " + "; ".join(examples) + more,
+        )
+    ]
 
 
-def write_id_view(catalog: Catalog, table_name: str, valid: ValidWriteIdList,
-                  now: datetime | None = None) -> WriteIdView:
+def write_id_view(
+    catalog: Catalog, table_name: str, valid: ValidWriteIdList, now: datetime | None = None
+) -> WriteIdView:
     """The :class:`WriteIdView` of a table: call it *after* listing the table's directories
     (``valid`` was taken before), so a write id allocated in between is not taken for an
     orphan."""
@@ -287,8 +341,9 @@ def write_id_view(catalog: Catalog, table_name: str, valid: ValidWriteIdList,
     for wid, txn_id, st in states:
         if st == "open":
             info = catalog.get_transaction(txn_id)
-            open_writes[wid] = OpenWrite(txn_id, (now - as_utc(info.last_heartbeat))
-                                         .total_seconds())
+            open_writes[wid] = OpenWrite(
+                txn_id, (now - as_utc(info.last_heartbeat)).total_seconds()
+            )
     known = max([valid.high_watermark] + [w for w, _t, _s in states])
     return WriteIdView(valid, known, open_writes, float(catalog.txn_timeout_s))
 
@@ -308,8 +363,9 @@ def fsck_table(catalog: Catalog, name: str, *, max_named: int = MAX_NAMED) -> li
     tfs = TableFS(table.location)
     valid = catalog.valid_write_ids(table.name)
     findings: list[Finding] = []
-    grouped = snapshot.split_partitions(tfs.list_recursive(table.location),
-                                        len(table.partition_columns))
+    grouped = snapshot.split_partitions(
+        tfs.list_recursive(table.location), len(table.partition_columns)
+    )
     view = write_id_view(catalog, table.name, valid)
     key = list(table.primary_key)
     data_names = [c.name for c in table.columns]
@@ -323,27 +379,65 @@ def fsck_table(catalog: Catalog, name: str, *, max_named: int = MAX_NAMED) -> li
         for d in state.current_dirs:
             for rel, _b in bucket_files(entries, d):
                 info = acid_files.file_info(tfs, join(pdir, rel))
-                missing = [k for k in (acid_files.KEY_INDEX_KEY, acid_files.ACID_STATS_KEY,
-                                       acid_files.ACID_VERSION_KEY) if k not in info.metadata]
+                missing = [
+                    k
+                    for k in (
+                        acid_files.KEY_INDEX_KEY,
+                        acid_files.ACID_STATS_KEY,
+                        acid_files.ACID_VERSION_KEY,
+                    )
+                    if k not in info.metadata
+                ]
                 if missing:
-                    findings.append(Finding(part, "missing_metadata", ERROR, rel,
-                                            "footer lacks " + ", ".join(missing)))
-                elif len(acid_files.parse_key_index(info.metadata[acid_files.KEY_INDEX_KEY])) != info.stripes:
-                    findings.append(Finding(part, "missing_metadata", ERROR, rel,
-                                            f"key index entries != {info.stripes} stripes"))
-        plan = snapshot.plan_read(tfs, table.location, [(c.name, c.hive_type) for c in table.columns],
-                                  [(c.name, c.hive_type) for c in table.partition_columns], valid,
-                                  bucketed=table.num_buckets > 0, partitions=[part])
+                    findings.append(
+                        Finding(
+                            part,
+                            "missing_metadata",
+                            ERROR,
+                            rel,
+                            "footer lacks " + ", ".join(missing),
+                        )
+                    )
+                elif (
+                    len(acid_files.parse_key_index(info.metadata[acid_files.KEY_INDEX_KEY]))
+                    != info.stripes
+                ):
+                    findings.append(
+                        Finding(
+                            part,
+                            "missing_metadata",
+                            ERROR,
+                            rel,
+                            f"key index entries != {info.stripes} stripes",
+                        )
+                    )
+        plan = snapshot.plan_read(
+            tfs,
+            table.location,
+            [(c.name, c.hive_type) for c in table.columns],
+            [(c.name, c.hive_type) for c in table.partition_columns],
+            valid,
+            bucketed=table.num_buckets > 0,
+            partitions=[part],
+        )
         row_ids: list[tuple[int, int, int]] = []
-        for batch in (b for t in plan.tasks for b in snapshot.read_task(
-                tfs, t, plan.columns, plan.partition_columns, valid, row_id=True,
-                project=project)):
+        for batch in (
+            b
+            for t in plan.tasks
+            for b in snapshot.read_task(
+                tfs, t, plan.columns, plan.partition_columns, valid, row_id=True, project=project
+            )
+        ):
             rid = batch.column(batch.schema.get_field_index(snapshot.ROW_ID))
             row_ids += zip(*(rid.field(i).to_pylist() for i in range(3)))
             if key:
-                key_rows.append(pa.table(
-                    [batch.column(batch.schema.get_field_index(k)) for k in key]
-                    + [rid.field(0)], names=key + [WRITE_ID_COL]))
+                key_rows.append(
+                    pa.table(
+                        [batch.column(batch.schema.get_field_index(k)) for k in key]
+                        + [rid.field(0)],
+                        names=key + [WRITE_ID_COL],
+                    )
+                )
         findings += duplicate_row_ids(part, row_ids, max_named)
     if key and key_rows:
         findings += duplicate_keys(key, pa.concat_tables(key_rows), max_named)
@@ -372,27 +466,47 @@ def key_index_report(catalog: Catalog, name: str) -> list[Finding]:
     names = [c.name for c in table.columns]
     types = {c.name: htypes.arrow_type(c.hive_type) for c in table.columns}
     schema = pa.schema([(k, types[k]) for k in key])
-    plan = snapshot.plan_read(tfs, table.location, [(c.name, c.hive_type) for c in table.columns],
-                              [(c.name, c.hive_type) for c in table.partition_columns],
-                              catalog.valid_write_ids(table.name),
-                              bucketed=table.num_buckets > 0)
+    plan = snapshot.plan_read(
+        tfs,
+        table.location,
+        [(c.name, c.hive_type) for c in table.columns],
+        [(c.name, c.hive_type) for c in table.partition_columns],
+        catalog.valid_write_ids(table.name),
+        bucketed=table.num_buckets > 0,
+    )
     findings: list[Finding] = []
     for task in plan.tasks:
         for df in task.data_files:
             info = acid_files.file_info(tfs, df.path)
             with tfs.open(df.path, "rb") as fh:
                 cols = orcindex.describe_key_columns(
-                    fh, acid=info.is_acid, positions=snapshot.source_positions(info, names, key),
-                    keys=schema)
-            parts = [f"{c.column}: " + ("not indexable (file type differs or unknown)"
-                                         if c.domain is None else
-                                         f"min/max {c.with_bounds}/{c.stripes}, bloom "
-                                         f"{c.with_blooms}/{c.stripes}"
-                                         + (f" ({', '.join(c.bloom_kinds)})" if c.bloom_kinds
-                                            else "")) for c in cols]
-            useless = all(c.domain is None or (c.with_bounds == 0 and c.with_blooms == 0)
-                          for c in cols)
-            rel = df.path[len(partition_dir(table, task.partition or None)):].lstrip("/")
-            findings.append(Finding(task.partition, "key_index", WARNING if useless else INFO,
-                                    rel, f"{info.stripes} stripes; " + "; ".join(parts)))
+                    fh,
+                    acid=info.is_acid,
+                    positions=snapshot.source_positions(info, names, key),
+                    keys=schema,
+                )
+            parts = [
+                f"{c.column}: "
+                + (
+                    "not indexable (file type differs or unknown)"
+                    if c.domain is None
+                    else f"min/max {c.with_bounds}/{c.stripes}, bloom "
+                    f"{c.with_blooms}/{c.stripes}"
+                    + (f" ({', '.join(c.bloom_kinds)})" if c.bloom_kinds else "")
+                )
+                for c in cols
+            ]
+            useless = all(
+                c.domain is None or (c.with_bounds == 0 and c.with_blooms == 0) for c in cols
+            )
+            rel = df.path[len(partition_dir(table, task.partition or None)) :].lstrip("/")
+            findings.append(
+                Finding(
+                    task.partition,
+                    "key_index",
+                    WARNING if useless else INFO,
+                    rel,
+                    f"{info.stripes} stripes; " + "; ".join(parts),
+                )
+            )
     return findings

@@ -27,6 +27,7 @@ Rules, in Hive's order:
 Thresholds can be overridden per table with ``compactorthreshold.<hive key>`` properties.
 Manual requests (:func:`request_compaction`, Hive ``ALTER TABLE ... COMPACT``) skip all this.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -96,36 +97,47 @@ class Decision:
         return d
 
 
-def determine_compaction_type(stats: PartitionStats, config: CompactorConfig
-                              ) -> tuple[str | None, str]:
+def determine_compaction_type(
+    stats: PartitionStats, config: CompactorConfig
+) -> tuple[str | None, str]:
     """Hive ``Initiator.determineCompactionType`` plus the aborted-txn shortcut (pure).
 
     Returns:
         ``(type or None, reason)``; type is ``"major"``, ``"minor"`` or ``None``.
     """
     if stats.aborted_count > config.aborted_txn_threshold:
-        return MAJOR, (f"{stats.aborted_count} aborted write ids > "
-                       f"hive.compactor.abortedtxn.threshold {config.aborted_txn_threshold}")
+        return MAJOR, (
+            f"{stats.aborted_count} aborted write ids > "
+            f"hive.compactor.abortedtxn.threshold {config.aborted_txn_threshold}"
+        )
     if stats.base_bytes > 0 and stats.delta_bytes > 0:
         ratio = stats.delta_bytes / stats.base_bytes
         if ratio > config.delta_pct_threshold:
-            return MAJOR, (f"delta/base size {ratio:.3f} > hive.compactor.delta.pct.threshold "
-                           f"{config.delta_pct_threshold}")
+            return MAJOR, (
+                f"delta/base size {ratio:.3f} > hive.compactor.delta.pct.threshold "
+                f"{config.delta_pct_threshold}"
+            )
     small = small_files(stats, config)
     if small is not None:  # packing needs a major compaction (acidflow.format.packing)
         return MAJOR, small
     if stats.delta_count > config.delta_num_threshold:
         kind = MAJOR if stats.base_bytes == 0 else MINOR
-        return kind, (f"{stats.delta_count} deltas > hive.compactor.delta.num.threshold "
-                       f"{config.delta_num_threshold}"
-                       + (" and no base" if kind == MAJOR else ""))
+        return kind, (
+            f"{stats.delta_count} deltas > hive.compactor.delta.num.threshold "
+            f"{config.delta_num_threshold}" + (" and no base" if kind == MAJOR else "")
+        )
     if stats.delta_count == 0:
         return None, "no deltas"
     size_ratio = (stats.delta_bytes / stats.base_bytes) if stats.base_bytes else None
-    return None, (f"{stats.delta_count} deltas <= {config.delta_num_threshold}"
-                  + (f", delta/base size {size_ratio:.3f} <= {config.delta_pct_threshold}"
-                     if size_ratio is not None else "")
-                  + f", {stats.aborted_count} aborted <= {config.aborted_txn_threshold}")
+    return None, (
+        f"{stats.delta_count} deltas <= {config.delta_num_threshold}"
+        + (
+            f", delta/base size {size_ratio:.3f} <= {config.delta_pct_threshold}"
+            if size_ratio is not None
+            else ""
+        )
+        + f", {stats.aborted_count} aborted <= {config.aborted_txn_threshold}"
+    )
 
 
 def small_files(stats: PartitionStats, config: CompactorConfig) -> str | None:
@@ -138,13 +150,17 @@ def small_files(stats: PartitionStats, config: CompactorConfig) -> str | None:
     sizes = stats.data_file_sizes
     n = len(sizes)
     if n > config.small_file_count:
-        return (f"small files: {n} data files > acidflow.compactor.small.file.count "
-                f"{config.small_file_count}")
+        return (
+            f"small files: {n} data files > acidflow.compactor.small.file.count "
+            f"{config.small_file_count}"
+        )
     small = sum(1 for b in sizes if b < config.target_file_bytes / 4)
     if n > config.small_file_count / 4 and n > 1 and small / n > config.small_file_ratio:
-        return (f"small files: {small} of {n} data files under acidflow.target.file.bytes/4 "
-                f"({config.target_file_bytes // 4} bytes), ratio {small / n:.2f} > "
-                f"acidflow.compactor.small.file.ratio {config.small_file_ratio}")
+        return (
+            f"small files: {small} of {n} data files under acidflow.target.file.bytes/4 "
+            f"({config.target_file_bytes // 4} bytes), ratio {small / n:.2f} > "
+            f"acidflow.compactor.small.file.ratio {config.small_file_ratio}"
+        )
     return None
 
 
@@ -167,9 +183,16 @@ def failed_too_often(history_states: Sequence[str], threshold: int) -> bool:
     return False
 
 
-def decide(table: str, partition: str | None, props: dict[str, str], *, active: bool,
-           history_states: Sequence[str], stats: PartitionStats | None,
-           config: CompactorConfig) -> Decision:
+def decide(
+    table: str,
+    partition: str | None,
+    props: dict[str, str],
+    *,
+    active: bool,
+    history_states: Sequence[str],
+    stats: PartitionStats | None,
+    config: CompactorConfig,
+) -> Decision:
     """The whole initiator decision for one candidate (pure).
 
     Args:
@@ -185,9 +208,14 @@ def decide(table: str, partition: str | None, props: dict[str, str], *, active: 
         return Decision(table, partition, None, "a compaction is already initiated or working")
     cfg = config.with_properties(props, table=True)
     if failed_too_often(history_states, cfg.failed_compacts_threshold):
-        return Decision(table, partition, CompactionState.DID_NOT_INITIATE,
-                        f"the last {cfg.failed_compacts_threshold} compactions failed "
-                        "(hive.compactor.initiator.failed.compacts.threshold)", stats)
+        return Decision(
+            table,
+            partition,
+            CompactionState.DID_NOT_INITIATE,
+            f"the last {cfg.failed_compacts_threshold} compactions failed "
+            "(hive.compactor.initiator.failed.compacts.threshold)",
+            stats,
+        )
     if stats is None:
         raise ValueError("stats are needed when the candidate is not skipped")
     kind, reason = determine_compaction_type(stats, cfg)
@@ -196,8 +224,10 @@ def decide(table: str, partition: str | None, props: dict[str, str], *, active: 
 
 # ---------------------------------------------------------------------------------- I/O
 
-def partition_stats(table: TableDef, partition: str | None, valid: ValidWriteIdList,
-                    aborted_count: int) -> PartitionStats:
+
+def partition_stats(
+    table: TableDef, partition: str | None, valid: ValidWriteIdList, aborted_count: int
+) -> PartitionStats:
     """Gather :class:`PartitionStats` of a partition directory at the compactor's snapshot
     (``valid.for_compactor()``), like Hive's initiator (``getAcidState`` + file lengths).
 
@@ -224,10 +254,12 @@ def partition_stats(table: TableDef, partition: str | None, valid: ValidWriteIdL
     if table.num_buckets <= 0:
         if state.base is not None:
             counted += [rel for rel, _ in bucket_files(entries, state.base.name)]
-        counted += [rel for d in state.deltas if not d.is_delete
-                    for rel, _ in bucket_files(entries, d.name)]
-    return PartitionStats(base, delta, len(state.deltas), aborted_count,
-                          tuple(sizes.get(rel, 0) for rel in counted))
+        counted += [
+            rel for d in state.deltas if not d.is_delete for rel, _ in bucket_files(entries, d.name)
+        ]
+    return PartitionStats(
+        base, delta, len(state.deltas), aborted_count, tuple(sizes.get(rel, 0) for rel in counted)
+    )
 
 
 @dataclass
@@ -240,12 +272,20 @@ class InitiatorReport:
 
     def to_dict(self) -> dict:
         """JSON-able dict."""
-        return {"dry_run": self.dry_run, "queued_ids": self.queued_ids,
-                "decisions": [d.to_dict() for d in self.decisions]}
+        return {
+            "dry_run": self.dry_run,
+            "queued_ids": self.queued_ids,
+            "decisions": [d.to_dict() for d in self.decisions],
+        }
 
 
-def run_initiator(catalog: Catalog, *, table_filter: str | None = None, dry_run: bool = False,
-                  config: CompactorConfig | None = None) -> InitiatorReport:
+def run_initiator(
+    catalog: Catalog,
+    *,
+    table_filter: str | None = None,
+    dry_run: bool = False,
+    config: CompactorConfig | None = None,
+) -> InitiatorReport:
     """One initiator pass over the catalog (Hive ``Initiator.run`` loop body).
 
     Also reclaims working entries of dead workers and applies history retention first, as
@@ -263,8 +303,12 @@ def run_initiator(catalog: Catalog, *, table_filter: str | None = None, dry_run:
     if not dry_run:
         catalog.reclaim_dead_compactions(cfg.worker_timeout_s)
         catalog.purge_compaction_history(cfg.retention())
-    active = {(c.table, c.partition) for c in catalog.list_compactions(
-        states=(CompactionState.INITIATED, CompactionState.WORKING))}
+    active = {
+        (c.table, c.partition)
+        for c in catalog.list_compactions(
+            states=(CompactionState.INITIATED, CompactionState.WORKING)
+        )
+    }
     tables: dict[str, TableDef] = {}
     for name, partition, _w in catalog.compaction_candidates():
         if table_filter and not fnmatch.fnmatch(name, table_filter):
@@ -279,26 +323,43 @@ def run_initiator(catalog: Catalog, *, table_filter: str | None = None, dry_run:
             valid = catalog.valid_write_ids(name)
             aborted = len(catalog.aborted_write_ids(name, partition))
             stats = partition_stats(table, partition, valid, aborted)
-        d = decide(name, partition, table.properties, active=is_active, history_states=history,
-                   stats=stats, config=cfg)
+        d = decide(
+            name,
+            partition,
+            table.properties,
+            active=is_active,
+            history_states=history,
+            stats=stats,
+            config=cfg,
+        )
         if not dry_run and d.action in (MAJOR, MINOR):
             info = catalog.enqueue_compaction(name, partition, d.action, requester="initiator")
             d = Decision(d.table, d.partition, d.action, d.reason, d.stats, info.id)
             report.queued_ids.append(info.id)
         elif not dry_run and d.action == CompactionState.DID_NOT_INITIATE:
             kind, _ = determine_compaction_type(stats, cfg) if stats else (None, "")
-            info = catalog.enqueue_compaction(name, partition, kind or MAJOR,
-                                              requester="initiator",
-                                              state=CompactionState.DID_NOT_INITIATE,
-                                              error=d.reason)
+            info = catalog.enqueue_compaction(
+                name,
+                partition,
+                kind or MAJOR,
+                requester="initiator",
+                state=CompactionState.DID_NOT_INITIATE,
+                error=d.reason,
+            )
             d = Decision(d.table, d.partition, d.action, d.reason, d.stats, info.id)
         report.decisions.append(d)
     return report
 
 
-def request_compaction(catalog: Catalog, table_name: str, partition: str | None,
-                       compaction_type: str, *, requester: str | None = None,
-                       properties: dict[str, str] | None = None) -> CompactionInfo:
+def request_compaction(
+    catalog: Catalog,
+    table_name: str,
+    partition: str | None,
+    compaction_type: str,
+    *,
+    requester: str | None = None,
+    properties: dict[str, str] | None = None,
+) -> CompactionInfo:
     """A manual request (Hive ``ALTER TABLE t [PARTITION (...)] COMPACT 'major'|'minor'``):
     queued regardless of thresholds and of ``NO_AUTO_COMPACTION``; an existing initiated or
     working entry for the partition is returned instead of a duplicate.
@@ -312,12 +373,11 @@ def request_compaction(catalog: Catalog, table_name: str, partition: str | None,
         user = requester or getpass.getuser()
     except Exception:  # pragma: no cover
         user = "user"
-    return catalog.enqueue_compaction(table_name, partition, compaction_type, requester=user,
-                                      properties=properties)
+    return catalog.enqueue_compaction(
+        table_name, partition, compaction_type, requester=user, properties=properties
+    )
 
 
 def queued_ids_json(report: InitiatorReport) -> str:
     """The last stdout line for Airflow dynamic task mapping: a JSON list of queue ids."""
     return json.dumps(report.queued_ids)
-
-

@@ -15,6 +15,7 @@ Steps for one entry:
 5. commit the compaction's transaction and set ``ready for cleaning`` -- or ``failed`` with the
    error (the table is left as it was: nothing is published before verification passed).
 """
+
 from __future__ import annotations
 
 import logging
@@ -98,9 +99,15 @@ class WorkerOutcome:
         return {"id": self.cq_id, "state": self.state, "report": self.report}
 
 
-def run_worker(spark: SparkSession | None, catalog: Catalog, *, cq_id: int | None = None,
-               worker_id: str | None = None, config: CompactorConfig | None = None,
-               tamper: Callable[[str], Any] | None = None) -> WorkerOutcome | None:
+def run_worker(
+    spark: SparkSession | None,
+    catalog: Catalog,
+    *,
+    cq_id: int | None = None,
+    worker_id: str | None = None,
+    config: CompactorConfig | None = None,
+    tamper: Callable[[str], Any] | None = None,
+) -> WorkerOutcome | None:
     """Claim one entry (``cq_id`` or the oldest claimable) and compact it.
 
     Args:
@@ -134,15 +141,26 @@ def run_worker(spark: SparkSession | None, catalog: Catalog, *, cq_id: int | Non
         # change that has not committed, or that an open transaction cannot see yet, keeps
         # that version's layout; above a widening it writes the new type)
         table.columns = catalog.schema_for(table, cvalid)
-        catalog.update_compaction(entry.id, highest_write_id=cvalid.high_watermark,
-                                  details={"worker_id": wid, "valid_write_ids": str(cvalid)})
+        catalog.update_compaction(
+            entry.id,
+            highest_write_id=cvalid.high_watermark,
+            details={"worker_id": wid, "valid_write_ids": str(cvalid)},
+        )
         policy = retention_policy(table.name, table.properties)  # history
         result = compaction.compact_partition(
-            spark, table, entry.partition or "", entry.type, valid, cq_id=entry.id,
-            target_stripe_bytes=cfg.target_stripe_bytes, heartbeat=hb.beat, tamper=tamper,
+            spark,
+            table,
+            entry.partition or "",
+            entry.type,
+            valid,
+            cq_id=entry.id,
+            target_stripe_bytes=cfg.target_stripe_bytes,
+            heartbeat=hb.beat,
+            tamper=tamper,
             target_file_bytes=cfg.target_file_bytes,
             record_history=policy.commits > 0 or policy.hours > 0,
-            visibility_txn_id=entry.txn_id)  # object stores: output named _v<txn_id>
+            visibility_txn_id=entry.txn_id,
+        )  # object stores: output named _v<txn_id>
         hb.stop()
         report = result.to_dict()
         catalog.mark_compaction_ready_for_cleaning(entry.id, cvalid.high_watermark, report)
@@ -165,8 +183,14 @@ def run_worker(spark: SparkSession | None, catalog: Catalog, *, cq_id: int | Non
         return WorkerOutcome(entry.id, CompactionState.FAILED, report)
 
 
-def run_queue(spark: SparkSession | None, catalog: Catalog, *, worker_id: str | None = None,
-              config: CompactorConfig | None = None, limit: int | None = None) -> list[WorkerOutcome]:
+def run_queue(
+    spark: SparkSession | None,
+    catalog: Catalog,
+    *,
+    worker_id: str | None = None,
+    config: CompactorConfig | None = None,
+    limit: int | None = None,
+) -> list[WorkerOutcome]:
     """Run claimable entries one after the other until the queue has none left (or ``limit``
     entries ran)."""
     out: list[WorkerOutcome] = []

@@ -40,6 +40,7 @@ bucket are concatenated, ROW__IDs kept). ``commit()`` ends the statement
 (``external.end_insert``) and commits: nothing is visible before. ``abort()`` (a task
 failed) aborts: the files stay invisible and the cleaner removes them.
 """
+
 from __future__ import annotations
 
 from typing import Any, ClassVar
@@ -58,8 +59,15 @@ from acidflow.datasource.common import (
 from acidflow.datasource.read import AcidReader, Scan, plan_scan
 from acidflow.datasource.write import AcidWriter
 
-__all__ = ["AcidDataSource", "AcidDataSourceError", "AcidReader", "AcidWriter", "NAME",
-           "create_temp_view", "register"]
+__all__ = [
+    "AcidDataSource",
+    "AcidDataSourceError",
+    "AcidReader",
+    "AcidWriter",
+    "NAME",
+    "create_temp_view",
+    "register",
+]
 
 
 class AcidDataSource(DataSource):
@@ -86,19 +94,22 @@ class AcidDataSource(DataSource):
     def reader(self, schema: T.StructType) -> AcidReader:
         """Raises: AcidDataSourceError: a user-given schema that is not the table's."""
         scan, values = self._plan()
-        if [(f.name, f.dataType) for f in schema.fields] != \
-                [(f.name, f.dataType) for f in scan.spark_schema().fields]:
+        if [(f.name, f.dataType) for f in schema.fields] != [
+            (f.name, f.dataType) for f in scan.spark_schema().fields
+        ]:
             raise AcidDataSourceError(
                 f"acid data source, table {scan.table}: the schema given "
                 f"({schema.simpleString()}) is not the table's "
-                f"({scan.spark_schema().simpleString()}); read without .schema()")
+                f"({scan.spark_schema().simpleString()}); read without .schema()"
+            )
         return AcidReader(scan, values, schema)
 
     def writer(self, schema: T.StructType, overwrite: bool) -> AcidWriter:
         """Raises: see :meth:`AcidWriter.open`."""
         opts = checked_options(self.options)
-        return AcidWriter.open(resolve_settings(self.settings, opts), self.options, schema,
-                               overwrite)
+        return AcidWriter.open(
+            resolve_settings(self.settings, opts), self.options, schema, overwrite
+        )
 
 
 def register(spark: SparkSession, settings: Settings | None = None) -> None:
@@ -106,14 +117,18 @@ def register(spark: SparkSession, settings: Settings | None = None) -> None:
     ``settings`` (default :func:`acidflow.config.load_settings` now, in the driver): the
     source's workers use that catalog and warehouse unless options say otherwise. Call again
     after changing ``ACIDFLOW_*`` to rebind. ``acidflow.spark.get_spark`` calls it."""
-    bound = type("AcidDataSourceBound", (AcidDataSource,),
-                 {"settings": settings or load_settings(), "__module__": __name__})
+    bound = type(
+        "AcidDataSourceBound",
+        (AcidDataSource,),
+        {"settings": settings or load_settings(), "__module__": __name__},
+    )
     # a class that is not a module attribute: cloudpickle ships it by value, settings included
     spark.dataSource.register(bound)
 
 
-def create_temp_view(spark: SparkSession, table: str, view: str | None = None,
-                     **options: Any) -> str:
+def create_temp_view(
+    spark: SparkSession, table: str, view: str | None = None, **options: Any
+) -> str:
     """``CREATE OR REPLACE TEMPORARY VIEW <view> USING acid OPTIONS (table ..., ...)``: a Spark
     SQL name for an acidflow table (SELECT, INSERT INTO, INSERT OVERWRITE; ``spark.table``).
     The view reads the snapshot taken when it is created: create it again to see later
@@ -123,8 +138,10 @@ def create_temp_view(spark: SparkSession, table: str, view: str | None = None,
         The view name.
     """
     name = view or table.split(".")[-1]
-    quoted = {k: str(v).replace("\\", "\\\\").replace("'", "\\'")
-              for k, v in {"table": table, **options}.items()}
+    quoted = {
+        k: str(v).replace("\\", "\\\\").replace("'", "\\'")
+        for k, v in {"table": table, **options}.items()
+    }
     opts = ", ".join(f"{k} '{v}'" for k, v in quoted.items())
     spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW `{name}` USING {NAME} OPTIONS ({opts})")
     return name

@@ -1,5 +1,6 @@
 """What the reader and the writer of the ``acid`` data source share: its options (checked
 and lower-cased), the catalog settings its workers use and a lazy heartbeat thread."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,8 +15,20 @@ NAME = "acid"
 AGENT = "spark data source (acid)"
 #: option keys (lower case): the table and catalog, the read options, the write options -- one
 #: set, since a temporary view's OPTIONS serve both its SELECTs and its INSERTs
-OPTIONS = {"path", "table", "catalog", "warehouse", "asofwriteid", "readoptimized", "rowid",
-           "filename", "fromwriteid", "towriteid", "compression", "striperows"}
+OPTIONS = {
+    "path",
+    "table",
+    "catalog",
+    "warehouse",
+    "asofwriteid",
+    "readoptimized",
+    "rowid",
+    "filename",
+    "fromwriteid",
+    "towriteid",
+    "compression",
+    "striperows",
+}
 
 
 class AcidDataSourceError(AcidflowError, ValueError):
@@ -23,6 +36,7 @@ class AcidDataSourceError(AcidflowError, ValueError):
 
 
 # ---------------------------------------------------------------------------- options
+
 
 def checked_options(options: Mapping[str, str]) -> dict[str, str]:
     """Options with lower-case keys (Spark's are case-insensitive).
@@ -33,16 +47,20 @@ def checked_options(options: Mapping[str, str]) -> dict[str, str]:
     out = {str(k).lower(): str(v) for k, v in options.items()}
     unknown = sorted(set(out) - OPTIONS)
     if unknown:
-        raise AcidDataSourceError(f"acid data source: unknown option(s) {', '.join(unknown)}; "
-                                  f"known: {', '.join(sorted(OPTIONS))}")
+        raise AcidDataSourceError(
+            f"acid data source: unknown option(s) {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(OPTIONS))}"
+        )
     return out
 
 
 def table_name(opts: dict[str, str]) -> str:
     name = opts.get("table") or opts.get("path")
     if not name:
-        raise AcidDataSourceError("acid data source: name the table, load('db.table') / "
-                                  "save('db.table') or option('table', 'db.table')")
+        raise AcidDataSourceError(
+            "acid data source: name the table, load('db.table') / "
+            "save('db.table') or option('table', 'db.table')"
+        )
     return name
 
 
@@ -52,23 +70,26 @@ def int_option(opts: dict[str, str], key: str, table: str) -> int | None:
     try:
         return int(opts[key])
     except ValueError:
-        raise AcidDataSourceError(f"acid data source, table {table}: option {key}="
-                                  f"{opts[key]!r} is not an integer") from None
+        raise AcidDataSourceError(
+            f"acid data source, table {table}: option {key}={opts[key]!r} is not an integer"
+        ) from None
 
 
 def bool_option(opts: dict[str, str], key: str, table: str) -> bool:
     value = opts.get(key, "false").strip().lower()
     if value not in ("true", "false"):
-        raise AcidDataSourceError(f"acid data source, table {table}: option {key}="
-                                  f"{opts[key]!r} is not true/false")
+        raise AcidDataSourceError(
+            f"acid data source, table {table}: option {key}={opts[key]!r} is not true/false"
+        )
     return value == "true"
 
 
 def resolve_settings(base: Settings | None, opts: dict[str, str]) -> Settings:
     """The catalog settings: ``base`` (captured by :func:`register`) or the environment's,
     with the ``catalog`` / ``warehouse`` options over them."""
-    settings = base or load_settings(warehouse=opts.get("warehouse"),
-                                     catalog_url=opts.get("catalog"))
+    settings = base or load_settings(
+        warehouse=opts.get("warehouse"), catalog_url=opts.get("catalog")
+    )
     if "warehouse" in opts:
         settings = dataclasses.replace(settings, warehouse=opts["warehouse"])
     if "catalog" in opts:

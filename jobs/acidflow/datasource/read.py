@@ -1,5 +1,6 @@
 """The read side of the ``acid`` data source: planning on the driver (:func:`plan_scan`) and
 the reader whose tasks only read files (:class:`AcidReader`); see the package doc."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -32,8 +33,12 @@ from acidflow.storage.fs import TableFS
 def _spark_type(hive_type: str | None) -> T.DataType:
     """Spark type of a Hive type; None = ``ROW__ID``'s struct."""
     if hive_type is None:
-        return T.StructType([T.StructField(n, T.LongType() if n != "bucketid" else T.IntegerType())
-                             for n in ("writeid", "bucketid", "rowid")])
+        return T.StructType(
+            [
+                T.StructField(n, T.LongType() if n != "bucketid" else T.IntegerType())
+                for n in ("writeid", "bucketid", "rowid")
+            ]
+        )
     return sparktypes.spark_type(hive_type)
 
 
@@ -96,8 +101,10 @@ def plan_scan(settings: Settings, options: Mapping[str, str]) -> tuple[Scan, lis
     if start is None and end is not None:
         raise AcidDataSourceError(f"acid data source, table {name}: toWriteId needs fromWriteId")
     if start is not None and (as_of is not None or read_optimized):
-        raise AcidDataSourceError(f"acid data source, table {name}: fromWriteId (incremental) "
-                                  "does not go with asOfWriteId or readOptimized")
+        raise AcidDataSourceError(
+            f"acid data source, table {name}: fromWriteId (incremental) "
+            "does not go with asOfWriteId or readOptimized"
+        )
     catalog = open_catalog(settings)
     table = catalog.get_table(name)
     ids: list[int] = []
@@ -105,8 +112,9 @@ def plan_scan(settings: Settings, options: Mapping[str, str]) -> tuple[Scan, lis
     def plan(as_of_write_id: int | None) -> snapshot.ReadPlan:
         reader = catalog.register_reader(table.name, agent_info=AGENT)
         ids.append(reader.reader_id)
-        p = reads.plan_table(catalog, table.name, as_of_write_id=as_of_write_id,
-                             read_optimized=read_optimized)
+        p = reads.plan_table(
+            catalog, table.name, as_of_write_id=as_of_write_id, read_optimized=read_optimized
+        )
         catalog.set_reader_snapshot(reader.reader_id, p.valid_write_ids)
         return p
 
@@ -118,8 +126,12 @@ def plan_scan(settings: Settings, options: Mapping[str, str]) -> tuple[Scan, lis
         else:
             end = reads.incremental_end(catalog, table.name, start, end)
             before, now = plan(start), plan(end)
-            changes = Changes(start, before.columns, before.valid_write_ids,
-                               reads.end_schema_mapping(catalog, table.name, start, end))
+            changes = Changes(
+                start,
+                before.columns,
+                before.valid_write_ids,
+                reads.end_schema_mapping(catalog, table.name, start, end),
+            )
             pairs: dict[tuple[str, int], list[str | None]] = defaultdict(lambda: [None, None])
             for side, p in enumerate((before, now)):
                 for t in p.tasks:
@@ -129,9 +141,18 @@ def plan_scan(settings: Settings, options: Mapping[str, str]) -> tuple[Scan, lis
         for rid in ids:
             catalog.unregister_reader(rid)
         raise
-    scan = Scan(settings, table.name, now.table_dir, now.columns, now.partition_columns,
-                 now.valid_write_ids, bool_option(opts, "rowid", name) or start is not None,
-                 bool_option(opts, "filename", name), ids, changes)
+    scan = Scan(
+        settings,
+        table.name,
+        now.table_dir,
+        now.columns,
+        now.partition_columns,
+        now.valid_write_ids,
+        bool_option(opts, "rowid", name) or start is not None,
+        bool_option(opts, "filename", name),
+        ids,
+        changes,
+    )
     return scan, values
 
 
@@ -162,33 +183,56 @@ class AcidReader(DataSourceReader):
         if partition.value is None:  # Spark's single empty partition of an empty plan
             return
         scan = self.scan
-        beat = Heartbeat(scan.settings, lambda c: all([c.heartbeat_reader(r)
-                                                        for r in scan.reader_ids])).start()
+        beat = Heartbeat(
+            scan.settings, lambda c: all([c.heartbeat_reader(r) for r in scan.reader_ids])
+        ).start()
         try:
             for batch in self._batches(TableFS(scan.table_dir), partition.value):
                 if batch.num_rows:
-                    yield batch if batch.schema.equals(self.arrow_schema) \
+                    yield (
+                        batch
+                        if batch.schema.equals(self.arrow_schema)
                         else batch.cast(self.arrow_schema)
+                    )
         finally:
             beat.stop()
 
     def _batches(self, tfs: TableFS, value: Any) -> Iterator[pa.RecordBatch]:
         s = self.scan
         if value[0] == "read":
-            yield from snapshot.read_task(tfs, snapshot.ReadTask.from_json(value[1]), s.columns,
-                                          s.partition_columns, s.valid, row_id=s.row_id,
-                                          file_name=s.file_name)
+            yield from snapshot.read_task(
+                tfs,
+                snapshot.ReadTask.from_json(value[1]),
+                s.columns,
+                s.partition_columns,
+                s.valid,
+                row_id=s.row_id,
+                file_name=s.file_name,
+            )
             return
         assert s.changes is not None
         ch = s.changes
 
-        def side(text: str | None, columns: list[tuple[str, str]],
-                 valid: ValidWriteIdList) -> pa.Table:
-            schema = snapshot.ReadPlan("", columns, s.partition_columns, valid, [], {}) \
-                .output_schema(row_id=True)
-            batches = [] if text is None else list(snapshot.read_task(
-                tfs, snapshot.ReadTask.from_json(text), columns, s.partition_columns, valid,
-                row_id=True))
+        def side(
+            text: str | None, columns: list[tuple[str, str]], valid: ValidWriteIdList
+        ) -> pa.Table:
+            schema = snapshot.ReadPlan(
+                "", columns, s.partition_columns, valid, [], {}
+            ).output_schema(row_id=True)
+            batches = (
+                []
+                if text is None
+                else list(
+                    snapshot.read_task(
+                        tfs,
+                        snapshot.ReadTask.from_json(text),
+                        columns,
+                        s.partition_columns,
+                        valid,
+                        row_id=True,
+                    )
+                )
+            )
             return pa.Table.from_batches(batches, schema=schema)
 
         pnames = [n for n, _ in s.partition_columns]

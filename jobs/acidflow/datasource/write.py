@@ -1,6 +1,7 @@
 """The write side of the ``acid`` data source: one INSERT INTO / INSERT OVERWRITE in one
 transaction, its event files written by the Spark tasks (:class:`AcidWriter`); see the
 package doc for the layout."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -50,16 +51,23 @@ class AcidWriter(DataSourceArrowWriter):
     """One INSERT INTO / INSERT OVERWRITE of an acidflow table in one transaction (package
     doc). Built by :meth:`open` on the driver; pickled to the tasks and the commit."""
 
-    def __init__(self, settings: Settings, table: TableDef, spec: WriteSpec, names: list[str],
-                 overwrite: bool, handle: TxnHandle
-                 ) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        table: TableDef,
+        spec: WriteSpec,
+        names: list[str],
+        overwrite: bool,
+        handle: TxnHandle,
+    ) -> None:
         self.settings, self.table, self.spec, self.names = settings, table, spec, names
         self.overwrite, self.handle, self.txn_id = overwrite, handle, handle.txn_id
         self.bucketed = table.num_buckets > 0
 
     @classmethod
-    def open(cls, settings: Settings, options: Mapping[str, str], schema: T.StructType,
-             overwrite: bool) -> "AcidWriter":
+    def open(
+        cls, settings: Settings, options: Mapping[str, str], schema: T.StructType, overwrite: bool
+    ) -> "AcidWriter":
         """Check the schema, open the transaction, lock, allocate W and the statement.
 
         Raises:
@@ -94,9 +102,11 @@ class AcidWriter(DataSourceArrowWriter):
         of the task's own, ``delta_W_W_<S+p>`` (staging for an overwrite)."""
         if not self.bucketed:
             return self.spec
-        sid = check_statement_id(self.spec.statement_id + partition_id,
-                                 hint="a bucketed table written by more than 4096 Spark "
-                                      "partitions: coalesce the DataFrame")
+        sid = check_statement_id(
+            self.spec.statement_id + partition_id,
+            hint="a bucketed table written by more than 4096 Spark "
+            "partitions: coalesce the DataFrame",
+        )
         return dataclasses.replace(self.spec, statement_id=sid, kind="insert")
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> _Written:
@@ -113,8 +123,11 @@ class AcidWriter(DataSourceArrowWriter):
         batches = list(iterator)
         if not batches or not sum(b.num_rows for b in batches):
             return _Written(pid, spec.statement_id, [])
-        rows = pa.Table.from_batches(batches).select(self.names).rename_columns(
-            [c.name for c in [*self.table.columns, *self.table.partition_columns]])
+        rows = (
+            pa.Table.from_batches(batches)
+            .select(self.names)
+            .rename_columns([c.name for c in [*self.table.columns, *self.table.partition_columns]])
+        )
         laid = layout_inserts_local(conform.aligned_arrow(rows, self.table), self.table)
         beat = Heartbeat(self.settings, lambda c: _beat_txn(c, self.txn_id)).start()
         try:
@@ -131,8 +144,9 @@ class AcidWriter(DataSourceArrowWriter):
         directories (bucketed tables), or its ``bucket_<p>`` file in each partition."""
         tfs = TableFS(spec.tfs_url)
         pcols = list(spec.partition_columns)
-        for values in {tuple(r.values()) for r in laid.select(pcols).to_pylist()} if pcols \
-                else {()}:
+        for values in (
+            {tuple(r.values()) for r in laid.select(pcols).to_pylist()} if pcols else {()}
+        ):
             d = spec.directory(parts.make_partition_path(list(zip(pcols, values))))
             tfs.delete(d if self.bucketed else join(d, format_bucket_file(pid)))
 
@@ -160,13 +174,16 @@ class AcidWriter(DataSourceArrowWriter):
         """(spec, file rows) per statement for ``external.end_insert``."""
         if not self.bucketed:
             return [(self.spec, [f for m in done for f in m.files])]
-        staged = [(m.statement_id, f) for m in sorted(done, key=lambda m: m.statement_id)
-                  for f in m.files]
+        staged = [
+            (m.statement_id, f) for m in sorted(done, key=lambda m: m.statement_id) for f in m.files
+        ]
         if self.overwrite:
             return [(self.spec, self._promote(staged))]
-        return [(dataclasses.replace(self.spec, statement_id=m.statement_id), m.files)
-                for m in sorted(done, key=lambda m: m.statement_id) if m.files] or \
-            [(self.spec, [])]
+        return [
+            (dataclasses.replace(self.spec, statement_id=m.statement_id), m.files)
+            for m in sorted(done, key=lambda m: m.statement_id)
+            if m.files
+        ] or [(self.spec, [])]
 
     def _promote(self, staged: list[tuple[int, FileRow]]) -> list[FileRow]:
         """Overwrite of a bucketed table: move each (partition, bucket)'s staged files into
@@ -187,19 +204,40 @@ class AcidWriter(DataSourceArrowWriter):
                 continue
             events = pa.concat_tables([acid_files.read_events(tfs, f["path"]) for f in files])
             written = columnar.write_event_table(
-                tfs, target, self.spec.columns, events, compression=self.spec.compression,
+                tfs,
+                target,
+                self.spec.columns,
+                events,
+                compression=self.spec.compression,
                 stripe_rows=self.spec.stripe_rows,
-                bloom_filter_columns=self.spec.bloom_filter_columns())
+                bloom_filter_columns=self.spec.bloom_filter_columns(),
+            )
             assert written is not None  # staged files hold rows
             blobs = [f.get("key_hashes") for f in files]
-            hashes = None if any(b is None for b in blobs) else acid_keys.pack_hashes(
-                np.concatenate([acid_keys.unpack_hashes(bytes(b)) for b in blobs if b]))
-            out.append({"partition": part, "bucket": bucket, "path": target,
-                        "rows": written.rows, "bytes": written.bytes,
-                        "stripes": written.stripes, "key_hashes": hashes})
+            hashes = (
+                None
+                if any(b is None for b in blobs)
+                else acid_keys.pack_hashes(
+                    np.concatenate([acid_keys.unpack_hashes(bytes(b)) for b in blobs if b])
+                )
+            )
+            out.append(
+                {
+                    "partition": part,
+                    "bucket": bucket,
+                    "path": target,
+                    "rows": written.rows,
+                    "bytes": written.bytes,
+                    "stripes": written.stripes,
+                    "key_hashes": hashes,
+                }
+            )
         for sid, f in staged:
-            tfs.delete(dataclasses.replace(self.spec, statement_id=sid, kind="insert")
-                       .directory(f["partition"]))
+            tfs.delete(
+                dataclasses.replace(self.spec, statement_id=sid, kind="insert").directory(
+                    f["partition"]
+                )
+            )
         return out
 
 

@@ -5,6 +5,7 @@ rows, upserts (split-update) every 10th key plus 500 new ones, deletes every 20t
 then reads the snapshot back with pyarrow and compares it with the rows expected. The command
 (``acidflow.cli.demo``) prints the outcome.
 """
+
 from __future__ import annotations
 
 import time
@@ -53,8 +54,9 @@ class EngineDemoResult:
         return not (self.missing or self.unexpected or self.different)
 
 
-def run_engine_demo(spark: SparkSession, catalog: Catalog, rows: int = 20_000,
-                    table: str = TABLE) -> EngineDemoResult:
+def run_engine_demo(
+    spark: SparkSession, catalog: Catalog, rows: int = 20_000, table: str = TABLE
+) -> EngineDemoResult:
     """Recreate ``table`` and run insert, upsert and delete on it, then check the snapshot
     (module doc). A table of that name is dropped first, its files deleted."""
     t0 = time.monotonic()
@@ -64,28 +66,42 @@ def run_engine_demo(spark: SparkSession, catalog: Catalog, rows: int = 20_000,
         TableFS(old.location).delete(old.location)
     except NoSuchTableError:
         pass
-    created = catalog.create_table(TableDef(
-        name=table, columns=[Column("aid", "int"), Column("balance", "bigint"),
-                             Column("owner", "string")],
-        primary_key=["aid"], num_buckets=4))
+    created = catalog.create_table(
+        TableDef(
+            name=table,
+            columns=[Column("aid", "int"), Column("balance", "bigint"), Column("owner", "string")],
+            primary_key=["aid"],
+            num_buckets=4,
+        )
+    )
     out = EngineDemoResult(table)
     expected = {i: (i * 100, f"owner-{i}") for i in range(rows)}
     with Transaction(catalog) as txn:
-        out.steps.append(("insert", txn.insert(table, spark.createDataFrame(
-            [(k, *v) for k, v in expected.items()], _SCHEMA))))
-    changes = [(i, -i, f"new-{i}")
-               for i in list(range(0, rows, 10)) + list(range(rows, rows + 500))]
+        out.steps.append(
+            (
+                "insert",
+                txn.insert(
+                    table, spark.createDataFrame([(k, *v) for k, v in expected.items()], _SCHEMA)
+                ),
+            )
+        )
+    changes = [
+        (i, -i, f"new-{i}") for i in list(range(0, rows, 10)) + list(range(rows, rows + 500))
+    ]
     with Transaction(catalog) as txn:
         out.steps.append(("upsert", txn.upsert(table, spark.createDataFrame(changes, _SCHEMA))))
     expected.update({k: (b, o) for k, b, o in changes})
     gone = list(range(5, rows, 20))
     with Transaction(catalog) as txn:
-        out.steps.append(("delete", txn.delete(
-            table, spark.createDataFrame([(k,) for k in gone], "aid int"))))
+        out.steps.append(
+            ("delete", txn.delete(table, spark.createDataFrame([(k,) for k in gone], "aid int")))
+        )
     for k in gone:
         expected.pop(k, None)
-    got = {r["aid"]: (r["balance"], r["owner"]) for r in
-           reads.read_table(None, catalog, table).to_pylist()}
+    got = {
+        r["aid"]: (r["balance"], r["owner"])
+        for r in reads.read_table(None, catalog, table).to_pylist()
+    }
     state = reads.acid_state_of(created.location, catalog.valid_write_ids(table))
     out.visible_rows = len(got)
     out.deltas = [d.name for d in state.deltas]

@@ -9,6 +9,7 @@ removes the old one), delete removes the key. The replay is written as a CSV in 
 ``COPY ... CSV HEADER`` form and reconciled like the saved final contents
 (``acidflow.quality.reconcile``).
 """
+
 from __future__ import annotations
 
 import gzip
@@ -111,28 +112,37 @@ def restore_and_rollback(catalog: Catalog, sample_dir: Path, out: Any) -> None:
     if not any(getattr(b, "status", "") == "applied" for b in out.batches):
         return
     landing = sorted(p for p in (sample_dir / "landing").iterdir() if ".jsonl" in p.name)
-    file_of = {b.txn_id: Path(str(b.details.get("file", ""))).name
-               for b in catalog.list_batches(kind="cdc")}
-    from_batches = [(r.write_id, file_of[r.txn_id]) for r in catalog.commit_records(TABLE)
-                    if r.txn_id in file_of]
+    file_of = {
+        b.txn_id: Path(str(b.details.get("file", ""))).name
+        for b in catalog.list_batches(kind="cdc")
+    }
+    from_batches = [
+        (r.write_id, file_of[r.txn_id])
+        for r in catalog.commit_records(TABLE)
+        if r.txn_id in file_of
+    ]
     if len(from_batches) < 2:
         raise RuntimeError(f"{TABLE}: fewer than two batches changed it; nothing to restore to")
     write_id, file_name = from_batches[1]
     upto = [p.name for p in landing].index(file_name)
     saved = SavedSource.from_dir(sample_dir, SOURCE)
     r = restore(catalog, TABLE, write_id)
-    at_k = reconcile(None, catalog, TABLE, ReplayedSource(saved, landing[:upto + 1]))
+    at_k = reconcile(None, catalog, TABLE, ReplayedSource(saved, landing[: upto + 1]))
     rb = rollback(catalog, TABLE)
     final = reconcile(None, catalog, TABLE, saved)
 
     def verdict(res: ReconcileResult) -> str:
-        return (f"exact ({res.table_rows} rows)" if res.matches else
-                f"MISMATCH: {res.differing_keys} keys differ, e.g. "
-                f"{[str(k) for k in res.first_differing_keys[:3]]}")
+        return (
+            f"exact ({res.table_rows} rows)"
+            if res.matches
+            else f"MISMATCH: {res.differing_keys} keys differ, e.g. "
+            f"{[str(k) for k in res.first_differing_keys[:3]]}"
+        )
 
-    out.history = [r.summary(),
-                   f"  reconciled with {SOURCE} replayed to batch {upto + 1} ({file_name}): "
-                   + verdict(at_k),
-                   rb.summary(),
-                   f"  reconciled with {SOURCE}'s final contents: " + verdict(final)]
+    out.history = [
+        r.summary(),
+        f"  reconciled with {SOURCE} replayed to batch {upto + 1} ({file_name}): " + verdict(at_k),
+        rb.summary(),
+        f"  reconciled with {SOURCE}'s final contents: " + verdict(final),
+    ]
     out.history_ok = at_k.matches and final.matches

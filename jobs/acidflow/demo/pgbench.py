@@ -17,6 +17,7 @@ apply every landing file in LSN order as one batch each (``acidflow.cdc.apply``)
 table (``acidflow.quality.reconcile``), print a summary. A second run skips every batch and leaves
 the tables identical.
 """
+
 from __future__ import annotations
 
 import json
@@ -64,17 +65,24 @@ class DemoSummary:
     compactions: list[Any] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)
     history: list[str] = field(default_factory=list)  # restore + rollback lines
-    history_ok: bool = True                             # ... and their reconciliations
+    history_ok: bool = True  # ... and their reconciliations
 
     @property
     def ok(self) -> bool:
         """Every table reconciled exactly."""
-        return (bool(self.tables) and all(t["matches"] for t in self.tables.values())
-                and self.history_ok)
+        return (
+            bool(self.tables)
+            and all(t["matches"] for t in self.tables.values())
+            and self.history_ok
+        )
 
 
-def run_demo(spark: SparkSession, catalog: Catalog, sample_dir: Path = SAMPLE_DIR,
-             tables_yaml: Path = TABLES_YAML) -> DemoSummary:
+def run_demo(
+    spark: SparkSession,
+    catalog: Catalog,
+    sample_dir: Path = SAMPLE_DIR,
+    tables_yaml: Path = TABLES_YAML,
+) -> DemoSummary:
     """Apply the sample batches and reconcile (see module docstring).
 
     Raises:
@@ -85,16 +93,25 @@ def run_demo(spark: SparkSession, catalog: Catalog, sample_dir: Path = SAMPLE_DI
     for tdef in tables.values():
         catalog.create_table(with_position_column(tdef), if_not_exists=True)
     out = DemoSummary()
-    out.batches = apply_path(spark, catalog, str(sample_dir / "landing"),
-                             CdcOptions(fmt="wal2json", tables=tables, target_db="pgbench"))
+    out.batches = apply_path(
+        spark,
+        catalog,
+        str(sample_dir / "landing"),
+        CdcOptions(fmt="wal2json", tables=tables, target_db="pgbench"),
+    )
     restore_and_rollback(catalog, sample_dir, out)
     reconcile_tables(spark, catalog, tables, sample_dir, out)
     out.seconds = time.monotonic() - t0
     return out
 
 
-def reconcile_tables(spark: SparkSession | None, catalog: Catalog, tables: dict[str, TableDef],
-                     sample_dir: Path, out: DemoSummary) -> None:
+def reconcile_tables(
+    spark: SparkSession | None,
+    catalog: Catalog,
+    tables: dict[str, TableDef],
+    sample_dir: Path,
+    out: DemoSummary,
+) -> None:
     """Reconcile each table with its saved source contents into ``out.tables``.
 
     Args:
@@ -107,13 +124,16 @@ def reconcile_tables(spark: SparkSession | None, catalog: Catalog, tables: dict[
         valid = catalog.valid_write_ids(tdef.name)
         state = acid_state_of(catalog.get_table(tdef.name).location, valid)
         out.tables[tdef.name] = {
-            "rows": res.table_rows, "source_rows": res.source_rows,
+            "rows": res.table_rows,
+            "source_rows": res.source_rows,
             "high_watermark": valid.high_watermark,
             "base": state.base.name if state.base else "",
             "deltas": sum(1 for d in state.deltas if not d.is_delete),
             "delete_deltas": sum(1 for d in state.deltas if d.is_delete),
-            "matches": res.matches, "differing_keys": res.differing_keys,
-            "first_differing_keys": [str(k) for k in res.first_differing_keys[:3]]}
+            "matches": res.matches,
+            "differing_keys": res.differing_keys,
+            "first_differing_keys": [str(k) for k in res.first_differing_keys[:3]],
+        }
 
 
 def _last_json(text: str, key: str) -> Any:
@@ -129,9 +149,14 @@ def _last_json(text: str, key: str) -> Any:
     return None
 
 
-def run_demo_airflow(catalog: Catalog, *, airflow_home: Path | None = None,
-                     sample_dir: Path = SAMPLE_DIR, tables_yaml: Path = TABLES_YAML,
-                     compaction: bool = True) -> DemoSummary:
+def run_demo_airflow(
+    catalog: Catalog,
+    *,
+    airflow_home: Path | None = None,
+    sample_dir: Path = SAMPLE_DIR,
+    tables_yaml: Path = TABLES_YAML,
+    compaction: bool = True,
+) -> DemoSummary:
     """The demo through Airflow (see module docstring): ``acid_cdc`` then ``acid_compaction``
     with ``airflow dags test``, then reconciliation with pyarrow in this process.
 
@@ -145,16 +170,29 @@ def run_demo_airflow(catalog: Catalog, *, airflow_home: Path | None = None,
     elif _is_metastore_catalog(catalog):
         url = catalog.job_url()
     else:
-        raise TypeError(f"the Airflow demo hands its DAG runs a catalog URL; "
-                        f"got a {type(catalog).__name__}")
+        raise TypeError(
+            f"the Airflow demo hands its DAG runs a catalog URL; got a {type(catalog).__name__}"
+        )
     t0 = time.monotonic()
-    env = airflow_env(airflow_home or DEFAULT_HOME, warehouse=catalog.warehouse,
-                      extra={"ACIDFLOW_CATALOG_URL": url})
+    env = airflow_env(
+        airflow_home or DEFAULT_HOME,
+        warehouse=catalog.warehouse,
+        extra={"ACIDFLOW_CATALOG_URL": url},
+    )
     migrate(env)
     out = DemoSummary()
-    runs: list[tuple[str, dict[str, Any]]] = [("acid_cdc", {"source": "landing", "format": "wal2json",
-                          "input_path": str(sample_dir / "landing"),
-                          "tables_config": str(tables_yaml), "target_db": "pgbench"})]
+    runs: list[tuple[str, dict[str, Any]]] = [
+        (
+            "acid_cdc",
+            {
+                "source": "landing",
+                "format": "wal2json",
+                "input_path": str(sample_dir / "landing"),
+                "tables_config": str(tables_yaml),
+                "target_db": "pgbench",
+            },
+        )
+    ]
     if compaction:
         runs.append(("acid_compaction", {"table_filter": "pgbench.*", "dry_run": False}))
     for dag_id, conf in runs:
@@ -164,14 +202,14 @@ def run_demo_airflow(catalog: Catalog, *, airflow_home: Path | None = None,
         ok = r.returncode == 0 and "state=success" in text
         out.steps.append({"dag_id": dag_id, "ok": ok, "seconds": time.monotonic() - t})
         if not ok:
-            raise RuntimeError(f"airflow dags test {dag_id} failed (rc {r.returncode}):\n"
-                               + text[-4000:])
+            raise RuntimeError(
+                f"airflow dags test {dag_id} failed (rc {r.returncode}):\n" + text[-4000:]
+            )
         if dag_id == "acid_cdc":
             summary = _last_json(text, "batches") or {"batches": []}
             out.batches = [SimpleNamespace(**b) for b in summary["batches"]]
     if compaction:
-        out.compactions = [c for c in catalog.list_compactions()
-                           if c.table.startswith("pgbench.")]
+        out.compactions = [c for c in catalog.list_compactions() if c.table.startswith("pgbench.")]
     restore_and_rollback(catalog, sample_dir, out)
     reconcile_tables(None, catalog, load_tables_config(tables_yaml), sample_dir, out)
     out.seconds = time.monotonic() - t0

@@ -9,6 +9,7 @@ between the write ids of the 2nd and 3rd CDC batches that wrote the table
 distinct primary keys changed equal the distinct keys the 3rd batch's wal2json file changes for
 the source table.
 """
+
 from __future__ import annotations
 
 import collections
@@ -69,8 +70,9 @@ def _changed_keys(path: str, source_table: str, key: str) -> set[object]:
     return {k for k in first if not (first[k] == "I" and last[k] == "D")}
 
 
-def incremental_check(catalog: Catalog, table: str = DEMO_TABLE,
-                      source_table: str = DEMO_SOURCE) -> IncrementalCheck:
+def incremental_check(
+    catalog: Catalog, table: str = DEMO_TABLE, source_table: str = DEMO_SOURCE
+) -> IncrementalCheck:
     """The changes of ``table`` between the 2nd and 3rd CDC batches that wrote it, checked
     against the 3rd batch's change file (module doc).
 
@@ -79,15 +81,19 @@ def incremental_check(catalog: Catalog, table: str = DEMO_TABLE,
     """
     td = catalog.get_table(table)
     key = td.primary_key[0]
-    batches = [e for e in reversed(timeline(catalog, table, include_compactions=False))
-               if e.batch_kind == "cdc" and e.write_id is not None]
+    batches = [
+        e
+        for e in reversed(timeline(catalog, table, include_compactions=False))
+        if e.batch_kind == "cdc" and e.write_id is not None
+    ]
     if len(batches) < 3:
         return IncrementalCheck(skipped=f"{table} has {len(batches)} CDC batches, need 3")
     b2, b3 = batches[1], batches[2]
     assert b2.write_id is not None and b3.write_id is not None
     info = catalog.get_batch(b3.batch_id or "")
-    out = IncrementalCheck(b2.write_id, b3.write_id,
-                           str(info.details.get("file", "")) if info else "")
+    out = IncrementalCheck(
+        b2.write_id, b3.write_id, str(info.details.get("file", "")) if info else ""
+    )
     try:
         changes = reads.read_incremental(None, catalog, table, b2.write_id, b3.write_id)
     except NotEnoughHistoryError as exc:
@@ -101,11 +107,12 @@ def incremental_check(catalog: Catalog, table: str = DEMO_TABLE,
     return out
 
 
-
 def describe(chk: IncrementalCheck, table: str = DEMO_TABLE) -> str:
     """One line for people about a finished (not skipped) check: the write-id range, rows per
     op, and the two distinct-key counts."""
     ops = ", ".join(f"{op} {n}" for op, n in sorted(chk.ops.items()))
-    return (f"incremental pull {table} write ids ({chk.start_write_id}, {chk.end_write_id}] "
-            f"(batches 2 -> 3): {ops} rows; {chk.table_keys} distinct keys changed, the batch's "
-            f"change file {Path(chk.batch_file).name} changes {chk.source_keys}")
+    return (
+        f"incremental pull {table} write ids ({chk.start_write_id}, {chk.end_write_id}] "
+        f"(batches 2 -> 3): {ops} rows; {chk.table_keys} distinct keys changed, the batch's "
+        f"change file {Path(chk.batch_file).name} changes {chk.source_keys}"
+    )

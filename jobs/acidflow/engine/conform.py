@@ -5,6 +5,7 @@ Follows Hive's implicit conversions for INSERT (``FunctionRegistry.implicitConve
 numeric widening, any string-like into ``string``/``varchar``/``char``, decimals into decimals
 that keep the integer digits, integers into wide-enough decimals, decimals into floating point.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -66,8 +67,9 @@ def compatible(src: str, dst: str) -> bool:
     return False
 
 
-def check_schema(df_schema: "StructType", table: TableDesc, *,
-                 require_all: bool = True) -> list[str]:
+def check_schema(
+    df_schema: "StructType", table: TableDesc, *, require_all: bool = True
+) -> list[str]:
     """Check a DataFrame schema against a table (columns + partition columns).
 
     Args:
@@ -81,6 +83,7 @@ def check_schema(df_schema: "StructType", table: TableDesc, *,
         SchemaMismatchError: missing, extra or incompatible columns (all problems listed).
     """
     from acidflow import sparktypes  # deferred: it imports pyspark
+
     have = {f.name.lower(): f for f in df_schema.fields}
     wanted = [(c.name, c.hive_type) for c in [*table.columns, *table.partition_columns]]
     problems, order = [], []
@@ -133,8 +136,9 @@ def aligned_arrow(tbl: pa.Table, table: TableDesc) -> pa.Table:
     Raises:
         SchemaMismatchError: a column is missing or its values do not cast.
     """
-    schema = htypes.arrow_schema([(c.name, c.hive_type)
-                                  for c in [*table.columns, *table.partition_columns]])
+    schema = htypes.arrow_schema(
+        [(c.name, c.hive_type) for c in [*table.columns, *table.partition_columns]]
+    )
     try:
         return tbl.select(schema.names).cast(schema)
     except (KeyError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
@@ -155,9 +159,19 @@ def key_columns_present(keys_df: "DataFrame", table: TableDesc) -> "DataFrame":
     if missing:
         raise SchemaMismatchError(f"delete from {table.name}: key columns missing: {missing}")
     wanted = {c.lower() for c in key + [p.name for p in table.partition_columns]}
-    return aligned(keys_df.select(*[k for k in keys_df.columns if k.lower() in wanted]),
-                   table, require_all=False)
+    return aligned(
+        keys_df.select(*[k for k in keys_df.columns if k.lower() in wanted]),
+        table,
+        require_all=False,
+    )
 
 
-__all__ = ["SchemaMismatchError", "DuplicateKeyError", "compatible", "check_schema", "aligned",
-           "aligned_arrow", "key_columns_present"]
+__all__ = [
+    "SchemaMismatchError",
+    "DuplicateKeyError",
+    "compatible",
+    "check_schema",
+    "aligned",
+    "aligned_arrow",
+    "key_columns_present",
+]

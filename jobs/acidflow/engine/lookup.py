@@ -10,6 +10,7 @@ the stripes whose key statistics and bloom filters may hold one of the keys (the
 ``acidflow.format.orc.orcindex``, applied by ``snapshot.read_task``; ``ACIDFLOW_KEY_INDEX=0`` turns it
 off).
 """
+
 from __future__ import annotations
 
 import os
@@ -40,8 +41,7 @@ def _scope_columns(table: TableDesc) -> tuple[list[str] | None, bool]:
     return ([c.name for c in table.partition_columns] if by_partition else None), by_bucket
 
 
-def key_scope(table: TableDesc, keys_df: "DataFrame") -> tuple[list[str] | None,
-                                                              list[int] | None]:
+def key_scope(table: TableDesc, keys_df: "DataFrame") -> tuple[list[str] | None, list[int] | None]:
     """Partitions and buckets the keys of a Spark DataFrame can touch (None = all)."""
     pnames, by_bucket = _scope_columns(table)
     partitions = buckets = None
@@ -54,8 +54,7 @@ def key_scope(table: TableDesc, keys_df: "DataFrame") -> tuple[list[str] | None,
     return partitions, buckets
 
 
-def key_scope_arrow(table: TableDesc, keys: pa.Table) -> tuple[list[str] | None,
-                                                              list[int] | None]:
+def key_scope_arrow(table: TableDesc, keys: pa.Table) -> tuple[list[str] | None, list[int] | None]:
     """Partitions and buckets the keys of an Arrow table can touch (None = all), computed in
     this process (Hive's bucket hash of the bucket columns, as the writers use)."""
     pnames, by_bucket = _scope_columns(table)
@@ -82,9 +81,14 @@ class CurrentPlan:
     plan: snapshot.ReadPlan
 
 
-def plan_current(catalog: TxnCatalog, table: TableDesc, txn: TxnRef | None, *,
-                 partitions: Iterable[str] | None = None,
-                 buckets: Iterable[int] | None = None) -> CurrentPlan:
+def plan_current(
+    catalog: TxnCatalog,
+    table: TableDesc,
+    txn: TxnRef | None,
+    *,
+    partitions: Iterable[str] | None = None,
+    buckets: Iterable[int] | None = None,
+) -> CurrentPlan:
     """Plan the read of the snapshot a writer sees (one catalog query, one listing).
 
     Raises:
@@ -92,10 +96,20 @@ def plan_current(catalog: TxnCatalog, table: TableDesc, txn: TxnRef | None, *,
     """
     valid = catalog.valid_write_ids(table.name, txn_id=txn.txn_id if txn else None)
     tfs = TableFS(table.location)
-    return CurrentPlan(tfs, table.location, snapshot.plan_read(
-        tfs, table.location, [(c.name, c.hive_type) for c in table.columns],
-        [(c.name, c.hive_type) for c in table.partition_columns], valid,
-        bucketed=table.num_buckets > 0, partitions=partitions, buckets=buckets))
+    return CurrentPlan(
+        tfs,
+        table.location,
+        snapshot.plan_read(
+            tfs,
+            table.location,
+            [(c.name, c.hive_type) for c in table.columns],
+            [(c.name, c.hive_type) for c in table.partition_columns],
+            valid,
+            bucketed=table.num_buckets > 0,
+            partitions=partitions,
+            buckets=buckets,
+        ),
+    )
 
 
 def stored_column_max(current: CurrentPlan, column: str) -> tuple[bool, str | None]:
@@ -104,8 +118,9 @@ def stored_column_max(current: CurrentPlan, column: str) -> tuple[bool, str | No
     return snapshot.string_column_max(current.tfs, current.plan, column)
 
 
-def split_by_column_bound(current: CurrentPlan, column: str,
-                          below: str) -> tuple[CurrentPlan, CurrentPlan]:
+def split_by_column_bound(
+    current: CurrentPlan, column: str, below: str
+) -> tuple[CurrentPlan, CurrentPlan]:
     """The planned snapshot cut in two by the ORC statistics of a string column (footers
     only, :func:`acidflow.read.snapshot.string_column_maxima`): the files whose every value of
     ``column`` is known to be below ``below`` (or NULL), and the rest. A lookup can skip
@@ -119,40 +134,63 @@ def split_by_column_bound(current: CurrentPlan, column: str,
         return known and (top is None or top < below)
 
     old, rest = snapshot.split_plan(current.plan, older)
-    return (CurrentPlan(current.tfs, current.table_dir, old),
-            CurrentPlan(current.tfs, current.table_dir, rest))
+    return (
+        CurrentPlan(current.tfs, current.table_dir, old),
+        CurrentPlan(current.tfs, current.table_dir, rest),
+    )
 
 
-def lookup_rows(spark: "SparkSession | None", current: CurrentPlan, keys: pa.Table, *,
-                project: list[str] | None = None) -> pa.Table:
+def lookup_rows(
+    spark: "SparkSession | None",
+    current: CurrentPlan,
+    keys: pa.Table,
+    *,
+    project: list[str] | None = None,
+) -> pa.Table:
     """The visible rows (with ROW__ID) of a planned snapshot whose key is among ``keys``, as an
     Arrow table in the driver: the key filter and the column projection run inside the ORC
     readers. Read in this process with one thread per core when the planned files are at most
     :data:`LOCAL_LOOKUP_BYTES` (or with no ``spark``), else as a Spark job."""
     tfs, plan = current.tfs, current.plan
     if spark is None or snapshot.planned_bytes(tfs, plan) <= LOCAL_LOOKUP_BYTES:
-        return snapshot.read_arrow_parallel(tfs, plan, threads=os.cpu_count() or 2, row_id=True,
-                                            project=project, keys=keys)
-    return snapshot.read_spark(spark, current.table_dir, plan, row_id=True, project=project,
-                               keys=keys).toArrow()
+        return snapshot.read_arrow_parallel(
+            tfs, plan, threads=os.cpu_count() or 2, row_id=True, project=project, keys=keys
+        )
+    return snapshot.read_spark(
+        spark, current.table_dir, plan, row_id=True, project=project, keys=keys
+    ).toArrow()
 
 
-def current_rows(spark: "SparkSession", catalog: TxnCatalog, table: TableDesc,
-                 txn: TxnRef | None, *, partitions: Iterable[str] | None = None,
-                 buckets: Iterable[int] | None = None, row_id: bool = True,
-                 project: list[str] | None = None,
-                 keys: pa.Table | None = None) -> "DataFrame":
+def current_rows(
+    spark: "SparkSession",
+    catalog: TxnCatalog,
+    table: TableDesc,
+    txn: TxnRef | None,
+    *,
+    partitions: Iterable[str] | None = None,
+    buckets: Iterable[int] | None = None,
+    row_id: bool = True,
+    project: list[str] | None = None,
+    keys: pa.Table | None = None,
+) -> "DataFrame":
     """The table's visible rows for a writer: snapshot at the transaction's own
     ``ValidWriteIdList`` (its earlier statements included), restricted to partitions/buckets;
     ``project`` (data columns to read) and ``keys`` (rows whose key is among these) are pushed
     into the readers (``acidflow.read.snapshot.read_task``)."""
     cur = plan_current(catalog, table, txn, partitions=partitions, buckets=buckets)
-    return snapshot.read_spark(spark, cur.table_dir, cur.plan, row_id=row_id, project=project,
-                               keys=keys)
+    return snapshot.read_spark(
+        spark, cur.table_dir, cur.plan, row_id=row_id, project=project, keys=keys
+    )
 
 
-def matching_rows(spark: "SparkSession", catalog: TxnCatalog, txn: TxnRef, table: TableDesc,
-                  keys_df: "DataFrame", extra: Iterable[str] = ()) -> "DataFrame":
+def matching_rows(
+    spark: "SparkSession",
+    catalog: TxnCatalog,
+    txn: TxnRef,
+    table: TableDesc,
+    keys_df: "DataFrame",
+    extra: Iterable[str] = (),
+) -> "DataFrame":
     """Existing rows (key columns, partition columns, the ``extra`` columns, ``owid``,
     ``bprop``, ``rowid`` of the ROW__ID) whose key is in ``keys_df``.
 
@@ -169,7 +207,10 @@ def matching_rows(spark: "SparkSession", catalog: TxnCatalog, txn: TxnRef, table
     existing = current_rows(spark, catalog, table, txn, partitions=partitions, buckets=buckets)
     pnames = [c.name for c in table.partition_columns]
     cols = list(dict.fromkeys(key + pnames + list(extra)))
-    existing = existing.select(*cols, F.col(snapshot.ROW_ID + ".writeid").alias("owid"),
-                               F.col(snapshot.ROW_ID + ".bucketid").alias("bprop"),
-                               F.col(snapshot.ROW_ID + ".rowid").alias("rowid"))
+    existing = existing.select(
+        *cols,
+        F.col(snapshot.ROW_ID + ".writeid").alias("owid"),
+        F.col(snapshot.ROW_ID + ".bucketid").alias("bprop"),
+        F.col(snapshot.ROW_ID + ".rowid").alias("rowid"),
+    )
     return existing.join(keys_df.select(*key).distinct(), on=key, how="left_semi")

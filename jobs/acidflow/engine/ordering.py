@@ -19,6 +19,7 @@ follow -- Hudi's precombine field (``hoodie.datasource.write.precombine.field``)
 Scalar form :func:`is_late` (CDC and tests), Arrow form :func:`late_mask_arrow` and
 :func:`latest_per_key_arrow`, Spark form :func:`late_condition` and :func:`latest_per_key`.
 """
+
 from __future__ import annotations
 
 import enum
@@ -66,19 +67,25 @@ def resolve_field(table: TableDesc, field: "str | None | TableDefault") -> str |
     if field is None:
         return None
     if not isinstance(field, str) or not field.strip():
-        raise OrderingFieldError(f"upsert into {table.name}: ordering_field must be a column "
-                                 f"name or None, got {field!r}")
+        raise OrderingFieldError(
+            f"upsert into {table.name}: ordering_field must be a column name or None, got {field!r}"
+        )
     cols = {c.name.lower(): c for c in [*table.columns, *table.partition_columns]}
     col = cols.get(field.strip().lower())
     if col is None:
-        raise OrderingFieldError(f"upsert into {table.name}: ordering field {field!r} is not a "
-                                 f"column of the table (columns: {', '.join(cols)})")
+        raise OrderingFieldError(
+            f"upsert into {table.name}: ordering field {field!r} is not a "
+            f"column of the table (columns: {', '.join(cols)})"
+        )
     node = htypes.mapped(col.hive_type)
     ok = isinstance(node, (DecimalType, VarcharType, CharType)) or (
-        isinstance(node, PrimitiveType) and node.name not in _UNORDERED)
+        isinstance(node, PrimitiveType) and node.name not in _UNORDERED
+    )
     if not ok:
-        raise OrderingFieldError(f"upsert into {table.name}: ordering field {col.name!r} has "
-                                 f"type {col.hive_type}, which has no order to compare by")
+        raise OrderingFieldError(
+            f"upsert into {table.name}: ordering field {col.name!r} has "
+            f"type {col.hive_type}, which has no order to compare by"
+        )
     return col.name
 
 
@@ -112,8 +119,11 @@ def newest_index(values: Sequence[Any]) -> int:
 # ----------------------------------------------------------------------------- Arrow
 
 
-def late_mask_arrow(incoming: pa.Array | pa.ChunkedArray, stored: pa.Array | pa.ChunkedArray,
-                    found: pa.Array | pa.ChunkedArray) -> pa.Array:
+def late_mask_arrow(
+    incoming: pa.Array | pa.ChunkedArray,
+    stored: pa.Array | pa.ChunkedArray,
+    found: pa.Array | pa.ChunkedArray,
+) -> pa.Array:
     """Boolean mask (no NULLs) of the incoming rows that are late: ``found`` says the key has a
     stored version, ``stored`` is its ordering value (NULL where none or NULL), ``incoming``
     the batch row's. Arrays of equal length and comparable types."""
@@ -145,16 +155,18 @@ def latest_per_key_arrow(tbl: pa.Table, key: Sequence[str], field: str) -> tuple
     return tbl.take(pa.array(keep, pa.int64())), tbl.num_rows - len(keep)
 
 
-def drop_late_arrow(rows: pa.Table, found: pa.Table, key: Sequence[str],
-                    field: str) -> tuple[pa.Table, pa.Table, int]:
+def drop_late_arrow(
+    rows: pa.Table, found: pa.Table, key: Sequence[str], field: str
+) -> tuple[pa.Table, pa.Table, int]:
     """Rule 1 on an upsert batch (one row per key) and the stored versions of its keys
     (``found``: key columns, ``field``, ROW__ID, ...): returns the batch rows to write, the
     stored versions to delete (those of late keys removed: the stored row stays) and the
     number of late batch rows."""
     if rows.num_rows == 0 or found.num_rows == 0:
         return rows, found, 0
-    stored = dict(zip(zip(*(found.column(k).to_pylist() for k in key)),
-                      found.column(field).to_pylist()))
+    stored = dict(
+        zip(zip(*(found.column(k).to_pylist() for k in key)), found.column(field).to_pylist())
+    )
     keys = list(zip(*(rows.column(k).to_pylist() for k in key)))
     has = pa.array([k in stored for k in keys], pa.bool_())
     stored_vals = pa.array([stored.get(k) for k in keys], rows.column(field).type)
@@ -163,8 +175,9 @@ def drop_late_arrow(rows: pa.Table, found: pa.Table, key: Sequence[str],
     if not n_late:
         return rows, found, 0
     late_keys = {k for k, flag in zip(keys, late.to_pylist()) if flag}
-    keep_found = pa.array([k not in late_keys for k in
-                           zip(*(found.column(k).to_pylist() for k in key))], pa.bool_())
+    keep_found = pa.array(
+        [k not in late_keys for k in zip(*(found.column(k).to_pylist() for k in key))], pa.bool_()
+    )
     return rows.filter(pc.invert(late)), found.filter(keep_found), int(n_late)
 
 
@@ -177,11 +190,11 @@ def late_condition(incoming: "Column", stored: "Column", found: "Column") -> "Co
     from pyspark.sql import functions as F
 
     return F.coalesce(found, F.lit(False)) & (
-        incoming.isNull() | (stored.isNotNull() & F.coalesce(incoming <= stored, F.lit(False))))
+        incoming.isNull() | (stored.isNotNull() & F.coalesce(incoming <= stored, F.lit(False)))
+    )
 
 
-def latest_per_key(df: "DataFrame", key: Sequence[str], field: str,
-                   seq: str) -> "DataFrame":
+def latest_per_key(df: "DataFrame", key: Sequence[str], field: str, seq: str) -> "DataFrame":
     """Spark form of :func:`latest_per_key_arrow`: one row per key, the greatest ``field``
     (NULLs last), ties broken by the greatest ``seq`` (the input order column the caller
     added, e.g. ``monotonically_increasing_id()``). The result keeps ``seq``."""
@@ -190,12 +203,16 @@ def latest_per_key(df: "DataFrame", key: Sequence[str], field: str,
     from pyspark.sql import functions as F
 
     w = Window.partitionBy(*key).orderBy(F.col(field).desc_nulls_last(), F.col(seq).desc())
-    return df.withColumn("_acid_rank", F.row_number().over(w)) \
-        .where(F.col("_acid_rank") == 1).drop("_acid_rank")
+    return (
+        df.withColumn("_acid_rank", F.row_number().over(w))
+        .where(F.col("_acid_rank") == 1)
+        .drop("_acid_rank")
+    )
 
 
-def drop_late(rows: "DataFrame", matched: "DataFrame", key: Sequence[str],
-              field: str) -> tuple["DataFrame", "DataFrame", int]:
+def drop_late(
+    rows: "DataFrame", matched: "DataFrame", key: Sequence[str], field: str
+) -> tuple["DataFrame", "DataFrame", int]:
     """Spark form of :func:`drop_late_arrow`: ``rows`` one per key, ``matched`` the stored
     versions (key columns, ``field``, partition columns, ``owid``/``bprop``/``rowid``).
     Returns the rows to write, the stored versions to delete and the
@@ -203,8 +220,9 @@ def drop_late(rows: "DataFrame", matched: "DataFrame", key: Sequence[str],
     # deferred: pyspark is imported only by the Spark paths
     from pyspark.sql import functions as F
 
-    stored = matched.select(*key, F.lit(True).alias("_acid_found"),
-                            F.col(field).alias("_acid_stored"))
+    stored = matched.select(
+        *key, F.lit(True).alias("_acid_found"), F.col(field).alias("_acid_stored")
+    )
     joined = rows.join(stored, on=list(key), how="left")
     late = late_condition(F.col(field), F.col("_acid_stored"), F.col("_acid_found"))
     # not cached: rows and matched are (the caller caches and unpersists them)

@@ -14,6 +14,7 @@ catalog backend (the SQL one, the Hive Metastore one) fits without the engine kn
   ``addDynamicPartitions``, ``commitTxn``, ``abortTxn``) plus the key-level write set
   (``add_write_keys``, no Hive counterpart).
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
@@ -46,24 +47,37 @@ class TxnCatalog(Protocol):
 
     def get_table(self, name: str) -> TableDesc: ...
 
-    def open_transaction(self, user: str | None = None, host: str | None = None,
-                         agent_info: str | None = None) -> int: ...
+    def open_transaction(
+        self, user: str | None = None, host: str | None = None, agent_info: str | None = None
+    ) -> int: ...
 
     def heartbeat(self, txn_id: int) -> None: ...
 
     def allocate_write_id(self, txn_id: int, table_name: str) -> int: ...
 
-    def valid_write_ids(self, table_name: str, txn_id: int | None = None,
-                        as_of_write_id: int | None = None) -> ValidWriteIdList: ...
+    def valid_write_ids(
+        self, table_name: str, txn_id: int | None = None, as_of_write_id: int | None = None
+    ) -> ValidWriteIdList: ...
 
-    def acquire_lock(self, txn_id: int, table_name: str, partition: str | None,
-                     lock_type: str, timeout_s: float = 60.0) -> int: ...
+    def acquire_lock(
+        self,
+        txn_id: int,
+        table_name: str,
+        partition: str | None,
+        lock_type: str,
+        timeout_s: float = 60.0,
+    ) -> int: ...
 
-    def add_component(self, txn_id: int, table_name: str, partition: str | None,
-                      operation: str) -> None: ...
+    def add_component(
+        self, txn_id: int, table_name: str, partition: str | None, operation: str
+    ) -> None: ...
 
-    def add_write_keys(self, txn_id: int, table_name: str,
-                       scopes: Mapping[tuple[str | None, int], "np.ndarray | None"]) -> None: ...
+    def add_write_keys(
+        self,
+        txn_id: int,
+        table_name: str,
+        scopes: Mapping[tuple[str | None, int], "np.ndarray | None"],
+    ) -> None: ...
 
     def commit_transaction(self, txn_id: int, stats: dict[str, dict] | None = None) -> int: ...
 
@@ -98,15 +112,19 @@ class StatementContext(Protocol):
         (``SchemaMismatchError``)."""
         ...
 
-    def begin_statement(self, table: TableDesc, *kinds: str,
-                        **options: Any) -> "list[WriteSpec]":
+    def begin_statement(self, table: TableDesc, *kinds: str, **options: Any) -> "list[WriteSpec]":
         """Next statement id of ``table``; one write spec per event kind written."""
         ...
 
-    def end_statement(self, table: TableDesc, operation: str,
-                      written: "Sequence[tuple[WriteSpec, list[FileRow]]]",
-                      components: Sequence[tuple[str, str]], counts: dict[str, int],
-                      extra_partitions: Sequence[str] = ()) -> "WriteResult":
+    def end_statement(
+        self,
+        table: TableDesc,
+        operation: str,
+        written: "Sequence[tuple[WriteSpec, list[FileRow]]]",
+        components: Sequence[tuple[str, str]],
+        counts: dict[str, int],
+        extra_partitions: Sequence[str] = (),
+    ) -> "WriteResult":
         """The statement epilogue: directories finished, components and statistics recorded."""
         ...
 
@@ -114,9 +132,15 @@ class StatementContext(Protocol):
         """Count statement ids up to ``last`` as handed out (``ValueError`` above 4095)."""
         ...
 
-    def split_update(self, table: TableDesc, aligned: "DataFrame | pa.Table",
-                     matched: "DataFrame | pa.Table", operation: str,
-                     counts: dict[str, int] | None = None, **options: Any) -> "WriteResult":
+    def split_update(
+        self,
+        table: TableDesc,
+        aligned: "DataFrame | pa.Table",
+        matched: "DataFrame | pa.Table",
+        operation: str,
+        counts: dict[str, int] | None = None,
+        **options: Any,
+    ) -> "WriteResult":
         """One split-update statement: delete events for ``matched``, insert events for
         ``aligned``, in one statement id."""
         ...

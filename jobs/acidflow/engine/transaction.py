@@ -27,6 +27,7 @@ Each statement runs the same prologue (table, lock, statement id, write id) and 
 the commit record): :meth:`Transaction.begin_statement` / :meth:`Transaction.end_statement` (the
 ``StatementContext`` port of ``acidflow.engine.ports``, which ``engine/statements`` type against).
 """
+
 from __future__ import annotations
 
 import getpass
@@ -96,9 +97,15 @@ class Transaction:
             transaction is aborted; nothing of it is visible).
     """
 
-    def __init__(self, catalog: TxnCatalog, *, spark: "SparkSession | None" = None,
-                 user: str | None = None, agent_info: str = "acidflow",
-                 heartbeat_s: float | None = None):
+    def __init__(
+        self,
+        catalog: TxnCatalog,
+        *,
+        spark: "SparkSession | None" = None,
+        user: str | None = None,
+        agent_info: str = "acidflow",
+        heartbeat_s: float | None = None,
+    ):
         self.catalog = catalog
         self._spark = spark
         self.user = user or getpass.getuser()
@@ -118,8 +125,12 @@ class Transaction:
         self.begin()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> Literal[False]:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Literal[False]:
         if exc_type is None:
             self.commit()
         else:
@@ -129,12 +140,14 @@ class Transaction:
     def begin(self) -> int:
         """Open the transaction in the catalog (Hive ``openTxns``); returns the txn id."""
         txn_id = self.catalog.open_transaction(
-            user=self.user, host=socket.gethostname(), agent_info=self.agent_info)
+            user=self.user, host=socket.gethostname(), agent_info=self.agent_info
+        )
         self.txn_id = txn_id
         self.state = TxnState.OPEN
         if self.heartbeat_s > 0:
-            self._thread = threading.Thread(target=self._beat, daemon=True,
-                                            name=f"txn-{txn_id}-heartbeat")
+            self._thread = threading.Thread(
+                target=self._beat, daemon=True, name=f"txn-{txn_id}-heartbeat"
+            )
             self._thread.start()
         return txn_id
 
@@ -159,8 +172,9 @@ class Transaction:
     def write_id(self, table_name: str) -> int:
         """The table's write id in this transaction (allocated once)."""
         if table_name not in self._write_ids:
-            self._write_ids[table_name] = self.catalog.allocate_write_id(self._open_id(),
-                                                                         table_name)
+            self._write_ids[table_name] = self.catalog.allocate_write_id(
+                self._open_id(), table_name
+            )
         return self._write_ids[table_name]
 
     def next_statement_id(self, table_name: str) -> int:
@@ -169,17 +183,27 @@ class Transaction:
         Raises:
             ValueError: a 4097th statement (the statement id has 12 bits in ``BucketCodec`` V1).
         """
-        sid = check_statement_id(self._statements.get(table_name, -1) + 1,
-                                 hint="more than 4096 statements on one table in one "
-                                      "transaction")
+        sid = check_statement_id(
+            self._statements.get(table_name, -1) + 1,
+            hint="more than 4096 statements on one table in one transaction",
+        )
         self._statements[table_name] = sid
         return sid
 
     def record(self, table_name: str, operation: str, result: WriteResult) -> None:
         """Add a write's statistics to the commit record of ``table_name``."""
-        st = self.stats.setdefault(table_name, {
-            "operations": [], "rows_inserted": 0, "rows_updated": 0, "rows_deleted": 0,
-            "files": 0, "bytes": 0, "partitions": {}})
+        st = self.stats.setdefault(
+            table_name,
+            {
+                "operations": [],
+                "rows_inserted": 0,
+                "rows_updated": 0,
+                "rows_deleted": 0,
+                "files": 0,
+                "bytes": 0,
+                "partitions": {},
+            },
+        )
         st["operations"].append(operation)
         for k in ("rows_inserted", "rows_updated", "rows_deleted", "files", "bytes"):
             st[k] += getattr(result, k)
@@ -247,29 +271,37 @@ class Transaction:
         # committed while this statement waited; its files would be laid out for the old
         # columns, so the statement stops before writing anything
         now = self.catalog.get_table(table.name)
-        if [(c.name, c.hive_type) for c in now.columns] != \
-                [(c.name, c.hive_type) for c in table.columns]:
+        if [(c.name, c.hive_type) for c in now.columns] != [
+            (c.name, c.hive_type) for c in table.columns
+        ]:
             raise SchemaMismatchError(
                 f"table {table.name}: its schema changed while this statement waited for its "
                 f"lock ({', '.join(f'{c.name} {c.hive_type}' for c in table.columns)} -> "
                 f"{', '.join(f'{c.name} {c.hive_type}' for c in now.columns)}); nothing was "
-                "written, run the statement again")
+                "written, run the statement again"
+            )
         problem = self.catalog.writer_schema_problem(table.name, self._open_id())
         if problem is not None:
             raise SchemaMismatchError(f"table {table.name}: {problem}; nothing was written")
 
-    def begin_statement(self, table: TableDesc, *kinds: str,
-                         **options: Any) -> list[WriteSpec]:
+    def begin_statement(self, table: TableDesc, *kinds: str, **options: Any) -> list[WriteSpec]:
         """Take the next statement id of ``table`` (and its write id): one spec per event
         kind (``"insert"``, ``"delete"``, ``"base"``) written by the statement."""
         sid = self.next_statement_id(table.name)
-        return [WriteSpec.for_table(table, kind, self.write_id(table.name), sid, **options)
-                for kind in kinds]
+        return [
+            WriteSpec.for_table(table, kind, self.write_id(table.name), sid, **options)
+            for kind in kinds
+        ]
 
-    def end_statement(self, table: TableDesc, operation: str,
-                       written: Sequence[tuple[WriteSpec, list[FileRow]]],
-                       components: Sequence[tuple[str, str]], counts: dict[str, int],
-                       extra_partitions: Sequence[str] = ()) -> WriteResult:
+    def end_statement(
+        self,
+        table: TableDesc,
+        operation: str,
+        written: Sequence[tuple[WriteSpec, list[FileRow]]],
+        components: Sequence[tuple[str, str]],
+        counts: dict[str, int],
+        extra_partitions: Sequence[str] = (),
+    ) -> WriteResult:
         """The one statement epilogue: ``_orc_acid_version`` in every directory the statement
         created (and in the statement directory of ``extra_partitions``), the write's
         statistics, the transaction's components (``(partition, operation)``, Hive
@@ -284,16 +316,23 @@ class Transaction:
             setattr(result, k, v)
         for partition, op in components:
             self.catalog.add_component(self._open_id(), table.name, partition or None, op)
-        scopes = keys.write_scopes(table, [f for spec, files in written
-                                           if spec.kind != "delete" for f in files])
+        scopes = keys.write_scopes(
+            table, [f for spec, files in written if spec.kind != "delete" for f in files]
+        )
         if scopes:  # keyed table: the key-level write set checked at commit
             self.catalog.add_write_keys(self._open_id(), table.name, scopes)
         self.record(table.name, operation, result)
         return result
 
-    def split_update(self, table: TableDesc, aligned: "DataFrame | pa.Table",
-                      matched: "DataFrame | pa.Table", operation: str,
-                      counts: dict[str, int] | None = None, **options: Any) -> WriteResult:
+    def split_update(
+        self,
+        table: TableDesc,
+        aligned: "DataFrame | pa.Table",
+        matched: "DataFrame | pa.Table",
+        operation: str,
+        counts: dict[str, int] | None = None,
+        **options: Any,
+    ) -> WriteResult:
         """One split-update statement: delete events for the ROW__IDs in ``matched``
         (partition columns, ``owid``, ``bprop``, ``rowid``) and insert events for the rows of
         ``aligned``, both in ``W``/statement ``S``. Spark DataFrames are written by Spark
@@ -310,11 +349,12 @@ class Transaction:
         counts = {"rows_updated": deleted, "rows_inserted": inserted - deleted, **(counts or {})}
         del_parts = {f["partition"] for f in del_files}
         components = [(p, "update" if ins_files else "delete") for p in sorted(del_parts)]
-        components += [(p, "insert") for p in sorted({f["partition"] for f in ins_files}
-                                                     - del_parts)]
-        return self.end_statement(table, operation, [(del_spec, del_files),
-                                                      (ins_spec, ins_files)],
-                                   components, counts)
+        components += [
+            (p, "insert") for p in sorted({f["partition"] for f in ins_files} - del_parts)
+        ]
+        return self.end_statement(
+            table, operation, [(del_spec, del_files), (ins_spec, ins_files)], components, counts
+        )
 
     # ------------------------------------------------------------------ write statements
 
@@ -339,8 +379,14 @@ class Transaction:
         files = write_inserts(aligned, table, spec)
         return external.end_insert_statement(self, table, [(spec, files)], overwrite=False)
 
-    def delete(self, table_name: str, keys_df: "DataFrame | None" = None, *,
-               where: "dml.Expr | bool | None" = None, **options: Any) -> WriteResult:
+    def delete(
+        self,
+        table_name: str,
+        keys_df: "DataFrame | None" = None,
+        *,
+        where: "dml.Expr | bool | None" = None,
+        **options: Any,
+    ) -> WriteResult:
         """Delete rows: by primary key -- the rows whose key is in ``keys_df`` (Hive DELETE
         ... WHERE key IN ...) -- or by predicate -- ``where=`` (Hive ``DELETE FROM t WHERE
         ...``, :func:`acidflow.engine.statements.dml.delete_where`; keyed or not).
@@ -359,28 +405,39 @@ class Transaction:
                 ``keys_df`` and ``where``.
         """
         if (keys_df is None) == (where is None):
-            raise ValueError(f"delete from {table_name}: give either keys_df (delete by key) "
-                             "or where= (delete by predicate)")
+            raise ValueError(
+                f"delete from {table_name}: give either keys_df (delete by key) "
+                "or where= (delete by predicate)"
+            )
         if keys_df is None:
             return dml.delete_where(self, table_name, where, **options)
         table = self.catalog.get_table(table_name)
         keys = conform.key_columns_present(keys_df, table)
         self.lock_table(table, LockType.SHARED_WRITE)
         (spec,) = self.begin_statement(table, "delete", **options)
-        matched = lookup.matching_rows(self.session(keys_df), self.catalog, self, table,
-                                       keys).cache()
+        matched = lookup.matching_rows(
+            self.session(keys_df), self.catalog, self, table, keys
+        ).cache()
         try:
             files = write_delete_events(matched, table, spec)
         finally:
             matched.unpersist()
         return self.end_statement(
-            table, "delete", [(spec, files)],
+            table,
+            "delete",
+            [(spec, files)],
             [(p, "delete") for p in sorted({f["partition"] for f in files})],
-            {"rows_deleted": sum(f["rows"] for f in files)})
+            {"rows_deleted": sum(f["rows"] for f in files)},
+        )
 
-    def upsert(self, table_name: str, df: "DataFrame | pa.Table", *,
-               ordering_field: "str | None | ordering.TableDefault" = ordering.TABLE_DEFAULT,
-               **options: Any) -> WriteResult:
+    def upsert(
+        self,
+        table_name: str,
+        df: "DataFrame | pa.Table",
+        *,
+        ordering_field: "str | None | ordering.TableDefault" = ordering.TABLE_DEFAULT,
+        **options: Any,
+    ) -> WriteResult:
         """Insert new keys and replace existing ones (split-update): for a key already in
         the table a delete event for its current ROW__ID plus an insert event for the new
         version, both in ``W``/statement ``S``; for a new key an insert event only. The
@@ -429,34 +486,41 @@ class Transaction:
         if field is not None:
             seq = "_acid_input_seq"
             aligned = ordering.latest_per_key(
-                aligned.withColumn(seq, F.monotonically_increasing_id()), key, field,
-                seq).drop(seq)
+                aligned.withColumn(seq, F.monotonically_increasing_id()), key, field, seq
+            ).drop(seq)
         aligned = aligned.cache()
         try:
             if field is None:
-                dups = aligned.groupBy(*key).count().where(F.col("count") > 1).limit(5) \
-                    .collect()
+                dups = aligned.groupBy(*key).count().where(F.col("count") > 1).limit(5).collect()
                 if dups:
                     raise DuplicateKeyError(
                         f"upsert into {table.name}: duplicate keys in the batch, e.g. "
-                        + ", ".join(str({k: r[k] for k in key}) for r in dups))
+                        + ", ".join(str({k: r[k] for k in key}) for r in dups)
+                    )
             self.lock_table(table, LockType.SHARED_WRITE)
-            matched = lookup.matching_rows(self.session(df), self.catalog, self, table,
-                                           aligned.select(*key),
-                                           extra=[field] if field else ()).cache()
+            matched = lookup.matching_rows(
+                self.session(df),
+                self.catalog,
+                self,
+                table,
+                aligned.select(*key),
+                extra=[field] if field else (),
+            ).cache()
             try:
                 if field is None:
                     return self.split_update(table, aligned, matched, "upsert", **options)
                 fresh, current, late = ordering.drop_late(aligned, matched, key, field)
-                return self.split_update(table, fresh, current, "upsert",
-                                          {"rows_skipped_late": late}, **options)
+                return self.split_update(
+                    table, fresh, current, "upsert", {"rows_skipped_late": late}, **options
+                )
             finally:
                 matched.unpersist()
         finally:
             aligned.unpersist()
 
-    def _upsert_arrow(self, table: TableDesc, rows: pa.Table, field: str | None,
-                      **options: Any) -> WriteResult:
+    def _upsert_arrow(
+        self, table: TableDesc, rows: pa.Table, field: str | None, **options: Any
+    ) -> WriteResult:
         """:meth:`upsert` of a pyarrow Table in this process: key lookup in the buckets (and
         partitions) the keys hash to at the transaction's snapshot, then one split-update."""
         key = list(table.primary_key)
@@ -469,21 +533,22 @@ class Transaction:
             if dups.num_rows:
                 raise DuplicateKeyError(
                     f"upsert into {table.name}: duplicate keys in the batch, e.g. "
-                    + ", ".join(str({k: r[k] for k in key})
-                                for r in dups.slice(0, 5).to_pylist()))
+                    + ", ".join(str({k: r[k] for k in key}) for r in dups.slice(0, 5).to_pylist())
+                )
         self.lock_table(table, LockType.SHARED_WRITE)
         pnames = [c.name for c in table.partition_columns]
         data_cols = {c.name for c in table.columns}
         keys_tbl = aligned.select(key)
         partitions, buckets = lookup.key_scope_arrow(table, keys_tbl)
-        current = lookup.plan_current(self.catalog, table, self, partitions=partitions,
-                                      buckets=buckets)
+        current = lookup.plan_current(
+            self.catalog, table, self, partitions=partitions, buckets=buckets
+        )
         project = [k for k in key if k in data_cols]
         if field is not None and field in data_cols and field not in project:
             project.append(field)
-        found = lookup.lookup_rows(None, current,
-                                   keys_tbl.select([k for k in key if k in data_cols]),
-                                   project=project)
+        found = lookup.lookup_rows(
+            None, current, keys_tbl.select([k for k in key if k in data_cols]), project=project
+        )
         if found.num_rows and any(k not in data_cols for k in key):
             # partition key columns are matched here (the readers filter data columns)
             wanted = set(zip(*(keys_tbl.column(k).to_pylist() for k in key)))
@@ -493,14 +558,23 @@ class Transaction:
         if field is not None:
             aligned, found, late = ordering.drop_late_arrow(aligned, found, key, field)
         rid = found.column(snapshot.ROW_ID).combine_chunks()
-        deletes = pa.table([found.column(p) for p in pnames]
-                           + [rid.field("writeid"), rid.field("bucketid"), rid.field("rowid")],
-                           names=pnames + ["owid", "bprop", "rowid"])
-        return self.split_update(table, aligned, deletes, "upsert",
-                                  {"rows_skipped_late": late}, **options)
+        deletes = pa.table(
+            [found.column(p) for p in pnames]
+            + [rid.field("writeid"), rid.field("bucketid"), rid.field("rowid")],
+            names=pnames + ["owid", "bprop", "rowid"],
+        )
+        return self.split_update(
+            table, aligned, deletes, "upsert", {"rows_skipped_late": late}, **options
+        )
 
-    def update(self, table_name: str, where: "dml.Expr | None" = None, *,
-               set: "dict[str, Any]", **options: Any) -> WriteResult:  # noqa: A002
+    def update(
+        self,
+        table_name: str,
+        where: "dml.Expr | None" = None,
+        *,
+        set: "dict[str, Any]",
+        **options: Any,
+    ) -> WriteResult:  # noqa: A002
         """Predicate UPDATE (Hive ``UPDATE t SET col = value ... WHERE ...``): every matching
         row becomes a delete event of its ROW__ID plus an insert event of the new version
         (split-update), :func:`acidflow.engine.statements.dml.update`.
@@ -516,17 +590,22 @@ class Transaction:
         """
         return dml.update(self, table_name, where, set, **options)
 
-    def merge(self, table_name: str, source: "DataFrame", on: "dml.Expr | Sequence[str]",
-              **options: Any) -> "MergeBuilder":
+    def merge(
+        self, table_name: str, source: "DataFrame", on: "dml.Expr | Sequence[str]", **options: Any
+    ) -> "MergeBuilder":
         """A MERGE INTO ``table_name`` USING ``source`` builder in Delta's shape (aliases
         ``t`` and ``s``): add ``when_matched_update`` / ``when_matched_delete`` /
         ``when_not_matched_insert`` clauses, then ``execute()`` -> :class:`WriteResult`.
         See :mod:`acidflow.engine.statements.merge`."""
         return MergeBuilder(self, table_name, source, on, **options)
 
-    def insert_overwrite(self, table_name: str, df: "DataFrame | pa.Table",
-                         partitions: list[dict[str, Any]] | None = None,
-                         **options: Any) -> WriteResult:
+    def insert_overwrite(
+        self,
+        table_name: str,
+        df: "DataFrame | pa.Table",
+        partitions: list[dict[str, Any]] | None = None,
+        **options: Any,
+    ) -> WriteResult:
         """Replace the contents of the table, or of partitions, with ``df`` (Hive INSERT
         OVERWRITE): writes ``base_W`` into each target directory; older bases and deltas
         become obsolete for readers whose snapshot includes W.
@@ -549,28 +628,31 @@ class Transaction:
         """
         table = self.catalog.get_table(table_name)
         pnames = [c.name for c in table.partition_columns]
-        explicit = [parts.make_partition_path([(p, spec_[p]) for p in pnames])
-                    for spec_ in (partitions or [])]
+        explicit = [
+            parts.make_partition_path([(p, spec_[p]) for p in pnames])
+            for spec_ in (partitions or [])
+        ]
         aligned: "DataFrame | pa.Table"
         if isinstance(df, pa.Table):
             aligned = conform.aligned_arrow(df, table)
             rows = aligned.select(pnames).to_pylist() if explicit and pnames else []
         else:
             aligned = conform.aligned(df, table)
-            rows = (aligned.select(*pnames).distinct().collect() if explicit and pnames
-                    else [])
+            rows = aligned.select(*pnames).distinct().collect() if explicit and pnames else []
         if explicit and pnames:
             present = {parts.make_partition_path([(p, r[p]) for p in pnames]) for r in rows}
             outside = present - set(explicit)
             if outside:
                 raise SchemaMismatchError(
                     f"insert overwrite {table.name}: rows for partitions not being "
-                    "overwritten: " + ", ".join(sorted(outside)))
+                    "overwritten: " + ", ".join(sorted(outside))
+                )
         self.lock_table(table, LockType.EXCLUSIVE)
         (spec,) = self.begin_statement(table, "base", **options)
         files = write_insert_events(aligned, table, spec)
-        return external.end_insert_statement(self, table, [(spec, files)], overwrite=True,
-                                              partitions=explicit)
+        return external.end_insert_statement(
+            self, table, [(spec, files)], overwrite=True, partitions=explicit
+        )
 
     def reserve_statement_ids(self, table_name: str, last: int) -> None:
         """Count every statement id up to ``last`` on ``table_name`` as handed out (writers
@@ -579,8 +661,7 @@ class Transaction:
         Raises:
             ValueError: ``last`` above 4095 (``BucketCodec`` V1's 12 bits).
         """
-        check_statement_id(last, hint="more than 4096 statements on one table in one "
-                                      "transaction")
+        check_statement_id(last, hint="more than 4096 statements on one table in one transaction")
         self._statements[table_name] = max(self._statements.get(table_name, -1), last)
 
     # ------------------------------------------------------------- across processes
@@ -591,8 +672,9 @@ class Transaction:
         return TxnHandle(self._open_id(), dict(self._write_ids), dict(self._statements))
 
     @classmethod
-    def resume(cls, catalog: TxnCatalog, handle: "TxnHandle", *,
-               agent_info: str = "acidflow") -> "Transaction":
+    def resume(
+        cls, catalog: TxnCatalog, handle: "TxnHandle", *, agent_info: str = "acidflow"
+    ) -> "Transaction":
         """A handle on an open transaction that another process began (a Spark data source
         writer is planned in one Python worker, written by executors and committed from
         another worker: the transaction travels as a :class:`TxnHandle`). The resumed

@@ -13,6 +13,7 @@ each directory a statement created.
 The writer (bucket) id of an unbucketed table is the Spark partition id, 0..4095
 (``BucketCodec`` V1's 12 bits, :func:`acidflow.format.bucketing.check_bucket_id`).
 """
+
 from __future__ import annotations
 
 import functools
@@ -127,21 +128,28 @@ class WriteSpec:
 
     def __post_init__(self) -> None:
         if not self.claim:
-            self.claim = new_claim(write_id=self.write_id, statement_id=self.statement_id,
-                                   kind=self.kind)
+            self.claim = new_claim(
+                write_id=self.write_id, statement_id=self.statement_id, kind=self.kind
+            )
 
     @classmethod
-    def for_table(cls, table: TableDesc, kind: str, write_id: int, statement_id: int,
-                  **options: Any) -> "WriteSpec":
+    def for_table(
+        cls, table: TableDesc, kind: str, write_id: int, statement_id: int, **options: Any
+    ) -> "WriteSpec":
         """The spec of one statement on ``table``; ``options``: ``compression``,
         ``stripe_rows``."""
         return cls(
-            tfs_url=table.location, table_dir=table.location,
+            tfs_url=table.location,
+            table_dir=table.location,
             columns=[(c.name, c.hive_type) for c in table.columns],
             partition_columns=[c.name for c in table.partition_columns],
-            write_id=write_id, statement_id=statement_id, kind=kind,
+            write_id=write_id,
+            statement_id=statement_id,
+            kind=kind,
             bucketed=table.num_buckets > 0,
-            key_columns=list(table.primary_key) if kind != "delete" else [], **options)
+            key_columns=list(table.primary_key) if kind != "delete" else [],
+            **options,
+        )
 
     def bloom_filter_columns(self) -> list[str]:
         """The key columns that are fields of ``row`` (partition columns are not in the file):
@@ -155,20 +163,30 @@ class WriteSpec:
         """``base_W`` or ``delta_W_W_S`` / ``delete_delta_W_W_S``."""
         if self.kind == "base":
             return format_base(self.write_id)
-        return format_delta(self.write_id, self.write_id, self.statement_id,
-                            delete=self.kind == "delete")
+        return format_delta(
+            self.write_id, self.write_id, self.statement_id, delete=self.kind == "delete"
+        )
 
     def directory(self, partition: str) -> str:
         """The statement's directory in ``partition`` (``""`` = the table root)."""
-        return join(self.table_dir, partition, self.dir_name()) if partition else \
-            join(self.table_dir, self.dir_name())
+        return (
+            join(self.table_dir, partition, self.dir_name())
+            if partition
+            else join(self.table_dir, self.dir_name())
+        )
 
 
-_RESULT_SCHEMA = pa.schema([
-    ("partition", pa.string()), ("bucket", pa.int32()), ("path", pa.string()),
-    ("rows", pa.int64()), ("bytes", pa.int64()), ("stripes", pa.int32()),
-    ("key_hashes", pa.binary()),
-])
+_RESULT_SCHEMA = pa.schema(
+    [
+        ("partition", pa.string()),
+        ("bucket", pa.int32()),
+        ("path", pa.string()),
+        ("rows", pa.int64()),
+        ("bytes", pa.int64()),
+        ("stripes", pa.int32()),
+        ("key_hashes", pa.binary()),
+    ]
+)
 
 BucketArgs = tuple[list[str], list[str], int, int]
 
@@ -216,19 +234,32 @@ class _FileGroup:
     next rowId, and the key columns of the rows written (hashed at close when the file holds
     at most ``keys.MAX_KEYS_PER_SCOPE`` rows)."""
 
-    def __init__(self, spec: WriteSpec, tfs: TableFS, partition: str, bucket: int,
-                 schema: pa.Schema):
+    def __init__(
+        self, spec: WriteSpec, tfs: TableFS, partition: str, bucket: int, schema: pa.Schema
+    ):
         self.spec, self.partition, self.bucket, self.schema = spec, partition, bucket, schema
         path = join(spec.directory(partition), format_bucket_file(bucket))
         self.columnar = acid_files.columnar_writable(spec.columns, spec.compression)
         bloom = spec.bloom_filter_columns()
         self.writer: columnar.ColumnarEventWriter | acid_files.EventFileWriter = (
-            columnar.ColumnarEventWriter(tfs, path, spec.columns, compression=spec.compression,
-                                         stripe_rows=spec.stripe_rows,
-                                         bloom_filter_columns=bloom)
-            if self.columnar else
-            acid_files.EventFileWriter(tfs, path, spec.columns, compression=spec.compression,
-                                       stripe_rows=spec.stripe_rows, bloom_filter_columns=bloom))
+            columnar.ColumnarEventWriter(
+                tfs,
+                path,
+                spec.columns,
+                compression=spec.compression,
+                stripe_rows=spec.stripe_rows,
+                bloom_filter_columns=bloom,
+            )
+            if self.columnar
+            else acid_files.EventFileWriter(
+                tfs,
+                path,
+                spec.columns,
+                compression=spec.compression,
+                stripe_rows=spec.stripe_rows,
+                bloom_filter_columns=bloom,
+            )
+        )
         self.bprop = encode_bucket_property(bucket, spec.statement_id)
         self.row_id = 0
         self.key_parts: list[tuple[int, list[Any]]] | None = []
@@ -242,8 +273,14 @@ class _FileGroup:
             owid, bprop, rid = rows.columns
             events = columnar.delete_events(self.schema, owid, bprop, rid, self.spec.write_id)
         else:
-            events = columnar.insert_events(self.schema, rows.columns, self.spec.write_id,
-                                            self.bprop, self.row_id, cast=self.columnar)
+            events = columnar.insert_events(
+                self.schema,
+                rows.columns,
+                self.spec.write_id,
+                self.bprop,
+                self.row_id,
+                cast=self.columnar,
+            )
             self.row_id += n
         if isinstance(self.writer, columnar.ColumnarEventWriter):
             self.writer.write(events)
@@ -264,11 +301,18 @@ class _FileGroup:
         packed = None
         if self.key_parts is not None and self.spec.kind != "delete":
             hashes = [acid_keys.key_hashes_of_columns(parts, n) for n, parts in self.key_parts]
-            packed = acid_keys.pack_hashes(np.concatenate(hashes) if hashes else
-                                           np.zeros(0, acid_keys.HASH_DTYPE))
-        return {"partition": self.partition, "bucket": self.bucket, "path": done.path,
-                "rows": done.rows, "bytes": done.bytes, "stripes": done.stripes,
-                "key_hashes": packed}
+            packed = acid_keys.pack_hashes(
+                np.concatenate(hashes) if hashes else np.zeros(0, acid_keys.HASH_DTYPE)
+            )
+        return {
+            "partition": self.partition,
+            "bucket": self.bucket,
+            "path": done.path,
+            "rows": done.rows,
+            "bytes": done.bytes,
+            "stripes": done.stripes,
+            "key_hashes": packed,
+        }
 
 
 def _runs(keys: list[pa.Array], n: int) -> list[tuple[int, int]]:
@@ -305,8 +349,9 @@ def write_task(batches: Iterable[pa.RecordBatch], spec: WriteSpec) -> Iterator[p
     tfs = tfs_for(spec)
     writer_id = _task_writer_id()
     if not spec.bucketed and spec.kind != "delete":
-        check_bucket_id(writer_id, hint=f"Spark partition {writer_id} is the writer id; "
-                                        "repartition the input")
+        check_bucket_id(
+            writer_id, hint=f"Spark partition {writer_id} is the writer id; repartition the input"
+        )
     npc = len(spec.partition_columns)
     has_bucket = spec.bucketed or spec.kind == "delete"
     first_payload = npc + (1 if has_bucket else 0)
@@ -324,15 +369,19 @@ def write_task(batches: Iterable[pa.RecordBatch], spec: WriteSpec) -> Iterator[p
             for start, end in _runs(b.columns[:first_payload], n):
                 run = b.slice(start, end - start)
                 pvals = [run.column(j)[0].as_py() for j in range(npc)]
-                ppath = parts.make_partition_path(
-                    list(zip(spec.partition_columns, pvals))) if npc else ""
+                ppath = (
+                    parts.make_partition_path(list(zip(spec.partition_columns, pvals)))
+                    if npc
+                    else ""
+                )
                 bucket = run.column(npc)[0].as_py() if has_bucket else writer_id
                 if group is None or (group.partition, group.bucket) != (ppath, bucket):
                     if (ppath, bucket) in closed:
                         raise acid_files.AcidFileError(
                             f"{spec.directory(ppath)}: rows of bucket {bucket} arrived after "
                             "the bucket's file was closed (the task's input is not grouped by "
-                            "partition and bucket)")
+                            "partition and bucket)"
+                        )
                     if group is not None:
                         closed.add((group.partition, group.bucket))
                         done = group.close()
@@ -340,15 +389,21 @@ def write_task(batches: Iterable[pa.RecordBatch], spec: WriteSpec) -> Iterator[p
                         if done is not None:
                             results.append(done)
                     if ppath not in claimed:
-                        tfs.claim_dir(spec.directory(ppath), spec.claim,
-                                      what=f"write id {spec.write_id} statement "
-                                           f"{spec.statement_id}")
+                        tfs.claim_dir(
+                            spec.directory(ppath),
+                            spec.claim,
+                            what=f"write id {spec.write_id} statement {spec.statement_id}",
+                        )
                         claimed.add(ppath)
                     group = _FileGroup(spec, tfs, ppath, bucket, schema)
-                payload = pa.RecordBatch.from_arrays(run.columns[first_payload:],
-                                                     names=run.schema.names[first_payload:])
-                key_parts = [pvals[j] if part else payload.column(j) for part, j in key_pos] \
-                    if key_pos else None
+                payload = pa.RecordBatch.from_arrays(
+                    run.columns[first_payload:], names=run.schema.names[first_payload:]
+                )
+                key_parts = (
+                    [pvals[j] if part else payload.column(j) for part, j in key_pos]
+                    if key_pos
+                    else None
+                )
                 group.write(payload, key_parts)
         if group is not None:
             done = group.close()
@@ -407,17 +462,24 @@ def run_writer(df: "DataFrame", spec: WriteSpec) -> list[FileRow]:
     # deferred: pyspark stays out of the Arrow-only write path (write_local)
     from pyspark.sql import types as T
 
-    out_schema = T.StructType([
-        T.StructField("partition", T.StringType()), T.StructField("bucket", T.IntegerType()),
-        T.StructField("path", T.StringType()), T.StructField("rows", T.LongType()),
-        T.StructField("bytes", T.LongType()), T.StructField("stripes", T.IntegerType()),
-        T.StructField("key_hashes", T.BinaryType())])
+    out_schema = T.StructType(
+        [
+            T.StructField("partition", T.StringType()),
+            T.StructField("bucket", T.IntegerType()),
+            T.StructField("path", T.StringType()),
+            T.StructField("rows", T.LongType()),
+            T.StructField("bytes", T.LongType()),
+            T.StructField("stripes", T.IntegerType()),
+            T.StructField("key_hashes", T.BinaryType()),
+        ]
+    )
     rows = df.mapInArrow(lambda it: write_task(it, spec), out_schema).collect()
     return [r.asDict() for r in rows]
 
 
-def finish_dirs(spec: WriteSpec, file_rows: list[FileRow],
-                extra_partitions: Sequence[str] = ()) -> None:
+def finish_dirs(
+    spec: WriteSpec, file_rows: list[FileRow], extra_partitions: Sequence[str] = ()
+) -> None:
     """Write ``_orc_acid_version`` into every directory the statement created (and into the
     statement's directory of each of ``extra_partitions``, created empty - and exclusively,
     with the statement's claim - when needed).
@@ -432,8 +494,7 @@ def finish_dirs(spec: WriteSpec, file_rows: list[FileRow],
             continue
         done.add(p)
         d = spec.directory(p)
-        tfs.claim_dir(d, spec.claim, what=f"write id {spec.write_id} statement "
-                                          f"{spec.statement_id}")
+        tfs.claim_dir(d, spec.claim, what=f"write id {spec.write_id} statement {spec.statement_id}")
         acid_files.write_acid_version_file(tfs, d)
 
 
@@ -479,8 +540,7 @@ def write_inserts(df: "DataFrame", table: TableDesc, spec: WriteSpec) -> list[Fi
             df = df.repartition(*pcols, BUCKET_COL).sortWithinPartitions(*pcols, BUCKET_COL)
         else:
             keys = F.array(*[F.lit(k) for k in spark_partition_keys(table.num_buckets)])
-            df = df.repartition(table.num_buckets,
-                                F.element_at(keys, F.col(BUCKET_COL) + F.lit(1)))
+            df = df.repartition(table.num_buckets, F.element_at(keys, F.col(BUCKET_COL) + F.lit(1)))
         df = df.select(*pcols, BUCKET_COL, *data_cols)
     else:
         if df.rdd.getNumPartitions() > WRITER_IDS:
@@ -503,7 +563,8 @@ def write_deletes(table: TableDesc, spec: WriteSpec, matched: "DataFrame") -> li
     decode = F.udf(lambda prop: decode_bucket_id(prop), T.IntegerType())
     df = matched.select(*pnames, decode("bprop").alias(BUCKET_COL), "owid", "bprop", "rowid")
     df = df.repartition(*pnames, BUCKET_COL).sortWithinPartitions(
-        *pnames, BUCKET_COL, "owid", "bprop", "rowid")
+        *pnames, BUCKET_COL, "owid", "bprop", "rowid"
+    )
     return run_writer(df, spec)
 
 
@@ -521,8 +582,9 @@ def layout_inserts_local(tbl: pa.Table, table: TableDesc) -> pa.Table:
     if table.num_buckets > 0:
         tbl = tbl.append_column(BUCKET_COL, pa.array(bucket_ids_arrow(table, tbl), pa.int32()))
         order = pcols + [BUCKET_COL]
-        return tbl.sort_by([(c, "ascending") for c in order]).select(pcols + [BUCKET_COL] +
-                                                                      data_cols)
+        return tbl.sort_by([(c, "ascending") for c in order]).select(
+            pcols + [BUCKET_COL] + data_cols
+        )
     if pcols:
         tbl = tbl.sort_by([(c, "ascending") for c in pcols])
     return tbl.select(pcols + data_cols)
@@ -536,11 +598,13 @@ def layout_deletes_local(tbl: pa.Table, table: TableDesc) -> pa.Table:
     tbl = tbl.select(pcols + ["owid", "bprop", "rowid"]).append_column(BUCKET_COL, buckets)
     order = pcols + [BUCKET_COL, "owid", "bprop", "rowid"]
     return tbl.sort_by([(c, "ascending") for c in order]).select(
-        pcols + [BUCKET_COL, "owid", "bprop", "rowid"])
+        pcols + [BUCKET_COL, "owid", "bprop", "rowid"]
+    )
 
 
-def write_insert_events(rows: "DataFrame | pa.Table", table: TableDesc,
-                        spec: WriteSpec) -> list[FileRow]:
+def write_insert_events(
+    rows: "DataFrame | pa.Table", table: TableDesc, spec: WriteSpec
+) -> list[FileRow]:
     """Insert (or base) events for aligned rows: Spark tasks for a DataFrame, this process
     for an Arrow table."""
     if isinstance(rows, pa.Table):
@@ -548,11 +612,11 @@ def write_insert_events(rows: "DataFrame | pa.Table", table: TableDesc,
     return write_inserts(rows, table, spec)
 
 
-def write_delete_events(matched: "DataFrame | pa.Table", table: TableDesc,
-                        spec: WriteSpec) -> list[FileRow]:
+def write_delete_events(
+    matched: "DataFrame | pa.Table", table: TableDesc, spec: WriteSpec
+) -> list[FileRow]:
     """Delete events for matched ROW__IDs: Spark tasks for a DataFrame, this process for an
     Arrow table."""
     if isinstance(matched, pa.Table):
-        return write_local(layout_deletes_local(matched, table), spec) \
-            if matched.num_rows else []
+        return write_local(layout_deletes_local(matched, table), spec) if matched.num_rows else []
     return write_deletes(table, spec, matched)

@@ -10,6 +10,7 @@ for writers, transactions and the catalog.
 Which bucket a row of a ``CLUSTERED BY`` table belongs to (Hive's bucketing hash) is a different
 rule: :mod:`acidflow.format.bucketing_hash`.
 """
+
 from __future__ import annotations
 
 import enum
@@ -181,8 +182,10 @@ def check_bucket_id(bucket_id: int, *, hint: str = "") -> int:
         ValueError: out of range.
     """
     if not 0 <= bucket_id <= MAX_BUCKET_ID:
-        raise ValueError(f"bucket (writer) id {bucket_id} does not fit BucketCodec V1 "
-                         f"(0..{MAX_BUCKET_ID})" + (f": {hint}" if hint else ""))
+        raise ValueError(
+            f"bucket (writer) id {bucket_id} does not fit BucketCodec V1 "
+            f"(0..{MAX_BUCKET_ID})" + (f": {hint}" if hint else "")
+        )
     return bucket_id
 
 
@@ -194,8 +197,10 @@ def check_statement_id(statement_id: int, *, hint: str = "") -> int:
         ValueError: out of range.
     """
     if not 0 <= statement_id <= MAX_STATEMENT_ID:
-        raise ValueError(f"statement id {statement_id} does not fit BucketCodec V1 "
-                         f"(0..{MAX_STATEMENT_ID})" + (f": {hint}" if hint else ""))
+        raise ValueError(
+            f"statement id {statement_id} does not fit BucketCodec V1 "
+            f"(0..{MAX_STATEMENT_ID})" + (f": {hint}" if hint else "")
+        )
     return statement_id
 
 

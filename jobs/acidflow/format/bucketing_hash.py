@@ -32,6 +32,7 @@ Python values accepted per type (``None`` is SQL NULL and hashes to 0 for every 
   rounded HALF_UP to scale ``s`` as Hive's ``enforcePrecisionScale`` does; a value that then
   needs more than ``p - s`` integer digits raises ``ValueError`` (Hive would store NULL).
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -154,8 +155,19 @@ _INT_RANGES = {
     "bigint": (-(1 << 63), (1 << 63) - 1),
 }
 #: the parameterless primitives Hive's bucket hash covers
-_HASHED_PRIMITIVES = {"tinyint", "smallint", "int", "bigint", "boolean", "float", "double",
-                      "string", "date", "timestamp", "binary"}
+_HASHED_PRIMITIVES = {
+    "tinyint",
+    "smallint",
+    "int",
+    "bigint",
+    "boolean",
+    "float",
+    "double",
+    "string",
+    "date",
+    "timestamp",
+    "binary",
+}
 
 
 @lru_cache(maxsize=256)
@@ -291,8 +303,9 @@ def _as_epoch_seconds_nanos(value: Any) -> tuple[int, int]:
     )
 
 
-_DEC_CONTEXT = _decimal.Context(prec=200, rounding=_decimal.ROUND_HALF_UP,
-                                Emax=_decimal.MAX_EMAX, Emin=_decimal.MIN_EMIN)
+_DEC_CONTEXT = _decimal.Context(
+    prec=200, rounding=_decimal.ROUND_HALF_UP, Emax=_decimal.MAX_EMAX, Emin=_decimal.MIN_EMIN
+)
 
 
 def _as_unscaled_decimal(value: Any, precision: int, scale: int) -> tuple[int, int]:
@@ -589,6 +602,7 @@ def hive_bucket(
 # Vectorised bucket numbers (numpy) for the common integer keys
 # ---------------------------------------------------------------------------------------------
 
+
 def _np_rotl(x: np.ndarray, r: int) -> np.ndarray:
     return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
 
@@ -611,8 +625,12 @@ def _np_murmur3_blocks(blocks: list[np.ndarray], length: int) -> np.ndarray:
         return h ^ (h >> np.uint32(16))
 
 
-def bucket_numbers(columns: Sequence[Sequence[Any]], hive_types: Sequence[str],
-                   num_buckets: int, bucketing_version: int = 2) -> list[int]:
+def bucket_numbers(
+    columns: Sequence[Sequence[Any]],
+    hive_types: Sequence[str],
+    num_buckets: int,
+    bucketing_version: int = 2,
+) -> list[int]:
     """:func:`hive_bucket` of many rows, given column-wise (one sequence or Arrow array per
     bucketing column). ``int``/``bigint`` columns of ``bucketing_version=2`` tables are hashed
     vectorised with numpy (Hive's murmur3 over the big-endian bytes: no tail bytes, so the
@@ -626,8 +644,10 @@ def bucket_numbers(columns: Sequence[Sequence[Any]], hive_types: Sequence[str],
     names = [_hash_kind(t)[0] for t in hive_types]
     if bucketing_version != 2 or not columns or any(n not in ("int", "bigint") for n in names):
         cols = [c.to_pylist() if hasattr(c, "to_pylist") else list(c) for c in columns]
-        return [bucket_number(bucket_hash_code(list(v), hive_types, bucketing_version),
-                              num_buckets) for v in zip(*cols)]
+        return [
+            bucket_number(bucket_hash_code(list(v), hive_types, bucketing_version), num_buckets)
+            for v in zip(*cols)
+        ]
     arrays = []
     for name, col in zip(names, columns):
         target = pa.int32() if name == "int" else pa.int64()
@@ -650,8 +670,9 @@ def bucket_numbers(columns: Sequence[Sequence[Any]], hive_types: Sequence[str],
                 field = _np_murmur3_blocks([be.astype(np.uint32)], 4)
             else:
                 be = vals.astype(">i8").view(np.uint32).reshape(n, 2)
-                field = _np_murmur3_blocks([be[:, 0].astype(np.uint32),
-                                            be[:, 1].astype(np.uint32)], 8)
+                field = _np_murmur3_blocks(
+                    [be[:, 0].astype(np.uint32), be[:, 1].astype(np.uint32)], 8
+                )
             field = np.where(nulls, np.uint32(0), field)
             h = h * np.uint32(31) + field
     return ((h & np.uint32(0x7FFFFFFF)) % np.uint32(num_buckets)).astype(np.int64).tolist()

@@ -5,6 +5,7 @@ writes through any object with these methods, like pyiceberg's ``FileIO``.
 ``acidflow.storage.fs.TableFS`` (local disk and fsspec object stores) is the one acidflow
 passes. Paths are '/'-separated strings, local paths or URLs (``s3://bucket/key``).
 """
+
 from __future__ import annotations
 
 import posixpath

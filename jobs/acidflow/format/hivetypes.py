@@ -13,6 +13,7 @@ catalog (column normalisation), ``acidflow.format.types`` (ORC / Arrow / Spark m
 
 Pure Python, no project imports.
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,21 +24,55 @@ from typing import ClassVar, Union
 from acidflow.errors import AcidflowError
 
 __all__ = [
-    "HiveTypeError", "HiveType", "PrimitiveType", "DecimalType", "CharType", "VarcharType",
-    "ArrayType", "MapType", "StructType", "UnionType", "parse_hive_type",
-    "normalize_hive_type", "PRIMITIVE_TYPE_NAMES", "MAX_DECIMAL_PRECISION",
-    "DEFAULT_DECIMAL_PRECISION", "DEFAULT_DECIMAL_SCALE", "MAX_CHAR_LENGTH",
+    "HiveTypeError",
+    "HiveType",
+    "PrimitiveType",
+    "DecimalType",
+    "CharType",
+    "VarcharType",
+    "ArrayType",
+    "MapType",
+    "StructType",
+    "UnionType",
+    "parse_hive_type",
+    "normalize_hive_type",
+    "PRIMITIVE_TYPE_NAMES",
+    "MAX_DECIMAL_PRECISION",
+    "DEFAULT_DECIMAL_PRECISION",
+    "DEFAULT_DECIMAL_SCALE",
+    "MAX_CHAR_LENGTH",
     "MAX_VARCHAR_LENGTH",
 ]
 
 #: every primitive name Hive's grammar knows (``serdeConstants`` ``*_TYPE_NAME``)
-PRIMITIVE_TYPE_NAMES = frozenset({
-    "tinyint", "smallint", "int", "bigint", "float", "double", "boolean", "string", "binary",
-    "timestamp", "date", "decimal", "varchar", "char", "interval_year_month",
-    "interval_day_time", "timestamp with local time zone", "void",
-})
-_TYPE_SYNONYMS = {"integer": "int", "double precision": "double", "dec": "decimal",
-                  "numeric": "decimal"}
+PRIMITIVE_TYPE_NAMES = frozenset(
+    {
+        "tinyint",
+        "smallint",
+        "int",
+        "bigint",
+        "float",
+        "double",
+        "boolean",
+        "string",
+        "binary",
+        "timestamp",
+        "date",
+        "decimal",
+        "varchar",
+        "char",
+        "interval_year_month",
+        "interval_day_time",
+        "timestamp with local time zone",
+        "void",
+    }
+)
+_TYPE_SYNONYMS = {
+    "integer": "int",
+    "double precision": "double",
+    "dec": "decimal",
+    "numeric": "decimal",
+}
 MAX_DECIMAL_PRECISION = 38  #: ``HiveDecimal.MAX_PRECISION``
 DEFAULT_DECIMAL_PRECISION = 10  #: ``HiveDecimal.USER_DEFAULT_PRECISION`` (``decimal`` alone)
 DEFAULT_DECIMAL_SCALE = 0  #: ``HiveDecimal.USER_DEFAULT_SCALE``
@@ -172,8 +207,9 @@ class UnionType:
 
 
 #: a parsed Hive type
-HiveType = Union[PrimitiveType, DecimalType, CharType, VarcharType, ArrayType, MapType,
-                 StructType, UnionType]
+HiveType = Union[
+    PrimitiveType, DecimalType, CharType, VarcharType, ArrayType, MapType, StructType, UnionType
+]
 
 
 class _TypeParser:

@@ -19,6 +19,7 @@ partition-level ``WRITE_SET``, HIVE-13395). A collision of two different keys' h
 (probability about n^2 / 2^65 for n keys written concurrently) can only abort a transaction that
 did not need aborting, never let a duplicate through.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -54,14 +55,17 @@ def key_json(key: tuple[Any, ...]) -> str:
     """
     if all(type(v) is int for v in key):  # same text as json.dumps, without its overhead
         return "[" + ",".join(map(str, key)) + "]"
-    return json.dumps([str(v) if not isinstance(v, (int, str)) or isinstance(v, bool) else v
-                       for v in key], separators=(",", ":"))
+    return json.dumps(
+        [str(v) if not isinstance(v, (int, str)) or isinstance(v, bool) else v for v in key],
+        separators=(",", ":"),
+    )
 
 
 def key_hash64(key: tuple[Any, ...]) -> int:
     """The stable 64-bit hash of a key tuple (see module doc), 0 <= h < 2**64."""
-    return int.from_bytes(hashlib.blake2b(key_json(key).encode("utf-8"), digest_size=8).digest(),
-                          "little")
+    return int.from_bytes(
+        hashlib.blake2b(key_json(key).encode("utf-8"), digest_size=8).digest(), "little"
+    )
 
 
 def _blake2b_64_each(texts: pa.Array) -> np.ndarray:
@@ -69,12 +73,14 @@ def _blake2b_64_each(texts: pa.Array) -> np.ndarray:
     read straight from the Arrow buffers)."""
     texts = texts.cast(pa.string())
     n = len(texts)
-    offsets = np.frombuffer(texts.buffers()[1], dtype=np.int32, count=n + 1,
-                            offset=texts.offset * 4).tolist()
+    offsets = np.frombuffer(
+        texts.buffers()[1], dtype=np.int32, count=n + 1, offset=texts.offset * 4
+    ).tolist()
     data = memoryview(texts.buffers()[2])
     blake = hashlib.blake2b
-    digests = b"".join([blake(data[a:b], digest_size=8).digest()
-                        for a, b in zip(offsets, offsets[1:])])
+    digests = b"".join(
+        [blake(data[a:b], digest_size=8).digest() for a, b in zip(offsets, offsets[1:])]
+    )
     return np.frombuffer(digests, dtype=HASH_DTYPE)
 
 
@@ -93,14 +99,22 @@ def key_hashes_of_columns(parts: Sequence[Any], n: int) -> np.ndarray:
     """
     if n == 0:
         return np.zeros(0, dtype=HASH_DTYPE)
-    ints = all((pa.types.is_integer(p.type) and p.null_count == 0) if isinstance(p, pa.Array)
-               else type(p) is int for p in parts)
+    ints = all(
+        (pa.types.is_integer(p.type) and p.null_count == 0)
+        if isinstance(p, pa.Array)
+        else type(p) is int
+        for p in parts
+    )
     if not ints or not parts:
         cols = [p.to_pylist() if isinstance(p, pa.Array) else [p] * n for p in parts]
-        return np.fromiter((key_hash64(k) for k in zip(*cols)) if cols else
-                           (key_hash64(()) for _ in range(n)), dtype=HASH_DTYPE, count=n)
-    texts = [pc.cast(p, pa.string()) if isinstance(p, pa.Array) else pa.scalar(str(p))
-             for p in parts]
+        return np.fromiter(
+            (key_hash64(k) for k in zip(*cols)) if cols else (key_hash64(()) for _ in range(n)),
+            dtype=HASH_DTYPE,
+            count=n,
+        )
+    texts = [
+        pc.cast(p, pa.string()) if isinstance(p, pa.Array) else pa.scalar(str(p)) for p in parts
+    ]
     joined = pc.binary_join_element_wise(*texts, ",") if len(texts) > 1 else texts[0]
     if not isinstance(joined, pa.Array):  # every part a constant
         joined = pa.array([joined.as_py()] * n, pa.string())
@@ -141,13 +155,13 @@ def scope_rule(table: TableDesc) -> tuple[bool, bool]:
     key_cols = {k.lower() for k in table.primary_key}
     pnames = [c.name.lower() for c in table.partition_columns]
     by_partition = bool(pnames) and all(p in key_cols for p in pnames)
-    by_bucket = table.num_buckets > 0 and \
-        {b.lower() for b in table.bucket_columns} <= key_cols
+    by_bucket = table.num_buckets > 0 and {b.lower() for b in table.bucket_columns} <= key_cols
     return by_partition, by_bucket
 
 
-def write_scopes(table: TableDesc, files: Sequence[Mapping[str, Any]]
-                 ) -> dict[tuple[str | None, int], np.ndarray | None]:
+def write_scopes(
+    table: TableDesc, files: Sequence[Mapping[str, Any]]
+) -> dict[tuple[str | None, int], np.ndarray | None]:
     """The key write set of one statement: the packed key hashes of the files it wrote
     (``FileRow`` dicts with ``partition``, ``bucket``, ``key_hashes``) merged per scope (see
     :func:`scope_rule`). A scope with a file that carries no hashes, or with more than
@@ -162,8 +176,10 @@ def write_scopes(table: TableDesc, files: Sequence[Mapping[str, Any]]
     by_partition, by_bucket = scope_rule(table)
     parts: dict[tuple[str | None, int], list[np.ndarray] | None] = {}
     for f in files:
-        scope = ((f["partition"] or None) if by_partition else None,
-                 int(f["bucket"]) if by_bucket else ANY_BUCKET)
+        scope = (
+            (f["partition"] or None) if by_partition else None,
+            int(f["bucket"]) if by_bucket else ANY_BUCKET,
+        )
         blob = f.get("key_hashes")
         if scope in parts and parts[scope] is None:
             continue
@@ -179,6 +195,7 @@ def write_scopes(table: TableDesc, files: Sequence[Mapping[str, Any]]
         if arrays is None or sum(len(a) for a in arrays) > MAX_KEYS_PER_SCOPE:
             out[scope] = None
         else:
-            out[scope] = np.unique(np.concatenate(arrays)) if arrays else \
-                np.zeros(0, dtype=HASH_DTYPE)
+            out[scope] = (
+                np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, dtype=HASH_DTYPE)
+            )
     return out

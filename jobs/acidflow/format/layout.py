@@ -17,6 +17,7 @@ What this module follows (see ``docs/hive-acid-format.md`` §2, §6, §8, §9):
   ``findBestWorkingDeltas`` (Hive 3.1 rules plus the Hive 4 additions for ``_v`` dirs and
   aborted directories), cross-checked with Trino ``AcidTables.getAcidState``.
 """
+
 from __future__ import annotations
 
 import re
@@ -301,8 +302,11 @@ class ParsedDelta:
         them: not a delete delta, min != max, no visibility suffix (Hive
         ``ParsedDeltaLight.mayContainSideFile``).
         """
-        return (not self.is_delete and self.min_write_id != self.max_write_id
-                and self.visibility_txn_id <= 0)
+        return (
+            not self.is_delete
+            and self.min_write_id != self.max_write_id
+            and self.visibility_txn_id <= 0
+        )
 
 
 def _split_visibility(name: str) -> tuple[str, int] | None:
@@ -310,7 +314,7 @@ def _split_visibility(name: str) -> tuple[str, int] | None:
     idx = name.find(VISIBILITY_PREFIX)
     if idx < 0:
         return name, 0
-    vis = parse_java_long(name[idx + len(VISIBILITY_PREFIX):])
+    vis = parse_java_long(name[idx + len(VISIBILITY_PREFIX) :])
     if vis is None:
         return None
     return name[:idx], vis
@@ -329,7 +333,7 @@ def parse_base(name: str) -> ParsedBase | None:
     """
     if "/" in name or not name.startswith(BASE_PREFIX):
         return None
-    split = _split_visibility(name[len(BASE_PREFIX):])
+    split = _split_visibility(name[len(BASE_PREFIX) :])
     if split is None:
         return None
     rest, vis = split
@@ -354,9 +358,9 @@ def parse_delta(name: str) -> ParsedDelta | None:
     if "/" in name:
         return None
     if name.startswith(DELETE_DELTA_PREFIX):
-        is_delete, rest = True, name[len(DELETE_DELTA_PREFIX):]
+        is_delete, rest = True, name[len(DELETE_DELTA_PREFIX) :]
     elif name.startswith(DELTA_PREFIX):
-        is_delete, rest = False, name[len(DELTA_PREFIX):]
+        is_delete, rest = False, name[len(DELTA_PREFIX) :]
     else:
         return None
     split = _split_visibility(rest)
@@ -376,8 +380,14 @@ def parse_delta(name: str) -> ParsedDelta | None:
         if parsed_stmt is None:
             return None
         stmt = parsed_stmt
-    return ParsedDelta(name=name, min_write_id=lo, max_write_id=hi, statement_id=stmt,
-                       visibility_txn_id=vis, is_delete=is_delete)
+    return ParsedDelta(
+        name=name,
+        min_write_id=lo,
+        max_write_id=hi,
+        statement_id=stmt,
+        visibility_txn_id=vis,
+        is_delete=is_delete,
+    )
 
 
 def parse_bucket_file(name: str) -> tuple[int, int | None] | None:
@@ -542,22 +552,28 @@ class NotEnoughHistoryError(AcidflowError):
             table, None when not known (the pure layer sees one partition).
     """
 
-    def __init__(self, high_watermark: int, min_open: str, oldest_base: str,
-                 oldest_readable_write_id: int | None = None) -> None:
+    def __init__(
+        self,
+        high_watermark: int,
+        min_open: str,
+        oldest_base: str,
+        oldest_readable_write_id: int | None = None,
+    ) -> None:
         self.high_watermark = high_watermark
         self.min_open = min_open
         self.oldest_base = oldest_base
         self.oldest_readable_write_id = oldest_readable_write_id
-        message = (f"Not enough history available for ({high_watermark},{min_open}).  "
-                   f"Oldest available base: {oldest_base}")
+        message = (
+            f"Not enough history available for ({high_watermark},{min_open}).  "
+            f"Oldest available base: {oldest_base}"
+        )
         if oldest_readable_write_id is not None:
             message += f"; the oldest write id still readable is {oldest_readable_write_id}"
         super().__init__(message)
 
     def with_oldest_readable(self, write_id: int) -> "NotEnoughHistoryError":
         """The same error naming the oldest write id still readable."""
-        return NotEnoughHistoryError(self.high_watermark, self.min_open, self.oldest_base,
-                                     write_id)
+        return NotEnoughHistoryError(self.high_watermark, self.min_open, self.oldest_base, write_id)
 
 
 _TXN_STATES = (TxnState.COMMITTED.value, TxnState.OPEN.value, TxnState.ABORTED.value)
@@ -647,8 +663,9 @@ def get_acid_state(
     # A path is a directory when flagged so or when anything is listed below it.
     dir_paths = {"/".join(parts[:i]) for parts, _ in split_paths for i in range(1, len(parts))}
     dir_paths.update("/".join(parts) for parts, entry in split_paths if entry.is_dir)
-    files = {"/".join(parts): entry for parts, entry in split_paths
-             if "/".join(parts) not in dir_paths}
+    files = {
+        "/".join(parts): entry for parts, entry in split_paths if "/".join(parts) not in dir_paths
+    }
     top_names = sorted({parts[0] for parts, _ in split_paths})
 
     obsolete: list[str] = []
@@ -664,8 +681,9 @@ def get_acid_state(
             return True
         state = txn_state(visibility_txn_id)
         if state not in _TXN_STATES:
-            raise ValueError(f"txn_state({visibility_txn_id}) returned {state!r}, "
-                             f"expected one of {_TXN_STATES}")
+            raise ValueError(
+                f"txn_state({visibility_txn_id}) returned {state!r}, expected one of {_TXN_STATES}"
+            )
         if state == TxnState.ABORTED:
             aborted.append(name)
         return state == TxnState.COMMITTED
@@ -721,8 +739,11 @@ def get_acid_state(
         if not is_compacted and valid_write_ids.is_write_id_aborted(b.write_id):
             aborted.append(b.name)  # aborted INSERT OVERWRITE (Hive 4 processBaseDir)
             continue
-        if (best is None or best.write_id < b.write_id
-                or (best.write_id == b.write_id and is_compacted)):
+        if (
+            best is None
+            or best.write_id < b.write_id
+            or (best.write_id == b.write_id and is_compacted)
+        ):
             if valid_base(b, is_compacted):
                 if best is not None:
                     obsolete.append(best.name)
@@ -737,9 +758,14 @@ def get_acid_state(
         obsolete.extend(original_dirs)
     else:
         dirs = set(original_dirs)
-        nested = [rel for rel, entry in files.items()
-                  if "/" in rel and rel.split("/", 1)[0] in dirs and not is_hidden_path(rel)
-                  and not (ignore_empty_files and entry.size == 0)]
+        nested = [
+            rel
+            for rel, entry in files.items()
+            if "/" in rel
+            and rel.split("/", 1)[0] in dirs
+            and not is_hidden_path(rel)
+            and not (ignore_empty_files and entry.size == 0)
+        ]
         # Hive sorts by full path (Path/URI compareTo), i.e. plain string order here.
         original_files = sorted(top_original_files + nested)
 
@@ -750,7 +776,10 @@ def get_acid_state(
     prev: ParsedDelta | None = None
     for d in sorted(candidate_deltas):
         if d.max_write_id > current:
-            if valid_write_ids.is_write_id_range_valid(current + 1, d.max_write_id) is not RangeResponse.NONE:
+            if (
+                valid_write_ids.is_write_id_range_valid(current + 1, d.max_write_id)
+                is not RangeResponse.NONE
+            ):
                 deltas.append(d)
                 current = d.max_write_id
                 last_stmt = d.statement_id
@@ -758,8 +787,12 @@ def get_acid_state(
         elif d.max_write_id == current and last_stmt >= 0:
             deltas.append(d)  # another statement of the same write id
             prev = d
-        elif (prev is not None and d.min_write_id == prev.min_write_id
-              and d.max_write_id == prev.max_write_id and d.statement_id == prev.statement_id):
+        elif (
+            prev is not None
+            and d.min_write_id == prev.min_write_id
+            and d.max_write_id == prev.max_write_id
+            and d.statement_id == prev.statement_id
+        ):
             deltas.append(d)  # delta_x_y / delete_delta_x_y twin
             prev = d
         else:
@@ -769,11 +802,17 @@ def get_acid_state(
     full_history = history_floor is not None and valid_write_ids.high_watermark < history_floor
     if oldest is not None and best is None and compacted(oldest) and not full_history:
         exceptions = valid_write_ids.invalid_write_ids
-        raise NotEnoughHistoryError(valid_write_ids.high_watermark,
-                                    str(exceptions[0]) if exceptions else "x", oldest.name)
+        raise NotEnoughHistoryError(
+            valid_write_ids.high_watermark, str(exceptions[0]) if exceptions else "x", oldest.name
+        )
 
-    return AcidState(base=best, deltas=deltas, original_files=original_files,
-                     obsolete=sorted(set(obsolete)), aborted=sorted(set(aborted)))
+    return AcidState(
+        base=best,
+        deltas=deltas,
+        original_files=original_files,
+        obsolete=sorted(set(obsolete)),
+        aborted=sorted(set(aborted)),
+    )
 
 
 def bucket_files(entries: Iterable[DirEntry], dir_name: str) -> list[tuple[str, int]]:
@@ -794,7 +833,7 @@ def bucket_files(entries: Iterable[DirEntry], dir_name: str) -> list[tuple[str, 
     for entry in entries:
         if entry.is_dir or not entry.path.startswith(prefix):
             continue
-        rest = entry.path[len(prefix):]
+        rest = entry.path[len(prefix) :]
         if not rest or "/" in rest or is_hidden(rest):
             continue
         parsed = parse_bucket_file(rest)

@@ -15,6 +15,7 @@ delete events to its rows, equal to acidflow -- checked with the Hive 3.1.3 orac
 ``tests/integration/test_small_files.py``. Bucketed tables keep one file per bucket (Hive's
 rule: a reader of bucket N opens ``bucket_N`` only).
 """
+
 from __future__ import annotations
 
 import math

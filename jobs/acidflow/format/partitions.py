@@ -4,6 +4,7 @@ Follows Hive ``org.apache.hadoop.hive.common.FileUtils.escapePathName`` / ``unes
 and ``makePartName``: special characters become ``%XX`` (upper-case hex), a NULL or empty value
 becomes ``__HIVE_DEFAULT_PARTITION__`` (``hive.exec.default.partition.name``). Pure Python.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -11,7 +12,7 @@ import decimal
 from typing import Any
 
 DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
-_ESCAPED = set('"#%\'*/:=?\\\x7f{[]^')
+_ESCAPED = set("\"#%'*/:=?\\\x7f{[]^")
 
 
 def escape(value: str) -> str:
@@ -26,7 +27,7 @@ def unescape(value: str) -> str:
         c = value[i]
         if c == "%" and i + 3 <= len(value):
             try:
-                out.append(chr(int(value[i + 1:i + 3], 16)))
+                out.append(chr(int(value[i + 1 : i + 3], 16)))
                 i += 3
                 continue
             except ValueError:

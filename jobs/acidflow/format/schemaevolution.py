@@ -33,6 +33,7 @@ nothing, an added column reads NULL from older files, and a widened column is ca
 file's type (``acidflow.read.snapshot``). Dropping or reordering columns breaks the positions of
 every old file, so it needs a rewrite of the data (``acidflow.tableops.schema``).
 """
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -48,8 +49,14 @@ from acidflow.format.hivetypes import (
     parse_hive_type,
 )
 
-__all__ = ["SchemaChangeError", "metastore_compatible", "type_change_problem",
-           "check_type_change", "NUMERIC_CAST_ORDER", "read_as"]
+__all__ = [
+    "SchemaChangeError",
+    "metastore_compatible",
+    "type_change_problem",
+    "check_type_change",
+    "NUMERIC_CAST_ORDER",
+    "read_as",
+]
 
 
 class SchemaChangeError(AcidflowError, ValueError):
@@ -58,14 +65,40 @@ class SchemaChangeError(AcidflowError, ValueError):
 
 
 #: Hive ``ColumnType.NumericCastOrder``
-NUMERIC_CAST_ORDER = {"tinyint": 1, "smallint": 2, "int": 3, "bigint": 4, "decimal": 5,
-                      "float": 6, "double": 7}
+NUMERIC_CAST_ORDER = {
+    "tinyint": 1,
+    "smallint": 2,
+    "int": 3,
+    "bigint": 4,
+    "decimal": 5,
+    "float": 6,
+    "double": 7,
+}
 _STRING_GROUP = frozenset({"string", "varchar", "char"})
 _DATETIME = frozenset({"date", "datetime", "timestamp", "timestamp with time zone"})
-_PRIMITIVE = frozenset({"void", "boolean", "tinyint", "smallint", "int", "bigint", "float",
-                        "double", "string", "varchar", "char", "date", "datetime", "timestamp",
-                        "interval_year_month", "interval_day_time", "decimal", "binary",
-                        "timestamp with time zone"})
+_PRIMITIVE = frozenset(
+    {
+        "void",
+        "boolean",
+        "tinyint",
+        "smallint",
+        "int",
+        "bigint",
+        "float",
+        "double",
+        "string",
+        "varchar",
+        "char",
+        "date",
+        "datetime",
+        "timestamp",
+        "interval_year_month",
+        "interval_day_time",
+        "decimal",
+        "binary",
+        "timestamp with time zone",
+    }
+)
 _INTEGER_DIGITS = {"tinyint": 3, "smallint": 5, "int": 10, "bigint": 19}
 #: integer types every value of which a float / double holds exactly
 _FLOAT_EXACT = {"float": {"tinyint", "smallint"}, "double": {"tinyint", "smallint", "int"}}
@@ -123,12 +156,17 @@ def type_change_problem(old: str, new: str) -> str | None:
     if not metastore_compatible(old_n, new_n):
         on_, nn_ = _type_name(old_n), _type_name(new_n)
         if on_ in NUMERIC_CAST_ORDER and nn_ in NUMERIC_CAST_ORDER:
-            return (f"{on_} -> {nn_} is a narrowing (Hive's metastore refuses it too: "
-                    "ColumnType.areColTypesCompatible)")
-        return ("Hive's metastore refuses it (ColumnType.areColTypesCompatible, "
-                "hive.metastore.disallow.incompatible.col.type.changes=true)")
+            return (
+                f"{on_} -> {nn_} is a narrowing (Hive's metastore refuses it too: "
+                "ColumnType.areColTypesCompatible)"
+            )
+        return (
+            "Hive's metastore refuses it (ColumnType.areColTypesCompatible, "
+            "hive.metastore.disallow.incompatible.col.type.changes=true)"
+        )
     if not isinstance(o, (PrimitiveType, DecimalType, CharType, VarcharType)) or not isinstance(
-            n, (PrimitiveType, DecimalType, CharType, VarcharType)):
+        n, (PrimitiveType, DecimalType, CharType, VarcharType)
+    ):
         return "complex types cannot change (only primitive widenings are metadata-only)"
     on, nn = o.name, n.name
     if on in _STRING_GROUP:
@@ -140,7 +178,9 @@ def type_change_problem(old: str, new: str) -> str | None:
                 return "string -> varchar would truncate longer values (a narrowing)"
             if n.length >= have:
                 return None
-            return f"varchar/char of length {have} -> length {n.length} would truncate (a narrowing)"
+            return (
+                f"varchar/char of length {have} -> length {n.length} would truncate (a narrowing)"
+            )
         if isinstance(n, CharType):
             return "-> char would pad or truncate values (a narrowing)"
         return f"{on} values that do not parse as {nn} would read as NULL (not a widening)"
@@ -149,20 +189,26 @@ def type_change_problem(old: str, new: str) -> str | None:
             if nn == "string":
                 return None
             return f"{on} -> {nn} could truncate the text form (use string)"
-        return (f"{on} -> {nn}: Hive's and Arrow's text forms of {on} values differ; refused "
-                "so that every reader gives one answer (rewrite the column instead)")
+        return (
+            f"{on} -> {nn}: Hive's and Arrow's text forms of {on} values differ; refused "
+            "so that every reader gives one answer (rewrite the column instead)"
+        )
     if isinstance(n, DecimalType):
         if on in _INTEGER_DIGITS:
             if n.precision - n.scale >= _INTEGER_DIGITS[on]:
                 return None
-            return (f"{on} needs {_INTEGER_DIGITS[on]} integer digits, {new_n} has "
-                    f"{n.precision - n.scale} (a narrowing)")
+            return (
+                f"{on} needs {_INTEGER_DIGITS[on]} integer digits, {new_n} has "
+                f"{n.precision - n.scale} (a narrowing)"
+            )
         if isinstance(o, DecimalType):
             if n.scale < o.scale:
                 return f"scale {o.scale} -> {n.scale} would round values (a narrowing)"
             if n.precision - n.scale < o.precision - o.scale:
-                return (f"integer digits {o.precision - o.scale} -> {n.precision - n.scale} "
-                        "would overflow values to NULL (a narrowing)")
+                return (
+                    f"integer digits {o.precision - o.scale} -> {n.precision - n.scale} "
+                    "would overflow values to NULL (a narrowing)"
+                )
             return None
     if isinstance(o, DecimalType) and nn in ("float", "double"):
         return f"{old_n} -> {nn} rounds values to the nearest {nn} (a narrowing)"
@@ -177,8 +223,9 @@ def type_change_problem(old: str, new: str) -> str | None:
     return f"no conversion from {on} to {nn}"
 
 
-def check_type_change(table: str, column: str, old: str, new: str, *,
-                      bucket_column: bool = False) -> str:
+def check_type_change(
+    table: str, column: str, old: str, new: str, *, bucket_column: bool = False
+) -> str:
     """Check that column ``column`` of ``table`` may change from ``old`` to ``new`` without a
     rewrite; returns the normalised new type.
 
@@ -192,16 +239,18 @@ def check_type_change(table: str, column: str, old: str, new: str, *,
     except ValueError as exc:
         raise SchemaChangeError(f"table {table}: column {column}: {old} -> {new}: {exc}") from exc
     if problem is None and bucket_column and htypes.normalize(old) != new_n:
-        problem = ("it is a bucketing (CLUSTERED BY) column: Hive's bucket hash depends on the "
-                   "type, so new rows would land in other buckets than old rows of the same value")
+        problem = (
+            "it is a bucketing (CLUSTERED BY) column: Hive's bucket hash depends on the "
+            "type, so new rows would land in other buckets than old rows of the same value"
+        )
     if problem is not None:
         raise SchemaChangeError(
-            f"table {table}: cannot change column {column} from {old} to {new_n}: {problem}")
+            f"table {table}: cannot change column {column} from {old} to {new_n}: {problem}"
+        )
     return new_n
 
 
-def read_as(column: pa.Array | pa.ChunkedArray, target: pa.DataType
-            ) -> pa.Array | pa.ChunkedArray:
+def read_as(column: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.Array | pa.ChunkedArray:
     """A file column read as the table's (possibly widened) type, converted as Hive's ORC
     reader converts it (``ConvertTreeReaderFactory``): ``float`` -> ``double`` goes through the
     float's shortest decimal text (``DoubleFromFloatTreeReader``: 0.1f reads as 0.1, not

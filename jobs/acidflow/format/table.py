@@ -5,6 +5,7 @@ attributes) fits. They mirror what Hive's ``Table`` / ``StorageDescriptor`` carr
 format's rules read: columns with their Hive type strings, partition keys, bucket columns,
 ``bucketing_version`` and the table's location.
 """
+
 from __future__ import annotations
 
 from typing import Protocol, Sequence

@@ -17,6 +17,7 @@ Mapped types: the primitives of :data:`PRIMITIVES`, ``decimal(p,s)``, ``varchar(
 Pure Python apart from importing pyarrow; the Spark SQL counterparts are in
 :mod:`acidflow.sparktypes` (this package never imports pyspark).
 """
+
 from __future__ import annotations
 
 import functools
@@ -38,21 +39,46 @@ from acidflow.format.hivetypes import (
 )
 
 __all__ = [
-    "PRIMITIVES", "HiveTypeError", "normalize", "mapped", "orc_type", "orc_struct",
-    "arrow_type", "arrow_schema", "hive_type_from_arrow",
+    "PRIMITIVES",
+    "HiveTypeError",
+    "normalize",
+    "mapped",
+    "orc_type",
+    "orc_struct",
+    "arrow_type",
+    "arrow_schema",
+    "hive_type_from_arrow",
 ]
 
 #: the parameterless primitives acidflow maps to ORC / Arrow (and Spark, acidflow.sparktypes)
-PRIMITIVES = frozenset({
-    "tinyint", "smallint", "int", "bigint", "boolean", "float", "double", "string",
-    "date", "timestamp", "binary",
-})
+PRIMITIVES = frozenset(
+    {
+        "tinyint",
+        "smallint",
+        "int",
+        "bigint",
+        "boolean",
+        "float",
+        "double",
+        "string",
+        "date",
+        "timestamp",
+        "binary",
+    }
+)
 
 _ARROW_PRIMITIVES: dict[str, pa.DataType] = {
-    "tinyint": pa.int8(), "smallint": pa.int16(), "int": pa.int32(),
-    "bigint": pa.int64(), "boolean": pa.bool_(), "float": pa.float32(),
-    "double": pa.float64(), "string": pa.string(), "date": pa.date32(),
-    "timestamp": pa.timestamp("us"), "binary": pa.binary(),
+    "tinyint": pa.int8(),
+    "smallint": pa.int16(),
+    "int": pa.int32(),
+    "bigint": pa.int64(),
+    "boolean": pa.bool_(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "string": pa.string(),
+    "date": pa.date32(),
+    "timestamp": pa.timestamp("us"),
+    "binary": pa.binary(),
 }
 
 
@@ -181,7 +207,12 @@ def hive_type_from_arrow(dt: pa.DataType) -> str:
     if pa.types.is_map(dt):
         return f"map<{hive_type_from_arrow(dt.key_type)},{hive_type_from_arrow(dt.item_type)}>"
     if pa.types.is_struct(dt):
-        return "struct<" + ",".join(
-            f"{dt.field(i).name}:{hive_type_from_arrow(dt.field(i).type)}"
-            for i in range(dt.num_fields)) + ">"
+        return (
+            "struct<"
+            + ",".join(
+                f"{dt.field(i).name}:{hive_type_from_arrow(dt.field(i).type)}"
+                for i in range(dt.num_fields)
+            )
+            + ">"
+        )
     raise HiveTypeError(f"no Hive type for Arrow type {dt}")

@@ -8,6 +8,7 @@ watermark, open and aborted write ids as exceptions, ``isWriteIdValid``,
 (see ``docs/hive-acid-format.md`` §6). Pure Python, no imports from the rest of
 acidflow; ``acidflow.format.layout`` re-exports these names.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -15,8 +16,14 @@ import enum
 import re
 from typing import Iterable
 
-__all__ = ["LONG_MIN_VALUE", "LONG_MAX_VALUE", "parse_java_long", "RangeResponse",
-           "ValidWriteIdList", "ValidCompactorWriteIdList"]
+__all__ = [
+    "LONG_MIN_VALUE",
+    "LONG_MAX_VALUE",
+    "parse_java_long",
+    "RangeResponse",
+    "ValidWriteIdList",
+    "ValidCompactorWriteIdList",
+]
 
 #: Java ``Long.MIN_VALUE``: write id of the special base made when a non-ACID table is converted.
 LONG_MIN_VALUE = -(2**63)
@@ -178,7 +185,9 @@ class ValidWriteIdList:
             return RangeResponse.NONE
         if self._exceptions and self._exceptions[0] > max_write_id:
             return RangeResponse.ALL
-        count = max(0, max_write_id - self._hwm) + self._count_exceptions(min_write_id, max_write_id)
+        count = max(0, max_write_id - self._hwm) + self._count_exceptions(
+            min_write_id, max_write_id
+        )
         if count == 0:
             return RangeResponse.ALL
         if count == max_write_id - min_write_id + 1:
@@ -198,8 +207,9 @@ class ValidWriteIdList:
             raise ValueError(f"empty range [{min_write_id}, {max_write_id}]")
         if self._hwm < min_write_id:
             return RangeResponse.NONE
-        count = (bisect.bisect_right(self._aborted, max_write_id)
-                 - bisect.bisect_left(self._aborted, min_write_id))
+        count = bisect.bisect_right(self._aborted, max_write_id) - bisect.bisect_left(
+            self._aborted, min_write_id
+        )
         if count == 0:
             return RangeResponse.NONE
         if count == max_write_id - min_write_id + 1:
@@ -254,8 +264,7 @@ class ValidWriteIdList:
         min_open = num(fields[2])
         open_ids = [num(x) for x in fields[3].split(",")] if len(fields) > 3 and fields[3] else []
         aborted = [num(x) for x in fields[4].split(",")] if len(fields) > 4 and fields[4] else []
-        return cls(table, hwm, open_ids, aborted,
-                   None if min_open == LONG_MAX_VALUE else min_open)
+        return cls(table, hwm, open_ids, aborted, None if min_open == LONG_MAX_VALUE else min_open)
 
     # -- constructors / conversions -------------------------------------------------
     @classmethod
@@ -285,8 +294,8 @@ class ValidWriteIdList:
             min_open = None
             hwm = self._hwm
         return ValidCompactorWriteIdList(
-            self._table_name, hwm, (), self._aborted,
-            min_open if self._aborted else None)
+            self._table_name, hwm, (), self._aborted, min_open if self._aborted else None
+        )
 
     # -- value semantics -------------------------------------------------------------
     def _key(self) -> tuple:
@@ -348,8 +357,13 @@ class ValidCompactorWriteIdList(ValidWriteIdList):
 
     def update_high_watermark(self, value: int) -> ValidCompactorWriteIdList:
         """Copy with another HWM (exceptions above it are dropped)."""
-        return ValidCompactorWriteIdList(self.table_name, value, self.open_write_ids,
-                                         self.aborted_write_ids, self.min_open_write_id)
+        return ValidCompactorWriteIdList(
+            self.table_name,
+            value,
+            self.open_write_ids,
+            self.aborted_write_ids,
+            self.min_open_write_id,
+        )
 
     def for_compactor(self) -> ValidCompactorWriteIdList:
         """Already a compactor list: returns itself."""

@@ -6,21 +6,32 @@ do not import each other; what they share (bad records and their quarantine, the
 lives below both (``acidflow.sources.records``, ``acidflow.quarantine``,
 ``acidflow.tables_config``).
 """
+
 from __future__ import annotations
 
 from acidflow.ingest.job import (
-                                 FILE_FORMATS,
-                                 MODES,
-                                 ExistingKeysError,
-                                 IngestReport,
-                                 LandingFileError,
-                                 RerunPlan,
-                                 ingest,
-                                 landing_files,
-                                 plan_rerun,
+    FILE_FORMATS,
+    MODES,
+    ExistingKeysError,
+    IngestReport,
+    LandingFileError,
+    RerunPlan,
+    ingest,
+    landing_files,
+    plan_rerun,
 )
 from acidflow.ingest.landing import UnreadableFile, check_landing_file
 
-__all__ = ["FILE_FORMATS", "MODES", "ExistingKeysError", "IngestReport", "LandingFileError",
-           "RerunPlan", "UnreadableFile", "check_landing_file", "ingest", "landing_files",
-           "plan_rerun"]
+__all__ = [
+    "FILE_FORMATS",
+    "MODES",
+    "ExistingKeysError",
+    "IngestReport",
+    "LandingFileError",
+    "RerunPlan",
+    "UnreadableFile",
+    "check_landing_file",
+    "ingest",
+    "landing_files",
+    "plan_rerun",
+]

@@ -31,6 +31,7 @@ batch as a split-update instead (``Transaction.upsert``: keys in the table are u
 inserted); it has the batch id of ``append``. Tables without a primary key keep Hive's INSERT
 semantics.
 """
+
 from __future__ import annotations
 
 import glob
@@ -69,9 +70,20 @@ class ExistingKeysError(DuplicateKeyError):
             as ``{column: value}``.
     """
 
-    def __init__(self, table: str, key: list[str], existing: int, repeated: int,
-                 examples: list[dict[str, Any]]) -> None:
-        self.table, self.existing, self.repeated, self.examples = table, existing, repeated, examples
+    def __init__(
+        self,
+        table: str,
+        key: list[str],
+        existing: int,
+        repeated: int,
+        examples: list[dict[str, Any]],
+    ) -> None:
+        self.table, self.existing, self.repeated, self.examples = (
+            table,
+            existing,
+            repeated,
+            examples,
+        )
         what = []
         if existing:
             what.append(f"{existing} primary key value(s) already in the table")
@@ -81,7 +93,8 @@ class ExistingKeysError(DuplicateKeyError):
             f"ingest append into {table}: {' and '.join(what)} (key {', '.join(key)}), e.g. "
             + ", ".join(str(e) for e in examples)
             + "; nothing was applied. An append never creates a second row of a key: ingest "
-              "with mode upsert (acidflow ingest --upsert) to update existing keys.")
+            "with mode upsert (acidflow ingest --upsert) to update existing keys."
+        )
 
 
 class LandingFileError(AcidflowError, ValueError):
@@ -93,12 +106,15 @@ class LandingFileError(AcidflowError, ValueError):
         quarantine_file: where they were recorded.
     """
 
-    def __init__(self, table: str, files: list[UnreadableFile], quarantine_file: str | None
-                 ) -> None:
+    def __init__(
+        self, table: str, files: list[UnreadableFile], quarantine_file: str | None
+    ) -> None:
         self.files, self.quarantine_file = files, quarantine_file
-        super().__init__(f"ingest into {table}: no readable landing file; "
-                         + "; ".join(f"{f.path}: {f.reason}" for f in files)
-                         + f" (recorded in {quarantine_file})")
+        super().__init__(
+            f"ingest into {table}: no readable landing file; "
+            + "; ".join(f"{f.path}: {f.reason}" for f in files)
+            + f" (recorded in {quarantine_file})"
+        )
 
 
 @dataclass
@@ -145,11 +161,17 @@ def landing_files(path: str, fmt: str) -> list[str]:
     Raises:
         FileNotFoundError: no files.
     """
-    exts = {"csv": (".csv", ".csv.gz"), "jsonl": (".jsonl", ".json", ".jsonl.gz", ".json.gz"),
-            "parquet": (".parquet",)}[fmt]
+    exts = {
+        "csv": (".csv", ".csv.gz"),
+        "jsonl": (".jsonl", ".json", ".jsonl.gz", ".json.gz"),
+        "parquet": (".parquet",),
+    }[fmt]
     if os.path.isdir(path):
-        found = [os.path.join(path, f) for f in os.listdir(path)
-                 if not f.startswith((".", "_")) and f.endswith(exts)]
+        found = [
+            os.path.join(path, f)
+            for f in os.listdir(path)
+            if not f.startswith((".", "_")) and f.endswith(exts)
+        ]
     else:
         found = [f for f in glob.glob(path) if os.path.isfile(f)]
     if not found:
@@ -168,8 +190,9 @@ def _sha256(path: str) -> str:
 def _batch_id(table: str, interval: str, mode: str, files: list[dict[str, Any]]) -> str:
     bid = f"ingest:{table}:{interval}"
     if mode == "overwrite":
-        digest = hashlib.sha256("\n".join(f"{os.path.basename(f['path'])} {f['sha256']}"
-                                          for f in files).encode()).hexdigest()[:16]
+        digest = hashlib.sha256(
+            "\n".join(f"{os.path.basename(f['path'])} {f['sha256']}" for f in files).encode()
+        ).hexdigest()[:16]
         bid += f":{digest}"
     if len(bid) > 128:
         bid = "ingest:" + hashlib.sha256(bid.encode()).hexdigest()
@@ -264,10 +287,15 @@ def read_landing(spark: Any, table: Any, files: list[str], fmt: str) -> Any:
     else:
         if fmt == "csv":
             cols = _csv_columns(files, cols)
-        schema = T.StructType([T.StructField(n, sparktypes.spark_type(t)) for n, t in cols]
-                              + [T.StructField(CORRUPT, T.StringType())])
-        reader = spark.read.schema(schema).option("mode", "PERMISSIVE") \
+        schema = T.StructType(
+            [T.StructField(n, sparktypes.spark_type(t)) for n, t in cols]
+            + [T.StructField(CORRUPT, T.StringType())]
+        )
+        reader = (
+            spark.read.schema(schema)
+            .option("mode", "PERMISSIVE")
             .option("columnNameOfCorruptRecord", CORRUPT)
+        )
         if fmt == "csv":
             df = reader.option("header", True).csv(files)
         else:
@@ -292,8 +320,10 @@ def _csv_columns(files: list[str], cols: list[tuple[str, str]]) -> list[tuple[st
         names = [h.strip().strip('"').lower() for h in first.rstrip("\r\n").split(",")]
         unknown = [h for h in names if h not in types]
         if unknown:
-            raise ValueError(f"{f}: CSV header names column(s) {unknown} that the table does "
-                             f"not have (columns: {[n for n, _ in cols]})")
+            raise ValueError(
+                f"{f}: CSV header names column(s) {unknown} that the table does "
+                f"not have (columns: {[n for n, _ in cols]})"
+            )
         if header is not None and names != header:
             raise ValueError(f"{f}: CSV header {names} differs from {files[0]}'s {header}")
         header = names
@@ -302,11 +332,20 @@ def _csv_columns(files: list[str], cols: list[tuple[str, str]]) -> list[tuple[st
     return [types[h] for h in header]
 
 
-def ingest(spark: Any, catalog: Any, table_name: str, path: str, fmt: str,
-           data_interval: str, *,
-           mode: str = "append", partition: dict[str, Any] | None = None,
-           quarantine_threshold: float = DEFAULT_THRESHOLD, quality_gate: bool = True,
-           suite_dir: str | None = None) -> IngestReport:
+def ingest(
+    spark: Any,
+    catalog: Any,
+    table_name: str,
+    path: str,
+    fmt: str,
+    data_interval: str,
+    *,
+    mode: str = "append",
+    partition: dict[str, Any] | None = None,
+    quarantine_threshold: float = DEFAULT_THRESHOLD,
+    quality_gate: bool = True,
+    suite_dir: str | None = None,
+) -> IngestReport:
     """Load the files of ``path`` for one data interval into ``table_name``, once.
 
     A rerun of an ``append`` / ``upsert`` interval applies only the files no committed batch
@@ -350,13 +389,17 @@ def ingest(spark: Any, catalog: Any, table_name: str, path: str, fmt: str,
     table = catalog.get_table(table_name)
     pnames = table.partition_column_names()
     if partition and set(partition) != set(pnames):
-        raise ValueError(f"{table.name}: partition must give exactly {pnames}, got "
-                         f"{sorted(partition)}")
+        raise ValueError(
+            f"{table.name}: partition must give exactly {pnames}, got {sorted(partition)}"
+        )
     if mode == "upsert" and not table.primary_key:
-        raise ValueError(f"ingest upsert into {table.name}: the table has no primary key; "
-                         "use mode append")
-    files: list[dict[str, Any]] = [{"path": p, "sha256": _sha256(p), "bytes": os.path.getsize(p)}
-                                   for p in landing_files(path, fmt)]
+        raise ValueError(
+            f"ingest upsert into {table.name}: the table has no primary key; use mode append"
+        )
+    files: list[dict[str, Any]] = [
+        {"path": p, "sha256": _sha256(p), "bytes": os.path.getsize(p)}
+        for p in landing_files(path, fmt)
+    ]
     batch_id = _batch_id(table.name, data_interval, mode, files)
     report = IngestReport(batch_id, table.name, data_interval, mode, "applied", files)
     done = catalog.get_batch(batch_id)
@@ -364,9 +407,11 @@ def ingest(spark: Any, catalog: Any, table_name: str, path: str, fmt: str,
         rerun = plan_rerun(catalog, batch_id, files) if mode != "overwrite" else None
         notes = []
         if rerun is not None and rerun.changed:
-            notes.append(f"{len(rerun.changed)} file(s) changed since they were applied to "
-                         f"this interval and are not applied again: "
-                         f"{', '.join(rerun.changed)}; rerun with mode overwrite to reload it")
+            notes.append(
+                f"{len(rerun.changed)} file(s) changed since they were applied to "
+                f"this interval and are not applied again: "
+                f"{', '.join(rerun.changed)}; rerun with mode overwrite to reload it"
+            )
         if rerun is None or not rerun.new:
             report.status, report.txn_id = "skipped", done.txn_id
             report.rows = done.details.get("rows", 0)
@@ -374,11 +419,15 @@ def ingest(spark: Any, catalog: Any, table_name: str, path: str, fmt: str,
             report.note = "; ".join(notes)
             report.seconds = time.monotonic() - t0
             return report
-        notes.insert(0, f"follow-up of {batch_id}: {len(rerun.new)} file(s) not applied by "
-                        f"its {len(rerun.applied)} committed batch(es)")
+        notes.insert(
+            0,
+            f"follow-up of {batch_id}: {len(rerun.new)} file(s) not applied by "
+            f"its {len(rerun.applied)} committed batch(es)",
+        )
         batch_id, files = rerun.batch_id, rerun.new
-        report = IngestReport(batch_id, table.name, data_interval, mode, "applied", files,
-                              note="; ".join(notes))
+        report = IngestReport(
+            batch_id, table.name, data_interval, mode, "applied", files, note="; ".join(notes)
+        )
     unreadable = _unreadable_files(files, fmt)
     poison = [_poison_record(u, table.name) for u in unreadable]
     readable = [str(f["path"]) for f in files if "unreadable" not in f]
@@ -406,25 +455,30 @@ def ingest(spark: Any, catalog: Any, table_name: str, path: str, fmt: str,
                 inside = inside & (F.col(p).cast("string") == F.lit(str(v)))
             wrong = good.where(~inside).limit(1).collect()
             if wrong:
-                raise ValueError(f"{table.name}: rows for another partition than {partition} in "
-                                 f"{wrong[0]['_source_file']}")
+                raise ValueError(
+                    f"{table.name}: rows for another partition than {partition} in "
+                    f"{wrong[0]['_source_file']}"
+                )
         bad = [_bad_row(r, table) for r in bad_rows]
         total = df.count()
         with Transaction(catalog, agent_info=f"acidflow ingest {fmt}") as txn:
-            catalog.register_batch(txn.txn_id, batch_id, "ingest", source=path,
-                                   details={"files": files})
+            catalog.register_batch(
+                txn.txn_id, batch_id, "ingest", source=path, details={"files": files}
+            )
             report.txn_id = txn.txn_id
             report.quarantined = len(poison) + len(bad)
-            report.quarantine_file = write_quarantine(catalog.warehouse, "ingest", batch_id,
-                                                      poison + bad)
+            report.quarantine_file = write_quarantine(
+                catalog.warehouse, "ingest", batch_id, poison + bad
+            )
             # unreadable files are reported, not counted: the threshold is about rows
             check_threshold(batch_id, bad, total, quarantine_threshold, report.quarantine_file)
             data = good.drop("_source_file", *([CORRUPT] if CORRUPT in df.columns else []))
             if quality_gate:  # raising aborts the transaction: nothing of the batch is visible
                 gate_staged(spark, catalog, table.name, data, suite_dir=suite_dir)
             if mode == "overwrite":
-                result = txn.insert_overwrite(table.name, data,
-                                                 partitions=[partition] if partition else None)
+                result = txn.insert_overwrite(
+                    table.name, data, partitions=[partition] if partition else None
+                )
             elif mode == "upsert":
                 result = txn.upsert(table.name, data)
             else:
@@ -433,13 +487,28 @@ def ingest(spark: Any, catalog: Any, table_name: str, path: str, fmt: str,
                 result = txn.insert(table.name, data)
             report.rows = result.rows_inserted + result.rows_updated
             report.rows_updated, report.write_id = result.rows_updated, result.write_id
-            txn.stats[table.name].update(batch_id=batch_id, data_interval=data_interval,
-                                         quarantined=report.quarantined, source_files=len(files),
-                                         files_quarantined=len(unreadable))
-            catalog.register_batch(txn.txn_id, batch_id, "ingest", source=path, details={
-                "files": files, "rows": report.rows, "write_id": report.write_id,
-                "data_interval": data_interval, "mode": mode, "quarantined": report.quarantined,
-                "files_quarantined": len(unreadable)})
+            txn.stats[table.name].update(
+                batch_id=batch_id,
+                data_interval=data_interval,
+                quarantined=report.quarantined,
+                source_files=len(files),
+                files_quarantined=len(unreadable),
+            )
+            catalog.register_batch(
+                txn.txn_id,
+                batch_id,
+                "ingest",
+                source=path,
+                details={
+                    "files": files,
+                    "rows": report.rows,
+                    "write_id": report.write_id,
+                    "data_interval": data_interval,
+                    "mode": mode,
+                    "quarantined": report.quarantined,
+                    "files_quarantined": len(unreadable),
+                },
+            )
     finally:
         cached.unpersist()  # the cached read itself: ``df`` is rebound to derived frames above
     report.seconds = time.monotonic() - t0
@@ -466,8 +535,9 @@ def _poison_record(u: UnreadableFile, table: str) -> BadRecord:
     return BadRecord(u.source, f"unreadable file: {u.reason}", raw, table)
 
 
-def refuse_existing_keys(spark: Any, catalog: Any, txn: Transaction, table: Any, data: Any,
-                         limit: int = MAX_NAMED_KEYS) -> None:
+def refuse_existing_keys(
+    spark: Any, catalog: Any, txn: Transaction, table: Any, data: Any, limit: int = MAX_NAMED_KEYS
+) -> None:
     """Refuse an append whose rows repeat a primary key or carry a key already visible in the
     transaction's snapshot (the key lookup of a merge: only the partitions and buckets the
     keys hash to are read, ``acidflow.engine.lookup.matching_rows``).
@@ -484,16 +554,21 @@ def refuse_existing_keys(spark: Any, catalog: Any, txn: Transaction, table: Any,
     key = list(table.primary_key)
     keys = data.select(*key)
     repeated = keys.groupBy(*key).count().where(F.col("count") > 1).select(*key).cache()
-    existing = lookup.matching_rows(spark, catalog, txn, table, keys.distinct()) \
-        .select(*key).distinct().cache()
+    existing = (
+        lookup.matching_rows(spark, catalog, txn, table, keys.distinct())
+        .select(*key)
+        .distinct()
+        .cache()
+    )
     try:
         n_rep, n_exist = repeated.count(), existing.count()
         if not (n_rep or n_exist):
             return
         examples = [r.asDict() for r in existing.orderBy(*key).limit(limit).collect()]
         if len(examples) < limit:
-            examples += [r.asDict() for r in
-                         repeated.orderBy(*key).limit(limit - len(examples)).collect()]
+            examples += [
+                r.asDict() for r in repeated.orderBy(*key).limit(limit - len(examples)).collect()
+            ]
     finally:
         repeated.unpersist()
         existing.unpersist()
@@ -504,8 +579,11 @@ def _bad_row(r: Any, table: Any) -> BadRecord:
     d = r.asDict()
     raw = d.get(CORRUPT)
     if raw is not None:
-        reason = "does not parse with the table's schema (" + ", ".join(
-            f"{c.name} {c.hive_type}" for c in table.columns) + ")"
+        reason = (
+            "does not parse with the table's schema ("
+            + ", ".join(f"{c.name} {c.hive_type}" for c in table.columns)
+            + ")"
+        )
     else:
         nulls = [k for k in table.primary_key if d.get(k) is None]
         reason = f"NULL in primary key column(s) {nulls}"

@@ -16,6 +16,7 @@ An unreadable file is not an error of the batch: the ingest job quarantines it a
 loads the other files. Rows that do not parse inside a readable file stay the row-level
 quarantine of Spark's PERMISSIVE mode.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -81,31 +82,55 @@ def _check_text(path: str, chunks: Iterator[bytes], compressed: bool) -> Unreada
                 # exc.object = bytes buffered from the previous chunk + this chunk
                 carried = len(exc.object) - len(upto)
                 pos = offset + exc.start - carried
-                ln = line + exc.object[:exc.start].count(b"\n")
-                bad = exc.object[exc.start:exc.start + EXCERPT]
-                return UnreadableFile(path, f"not UTF-8 text: byte 0x{bad[0]:02x} at "
-                                            f"{where}byte offset {pos} (line {ln}) does not "
-                                            "decode", ln, pos, repr(bad))
+                ln = line + exc.object[: exc.start].count(b"\n")
+                bad = exc.object[exc.start : exc.start + EXCERPT]
+                return UnreadableFile(
+                    path,
+                    f"not UTF-8 text: byte 0x{bad[0]:02x} at "
+                    f"{where}byte offset {pos} (line {ln}) does not "
+                    "decode",
+                    ln,
+                    pos,
+                    repr(bad),
+                )
             if nul >= 0:
                 pos = offset + nul
                 ln = line + chunk[:nul].count(b"\n")
-                return UnreadableFile(path, f"binary content: NUL byte at {where}byte offset "
-                                            f"{pos} (line {ln})", ln, pos,
-                                      repr(chunk[nul:nul + EXCERPT]))
+                return UnreadableFile(
+                    path,
+                    f"binary content: NUL byte at {where}byte offset {pos} (line {ln})",
+                    ln,
+                    pos,
+                    repr(chunk[nul : nul + EXCERPT]),
+                )
             offset += len(chunk)
             line += chunk.count(b"\n")
         decoder.decode(b"", final=True)
     except UnicodeDecodeError:
-        return UnreadableFile(path, f"not UTF-8 text: the file ends inside a multi-byte "
-                                    f"character ({where}byte offset {offset})", line, offset)
+        return UnreadableFile(
+            path,
+            f"not UTF-8 text: the file ends inside a multi-byte "
+            f"character ({where}byte offset {offset})",
+            line,
+            offset,
+        )
     except EOFError:
-        return UnreadableFile(path, "truncated gzip stream: the compressed data ends before "
-                                    f"the end-of-stream marker, after {offset} decompressed "
-                                    f"bytes (line {line}); a copy in progress or a cut-short "
-                                    "transfer?", line, offset)
+        return UnreadableFile(
+            path,
+            "truncated gzip stream: the compressed data ends before "
+            f"the end-of-stream marker, after {offset} decompressed "
+            f"bytes (line {line}); a copy in progress or a cut-short "
+            "transfer?",
+            line,
+            offset,
+        )
     except (OSError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
-        return UnreadableFile(path, f"corrupt gzip stream after {offset} decompressed bytes "
-                                    f"(line {line}): {exc}", line, offset)
+        return UnreadableFile(
+            path,
+            f"corrupt gzip stream after {offset} decompressed bytes (line {line}): {exc}",
+            line,
+            offset,
+        )
     return None
 
 
@@ -117,20 +142,31 @@ def _check_parquet(path: str) -> UnreadableFile | None:
         fh.seek(max(0, size - len(PARQUET_MAGIC)))
         tail = fh.read(len(PARQUET_MAGIC))
     if head != PARQUET_MAGIC:
-        return UnreadableFile(path, f"not a Parquet file: it starts with {head!r}, not "
-                                    f"{PARQUET_MAGIC!r}", None, 0, repr(head))
+        return UnreadableFile(
+            path,
+            f"not a Parquet file: it starts with {head!r}, not {PARQUET_MAGIC!r}",
+            None,
+            0,
+            repr(head),
+        )
     if size < 2 * len(PARQUET_MAGIC) + 4 or tail != PARQUET_MAGIC:
-        return UnreadableFile(path, f"truncated Parquet file: {size} bytes and no footer "
-                                    f"(the last bytes are {tail!r}, not {PARQUET_MAGIC!r})",
-                              None, max(0, size - len(PARQUET_MAGIC)), repr(tail))
+        return UnreadableFile(
+            path,
+            f"truncated Parquet file: {size} bytes and no footer "
+            f"(the last bytes are {tail!r}, not {PARQUET_MAGIC!r})",
+            None,
+            max(0, size - len(PARQUET_MAGIC)),
+            repr(tail),
+        )
     rows = 0
     try:
         pf = pq.ParquetFile(path)
         for batch in pf.iter_batches(batch_size=65536):
             rows += batch.num_rows
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types; all mean unreadable
-        return UnreadableFile(path, f"unreadable Parquet (after {rows} rows): "
-                                    f"{type(exc).__name__}: {exc}")
+        return UnreadableFile(
+            path, f"unreadable Parquet (after {rows} rows): {type(exc).__name__}: {exc}"
+        )
     return None
 
 

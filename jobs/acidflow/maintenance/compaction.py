@@ -56,6 +56,7 @@ Executor work is pure Arrow/pyorc (:func:`run_task`, :func:`checksum_task`), run
 ``mapInArrow`` (one Spark task per bucket) or in-process when no SparkSession is given. Spark's
 own ORC reader never touches event files (env-notes "Spark read trap").
 """
+
 from __future__ import annotations
 
 import json
@@ -131,8 +132,11 @@ class Checksum:
     sum2: int = 0
 
     def __add__(self, other: "Checksum") -> "Checksum":
-        return Checksum(self.rows + other.rows, (self.sum1 + other.sum1) & _MASK64,
-                        (self.sum2 + other.sum2) & _MASK64)
+        return Checksum(
+            self.rows + other.rows,
+            (self.sum1 + other.sum1) & _MASK64,
+            (self.sum2 + other.sum2) & _MASK64,
+        )
 
     def to_dict(self) -> dict:
         """JSON-able form (sums as hex strings)."""
@@ -140,6 +144,7 @@ class Checksum:
 
 
 # ============================================================================ planning (pure)
+
 
 @dataclass
 class CompactionPlan:
@@ -177,11 +182,16 @@ class CompactionPlan:
         return self.skip_reason is not None
 
 
-def plan_compaction(entries: Iterable[DirEntry], valid: ValidWriteIdList, kind: str,
-                    partition: str = "", *,
-                    is_compacted_base: Callable[[str], bool] = lambda name: False,
-                    visibility_txn_id: int | None = None,
-                    txn_state: Callable[[int], str] | None = None) -> CompactionPlan:
+def plan_compaction(
+    entries: Iterable[DirEntry],
+    valid: ValidWriteIdList,
+    kind: str,
+    partition: str = "",
+    *,
+    is_compacted_base: Callable[[str], bool] = lambda name: False,
+    visibility_txn_id: int | None = None,
+    txn_state: Callable[[int], str] | None = None,
+) -> CompactionPlan:
     """Decide inputs and output names of a compaction from a partition listing (pure).
 
     Args:
@@ -212,19 +222,22 @@ def plan_compaction(entries: Iterable[DirEntry], valid: ValidWriteIdList, kind: 
     if kind == MINOR:
         ranges = {(d.min_write_id, d.max_write_id, d.statement_id) for d in deltas}
         if len(ranges) < 2:
-            plan.skip_reason = (f"minor compaction needs at least 2 delta ranges, found "
-                                f"{len(ranges)}")
+            plan.skip_reason = (
+                f"minor compaction needs at least 2 delta ranges, found {len(ranges)}"
+            )
             return plan
         plan.deltas = [d.name for d in deltas]
         plan.min_write_id = min(d.min_write_id for d in deltas)
         plan.max_write_id = max(d.max_write_id for d in deltas)
         outs = []
         if any(d.is_delete for d in deltas):
-            outs.append(format_delta(plan.min_write_id, plan.max_write_id, delete=True,
-                                     visibility_txn_id=vis))
+            outs.append(
+                format_delta(
+                    plan.min_write_id, plan.max_write_id, delete=True, visibility_txn_id=vis
+                )
+            )
         if any(not d.is_delete for d in deltas):
-            outs.append(format_delta(plan.min_write_id, plan.max_write_id,
-                                     visibility_txn_id=vis))
+            outs.append(format_delta(plan.min_write_id, plan.max_write_id, visibility_txn_id=vis))
         plan.outputs = outs
     else:
         if not deltas and not state.original_files:
@@ -241,12 +254,15 @@ def plan_compaction(entries: Iterable[DirEntry], valid: ValidWriteIdList, kind: 
         plan.outputs = [format_base(plan.max_write_id, vis)]
     clash = [o for o in plan.outputs if o in existing]
     if clash:
-        raise CompactionError(f"output directory {clash} already exists in partition "
-                              f"{partition or '<table root>'} and is not the current one")
+        raise CompactionError(
+            f"output directory {clash} already exists in partition "
+            f"{partition or '<table root>'} and is not the current one"
+        )
     return plan
 
 
 # ============================================================================ executor side
+
 
 @dataclass
 class CompactTask:
@@ -301,8 +317,7 @@ def _sorted_by_key(table: pa.Table) -> pa.Table:
     followed by its later deltas usually is)."""
     if table.num_rows <= 1:
         return table
-    if acid_files.keys_ascending([table.column(k).to_numpy() for k in _KEYS],
-                                 strict=False).all():
+    if acid_files.keys_ascending([table.column(k).to_numpy() for k in _KEYS], strict=False).all():
         return table
     idx = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in _KEYS])
     return table.take(idx)
@@ -332,36 +347,67 @@ def run_task(task: CompactTask) -> list[dict]:
     columns = [(c[0], c[1]) for c in task.columns]
     names = [c[0] for c in columns]
     out: list[dict] = []
-    opts: dict[str, Any] = dict(compression=task.compression, stripe_rows=task.stripe_rows,
-                                stripe_bytes=task.stripe_bytes)
+    opts: dict[str, Any] = dict(
+        compression=task.compression, stripe_rows=task.stripe_rows, stripe_bytes=task.stripe_bytes
+    )
 
     def write(kind: str, events: pa.Table, file_id: int | None = None) -> None:
         fid = task.bucket_id if file_id is None else file_id
         path = join(task.out_dirs[kind], f"bucket_{fid:05d}")
         bloom = task.bloom_columns if kind != "delete" else []
-        done = columnar.write_event_table(tfs, path, columns, events,
-                                            bloom_filter_columns=bloom, **opts)
+        done = columnar.write_event_table(
+            tfs, path, columns, events, bloom_filter_columns=bloom, **opts
+        )
         if done is not None:
-            out.append({"kind": kind, "bucket": fid, "path": done.path,
-                        "rows": done.rows, "bytes": done.bytes, "stripes": done.stripes,
-                        "s1": None, "s2": None})
+            out.append(
+                {
+                    "kind": kind,
+                    "bucket": fid,
+                    "path": done.path,
+                    "rows": done.rows,
+                    "bytes": done.bytes,
+                    "stripes": done.stripes,
+                    "s1": None,
+                    "s2": None,
+                }
+            )
 
     rt = task.read_task()
     if task.kind == MAJOR:
-        batches = [b for r in [rt] + [snapshot.ReadTask.from_json(json.dumps(m))
-                                      for m in task.more_reads]
-                   for b in snapshot.read_task(tfs, r, columns, [], valid, row_id=True)]
+        batches = [
+            b
+            for r in [rt] + [snapshot.ReadTask.from_json(json.dumps(m)) for m in task.more_reads]
+            for b in snapshot.read_task(tfs, r, columns, [], valid, row_id=True)
+        ]
         read = checksum_batches(batches, names)
-        out.append({"kind": "read", "bucket": task.bucket_id, "path": "", "rows": read.rows,
-                    "bytes": 0, "stripes": 0, "s1": str(read.sum1), "s2": str(read.sum2)})
+        out.append(
+            {
+                "kind": "read",
+                "bucket": task.bucket_id,
+                "path": "",
+                "rows": read.rows,
+                "bytes": 0,
+                "stripes": 0,
+                "s1": str(read.sum1),
+                "s2": str(read.sum2),
+            }
+        )
         if batches:
             t = pa.Table.from_batches(batches)
             del batches
             rid = t.column(snapshot.ROW_ID).combine_chunks()
             owid = rid.field(0)
-            t = pa.table([_ops(len(owid), acid_files.OPERATION_INSERT),
-                          owid, rid.field(1), rid.field(2), owid] + [t.column(n) for n in names],
-                         names=list(acid_files.EVENT_FIELDS[:5]) + names)
+            t = pa.table(
+                [
+                    _ops(len(owid), acid_files.OPERATION_INSERT),
+                    owid,
+                    rid.field(1),
+                    rid.field(2),
+                    owid,
+                ]
+                + [t.column(n) for n in names],
+                names=list(acid_files.EVENT_FIELDS[:5]) + names,
+            )
             t = _sorted_by_key(t)
             if task.file_ids:  # packed (unbucketed): sorted rows cut into the bin's files
                 for fid, part in zip(task.file_ids, packing.split_rows(t, len(task.file_ids))):
@@ -374,30 +420,42 @@ def run_task(task: CompactTask) -> list[dict]:
     parts = []
     for df in rt.data_files:
         ev = acid_files.read_events(tfs, df.path)
-        keep = pc.and_(snapshot.valid_mask(ev.column("currentTransaction"), valid),
-                       pc.not_equal(ev.column("operation"), acid_files.OPERATION_DELETE))
+        keep = pc.and_(
+            snapshot.valid_mask(ev.column("currentTransaction"), valid),
+            pc.not_equal(ev.column("operation"), acid_files.OPERATION_DELETE),
+        )
         ev = ev.filter(keep)
         if ev.num_rows:
             row_cols = ev.column_names[5:]
-            parts.append(pa.table(
-                [ev.column(i) for i in range(5)] + [ev.column(c) for c in row_cols],
-                names=list(acid_files.EVENT_FIELDS[:5]) + names[:len(row_cols)]))
+            parts.append(
+                pa.table(
+                    [ev.column(i) for i in range(5)] + [ev.column(c) for c in row_cols],
+                    names=list(acid_files.EVENT_FIELDS[:5]) + names[: len(row_cols)],
+                )
+            )
     if parts:
         write("insert", _sorted_by_key(pa.concat_tables(parts, promote_options="permissive")))
     # minor: delete events
     dparts = []
     for path in task.minor_deletes:
         ev = acid_files.read_events(tfs, path, keys_only=True)
-        ev = ev.filter(pc.and_(snapshot.valid_mask(ev.column("currentTransaction"), valid),
-                               pc.equal(ev.column("operation"), acid_files.OPERATION_DELETE)))
+        ev = ev.filter(
+            pc.and_(
+                snapshot.valid_mask(ev.column("currentTransaction"), valid),
+                pc.equal(ev.column("operation"), acid_files.OPERATION_DELETE),
+            )
+        )
         if ev.num_rows:
             dparts.append(ev.select(_KEYS + ["currentTransaction"]))
     if dparts:
         t = pa.concat_tables(dparts)
         t = t.group_by(_KEYS).aggregate([("currentTransaction", "min")])
-        t = pa.table([_ops(t.num_rows, acid_files.OPERATION_DELETE)] +
-                     [t.column(k) for k in _KEYS] + [t.column("currentTransaction_min")],
-                     names=list(acid_files.EVENT_FIELDS[:5]))
+        t = pa.table(
+            [_ops(t.num_rows, acid_files.OPERATION_DELETE)]
+            + [t.column(k) for k in _KEYS]
+            + [t.column("currentTransaction_min")],
+            names=list(acid_files.EVENT_FIELDS[:5]),
+        )
         write("delete", _sorted_by_key(t))
     return out
 
@@ -426,8 +484,13 @@ def checksum_batches(batches: Iterable[pa.RecordBatch], names: list[str]) -> Che
         for b in it:
             if b.num_rows:
                 b = b.select(wanted)
-                yield b if b.schema.equals(schema) else pa.RecordBatch.from_arrays(
-                    [b.column(i).cast(f.type) for i, f in enumerate(schema)], schema=schema)
+                yield (
+                    b
+                    if b.schema.equals(schema)
+                    else pa.RecordBatch.from_arrays(
+                        [b.column(i).cast(f.type) for i, f in enumerate(schema)], schema=schema
+                    )
+                )
 
     cols = ", ".join(_quoted(n) for n in wanted)
     con = duckdb.connect(config={"threads": 1})
@@ -435,15 +498,17 @@ def checksum_batches(batches: Iterable[pa.RecordBatch], names: list[str]) -> Che
         con.register("acid_rows", pa.RecordBatchReader.from_batches(schema, unified()))
         result: Any = con.execute(
             f"SELECT count(*), sum(hash({cols})::HUGEINT) % {1 << 64}, "
-            f"sum(hash({cols}, 'acidflow')::HUGEINT) % {1 << 64} FROM acid_rows").fetchone()
+            f"sum(hash({cols}, 'acidflow')::HUGEINT) % {1 << 64} FROM acid_rows"
+        ).fetchone()
     finally:
         con.close()
     rows, s1, s2 = result  # one row: an aggregate without GROUP BY
     return Checksum(int(rows), int(s1 or 0), int(s2 or 0))
 
 
-def checksum_task(tfs_url: str, read: snapshot.ReadTask, columns: list[tuple[str, str]],
-                  valid: ValidWriteIdList) -> Checksum:
+def checksum_task(
+    tfs_url: str, read: snapshot.ReadTask, columns: list[tuple[str, str]], valid: ValidWriteIdList
+) -> Checksum:
     """:class:`Checksum` of the visible rows of one read task (executor side)."""
     tfs = TableFS(tfs_url)
     batches = snapshot.read_task(tfs, read, columns, [], valid, row_id=True)
@@ -452,13 +517,15 @@ def checksum_task(tfs_url: str, read: snapshot.ReadTask, columns: list[tuple[str
 
 # ============================================================================ driver side
 
+
 def tmp_dir_name(cq_id: int | str) -> str:
     """Hidden temp directory of a queue entry: ``.compact_tmp_<id>`` (ignored by readers)."""
     return f"{TMP_PREFIX}{cq_id}"
 
 
-def _data_files_for(tfs: TableFS, pdir: str, entries: list[DirEntry], plan: CompactionPlan
-                    ) -> tuple[list[snapshot.DataFile], list[tuple[str, int]]]:
+def _data_files_for(
+    tfs: TableFS, pdir: str, entries: list[DirEntry], plan: CompactionPlan
+) -> tuple[list[snapshot.DataFile], list[tuple[str, int]]]:
     """Insert-side files and (delete file, bucket) pairs the plan reads."""
     data: list[snapshot.DataFile] = []
     deletes: list[tuple[str, int]] = []
@@ -480,11 +547,14 @@ def _data_files_for(tfs: TableFS, pdir: str, entries: list[DirEntry], plan: Comp
     return data, deletes
 
 
-def _group(data: list[snapshot.DataFile], deletes: list[tuple[str, int]], bucketed: bool,
-           partition: str) -> dict[int, snapshot.ReadTask]:
+def _group(
+    data: list[snapshot.DataFile], deletes: list[tuple[str, int]], bucketed: bool, partition: str
+) -> dict[int, snapshot.ReadTask]:
     tasks: dict[int, snapshot.ReadTask] = {}
     for f in data:
-        tasks.setdefault(f.bucket_id, snapshot.ReadTask(partition, f.bucket_id)).data_files.append(f)
+        tasks.setdefault(f.bucket_id, snapshot.ReadTask(partition, f.bucket_id)).data_files.append(
+            f
+        )
     for t in tasks.values():
         t.delete_files = [p for p, b in deletes if not bucketed or b == t.bucket_id]
     return tasks
@@ -523,18 +593,28 @@ class CompactionResult:
     def to_dict(self) -> dict:
         """JSON-able report."""
         p = self.plan
-        return {"kind": p.kind, "partition": p.partition, "valid_write_ids": p.valid,
-                "inputs": ([p.base] if p.base else []) + p.deltas + p.original_files,
-                "outputs": p.outputs, "published": self.published,
-                "skip_reason": p.skip_reason,
-                "files": len(self.files), "bytes": sum(f["bytes"] for f in self.files),
-                "rows_written": sum(f["rows"] for f in self.files),
-                "before": self.before.to_dict() if self.before else None,
-                "after": self.after.to_dict() if self.after else None}
+        return {
+            "kind": p.kind,
+            "partition": p.partition,
+            "valid_write_ids": p.valid,
+            "inputs": ([p.base] if p.base else []) + p.deltas + p.original_files,
+            "outputs": p.outputs,
+            "published": self.published,
+            "skip_reason": p.skip_reason,
+            "files": len(self.files),
+            "bytes": sum(f["bytes"] for f in self.files),
+            "rows_written": sum(f["rows"] for f in self.files),
+            "before": self.before.to_dict() if self.before else None,
+            "after": self.after.to_dict() if self.after else None,
+        }
 
 
-def _map(spark: "SparkSession | None", payloads: list[str],
-         fn: Callable[[str], list[dict]], schema_ddl: str) -> list[dict]:
+def _map(
+    spark: "SparkSession | None",
+    payloads: list[str],
+    fn: Callable[[str], list[dict]],
+    schema_ddl: str,
+) -> list[dict]:
     """Run ``fn(payload) -> list[dict]`` over payloads: in Spark (one task each) or locally."""
     if spark is None or not payloads:
         return [row for p in payloads for row in fn(p)]
@@ -564,19 +644,28 @@ def _ddl_to_arrow(ddl: str) -> pa.Schema:
 
 
 def _write_outputs(spark: "SparkSession | None", tasks: list[CompactTask]) -> list[dict]:
-    return _map(spark, [t.to_json() for t in tasks],
-                lambda text: run_task(CompactTask.from_json(text)),
-                "kind string, bucket int, path string, rows bigint, bytes bigint, stripes int, "
-                "s1 string, s2 string")
+    return _map(
+        spark,
+        [t.to_json() for t in tasks],
+        lambda text: run_task(CompactTask.from_json(text)),
+        "kind string, bucket int, path string, rows bigint, bytes bigint, stripes int, "
+        "s1 string, s2 string",
+    )
 
 
-def _checksum(spark: "SparkSession | None", tfs_url: str, reads: list[snapshot.ReadTask],
-              columns: list[tuple[str, str]], valid: ValidWriteIdList) -> Checksum:
+def _checksum(
+    spark: "SparkSession | None",
+    tfs_url: str,
+    reads: list[snapshot.ReadTask],
+    columns: list[tuple[str, str]],
+    valid: ValidWriteIdList,
+) -> Checksum:
     vtext = valid.to_string()
 
     def fn(text: str) -> list[dict]:
-        c = checksum_task(tfs_url, snapshot.ReadTask.from_json(text), columns,
-                          ValidWriteIdList.from_string(vtext))
+        c = checksum_task(
+            tfs_url, snapshot.ReadTask.from_json(text), columns, ValidWriteIdList.from_string(vtext)
+        )
         return [{"rows": c.rows, "s1": str(c.sum1), "s2": str(c.sum2)}]
 
     total = Checksum()
@@ -617,14 +706,22 @@ def finish_publish(tfs: TableFS, pdir: str, tmp: str) -> list[str]:
     return done
 
 
-def compact_partition(spark: "SparkSession | None", table: TableDesc, partition: str, kind: str,
-                      valid: ValidWriteIdList, *, cq_id: int | str,
-                      target_stripe_bytes: int = DEFAULT_TARGET_STRIPE_BYTES,
-                      compression: str = "zlib", heartbeat: Callable[[], Any] | None = None,
-                      tamper: Callable[[str], Any] | None = None,
-                      target_file_bytes: int | None = None,
-                      record_history: bool = False,
-                      visibility_txn_id: int | None = None) -> CompactionResult:
+def compact_partition(
+    spark: "SparkSession | None",
+    table: TableDesc,
+    partition: str,
+    kind: str,
+    valid: ValidWriteIdList,
+    *,
+    cq_id: int | str,
+    target_stripe_bytes: int = DEFAULT_TARGET_STRIPE_BYTES,
+    compression: str = "zlib",
+    heartbeat: Callable[[], Any] | None = None,
+    tamper: Callable[[str], Any] | None = None,
+    target_file_bytes: int | None = None,
+    record_history: bool = False,
+    visibility_txn_id: int | None = None,
+) -> CompactionResult:
     """Compact one partition: plan, write into ``.compact_tmp_<cq_id>``, verify, publish by
     rename -- or, on an object store, write under the final ``_v<T>`` names and verify there;
     the catalog's commit of T publishes (module doc).
@@ -664,15 +761,22 @@ def compact_partition(spark: "SparkSession | None", table: TableDesc, partition:
     tmp = join(pdir, tmp_dir_name(cq_id))
     direct = not tfs.renames_atomically  # object store: final _v<T> names, no rename
     if direct and visibility_txn_id is None:
-        raise CompactionError(f"{pdir}: compaction on {tfs.protocol}:// publishes through its "
-                              "transaction (_v<T> directories) and needs visibility_txn_id")
+        raise CompactionError(
+            f"{pdir}: compaction on {tfs.protocol}:// publishes through its "
+            "transaction (_v<T> directories) and needs visibility_txn_id"
+        )
     recovered = [] if direct else finish_publish(tfs, pdir, tmp)
     entries = [e for e in tfs.list_recursive(pdir)]
     cvalid = valid.for_compactor()
-    plan = plan_compaction(entries, cvalid, kind, partition,
-                           is_compacted_base=compacted_base_check(tfs, pdir),
-                           visibility_txn_id=visibility_txn_id if direct else None,
-                           txn_state=registered_txn_state(tfs.qualify(pdir)) if direct else None)
+    plan = plan_compaction(
+        entries,
+        cvalid,
+        kind,
+        partition,
+        is_compacted_base=compacted_base_check(tfs, pdir),
+        visibility_txn_id=visibility_txn_id if direct else None,
+        txn_state=registered_txn_state(tfs.qualify(pdir)) if direct else None,
+    )
     result = CompactionResult(plan, published=recovered)
     if plan.nothing_to_do:
         return result
@@ -683,39 +787,83 @@ def compact_partition(spark: "SparkSession | None", table: TableDesc, partition:
     reads = _group(data, deletes, bucketed, "")
     # rows per stripe matter only to the pyorc writer (the columnar one sizes by bytes); the
     # estimate reads every input file's footer, so it is skipped when it is not needed
-    stripe_rows = acid_files.DEFAULT_STRIPE_ROWS if acid_files.columnar_writable(
-        columns, compression) else stripe_rows_for(
-            tfs, [d.path for d in data] + [p for p, _ in deletes], target_stripe_bytes)
+    stripe_rows = (
+        acid_files.DEFAULT_STRIPE_ROWS
+        if acid_files.columnar_writable(columns, compression)
+        else stripe_rows_for(
+            tfs, [d.path for d in data] + [p for p, _ in deletes], target_stripe_bytes
+        )
+    )
     out_dirs: dict[str, str] = {}
     for name in plan.outputs:
-        key = "base" if name.startswith("base_") else ("delete" if name.startswith("delete_") else "insert")
+        key = (
+            "base"
+            if name.startswith("base_")
+            else ("delete" if name.startswith("delete_") else "insert")
+        )
         out_dirs[key] = join(out_root, name)
     tasks: list[CompactTask] = []
     bloom = acid_files.key_bloom_filter_columns(columns, table.primary_key)
     if kind == MAJOR and not bucketed and target_file_bytes:
         sizes = {b: sum(tfs.size(f.path) for f in rt.data_files) for b, rt in reads.items()}
         for group, file_ids in packing.plan_bins(sizes, target_file_bytes):
-            tasks.append(CompactTask(MAJOR, group[0], asdict(reads[group[0]]), [], out_dirs,
-                                     table.location, [list(c) for c in columns],
-                                     cvalid.to_string(), stripe_rows, compression,
-                                     target_stripe_bytes,
-                                     more_reads=[asdict(reads[b]) for b in group[1:]],
-                                     file_ids=file_ids, bloom_columns=bloom))
+            tasks.append(
+                CompactTask(
+                    MAJOR,
+                    group[0],
+                    asdict(reads[group[0]]),
+                    [],
+                    out_dirs,
+                    table.location,
+                    [list(c) for c in columns],
+                    cvalid.to_string(),
+                    stripe_rows,
+                    compression,
+                    target_stripe_bytes,
+                    more_reads=[asdict(reads[b]) for b in group[1:]],
+                    file_ids=file_ids,
+                    bloom_columns=bloom,
+                )
+            )
     elif kind == MAJOR:
         for b in sorted(reads):
             rt = reads[b]
-            tasks.append(CompactTask(MAJOR, b, asdict(rt), [], out_dirs, table.location,
-                                     [list(c) for c in columns], cvalid.to_string(),
-                                     stripe_rows, compression, target_stripe_bytes,
-                                     bloom_columns=bloom))
+            tasks.append(
+                CompactTask(
+                    MAJOR,
+                    b,
+                    asdict(rt),
+                    [],
+                    out_dirs,
+                    table.location,
+                    [list(c) for c in columns],
+                    cvalid.to_string(),
+                    stripe_rows,
+                    compression,
+                    target_stripe_bytes,
+                    bloom_columns=bloom,
+                )
+            )
     else:
         ids = sorted(set(reads) | {b for _, b in deletes})
         for b in ids:
             rt = snapshot.ReadTask("", b, [f for f in data if f.bucket_id == b], [])
-            tasks.append(CompactTask(MINOR, b, asdict(rt), [p for p, pb in deletes if pb == b],
-                                     out_dirs, table.location, [list(c) for c in columns],
-                                     cvalid.to_string(), stripe_rows, compression,
-                                     target_stripe_bytes, bloom_columns=bloom))
+            tasks.append(
+                CompactTask(
+                    MINOR,
+                    b,
+                    asdict(rt),
+                    [p for p, pb in deletes if pb == b],
+                    out_dirs,
+                    table.location,
+                    [list(c) for c in columns],
+                    cvalid.to_string(),
+                    stripe_rows,
+                    compression,
+                    target_stripe_bytes,
+                    bloom_columns=bloom,
+                )
+            )
     if direct and kind == MAJOR and record_history:
         mark_full_history(tfs, pdir)  # before the (still invisible) base_N_v<T> appears
     tfs.makedirs(out_root)
@@ -755,11 +903,16 @@ def compact_partition(spark: "SparkSession | None", table: TableDesc, partition:
                     new_deletes.append((join(out_root, rel), b))
                 else:
                     new_data.append(snapshot.DataFile(join(out_root, rel), "delta", b))
-    after = _checksum(spark, table.location, list(_group(new_data, new_deletes, bucketed, "").values()),
-                      columns, cvalid)
+    after = _checksum(
+        spark,
+        table.location,
+        list(_group(new_data, new_deletes, bucketed, "").values()),
+        columns,
+        cvalid,
+    )
     result.before, result.after = before, after
     if before != after:
-        for d in ([tmp] if not direct else list(out_dirs.values())):
+        for d in [tmp] if not direct else list(out_dirs.values()):
             tfs.delete(d)
         raise VerificationError(before, after)
     beat()

@@ -6,6 +6,7 @@ severity.
 :data:`INFO` (state awaiting the cleaner: aborted or obsolete directories). The compactor's
 ``fsck`` and ``acidflow.quality.invariants`` both report in this shape.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass

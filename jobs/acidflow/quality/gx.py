@@ -29,6 +29,7 @@ renders unstyled: its CSS/JS come from CDNs). The run id is
 
 Importing GX takes seconds: it is imported only when a table has a suite.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -69,7 +70,9 @@ class QualityGateError(AcidflowError, RuntimeError):
         self.table, self.report_path, self.failed = table, report_path, list(failed)
         super().__init__(
             f"quality gate failed for {table}: {len(self.failed)} expectation(s) failed: "
-            + "; ".join(self.failed) + f"; nothing was committed; report: {report_path}")
+            + "; ".join(self.failed)
+            + f"; nothing was committed; report: {report_path}"
+        )
 
 
 @dataclass
@@ -192,8 +195,10 @@ def parse_suite(doc: Any, where: str = "suite") -> dict:
             raise SuiteError(f"{where}: expectation {i} ({typ}): kwargs and meta must be objects")
         scope = meta.get(SCOPE_KEY, "both")
         if scope not in SCOPES:
-            raise SuiteError(f"{where}: expectation {i} ({typ}): meta.{SCOPE_KEY} must be one "
-                             f"of {SCOPES}, got {scope!r}")
+            raise SuiteError(
+                f"{where}: expectation {i} ({typ}): meta.{SCOPE_KEY} must be one "
+                f"of {SCOPES}, got {scope!r}"
+            )
         out.append({"type": typ, "kwargs": dict(kwargs), "meta": dict(meta)})
     return {"name": name, "expectations": out, "meta": dict(doc.get("meta") or {})}
 
@@ -236,11 +241,20 @@ def outcomes_from_result(result: dict) -> list[ExpectationOutcome]:
         res = r.get("result") or {}
         exc = r.get("exception_info") or {}
         message = exc.get("exception_message") if exc.get("raised_exception") else None
-        out.append(ExpectationOutcome(
-            type=cfg.get("type", "?"), column=_column_of(kwargs), success=bool(r.get("success")),
-            unexpected_count=res.get("unexpected_count"),
-            unexpected_values=list(res.get("partial_unexpected_list") or [])[:PARTIAL_UNEXPECTED],
-            observed_value=res.get("observed_value"), kwargs=kwargs, exception=message))
+        out.append(
+            ExpectationOutcome(
+                type=cfg.get("type", "?"),
+                column=_column_of(kwargs),
+                success=bool(r.get("success")),
+                unexpected_count=res.get("unexpected_count"),
+                unexpected_values=list(res.get("partial_unexpected_list") or [])[
+                    :PARTIAL_UNEXPECTED
+                ],
+                observed_value=res.get("observed_value"),
+                kwargs=kwargs,
+                exception=message,
+            )
+        )
     return out
 
 
@@ -269,12 +283,13 @@ def _as_pandas(df: Any) -> Any:
         return df
     if hasattr(df, "to_pandas"):  # pyarrow.Table / RecordBatch
         return df.to_pandas()
-    raise TypeError(f"cannot validate a {type(df).__name__}: expected a Spark DataFrame, a "
-                    "pandas DataFrame or a pyarrow Table")
+    raise TypeError(
+        f"cannot validate a {type(df).__name__}: expected a Spark DataFrame, a "
+        "pandas DataFrame or a pyarrow Table"
+    )
 
 
-def run_expectations(df: Any, expectations: list[dict[str, Any]], *,
-                     name: str) -> tuple[Any, str]:
+def run_expectations(df: Any, expectations: list[dict[str, Any]], *, name: str) -> tuple[Any, str]:
     """Run expectations on one DataFrame with GX 1.x (imported here, lazily).
 
     Args:
@@ -317,15 +332,17 @@ def run_expectations(df: Any, expectations: list[dict[str, Any]], *,
     suite = ExpectationSuite(name=name)
     for e in expectations:
         try:
-            suite.add_expectation_configuration(ExpectationConfiguration(
-                type=e["type"], kwargs=e["kwargs"], meta=e["meta"]))
+            suite.add_expectation_configuration(
+                ExpectationConfiguration(type=e["type"], kwargs=e["kwargs"], meta=e["meta"])
+            )
         except Exception as exc:  # noqa: BLE001 - GX raises many kinds; name the expectation
             raise SuiteError(f"{name}: GX refused {e['type']} {e['kwargs']}: {exc}") from exc
     suite = ctx.suites.add(suite)
     vd = gx.ValidationDefinition(data=batch_def, suite=suite, name=f"{name}-validation")
-    res = vd.run(batch_parameters={"dataframe": data},
-                 result_format={"result_format": "SUMMARY",
-                                "partial_unexpected_count": PARTIAL_UNEXPECTED})
+    res = vd.run(
+        batch_parameters={"dataframe": data},
+        result_format={"result_format": "SUMMARY", "partial_unexpected_count": PARTIAL_UNEXPECTED},
+    )
     return res, engine
 
 
@@ -345,9 +362,16 @@ def _write(warehouse: str, path: str, data: bytes) -> None:
     TableFS(warehouse).write_bytes(path, data)
 
 
-def check(catalog: Any, table_name: str, df: Any, *, scope: str,
-          suite_dir: str | os.PathLike[str] | None = None,
-          html: str = "on_failure", run_id: str | None = None) -> GateResult | None:
+def check(
+    catalog: Any,
+    table_name: str,
+    df: Any,
+    *,
+    scope: str,
+    suite_dir: str | os.PathLike[str] | None = None,
+    html: str = "on_failure",
+    run_id: str | None = None,
+) -> GateResult | None:
     """Run the table's suite (the expectations of ``scope``) on ``df`` and write the report.
 
     Args:
@@ -372,9 +396,15 @@ def check(catalog: Any, table_name: str, df: Any, *, scope: str,
     wanted = select_expectations(suite, scope)
     res, engine = run_expectations(df, wanted, name=suite["name"])
     ok, gx_result = bool(res.success), res.to_json_dict()
-    result = GateResult(table=table_name, scope=scope, suite=str(path), success=ok,
-                        run_id=run_id, expectations=outcomes_from_result(gx_result),
-                        engine=engine)
+    result = GateResult(
+        table=table_name,
+        scope=scope,
+        suite=str(path),
+        success=ok,
+        run_id=run_id,
+        expectations=outcomes_from_result(gx_result),
+        engine=engine,
+    )
     out_dir = report_dir(catalog.warehouse, table_name, run_id)
     result.report_path = out_dir + "/report.json"
     if html == "always" or (html == "on_failure" and not ok):
@@ -386,13 +416,18 @@ def check(catalog: Any, table_name: str, df: Any, *, scope: str,
             gx_result.setdefault("meta", {})["acidflow_html_error"] = str(exc)
     result.seconds = round(time.monotonic() - t0, 3)
     doc = {**result.to_dict(), "gx_result": gx_result}
-    _write(catalog.warehouse, result.report_path,
-           json.dumps(doc, indent=1, default=str).encode())
+    _write(catalog.warehouse, result.report_path, json.dumps(doc, indent=1, default=str).encode())
     return result
 
 
-def gate_staged(spark: Any, catalog: Any, table_name: str, df: Any, *,
-                suite_dir: str | os.PathLike[str] | None = None) -> GateResult | None:
+def gate_staged(
+    spark: Any,
+    catalog: Any,
+    table_name: str,
+    df: Any,
+    *,
+    suite_dir: str | os.PathLike[str] | None = None,
+) -> GateResult | None:
     """The quality gate on a staged batch, called by the write jobs inside their transaction
     right before they write: a failure raises, so the transaction aborts and nothing of the
     batch becomes visible; the staged rows stay where they came from (landing or change files)
@@ -413,6 +448,5 @@ def gate_staged(spark: Any, catalog: Any, table_name: str, df: Any, *,
     """
     result = check(catalog, table_name, df, scope="staged", suite_dir=suite_dir)
     if result is not None and not result.success:
-        raise QualityGateError(table_name, result.report_path,
-                               [e.summary() for e in result.failed])
+        raise QualityGateError(table_name, result.report_path, [e.summary() for e in result.failed])
     return result

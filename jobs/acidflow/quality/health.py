@@ -32,6 +32,7 @@ oldest-initiated / oldest-working compaction metrics (2 h); the failure count is
 6 h; 1 GiB of WAL retained behind a slot. Each is settable through ``ACIDFLOW_HEALTH_<NAME>``
 (:meth:`HealthThresholds.from_env`) or the CLI options.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,8 +44,15 @@ from acidflow.catalog import Catalog, CompactionInfo, TxnInfo
 from acidflow.catalog.records import CompactionState, TxnState
 
 #: Finding kinds, in report order.
-KINDS = ("compaction-initiated", "compaction-working", "compactions-failed", "txn-timed-out",
-         "txn-open-too-long", "slot-lag", "slot-missing")
+KINDS = (
+    "compaction-initiated",
+    "compaction-working",
+    "compactions-failed",
+    "txn-timed-out",
+    "txn-open-too-long",
+    "slot-lag",
+    "slot-missing",
+)
 ENV_PREFIX = "ACIDFLOW_HEALTH_"
 
 
@@ -72,12 +80,14 @@ class HealthThresholds:
     def __post_init__(self) -> None:
         for f in fields(self):
             if getattr(self, f.name) < 0:
-                raise ValueError(f"health threshold {f.name} must be >= 0, "
-                                 f"got {getattr(self, f.name)!r}")
+                raise ValueError(
+                    f"health threshold {f.name} must be >= 0, got {getattr(self, f.name)!r}"
+                )
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None,
-                 **overrides: float | int | None) -> HealthThresholds:
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, **overrides: float | int | None
+    ) -> HealthThresholds:
         """Defaults, then ``ACIDFLOW_HEALTH_<FIELD>`` (e.g. ``ACIDFLOW_HEALTH_WORKING_MAX_S``),
         then the non-``None`` ``overrides`` (CLI options).
 
@@ -95,8 +105,9 @@ class HealthThresholds:
                 try:
                     values[f.name] = conv(env[key])
                 except ValueError:
-                    raise ValueError(f"{key}={env[key]!r}: expected a "
-                                     f"{'whole ' if conv is int else ''}number") from None
+                    raise ValueError(
+                        f"{key}={env[key]!r}: expected a {'whole ' if conv is int else ''}number"
+                    ) from None
         unknown = set(overrides) - {f.name for f in fields(cls)}
         if unknown:
             raise TypeError(f"unknown health thresholds: {sorted(unknown)}")
@@ -149,8 +160,9 @@ def _where(c: CompactionInfo) -> str:
     return c.table + (f" partition {c.partition}" if c.partition else "")
 
 
-def compaction_findings(compactions: list[CompactionInfo], thresholds: HealthThresholds,
-                        now: datetime) -> list[HealthFinding]:
+def compaction_findings(
+    compactions: list[CompactionInfo], thresholds: HealthThresholds, now: datetime
+) -> list[HealthFinding]:
     """Stuck (``initiated`` / ``working`` too long) and repeatedly failed compactions.
 
     Args:
@@ -170,29 +182,57 @@ def compaction_findings(compactions: list[CompactionInfo], thresholds: HealthThr
             continue
         age = (now - _utc(since)).total_seconds()
         if age > limit:
-            out.append(HealthFinding(
-                kind, f"compaction {c.id}", age, limit,
-                f"{c.type} compaction {c.id} of {_where(c)} has been {what} for {_dur(age)} "
-                f"(since {_utc(since):%Y-%m-%d %H:%M:%S} UTC; threshold {_dur(limit)})",
-                {"id": c.id, "table": c.table, "partition": c.partition, "state": c.state,
-                 "since": _utc(since).isoformat(), "worker_id": c.worker_id}))
+            out.append(
+                HealthFinding(
+                    kind,
+                    f"compaction {c.id}",
+                    age,
+                    limit,
+                    f"{c.type} compaction {c.id} of {_where(c)} has been {what} for {_dur(age)} "
+                    f"(since {_utc(since):%Y-%m-%d %H:%M:%S} UTC; threshold {_dur(limit)})",
+                    {
+                        "id": c.id,
+                        "table": c.table,
+                        "partition": c.partition,
+                        "state": c.state,
+                        "since": _utc(since).isoformat(),
+                        "worker_id": c.worker_id,
+                    },
+                )
+            )
     if thresholds.failed_max > 0:
         start = now - timedelta(seconds=thresholds.failed_window_s)
-        failed = [c for c in compactions if c.state == CompactionState.FAILED
-                  and c.ended_at is not None and _utc(c.ended_at) >= start]
+        failed = [
+            c
+            for c in compactions
+            if c.state == CompactionState.FAILED
+            and c.ended_at is not None
+            and _utc(c.ended_at) >= start
+        ]
         if len(failed) >= thresholds.failed_max:
-            listed = "; ".join(f"{c.id} {_where(c)}: {(c.error or '').splitlines()[0][:120]}"
-                               if c.error else f"{c.id} {_where(c)}" for c in failed[-5:])
-            out.append(HealthFinding(
-                "compactions-failed", "compactions", len(failed), thresholds.failed_max,
-                f"{len(failed)} compactions failed in the last {_dur(thresholds.failed_window_s)}"
-                f" (threshold {thresholds.failed_max}): {listed}",
-                {"ids": [c.id for c in failed], "tables": sorted({c.table for c in failed})}))
+            listed = "; ".join(
+                f"{c.id} {_where(c)}: {(c.error or '').splitlines()[0][:120]}"
+                if c.error
+                else f"{c.id} {_where(c)}"
+                for c in failed[-5:]
+            )
+            out.append(
+                HealthFinding(
+                    "compactions-failed",
+                    "compactions",
+                    len(failed),
+                    thresholds.failed_max,
+                    f"{len(failed)} compactions failed in the last {_dur(thresholds.failed_window_s)}"
+                    f" (threshold {thresholds.failed_max}): {listed}",
+                    {"ids": [c.id for c in failed], "tables": sorted({c.table for c in failed})},
+                )
+            )
     return out
 
 
-def transaction_findings(open_txns: list[TxnInfo], thresholds: HealthThresholds,
-                         txn_timeout_s: float, now: datetime) -> list[HealthFinding]:
+def transaction_findings(
+    open_txns: list[TxnInfo], thresholds: HealthThresholds, txn_timeout_s: float, now: datetime
+) -> list[HealthFinding]:
     """Open transactions past the heartbeat timeout or open too long (one finding per
     transaction, the timeout rule first).
 
@@ -208,28 +248,46 @@ def transaction_findings(open_txns: list[TxnInfo], thresholds: HealthThresholds,
             continue
         who = f"{t.user or '?'}@{t.host or '?'}" + (f" ({t.agent_info})" if t.agent_info else "")
         tables = ", ".join(sorted(t.write_ids)) or "no table yet"
-        details = {"txn_id": t.txn_id, "tables": sorted(t.write_ids),
-                   "started_at": _utc(t.started_at).isoformat(),
-                   "last_heartbeat": _utc(t.last_heartbeat).isoformat()}
+        details = {
+            "txn_id": t.txn_id,
+            "tables": sorted(t.write_ids),
+            "started_at": _utc(t.started_at).isoformat(),
+            "last_heartbeat": _utc(t.last_heartbeat).isoformat(),
+        }
         silent = (now - _utc(t.last_heartbeat)).total_seconds()
         age = (now - _utc(t.started_at)).total_seconds()
         if silent > txn_timeout_s:
-            out.append(HealthFinding(
-                "txn-timed-out", f"txn {t.txn_id}", silent, txn_timeout_s,
-                f"transaction {t.txn_id} of {who} on {tables} is open with no heartbeat for "
-                f"{_dur(silent)}, past the timeout of {_dur(txn_timeout_s)}: the housekeeper "
-                "has not aborted it (is `acidflow clean` / the compactor DAG running?)", details))
+            out.append(
+                HealthFinding(
+                    "txn-timed-out",
+                    f"txn {t.txn_id}",
+                    silent,
+                    txn_timeout_s,
+                    f"transaction {t.txn_id} of {who} on {tables} is open with no heartbeat for "
+                    f"{_dur(silent)}, past the timeout of {_dur(txn_timeout_s)}: the housekeeper "
+                    "has not aborted it (is `acidflow clean` / the compactor DAG running?)",
+                    details,
+                )
+            )
         elif age > thresholds.txn_max_age_s:
-            out.append(HealthFinding(
-                "txn-open-too-long", f"txn {t.txn_id}", age, thresholds.txn_max_age_s,
-                f"transaction {t.txn_id} of {who} on {tables} has been open for {_dur(age)} "
-                f"(since {_utc(t.started_at):%Y-%m-%d %H:%M:%S} UTC; threshold "
-                f"{_dur(thresholds.txn_max_age_s)}); it holds back the cleaner", details))
+            out.append(
+                HealthFinding(
+                    "txn-open-too-long",
+                    f"txn {t.txn_id}",
+                    age,
+                    thresholds.txn_max_age_s,
+                    f"transaction {t.txn_id} of {who} on {tables} has been open for {_dur(age)} "
+                    f"(since {_utc(t.started_at):%Y-%m-%d %H:%M:%S} UTC; threshold "
+                    f"{_dur(thresholds.txn_max_age_s)}); it holds back the cleaner",
+                    details,
+                )
+            )
     return out
 
 
-def slot_findings(slot_lag: Mapping[str, int | None],
-                  thresholds: HealthThresholds) -> list[HealthFinding]:
+def slot_findings(
+    slot_lag: Mapping[str, int | None], thresholds: HealthThresholds
+) -> list[HealthFinding]:
     """Replication slots lagging by more than ``slot_lag_max_bytes``, or missing.
 
     Args:
@@ -239,22 +297,40 @@ def slot_findings(slot_lag: Mapping[str, int | None],
     out: list[HealthFinding] = []
     for slot, lag in sorted(slot_lag.items()):
         if lag is None:
-            out.append(HealthFinding(
-                "slot-missing", f"slot {slot}", 0, 0,
-                f"replication slot {slot!r} does not exist: CDC cannot pull "
-                "(create it with `acidflow cdc pull --create-slot`)", {"slot": slot}))
+            out.append(
+                HealthFinding(
+                    "slot-missing",
+                    f"slot {slot}",
+                    0,
+                    0,
+                    f"replication slot {slot!r} does not exist: CDC cannot pull "
+                    "(create it with `acidflow cdc pull --create-slot`)",
+                    {"slot": slot},
+                )
+            )
         elif lag > thresholds.slot_lag_max_bytes:
-            out.append(HealthFinding(
-                "slot-lag", f"slot {slot}", lag, thresholds.slot_lag_max_bytes,
-                f"replication slot {slot!r} lags {lag / 2**20:.1f} MiB of WAL behind the "
-                f"server (threshold {thresholds.slot_lag_max_bytes / 2**20:.1f} MiB): the pull "
-                "is not keeping up and PostgreSQL retains the WAL", {"slot": slot, "bytes": lag}))
+            out.append(
+                HealthFinding(
+                    "slot-lag",
+                    f"slot {slot}",
+                    lag,
+                    thresholds.slot_lag_max_bytes,
+                    f"replication slot {slot!r} lags {lag / 2**20:.1f} MiB of WAL behind the "
+                    f"server (threshold {thresholds.slot_lag_max_bytes / 2**20:.1f} MiB): the pull "
+                    "is not keeping up and PostgreSQL retains the WAL",
+                    {"slot": slot, "bytes": lag},
+                )
+            )
     return out
 
 
-def check_health(catalog: Catalog, thresholds: HealthThresholds | None = None,
-                 now: datetime | None = None, *,
-                 slot_lag: Mapping[str, int | None] | None = None) -> list[HealthFinding]:
+def check_health(
+    catalog: Catalog,
+    thresholds: HealthThresholds | None = None,
+    now: datetime | None = None,
+    *,
+    slot_lag: Mapping[str, int | None] | None = None,
+) -> list[HealthFinding]:
     """Every rule of this module against ``catalog``.
 
     Args:
@@ -269,7 +345,8 @@ def check_health(catalog: Catalog, thresholds: HealthThresholds | None = None,
     th = thresholds or HealthThresholds()
     at = _utc(now) if now is not None else datetime.now(timezone.utc)
     found = compaction_findings(catalog.list_compactions(), th, at)
-    found += transaction_findings(catalog.list_transactions([TxnState.OPEN]), th,
-                                  float(catalog.txn_timeout_s), at)
+    found += transaction_findings(
+        catalog.list_transactions([TxnState.OPEN]), th, float(catalog.txn_timeout_s), at
+    )
     found += slot_findings(slot_lag or {}, th)
     return sorted(found, key=lambda f: KINDS.index(f.kind))

@@ -22,6 +22,7 @@ All three are errors. The checks on arrays are pure (:func:`check_sorted`,
 :func:`check_bucket_file`, :func:`check_key_index`); :func:`check_table` reads the files with
 pyarrow in this process, key columns only, one stripe at a time.
 """
+
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -42,8 +43,9 @@ from acidflow.storage.state import acid_state
 MAX_DETAIL_VALUES = 5
 
 
-def check_sorted(partition: str, path: str, owid: np.ndarray, bucket: np.ndarray,
-                 rowid: np.ndarray) -> list[Finding]:
+def check_sorted(
+    partition: str, path: str, owid: np.ndarray, bucket: np.ndarray, rowid: np.ndarray
+) -> list[Finding]:
     """Events strictly ascending by (originalTransaction, bucket, rowId)? (pure)
 
     Args:
@@ -57,21 +59,36 @@ def check_sorted(partition: str, path: str, owid: np.ndarray, bucket: np.ndarray
     if n < 2:
         return []
     o, b, r = (np.asarray(x, dtype=np.int64) for x in (owid, bucket, rowid))
-    gt = (o[1:] > o[:-1]) | ((o[1:] == o[:-1]) & (
-        (b[1:] > b[:-1]) | ((b[1:] == b[:-1]) & (r[1:] > r[:-1]))))
+    gt = (o[1:] > o[:-1]) | (
+        (o[1:] == o[:-1]) & ((b[1:] > b[:-1]) | ((b[1:] == b[:-1]) & (r[1:] > r[:-1])))
+    )
     bad = np.flatnonzero(~gt)
     if not len(bad):
         return []
     i = int(bad[0]) + 1
-    return [Finding(partition, "unsorted_events", ERROR, path,
-                    f"event {i} key {(int(o[i]), int(b[i]), int(r[i]))} is not above event "
-                    f"{i - 1} key {(int(o[i - 1]), int(b[i - 1]), int(r[i - 1]))} "
-                    f"({len(bad)} out-of-order position(s)); events must be strictly ascending "
-                    "by (originalTransaction, bucket, rowId)")]
+    return [
+        Finding(
+            partition,
+            "unsorted_events",
+            ERROR,
+            path,
+            f"event {i} key {(int(o[i]), int(b[i]), int(r[i]))} is not above event "
+            f"{i - 1} key {(int(o[i - 1]), int(b[i - 1]), int(r[i - 1]))} "
+            f"({len(bad)} out-of-order position(s)); events must be strictly ascending "
+            "by (originalTransaction, bucket, rowId)",
+        )
+    ]
 
 
-def check_bucket_file(partition: str, path: str, file_bucket: int, bucket: np.ndarray,
-                      operation: np.ndarray, *, check_inserts: bool) -> list[Finding]:
+def check_bucket_file(
+    partition: str,
+    path: str,
+    file_bucket: int,
+    bucket: np.ndarray,
+    operation: np.ndarray,
+    *,
+    check_inserts: bool,
+) -> list[Finding]:
     """Does every event's bucket property decode to the file's bucket id? (pure)
 
     Args:
@@ -93,34 +110,55 @@ def check_bucket_file(partition: str, path: str, file_bucket: int, bucket: np.nd
             bid = -1
         if bid != file_bucket:
             sel = props == prop
-            wrong[int(prop)] = [bid, int(np.sum(sel & (ops == OPERATION_DELETE))),
-                                int(np.sum(sel & (ops != OPERATION_DELETE)))]
+            wrong[int(prop)] = [
+                bid,
+                int(np.sum(sel & (ops == OPERATION_DELETE))),
+                int(np.sum(sel & (ops != OPERATION_DELETE))),
+            ]
     if not wrong:
         return []
-    parts = [f"bucket property {p} (bucket {bid}): {d} delete and {i} insert event(s)"
-             for p, (bid, d, i) in sorted(wrong.items())[:MAX_DETAIL_VALUES]]
-    return [Finding(partition, "wrong_bucket_file", ERROR, path,
-                    f"events of another bucket in bucket file {file_bucket}: " + "; ".join(parts)
-                    + " (Hive reads a bucket's delete events from its own bucket file only)")]
+    parts = [
+        f"bucket property {p} (bucket {bid}): {d} delete and {i} insert event(s)"
+        for p, (bid, d, i) in sorted(wrong.items())[:MAX_DETAIL_VALUES]
+    ]
+    return [
+        Finding(
+            partition,
+            "wrong_bucket_file",
+            ERROR,
+            path,
+            f"events of another bucket in bucket file {file_bucket}: "
+            + "; ".join(parts)
+            + " (Hive reads a bucket's delete events from its own bucket file only)",
+        )
+    ]
 
 
-def check_key_index(partition: str, path: str, key_index: Sequence[tuple[int, int, int]],
-                    stripe_last_keys: Sequence[tuple[int, int, int]]) -> list[Finding]:
+def check_key_index(
+    partition: str,
+    path: str,
+    key_index: Sequence[tuple[int, int, int]],
+    stripe_last_keys: Sequence[tuple[int, int, int]],
+) -> list[Finding]:
     """``hive.acid.key.index`` == the last key of every stripe? (pure)"""
     if list(map(tuple, key_index)) == list(map(tuple, stripe_last_keys)):
         return []
     if len(key_index) != len(stripe_last_keys):
         detail = f"{len(key_index)} key index entries for {len(stripe_last_keys)} stripes"
     else:
-        i = next(i for i, (a, b) in enumerate(zip(key_index, stripe_last_keys))
-                 if tuple(a) != tuple(b))
-        detail = (f"stripe {i}: key index says {tuple(key_index[i])}, last event is "
-                  f"{tuple(stripe_last_keys[i])}")
+        i = next(
+            i for i, (a, b) in enumerate(zip(key_index, stripe_last_keys)) if tuple(a) != tuple(b)
+        )
+        detail = (
+            f"stripe {i}: key index says {tuple(key_index[i])}, last event is "
+            f"{tuple(stripe_last_keys[i])}"
+        )
     return [Finding(partition, "key_index_mismatch", ERROR, path, detail)]
 
 
-def check_file(tfs: TableFS, partition: str, path: str, rel: str, file_bucket: int, *,
-               check_inserts: bool) -> list[Finding]:
+def check_file(
+    tfs: TableFS, partition: str, path: str, rel: str, file_bucket: int, *, check_inserts: bool
+) -> list[Finding]:
     """Read one event file's key columns stripe by stripe (pyarrow) and run the pure checks.
 
     Files that are not ACID event files are skipped (fsck and the reader report those).
@@ -166,8 +204,9 @@ def check_table(catalog: Any, name: str) -> list[Finding]:
     table = catalog.get_table(name)
     tfs = TableFS(table.location)
     valid = catalog.valid_write_ids(table.name)
-    grouped = snapshot.split_partitions(tfs.list_recursive(table.location),
-                                        len(table.partition_columns))
+    grouped = snapshot.split_partitions(
+        tfs.list_recursive(table.location), len(table.partition_columns)
+    )
     out: list[Finding] = []
     for part in sorted(grouped):
         entries = grouped[part]
@@ -175,6 +214,12 @@ def check_table(catalog: Any, name: str) -> list[Finding]:
         state = acid_state(tfs, pdir, valid, entries=entries)
         for d in state.current_dirs:
             for rel, file_bucket in bucket_files(entries, d):
-                out += check_file(tfs, part, join(pdir, rel), rel, file_bucket,
-                                  check_inserts=table.num_buckets > 0)
+                out += check_file(
+                    tfs,
+                    part,
+                    join(pdir, rel),
+                    rel,
+                    file_bucket,
+                    check_inserts=table.num_buckets > 0,
+                )
     return out

@@ -34,6 +34,7 @@ COPY with the column types and primary key from a ``manifest.json`` as
 The acidflow side is read with ``acidflow.read.table.read_table``: in Spark when a session is given
 (hashing runs on the executors with ``mapInArrow``), else in this process with pyarrow.
 """
+
 from __future__ import annotations
 
 import base64
@@ -83,8 +84,19 @@ def kind_of_pg_type(pg_type: str) -> str:
     if t.endswith("[]"):
         return "array:" + kind_of_pg_type(t[:-2])
     base = re.sub(r"\(.*?\)", "", t).strip()
-    if base in ("smallint", "integer", "bigint", "int2", "int4", "int8", "int", "smallserial",
-                "serial", "bigserial", "oid"):
+    if base in (
+        "smallint",
+        "integer",
+        "bigint",
+        "int2",
+        "int4",
+        "int8",
+        "int",
+        "smallserial",
+        "serial",
+        "bigserial",
+        "oid",
+    ):
         return "int"
     if base in ("numeric", "decimal", "money_numeric"):
         return "decimal"
@@ -119,10 +131,23 @@ def kind_of_hive_type(hive_type: str) -> str:
     if t.startswith("array<") and t.endswith(">"):
         return "array:" + kind_of_hive_type(t[6:-1])
     base = t.split("(")[0]
-    return {"tinyint": "int", "smallint": "int", "int": "int", "integer": "int",
-            "bigint": "int", "decimal": "decimal", "float": "float4", "double": "float8",
-            "boolean": "bool", "string": "text", "varchar": "text", "char": "char",
-            "date": "date", "timestamp": "timestamp", "binary": "bytea"}.get(base, "other")
+    return {
+        "tinyint": "int",
+        "smallint": "int",
+        "int": "int",
+        "integer": "int",
+        "bigint": "int",
+        "decimal": "decimal",
+        "float": "float4",
+        "double": "float8",
+        "boolean": "bool",
+        "string": "text",
+        "varchar": "text",
+        "char": "char",
+        "date": "date",
+        "timestamp": "timestamp",
+        "binary": "bytea",
+    }.get(base, "other")
 
 
 # ------------------------------------------------------------------------------ values
@@ -382,8 +407,9 @@ class ScanSpec:
                 cols.append([canonical_value(v, kind) for v in values])
             except (ValueError, TypeError, decimal.InvalidOperation) as exc:
                 bad = next((v for v in values if _bad(v, kind)), None)
-                raise ReconcileError(f"{self.where}: column {name!r} ({kind}): cannot read "
-                                     f"value {bad!r}: {exc}") from exc
+                raise ReconcileError(
+                    f"{self.where}: column {name!r} ({kind}): cannot read value {bad!r}: {exc}"
+                ) from exc
         return zip(*cols) if cols else iter(())
 
     def key(self, row: tuple) -> tuple:
@@ -417,8 +443,9 @@ def scan_keys(batches: Iterable[pa.RecordBatch], spec: ScanSpec) -> dict[tuple, 
     return out
 
 
-def scan_rows(batches: Iterable[pa.RecordBatch], spec: ScanSpec,
-              wanted: set[tuple]) -> dict[tuple, list[tuple]]:
+def scan_rows(
+    batches: Iterable[pa.RecordBatch], spec: ScanSpec, wanted: set[tuple]
+) -> dict[tuple, list[tuple]]:
     """Pass 3: the rows whose key is in ``wanted``."""
     out: dict[tuple, list[tuple]] = {}
     for b in batches:
@@ -432,20 +459,27 @@ def scan_rows(batches: Iterable[pa.RecordBatch], spec: ScanSpec,
 # ------------------------------------------------------------------------------ sources
 
 
-def csv_batches(path: str | os.PathLike, columns: list[str] | None = None,
-                block_size: int = 4 << 20) -> Iterator[pa.RecordBatch]:
+def csv_batches(
+    path: str | os.PathLike, columns: list[str] | None = None, block_size: int = 4 << 20
+) -> Iterator[pa.RecordBatch]:
     """Record batches of all-string columns from a CSV written by PostgreSQL's
     ``COPY ... TO STDOUT WITH CSV HEADER`` (``.gz`` decompressed): an unquoted empty field is
     NULL, a quoted ``""`` the empty string; quoted values may span lines."""
     names = _csv_header(Path(path))
     if columns is not None and [n.lower() for n in names] != [c.lower() for c in columns]:
         raise ReconcileError(f"{path}: CSV header {names} does not match the columns {columns}")
-    convert = pacsv.ConvertOptions(column_types={n: pa.string() for n in names},
-                                   null_values=[""], strings_can_be_null=True,
-                                   quoted_strings_can_be_null=False)
-    reader = pacsv.open_csv(path, read_options=pacsv.ReadOptions(block_size=block_size),
-                            parse_options=pacsv.ParseOptions(newlines_in_values=True),
-                            convert_options=convert)
+    convert = pacsv.ConvertOptions(
+        column_types={n: pa.string() for n in names},
+        null_values=[""],
+        strings_can_be_null=True,
+        quoted_strings_can_be_null=False,
+    )
+    reader = pacsv.open_csv(
+        path,
+        read_options=pacsv.ReadOptions(block_size=block_size),
+        parse_options=pacsv.ParseOptions(newlines_in_values=True),
+        convert_options=convert,
+    )
     yield from reader
 
 
@@ -588,9 +622,9 @@ class _TableSide:
                 for row in spec.rows(b):
                     ks.append(base64.b64encode(pickle.dumps(spec.key(row))).decode())
                     hs.append(str(row_hash(row)))
-                yield pa.RecordBatch.from_pydict({"k": ks, "h": hs},
-                                                 schema=pa.schema([("k", pa.string()),
-                                                                   ("h", pa.string())]))
+                yield pa.RecordBatch.from_pydict(
+                    {"k": ks, "h": hs}, schema=pa.schema([("k", pa.string()), ("h", pa.string())])
+                )
 
         out: dict[tuple, list[int]] = {}
         for r in self.data.mapInArrow(task, "k string, h string").toLocalIterator():
@@ -609,22 +643,24 @@ class _TableSide:
                 for row in rows:
                     ks.append(base64.b64encode(pickle.dumps(k)).decode())
                     rs.append(base64.b64encode(pickle.dumps(row)).decode())
-            yield pa.RecordBatch.from_pydict({"k": ks, "r": rs},
-                                             schema=pa.schema([("k", pa.string()),
-                                                               ("r", pa.string())]))
+            yield pa.RecordBatch.from_pydict(
+                {"k": ks, "r": rs}, schema=pa.schema([("k", pa.string()), ("r", pa.string())])
+            )
 
         out: dict[tuple, list[tuple]] = {}
         for r in self.data.mapInArrow(task, "k string, r string").collect():
             out.setdefault(pickle.loads(base64.b64decode(r["k"])), []).append(
-                pickle.loads(base64.b64decode(r["r"])))
+                pickle.loads(base64.b64decode(r["r"]))
+            )
         return out
 
 
 # ------------------------------------------------------------------------------ reconcile
 
 
-def diff_keys(source: dict[tuple, list[int]], table: dict[tuple, list[int]],
-              max_keys: int) -> tuple[list[tuple[tuple, str, int, int]], int]:
+def diff_keys(
+    source: dict[tuple, list[int]], table: dict[tuple, list[int]], max_keys: int
+) -> tuple[list[tuple[tuple, str, int, int]], int]:
     """Compare key -> row-hash maps. Returns (the first ``max_keys`` differing keys in key order
     as ``(key, kind, source_rows, table_rows)``, the number of differing keys)."""
     differing = []
@@ -637,9 +673,16 @@ def diff_keys(source: dict[tuple, list[int]], table: dict[tuple, list[int]],
     return differing[:max_keys], len(differing)
 
 
-def reconcile(spark: Any, catalog: Any, table_name: str, source: ReconcileSource, *,
-              max_keys: int = DEFAULT_MAX_KEYS, key_columns: list[str] | None = None,
-              as_of_write_id: int | None = None) -> ReconcileResult:
+def reconcile(
+    spark: Any,
+    catalog: Any,
+    table_name: str,
+    source: ReconcileSource,
+    *,
+    max_keys: int = DEFAULT_MAX_KEYS,
+    key_columns: list[str] | None = None,
+    as_of_write_id: int | None = None,
+) -> ReconcileResult:
     """Compare the snapshot of an acidflow table with its source.
 
     Args:
@@ -664,20 +707,25 @@ def reconcile(spark: Any, catalog: Any, table_name: str, source: ReconcileSource
             connect, ``LookupError`` for no such source table).
     """
     tdef = catalog.get_table(table_name)
-    table_cols = {c.name.lower(): (c.name, c.hive_type) for c in
-                  list(tdef.columns) + list(getattr(tdef, "partition_columns", []) or [])}
+    table_cols = {
+        c.name.lower(): (c.name, c.hive_type)
+        for c in list(tdef.columns) + list(getattr(tdef, "partition_columns", []) or [])
+    }
 
     described, src_pk = source.describe_columns()
     csv_path, cleanup = source.open_csv()
     try:
-        src_columns: list[tuple[str, str | None]] = described if described is not None else [
-            (n, None) for n in _csv_header(Path(csv_path))]
+        src_columns: list[tuple[str, str | None]] = (
+            described if described is not None else [(n, None) for n in _csv_header(Path(csv_path))]
+        )
         names, kinds = [], []
         for n, pg_type in src_columns:
             tc = table_cols.get(n.lower())
             if tc is None:
-                raise ReconcileError(f"column {n!r} of source {source} is not in acidflow table "
-                                     f"{tdef.name} (columns: {[c[0] for c in table_cols.values()]})")
+                raise ReconcileError(
+                    f"column {n!r} of source {source} is not in acidflow table "
+                    f"{tdef.name} (columns: {[c[0] for c in table_cols.values()]})"
+                )
             names.append(tc[0])
             kinds.append(kind_of_pg_type(pg_type) if pg_type else kind_of_hive_type(tc[1]))
         compared = {n.lower() for n in names}
@@ -687,10 +735,12 @@ def reconcile(spark: Any, catalog: Any, table_name: str, source: ReconcileSource
         try:
             key_pos = tuple(lower.index(k.lower()) for k in keys)
         except ValueError:
-            raise ReconcileError(f"key columns {keys} of {tdef.name} are not all among the "
-                                 f"compared columns {names}") from None
-        src_spec = ScanSpec(tuple(n for n, _ in src_columns), tuple(kinds), key_pos,
-                            where=f"source {source}")
+            raise ReconcileError(
+                f"key columns {keys} of {tdef.name} are not all among the compared columns {names}"
+            ) from None
+        src_spec = ScanSpec(
+            tuple(n for n, _ in src_columns), tuple(kinds), key_pos, where=f"source {source}"
+        )
         tbl_spec = ScanSpec(tuple(names), tuple(kinds), key_pos, where=f"table {tdef.name}")
 
         data = reads.read_table(spark, catalog, tdef.name, as_of_write_id=as_of_write_id)
@@ -705,10 +755,17 @@ def reconcile(spark: Any, catalog: Any, table_name: str, source: ReconcileSource
         td = side.digest()
         key_names = [names[i] for i in key_pos] if key_pos else list(names)
         result = ReconcileResult(
-            table=tdef.name, source=str(source), source_rows=sd.rows, table_rows=td.rows,
-            source_checksum=sd.checksum, table_checksum=td.checksum,
+            table=tdef.name,
+            source=str(source),
+            source_rows=sd.rows,
+            table_rows=td.rows,
+            source_checksum=sd.checksum,
+            table_checksum=td.checksum,
             matches=(sd.rows, sd.checksum) == (td.rows, td.checksum),
-            key_columns=[names[i] for i in key_pos], columns=names, ignored_columns=ignored)
+            key_columns=[names[i] for i in key_pos],
+            columns=names,
+            ignored_columns=ignored,
+        )
         if result.matches:
             return result
         first, total = diff_keys(scan_keys(src_batches(), src_spec), side.keys(), max_keys)
@@ -717,10 +774,16 @@ def reconcile(spark: Any, catalog: Any, table_name: str, source: ReconcileSource
         tbl_rows = side.rows(wanted) if wanted else {}
         for k, kind, ns, nt in first:
             s, t = src_rows.get(k), tbl_rows.get(k)
-            result.first_differing_keys.append(DifferingKey(
-                key=dict(zip(key_names, k)), kind=kind, source_rows=ns, table_rows=nt,
-                source_values=dict(zip(names, s[0])) if s else None,
-                table_values=dict(zip(names, t[0])) if t else None))
+            result.first_differing_keys.append(
+                DifferingKey(
+                    key=dict(zip(key_names, k)),
+                    kind=kind,
+                    source_rows=ns,
+                    table_rows=nt,
+                    source_values=dict(zip(names, s[0])) if s else None,
+                    table_values=dict(zip(names, t[0])) if t else None,
+                )
+            )
         result.differing_keys = total
         return result
     finally:

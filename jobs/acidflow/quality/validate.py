@@ -16,6 +16,7 @@ aborted/open/obsolete directories are info; both are reported, neither fails).
 The report goes to ``<warehouse>/_quality/<table>/<run id>/validation.json`` next to the GX
 ``report.json`` / ``report.html`` of the same run.
 """
+
 from __future__ import annotations
 
 import json
@@ -66,24 +67,38 @@ class ValidationReport:
         None)."""
         gx = self.expectations
         return {
-            "table": self.table, "success": self.success, "report": self.report_path,
+            "table": self.table,
+            "success": self.success,
+            "report": self.report_path,
             "suite": gx.suite if gx else None,
             "expectations": len(gx.expectations) if gx else 0,
             "failed_expectations": [e.summary() for e in gx.failed] if gx else [],
-            "invariant_errors": [f"{f.kind} {'/'.join(x for x in (f.partition, f.path) if x)}: "
-                                 f"{f.detail}" for f in self.errors],
+            "invariant_errors": [
+                f"{f.kind} {'/'.join(x for x in (f.partition, f.path) if x)}: {f.detail}"
+                for f in self.errors
+            ],
             "warnings": sum(1 for f in self.findings if f.severity != ERROR),
         }
 
     def to_dict(self) -> dict[str, Any]:
         """Everything: the summary, the GX result summary, every finding."""
-        return {**self.summary(), "run_id": self.run_id, "seconds": self.seconds,
-                "gx": self.expectations.to_dict() if self.expectations else None,
-                "findings": [f.to_dict() for f in self.findings]}
+        return {
+            **self.summary(),
+            "run_id": self.run_id,
+            "seconds": self.seconds,
+            "gx": self.expectations.to_dict() if self.expectations else None,
+            "findings": [f.to_dict() for f in self.findings],
+        }
 
 
-def validate(spark: Any, catalog: Any, table_name: str, *, suite_dir: str | None = None,
-             checks: Sequence[TableCheck] = ()) -> ValidationReport:
+def validate(
+    spark: Any,
+    catalog: Any,
+    table_name: str,
+    *,
+    suite_dir: str | None = None,
+    checks: Sequence[TableCheck] = (),
+) -> ValidationReport:
     """Validate one committed table (see module doc).
 
     Args:
@@ -107,8 +122,15 @@ def validate(spark: Any, catalog: Any, table_name: str, *, suite_dir: str | None
     if gx.suite_path(suite_dir, table.name) is not None:
         with reads.reader_snapshot(catalog, table.name) as snap:
             data = snap.read(spark)
-            report.expectations = gx.check(catalog, table.name, data, scope="snapshot",
-                                           suite_dir=suite_dir, html="always", run_id=run_id)
+            report.expectations = gx.check(
+                catalog,
+                table.name,
+                data,
+                scope="snapshot",
+                suite_dir=suite_dir,
+                html="always",
+                run_id=run_id,
+            )
     findings: list[Finding] = []
     for check in checks:
         findings += check(catalog, table.name)
@@ -116,5 +138,6 @@ def validate(spark: Any, catalog: Any, table_name: str, *, suite_dir: str | None
     report.seconds = round(time.monotonic() - t0, 3)
     report.report_path = gx.report_dir(catalog.warehouse, table.name, run_id) + "/validation.json"
     TableFS(catalog.warehouse).write_bytes(
-        report.report_path, json.dumps(report.to_dict(), indent=1, default=str).encode())
+        report.report_path, json.dumps(report.to_dict(), indent=1, default=str).encode()
+    )
     return report

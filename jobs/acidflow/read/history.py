@@ -5,6 +5,7 @@ records) and the oldest write id whose snapshot can still be read.
 Used by the cleaner (what to keep), the readers (``NotEnoughHistoryError`` names the oldest
 readable write id), restore/rollback (refused outside retention) and ``acidflow describe``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -49,8 +50,7 @@ class RetainedRange:
 
     def describe(self) -> str:
         """``"write ids 3..12 retained (10 commits / 24 h)"``."""
-        return (f"write ids {self.oldest}..{self.newest} retained "
-                f"({self.policy.describe()})")
+        return f"write ids {self.oldest}..{self.newest} retained ({self.policy.describe()})"
 
 
 def committed_history(catalog: Catalog, table_name: str) -> list[tuple[int, datetime | None]]:
@@ -61,12 +61,16 @@ def committed_history(catalog: Catalog, table_name: str) -> list[tuple[int, date
         NoSuchTableError.
     """
     times = {r.write_id: as_utc(r.committed_at) for r in catalog.commit_records(table_name)}
-    return [(w, times.get(w)) for w, _txn, state in catalog.write_id_states(table_name)
-            if state == TxnState.COMMITTED]
+    return [
+        (w, times.get(w))
+        for w, _txn, state in catalog.write_id_states(table_name)
+        if state == TxnState.COMMITTED
+    ]
 
 
-def retained_range(catalog: Catalog, table_name: str, *, now: datetime | None = None,
-                   table: TableDef | None = None) -> RetainedRange:
+def retained_range(
+    catalog: Catalog, table_name: str, *, now: datetime | None = None, table: TableDef | None = None
+) -> RetainedRange:
     """The retained range of a table at ``now`` (default the current time).
 
     Raises:
@@ -92,16 +96,20 @@ def oldest_readable_write_id(catalog: Catalog, table_name: str) -> int | None:
     td = catalog.get_table(table_name)
     valid = catalog.valid_write_ids(td.name)
     tfs = TableFS(td.location)
-    committed = [w for w, _txn, state in catalog.write_id_states(td.name)
-                 if state == TxnState.COMMITTED]
+    committed = [
+        w for w, _txn, state in catalog.write_id_states(td.name) if state == TxnState.COMMITTED
+    ]
     if not tfs.exists(td.location):
         return 0
-    listings = [(partition_dir(td, p or None), tfs.list_recursive(partition_dir(td, p or None)))
-                for p in partition_paths(td)]
+    listings = [
+        (partition_dir(td, p or None), tfs.list_recursive(partition_dir(td, p or None)))
+        for p in partition_paths(td)
+    ]
     oldest: int | None = None
     for w in reversed([0] + committed):
-        if not all(rt.readable_at(tfs, pdir, valid, w, entries=entries)
-                   for pdir, entries in listings):
+        if not all(
+            rt.readable_at(tfs, pdir, valid, w, entries=entries) for pdir, entries in listings
+        ):
             break
         oldest = w
     return oldest

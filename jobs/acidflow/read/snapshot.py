@@ -23,6 +23,7 @@ Output schema: the table columns (Hive types mapped by ``acidflow.format.types``
 columns, then optionally ``ROW__ID struct<writeid:bigint,bucketid:int,rowid:bigint>`` and
 ``INPUT__FILE__NAME string`` (Hive ``VirtualColumn``).
 """
+
 from __future__ import annotations
 
 import json
@@ -127,12 +128,16 @@ class ReadPlan:
     tasks: list[ReadTask]
     states: dict[str, AcidState]
 
-    def output_schema(self, row_id: bool = False, file_name: bool = False,
-                      project: list[str] | None = None) -> pa.Schema:
+    def output_schema(
+        self, row_id: bool = False, file_name: bool = False, project: list[str] | None = None
+    ) -> pa.Schema:
         """Arrow schema of the rows :func:`read_task` yields (data columns restricted to
         ``project`` when given, in table order)."""
-        fields = [pa.field(n, htypes.arrow_type(t)) for n, t in self.columns
-                  if project is None or n in project]
+        fields = [
+            pa.field(n, htypes.arrow_type(t))
+            for n, t in self.columns
+            if project is None or n in project
+        ]
         fields += [pa.field(n, htypes.arrow_type(t)) for n, t in self.partition_columns]
         if row_id:
             fields.append(pa.field(ROW_ID, ROW_ID_TYPE))
@@ -165,11 +170,19 @@ def split_partitions(entries: list[DirEntry], depth: int) -> dict[str, list[DirE
     return out
 
 
-def plan_read(tfs: TableFS, table_dir: str, columns: list[tuple[str, str]],
-              partition_columns: list[tuple[str, str]], valid_write_ids: ValidWriteIdList, *,
-              bucketed: bool = False, partitions: Iterable[str] | None = None,
-              buckets: Iterable[int] | None = None, read_optimized: bool = False,
-              txn_state: Callable[[int], str] | None = None) -> ReadPlan:
+def plan_read(
+    tfs: TableFS,
+    table_dir: str,
+    columns: list[tuple[str, str]],
+    partition_columns: list[tuple[str, str]],
+    valid_write_ids: ValidWriteIdList,
+    *,
+    bucketed: bool = False,
+    partitions: Iterable[str] | None = None,
+    buckets: Iterable[int] | None = None,
+    read_optimized: bool = False,
+    txn_state: Callable[[int], str] | None = None,
+) -> ReadPlan:
     """Plan a snapshot read of a table directory.
 
     Args:
@@ -224,8 +237,9 @@ def plan_read(tfs: TableFS, table_dir: str, columns: list[tuple[str, str]],
         for task in by_bucket.values():
             task.delete_files = [p for p, b in deletes if not bucketed or b == task.bucket_id]
         tasks.extend(by_bucket[b] for b in sorted(by_bucket))
-    return ReadPlan(table_dir, list(columns), list(partition_columns), valid_write_ids,
-                    tasks, states)
+    return ReadPlan(
+        table_dir, list(columns), list(partition_columns), valid_write_ids, tasks, states
+    )
 
 
 def original_files(tfs: TableFS, pdir: str, rel_paths: list[str]) -> list[DataFile]:
@@ -292,8 +306,12 @@ def load_delete_keys(tfs: TableFS, paths: list[str], valid: ValidWriteIdList) ->
         if stats is not None and acid_files.parse_acid_stats(stats)[2] == 0:
             continue
         ev = acid_files.read_events(tfs, p, keys_only=True)
-        ev = ev.filter(pc.and_(valid_mask(ev.column("currentTransaction"), valid),
-                               pc.equal(ev.column("operation"), acid_files.OPERATION_DELETE)))
+        ev = ev.filter(
+            pc.and_(
+                valid_mask(ev.column("currentTransaction"), valid),
+                pc.equal(ev.column("operation"), acid_files.OPERATION_DELETE),
+            )
+        )
         if ev.num_rows:
             tables.append(ev.select(_KEYS))
     if not tables:
@@ -314,7 +332,9 @@ def _surviving(batch_keys: pa.Table, deletes: pa.Table | None) -> pa.Array | Non
     return pc.take(pos, pc.sort_indices(pos))
 
 
-def _map_columns(file_names: list[str], table_cols: list[str], positional: bool) -> list[int | None]:
+def _map_columns(
+    file_names: list[str], table_cols: list[str], positional: bool
+) -> list[int | None]:
     """For each table column, the index of its source column in the file (None = missing, read
     as NULL: a column added after the file was written). ACID files map by position (ORC
     ``SchemaEvolution`` does positional evolution for ACID files); original files by name
@@ -326,8 +346,9 @@ def _map_columns(file_names: list[str], table_cols: list[str], positional: bool)
     return [i if i < len(file_names) else None for i in range(len(table_cols))]
 
 
-def source_positions(info: "acid_files.FileInfo", table_cols: list[str],
-                     wanted: list[str]) -> list[int | None]:
+def source_positions(
+    info: "acid_files.FileInfo", table_cols: list[str], wanted: list[str]
+) -> list[int | None]:
     """Positions of the table columns ``wanted`` among a data file's data columns (the ``row``
     struct's fields of an ACID file), by :func:`read_task`'s mapping rule; None = missing."""
     mapping = _map_columns(info.row_schema.names, table_cols, positional=info.is_acid)
@@ -346,8 +367,9 @@ def _partition_arrays(plan_pcols: list[tuple[str, str]], ppath: str, n: int) -> 
     return out
 
 
-def check_acid_version(tfs: TableFS, info: "acid_files.FileInfo",
-                       cache: dict[str, int] | None = None) -> None:
+def check_acid_version(
+    tfs: TableFS, info: "acid_files.FileInfo", cache: dict[str, int] | None = None
+) -> None:
     """Trino's ACID version rule for files inside base/delta directories: the directory's
     ``_orc_acid_version`` must be >= 2, or else the file footer's ``hive.acid.version`` must be
     (Trino ``OrcPageSourceFactory``; Hive 3 writes both, Hive 3 fixtures carry only the footer).
@@ -371,11 +393,13 @@ def check_acid_version(tfs: TableFS, info: "acid_files.FileInfo",
         raise acid_files.AcidFileError(
             "Hive transactional tables are supported since Hive 3.0. Expected "
             f"`{acid_files.ACID_VERSION_KEY}` in ORC metadata of {info.path} to be >=2 but was "
-            f"{raw.decode() or '<empty>'}")
+            f"{raw.decode() or '<empty>'}"
+        )
 
 
-def _key_filter_mask(data: list, positions: list[int | None], keys: pa.Table,
-                     types: list[pa.DataType]) -> pa.Array:
+def _key_filter_mask(
+    data: list, positions: list[int | None], keys: pa.Table, types: list[pa.DataType]
+) -> pa.Array:
     """Boolean mask: rows whose key columns (``data[positions[i]]``) are in ``keys``."""
     cols = []
     for pos, t in zip(positions, types):
@@ -383,21 +407,32 @@ def _key_filter_mask(data: list, positions: list[int | None], keys: pa.Table,
         cols.append(col if col.type == t else col.cast(t))
     if len(cols) == 1:
         return pc.fill_null(pc.is_in(cols[0], value_set=keys.column(0)), False)
-    probe = pa.table(cols + [pa.array(range(len(cols[0])), pa.int64())],
-                     names=list(keys.column_names) + ["__pos"])
-    hit = probe.join(keys, keys=list(keys.column_names), join_type="left semi",
-                     use_threads=False).column("__pos")
+    probe = pa.table(
+        cols + [pa.array(range(len(cols[0])), pa.int64())],
+        names=list(keys.column_names) + ["__pos"],
+    )
+    hit = probe.join(
+        keys, keys=list(keys.column_names), join_type="left semi", use_threads=False
+    ).column("__pos")
     mask = np.zeros(len(cols[0]), dtype=bool)
     mask[hit.to_numpy()] = True
     return pa.array(mask)
 
 
-def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
-              partition_columns: list[tuple[str, str]], valid: ValidWriteIdList, *,
-              row_id: bool = False, file_name: bool = False, project: list[str] | None = None,
-              keys: pa.Table | None = None, prune: bool | None = None,
-              pruned: list[tuple[str, orcindex.StripeVerdict]] | None = None
-              ) -> Iterator[pa.RecordBatch]:
+def read_task(
+    tfs: TableFS,
+    task: ReadTask,
+    columns: list[tuple[str, str]],
+    partition_columns: list[tuple[str, str]],
+    valid: ValidWriteIdList,
+    *,
+    row_id: bool = False,
+    file_name: bool = False,
+    project: list[str] | None = None,
+    keys: pa.Table | None = None,
+    prune: bool | None = None,
+    pruned: list[tuple[str, orcindex.StripeVerdict]] | None = None,
+) -> Iterator[pa.RecordBatch]:
     """Visible rows of one task as Arrow record batches (schema: ``ReadPlan.output_schema``).
 
     Args:
@@ -424,7 +459,8 @@ def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
     targets = [htypes.arrow_type(columns[i][1]) for i in wanted]
     out_idx = [j for j, i in enumerate(wanted) if project is None or names[i] in project]
     out_schema = ReadPlan("", columns, partition_columns, valid, [], {}).output_schema(
-        row_id, file_name, project)
+        row_id, file_name, project
+    )
     dir_versions: dict[str, int] = {}
     for df in task.data_files:
         info = acid_files.file_info(tfs, df.path)
@@ -437,27 +473,39 @@ def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
         # ORC column projection: read only the source columns needed (by name; the row struct's
         # children as "row.<name>"); positions below index the projected columns
         needed = sorted({m for m in mapping if m is not None})
-        projectable = all("." not in src_names[m] for m in needed) and \
-            len(set(src_names)) == len(src_names)
+        projectable = all("." not in src_names[m] for m in needed) and len(set(src_names)) == len(
+            src_names
+        )
         sel = None
         if projectable and (project is not None or keys is not None) and (needed or acid):
             top = info.schema.names
-            sel = (top[:5] + [f"{top[5]}.{src_names[m]}" for m in needed]) if acid else \
-                [src_names[m] for m in needed]
+            sel = (
+                (top[:5] + [f"{top[5]}.{src_names[m]}" for m in needed])
+                if acid
+                else [src_names[m] for m in needed]
+            )
             remap = {m: j for j, m in enumerate(needed)}
             mapping = [remap.get(m) if m is not None else None for m in mapping]
-        key_pos = [mapping[wanted.index(names.index(k))] for k in keys.column_names] \
-            if keys is not None else None
-        key_types = [keys.schema.field(k).type for k in keys.column_names] if keys is not None \
+        key_pos = (
+            [mapping[wanted.index(names.index(k))] for k in keys.column_names]
+            if keys is not None
             else None
+        )
+        key_types = (
+            [keys.schema.field(k).type for k in keys.column_names] if keys is not None else None
+        )
         offset = df.row_offset
         with tfs.open(df.path, "rb") as fh:
             verdict = None
-            if keys is not None and (prune if prune is not None else
-                                     os.environ.get("ACIDFLOW_KEY_INDEX", "1") != "0"):
+            if keys is not None and (
+                prune if prune is not None else os.environ.get("ACIDFLOW_KEY_INDEX", "1") != "0"
+            ):
                 verdict = orcindex.file_stripes_to_read(
-                    fh, acid=acid, positions=[full_mapping[names.index(k)]
-                                              for k in keys.column_names], keys=keys)
+                    fh,
+                    acid=acid,
+                    positions=[full_mapping[names.index(k)] for k in keys.column_names],
+                    keys=keys,
+                )
                 if pruned is not None:
                     pruned.append((df.path, verdict))
                 if verdict.keep and not any(verdict.keep):
@@ -477,14 +525,20 @@ def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
                     rid = batch.column(3)
                     cwid = batch.column(4)
                     row = batch.column(5) if batch.num_columns > 5 else None
-                    data = [row.field(i) for i in range(row.type.num_fields)] if row is not None \
+                    data = (
+                        [row.field(i) for i in range(row.type.num_fields)]
+                        if row is not None
                         else []
-                    keep_mask = pc.and_(valid_mask(cwid, valid),
-                                        pc.not_equal(batch.column(0), acid_files.OPERATION_DELETE))
+                    )
+                    keep_mask = pc.and_(
+                        valid_mask(cwid, valid),
+                        pc.not_equal(batch.column(0), acid_files.OPERATION_DELETE),
+                    )
                 else:
                     owid = pa.array([df.write_id] * n, pa.int64())
-                    bucket = pa.array([encode_bucket_property(df.bucket_id, df.statement_id)] * n,
-                                      pa.int32())
+                    bucket = pa.array(
+                        [encode_bucket_property(df.bucket_id, df.statement_id)] * n, pa.int32()
+                    )
                     rid = pa.array(range(offset, offset + n), pa.int64())
                     offset += n
                     data = list(batch.columns)
@@ -517,40 +571,72 @@ def read_task(tfs: TableFS, task: ReadTask, columns: list[tuple[str, str]],
                         arrays.append(read_as(col, target))  # Hive's conversions
                 arrays += _partition_arrays(partition_columns, task.partition, m)
                 if row_id:
-                    arrays.append(pa.StructArray.from_arrays(
-                        [keys_tbl.column(0).combine_chunks(), keys_tbl.column(1).combine_chunks(),
-                         keys_tbl.column(2).combine_chunks()], fields=list(ROW_ID_TYPE)))
+                    arrays.append(
+                        pa.StructArray.from_arrays(
+                            [
+                                keys_tbl.column(0).combine_chunks(),
+                                keys_tbl.column(1).combine_chunks(),
+                                keys_tbl.column(2).combine_chunks(),
+                            ],
+                            fields=list(ROW_ID_TYPE),
+                        )
+                    )
                 if file_name:
                     arrays.append(pa.array([df.path] * m, pa.string()))
-                arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
+                arrays = [
+                    a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays
+                ]
                 yield pa.RecordBatch.from_arrays(arrays, schema=out_schema)
 
 
-def read_arrow(tfs: TableFS, plan: ReadPlan, *, row_id: bool = False,
-               file_name: bool = False, project: list[str] | None = None,
-               keys: pa.Table | None = None) -> pa.Table:
+def read_arrow(
+    tfs: TableFS,
+    plan: ReadPlan,
+    *,
+    row_id: bool = False,
+    file_name: bool = False,
+    project: list[str] | None = None,
+    keys: pa.Table | None = None,
+) -> pa.Table:
     """Run every task of a plan in this process and return one Arrow table (no Spark);
     ``project`` and ``keys`` as in :func:`read_task`."""
     schema = plan.output_schema(row_id, file_name, project)
-    batches = [b for t in plan.tasks for b in read_task(
-        tfs, t, plan.columns, plan.partition_columns, plan.valid_write_ids,
-        row_id=row_id, file_name=file_name, project=project, keys=keys)]
+    batches = [
+        b
+        for t in plan.tasks
+        for b in read_task(
+            tfs,
+            t,
+            plan.columns,
+            plan.partition_columns,
+            plan.valid_write_ids,
+            row_id=row_id,
+            file_name=file_name,
+            project=project,
+            keys=keys,
+        )
+    ]
     return pa.Table.from_batches(batches, schema=schema)
 
 
-def read_arrow_parallel(tfs: TableFS, plan: ReadPlan, *, threads: int = 2,
-                        **kwargs: Any) -> pa.Table:
+def read_arrow_parallel(
+    tfs: TableFS, plan: ReadPlan, *, threads: int = 2, **kwargs: Any
+) -> pa.Table:
     """:func:`read_arrow` with the plan's tasks spread over ``threads`` threads of this process
     (pyarrow's ORC decoding releases the GIL). For small, selective reads -- a merge's key
     lookup -- this is much cheaper than a Spark job (no task scheduling, no Python workers, no
     Arrow stream to the JVM and back). ``kwargs``: ``row_id``, ``file_name``, ``project``,
     ``keys`` as in :func:`read_task`."""
-    schema = plan.output_schema(kwargs.get("row_id", False), kwargs.get("file_name", False),
-                                kwargs.get("project"))
+    schema = plan.output_schema(
+        kwargs.get("row_id", False), kwargs.get("file_name", False), kwargs.get("project")
+    )
 
     def one(task: ReadTask) -> list[pa.RecordBatch]:
-        return list(read_task(tfs, task, plan.columns, plan.partition_columns,
-                              plan.valid_write_ids, **kwargs))
+        return list(
+            read_task(
+                tfs, task, plan.columns, plan.partition_columns, plan.valid_write_ids, **kwargs
+            )
+        )
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         parts_ = list(pool.map(one, plan.tasks))
@@ -564,8 +650,9 @@ def planned_bytes(tfs: TableFS, plan: ReadPlan) -> int:
     return sum(tfs.size(p) for p in paths)
 
 
-def string_column_maxima(tfs: TableFS, plan: ReadPlan,
-                         column: str) -> dict[str, tuple[bool, str | None]]:
+def string_column_maxima(
+    tfs: TableFS, plan: ReadPlan, column: str
+) -> dict[str, tuple[bool, str | None]]:
     """Upper bound of a string data column in each insert-side file a plan reads, from the ORC
     file statistics alone (footers, no data): ``{path: (True, max)}``, ``(True, None)`` when
     every value in the file is NULL or the file has no such column (added later), ``(False,
@@ -576,8 +663,7 @@ def string_column_maxima(tfs: TableFS, plan: ReadPlan,
     idx = [n for n, _ in plan.columns].index(column)
     out: dict[str, tuple[bool, str | None]] = {}
     for f in {f.path: f for t in plan.tasks for f in t.data_files}.values():
-        out[f.path] = (False, None) if f.kind == "original" else \
-            _file_string_max(tfs, f.path, idx)
+        out[f.path] = (False, None) if f.kind == "original" else _file_string_max(tfs, f.path, idx)
     return out
 
 
@@ -620,19 +706,42 @@ def split_plan(plan: ReadPlan, first: Callable[[DataFile], bool]) -> tuple[ReadP
     a: list[ReadTask] = []
     b: list[ReadTask] = []
     for t in plan.tasks:
-        for side, files in ((a, [f for f in t.data_files if first(f)]),
-                            (b, [f for f in t.data_files if not first(f)])):
+        for side, files in (
+            (a, [f for f in t.data_files if first(f)]),
+            (b, [f for f in t.data_files if not first(f)]),
+        ):
             if files:
                 side.append(ReadTask(t.partition, t.bucket_id, files, list(t.delete_files)))
-    return (ReadPlan(plan.table_dir, plan.columns, plan.partition_columns,
-                     plan.valid_write_ids, a, plan.states),
-            ReadPlan(plan.table_dir, plan.columns, plan.partition_columns,
-                     plan.valid_write_ids, b, plan.states))
+    return (
+        ReadPlan(
+            plan.table_dir,
+            plan.columns,
+            plan.partition_columns,
+            plan.valid_write_ids,
+            a,
+            plan.states,
+        ),
+        ReadPlan(
+            plan.table_dir,
+            plan.columns,
+            plan.partition_columns,
+            plan.valid_write_ids,
+            b,
+            plan.states,
+        ),
+    )
 
 
-def read_spark(spark: "SparkSession", tfs_url: str, plan: ReadPlan, *, row_id: bool = False,
-               file_name: bool = False, project: list[str] | None = None,
-               keys: pa.Table | None = None) -> "DataFrame":
+def read_spark(
+    spark: "SparkSession",
+    tfs_url: str,
+    plan: ReadPlan,
+    *,
+    row_id: bool = False,
+    file_name: bool = False,
+    project: list[str] | None = None,
+    keys: pa.Table | None = None,
+) -> "DataFrame":
     """Run a plan as a Spark job: one Spark partition per task, ``mapInArrow`` + pyarrow ORC.
 
     Args:
@@ -649,13 +758,25 @@ def read_spark(spark: "SparkSession", tfs_url: str, plan: ReadPlan, *, row_id: b
 
     from acidflow import sparktypes  # deferred: it imports pyspark
 
-    fields = [T.StructField(n, sparktypes.spark_type(t)) for n, t in plan.columns
-              if project is None or n in project]
+    fields = [
+        T.StructField(n, sparktypes.spark_type(t))
+        for n, t in plan.columns
+        if project is None or n in project
+    ]
     fields += [T.StructField(n, sparktypes.spark_type(t)) for n, t in plan.partition_columns]
     if row_id:
-        fields.append(T.StructField(ROW_ID, T.StructType([
-            T.StructField("writeid", T.LongType()), T.StructField("bucketid", T.IntegerType()),
-            T.StructField("rowid", T.LongType())])))
+        fields.append(
+            T.StructField(
+                ROW_ID,
+                T.StructType(
+                    [
+                        T.StructField("writeid", T.LongType()),
+                        T.StructField("bucketid", T.IntegerType()),
+                        T.StructField("rowid", T.LongType()),
+                    ]
+                ),
+            )
+        )
     if file_name:
         fields.append(T.StructField(INPUT_FILE_NAME, T.StringType()))
     schema = T.StructType(fields)
@@ -667,9 +788,17 @@ def read_spark(spark: "SparkSession", tfs_url: str, plan: ReadPlan, *, row_id: b
         local_fs = TableFS(tfs_url)
         for b in batches:
             for text in b.column(0).to_pylist():
-                yield from read_task(local_fs, ReadTask.from_json(text), columns, pcols, valid,
-                                     row_id=row_id, file_name=file_name, project=project,
-                                     keys=keys)
+                yield from read_task(
+                    local_fs,
+                    ReadTask.from_json(text),
+                    columns,
+                    pcols,
+                    valid,
+                    row_id=row_id,
+                    file_name=file_name,
+                    project=project,
+                    keys=keys,
+                )
 
     payload = [(t.to_json(),) for t in plan.tasks]
     rdd = spark.sparkContext.parallelize(payload, numSlices=len(payload))

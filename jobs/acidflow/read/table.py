@@ -25,6 +25,7 @@ should pin their snapshot explicitly::
 
 ``spark=None`` runs the same tasks in this process with pyarrow (the CLI uses it; no JVM).
 """
+
 from __future__ import annotations
 
 import posixpath
@@ -58,10 +59,17 @@ if TYPE_CHECKING:
 LONG_MAX = 2**63 - 1
 
 
-def plan_table(catalog: Catalog, name: str, *, as_of_write_id: int | None = None,
-               txn_id: int | None = None, read_optimized: bool = False,
-               partitions: Iterable[str] | None = None, buckets: Iterable[int] | None = None,
-               valid: ValidWriteIdList | None = None) -> snapshot.ReadPlan:
+def plan_table(
+    catalog: Catalog,
+    name: str,
+    *,
+    as_of_write_id: int | None = None,
+    txn_id: int | None = None,
+    read_optimized: bool = False,
+    partitions: Iterable[str] | None = None,
+    buckets: Iterable[int] | None = None,
+    valid: ValidWriteIdList | None = None,
+) -> snapshot.ReadPlan:
     """Plan a snapshot read of a catalog table.
 
     Args:
@@ -86,10 +94,16 @@ def plan_table(catalog: Catalog, name: str, *, as_of_write_id: int | None = None
     columns = catalog.schema_for(table, valid)
     try:
         return snapshot.plan_read(
-            tfs, table.location, [(c.name, c.hive_type) for c in columns],
-            [(c.name, c.hive_type) for c in table.partition_columns], valid,
-            bucketed=table.num_buckets > 0, read_optimized=read_optimized,
-            partitions=partitions, buckets=buckets)
+            tfs,
+            table.location,
+            [(c.name, c.hive_type) for c in columns],
+            [(c.name, c.hive_type) for c in table.partition_columns],
+            valid,
+            bucketed=table.num_buckets > 0,
+            read_optimized=read_optimized,
+            partitions=partitions,
+            buckets=buckets,
+        )
     except NotEnoughHistoryError as exc:
         if exc.oldest_readable_write_id is not None:
             raise
@@ -99,18 +113,29 @@ def plan_table(catalog: Catalog, name: str, *, as_of_write_id: int | None = None
         raise exc.with_oldest_readable(oldest) from None
 
 
-def run_plan(spark: Any, plan: snapshot.ReadPlan, *, row_id: bool = False,
-             file_name: bool = False) -> Any:
+def run_plan(
+    spark: Any, plan: snapshot.ReadPlan, *, row_id: bool = False, file_name: bool = False
+) -> Any:
     """Execute a plan: a Spark DataFrame when ``spark`` is given, else a ``pyarrow.Table``."""
     if spark is None:
-        return snapshot.read_arrow(TableFS(plan.table_dir), plan, row_id=row_id,
-                                   file_name=file_name)
+        return snapshot.read_arrow(
+            TableFS(plan.table_dir), plan, row_id=row_id, file_name=file_name
+        )
     return snapshot.read_spark(spark, plan.table_dir, plan, row_id=row_id, file_name=file_name)
 
 
-def read_table(spark: Any, catalog: Catalog, name: str, *, as_of_write_id: int | None = None,
-               read_optimized: bool = False, row_id: bool = False, file_name: bool = False,
-               txn_id: int | None = None, snapshot: ReaderSnapshot | None = None) -> Any:
+def read_table(
+    spark: Any,
+    catalog: Catalog,
+    name: str,
+    *,
+    as_of_write_id: int | None = None,
+    read_optimized: bool = False,
+    row_id: bool = False,
+    file_name: bool = False,
+    txn_id: int | None = None,
+    snapshot: ReaderSnapshot | None = None,
+) -> Any:
     """Visible rows of a catalog table (see :func:`plan_table` for the arguments).
 
     The read is registered with the catalog for the cleaner (module doc): a pyarrow read
@@ -123,13 +148,19 @@ def read_table(spark: Any, catalog: Catalog, name: str, *, as_of_write_id: int |
         columns, then ``ROW__ID`` / ``INPUT__FILE__NAME`` when asked.
     """
     if snapshot is not None:
-        plan = plan_table(catalog, name, read_optimized=read_optimized,
-                          valid=snapshot.valid_write_ids)
+        plan = plan_table(
+            catalog, name, read_optimized=read_optimized, valid=snapshot.valid_write_ids
+        )
         return run_plan(spark, plan, row_id=row_id, file_name=file_name)
     reader = catalog.register_reader(name, agent_info="read_table" + (" (spark)" if spark else ""))
     try:
-        plan = plan_table(catalog, name, as_of_write_id=as_of_write_id, txn_id=txn_id,
-                          read_optimized=read_optimized)
+        plan = plan_table(
+            catalog,
+            name,
+            as_of_write_id=as_of_write_id,
+            txn_id=txn_id,
+            read_optimized=read_optimized,
+        )
         result = run_plan(spark, plan, row_id=row_id, file_name=file_name)
     except BaseException:
         catalog.unregister_reader(reader.reader_id)
@@ -156,22 +187,31 @@ class ReaderSnapshot:
         NoSuchTableError.
     """
 
-    def __init__(self, catalog: Catalog, name: str, *, as_of_write_id: int | None = None,
-                 txn_id: int | None = None, heartbeat_s: float | None = None) -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        name: str,
+        *,
+        as_of_write_id: int | None = None,
+        txn_id: int | None = None,
+        heartbeat_s: float | None = None,
+    ) -> None:
         self.catalog, self.name = catalog, name
         info = catalog.register_reader(name, agent_info="reader_snapshot")
         self.reader_id = info.reader_id
         try:
-            self.valid_write_ids = catalog.valid_write_ids(name, txn_id=txn_id,
-                                                           as_of_write_id=as_of_write_id)
+            self.valid_write_ids = catalog.valid_write_ids(
+                name, txn_id=txn_id, as_of_write_id=as_of_write_id
+            )
             catalog.set_reader_snapshot(self.reader_id, self.valid_write_ids)
         except BaseException:
             catalog.unregister_reader(self.reader_id)
             raise
         self._period = (catalog.txn_timeout_s / 3.0) if heartbeat_s is None else heartbeat_s
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, daemon=True,
-                                        name=f"reader-{self.reader_id}-heartbeat")
+        self._thread = threading.Thread(
+            target=self._beat, daemon=True, name=f"reader-{self.reader_id}-heartbeat"
+        )
         if self._period > 0:
             self._thread.start()
 
@@ -182,11 +222,24 @@ class ReaderSnapshot:
             except Exception:  # noqa: BLE001 - the next beat retries
                 pass
 
-    def read(self, spark: Any, *, read_optimized: bool = False, row_id: bool = False,
-             file_name: bool = False) -> Any:
+    def read(
+        self,
+        spark: Any,
+        *,
+        read_optimized: bool = False,
+        row_id: bool = False,
+        file_name: bool = False,
+    ) -> Any:
         """Rows of the pinned snapshot (Spark DataFrame, or pyarrow Table when spark is None)."""
-        return read_table(spark, self.catalog, self.name, read_optimized=read_optimized,
-                          row_id=row_id, file_name=file_name, snapshot=self)
+        return read_table(
+            spark,
+            self.catalog,
+            self.name,
+            read_optimized=read_optimized,
+            row_id=row_id,
+            file_name=file_name,
+            snapshot=self,
+        )
 
     def close(self) -> None:
         """Stop heartbeating and unregister (the cleaner may then delete old directories)."""
@@ -208,8 +261,9 @@ def reader_snapshot(catalog: Catalog, name: str, **kwargs: Any) -> ReaderSnapsho
     return ReaderSnapshot(catalog, name, **kwargs)
 
 
-def read_incremental(spark: Any, catalog: Catalog, name: str, start_write_id: int,
-                     end_write_id: int | None = None) -> Any:
+def read_incremental(
+    spark: Any, catalog: Catalog, name: str, start_write_id: int, end_write_id: int | None = None
+) -> Any:
     """Changes between the snapshots at ``start_write_id`` (exclusive) and ``end_write_id``
     (inclusive, default the current high watermark).
 
@@ -231,23 +285,34 @@ def read_incremental(spark: Any, catalog: Catalog, name: str, start_write_id: in
     before = _in_schema_of_end(before, catalog, name, start_write_id, end)
     after = read_table(spark, catalog, name, as_of_write_id=end, row_id=True)
     rid = snapshot.ROW_ID
-    inserted = (after.where(F.col(rid + ".writeid") > start_write_id)
-                .withColumn("op", F.lit("I")).withColumn("write_id", F.col(rid + ".writeid")))
+    inserted = (
+        after.where(F.col(rid + ".writeid") > start_write_id)
+        .withColumn("op", F.lit("I"))
+        .withColumn("write_id", F.col(rid + ".writeid"))
+    )
     # a ROW__ID is unique within a partition only (every partition's files count rowids from
     # 0): a version is gone when its (partition, ROW__ID) is
     pnames = [p.name for p in catalog.get_table(name).partition_columns]
-    part = F.concat_ws("\u0001", *[F.coalesce(F.col(f"`{p}`").cast("string"), F.lit("\u0000"))
-                                    for p in pnames]) if pnames else F.lit("")
-    gone = (before.withColumn("__part", part)
-            .join(after.select(rid, part.alias("__part")), on=[rid, "__part"], how="left_anti")
-            .drop("__part"))
+    part = (
+        F.concat_ws(
+            "\u0001", *[F.coalesce(F.col(f"`{p}`").cast("string"), F.lit("\u0000")) for p in pnames]
+        )
+        if pnames
+        else F.lit("")
+    )
+    gone = (
+        before.withColumn("__part", part)
+        .join(after.select(rid, part.alias("__part")), on=[rid, "__part"], how="left_anti")
+        .drop("__part")
+    )
     deleted = gone.withColumn("op", F.lit("D")).withColumn("write_id", F.lit(None).cast("bigint"))
     cols = ["op", "write_id"] + [c for c in after.columns]
     return deleted.select(*cols).unionByName(inserted.select(*cols))
 
 
-def incremental_end(catalog: Catalog, name: str, start_write_id: int,
-                    end_write_id: int | None = None) -> int:
+def incremental_end(
+    catalog: Catalog, name: str, start_write_id: int, end_write_id: int | None = None
+) -> int:
     """The end write id of an incremental read (``end_write_id``, default the table's current
     high watermark).
 
@@ -263,8 +328,9 @@ def incremental_end(catalog: Catalog, name: str, start_write_id: int,
     return end
 
 
-def end_schema_mapping(catalog: Catalog, name: str, start: int, end: int
-                       ) -> list[tuple[str, str | None, str]] | None:
+def end_schema_mapping(
+    catalog: Catalog, name: str, start: int, end: int
+) -> list[tuple[str, str | None, str]] | None:
     """How rows read as of ``start`` map onto ``end``'s schema version: one
     ``(end name, start name or None, end hive type)`` per data column of ``end``; columns
     renamed in between take their new names (``change["renames"]`` of every version committed
@@ -305,8 +371,9 @@ def _in_schema_of_end(df: Any, catalog: Catalog, name: str, start: int, end: int
     return df.select(*cols)
 
 
-def _arrow_in_schema_of_end(t: pa.Table, catalog: Catalog, name: str, start: int,
-                            end: int) -> pa.Table:
+def _arrow_in_schema_of_end(
+    t: pa.Table, catalog: Catalog, name: str, start: int, end: int
+) -> pa.Table:
     """:func:`_in_schema_of_end` for a pyarrow Table (widened columns converted as Hive's ORC
     reader converts them, :func:`acidflow.format.schemaevolution.read_as`)."""
     mapping = end_schema_mapping(catalog, name, start, end)
@@ -316,15 +383,19 @@ def _arrow_in_schema_of_end(t: pa.Table, catalog: Catalog, name: str, start: int
     return arrow_in_mapping(t, mapping, pnames + [snapshot.ROW_ID])
 
 
-def arrow_in_mapping(t: pa.Table, mapping: list[tuple[str, str | None, str]],
-                     extras: list[str]) -> pa.Table:
+def arrow_in_mapping(
+    t: pa.Table, mapping: list[tuple[str, str | None, str]], extras: list[str]
+) -> pa.Table:
     """Rows read in a start schema version, in the end version's data columns
     (:func:`end_schema_mapping`'s ``mapping``), then the ``extras`` columns unchanged."""
     arrays, names = [], []
     for end_name, start_name, hive_type in mapping:
         target = htypes.arrow_type(hive_type)
-        arrays.append(read_as(t.column(start_name), target) if start_name is not None
-                      else pa.nulls(t.num_rows, target))
+        arrays.append(
+            read_as(t.column(start_name), target)
+            if start_name is not None
+            else pa.nulls(t.num_rows, target)
+        )
         names.append(end_name)
     for extra in extras:
         arrays.append(t.column(extra))
@@ -339,12 +410,12 @@ def _incremental_arrow(catalog: Catalog, name: str, start: int, end: int) -> pa.
     before = read_table(None, catalog, name, as_of_write_id=start, row_id=True)
     before = _arrow_in_schema_of_end(before, catalog, name, start, end)
     after = read_table(None, catalog, name, as_of_write_id=end, row_id=True)
-    return changes_between(before, after, start,
-                           [p.name for p in catalog.get_table(name).partition_columns])
+    return changes_between(
+        before, after, start, [p.name for p in catalog.get_table(name).partition_columns]
+    )
 
 
-def changes_between(before: pa.Table, after: pa.Table, start: int,
-                    pnames: list[str]) -> pa.Table:
+def changes_between(before: pa.Table, after: pa.Table, start: int, pnames: list[str]) -> pa.Table:
     """The rule of :func:`read_incremental` on two snapshots already read (``row_id=True``,
     ``before`` in ``after``'s columns): ``I`` rows of ``after`` inserted after write id
     ``start``, ``D`` rows of ``before`` whose (partition ``pnames``, ROW__ID) is gone; columns
@@ -354,8 +425,14 @@ def changes_between(before: pa.Table, after: pa.Table, start: int,
     def keys(t: pa.Table) -> pa.Table:
         """(partition, ROW__ID) of each row: a ROW__ID is unique within a partition only."""
         if not t.num_rows:
-            return pa.table({"w": pa.array([], pa.int64()), "b": pa.array([], pa.int32()),
-                             "r": pa.array([], pa.int64()), "p": pa.array([], pa.string())})
+            return pa.table(
+                {
+                    "w": pa.array([], pa.int64()),
+                    "b": pa.array([], pa.int32()),
+                    "r": pa.array([], pa.int64()),
+                    "p": pa.array([], pa.string()),
+                }
+            )
         r = t.column(rid).combine_chunks()
         part = pa.array([""] * t.num_rows, pa.string())
         for p in pnames:
@@ -371,10 +448,16 @@ def changes_between(before: pa.Table, after: pa.Table, start: int,
     deleted = before.take(gone_idx.combine_chunks().sort()) if len(gone_idx) else before.slice(0, 0)
     cols = after.column_names
     n_del = deleted.num_rows
-    d = pa.table([pa.array(["D"] * n_del, pa.string()), pa.nulls(n_del, pa.int64())]
-                 + [deleted.column(c) for c in cols], names=["op", "write_id"] + cols)
-    i = pa.table([pa.array(["I"] * inserted.num_rows, pa.string()), ins_w]
-                 + [inserted.column(c) for c in cols], names=["op", "write_id"] + cols)
+    d = pa.table(
+        [pa.array(["D"] * n_del, pa.string()), pa.nulls(n_del, pa.int64())]
+        + [deleted.column(c) for c in cols],
+        names=["op", "write_id"] + cols,
+    )
+    i = pa.table(
+        [pa.array(["I"] * inserted.num_rows, pa.string()), ins_w]
+        + [inserted.column(c) for c in cols],
+        names=["op", "write_id"] + cols,
+    )
     return pa.concat_tables([d, i.cast(d.schema)])
 
 
@@ -404,18 +487,24 @@ def describe_path(path: str) -> PathInfo:
     pcols: list[str] = []
     prefix = ""
     while True:
-        level = [e for e in entries if e.path.startswith(prefix) and "/" not in e.path[len(prefix):]
-                 and not is_hidden(e.path[len(prefix):])]
-        if not level or not all(e.is_dir and parts.is_partition_dir_name(e.path[len(prefix):])
-                                for e in level):
+        level = [
+            e
+            for e in entries
+            if e.path.startswith(prefix)
+            and "/" not in e.path[len(prefix) :]
+            and not is_hidden(e.path[len(prefix) :])
+        ]
+        if not level or not all(
+            e.is_dir and parts.is_partition_dir_name(e.path[len(prefix) :]) for e in level
+        ):
             break
-        first = level[0].path[len(prefix):]
+        first = level[0].path[len(prefix) :]
         pcols.append(first.split("=", 1)[0])
         prefix = level[0].path + "/"
     max_wid = 0
     data_file = None
     for e in entries:
-        comps = e.path.split("/")[len(pcols):]
+        comps = e.path.split("/")[len(pcols) :]
         if not comps or any(is_hidden(c) for c in comps):
             continue
         top = comps[0]
@@ -439,18 +528,32 @@ def describe_path(path: str) -> PathInfo:
     return PathInfo(cols, [(p, "string") for p in pcols], max_wid)
 
 
-def plan_path(path: str, *, high_watermark: int | None = None,
-              open_write_ids: Iterable[int] = (), aborted_write_ids: Iterable[int] = (),
-              read_optimized: bool = False) -> snapshot.ReadPlan:
+def plan_path(
+    path: str,
+    *,
+    high_watermark: int | None = None,
+    open_write_ids: Iterable[int] = (),
+    aborted_write_ids: Iterable[int] = (),
+    read_optimized: bool = False,
+) -> snapshot.ReadPlan:
     """Plan a read of a bare directory. With no ``high_watermark`` every write id found is
     committed (high watermark = Long.MAX_VALUE), as the MANIFEST's fixtures assume."""
     info = describe_path(path)
     hwm = LONG_MAX if high_watermark is None else high_watermark
-    valid = ValidWriteIdList(posixpath.basename(path.rstrip("/")), hwm,
-                             open_write_ids=tuple(sorted(open_write_ids)),
-                             aborted_write_ids=tuple(sorted(aborted_write_ids)))
-    return snapshot.plan_read(TableFS(path), path, info.columns, info.partition_columns, valid,
-                              read_optimized=read_optimized)
+    valid = ValidWriteIdList(
+        posixpath.basename(path.rstrip("/")),
+        hwm,
+        open_write_ids=tuple(sorted(open_write_ids)),
+        aborted_write_ids=tuple(sorted(aborted_write_ids)),
+    )
+    return snapshot.plan_read(
+        TableFS(path),
+        path,
+        info.columns,
+        info.partition_columns,
+        valid,
+        read_optimized=read_optimized,
+    )
 
 
 def acid_state_of(path: str, valid: ValidWriteIdList | None = None) -> AcidState:

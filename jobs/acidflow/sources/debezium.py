@@ -12,6 +12,7 @@ Ordering value (the ``position`` string): ``source.lsn`` (20 digits), else
 breaks ties inside one batch. :func:`debezium_record` reads one record; the line loop and the
 whole-transaction rules are :func:`acidflow.sources.formats.parse_lines`'.
 """
+
 from __future__ import annotations
 
 import base64
@@ -22,9 +23,17 @@ from typing import Any
 from acidflow.sources.lines import TxnTracker, infer_hive_type
 from acidflow.sources.records import Change, ParsedStream, RecordError
 
-_CONNECT_TYPES: dict[str | None, str] = {"int8": "tinyint", "int16": "smallint", "int32": "int", "int64": "bigint",
-                  "float32": "float", "float64": "double", "boolean": "boolean",
-                  "string": "string", "bytes": "binary"}
+_CONNECT_TYPES: dict[str | None, str] = {
+    "int8": "tinyint",
+    "int16": "smallint",
+    "int32": "int",
+    "int64": "bigint",
+    "float32": "float",
+    "float64": "double",
+    "boolean": "boolean",
+    "string": "string",
+    "bytes": "binary",
+}
 _EPOCH = datetime(1970, 1, 1)
 
 
@@ -37,9 +46,13 @@ def _debezium_field_type(f: dict) -> str:
         return f"decimal({p},{s})" if p <= 38 else "string"
     if name in ("io.debezium.time.Date", "org.apache.kafka.connect.data.Date"):
         return "date"
-    if name in ("io.debezium.time.Timestamp", "io.debezium.time.MicroTimestamp",
-                "io.debezium.time.NanoTimestamp", "io.debezium.time.ZonedTimestamp",
-                "org.apache.kafka.connect.data.Timestamp"):
+    if name in (
+        "io.debezium.time.Timestamp",
+        "io.debezium.time.MicroTimestamp",
+        "io.debezium.time.NanoTimestamp",
+        "io.debezium.time.ZonedTimestamp",
+        "org.apache.kafka.connect.data.Timestamp",
+    ):
         return "timestamp"
     if name:
         if f.get("type") in ("int8", "int16", "int32", "int64", "float32", "float64", "boolean"):
@@ -87,8 +100,9 @@ def _debezium_txn_marker(rec: dict, lineno: int, txns: TxnTracker) -> bool:
     return False
 
 
-def debezium_record(rec: Any, file_name: str, lineno: int, out: ParsedStream,
-                    txns: TxnTracker) -> list[Change]:
+def debezium_record(
+    rec: Any, file_name: str, lineno: int, out: ParsedStream, txns: TxnTracker
+) -> list[Change]:
     """The changes of one Debezium record (line ``lineno`` of ``file_name``): none for a
     transaction metadata record (noted in ``txns``) or a Kafka tombstone, else one
     :class:`Change`; the table's columns (typed from the envelope's schema, else inferred) and
@@ -151,23 +165,25 @@ def debezium_record(rec: Any, file_name: str, lineno: int, out: ParsedStream,
             return None
         if not isinstance(img, dict):
             raise RecordError(f"'{name}' is not an object")
-        return {str(k).lower(): _debezium_value(fields.get(str(k).lower()), v)
-                for k, v in img.items()}
+        return {
+            str(k).lower(): _debezium_value(fields.get(str(k).lower()), v) for k, v in img.items()
+        }
 
     after, before = image("after"), image("before")
     kind = ops[op]
     txn_info = rec.get("transaction")
     if isinstance(txn_info, dict) and txn_info.get("id") is not None:
-        txns.seen(str(txn_info["id"]), src.get("lsn") if src.get("lsn") is not None
-                  else position)
+        txns.seen(str(txn_info["id"]), src.get("lsn") if src.get("lsn") is not None else position)
     if kind == "T":
         out.table(table, typed=bool(fields))
         return [Change(table, "T", position, None, None, frozenset(), f"{file_name}:{lineno}")]
     if kind in ("I", "U") and after is None:
         raise RecordError(f"op {op!r} without 'after'")
     if kind == "D" and before is None:
-        raise RecordError("op 'd' without 'before': set REPLICA IDENTITY (or the source's "
-                          "equivalent) so deletes carry the old key")
+        raise RecordError(
+            "op 'd' without 'before': set REPLICA IDENTITY (or the source's "
+            "equivalent) so deletes carry the old key"
+        )
     st = out.table(table, typed=bool(fields))
     if fields:
         st.learn([(n, _debezium_field_type(f)) for n, f in fields.items()], key_cols)
@@ -175,5 +191,4 @@ def debezium_record(rec: Any, file_name: str, lineno: int, out: ParsedStream,
         img = after or before or {}
         st.learn([(n, t) for n, v in img.items() if (t := infer_hive_type(v))], key_cols)
     lsn = f" lsn {src['lsn']}" if src.get("lsn") is not None else ""
-    return [Change(table, kind, position, after, before, frozenset(),
-                   f"{file_name}:{lineno}{lsn}")]
+    return [Change(table, kind, position, after, before, frozenset(), f"{file_name}:{lineno}{lsn}")]

@@ -36,6 +36,7 @@ understood become :class:`BadRecord` with a reason; nothing is dropped silently.
 
 Ordering values (the ``position`` string) are each format's: see its module.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable
@@ -78,17 +79,23 @@ def parse_lines(fmt: str, lines: Iterable[str], file_name: str) -> ParsedStream:
     if fmt == "wal2json":
         return parse_wal2json(lines, file_name)
     if fmt == "debezium":
-        return _parse_simple(lines, file_name, debezium_record,
-                             "its transaction's END record", ("lsn", "pos"))
+        return _parse_simple(
+            lines, file_name, debezium_record, "its transaction's END record", ("lsn", "pos")
+        )
     if fmt == "goldengate":
-        return _parse_simple(lines, file_name, goldengate_record,
-                             "its transaction's end (txind E)", ("pos",))
+        return _parse_simple(
+            lines, file_name, goldengate_record, "its transaction's end (txind E)", ("pos",)
+        )
     raise ValueError(f"unknown change format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
-def _parse_simple(lines: Iterable[str], file_name: str,
-                  fn: Callable[[Any, str, int, ParsedStream, TxnTracker], list[Change]],
-                  end_marker: str, position_fields: tuple[str, ...]) -> ParsedStream:
+def _parse_simple(
+    lines: Iterable[str],
+    file_name: str,
+    fn: Callable[[Any, str, int, ParsedStream, TxnTracker], list[Change]],
+    end_marker: str,
+    position_fields: tuple[str, ...],
+) -> ParsedStream:
     """Debezium / GoldenGate lines: ``fn`` turns one record into changes; a line that is not
     JSON is a bad record, except the last (non-blank) line, which is a cut record
     (:class:`IncompleteTransactionError` naming the file, the line, the open transaction if
@@ -108,19 +115,26 @@ def _parse_simple(lines: Iterable[str], file_name: str,
                 if txns.open:
                     txid, st = min(txns.open.items(), key=lambda kv: kv[1]["line"])
                     raise IncompleteTransactionError(
-                        file_name, txid, found[0] if found else st["position"], st["line"],
+                        file_name,
+                        txid,
+                        found[0] if found else st["position"],
+                        st["line"],
                         f"the last line ({lineno}) is cut (not JSON: {e}) and the file ends "
-                        f"before {end_marker}") from None
+                        f"before {end_marker}",
+                    ) from None
                 raise IncompleteTransactionError(
-                    file_name, None, found[0] if found else last_position, lineno,
-                    f"the last line is a cut change record (not JSON: {e})") from None
+                    file_name,
+                    None,
+                    found[0] if found else last_position,
+                    lineno,
+                    f"the last line is a cut change record (not JSON: {e})",
+                ) from None
             out.bad.append(BadRecord(source_ref(file_name, lineno), f"not JSON: {e}", raw))
             continue
         try:
             changes = fn(rec, file_name, lineno, out, txns)
         except RecordError as e:
-            out.bad.append(BadRecord(source_ref(file_name, lineno), str(e), raw,
-                                     _guess_table(rec)))
+            out.bad.append(BadRecord(source_ref(file_name, lineno), str(e), raw, _guess_table(rec)))
             continue
         for ch in changes:
             ch.seq = len(out.changes)

@@ -11,6 +11,7 @@ HH:MM:SS.ffffff`` (:func:`gg_timestamp`) then ``|`` then ``pos`` (the issue's "o
 pos"). :func:`goldengate_record` reads one record; the line loop and the whole-transaction rules
 are :func:`acidflow.sources.formats.parse_lines`'.
 """
+
 from __future__ import annotations
 
 import re
@@ -35,8 +36,13 @@ def gg_timestamp(text: Any) -> str:
     Raises:
         RecordError: not a timestamp.
     """
-    if type(text) is str and len(text) == 26 and text[10] == " " and text[19] == "." and \
-            _GG_CANONICAL.match(text):  # already YYYY-MM-DD HH:MM:SS.ffffff
+    if (
+        type(text) is str
+        and len(text) == 26
+        and text[10] == " "
+        and text[19] == "."
+        and _GG_CANONICAL.match(text)
+    ):  # already YYYY-MM-DD HH:MM:SS.ffffff
         return text
     m = _GG_TS.match(str(text or "").strip())
     if not m:
@@ -91,17 +97,22 @@ def _gg_transaction(rec: dict, lineno: int, txns: TxnTracker) -> None:
         txns.begin(txid, lineno, pos, exclusive=True)
     elif not txns.open:
         raise IncompleteTransactionError(
-            txns.file_name, txid, pos, lineno,
+            txns.file_name,
+            txid,
+            pos,
+            lineno,
             f"txind {ind} without the transaction's begin: the file starts inside a "
-            "transaction whose first records are not in it")
+            "transaction whose first records are not in it",
+        )
     else:
         txns.seen(next(iter(txns.open)), pos)
     if ind in ("E", "W"):
         txns.open.clear()
 
 
-def goldengate_record(rec: Any, file_name: str, lineno: int, out: ParsedStream,
-                      txns: TxnTracker) -> list[Change]:
+def goldengate_record(
+    rec: Any, file_name: str, lineno: int, out: ParsedStream, txns: TxnTracker
+) -> list[Change]:
     """The change of one GoldenGate record (line ``lineno`` of ``file_name``), its ``txind``
     noted in ``txns``; the table's columns (inferred from the images; new columns only) and
     primary key (``primary_keys``) are learnt into ``out``.
@@ -138,7 +149,8 @@ def goldengate_record(rec: Any, file_name: str, lineno: int, out: ParsedStream,
     st = out.table(table, typed=False)
     img = after or before or {}
     if not st.primary_key or not st.columns.keys() >= img.keys():  # new columns only
-        st.learn([(n, t) for n, v in img.items() if (t := infer_hive_type(v))],
-                 [str(k).lower() for k in pk])
-    return [Change(table, op, position, after, before, frozenset(missing),
-                   f"{file_name}:{lineno}")]
+        st.learn(
+            [(n, t) for n, v in img.items() if (t := infer_hive_type(v))],
+            [str(k).lower() for k in pk],
+        )
+    return [Change(table, op, position, after, before, frozenset(missing), f"{file_name}:{lineno}")]

@@ -8,6 +8,7 @@ non-blank lines (:func:`numbered_lines`), the whole-value lookup in a cut line
 the type inference of formats without types (:func:`infer_hive_type`) and the tracker of
 transaction boundaries of Debezium / GoldenGate streams (:class:`TxnTracker`).
 """
+
 from __future__ import annotations
 
 import json
@@ -94,10 +95,9 @@ class TxnTracker:
 
     def __init__(self, file_name: str) -> None:
         self.file_name = file_name
-        self.open: dict[Any, dict[str, Any]] = {}   # txid -> {line, position}
+        self.open: dict[Any, dict[str, Any]] = {}  # txid -> {line, position}
 
-    def begin(self, txid: Any, line: int, position: Any = None, *, exclusive: bool = False
-              ) -> None:
+    def begin(self, txid: Any, line: int, position: Any = None, *, exclusive: bool = False) -> None:
         """Transaction ``txid`` begins at ``line`` (at ``position``, when known).
 
         Raises:
@@ -107,8 +107,12 @@ class TxnTracker:
         if exclusive and self.open:
             other, st = next(iter(self.open.items()))
             raise IncompleteTransactionError(
-                self.file_name, other, st["position"], st["line"],
-                f"a new transaction begins at line {line} before it ends")
+                self.file_name,
+                other,
+                st["position"],
+                st["line"],
+                f"a new transaction begins at line {line} before it ends",
+            )
         self.open[txid] = {"line": line, "position": position}
 
     def seen(self, txid: Any, position: Any) -> None:
@@ -129,5 +133,6 @@ class TxnTracker:
         """
         if self.open:
             txid, st = min(self.open.items(), key=lambda kv: kv[1]["line"])
-            raise IncompleteTransactionError(self.file_name, txid, st["position"], st["line"],
-                                             f"the file ends before {what}")
+            raise IncompleteTransactionError(
+                self.file_name, txid, st["position"], st["line"], f"the file ends before {what}"
+            )

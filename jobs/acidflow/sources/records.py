@@ -9,6 +9,7 @@ file (``acidflow.sources.formats.parse_lines``).
 Both jobs share these: the CDC job (``acidflow.cdc``) folds changes into split-update statements,
 and batch ingest (``acidflow.ingest``) quarantines its unparseable rows as :class:`BadRecord`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -144,8 +145,9 @@ class IncompleteTransactionError(AcidflowError, ValueError):
         line: line of the file where the transaction begins.
     """
 
-    def __init__(self, file: str, txid: Any, position: Any, line: int | None,
-                 detail: str = "") -> None:
+    def __init__(
+        self, file: str, txid: Any, position: Any, line: int | None, detail: str = ""
+    ) -> None:
         self.file, self.txid, self.position, self.line = file, txid, position, line
         self.detail = detail
         where = f"{file}:{line}" if line is not None else file
@@ -155,7 +157,8 @@ class IncompleteTransactionError(AcidflowError, ValueError):
             f"{detail or 'the file ends before the transaction ends'}; the file is cut short "
             "(an interrupted pull or copy) and none of it was applied. Replace it with a "
             f"complete copy, or set it aside with 'acidflow cdc quarantine-file {file} --reason "
-            "TEXT' to go on with the later files")
+            "TEXT' to go on with the later files"
+        )
 
 
 class UnreadableFileError(AcidflowError, ValueError):
@@ -167,10 +170,20 @@ class UnreadableFileError(AcidflowError, ValueError):
             ``.gz``) when known; line: its line number when known; reason: what is wrong.
     """
 
-    def __init__(self, file: str, reason: str, offset: int | None = None,
-                 line: int | None = None, hint: str = "") -> None:
+    def __init__(
+        self,
+        file: str,
+        reason: str,
+        offset: int | None = None,
+        line: int | None = None,
+        hint: str = "",
+    ) -> None:
         self.file, self.reason, self.offset, self.line = file, reason, offset, line
-        where = file + (f":{line}" if line is not None else "") + \
-            (f" (byte {offset})" if offset is not None else "")
-        super().__init__(f"{where}: unreadable input file: {reason}" + (f"; {hint}" if hint
-                                                                          else ""))
+        where = (
+            file
+            + (f":{line}" if line is not None else "")
+            + (f" (byte {offset})" if offset is not None else "")
+        )
+        super().__init__(
+            f"{where}: unreadable input file: {reason}" + (f"; {hint}" if hint else "")
+        )

@@ -14,6 +14,7 @@ in its transaction, 8 digits>`` -- logical decoding emits transactions in commit
 within a transaction changes are in statement order, so this is the order PostgreSQL applied
 them. The whole-transaction rules are those of :mod:`acidflow.sources.formats`.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,20 +34,36 @@ from acidflow.sources.records import (
 # ----------------------------------------------------------------------------- type mapping
 
 _PG_SIMPLE = {
-    "smallint": "smallint", "int2": "smallint",
-    "integer": "int", "int": "int", "int4": "int", "serial": "int",
-    "bigint": "bigint", "int8": "bigint", "bigserial": "bigint",
-    "real": "float", "float4": "float",
-    "double precision": "double", "float8": "double",
-    "boolean": "boolean", "bool": "boolean",
+    "smallint": "smallint",
+    "int2": "smallint",
+    "integer": "int",
+    "int": "int",
+    "int4": "int",
+    "serial": "int",
+    "bigint": "bigint",
+    "int8": "bigint",
+    "bigserial": "bigint",
+    "real": "float",
+    "float4": "float",
+    "double precision": "double",
+    "float8": "double",
+    "boolean": "boolean",
+    "bool": "boolean",
     "date": "date",
     "bytea": "binary",
-    "text": "string", "character varying": "string", "varchar": "string",
-    "bpchar": "string", "character": "char(1)", "char": "char(1)",
-    "numeric": "decimal(38,10)", "decimal": "decimal(38,10)",
+    "text": "string",
+    "character varying": "string",
+    "varchar": "string",
+    "bpchar": "string",
+    "character": "char(1)",
+    "char": "char(1)",
+    "numeric": "decimal(38,10)",
+    "decimal": "decimal(38,10)",
 }
-_PG_PARAM = re.compile(r"^(character varying|varchar|character|char|bpchar|numeric|decimal)"
-                       r"\s*\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)$")
+_PG_PARAM = re.compile(
+    r"^(character varying|varchar|character|char|bpchar|numeric|decimal)"
+    r"\s*\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)$"
+)
 
 
 def pg_to_hive(pg_type: str) -> str:
@@ -121,9 +138,9 @@ def parse_wal2json(lines: Iterable[str], file_name: str) -> ParsedStream:
     (``acidflow.sources.postgres.pull``), so a trailing open transaction is always a cut file.
     """
     out = ParsedStream()
-    pending: list[tuple[int, str, dict]] = []   # (line, raw, record) of the open transaction
+    pending: list[tuple[int, str, dict]] = []  # (line, raw, record) of the open transaction
     begin_lsn: int | None = None
-    open_txn: dict[str, Any] | None = None      # the B seen without its C: line, xid, lsn
+    open_txn: dict[str, Any] | None = None  # the B seen without its C: line, xid, lsn
     seq = 0
     numbered = list(numbered_lines(lines))
     last_line = numbered[-1][0] if numbered else 0
@@ -138,40 +155,53 @@ def parse_wal2json(lines: Iterable[str], file_name: str) -> ParsedStream:
                 own = _lsn(lsn_text) if lsn_text is not None else None
                 order = commit_lsn if commit_lsn is not None else own
                 if order is None:
-                    raise RecordError("no LSN on the change or its commit: pull with "
-                                      "'include-lsn' = '1'")
+                    raise RecordError(
+                        "no LSN on the change or its commit: pull with 'include-lsn' = '1'"
+                    )
                 ch = _wal2json_change(rec, f"{order:016X}.{idx:08d}", file_name, lineno, out)
             except RecordError as e:
-                out.bad.append(BadRecord(source_ref(file_name, lineno, lsn_text), str(e), raw,
-                                         _table_of(rec)))
+                out.bad.append(
+                    BadRecord(source_ref(file_name, lineno, lsn_text), str(e), raw, _table_of(rec))
+                )
                 continue
             ch.seq = seq
             seq += 1
             out.changes.append(ch)
         batch.clear()
 
-    last_lsn: Any = None                        # the last complete record's LSN text
+    last_lsn: Any = None  # the last complete record's LSN text
     for lineno, raw in numbered:
         try:
             rec = loads(raw)
         except ValueError as e:
             if lineno == last_line and open_txn is not None:
                 raise IncompleteTransactionError(
-                    file_name, open_txn["xid"], open_txn.get("last") or open_txn["lsn"],
-                    open_txn["line"], f"the last line ({lineno}) is cut (not JSON: {e}) and "
-                    "the transaction has no COMMIT") from None
-            if lineno == last_line and \
-                    (v1_seen or _looks_like_v1(raw) or raw.lstrip().startswith('{"action":"B"')):
+                    file_name,
+                    open_txn["xid"],
+                    open_txn.get("last") or open_txn["lsn"],
+                    open_txn["line"],
+                    f"the last line ({lineno}) is cut (not JSON: {e}) and "
+                    "the transaction has no COMMIT",
+                ) from None
+            if lineno == last_line and (
+                v1_seen or _looks_like_v1(raw) or raw.lstrip().startswith('{"action":"B"')
+            ):
                 # the last line is a cut transaction (a v1 document or a v2 BEGIN)
                 raise IncompleteTransactionError(
-                    file_name, _grep_field(raw, "xid"),
-                    _grep_field(raw, "nextlsn") or _grep_field(raw, "lsn"), lineno,
-                    f"the last line is a cut transaction record (not JSON: {e})") from None
+                    file_name,
+                    _grep_field(raw, "xid"),
+                    _grep_field(raw, "nextlsn") or _grep_field(raw, "lsn"),
+                    lineno,
+                    f"the last line is a cut transaction record (not JSON: {e})",
+                ) from None
             if lineno == last_line:  # a cut I/U/D/T record without transaction records
                 raise IncompleteTransactionError(
-                    file_name, complete_field(raw, "xid"),
-                    complete_field(raw, "lsn") or last_lsn, lineno,
-                    f"the last line is a cut change record (not JSON: {e})") from None
+                    file_name,
+                    complete_field(raw, "xid"),
+                    complete_field(raw, "lsn") or last_lsn,
+                    lineno,
+                    f"the last line is a cut change record (not JSON: {e})",
+                ) from None
             out.bad.append(BadRecord(source_ref(file_name, lineno), f"not JSON: {e}", raw))
             continue
         if isinstance(rec, dict):
@@ -180,22 +210,36 @@ def parse_wal2json(lines: Iterable[str], file_name: str) -> ParsedStream:
             v1_seen = True
             if open_txn is not None:
                 raise IncompleteTransactionError(
-                    file_name, open_txn["xid"], open_txn["lsn"], open_txn["line"],
-                    f"a format-version 1 transaction follows at line {lineno} before COMMIT")
+                    file_name,
+                    open_txn["xid"],
+                    open_txn["lsn"],
+                    open_txn["line"],
+                    f"a format-version 1 transaction follows at line {lineno} before COMMIT",
+                )
             _wal2json_v1_doc(rec, raw, lineno, file_name, out, flush)
             continue
         if not isinstance(rec, dict) or "action" not in rec:
-            out.bad.append(BadRecord(source_ref(file_name, lineno), "not a wal2json record (no "
-                                     "'action' of format-version 2, no 'change' of "
-                                     "format-version 1)", raw))
+            out.bad.append(
+                BadRecord(
+                    source_ref(file_name, lineno),
+                    "not a wal2json record (no "
+                    "'action' of format-version 2, no 'change' of "
+                    "format-version 1)",
+                    raw,
+                )
+            )
             continue
         action = rec["action"]
         try:
             if action == "B":
                 if open_txn is not None:
                     raise IncompleteTransactionError(
-                        file_name, open_txn["xid"], open_txn["lsn"], open_txn["line"],
-                        f"a new transaction begins at line {lineno} before its COMMIT")
+                        file_name,
+                        open_txn["xid"],
+                        open_txn["lsn"],
+                        open_txn["line"],
+                        f"a new transaction begins at line {lineno} before its COMMIT",
+                    )
                 begin_lsn = _lsn(rec["lsn"]) if "lsn" in rec else None
                 open_txn = {"line": lineno, "xid": rec.get("xid"), "lsn": rec.get("lsn")}
                 _widen(out, rec.get("lsn"))
@@ -218,13 +262,19 @@ def parse_wal2json(lines: Iterable[str], file_name: str) -> ParsedStream:
             else:
                 raise RecordError(f"unknown wal2json action {action!r}")
         except RecordError as e:
-            out.bad.append(BadRecord(source_ref(file_name, lineno, rec.get("lsn")), str(e), raw,
-                                     _table_of(rec)))
+            out.bad.append(
+                BadRecord(
+                    source_ref(file_name, lineno, rec.get("lsn")), str(e), raw, _table_of(rec)
+                )
+            )
     if open_txn is not None:
         raise IncompleteTransactionError(
-            file_name, open_txn["xid"], open_txn.get("last") or open_txn["lsn"],
-            open_txn["line"], f"the file ends after BEGIN and {len(pending)} change(s) but "
-            "before COMMIT")
+            file_name,
+            open_txn["xid"],
+            open_txn.get("last") or open_txn["lsn"],
+            open_txn["line"],
+            f"the file ends after BEGIN and {len(pending)} change(s) but before COMMIT",
+        )
     if pending:  # changes without a transaction (include-transaction off): order by own LSN
         flush(None)
     return out
@@ -244,8 +294,14 @@ def _grep_field(raw: str, name: str) -> str | None:
 _V1_ACTIONS = {"insert": "I", "update": "U", "delete": "D", "truncate": "T"}
 
 
-def _wal2json_v1_doc(doc: dict, raw: str, lineno: int, file_name: str, out: ParsedStream,
-                     flush: Callable[[int | None, list[tuple[int, str, dict]]], None]) -> None:
+def _wal2json_v1_doc(
+    doc: dict,
+    raw: str,
+    lineno: int,
+    file_name: str,
+    out: ParsedStream,
+    flush: Callable[[int | None, list[tuple[int, str, dict]]], None],
+) -> None:
     """One format-version 1 document (a whole transaction): its changes as v2-shaped records,
     ordered by the document's ``nextlsn`` (end of the commit record; v1 has no per-change
     LSN). Changes of a document without ``nextlsn`` go to quarantine."""
@@ -259,40 +315,65 @@ def _wal2json_v1_doc(doc: dict, raw: str, lineno: int, file_name: str, out: Pars
     pending: list[tuple[int, str, dict]] = []
     for ch in doc["change"]:
         if not isinstance(ch, dict):
-            out.bad.append(BadRecord(source_ref(file_name, lineno, nextlsn),
-                                     "format-version 1 change is not an object", raw))
+            out.bad.append(
+                BadRecord(
+                    source_ref(file_name, lineno, nextlsn),
+                    "format-version 1 change is not an object",
+                    raw,
+                )
+            )
             continue
         kind = ch.get("kind")
         if kind == "message":
             out.ignored += 1
             continue
         if kind not in _V1_ACTIONS:
-            out.bad.append(BadRecord(source_ref(file_name, lineno, nextlsn),
-                                     f"unknown wal2json format-version 1 kind {kind!r}",
-                                     json.dumps(ch, default=str), _table_of(ch)))
+            out.bad.append(
+                BadRecord(
+                    source_ref(file_name, lineno, nextlsn),
+                    f"unknown wal2json format-version 1 kind {kind!r}",
+                    json.dumps(ch, default=str),
+                    _table_of(ch),
+                )
+            )
             continue
-        rec: dict[str, Any] = {"action": _V1_ACTIONS[kind], "schema": ch.get("schema"),
-                               "table": ch.get("table")}
+        rec: dict[str, Any] = {
+            "action": _V1_ACTIONS[kind],
+            "schema": ch.get("schema"),
+            "table": ch.get("table"),
+        }
         if nextlsn is not None:
             rec["lsn"] = nextlsn
-        names, types_, values = (ch.get("columnnames") or [], ch.get("columntypes") or [],
-                                 ch.get("columnvalues") or [])
+        names, types_, values = (
+            ch.get("columnnames") or [],
+            ch.get("columntypes") or [],
+            ch.get("columnvalues") or [],
+        )
         if names:
-            rec["columns"] = [{"name": n, "type": t, "value": v}
-                              for n, t, v in zip(names, types_ or [None] * len(names), values)]
+            rec["columns"] = [
+                {"name": n, "type": t, "value": v}
+                for n, t, v in zip(names, types_ or [None] * len(names), values)
+            ]
             if not types_:
                 for c in rec["columns"]:
                     c.pop("type")
         old = ch.get("oldkeys")
         if isinstance(old, dict):
-            kn, kt, kv = (old.get("keynames") or [], old.get("keytypes") or [],
-                          old.get("keyvalues") or [])
-            rec["identity"] = [{"name": n, "type": t, "value": v}
-                               for n, t, v in zip(kn, kt or ["text"] * len(kn), kv)]
+            kn, kt, kv = (
+                old.get("keynames") or [],
+                old.get("keytypes") or [],
+                old.get("keyvalues") or [],
+            )
+            rec["identity"] = [
+                {"name": n, "type": t, "value": v}
+                for n, t, v in zip(kn, kt or ["text"] * len(kn), kv)
+            ]
         pk = ch.get("pk")
         if isinstance(pk, dict):
-            rec["pk"] = [{"name": n, "type": t} for n, t in
-                         zip(pk.get("pknames") or [], pk.get("pktypes") or [])]
+            rec["pk"] = [
+                {"name": n, "type": t}
+                for n, t in zip(pk.get("pknames") or [], pk.get("pktypes") or [])
+            ]
         pending.append((lineno, json.dumps(ch, default=str), rec))
     flush(commit, pending)
 
@@ -317,16 +398,24 @@ def _table_of(rec: Any) -> str | None:
     return None
 
 
-def _wal2json_change(rec: dict, position: str, file_name: str, lineno: int,
-                     out: ParsedStream) -> Change:
+def _wal2json_change(
+    rec: dict, position: str, file_name: str, lineno: int, out: ParsedStream
+) -> Change:
     table = _table_of(rec)
     if table is None:
         raise RecordError("change without 'table'")
     action = rec["action"]
     if action == "T":
         out.table(table)
-        return Change(table, "T", position, None, None, frozenset(),
-                      source_ref(file_name, lineno, rec.get("lsn")))
+        return Change(
+            table,
+            "T",
+            position,
+            None,
+            None,
+            frozenset(),
+            source_ref(file_name, lineno, rec.get("lsn")),
+        )
     pk = [str(p["name"]).lower() for p in rec.get("pk") or [] if isinstance(p, dict)]
     after = before = None
     types: list[tuple[str, str]] = []
@@ -336,10 +425,21 @@ def _wal2json_change(rec: dict, position: str, file_name: str, lineno: int,
         before, t2 = _wal2json_columns(rec.get("identity"), "identity")
         types += t2
     if action == "D" and before is None:
-        raise RecordError("DELETE without 'identity' (old key): set REPLICA IDENTITY on the "
-                          "source table")
-    pk_types = [(str(p["name"]).lower(), pg_to_hive(str(p["type"])))
-                for p in rec.get("pk") or [] if isinstance(p, dict) and "type" in p]
+        raise RecordError(
+            "DELETE without 'identity' (old key): set REPLICA IDENTITY on the source table"
+        )
+    pk_types = [
+        (str(p["name"]).lower(), pg_to_hive(str(p["type"])))
+        for p in rec.get("pk") or []
+        if isinstance(p, dict) and "type" in p
+    ]
     out.table(table).learn(types + pk_types, pk)
-    return Change(table, action, position, after, before, frozenset(),
-                  source_ref(file_name, lineno, rec.get("lsn")))
+    return Change(
+        table,
+        action,
+        position,
+        after,
+        before,
+        frozenset(),
+        source_ref(file_name, lineno, rec.get("lsn")),
+    )

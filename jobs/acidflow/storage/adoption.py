@@ -12,6 +12,7 @@ allowed anywhere a partition's data lives.
 
 Pure apart from listing the directory (:class:`acidflow.storage.fs.TableFS`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -70,8 +71,11 @@ class TableDirs:
 
     def dirs_with(self, write_id: int) -> list[AcidDir]:
         """Delta / delete delta directories whose range covers ``write_id`` (bases excluded)."""
-        return [d for d in self.acid_dirs
-                if d.kind != "base" and d.min_write_id <= write_id <= d.max_write_id]
+        return [
+            d
+            for d in self.acid_dirs
+            if d.kind != "base" and d.min_write_id <= write_id <= d.max_write_id
+        ]
 
 
 def scan_table_dirs(table: str, location: str, partition_columns: list[str]) -> TableDirs:
@@ -110,24 +114,30 @@ def scan_table_dirs(table: str, location: str, partition_columns: list[str]) -> 
                 found[(spec, comp)] = AcidDir(spec, comp, 0, base.write_id, "base")
             elif delta is not None:
                 found[(spec, comp)] = AcidDir(
-                    spec, comp, delta.min_write_id, delta.max_write_id,
-                    "delete_delta" if delta.is_delete else "delta")
+                    spec,
+                    comp,
+                    delta.min_write_id,
+                    delta.max_write_id,
+                    "delete_delta" if delta.is_delete else "delta",
+                )
             break
         if entry.is_dir:
             if len(comps) <= depth:
-                partition_of(table, comps, partition_columns[:len(comps)], entry.path)
+                partition_of(table, comps, partition_columns[: len(comps)], entry.path)
             continue
         if len(comps) <= depth:
             raise AdoptionError(
                 f"table {table}: data file {entry.path} lies above the partition directories "
-                f"({'/'.join(c + '=...' for c in partition_columns)}); Hive would not read it")
+                f"({'/'.join(c + '=...' for c in partition_columns)}); Hive would not read it"
+            )
         partitions.add(partition_of(table, comps[:depth], partition_columns, entry.path))
     dirs = sorted(found.values(), key=lambda d: (d.partition or "", d.name))
     return TableDirs(dirs, sorted(partitions, key=lambda p: p or ""))
 
 
-def partition_of(table: str, comps: list[str], partition_columns: list[str],
-                 path: str) -> str | None:
+def partition_of(
+    table: str, comps: list[str], partition_columns: list[str], path: str
+) -> str | None:
     """The partition spec of the directory levels ``comps`` (``None`` when there are none).
 
     Raises:
@@ -137,24 +147,29 @@ def partition_of(table: str, comps: list[str], partition_columns: list[str],
     if len(comps) != len(partition_columns):
         raise AdoptionError(
             f"table {table}: {path} is not at the partition depth of the table "
-            f"(partition columns {partition_columns or 'none'})")
+            f"(partition columns {partition_columns or 'none'})"
+        )
     if not comps:
         return None
     keys = []
     for comp, col in zip(comps, partition_columns):
         if not parts.is_partition_dir_name(comp):
-            raise AdoptionError(f"table {table}: {path}: {comp!r} is not a partition directory "
-                                f"({col}=<value>)")
+            raise AdoptionError(
+                f"table {table}: {path}: {comp!r} is not a partition directory ({col}=<value>)"
+            )
         key = parts.unescape(comp.split("=", 1)[0]).lower()
         if key != col:
-            raise AdoptionError(f"table {table}: {path}: partition directory {comp!r} does not "
-                                f"name the partition column {col!r}")
+            raise AdoptionError(
+                f"table {table}: {path}: partition directory {comp!r} does not "
+                f"name the partition column {col!r}"
+            )
         keys.append(comp)
     return "/".join(keys)
 
 
-def check_adoptable(table: str, location: str, partition_columns: list[str],
-                    history: ValidWriteIdList) -> TableDirs:
+def check_adoptable(
+    table: str, location: str, partition_columns: list[str], history: ValidWriteIdList
+) -> TableDirs:
     """Check a table directory against the write-id history it is adopted with.
 
     Args:
@@ -173,8 +188,9 @@ def check_adoptable(table: str, location: str, partition_columns: list[str],
         raise AdoptionError(f"table {table}: high watermark {hwm} is negative")
     bad = [w for w in history.invalid_write_ids if not 1 <= w <= hwm]
     if bad:
-        raise AdoptionError(f"table {table}: open/aborted write ids {bad} are outside "
-                            f"1..{hwm} (the high watermark)")
+        raise AdoptionError(
+            f"table {table}: open/aborted write ids {bad} are outside 1..{hwm} (the high watermark)"
+        )
     dirs = scan_table_dirs(table, location, partition_columns)
     for d in dirs.acid_dirs:
         if d.max_write_id > hwm:
@@ -182,5 +198,6 @@ def check_adoptable(table: str, location: str, partition_columns: list[str],
             raise AdoptionError(
                 f"table {table}: directory {where} under {location} names write id "
                 f"{d.max_write_id}, above the high watermark {hwm}: Hive never allocated it "
-                "under this history (take the ValidWriteIdList after the last write)")
+                "under this history (take the ValidWriteIdList after the last write)"
+            )
     return dirs

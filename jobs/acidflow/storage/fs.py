@@ -16,6 +16,7 @@ Endpoint, credentials and region come from the standard AWS environment botocore
 (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``,
 ``AWS_PROFILE``...), in the driver and in every Spark task alike.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -64,7 +65,8 @@ class DirectoryClaimedError(AcidflowError, FileExistsError):
             f"{directory} already exists ({who}); another writer or another catalog owns it, "
             f"so {wanted or 'this write'} refuses to write into it (nothing was overwritten). "
             "Two catalogs on one warehouse hand out the same write ids: check "
-            "ACIDFLOW_CATALOG_URL")
+            "ACIDFLOW_CATALOG_URL",
+        )
 
 
 def _renameat2_noreplace() -> Any:
@@ -144,8 +146,9 @@ class TableFS:
             listed = self.fs.ls(p, detail=True)
         except FileNotFoundError:
             return []
-        return sorted((posixpath.basename(i["name"].rstrip("/")), i["type"] == "directory")
-                      for i in listed)
+        return sorted(
+            (posixpath.basename(i["name"].rstrip("/")), i["type"] == "directory") for i in listed
+        )
 
     def open(self, path: str, mode: str = "rb") -> BinaryIO:
         """Open a file (binary modes)."""
@@ -338,7 +341,8 @@ class TableFS:
         if not self.renames_atomically:
             raise NotImplementedError(
                 f"{self.qualify(s)}: {self.protocol}:// has no atomic rename; acidflow does "
-                "not publish by renaming on object stores")
+                "not publish by renaming on object stores"
+            )
         if self.protocol == "file":
             fn = _renameat2_noreplace()
             if fn is not None:

@@ -29,6 +29,7 @@ retained write id. Removing other directories never changes what a retained snap
 Defaults can be changed per deployment with ``ACIDFLOW_HISTORY_RETAIN_COMMITS`` /
 ``ACIDFLOW_HISTORY_RETAIN_HOURS``; a table property wins over the environment.
 """
+
 from __future__ import annotations
 
 import math
@@ -48,10 +49,21 @@ from acidflow.format.layout import (
 from acidflow.storage.fs import TableFS
 from acidflow.storage.state import acid_state, history_floor
 
-__all__ = ["RETAIN_COMMITS", "RETAIN_HOURS", "DEFAULT_RETAIN_COMMITS", "DEFAULT_RETAIN_HOURS",
-           "RetentionPolicy", "check_retention_properties", "retention_policy",
-           "oldest_retained_write_id", "snapshot_at", "snapshot_points", "retained_names",
-           "readable_at", "history_loss"]
+__all__ = [
+    "RETAIN_COMMITS",
+    "RETAIN_HOURS",
+    "DEFAULT_RETAIN_COMMITS",
+    "DEFAULT_RETAIN_HOURS",
+    "RetentionPolicy",
+    "check_retention_properties",
+    "retention_policy",
+    "oldest_retained_write_id",
+    "snapshot_at",
+    "snapshot_points",
+    "retained_names",
+    "readable_at",
+    "history_loss",
+]
 
 RETAIN_COMMITS = "acidflow.history.retain.commits"
 RETAIN_HOURS = "acidflow.history.retain.hours"
@@ -86,8 +98,9 @@ def _parse_commits(table: str, where: str, value: object) -> int:
     except ValueError:
         n = -1
     if n < 0:
-        raise ValueError(f"table {table}: {where}={value!r} is not a number of commits "
-                         "(a whole number >= 0)")
+        raise ValueError(
+            f"table {table}: {where}={value!r} is not a number of commits (a whole number >= 0)"
+        )
     return n
 
 
@@ -98,8 +111,9 @@ def _parse_hours(table: str, where: str, value: object) -> float:
     except ValueError:
         h = -1.0
     if not math.isfinite(h) or h < 0:
-        raise ValueError(f"table {table}: {where}={value!r} is not a number of hours "
-                         "(a finite number >= 0)")
+        raise ValueError(
+            f"table {table}: {where}={value!r} is not a number of hours (a finite number >= 0)"
+        )
     return h
 
 
@@ -116,8 +130,9 @@ def check_retention_properties(table: str, props: Mapping[str, str]) -> None:
         _parse_hours(table, f"property {RETAIN_HOURS}", props[RETAIN_HOURS])
 
 
-def retention_policy(table: str, props: Mapping[str, str],
-                     env: Mapping[str, str] | None = None) -> RetentionPolicy:
+def retention_policy(
+    table: str, props: Mapping[str, str], env: Mapping[str, str] | None = None
+) -> RetentionPolicy:
     """The policy of a table: its properties, else ``ACIDFLOW_HISTORY_RETAIN_*``, else the
     defaults (10 commits, 24 hours).
 
@@ -137,8 +152,9 @@ def retention_policy(table: str, props: Mapping[str, str],
     return RetentionPolicy(commits, hours)
 
 
-def oldest_retained_write_id(committed: Sequence[tuple[int, datetime | None]],
-                             policy: RetentionPolicy, now: datetime) -> int:
+def oldest_retained_write_id(
+    committed: Sequence[tuple[int, datetime | None]], policy: RetentionPolicy, now: datetime
+) -> int:
     """The oldest retained snapshot (pure): every ``as_of_write_id >= it`` is retained.
 
     Args:
@@ -177,12 +193,17 @@ def snapshot_at(valid: ValidWriteIdList, write_id: int) -> ValidWriteIdList:
     (pure): high watermark ``write_id``, the current open and aborted exceptions at or below
     it -- what ``Catalog.valid_write_ids(as_of_write_id=)`` returns."""
     w = min(write_id, valid.high_watermark)
-    return ValidWriteIdList(valid.table_name, w, [o for o in valid.open_write_ids if o <= w],
-                            [a for a in valid.aborted_write_ids if a <= w])
+    return ValidWriteIdList(
+        valid.table_name,
+        w,
+        [o for o in valid.open_write_ids if o <= w],
+        [a for a in valid.aborted_write_ids if a <= w],
+    )
 
 
-def snapshot_points(entries: Iterable[DirEntry], valid: ValidWriteIdList,
-                    oldest: int, floor: int | None = None) -> list[int]:
+def snapshot_points(
+    entries: Iterable[DirEntry], valid: ValidWriteIdList, oldest: int, floor: int | None = None
+) -> list[int]:
     """High watermarks in ``[oldest, valid.high_watermark]`` at which ``getAcidState`` of this
     listing can change its answer (pure): ``oldest``, the current high watermark, and every
     ``x-1, x, x+1`` for ``x`` a base write id, a delta's min or max write id, or an exception.
@@ -214,8 +235,14 @@ def _needed(state: AcidState) -> set[str]:
     return names
 
 
-def retained_names(tfs: TableFS, partition_dir: str, valid: ValidWriteIdList, oldest: int, *,
-                   entries: list[DirEntry] | None = None) -> set[str]:
+def retained_names(
+    tfs: TableFS,
+    partition_dir: str,
+    valid: ValidWriteIdList,
+    oldest: int,
+    *,
+    entries: list[DirEntry] | None = None,
+) -> set[str]:
     """Top-level names (base, delta and delete delta directories, original files or
     directories) of one partition that some retained snapshot reads: the union of
     ``getAcidState`` at every :func:`snapshot_points` high watermark from ``oldest`` on.
@@ -234,15 +261,20 @@ def retained_names(tfs: TableFS, partition_dir: str, valid: ValidWriteIdList, ol
     floor = history_floor(tfs, partition_dir, listing)
     for w in snapshot_points(listing, valid, oldest, floor):
         try:
-            keep |= _needed(acid_state(tfs, partition_dir, snapshot_at(valid, w),
-                                       entries=listing))
+            keep |= _needed(acid_state(tfs, partition_dir, snapshot_at(valid, w), entries=listing))
         except NotEnoughHistoryError:
             continue
     return keep
 
 
-def readable_at(tfs: TableFS, partition_dir: str, valid: ValidWriteIdList, write_id: int, *,
-                entries: list[DirEntry] | None = None) -> bool:
+def readable_at(
+    tfs: TableFS,
+    partition_dir: str,
+    valid: ValidWriteIdList,
+    write_id: int,
+    *,
+    entries: list[DirEntry] | None = None,
+) -> bool:
     """Whether the snapshot ``as_of_write_id=write_id`` of one partition can still be read
     (``getAcidState`` finds a usable base or full history)."""
     listing = tfs.list_recursive(partition_dir) if entries is None else entries
@@ -267,8 +299,12 @@ def history_loss(removed: Iterable[str], remaining: Iterable[str]) -> int | None
         d = parse_delta(name)
         if d is None:
             cost = 0
-        elif any(c.is_delete == d.is_delete and c.min_write_id <= d.min_write_id
-                 and c.max_write_id >= d.max_write_id for c in rest):
+        elif any(
+            c.is_delete == d.is_delete
+            and c.min_write_id <= d.min_write_id
+            and c.max_write_id >= d.max_write_id
+            for c in rest
+        ):
             continue
         else:
             cost = d.min_write_id

@@ -25,6 +25,7 @@ leave to I/O once:
   ``NotEnoughHistoryError``. The file also refuses a base-less read below an INSERT OVERWRITE
   base (which Hive 4's rule reads from the deltas) once deltas underneath are gone.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,9 +44,16 @@ from acidflow.format.layout import (
 )
 from acidflow.storage.fs import TableFS, join
 
-__all__ = ["compacted_base_check", "acid_state", "HISTORY_FILE", "history_floor",
-           "write_history_floor", "mark_full_history", "register_txn_state",
-           "registered_txn_state"]
+__all__ = [
+    "compacted_base_check",
+    "acid_state",
+    "HISTORY_FILE",
+    "history_floor",
+    "write_history_floor",
+    "mark_full_history",
+    "register_txn_state",
+    "registered_txn_state",
+]
 
 #: warehouse root (no trailing slash) -> weak reference to a ``txn_state`` lookup
 _TXN_STATES: dict[str, "weakref.ReferenceType[Callable[[int], str]]"] = {}
@@ -81,6 +89,7 @@ def registered_txn_state(path: str) -> Callable[[int], str] | None:
                     return fn
     return None
 
+
 #: hidden file in a partition directory: ``{"full_history_below": N | null}``
 HISTORY_FILE = "_acidflow_history"
 
@@ -91,17 +100,25 @@ def compacted_base_check(tfs: TableFS, partition_dir: str) -> Callable[[str], bo
 
     The callback raises ``acidflow.format.orc.files.AcidFileError`` for a marker that is not the JSON
     Hive writes."""
+
     def is_compacted(base_name: str) -> bool:
         # deferred: the ORC codec imports pyarrow and pyorc; a catalog import needs neither
         from acidflow.format.orc import files as acid_files
+
         return acid_files.is_compacted_base(tfs, join(partition_dir, base_name))
+
     return is_compacted
 
 
-def acid_state(tfs: TableFS, partition_dir: str, valid: ValidWriteIdList, *,
-               entries: Iterable[DirEntry] | None = None,
-               txn_state: Callable[[int], str] | None = None,
-               ignore_empty_files: bool = False) -> AcidState:
+def acid_state(
+    tfs: TableFS,
+    partition_dir: str,
+    valid: ValidWriteIdList,
+    *,
+    entries: Iterable[DirEntry] | None = None,
+    txn_state: Callable[[int], str] | None = None,
+    ignore_empty_files: bool = False,
+) -> AcidState:
     """``AcidState`` of one partition directory (or of an unpartitioned table's root) at the
     snapshot ``valid``.
 
@@ -127,25 +144,35 @@ def acid_state(tfs: TableFS, partition_dir: str, valid: ValidWriteIdList, *,
     if txn_state is None:
         txn_state = registered_txn_state(tfs.qualify(partition_dir))
     try:
-        state = get_acid_state(listing, valid, check, txn_state,
-                               ignore_empty_files=ignore_empty_files)
+        state = get_acid_state(
+            listing, valid, check, txn_state, ignore_empty_files=ignore_empty_files
+        )
     except NotEnoughHistoryError:
         floor = history_floor(tfs, partition_dir, listing)
         if floor is None or valid.high_watermark >= floor:
             raise
-        return get_acid_state(listing, valid, check, txn_state,
-                              ignore_empty_files=ignore_empty_files, history_floor=floor)
+        return get_acid_state(
+            listing,
+            valid,
+            check,
+            txn_state,
+            ignore_empty_files=ignore_empty_files,
+            history_floor=floor,
+        )
     if state.base is None:
         # no usable base although bases exist (an INSERT OVERWRITE base is the oldest): the
         # deltas underneath are read -- refused when the history file says some are gone
-        bases = sorted((b for b in (parse_base(e.path.split("/", 1)[0]) for e in listing)
-                        if b is not None), key=lambda b: b.write_id)
+        bases = sorted(
+            (b for b in (parse_base(e.path.split("/", 1)[0]) for e in listing) if b is not None),
+            key=lambda b: b.write_id,
+        )
         if bases:
             floor = history_floor(tfs, partition_dir, listing)
             if floor is not None and valid.high_watermark >= floor:
                 exc = valid.invalid_write_ids
-                raise NotEnoughHistoryError(valid.high_watermark,
-                                            str(exc[0]) if exc else "x", bases[0].name)
+                raise NotEnoughHistoryError(
+                    valid.high_watermark, str(exc[0]) if exc else "x", bases[0].name
+                )
     return state
 
 
@@ -165,8 +192,8 @@ def history_floor(tfs: TableFS, partition_dir: str, entries: Iterable[DirEntry])
         except (ValueError, KeyError, TypeError) as exc:
             # deferred: the ORC codec imports pyarrow and pyorc; a catalog import needs neither
             from acidflow.format.orc import files as acid_files
-            raise acid_files.AcidFileError(f"{path}: not an acidflow history file: {exc}") \
-                from exc
+
+            raise acid_files.AcidFileError(f"{path}: not an acidflow history file: {exc}") from exc
         return LONG_MAX_VALUE if value is None else int(value)
     if any(parse_base(n) is not None for n in names):
         return None
@@ -175,8 +202,9 @@ def history_floor(tfs: TableFS, partition_dir: str, entries: Iterable[DirEntry])
 
 def write_history_floor(tfs: TableFS, partition_dir: str, floor: int | None) -> None:
     """Write ``_acidflow_history`` (``floor`` None = no limit)."""
-    tfs.write_bytes(join(partition_dir, HISTORY_FILE),
-                    json.dumps({"full_history_below": floor}).encode())
+    tfs.write_bytes(
+        join(partition_dir, HISTORY_FILE), json.dumps({"full_history_below": floor}).encode()
+    )
 
 
 def mark_full_history(tfs: TableFS, partition_dir: str) -> None:

@@ -20,6 +20,7 @@ Two sources of the definition and the history:
 A location outside acidflow's warehouse is adopted as ``external`` (the table stays where Hive
 put it; ``acidflow.external=true``).
 """
+
 from __future__ import annotations
 
 import re
@@ -44,10 +45,19 @@ from acidflow.tableops.ddl import COLUMN_COMMENT_PREFIX
 #: Hive's placeholder column names (``_col0``, ``_col1`` ...): the real names are unknown.
 PLACEHOLDER_NAME = re.compile(r"^_col[0-9]+$")
 #: Metastore table parameters that describe Hive's statistics, not the table (not copied).
-HIVE_STATS_PARAMS = frozenset({
-    "transient_lastDdlTime", "numFiles", "numRows", "rawDataSize", "totalSize",
-    "COLUMN_STATS_ACCURATE", "numFilesErasureCoded", "last_modified_by", "last_modified_time",
-})
+HIVE_STATS_PARAMS = frozenset(
+    {
+        "transient_lastDdlTime",
+        "numFiles",
+        "numRows",
+        "rawDataSize",
+        "totalSize",
+        "COLUMN_STATS_ACCURATE",
+        "numFilesErasureCoded",
+        "last_modified_by",
+        "last_modified_time",
+    }
+)
 
 
 class TableOpsError(AcidflowError, ValueError):
@@ -106,9 +116,14 @@ def parse_ids(text: str | None, what: str) -> list[int]:
         raise TableOpsError(f"{what}: expected comma-separated write ids, got {text!r}") from None
 
 
-def history_from_options(table: str, *, hwm: int | None, open_ids: Sequence[int] = (),
-                         aborted_ids: Sequence[int] = (), valid_write_ids: str | None = None
-                         ) -> ValidWriteIdList:
+def history_from_options(
+    table: str,
+    *,
+    hwm: int | None,
+    open_ids: Sequence[int] = (),
+    aborted_ids: Sequence[int] = (),
+    valid_write_ids: str | None = None,
+) -> ValidWriteIdList:
     """The adopted history from the command's options: either ``hwm`` (+ open, aborted) or
     Hive's string form (``<table>:<hwm>:<minOpen>:<open>:<aborted>``), not both.
 
@@ -116,8 +131,9 @@ def history_from_options(table: str, *, hwm: int | None, open_ids: Sequence[int]
         TableOpsError: neither or both given, a malformed string, ids outside 1..hwm.
     """
     if (hwm is None) == (valid_write_ids is None):
-        raise TableOpsError(f"table {table}: give either --hwm (with --open/--aborted) or "
-                            "--valid-write-ids")
+        raise TableOpsError(
+            f"table {table}: give either --hwm (with --open/--aborted) or --valid-write-ids"
+        )
     if valid_write_ids is not None:
         if open_ids or aborted_ids:
             raise TableOpsError("--open/--aborted go with --hwm; --valid-write-ids carries them")
@@ -150,8 +166,9 @@ def partition_names_from_dirs(location: str) -> list[str]:
     level = location
     while True:
         entries = [(n, is_dir) for n, is_dir in tfs.list_dir(level) if not is_hidden(n)]
-        if not entries or not all(is_dir and parts.is_partition_dir_name(n)
-                                  for n, is_dir in entries):
+        if not entries or not all(
+            is_dir and parts.is_partition_dir_name(n) for n, is_dir in entries
+        ):
             return names
         names.append(parts.unescape(entries[0][0].split("=", 1)[0]).lower())
         level = join(level, entries[0][0])
@@ -174,8 +191,9 @@ def sample_data_file(location: str) -> str | None:
     return first_delete
 
 
-def columns_from_files(table: str, location: str, partition_columns: Sequence[str] = ()
-                       ) -> list[Column]:
+def columns_from_files(
+    table: str, location: str, partition_columns: Sequence[str] = ()
+) -> list[Column]:
     """The data columns written in the table's ORC files (module doc).
 
     Raises:
@@ -184,8 +202,10 @@ def columns_from_files(table: str, location: str, partition_columns: Sequence[st
     """
     path = sample_data_file(location)
     if path is None:
-        raise TableOpsError(f"table {table}: no ORC data file under {location} to read the "
-                            "columns from; pass --columns")
+        raise TableOpsError(
+            f"table {table}: no ORC data file under {location} to read the "
+            "columns from; pass --columns"
+        )
     try:
         info = acid_files.file_info(TableFS(location), path)
     except acid_files.AcidFileError as exc:
@@ -195,19 +215,21 @@ def columns_from_files(table: str, location: str, partition_columns: Sequence[st
         raise TableOpsError(
             f"table {table}: {path} names its columns {[f.name for f in fields]} (Hive's "
             "placeholders): the real names are not in the files; pass --columns "
-            "'name type, ...'")
+            "'name type, ...'"
+        )
     skip = set(partition_columns)
-    return [Column(f.name, hive_type_from_arrow(f.type)) for f in fields
-            if f.name.lower() not in skip]
+    return [
+        Column(f.name, hive_type_from_arrow(f.type)) for f in fields if f.name.lower() not in skip
+    ]
 
 
 def local_path(location: str) -> str:
     """A metastore location as acidflow addresses it: ``file:/x`` and ``file:///x`` -> ``/x``;
     other URLs unchanged."""
     if location.startswith("file://"):
-        return location[len("file://"):] or "/"
+        return location[len("file://") :] or "/"
     if location.startswith("file:"):
-        return location[len("file:"):]
+        return location[len("file:") :]
     return location
 
 
@@ -220,8 +242,7 @@ class MetastoreTable:
     url: str
 
 
-def table_from_metastore(url: str, name: str, *, as_name: str | None = None
-                         ) -> MetastoreTable:
+def table_from_metastore(url: str, name: str, *, as_name: str | None = None) -> MetastoreTable:
     """Read a table's definition and ``ValidWriteIdList`` from a Hive metastore (module doc).
 
     Args:
@@ -249,6 +270,7 @@ def table_from_metastore(url: str, name: str, *, as_name: str | None = None
         to_valid_write_ids,
         valid_txn_list,
     )
+
     full = normalize_table_name(name)
     db, tbl = full.split(".")
     with hms_client(url) as client:
@@ -257,30 +279,41 @@ def table_from_metastore(url: str, name: str, *, as_name: str | None = None
         try:
             # Hive's own client declares INSERT_ONLY_TABLES; without it the metastore refuses
             # to describe an insert-only table at all
-            t = client.get_table_req(GetTableRequest(
-                dbName=db, tblName=tbl, capabilities=ClientCapabilities(
-                    [ClientCapability.INSERT_ONLY_TABLES]))).table
+            t = client.get_table_req(
+                GetTableRequest(
+                    dbName=db,
+                    tblName=tbl,
+                    capabilities=ClientCapabilities([ClientCapability.INSERT_ONLY_TABLES]),
+                )
+            ).table
         except NoSuchObjectException:
             raise TableOpsError(f"table {full} is not in the metastore {url}") from None
         except TException as exc:
-            raise TableOpsError(f"table {full}: the metastore {url} answered "
-                                f"{type(exc).__name__}: {getattr(exc, 'message', exc)}") from None
+            raise TableOpsError(
+                f"table {full}: the metastore {url} answered "
+                f"{type(exc).__name__}: {getattr(exc, 'message', exc)}"
+            ) from None
         refuse = _not_full_acid_orc(t)
         if refuse:
-            raise TableOpsError(f"table {full} in the metastore {url} cannot be adopted: "
-                                f"{refuse}")
+            raise TableOpsError(f"table {full} in the metastore {url} cannot be adopted: {refuse}")
         try:
             txns = valid_txn_list(client.get_open_txns())
-            resp = client.get_valid_write_ids(GetValidWriteIdsRequest(
-                fullTableNames=[full], validTxnList=txns))
+            resp = client.get_valid_write_ids(
+                GetValidWriteIdsRequest(fullTableNames=[full], validTxnList=txns)
+            )
         except TException as exc:
-            raise TableOpsError(f"table {full}: the metastore {url} gave no ValidWriteIdList: "
-                                f"{type(exc).__name__}: {getattr(exc, 'message', exc)}") from None
+            raise TableOpsError(
+                f"table {full}: the metastore {url} gave no ValidWriteIdList: "
+                f"{type(exc).__name__}: {getattr(exc, 'message', exc)}"
+            ) from None
         (ids,) = resp.tblValidWriteIds
         history = to_valid_write_ids(ids)
     params: dict[str, Any] = dict(t.parameters or {})
-    props = {k: str(v) for k, v in params.items() if k not in HIVE_STATS_PARAMS
-             and k not in ("EXTERNAL",)}
+    props = {
+        k: str(v)
+        for k, v in params.items()
+        if k not in HIVE_STATS_PARAMS and k not in ("EXTERNAL",)
+    }
     cols = [Column(c.name, c.type) for c in t.sd.cols]
     pcols = [Column(c.name, c.type) for c in (t.partitionKeys or [])]
     for c in [*t.sd.cols, *(t.partitionKeys or [])]:
@@ -288,10 +321,15 @@ def table_from_metastore(url: str, name: str, *, as_name: str | None = None
             props[COLUMN_COMMENT_PREFIX + c.name.lower()] = c.comment
     buckets = t.sd.numBuckets if t.sd.numBuckets and t.sd.numBuckets > 0 else 0
     table = TableDef(
-        name=as_name or full, columns=cols, partition_columns=pcols,
+        name=as_name or full,
+        columns=cols,
+        partition_columns=pcols,
         bucket_columns=[c.lower() for c in (t.sd.bucketCols or [])] if buckets else [],
-        num_buckets=buckets, bucketing_version=int(params.get("bucketing_version", 2)),
-        properties=props, location=local_path(t.sd.location))
+        num_buckets=buckets,
+        bucketing_version=int(params.get("bucketing_version", 2)),
+        properties=props,
+        location=local_path(t.sd.location),
+    )
     return MetastoreTable(table, history, url)
 
 
@@ -299,18 +337,23 @@ def _not_full_acid_orc(t: Any) -> str:
     """Why Hive's table ``t`` is not a full-ACID ORC table, or ``""``."""
     # deferred: the 'hms' extra, loaded already by table_from_metastore, the only caller
     from acidflow.catalog.hms.client import ORC_INPUT, ORC_OUTPUT, ORC_SERDE
+
     params = {k.lower(): str(v).lower() for k, v in (t.parameters or {}).items()}
     if params.get("transactional") != "true":
         return "it is not transactional (TBLPROPERTIES 'transactional' is not 'true')"
     if params.get("transactional_properties", "default") != "default":
-        return (f"it is an insert-only transactional table (transactional_properties="
-                f"{params['transactional_properties']!r}), not full ACID")
+        return (
+            f"it is an insert-only transactional table (transactional_properties="
+            f"{params['transactional_properties']!r}), not full ACID"
+        )
     if (t.tableType or "").upper() == "EXTERNAL_TABLE" or params.get("external") == "true":
         return "it is an external table (Hive's transactional tables are managed)"
     serde = t.sd.serdeInfo.serializationLib if t.sd.serdeInfo else None
     if serde != ORC_SERDE or t.sd.inputFormat != ORC_INPUT or t.sd.outputFormat != ORC_OUTPUT:
-        return (f"it is not stored as ORC (serde {serde}, input format {t.sd.inputFormat}, "
-                f"output format {t.sd.outputFormat})")
+        return (
+            f"it is not stored as ORC (serde {serde}, input format {t.sd.inputFormat}, "
+            f"output format {t.sd.outputFormat})"
+        )
     if t.sd.sortCols:
         return "it is sorted (SORTED BY); Hive's full-ACID tables cannot be"
     return ""

@@ -28,6 +28,7 @@ Checks before anything is recorded (each refusal names the file):
   order), or below it in sub-directories (Hive's ``HIVE_UNION_SUBDIR_<n>``);
 * a bucketed table's file names name a bucket below the bucket count.
 """
+
 from __future__ import annotations
 
 import posixpath
@@ -95,28 +96,35 @@ def check_file_schema(table: TableDef, path: str, info: acid_files.FileInfo) -> 
         TableOpsError: ACID schema, more columns, another name or type (names the file).
     """
     if info.is_acid:
-        raise TableOpsError(f"table {table.name}: {path} is an ACID event file, not a plain ORC "
-                            "file; the table is already transactional (use acidflow table adopt)")
+        raise TableOpsError(
+            f"table {table.name}: {path} is an ACID event file, not a plain ORC "
+            "file; the table is already transactional (use acidflow table adopt)"
+        )
     declared = table.columns
     fields = list(info.schema)
     if len(fields) > len(declared):
         raise TableOpsError(
             f"table {table.name}: {path} has {len(fields)} columns "
             f"{[f.name for f in fields]}, the table declares {len(declared)} "
-            f"{table.column_names()}")
+            f"{table.column_names()}"
+        )
     positional = all(PLACEHOLDER_NAME.match(f.name) for f in fields)
     for f, col in zip(fields, declared):
         if not positional and f.name.lower() != col.name:
-            raise TableOpsError(f"table {table.name}: {path} has column {f.name!r} where the "
-                                f"table declares {col.name!r}")
+            raise TableOpsError(
+                f"table {table.name}: {path} has column {f.name!r} where the "
+                f"table declares {col.name!r}"
+            )
         try:
             got = hive_type_from_arrow(f.type)
             want = hive_type_from_arrow(arrow_type(col.hive_type))
         except HiveTypeError as exc:
             raise TableOpsError(f"table {table.name}: {path} column {f.name!r}: {exc}") from exc
         if got != want:
-            raise TableOpsError(f"table {table.name}: {path} column {f.name!r} is {got}, the "
-                                f"table declares {col.name} {col.hive_type}")
+            raise TableOpsError(
+                f"table {table.name}: {path} column {f.name!r} is {got}, the "
+                f"table declares {col.name} {col.hive_type}"
+            )
 
 
 def check_convertible(table: TableDef, location: str, *, rename: bool = False) -> ConvertPlan:
@@ -146,12 +154,15 @@ def check_convertible(table: TableDef, location: str, *, rename: bool = False) -
             if parse_base(comp) is not None or parse_delta(comp) is not None:
                 raise TableOpsError(
                     f"table {table.name}: {location}/{entry.path} is in an ACID directory "
-                    f"({comp}): the table is already transactional (use acidflow table adopt)")
+                    f"({comp}): the table is already transactional (use acidflow table adopt)"
+                )
         if entry.is_dir:
             continue
         if len(comps) <= depth:
-            raise TableOpsError(f"table {table.name}: data file {location}/{entry.path} lies "
-                                f"above the partition directories ({', '.join(pcols)})")
+            raise TableOpsError(
+                f"table {table.name}: data file {location}/{entry.path} lies "
+                f"above the partition directories ({', '.join(pcols)})"
+            )
         try:
             spec = partition_of(table.name, comps[:depth], pcols, entry.path)
         except AdoptionError as exc:
@@ -164,21 +175,27 @@ def check_convertible(table: TableDef, location: str, *, rename: bool = False) -
             raise TableOpsError(
                 f"Unexpected data file name format. Cannot convert {table.name} to a "
                 f"transactional table. File: {full} (Hive's original files are named "
-                "<bucket>_0[_copy_<n>]; --rename-files renames them)")
+                "<bucket>_0[_copy_<n>]; --rename-files renames them)"
+            )
         if parsed is None and table.num_buckets > 0:
             raise TableOpsError(
                 f"table {table.name}: {full} does not name its bucket (<bucket>_0) and the "
-                f"table has {table.num_buckets} buckets: rows cannot be renamed into a bucket")
+                f"table has {table.num_buckets} buckets: rows cannot be renamed into a bucket"
+            )
         if parsed is not None and table.num_buckets > 0 and parsed[0] >= table.num_buckets:
-            raise TableOpsError(f"table {table.name}: {full} names bucket {parsed[0]}, the "
-                                f"table has {table.num_buckets} buckets")
+            raise TableOpsError(
+                f"table {table.name}: {full} names bucket {parsed[0]}, the "
+                f"table has {table.num_buckets} buckets"
+            )
         rows = 0
         if entry.size > 0:
             try:
                 info = acid_files.file_info(tfs, full)
             except acid_files.AcidFileError as exc:
-                raise TableOpsError(f"table {table.name}: {full} is not an ORC file ({exc}); "
-                                    "Hive's ORC input format cannot read it") from exc
+                raise TableOpsError(
+                    f"table {table.name}: {full} is not an ORC file ({exc}); "
+                    "Hive's ORC input format cannot read it"
+                ) from exc
             check_file_schema(table, full, info)
             rows = info.rows
         plan.files.append(OriginalFile(entry.path, spec, parsed[0] if parsed else None, rows))
@@ -189,7 +206,8 @@ def check_convertible(table: TableDef, location: str, *, rename: bool = False) -
             f"table {table.name}: {location} is on {tfs.protocol}://, which has no rename: "
             f"--rename-files cannot give {len(plan.renames)} file(s) Hive's names (first: "
             f"{join(location, first.path)} -> {first.new_name}). Rewrite them under Hive's "
-            "names <bucket>_0[_copy_<n>] (e.g. with a copy tool), then convert")
+            "names <bucket>_0[_copy_<n>] (e.g. with a copy tool), then convert"
+        )
     return plan
 
 
@@ -222,15 +240,19 @@ def apply_renames(plan: ConvertPlan) -> None:
     for f in plan.renames:
         assert f.new_name is not None
         src = join(plan.location, f.path)
-        dst = join(plan.location, posixpath.dirname(f.path), f.new_name) \
-            if posixpath.dirname(f.path) else join(plan.location, f.new_name)
+        dst = (
+            join(plan.location, posixpath.dirname(f.path), f.new_name)
+            if posixpath.dirname(f.path)
+            else join(plan.location, f.new_name)
+        )
         tfs.rename_exclusive(src, dst)
         f.path = posixpath.join(posixpath.dirname(f.path), f.new_name)
         f.new_name = None
 
 
-def convert_table(catalog: Catalog, table: TableDef, *, rename: bool = False
-                  ) -> tuple[TableDef, ConvertPlan]:
+def convert_table(
+    catalog: Catalog, table: TableDef, *, rename: bool = False
+) -> tuple[TableDef, ConvertPlan]:
     """Check (:func:`check_convertible`), rename if asked, then register the table with an
     empty write-id history (``Catalog.adopt_table`` with high watermark 0: the next write id is
     1, as after Hive's conversion).

@@ -28,6 +28,7 @@ external, and Hive refuses external transactional tables), so the Trino form mak
 table of the same shape; an existing acidflow table is registered by running the Hive form in
 Hive (beeline), after which Trino's Hive connector reads it through the metastore.
 """
+
 from __future__ import annotations
 
 from acidflow.catalog.tabledef import EXTERNAL_PROPERTY, TableDef
@@ -88,10 +89,12 @@ def column_comments(table: TableDef) -> dict[str, str]:
     """``{column: comment}`` from the ``acidflow.comment.<column>`` table properties, and the
     columns' own comments (``Column.comment``, set by ``acidflow table alter --comment``), which
     win."""
-    out = {k[len(COLUMN_COMMENT_PREFIX):]: v for k, v in table.properties.items()
-           if k.startswith(COLUMN_COMMENT_PREFIX)}
-    out.update({c.name: c.comment for c in [*table.columns, *table.partition_columns]
-                if c.comment})
+    out = {
+        k[len(COLUMN_COMMENT_PREFIX) :]: v
+        for k, v in table.properties.items()
+        if k.startswith(COLUMN_COMMENT_PREFIX)
+    }
+    out.update({c.name: c.comment for c in [*table.columns, *table.partition_columns] if c.comment})
     return out
 
 
@@ -99,9 +102,12 @@ def shown_properties(table: TableDef) -> dict[str, str]:
     """The table properties ``TBLPROPERTIES`` shows, sorted by key: all but the comments and
     ``acidflow.external`` (acidflow's warehouse rule; Hive's tables have no such notion and
     its ``EXTERNAL`` means something else)."""
-    return {k: v for k, v in sorted(table.properties.items())
-            if k not in (TABLE_COMMENT_KEY, EXTERNAL_PROPERTY)
-            and not k.startswith(COLUMN_COMMENT_PREFIX)}
+    return {
+        k: v
+        for k, v in sorted(table.properties.items())
+        if k not in (TABLE_COMMENT_KEY, EXTERNAL_PROPERTY)
+        and not k.startswith(COLUMN_COMMENT_PREFIX)
+    }
 
 
 def hive_ddl(table: TableDef, *, constraints: bool = True) -> str:
@@ -121,8 +127,10 @@ def hive_ddl(table: TableDef, *, constraints: bool = True) -> str:
     if constraints and table.primary_key:
         keys = ", ".join(hive_ident(k) for k in table.primary_key)
         lines.append(f"  PRIMARY KEY ({keys}) DISABLE NOVALIDATE")
-    out = [f"CREATE TABLE {hive_ident(table.db_name)}.{hive_ident(table.table_name)}(",
-           ",\n".join(lines) + ")"]
+    out = [
+        f"CREATE TABLE {hive_ident(table.db_name)}.{hive_ident(table.table_name)}(",
+        ",\n".join(lines) + ")",
+    ]
     if TABLE_COMMENT_KEY in table.properties:
         out.append(f"COMMENT {hive_string(table.properties[TABLE_COMMENT_KEY])}")
     if table.partition_columns:
@@ -137,8 +145,10 @@ def hive_ddl(table: TableDef, *, constraints: bool = True) -> str:
         bcols = ", ".join(hive_ident(c) for c in table.bucket_columns)
         out.append(f"CLUSTERED BY (\n  {bcols})\nINTO {table.num_buckets} BUCKETS")
     out.append(f"ROW FORMAT SERDE\n  {hive_string(ORC_SERDE)}")
-    out.append(f"STORED AS INPUTFORMAT\n  {hive_string(ORC_INPUT)}\n"
-               f"OUTPUTFORMAT\n  {hive_string(ORC_OUTPUT)}")
+    out.append(
+        f"STORED AS INPUTFORMAT\n  {hive_string(ORC_INPUT)}\n"
+        f"OUTPUTFORMAT\n  {hive_string(ORC_OUTPUT)}"
+    )
     if table.location:
         out.append(f"LOCATION\n  {hive_string(location_uri(table.location))}")
     props = [f"  {hive_string(k)}={hive_string(v)}" for k, v in shown_properties(table).items()]
@@ -157,9 +167,17 @@ def trino_type(hive_type: str) -> str:
 
 
 _TRINO_PRIMITIVES = {
-    "tinyint": "tinyint", "smallint": "smallint", "int": "integer", "bigint": "bigint",
-    "float": "real", "double": "double", "boolean": "boolean", "string": "varchar",
-    "binary": "varbinary", "date": "date", "timestamp": "timestamp(3)",
+    "tinyint": "tinyint",
+    "smallint": "smallint",
+    "int": "integer",
+    "bigint": "bigint",
+    "float": "real",
+    "double": "double",
+    "boolean": "boolean",
+    "string": "varchar",
+    "binary": "varbinary",
+    "date": "date",
+    "timestamp": "timestamp(3)",
 }
 
 
@@ -175,8 +193,7 @@ def _trino(t: ht.HiveType, text: str) -> str:
     if isinstance(t, ht.MapType):
         return f"map({_trino(t.key, text)}, {_trino(t.value, text)})"
     if isinstance(t, ht.StructType):
-        return "row(" + ", ".join(f"{trino_ident(n)} {_trino(f, text)}"
-                                  for n, f in t.fields) + ")"
+        return "row(" + ", ".join(f"{trino_ident(n)} {_trino(f, text)}" for n, f in t.fields) + ")"
     if isinstance(t, ht.PrimitiveType) and t.name in _TRINO_PRIMITIVES:
         return _TRINO_PRIMITIVES[t.name]
     raise ValueError(f"Hive type {text!r}: no Trino counterpart for {t.type_name!r}")
@@ -205,11 +222,17 @@ def trino_ddl(table: TableDef, *, catalog: str = "hive") -> str:
         out.append(f"COMMENT {trino_string(table.properties[TABLE_COMMENT_KEY])}")
     props = ["   format = 'ORC'", "   transactional = true"]
     if table.partition_columns:
-        props.append("   partitioned_by = ARRAY[" + ", ".join(
-            trino_string(c.name) for c in table.partition_columns) + "]")
+        props.append(
+            "   partitioned_by = ARRAY["
+            + ", ".join(trino_string(c.name) for c in table.partition_columns)
+            + "]"
+        )
     if table.num_buckets > 0:
-        props.append("   bucketed_by = ARRAY[" + ", ".join(
-            trino_string(c) for c in table.bucket_columns) + "]")
+        props.append(
+            "   bucketed_by = ARRAY["
+            + ", ".join(trino_string(c) for c in table.bucket_columns)
+            + "]"
+        )
         props.append(f"   bucket_count = {table.num_buckets}")
         props.append(f"   bucketing_version = {table.bucketing_version}")
     out.append("WITH (\n" + ",\n".join(props) + "\n)")

@@ -33,6 +33,7 @@ to do, nothing committed (``RestoreResult.noop``).
 ``spark=None`` reads and writes with pyarrow in this process (no JVM; what the CLI does); with a
 SparkSession the reads, the comparison and the writes are Spark jobs.
 """
+
 from __future__ import annotations
 
 import collections
@@ -101,32 +102,49 @@ class RestoreResult:
         """One line for people, e.g. ``restored db.t to write id 3 as write id 7 (txn 12):
         4 rows deleted, 2 rows inserted; events in 1 partition, a new base in 1``."""
         if self.noop:
-            return (f"{self.table} already equals its snapshot at write id {self.to_write_id}: "
-                    f"nothing to do, nothing committed")
+            return (
+                f"{self.table} already equals its snapshot at write id {self.to_write_id}: "
+                f"nothing to do, nothing committed"
+            )
         verb = "rolled back" if self.operation == "rollback" else "restored"
         n_ev = sum(1 for m in self.methods.values() if m == "events")
         n_base = sum(1 for m in self.methods.values() if m == "base")
         how = []
         if n_ev:
-            how.append(f"delete/insert events in {n_ev} partition{'s' if n_ev != 1 else ''}"
-                       if any(self.methods) else "delete/insert events")
+            how.append(
+                f"delete/insert events in {n_ev} partition{'s' if n_ev != 1 else ''}"
+                if any(self.methods)
+                else "delete/insert events"
+            )
         if n_base:
-            how.append(f"a new base in {n_base} partition{'s' if n_base != 1 else ''}"
-                       if any(self.methods) else "a new base")
-        return (f"{verb} {self.table} to write id {self.to_write_id} as write id "
-                f"{self.write_id} (txn {self.txn_id}): {self.rows_deleted} rows deleted, "
-                f"{self.rows_inserted} rows inserted; {', '.join(how)}")
+            how.append(
+                f"a new base in {n_base} partition{'s' if n_base != 1 else ''}"
+                if any(self.methods)
+                else "a new base"
+            )
+        return (
+            f"{verb} {self.table} to write id {self.to_write_id} as write id "
+            f"{self.write_id} (txn {self.txn_id}): {self.rows_deleted} rows deleted, "
+            f"{self.rows_inserted} rows inserted; {', '.join(how)}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict."""
-        return {"table": self.table, "operation": self.operation,
-                "to_write_id": self.to_write_id, "write_id": self.write_id,
-                "txn_id": self.txn_id, "rows_deleted": self.rows_deleted,
-                "rows_inserted": self.rows_inserted, "methods": dict(self.methods),
-                "noop": self.noop}
+        return {
+            "table": self.table,
+            "operation": self.operation,
+            "to_write_id": self.to_write_id,
+            "write_id": self.write_id,
+            "txn_id": self.txn_id,
+            "rows_deleted": self.rows_deleted,
+            "rows_inserted": self.rows_inserted,
+            "methods": dict(self.methods),
+            "noop": self.noop,
+        }
 
 
 # ------------------------------------------------------------------------------ checks
+
 
 def check_target(catalog: Catalog, table: TableDef, write_id: int, operation: str) -> None:
     """Refuse a restore target that is not a committed write id (0 = the empty table before
@@ -142,25 +160,33 @@ def check_target(catalog: Catalog, table: TableDef, write_id: int, operation: st
         raise RestoreError(f"{what}: no such write id (write ids allocated: {known})")
     state = states.get(write_id, TxnState.COMMITTED)
     if state == TxnState.ABORTED:
-        raise RestoreError(f"{what}: write id {write_id} was aborted, nothing it wrote is "
-                           "visible; restore to a committed write id")
+        raise RestoreError(
+            f"{what}: write id {write_id} was aborted, nothing it wrote is "
+            "visible; restore to a committed write id"
+        )
     if state == TxnState.OPEN:
-        raise RestoreError(f"{what}: write id {write_id} is not committed yet (its "
-                           "transaction is open)")
+        raise RestoreError(
+            f"{what}: write id {write_id} is not committed yet (its transaction is open)"
+        )
     kept = history.retained_range(catalog, table.name, table=table)
     if write_id < kept.oldest:
-        raise RestoreError(f"{what}: write id {write_id} is outside history retention "
-                           f"({kept.describe()}); the oldest write id that can be restored "
-                           f"is {kept.oldest}")
+        raise RestoreError(
+            f"{what}: write id {write_id} is outside history retention "
+            f"({kept.describe()}); the oldest write id that can be restored "
+            f"is {kept.oldest}"
+        )
     then = [(c.name, c.hive_type) for c in catalog.schema_at(table.name, write_id)]
     now = [(c.name, c.hive_type) for c in table.columns]
     if then != now:
         raise RestoreError(
             f"{what}: the table's columns changed after write id {write_id} ("
-            + ", ".join(f"{n} {t}" for n, t in then) + " -> "
-            + ", ".join(f"{n} {t}" for n, t in now) + "); a restore keeps today's columns and "
+            + ", ".join(f"{n} {t}" for n, t in then)
+            + " -> "
+            + ", ".join(f"{n} {t}" for n, t in now)
+            + "); a restore keeps today's columns and "
             "cannot write rows of the old ones: change the columns back with `acidflow table "
-            "alter` first, or restore to a write id after the change")
+            "alter` first, or restore to a write id after the change"
+        )
 
 
 def rollback_target(catalog: Catalog, table_name: str) -> tuple[int, int]:
@@ -179,17 +205,19 @@ def rollback_target(catalog: Catalog, table_name: str) -> tuple[int, int]:
         if rec is None:
             return True
         st = rec.stats or {}
-        rows = sum(int(st.get(k) or 0) for k in ("rows_inserted", "rows_updated",
-                                                  "rows_deleted"))
+        rows = sum(int(st.get(k) or 0) for k in ("rows_inserted", "rows_updated", "rows_deleted"))
         return rows > 0 or "insert_overwrite" in rec.operations
+
     for i in range(len(committed) - 1, -1, -1):
         if changed(committed[i]):
             return committed[i], committed[i - 1] if i > 0 else 0
-    raise RestoreError(f"rollback {table_name}: no committed write changed its data; "
-                       "nothing to roll back")
+    raise RestoreError(
+        f"rollback {table_name}: no committed write changed its data; nothing to roll back"
+    )
 
 
 # ------------------------------------------------------------------------------ diff (pyarrow)
+
 
 def _part_paths(tbl: pa.Table, pnames: list[str]) -> list[str]:
     if not pnames:
@@ -200,9 +228,16 @@ def _part_paths(tbl: pa.Table, pnames: list[str]) -> list[str]:
 
 def _keys(tbl: pa.Table, pnames: list[str]) -> pa.Table:
     rid = tbl.column(ROW_ID).combine_chunks()
-    return pa.table([rid.field("writeid"), rid.field("bucketid"), rid.field("rowid"),
-                     pa.array(_part_paths(tbl, pnames), pa.string()),
-                     pa.array(range(tbl.num_rows), pa.int64())], names=_KEYS + ["__pos"])
+    return pa.table(
+        [
+            rid.field("writeid"),
+            rid.field("bucketid"),
+            rid.field("rowid"),
+            pa.array(_part_paths(tbl, pnames), pa.string()),
+            pa.array(range(tbl.num_rows), pa.int64()),
+        ],
+        names=_KEYS + ["__pos"],
+    )
 
 
 def _minus(a: pa.Table, b: pa.Table, pnames: list[str]) -> pa.Table:
@@ -210,8 +245,9 @@ def _minus(a: pa.Table, b: pa.Table, pnames: list[str]) -> pa.Table:
     unique within a partition only."""
     if a.num_rows == 0 or b.num_rows == 0:
         return a
-    kept = _keys(a, pnames).join(_keys(b, pnames).select(_KEYS), keys=_KEYS,
-                                 join_type="left anti", use_threads=False)
+    kept = _keys(a, pnames).join(
+        _keys(b, pnames).select(_KEYS), keys=_KEYS, join_type="left anti", use_threads=False
+    )
     pos = kept.column("__pos")
     return a.take(pc.take(pos, pc.sort_indices(pos)))
 
@@ -230,10 +266,12 @@ def _cancel_equal(gone: pa.Table, back: pa.Table, cols: list[str]) -> tuple[pa.T
     only what differs, and a table equal in values to W needs nothing."""
     if not gone.num_rows or not back.num_rows:
         return gone, back
-    gv = [tuple(_hashable(v) for v in row)
-          for row in zip(*(gone.column(c).to_pylist() for c in cols))]
-    bv = [tuple(_hashable(v) for v in row)
-          for row in zip(*(back.column(c).to_pylist() for c in cols))]
+    gv = [
+        tuple(_hashable(v) for v in row) for row in zip(*(gone.column(c).to_pylist() for c in cols))
+    ]
+    bv = [
+        tuple(_hashable(v) for v in row) for row in zip(*(back.column(c).to_pylist() for c in cols))
+    ]
     common = collections.Counter(gv) & collections.Counter(bv)
     if not common:
         return gone, back
@@ -266,22 +304,40 @@ class _Diff:
     specs: dict[str, dict[str, Any]]
 
     def changed(self) -> list[str]:
-        return sorted(p for p in set(self.deletes) | set(self.inserts)
-                      if self.deletes.get(p) or self.inserts.get(p))
+        return sorted(
+            p
+            for p in set(self.deletes) | set(self.inserts)
+            if self.deletes.get(p) or self.inserts.get(p)
+        )
 
     def methods(self, fraction: float) -> dict[str, str]:
-        return {p: ("base" if self.deletes.get(p, 0) + self.inserts.get(p, 0)
-                    > fraction * self.then_rows.get(p, 0) else "events")
-                for p in self.changed()}
+        return {
+            p: (
+                "base"
+                if self.deletes.get(p, 0) + self.inserts.get(p, 0)
+                > fraction * self.then_rows.get(p, 0)
+                else "events"
+            )
+            for p in self.changed()
+        }
 
 
-def _restore_arrow(txn: Transaction, table: TableDef, now: pa.Table, then: pa.Table,
-                   fraction: float, operation: str) -> tuple[_Diff, dict[str, str]]:
+def _restore_arrow(
+    txn: Transaction,
+    table: TableDef,
+    now: pa.Table,
+    then: pa.Table,
+    fraction: float,
+    operation: str,
+) -> tuple[_Diff, dict[str, str]]:
     pnames = [c.name for c in table.partition_columns]
     data = [c.name for c in table.columns] + pnames
     gone, back = _cancel_equal(_minus(now, then, pnames), _minus(then, now, pnames), data)
-    gone_p, back_p, then_p = _part_paths(gone, pnames), _part_paths(back, pnames), \
-        _part_paths(then, pnames)
+    gone_p, back_p, then_p = (
+        _part_paths(gone, pnames),
+        _part_paths(back, pnames),
+        _part_paths(then, pnames),
+    )
     specs: dict[str, dict[str, Any]] = {}
     for tbl, paths in ((gone, gone_p), (back, back_p)):
         for i, p in enumerate(paths):
@@ -298,31 +354,49 @@ def _restore_arrow(txn: Transaction, table: TableDef, now: pa.Table, then: pa.Ta
         rid = g.column(ROW_ID).combine_chunks() if g.num_rows else None
         deletes = pa.table(
             [g.column(p) for p in pnames]
-            + ([rid.field("writeid"), rid.field("bucketid"), rid.field("rowid")] if rid is not None
-               else [pa.array([], pa.int64()), pa.array([], pa.int32()), pa.array([], pa.int64())]),
-            names=pnames + ["owid", "bprop", "rowid"])
-        changes.apply_row_changes(txn, table.name, b.select(data), deletes,
-                              counts={"rows_inserted": b.num_rows, "rows_updated": 0,
-                                      "rows_deleted": g.num_rows}, operation=operation)
+            + (
+                [rid.field("writeid"), rid.field("bucketid"), rid.field("rowid")]
+                if rid is not None
+                else [pa.array([], pa.int64()), pa.array([], pa.int32()), pa.array([], pa.int64())]
+            ),
+            names=pnames + ["owid", "bprop", "rowid"],
+        )
+        changes.apply_row_changes(
+            txn,
+            table.name,
+            b.select(data),
+            deletes,
+            counts={"rows_inserted": b.num_rows, "rows_updated": 0, "rows_deleted": g.num_rows},
+            operation=operation,
+        )
     if base:
         mask_t = pa.array([p in base for p in then_p], pa.bool_())
         rows = then.filter(mask_t).select(data)
-        txn.insert_overwrite(table.name, rows,
-                             partitions=[diff.specs[p] for p in base] if pnames else None)
+        txn.insert_overwrite(
+            table.name, rows, partitions=[diff.specs[p] for p in base] if pnames else None
+        )
     return diff, methods
 
 
 # ------------------------------------------------------------------------------ diff (Spark)
 
-def _restore_spark(spark: SparkSession, txn: Transaction, table: TableDef, now: DataFrame,
-                   then: DataFrame, fraction: float,
-                   operation: str) -> tuple[_Diff, dict[str, str]]:
+
+def _restore_spark(
+    spark: SparkSession,
+    txn: Transaction,
+    table: TableDef,
+    now: DataFrame,
+    then: DataFrame,
+    fraction: float,
+    operation: str,
+) -> tuple[_Diff, dict[str, str]]:
     # deferred: the pyarrow path (the CLI) runs without pyspark
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     pnames = [c.name for c in table.partition_columns]
     data = [c.name for c in table.columns] + pnames
+
     def minus(a: DataFrame, b: DataFrame) -> DataFrame:
         # a ROW__ID is unique within a partition only
         other = b.select(*[F.col(c).alias(f"__o_{c}") for c in [ROW_ID, *pnames]])
@@ -336,7 +410,8 @@ def _restore_spark(spark: SparkSession, txn: Transaction, table: TableDef, now: 
         w = Window.partitionBy(*data).orderBy(ROW_ID)
         an = a.withColumn("__n", F.row_number().over(w))
         bn = b.withColumn("__n", F.row_number().over(w)).select(
-            *[F.col(c).alias(f"__o_{c}") for c in [*data, "__n"]])
+            *[F.col(c).alias(f"__o_{c}") for c in [*data, "__n"]]
+        )
         cond = [an[c].eqNullSafe(bn[f"__o_{c}"]) for c in [*data, "__n"]]
         return an.join(bn, on=cond, how="left_anti").drop("__n")
 
@@ -344,6 +419,7 @@ def _restore_spark(spark: SparkSession, txn: Transaction, table: TableDef, now: 
     gone = cancel(gone0, back0).cache()
     back = cancel(back0, gone0).cache()
     try:
+
         def counts(df: DataFrame) -> tuple[dict[str, int], dict[str, dict[str, Any]]]:
             if not pnames:
                 n = df.count()
@@ -365,8 +441,9 @@ def _restore_spark(spark: SparkSession, txn: Transaction, table: TableDef, now: 
         def only(df: DataFrame, chosen: list[str]) -> DataFrame:
             if not pnames:
                 return df
-            sel = spark.createDataFrame([tuple(diff.specs[p][n] for n in pnames) for p in chosen],
-                                        df.select(*pnames).schema)
+            sel = spark.createDataFrame(
+                [tuple(diff.specs[p][n] for n in pnames) for p in chosen], df.select(*pnames).schema
+            )
             cond = [df[n].eqNullSafe(sel[n]) for n in pnames]
             return df.join(sel, on=cond, how="left_semi")
 
@@ -374,17 +451,30 @@ def _restore_spark(spark: SparkSession, txn: Transaction, table: TableDef, now: 
         base = [p for p, m in methods.items() if m == "base"]
         if ev:
             g, b = only(gone, ev), only(back, ev)
-            deletes = g.select(*pnames, F.col(ROW_ID + ".writeid").alias("owid"),
-                               F.col(ROW_ID + ".bucketid").alias("bprop"),
-                               F.col(ROW_ID + ".rowid").alias("rowid"))
-            changes.apply_row_changes(txn, table.name, b.select(*data), deletes,
-                                  counts={"rows_inserted": sum(ins_c.get(p, 0) for p in ev),
-                                          "rows_updated": 0,
-                                          "rows_deleted": sum(del_c.get(p, 0) for p in ev)},
-                                  operation=operation)
+            deletes = g.select(
+                *pnames,
+                F.col(ROW_ID + ".writeid").alias("owid"),
+                F.col(ROW_ID + ".bucketid").alias("bprop"),
+                F.col(ROW_ID + ".rowid").alias("rowid"),
+            )
+            changes.apply_row_changes(
+                txn,
+                table.name,
+                b.select(*data),
+                deletes,
+                counts={
+                    "rows_inserted": sum(ins_c.get(p, 0) for p in ev),
+                    "rows_updated": 0,
+                    "rows_deleted": sum(del_c.get(p, 0) for p in ev),
+                },
+                operation=operation,
+            )
         if base:
-            txn.insert_overwrite(table.name, only(then, base).select(*data),
-                                 partitions=[diff.specs[p] for p in base] if pnames else None)
+            txn.insert_overwrite(
+                table.name,
+                only(then, base).select(*data),
+                partitions=[diff.specs[p] for p in base] if pnames else None,
+            )
         return diff, methods
     finally:
         gone.unpersist()
@@ -393,17 +483,27 @@ def _restore_spark(spark: SparkSession, txn: Transaction, table: TableDef, now: 
 
 # ------------------------------------------------------------------------------ restore
 
+
 def _moved_since_open(catalog: Catalog, table: str, txn_id: int) -> list[int]:
     """Write ids committed now that the transaction's snapshot does not see."""
     mine = catalog.valid_write_ids(table, txn_id=txn_id)
     cur = catalog.valid_write_ids(table)
-    return [w for w in range(1, cur.high_watermark + 1)
-            if cur.is_write_id_valid(w) and not mine.is_write_id_valid(w)]
+    return [
+        w
+        for w in range(1, cur.high_watermark + 1)
+        if cur.is_write_id_valid(w) and not mine.is_write_id_valid(w)
+    ]
 
 
-def restore(catalog: Catalog, table_name: str, to_write_id: int, *,
-            spark: SparkSession | None = None, base_fraction: float = 0.5,
-            operation: str = "restore") -> RestoreResult:
+def restore(
+    catalog: Catalog,
+    table_name: str,
+    to_write_id: int,
+    *,
+    spark: SparkSession | None = None,
+    base_fraction: float = 0.5,
+    operation: str = "restore",
+) -> RestoreResult:
     """Make the table equal to its snapshot at ``to_write_id`` in one new transaction (module
     doc).
 
@@ -435,22 +535,28 @@ def restore(catalog: Catalog, table_name: str, to_write_id: int, *,
             moved = _moved_since_open(catalog, table.name, txn._open_id())
             if moved:
                 txn.abort(f"{operation}: write ids {moved} committed before the lock; retry")
-                log.info("%s %s: write ids %s committed meanwhile, attempt %d", operation,
-                         table.name, moved, attempt)
+                log.info(
+                    "%s %s: write ids %s committed meanwhile, attempt %d",
+                    operation,
+                    table.name,
+                    moved,
+                    attempt,
+                )
                 continue
             # under the lock: the definition and the target's checks as they are now (a
             # schema change may have committed since the first check)
             table = catalog.get_table(table.name)
             check_target(catalog, table, to_write_id, operation)
-            then = reads.read_table(spark, catalog, table.name, row_id=True,
-                                    as_of_write_id=to_write_id)
-            now = reads.read_table(spark, catalog, table.name, row_id=True,
-                                   txn_id=txn._open_id())
+            then = reads.read_table(
+                spark, catalog, table.name, row_id=True, as_of_write_id=to_write_id
+            )
+            now = reads.read_table(spark, catalog, table.name, row_id=True, txn_id=txn._open_id())
             if spark is None:
                 diff, methods = _restore_arrow(txn, table, now, then, base_fraction, operation)
             else:
-                diff, methods = _restore_spark(spark, txn, table, now, then, base_fraction,
-                                               operation)
+                diff, methods = _restore_spark(
+                    spark, txn, table, now, then, base_fraction, operation
+                )
             if not methods:
                 txn.commit()  # read-only: no write id, no commit record
                 result.noop = True
@@ -473,13 +579,16 @@ def restore(catalog: Catalog, table_name: str, to_write_id: int, *,
             if txn.state == TxnState.OPEN:
                 txn.abort(f"{type(exc).__name__}: {exc}")
             raise
-    raise RestoreError(f"{operation} {table.name} to write id {to_write_id}: other writers "
-                       f"committed between its snapshot and its lock {ATTEMPTS} times; "
-                       "try again")
+    raise RestoreError(
+        f"{operation} {table.name} to write id {to_write_id}: other writers "
+        f"committed between its snapshot and its lock {ATTEMPTS} times; "
+        "try again"
+    )
 
 
-def rollback(catalog: Catalog, table_name: str, *,
-             spark: SparkSession | None = None) -> RestoreResult:
+def rollback(
+    catalog: Catalog, table_name: str, *, spark: SparkSession | None = None
+) -> RestoreResult:
     """Undo the table's latest commit that changed data (:func:`rollback_target`): a restore
     to the committed write id before it, recorded as ``rollback``. A rollback of a rollback
     brings the rolled-back commit's rows back (as new row versions).

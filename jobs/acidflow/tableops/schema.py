@@ -34,6 +34,7 @@ files would be written in the old layout below the new base).
 
 Primary key, bucketing and ordering columns cannot be dropped.
 """
+
 from __future__ import annotations
 
 import logging
@@ -91,49 +92,76 @@ class AlterResult:
 def _column(table: TableDef, name: str) -> Column:
     name = name.strip().lower()
     if name in table.partition_column_names():
-        raise SchemaChangeError(f"table {table.name}: {name} is a partition column; partition "
-                                "columns cannot be renamed, retyped, dropped or reordered "
-                                "(their names and values are in every directory name)")
+        raise SchemaChangeError(
+            f"table {table.name}: {name} is a partition column; partition "
+            "columns cannot be renamed, retyped, dropped or reordered "
+            "(their names and values are in every directory name)"
+        )
     for c in table.columns:
         if c.name == name:
             return c
-    raise SchemaChangeError(f"table {table.name}: no column {name!r} "
-                            f"(columns: {', '.join(table.column_names())})")
+    raise SchemaChangeError(
+        f"table {table.name}: no column {name!r} (columns: {', '.join(table.column_names())})"
+    )
 
 
-def _plan_change(table: TableDef, *, rename_column: tuple[str, str] | None,
-                 change_type: tuple[str, str] | None, comment: tuple[str, str | None] | None,
-                 add_columns: Sequence[Column | dict[str, Any]] | None,
-                 drop_columns: Sequence[str] | None, reorder: Sequence[str] | None,
-                 rewrite: bool) -> tuple[list[Column], dict[str, Any]]:
+def _plan_change(
+    table: TableDef,
+    *,
+    rename_column: tuple[str, str] | None,
+    change_type: tuple[str, str] | None,
+    comment: tuple[str, str | None] | None,
+    add_columns: Sequence[Column | dict[str, Any]] | None,
+    drop_columns: Sequence[str] | None,
+    reorder: Sequence[str] | None,
+    rewrite: bool,
+) -> tuple[list[Column], dict[str, Any]]:
     """The new column list and the change record, or :class:`SchemaChangeError`."""
-    given = [x for x in (rename_column, change_type, comment, add_columns, drop_columns, reorder)
-             if x is not None]
+    given = [
+        x
+        for x in (rename_column, change_type, comment, add_columns, drop_columns, reorder)
+        if x is not None
+    ]
     if len(given) != 1:
-        raise SchemaChangeError(f"table {table.name}: give exactly one change (rename, type, "
-                                f"comment, add, drop or reorder); got {len(given)}")
+        raise SchemaChangeError(
+            f"table {table.name}: give exactly one change (rename, type, "
+            f"comment, add, drop or reorder); got {len(given)}"
+        )
     cols = [Column(c.name, c.hive_type, c.comment) for c in table.columns]
-    protected = set(table.primary_key) | set(table.bucket_columns) | (
-        {table.ordering_column} if table.ordering_column else set())
+    protected = (
+        set(table.primary_key)
+        | set(table.bucket_columns)
+        | ({table.ordering_column} if table.ordering_column else set())
+    )
     if rename_column is not None:
         old, new = (s.strip().lower() for s in rename_column)
         col = _column(table, old)
         if not NAME_RE.match(new):
             raise SchemaChangeError(f"table {table.name}: invalid column name {new!r}")
         if new in table.column_names() or new in table.partition_column_names():
-            raise SchemaChangeError(f"table {table.name}: cannot rename {old} to {new}: "
-                                    f"column {new} exists")
+            raise SchemaChangeError(
+                f"table {table.name}: cannot rename {old} to {new}: column {new} exists"
+            )
         cols[table.columns.index(col)].name = new
         return cols, {"op": "rename_column", "column": old, "to": new, "renames": {old: new}}
     if change_type is not None:
         col = _column(table, change_type[0])
-        new_type = check_type_change(table.name, col.name, col.hive_type, change_type[1],
-                                     bucket_column=col.name in table.bucket_columns)
+        new_type = check_type_change(
+            table.name,
+            col.name,
+            col.hive_type,
+            change_type[1],
+            bucket_column=col.name in table.bucket_columns,
+        )
         if new_type == col.hive_type:
             raise SchemaChangeError(f"table {table.name}: column {col.name} is {new_type} already")
         cols[table.columns.index(col)].hive_type = new_type
-        return cols, {"op": "change_type", "column": col.name, "from": col.hive_type,
-                      "to": new_type}
+        return cols, {
+            "op": "change_type",
+            "column": col.name,
+            "from": col.hive_type,
+            "to": new_type,
+        }
     if comment is not None:
         col = _column(table, comment[0])
         text = comment[1] or None
@@ -143,41 +171,47 @@ def _plan_change(table: TableDef, *, rename_column: tuple[str, str] | None,
         added = [c if isinstance(c, Column) else Column.from_dict(c) for c in add_columns]
         if not added:
             raise SchemaChangeError(f"table {table.name}: no columns to add")
-        return cols + added, {"op": "add_columns",
-                              "columns": [c.to_dict() for c in added]}
+        return cols + added, {"op": "add_columns", "columns": [c.to_dict() for c in added]}
     if drop_columns is not None:
         names = [_column(table, n).name for n in drop_columns]
         if not names:
             raise SchemaChangeError(f"table {table.name}: no columns to drop")
         bad = [n for n in names if n in protected]
         if bad:
-            raise SchemaChangeError(f"table {table.name}: cannot drop {', '.join(bad)}: primary "
-                                    "key, bucketing and ordering columns stay")
+            raise SchemaChangeError(
+                f"table {table.name}: cannot drop {', '.join(bad)}: primary "
+                "key, bucketing and ordering columns stay"
+            )
         if not rewrite:
             raise SchemaChangeError(
                 f"table {table.name}: dropping {', '.join(names)} moves the positions of the "
                 "later columns, and ACID files are read by position (Hive's ORC schema "
-                "evolution): it needs a rewrite of the data (--rewrite / rewrite=True)")
+                "evolution): it needs a rewrite of the data (--rewrite / rewrite=True)"
+            )
         kept = [c for c in cols if c.name not in names]
         return kept, {"op": "drop_columns", "columns": names, "rewrite": True}
     assert reorder is not None
     order = [_column(table, n).name for n in reorder]
     if sorted(order) != sorted(table.column_names()) or len(set(order)) != len(order):
-        raise SchemaChangeError(f"table {table.name}: reorder must list every data column once "
-                                f"({', '.join(table.column_names())}); got {', '.join(order)}")
+        raise SchemaChangeError(
+            f"table {table.name}: reorder must list every data column once "
+            f"({', '.join(table.column_names())}); got {', '.join(order)}"
+        )
     if order == table.column_names():
         raise SchemaChangeError(f"table {table.name}: the columns are in that order already")
     if not rewrite:
         raise SchemaChangeError(
             f"table {table.name}: reordering columns changes their positions, and ACID files "
             "are read by position (Hive's ORC schema evolution): it needs a rewrite of the data "
-            "(--rewrite / rewrite=True)")
+            "(--rewrite / rewrite=True)"
+        )
     by_name = {c.name: c for c in cols}
     return [by_name[n] for n in order], {"op": "reorder", "columns": order, "rewrite": True}
 
 
-def _rewrite(catalog: Catalog, table: TableDef, txn: Transaction, write_id: int,
-             new_cols: list[Column]) -> tuple[int, list[str], WriteResult]:
+def _rewrite(
+    catalog: Catalog, table: TableDef, txn: Transaction, write_id: int, new_cols: list[Column]
+) -> tuple[int, list[str], WriteResult]:
     """Write ``base_<write_id>`` of every partition with the snapshot's live rows in the new
     layout, ROW__IDs kept. Returns (rows, files, statistics)."""
     txn_id = txn.txn_id
@@ -188,7 +222,8 @@ def _rewrite(catalog: Catalog, table: TableDef, txn: Transaction, write_id: int,
         raise SchemaChangeError(
             f"table {table.name}: cannot rewrite while write ids {blockers} of other "
             "transactions are open or committed after this change began (their files would "
-            "be written in the old layout under the new base); retry when they have ended")
+            "be written in the old layout under the new base); retry when they have ended"
+        )
     plan = plan_table(catalog, table.name, valid=valid)
     tfs = TableFS(table.location)
     new_pairs = [(c.name, c.hive_type) for c in new_cols]
@@ -203,8 +238,9 @@ def _rewrite(catalog: Catalog, table: TableDef, txn: Transaction, write_id: int,
         acid_files.write_acid_version_file(tfs, join(pdir, base))
         result.partitions.setdefault(ppath, {"files": 0, "bytes": 0, "rows": 0})
     for task in plan.tasks:
-        batches = list(snapshot.read_task(tfs, task, plan.columns, [], plan.valid_write_ids,
-                                          row_id=True))
+        batches = list(
+            snapshot.read_task(tfs, task, plan.columns, [], plan.valid_write_ids, row_id=True)
+        )
         txn.catalog.heartbeat(txn_id)
         if not batches:
             continue
@@ -212,15 +248,26 @@ def _rewrite(catalog: Catalog, table: TableDef, txn: Transaction, write_id: int,
         rid = t.column(snapshot.ROW_ID).combine_chunks()
         owid = rid.field(0)
         events = pa.table(
-            [pa.array([acid_files.OPERATION_INSERT] * len(owid), pa.int32()), owid,
-             rid.field(1), rid.field(2), owid] + [t.column(n) for n in names],
-            names=list(acid_files.EVENT_FIELDS[:5]) + names)
+            [
+                pa.array([acid_files.OPERATION_INSERT] * len(owid), pa.int32()),
+                owid,
+                rid.field(1),
+                rid.field(2),
+                owid,
+            ]
+            + [t.column(n) for n in names],
+            names=list(acid_files.EVENT_FIELDS[:5]) + names,
+        )
         events = events.take(_key_order(events))
         pdir = join(table.location, task.partition) if task.partition else table.location
         path = join(pdir, base, f"bucket_{task.bucket_id:05d}")
         done = columnar.write_event_table(
-            tfs, path, new_pairs, events,
-            bloom_filter_columns=acid_files.key_bloom_filter_columns(new_pairs, table.primary_key))
+            tfs,
+            path,
+            new_pairs,
+            events,
+            bloom_filter_columns=acid_files.key_bloom_filter_columns(new_pairs, table.primary_key),
+        )
         if done is None:
             continue
         files.append(done.path)
@@ -239,23 +286,27 @@ def _rewrite(catalog: Catalog, table: TableDef, txn: Transaction, write_id: int,
 
 def _key_order(events: pa.Table) -> pa.Array:
     """Indices that sort ``events`` by ROW__ID (originalTransaction, bucket, rowId)."""
-    return pc.sort_indices(events, sort_keys=[(k, "ascending")
-                                              for k in acid_files.KEY_FIELDS[:3]])
+    return pc.sort_indices(events, sort_keys=[(k, "ascending") for k in acid_files.KEY_FIELDS[:3]])
 
 
 def _spec(ppath: str) -> str | None:
     return ppath or None
 
 
-def alter_table(catalog: Catalog, table_name: str, *,
-                rename_column: tuple[str, str] | None = None,
-                change_type: tuple[str, str] | None = None,
-                comment: tuple[str, str | None] | None = None,
-                add_columns: Sequence[Column | dict[str, Any]] | None = None,
-                drop_columns: Sequence[str] | None = None,
-                reorder: Sequence[str] | None = None,
-                rewrite: bool = False, lock_timeout_s: float = 60.0,
-                agent_info: str = "acidflow table alter") -> AlterResult:
+def alter_table(
+    catalog: Catalog,
+    table_name: str,
+    *,
+    rename_column: tuple[str, str] | None = None,
+    change_type: tuple[str, str] | None = None,
+    comment: tuple[str, str | None] | None = None,
+    add_columns: Sequence[Column | dict[str, Any]] | None = None,
+    drop_columns: Sequence[str] | None = None,
+    reorder: Sequence[str] | None = None,
+    rewrite: bool = False,
+    lock_timeout_s: float = 60.0,
+    agent_info: str = "acidflow table alter",
+) -> AlterResult:
     """Change a table's schema (module doc); exactly one of the change arguments.
 
     Args:
@@ -278,8 +329,15 @@ def alter_table(catalog: Catalog, table_name: str, *,
     catalog.revert_aborted_schema_change(table_name, lock_timeout_s=lock_timeout_s)
     table = catalog.get_table(table_name)
     new_cols, change = _plan_change(
-        table, rename_column=rename_column, change_type=change_type, comment=comment,
-        add_columns=add_columns, drop_columns=drop_columns, reorder=reorder, rewrite=rewrite)
+        table,
+        rename_column=rename_column,
+        change_type=change_type,
+        comment=comment,
+        add_columns=add_columns,
+        drop_columns=drop_columns,
+        reorder=reorder,
+        rewrite=rewrite,
+    )
     txn = Transaction(catalog, agent_info=agent_info)
     txn.begin()
     try:
@@ -291,16 +349,21 @@ def alter_table(catalog: Catalog, table_name: str, *,
         if [c.to_dict() for c in current.columns] != [c.to_dict() for c in table.columns]:
             table = current  # changed while we waited: plan again against what is there now
             new_cols, change = _plan_change(
-                table, rename_column=rename_column, change_type=change_type, comment=comment,
-                add_columns=add_columns, drop_columns=drop_columns, reorder=reorder,
-                rewrite=rewrite)
+                table,
+                rename_column=rename_column,
+                change_type=change_type,
+                comment=comment,
+                add_columns=add_columns,
+                drop_columns=drop_columns,
+                reorder=reorder,
+                rewrite=rewrite,
+            )
         rows, files = 0, list[str]()
         result = WriteResult(write_id, 0)
         if change.get("rewrite"):
             rows, files, result = _rewrite(catalog, table, txn, write_id, new_cols)
         change["before"] = [c.to_dict() for c in table.columns]
-        if change["op"] == "rename_column" and \
-                table.properties.get(POSITIONAL_PROPERTY) != "true":
+        if change["op"] == "rename_column" and table.properties.get(POSITIONAL_PROPERTY) != "true":
             # Hive 3.1's ORC reader maps the row struct by NAME when a file names its columns
             # (acidflow's do; Hive's own are _col0, _col1 ...): positional from now on
             catalog.set_table_properties(table.name, {POSITIONAL_PROPERTY: "true"})

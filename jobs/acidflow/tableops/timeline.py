@@ -26,6 +26,7 @@ newest succeeded/failed entries per partition), so old compactions drop out of t
 they drop out of ``SHOW COMPACTIONS``; decisions that are no compaction (*did not initiate*,
 *refused*) are not listed.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -130,17 +131,31 @@ def operation_word(names: list[str]) -> str:
 def _commit_entry(rec: CommitRecord, batch: BatchInfo | None) -> TimelineEntry:
     st = rec.stats or {}
     names = list(st.get("operations") or rec.operations)
-    parts = {str(p): {"files": int(v.get("files", 0)), "bytes": int(v.get("bytes", 0)),
-                      "rows": int(v.get("rows", 0))}
-             for p, v in (st.get("partitions") or {}).items()}
+    parts = {
+        str(p): {
+            "files": int(v.get("files", 0)),
+            "bytes": int(v.get("bytes", 0)),
+            "rows": int(v.get("rows", 0)),
+        }
+        for p, v in (st.get("partitions") or {}).items()
+    }
     return TimelineEntry(
-        kind="commit", operation=operation_word(names), operations=names,
-        write_id=rec.write_id, txn_id=rec.txn_id, commit_id=rec.commit_id,
+        kind="commit",
+        operation=operation_word(names),
+        operations=names,
+        write_id=rec.write_id,
+        txn_id=rec.txn_id,
+        commit_id=rec.commit_id,
         time=rec.committed_at,
-        batch_id=batch.batch_id if batch else None, batch_kind=batch.kind if batch else None,
-        rows_inserted=int(st.get("rows_inserted", 0)), rows_updated=int(st.get("rows_updated", 0)),
-        rows_deleted=int(st.get("rows_deleted", 0)), files=int(st.get("files", 0)),
-        bytes=int(st.get("bytes", 0)), partitions=parts)
+        batch_id=batch.batch_id if batch else None,
+        batch_kind=batch.kind if batch else None,
+        rows_inserted=int(st.get("rows_inserted", 0)),
+        rows_updated=int(st.get("rows_updated", 0)),
+        rows_deleted=int(st.get("rows_deleted", 0)),
+        files=int(st.get("files", 0)),
+        bytes=int(st.get("bytes", 0)),
+        partitions=parts,
+    )
 
 
 def _write_id_range(c: CompactionInfo) -> tuple[int | None, int | None]:
@@ -159,23 +174,42 @@ def _write_id_range(c: CompactionInfo) -> tuple[int | None, int | None]:
 def _compaction_entry(c: CompactionInfo) -> TimelineEntry:
     d = c.details
     lo, hi = _write_id_range(c)
-    files, size, rows = int(d.get("files") or 0), int(d.get("bytes") or 0), int(d.get("rows_written") or 0)
+    files, size, rows = (
+        int(d.get("files") or 0),
+        int(d.get("bytes") or 0),
+        int(d.get("rows_written") or 0),
+    )
     part = c.partition or ""
     return TimelineEntry(
-        kind="compaction", operation="compaction", operations=[c.type],
-        write_id=None, txn_id=c.txn_id, commit_id=c.commit_id,
+        kind="compaction",
+        operation="compaction",
+        operations=[c.type],
+        write_id=None,
+        txn_id=c.txn_id,
+        commit_id=c.commit_id,
         time=c.ended_at or c.started_at or c.enqueued_at,
-        rows_inserted=rows, files=files, bytes=size,
+        rows_inserted=rows,
+        files=files,
+        bytes=size,
         partitions={part: {"files": files, "bytes": size, "rows": rows}} if files else {},
-        compaction={"id": c.id, "type": c.type, "state": c.state, "partition": c.partition,
-                    "min_write_id": lo, "max_write_id": hi, "visibility_txn_id": c.txn_id,
-                    "inputs": list(d.get("inputs") or []), "outputs": list(d.get("published")
-                                                                         or d.get("outputs") or []),
-                    "error": c.error})
+        compaction={
+            "id": c.id,
+            "type": c.type,
+            "state": c.state,
+            "partition": c.partition,
+            "min_write_id": lo,
+            "max_write_id": hi,
+            "visibility_txn_id": c.txn_id,
+            "inputs": list(d.get("inputs") or []),
+            "outputs": list(d.get("published") or d.get("outputs") or []),
+            "error": c.error,
+        },
+    )
 
 
-def timeline(catalog: Catalog, table_name: str, *, limit: int | None = None,
-             include_compactions: bool = True) -> list[TimelineEntry]:
+def timeline(
+    catalog: Catalog, table_name: str, *, limit: int | None = None, include_compactions: bool = True
+) -> list[TimelineEntry]:
     """The commit timeline of ``table_name``, newest first.
 
     Args:
@@ -196,7 +230,9 @@ def timeline(catalog: Catalog, table_name: str, *, limit: int | None = None,
     keyed: list[tuple[tuple[int, int, int], TimelineEntry]] = []
     commits = catalog.commit_records(name)
     for rec in commits:
-        keyed.append(((rec.commit_id, 0, rec.write_id), _commit_entry(rec, batches.get(rec.txn_id))))
+        keyed.append(
+            ((rec.commit_id, 0, rec.write_id), _commit_entry(rec, batches.get(rec.txn_id)))
+        )
     if include_compactions:
         stamps = sorted((r.committed_at, r.commit_id) for r in commits)
         for c in catalog.list_compactions(name):
@@ -206,8 +242,9 @@ def timeline(catalog: Catalog, table_name: str, *, limit: int | None = None,
             if c.commit_id is not None:
                 key = (c.commit_id, 0, c.id)
             else:  # not committed (yet): after the last commit at or before its time
-                anchor = max((cid for t, cid in stamps if e.time is not None and t <= e.time),
-                             default=0)
+                anchor = max(
+                    (cid for t, cid in stamps if e.time is not None and t <= e.time), default=0
+                )
                 key = (anchor, 1, c.id)
             keyed.append((key, e))
     keyed.sort(key=lambda ke: ke[0], reverse=True)

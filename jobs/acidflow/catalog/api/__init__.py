@@ -8,6 +8,7 @@ the facade that joins them, and a backend implements every role.
 * :class:`CompactionQueue` -- the compaction queue and its history;
 * :class:`ReaderRegistry` -- reader registrations.
 """
+
 from acidflow.catalog.api.batches import BatchLedger
 from acidflow.catalog.api.compactions import CompactionQueue
 from acidflow.catalog.api.locks import LockCatalog
@@ -15,5 +16,11 @@ from acidflow.catalog.api.readers import ReaderRegistry
 from acidflow.catalog.api.tables import TableCatalog
 from acidflow.catalog.api.transactions import TransactionCatalog
 
-__all__ = ["BatchLedger", "CompactionQueue", "LockCatalog", "ReaderRegistry", "TableCatalog",
-           "TransactionCatalog"]
+__all__ = [
+    "BatchLedger",
+    "CompactionQueue",
+    "LockCatalog",
+    "ReaderRegistry",
+    "TableCatalog",
+    "TransactionCatalog",
+]

@@ -5,6 +5,7 @@ of them, and each backend implements them (``acidflow.catalog.sql``, ``acidflow.
 The contract and its docstrings live here, once; shapes and errors as in
 :mod:`acidflow.catalog.base`.
 """
+
 from __future__ import annotations
 
 import abc
@@ -19,9 +20,15 @@ class BatchLedger(abc.ABC):
     """The batch ledger and CDC tombstones (acidflow's idempotence ledger; no Hive counterpart)."""
 
     @abc.abstractmethod
-    def register_batch(self, txn_id: int, batch_id: str, kind: str, *,
-                       source: str | None = None, details: dict[str, Any] | None = None
-                       ) -> BatchInfo:
+    def register_batch(
+        self,
+        txn_id: int,
+        batch_id: str,
+        kind: str,
+        *,
+        source: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> BatchInfo:
         """Claim ``batch_id`` for the open transaction ``txn_id``. The claim becomes an
         "applied" record atomically with the transaction's commit; if the transaction aborts,
         the next attempt re-claims the batch and applies it again.
@@ -45,8 +52,7 @@ class BatchLedger(abc.ABC):
         """Batch records in registration order, optionally of one ``kind``."""
 
     @abc.abstractmethod
-    def add_tombstones(self, txn_id: int, table_name: str,
-                       entries: list[tuple[str, str]]) -> None:
+    def add_tombstones(self, txn_id: int, table_name: str, entries: list[tuple[str, str]]) -> None:
         """Record CDC deletes of the open transaction: ``[(key as canonical JSON, ordering
         value of the delete)]``. They count once the transaction commits.
 

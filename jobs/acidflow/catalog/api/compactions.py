@@ -6,6 +6,7 @@ of them, and each backend implements them (``acidflow.catalog.sql``, ``acidflow.
 The contract and its docstrings live here, once; shapes and errors as in
 :mod:`acidflow.catalog.base`.
 """
+
 from __future__ import annotations
 
 import abc
@@ -23,10 +24,17 @@ class CompactionQueue(abc.ABC):
     """The compaction queue and its history (Hive ``compact2`` / ``show_compact`` and the"""
 
     @abc.abstractmethod
-    def enqueue_compaction(self, table_name: str, partition: str | None, compaction_type: str,
-                           *, requester: str = "initiator", state: str = CompactionState.INITIATED,
-                           error: str | None = None,
-                           properties: dict[str, Any] | None = None) -> CompactionInfo:
+    def enqueue_compaction(
+        self,
+        table_name: str,
+        partition: str | None,
+        compaction_type: str,
+        *,
+        requester: str = "initiator",
+        state: str = CompactionState.INITIATED,
+        error: str | None = None,
+        properties: dict[str, Any] | None = None,
+    ) -> CompactionInfo:
         """Queue a compaction request (Hive ``TxnHandler.compact``), or record a finished
         decision (``state="did not initiate"`` / ``"refused"`` with ``error``).
 
@@ -57,9 +65,14 @@ class CompactionQueue(abc.ABC):
         """
 
     @abc.abstractmethod
-    def list_compactions(self, table_name: str | None = None, states: Iterable[str] | None = None,
-                         partition: str | None = None, *, any_partition: bool = True
-                         ) -> list[CompactionInfo]:
+    def list_compactions(
+        self,
+        table_name: str | None = None,
+        states: Iterable[str] | None = None,
+        partition: str | None = None,
+        *,
+        any_partition: bool = True,
+    ) -> list[CompactionInfo]:
         """Queue and history in id order (Hive ``SHOW COMPACTIONS``).
 
         Args:
@@ -97,8 +110,13 @@ class CompactionQueue(abc.ABC):
         """
 
     @abc.abstractmethod
-    def update_compaction(self, cq_id: int, *, highest_write_id: int | None = None,
-                          details: dict[str, Any] | None = None) -> None:
+    def update_compaction(
+        self,
+        cq_id: int,
+        *,
+        highest_write_id: int | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
         """Record the compactor's high watermark and/or merge ``details`` into the report of
         an active entry.
 
@@ -107,8 +125,9 @@ class CompactionQueue(abc.ABC):
         """
 
     @abc.abstractmethod
-    def mark_compaction_ready_for_cleaning(self, cq_id: int, highest_write_id: int,
-                                           details: dict[str, Any] | None = None) -> int:
+    def mark_compaction_ready_for_cleaning(
+        self, cq_id: int, highest_write_id: int, details: dict[str, Any] | None = None
+    ) -> int:
         """The worker published its result (Hive ``markCompacted`` + commit of the compactor
         transaction): commit the compaction's transaction (taking a commit id from the global
         sequence) and set the entry ``ready for cleaning`` with the highest write id covered.
@@ -130,8 +149,9 @@ class CompactionQueue(abc.ABC):
         """
 
     @abc.abstractmethod
-    def mark_compaction_failed(self, cq_id: int, error: str,
-                               details: dict[str, Any] | None = None) -> None:
+    def mark_compaction_failed(
+        self, cq_id: int, error: str, details: dict[str, Any] | None = None
+    ) -> None:
         """The compaction failed (Hive ``markFailed``): the entry becomes ``failed`` with the
         error and end time, its transaction (if still open) is aborted. Already finished
         entries are left alone (idempotent for ``failed``).
@@ -141,8 +161,9 @@ class CompactionQueue(abc.ABC):
         """
 
     @abc.abstractmethod
-    def reclaim_dead_compactions(self, timeout_s: float | None = None,
-                                 now: datetime | None = None) -> list[int]:
+    def reclaim_dead_compactions(
+        self, timeout_s: float | None = None, now: datetime | None = None
+    ) -> list[int]:
         """Put ``working`` entries whose worker stopped heartbeating back into the queue (Hive
         ``revokeTimedoutWorkers``): state ``initiated``, worker and start cleared, the dead
         worker's transaction aborted. A later worker re-runs them (the worker's temp directory
@@ -180,8 +201,9 @@ class CompactionQueue(abc.ABC):
         aborted writes not yet covered. Sorted by table, partition."""
 
     @abc.abstractmethod
-    def aborted_write_ids(self, table_name: str, partition: str | None = None, *,
-                          any_partition: bool = False) -> list[int]:
+    def aborted_write_ids(
+        self, table_name: str, partition: str | None = None, *, any_partition: bool = False
+    ) -> list[int]:
         """Write ids of aborted transactions that wrote (registered a component in) the
         partition (Hive: aborted ``TXN_COMPONENTS``), ascending; with ``any_partition`` every
         aborted write id of the table, written or not."""

@@ -5,6 +5,7 @@ of them, and each backend implements them (``acidflow.catalog.sql``, ``acidflow.
 The contract and its docstrings live here, once; shapes and errors as in
 :mod:`acidflow.catalog.base`.
 """
+
 from __future__ import annotations
 
 import abc
@@ -18,8 +19,14 @@ class LockCatalog(abc.ABC):
     """Locks (Hive ``lock`` / ``check_lock`` / ``unlock`` / ``show_locks``)."""
 
     @abc.abstractmethod
-    def acquire_lock(self, txn_id: int, table_name: str, partition: str | None,
-                     lock_type: str, timeout_s: float = 60.0) -> int:
+    def acquire_lock(
+        self,
+        txn_id: int,
+        table_name: str,
+        partition: str | None,
+        lock_type: str,
+        timeout_s: float = 60.0,
+    ) -> int:
         """Lock a table or one partition for the transaction, waiting if needed (Hive
         ``TxnHandler.lock``/``checkLock`` as used by ``DbLockManager``).
 

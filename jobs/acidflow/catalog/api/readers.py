@@ -5,6 +5,7 @@ of them, and each backend implements them (``acidflow.catalog.sql``, ``acidflow.
 The contract and its docstrings live here, once; shapes and errors as in
 :mod:`acidflow.catalog.base`.
 """
+
 from __future__ import annotations
 
 import abc
@@ -20,9 +21,13 @@ class ReaderRegistry(abc.ABC):
     """Reader registrations: what the cleaner waits for before it deletes obsolete files."""
 
     @abc.abstractmethod
-    def register_reader(self, table_name: str,
-                        valid_write_ids: ValidWriteIdList | None = None, *,
-                        agent_info: str | None = None) -> ReaderInfo:
+    def register_reader(
+        self,
+        table_name: str,
+        valid_write_ids: ValidWriteIdList | None = None,
+        *,
+        agent_info: str | None = None,
+    ) -> ReaderInfo:
         """Register a snapshot reader of a table so the cleaner waits for it.
 
         The registration records the current value of the transaction sequence
@@ -55,15 +60,21 @@ class ReaderRegistry(abc.ABC):
         """Registered readers in id order, optionally of one table (expired ones included)."""
 
     @abc.abstractmethod
-    def purge_expired_readers(self, timeout_s: float | None = None,
-                              now: datetime | None = None) -> list[int]:
+    def purge_expired_readers(
+        self, timeout_s: float | None = None, now: datetime | None = None
+    ) -> list[int]:
         """Delete registrations whose heartbeat is older than ``timeout_s`` (default
         ``txn_timeout_s``, Hive ``hive.txn.timeout``); returns their ids."""
 
     @abc.abstractmethod
-    def blocking_readers(self, table_name: str, commit_id: int, *,
-                         timeout_s: float | None = None, now: datetime | None = None
-                         ) -> dict[str, list[int]]:
+    def blocking_readers(
+        self,
+        table_name: str,
+        commit_id: int,
+        *,
+        timeout_s: float | None = None,
+        now: datetime | None = None,
+    ) -> dict[str, list[int]]:
         """Who may still read directories that a compaction committed at ``commit_id`` made
         obsolete: live readers of the table registered at or before it (``snapshot_seq <=
         commit_id``, heartbeat younger than ``timeout_s``) and open transactions that started

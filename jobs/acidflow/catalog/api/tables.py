@@ -6,6 +6,7 @@ of them, and each backend implements them (``acidflow.catalog.sql``, ``acidflow.
 The contract and its docstrings live here, once; shapes and errors as in
 :mod:`acidflow.catalog.base`.
 """
+
 from __future__ import annotations
 
 import abc
@@ -23,8 +24,9 @@ class TableCatalog(abc.ABC):
     """Tables and their schema versions (Hive metastore ``create_table`` / ``get_table`` /"""
 
     @abc.abstractmethod
-    def create_table(self, table: TableDef | dict[str, Any], if_not_exists: bool = False
-                     ) -> TableDef:
+    def create_table(
+        self, table: TableDef | dict[str, Any], if_not_exists: bool = False
+    ) -> TableDef:
         """Register a table (Hive ``CREATE TABLE ... STORED AS ORC TBLPROPERTIES
         ('transactional'='true')``) and its write id sequence (starting at 1).
 
@@ -39,8 +41,7 @@ class TableCatalog(abc.ABC):
         """
 
     @abc.abstractmethod
-    def adopt_table(self, table: TableDef | dict[str, Any], history: ValidWriteIdList
-                    ) -> TableDef:
+    def adopt_table(self, table: TableDef | dict[str, Any], history: ValidWriteIdList) -> TableDef:
         """Register an existing Hive full-ACID table directory with the write-id history Hive
         gave it (``acidflow table adopt``), so acidflow becomes its writer.
 
@@ -152,8 +153,14 @@ class TableCatalog(abc.ABC):
 
     # --- schema evolution ----------------------------------------------------
     @abc.abstractmethod
-    def alter_schema(self, txn_id: int, name: str, columns: Sequence[Column | dict[str, Any]],
-                     *, change: Mapping[str, Any]) -> TableDef:
+    def alter_schema(
+        self,
+        txn_id: int,
+        name: str,
+        columns: Sequence[Column | dict[str, Any]],
+        *,
+        change: Mapping[str, Any],
+    ) -> TableDef:
         """Replace the table's data columns (names, types, comments, order) as part of the open
         transaction ``txn_id``, which must hold a write id W on the table (Hive ``alter_table``
         of ``sd.cols``; on the metastore backend with ``CASCADE`` to the partitions).

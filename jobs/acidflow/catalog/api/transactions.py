@@ -7,6 +7,7 @@ of them, and each backend implements them (``acidflow.catalog.sql``, ``acidflow.
 The contract and its docstrings live here, once; shapes and errors as in
 :mod:`acidflow.catalog.base`.
 """
+
 from __future__ import annotations
 
 import abc
@@ -27,8 +28,9 @@ class TransactionCatalog(abc.ABC):
     """Transactions, write ids and snapshots (Hive ``open_txns`` / ``heartbeat`` /"""
 
     @abc.abstractmethod
-    def open_transaction(self, user: str | None = None, host: str | None = None,
-                         agent_info: str | None = None) -> int:
+    def open_transaction(
+        self, user: str | None = None, host: str | None = None, agent_info: str | None = None
+    ) -> int:
         """Open a transaction (Hive ``TxnHandler.openTxns``).
 
         Args:
@@ -62,8 +64,9 @@ class TransactionCatalog(abc.ABC):
         """
 
     @abc.abstractmethod
-    def add_component(self, txn_id: int, table_name: str, partition: str | None,
-                      operation: str) -> None:
+    def add_component(
+        self, txn_id: int, table_name: str, partition: str | None, operation: str
+    ) -> None:
         """Register that the transaction writes a partition (Hive ``TXN_COMPONENTS``, as
         ``addDynamicPartitions`` / lock components do). Repeats are ignored.
 
@@ -79,8 +82,12 @@ class TransactionCatalog(abc.ABC):
         """
 
     @abc.abstractmethod
-    def add_write_keys(self, txn_id: int, table_name: str,
-                       scopes: Mapping[tuple[str | None, int], np.ndarray | None]) -> None:
+    def add_write_keys(
+        self,
+        txn_id: int,
+        table_name: str,
+        scopes: Mapping[tuple[str | None, int], np.ndarray | None],
+    ) -> None:
         """Record the primary keys the open transaction wrote into a keyed table: the
         key-level write set (acidflow's; Hive keeps only the partition-level ``WRITE_SET``).
         ``Transaction`` calls it from every statement that writes insert events (insert,
@@ -114,8 +121,9 @@ class TransactionCatalog(abc.ABC):
         """
 
     @abc.abstractmethod
-    def commit_transaction(self, txn_id: int,
-                           stats: dict[str, dict[str, Any]] | None = None) -> int:
+    def commit_transaction(
+        self, txn_id: int, stats: dict[str, dict[str, Any]] | None = None
+    ) -> int:
         """Commit atomically across every table the transaction wrote (Hive
         ``TxnHandler.commitTxn``).
 
@@ -189,8 +197,9 @@ class TransactionCatalog(abc.ABC):
         """
 
     @abc.abstractmethod
-    def valid_write_ids(self, table_name: str, txn_id: int | None = None,
-                        as_of_write_id: int | None = None) -> ValidWriteIdList:
+    def valid_write_ids(
+        self, table_name: str, txn_id: int | None = None, as_of_write_id: int | None = None
+    ) -> ValidWriteIdList:
         """The reader's snapshot of a table (Hive ``getValidWriteIds`` ->
         ``ValidReaderWriteIdList``, see docs/hive-acid-format.md §6).
 

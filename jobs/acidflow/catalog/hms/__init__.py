@@ -3,6 +3,7 @@
 client for Hive 3.1's metastore (:mod:`acidflow.catalog.hms.client`), the table conversions
 (:mod:`acidflow.catalog.hms.tables`) and the metastore as the side catalog's id authority
 (:mod:`acidflow.catalog.hms.txns`)."""
+
 from acidflow._extras import require
 
 # Without the 'hms' extra, any import of this package fails with one line naming it.

@@ -22,6 +22,7 @@ metastore's ``commit_txn`` as its last step (the visibility point) and commits o
 succeeded. A process that dies between the two leaves the side transaction open; it is
 reconciled from the metastore's transaction state when next read (:meth:`reconcile`).
 """
+
 from __future__ import annotations
 
 import getpass
@@ -119,9 +120,12 @@ SIDE_DB_NAME = "_acidflow_hms_side.db"
 
 #: acidflow's component operations -> Hive's ``DataOperationType`` (an insert overwrite
 #: rewrites the partition: Hive's write set treats it as an update).
-HIVE_OPERATION = {"insert": DataOperationType.INSERT, "update": DataOperationType.UPDATE,
-                  "delete": DataOperationType.DELETE,
-                  "insert_overwrite": DataOperationType.UPDATE}
+HIVE_OPERATION = {
+    "insert": DataOperationType.INSERT,
+    "update": DataOperationType.UPDATE,
+    "delete": DataOperationType.DELETE,
+    "insert_overwrite": DataOperationType.UPDATE,
+}
 
 
 def side_url_of(url: str, warehouse: str, side_url: str | None) -> str:
@@ -140,6 +144,7 @@ def side_url_of(url: str, warehouse: str, side_url: str | None) -> str:
 #: metastore table (one metastore transaction per write id, opened in batches of
 #: ``metastore.txn.max.open.batch`` = 1000, Hive's default).
 ADOPT_REPLAY_LIMIT = 10_000
+
 
 class HiveMetastoreCatalog(Catalog):
     """The catalog on a Hive 3.1 metastore (``thrift://host:port``) plus a SQL side catalog.
@@ -160,9 +165,16 @@ class HiveMetastoreCatalog(Catalog):
         CatalogError: not a ``thrift://host:port`` URL.
     """
 
-    def __init__(self, url: str, *, warehouse: str | None = None, txn_timeout_s: int = 300,
-                 migrate: bool = True, side_url: str | None = None,
-                 timeout_ms: int = 60_000) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        warehouse: str | None = None,
+        txn_timeout_s: int = 300,
+        migrate: bool = True,
+        side_url: str | None = None,
+        timeout_ms: int = 60_000,
+    ) -> None:
         if warehouse is None:
             warehouse = load_settings().warehouse
         self.warehouse = warehouse_root(str(warehouse))
@@ -171,9 +183,13 @@ class HiveMetastoreCatalog(Catalog):
         self.url = f"thrift://{parsed.hostname}:{parsed.port}" if parsed.port else url
         self.conn = MetastoreConnection(self.url, timeout_ms)  # connects: fails fast
         self.hooks = MetastoreTxnHooks(self.conn)
-        self.side = SqlCatalog(side_url_of(url, self.warehouse, side_url),
-                               warehouse=self.warehouse, txn_timeout_s=self.txn_timeout_s,
-                               migrate=migrate, txn_hooks=self.hooks)
+        self.side = SqlCatalog(
+            side_url_of(url, self.warehouse, side_url),
+            warehouse=self.warehouse,
+            txn_timeout_s=self.txn_timeout_s,
+            migrate=migrate,
+            txn_hooks=self.hooks,
+        )
         self._side_url = side_url_of(url, self.warehouse, side_url)
         self._owner = getpass.getuser()
         self._known_parts: set[tuple[str, str, str]] = set()
@@ -207,13 +223,17 @@ class HiveMetastoreCatalog(Catalog):
         txns = self._txn_list(None)
         for db in sorted(self.conn.call("get_all_databases")):
             for tbl in sorted(self.conn.call("get_all_tables", db)):
-                (ids,) = self.conn.call("get_valid_write_ids", GetValidWriteIdsRequest(
-                    fullTableNames=[f"{db}.{tbl}"], validTxnList=txns)).tblValidWriteIds
+                (ids,) = self.conn.call(
+                    "get_valid_write_ids",
+                    GetValidWriteIdsRequest(fullTableNames=[f"{db}.{tbl}"], validTxnList=txns),
+                ).tblValidWriteIds
                 v = to_valid_write_ids(ids)
                 parts = len(self.conn.call("get_partition_names", db, tbl, -1))
-                lines.append(f"  {db}.{tbl}: write-id high watermark {v.high_watermark}, "
-                             f"open {list(v.open_write_ids)}, aborted "
-                             f"{list(v.aborted_write_ids)}, {parts} partitions")
+                lines.append(
+                    f"  {db}.{tbl}: write-id high watermark {v.high_watermark}, "
+                    f"open {list(v.open_write_ids)}, aborted "
+                    f"{list(v.aborted_write_ids)}, {parts} partitions"
+                )
         return lines
 
     def display_url(self) -> str:
@@ -239,9 +259,14 @@ class HiveMetastoreCatalog(Catalog):
         insert-only capability, so that Hive answers with an insert-only table too (plain
         ``get_table`` refuses them) and :func:`check_acid_orc` can name the reason."""
         try:
-            return self.conn.call("get_table_req", GetTableRequest(
-                dbName=db, tblName=tbl, capabilities=ClientCapabilities(
-                    values=[ClientCapability.INSERT_ONLY_TABLES]))).table
+            return self.conn.call(
+                "get_table_req",
+                GetTableRequest(
+                    dbName=db,
+                    tblName=tbl,
+                    capabilities=ClientCapabilities(values=[ClientCapability.INSERT_ONLY_TABLES]),
+                ),
+            ).table
         except NoSuchObjectException:
             return None
 
@@ -252,9 +277,15 @@ class HiveMetastoreCatalog(Catalog):
         except NoSuchObjectException:
             pass
         try:
-            self.conn.call("create_database", Database(
-                name=db, description=None, parameters={},
-                locationUri=location_uri(str(Path(self.warehouse) / f"{db}.db"))))
+            self.conn.call(
+                "create_database",
+                Database(
+                    name=db,
+                    description=None,
+                    parameters={},
+                    locationUri=location_uri(str(Path(self.warehouse) / f"{db}.db")),
+                ),
+            )
         except AlreadyExistsException:
             pass
 
@@ -269,8 +300,9 @@ class HiveMetastoreCatalog(Catalog):
         table = from_hms_table(hms, self.warehouse)
         return self.side.create_table(table, if_not_exists=True)
 
-    def create_table(self, table: TableDef | dict[str, Any], if_not_exists: bool = False
-                     ) -> TableDef:
+    def create_table(
+        self, table: TableDef | dict[str, Any], if_not_exists: bool = False
+    ) -> TableDef:
         """Register the table in the metastore (Hive's storage descriptor for transactional
         ORC, see :mod:`acidflow.catalog.hms.tables`), then on the side. The metastore's
         ``create_table`` decides races between processes (``AlreadyExistsException`` for the
@@ -382,8 +414,14 @@ class HiveMetastoreCatalog(Catalog):
         return self._alter(self.side.add_columns(name, columns))
 
     # --- schema evolution
-    def alter_schema(self, txn_id: int, name: str, columns: Sequence[Column | dict[str, Any]],
-                     *, change: Mapping[str, Any]) -> TableDef:
+    def alter_schema(
+        self,
+        txn_id: int,
+        name: str,
+        columns: Sequence[Column | dict[str, Any]],
+        *,
+        change: Mapping[str, Any],
+    ) -> TableDef:
         """The metastore first (``alter_table_with_environment_context`` with ``CASCADE``, so
         partitions get the new columns too; the metastore applies its own positional type rule
         and refuses what ``hive.metastore.disallow.incompatible.col.type.changes`` forbids),
@@ -400,16 +438,17 @@ class HiveMetastoreCatalog(Catalog):
         if info.state != TxnState.OPEN:
             raise TxnNotOpenError(txn_id, info.state)
         if current.name not in info.write_ids:
-            raise CatalogError(f"alter schema of {current.name}: transaction {txn_id} has no "
-                               "write id on the table (allocate_write_id first)")
+            raise CatalogError(
+                f"alter schema of {current.name}: transaction {txn_id} has no "
+                "write id on the table (allocate_write_id first)"
+            )
         renames = {str(k): str(v) for k, v in (change.get("renames") or {}).items()}
         proposed = TableDef.from_dict(current.to_dict())
         proposed.columns = new_cols
         proposed.primary_key = [renames.get(k, k) for k in current.primary_key]
         proposed.bucket_columns = [renames.get(k, k) for k in current.bucket_columns]
         if current.ordering_column:
-            proposed.ordering_column = renames.get(current.ordering_column,
-                                                   current.ordering_column)
+            proposed.ordering_column = renames.get(current.ordering_column, current.ordering_column)
         db, tbl = split_table_name(current.name)
         hms = self._hms_table(db, tbl)
         if hms is None:
@@ -418,8 +457,9 @@ class HiveMetastoreCatalog(Catalog):
         old_params = dict(hms.parameters or {})
         cascade = EnvironmentContext(properties={"CASCADE": "true"})
 
-        def alter(cols: list[Any], bucket_cols: list[str], params: dict[str, str] | None
-                  ) -> str | None:
+        def alter(
+            cols: list[Any], bucket_cols: list[str], params: dict[str, str] | None
+        ) -> str | None:
             """One ``alter_table``; the metastore's refusal as text (thrift's exceptions are
             immutable and must not travel through context managers), ``None`` when done."""
             table = self._hms_table(db, tbl)
@@ -439,20 +479,25 @@ class HiveMetastoreCatalog(Catalog):
             alter([], old_bucket_cols, None)
             why = alter(old_cols, old_bucket_cols, old_params)
             if why is not None:  # pragma: no cover - the metastore took these columns before
-                raise CatalogError(f"table {current.name}: the metastore's columns could not "
-                                   f"be restored: {why}")
+                raise CatalogError(
+                    f"table {current.name}: the metastore's columns could not be restored: {why}"
+                )
 
         new_hms = update_hms_table(hms, proposed)
         if change.get("rewrite"):
             alter([], old_bucket_cols, None)
-        why = alter(list(new_hms.sd.cols),
-                    list(proposed.bucket_columns) if current.num_buckets else [],
-                    dict(new_hms.parameters))
+        why = alter(
+            list(new_hms.sd.cols),
+            list(proposed.bucket_columns) if current.num_buckets else [],
+            dict(new_hms.parameters),
+        )
         if why is not None:
             if change.get("rewrite"):
                 restore()
-            raise SchemaChangeError(f"table {current.name}: the Hive metastore refuses the "
-                                    f"change: {' '.join(why.split())}")
+            raise SchemaChangeError(
+                f"table {current.name}: the Hive metastore refuses the "
+                f"change: {' '.join(why.split())}"
+            )
         try:
             return self.side.alter_schema(txn_id, name, new_cols, change=change)
         except BaseException:
@@ -467,8 +512,7 @@ class HiveMetastoreCatalog(Catalog):
         self.get_table(name)
         return self._alter(self.side.set_primary_key(name, columns))
 
-    def adopt_table(self, table: TableDef | dict[str, Any], history: ValidWriteIdList
-                    ) -> TableDef:
+    def adopt_table(self, table: TableDef | dict[str, Any], history: ValidWriteIdList) -> TableDef:
         """Register an existing Hive ACID table directory with its write-id history.
 
         A table the metastore already has (transactional ORC) keeps the metastore's write ids:
@@ -513,11 +557,13 @@ class HiveMetastoreCatalog(Catalog):
             check_acid_orc(existing)
             now = self.valid_write_ids(table.name)
             invalid = set(history.open_write_ids) | set(history.aborted_write_ids)
-            if (now.high_watermark != history.high_watermark
-                    or not invalid <= set(now.invalid_write_ids)):
+            if now.high_watermark != history.high_watermark or not invalid <= set(
+                now.invalid_write_ids
+            ):
                 raise CatalogError(
                     f"adopt {table.name}: the history {history.to_string()} disagrees with the "
-                    f"metastore's {now.to_string()} at {self.url}")
+                    f"metastore's {now.to_string()} at {self.url}"
+                )
             mirrored = self._mirror(existing)
             if table.primary_key and table.primary_key != mirrored.primary_key:
                 mirrored = self.set_primary_key(table.name, table.primary_key)
@@ -527,17 +573,20 @@ class HiveMetastoreCatalog(Catalog):
                 f"adopt {table.name}: replaying {history.high_watermark} write ids would open "
                 f"as many transactions in the metastore at {self.url} (limit "
                 f"{ADOPT_REPLAY_LIMIT}); create the table in Hive at its location first, then "
-                "adopt keeps the metastore's write ids")
-        check_adoptable(table.name, self.side.location_of(table),
-                        table.partition_column_names(), history)
+                "adopt keeps the metastore's write ids"
+            )
+        check_adoptable(
+            table.name, self.side.location_of(table), table.partition_column_names(), history
+        )
         stored = self.create_table(table)
         if history.high_watermark > 0:
             replay_write_ids(self.conn, stored, history, self._owner, self.hooks.host)
         return stored
 
     # -- transactions ------------------------------------------------------------------------
-    def open_transaction(self, user: str | None = None, host: str | None = None,
-                         agent_info: str | None = None) -> int:
+    def open_transaction(
+        self, user: str | None = None, host: str | None = None, agent_info: str | None = None
+    ) -> int:
         """Open a metastore transaction (``open_txns``) and its side mirror; the snapshot
         (``ValidTxnList``) is taken at open and kept in this object."""
         return self.side.open_transaction(user, host, agent_info)
@@ -582,17 +631,29 @@ class HiveMetastoreCatalog(Catalog):
         hms = self._hms_table(table.db_name, table.table_name)
         sd = hms.sd
         sd.location = location_uri(str(Path(table.location) / spec))
-        part = Partition(values=[v for _, v in parse_partition_spec(spec)],
-                         dbName=table.db_name, tableName=table.table_name, sd=sd,
-                         parameters={})
-        self.conn.call("add_partitions_req", AddPartitionsRequest(
-            dbName=table.db_name, tblName=table.table_name, parts=[part], ifNotExists=True,
-            needResult=False))
+        part = Partition(
+            values=[v for _, v in parse_partition_spec(spec)],
+            dbName=table.db_name,
+            tableName=table.table_name,
+            sd=sd,
+            parameters={},
+        )
+        self.conn.call(
+            "add_partitions_req",
+            AddPartitionsRequest(
+                dbName=table.db_name,
+                tblName=table.table_name,
+                parts=[part],
+                ifNotExists=True,
+                needResult=False,
+            ),
+        )
         with self._lock:
             self._known_parts.add(key)
 
-    def add_component(self, txn_id: int, table_name: str, partition: str | None,
-                      operation: str) -> None:
+    def add_component(
+        self, txn_id: int, table_name: str, partition: str | None, operation: str
+    ) -> None:
         """Side component, plus the metastore's: a partition is created there if new
         (``add_partitions``) and registered with ``add_dynamic_partitions``; a whole-table
         write takes a ``SHARED_WRITE`` (update/delete/overwrite) or ``SHARED_READ`` (insert)
@@ -602,24 +663,48 @@ class HiveMetastoreCatalog(Catalog):
             raise ValueError(f"unknown operation {operation!r}; expected one of {OPERATIONS}")
         table = self.get_table(table_name)
         self.side.add_component(txn_id, table_name, partition, operation)
-        spec = None if partition is None else "/".join(
-            f"{k}={v}" for k, v in parse_partition_spec(partition))
+        spec = (
+            None
+            if partition is None
+            else "/".join(f"{k}={v}" for k, v in parse_partition_spec(partition))
+        )
         write_id = self.side.get_transaction(txn_id).write_ids[table.name]
         try:
             if spec is not None:
                 self._ensure_partition(table, spec)
-                self.conn.call("add_dynamic_partitions", AddDynamicPartitions(
-                    txnid=txn_id, writeid=write_id, dbname=table.db_name,
-                    tablename=table.table_name, partitionnames=[spec],
-                    operationType=HIVE_OPERATION[operation]))
+                self.conn.call(
+                    "add_dynamic_partitions",
+                    AddDynamicPartitions(
+                        txnid=txn_id,
+                        writeid=write_id,
+                        dbname=table.db_name,
+                        tablename=table.table_name,
+                        partitionnames=[spec],
+                        operationType=HIVE_OPERATION[operation],
+                    ),
+                )
             else:
                 kind = LockType.SHARED_READ if operation == "insert" else LockType.SHARED_WRITE
-                self.conn.call("lock", LockRequest(component=[LockComponent(
-                    type=kind, level=LockLevel.TABLE, dbname=table.db_name,
-                    tablename=table.table_name, operationType=HIVE_OPERATION[operation],
-                    isTransactional=True, isDynamicPartitionWrite=False)],
-                    txnid=txn_id, user=self._owner, hostname=self.hooks.host,
-                    agentInfo=f"acidflow pid {os.getpid()}"))
+                self.conn.call(
+                    "lock",
+                    LockRequest(
+                        component=[
+                            LockComponent(
+                                type=kind,
+                                level=LockLevel.TABLE,
+                                dbname=table.db_name,
+                                tablename=table.table_name,
+                                operationType=HIVE_OPERATION[operation],
+                                isTransactional=True,
+                                isDynamicPartitionWrite=False,
+                            )
+                        ],
+                        txnid=txn_id,
+                        user=self._owner,
+                        hostname=self.hooks.host,
+                        agentInfo=f"acidflow pid {os.getpid()}",
+                    ),
+                )
         except (TxnAbortedException, NoSuchTxnException) as exc:
             err = hive_abort_error(txn_id, str(getattr(exc, "message", exc)))
             self._abort_quietly(txn_id, err.reason)
@@ -628,8 +713,9 @@ class HiveMetastoreCatalog(Catalog):
     add_write_keys = forward("side", SqlCatalog)
     purge_write_sets = forward("side", SqlCatalog)
 
-    def commit_transaction(self, txn_id: int,
-                           stats: dict[str, dict[str, Any]] | None = None) -> int:
+    def commit_transaction(
+        self, txn_id: int, stats: dict[str, dict[str, Any]] | None = None
+    ) -> int:
         """Side checks and records in one side-database transaction whose last step is the
         metastore's ``commit_txn`` (the visibility point).
 
@@ -655,8 +741,11 @@ class HiveMetastoreCatalog(Catalog):
         crashed process) -> committed on the side (its checks run again). Returns the ids
         changed."""
         wanted = set(txn_ids) if txn_ids is not None else None
-        opened = [t.txn_id for t in self.side.list_transactions([TxnState.OPEN])
-                  if wanted is None or t.txn_id in wanted]
+        opened = [
+            t.txn_id
+            for t in self.side.list_transactions([TxnState.OPEN])
+            if wanted is None or t.txn_id in wanted
+        ]
         if not opened:
             return []
         resp = self.conn.call("get_open_txns")
@@ -697,8 +786,11 @@ class HiveMetastoreCatalog(Catalog):
     # -- write ids and snapshots ------------------------------------------------------------
     def _late(self, txn_id: int) -> list[int]:
         """Side transactions below ``txn_id`` that committed after it opened."""
-        return [t.txn_id for t in self.side.list_transactions([TxnState.COMMITTED])
-                if t.commit_id is not None and t.commit_id > txn_id and t.txn_id < txn_id]
+        return [
+            t.txn_id
+            for t in self.side.list_transactions([TxnState.COMMITTED])
+            if t.commit_id is not None and t.commit_id > txn_id and t.txn_id < txn_id
+        ]
 
     def _txn_list(self, txn_id: int | None, current_txn: int | None = None) -> str:
         """The ValidTxnList to read with: the one ``txn_id`` took at open (kept by this
@@ -712,12 +804,14 @@ class HiveMetastoreCatalog(Catalog):
         return rebuilt_txn_list(self.conn.call("get_open_txns"), txn_id, self._late(txn_id))
 
     def _hive_write_ids(self, name: str, txns: str) -> ValidWriteIdList:
-        (ids,) = self.conn.call("get_valid_write_ids", GetValidWriteIdsRequest(
-            fullTableNames=[name], validTxnList=txns)).tblValidWriteIds
+        (ids,) = self.conn.call(
+            "get_valid_write_ids", GetValidWriteIdsRequest(fullTableNames=[name], validTxnList=txns)
+        ).tblValidWriteIds
         return to_valid_write_ids(ids)
 
-    def valid_write_ids(self, table_name: str, txn_id: int | None = None,
-                        as_of_write_id: int | None = None) -> ValidWriteIdList:
+    def valid_write_ids(
+        self, table_name: str, txn_id: int | None = None, as_of_write_id: int | None = None
+    ) -> ValidWriteIdList:
         """The metastore's ``get_valid_write_ids`` for the transaction's snapshot (the
         ValidTxnList taken at its open; its own write id is valid) or the current one; an
         ``as_of_write_id`` below the high watermark cuts the list there (time travel).
@@ -735,15 +829,18 @@ class HiveMetastoreCatalog(Catalog):
             self.side.get_transaction(txn_id)  # NoSuchTransactionError
         found = self._hive_write_ids(table.name, self._txn_list(txn_id))
         if txn_id is not None:
-            found = widen(found, self._hive_write_ids(table.name,
-                                                             self._txn_list(None, txn_id)))
+            found = widen(found, self._hive_write_ids(table.name, self._txn_list(None, txn_id)))
         if as_of_write_id is None or as_of_write_id >= found.high_watermark:
             return found
         cut = as_of_write_id
         opened = [w for w in found.open_write_ids if w <= cut]
-        return ValidWriteIdList(found.table_name, cut, opened,
-                                [w for w in found.aborted_write_ids if w <= cut],
-                                opened[0] if opened else None)
+        return ValidWriteIdList(
+            found.table_name,
+            cut,
+            opened,
+            [w for w in found.aborted_write_ids if w <= cut],
+            opened[0] if opened else None,
+        )
 
     def compactor_valid_write_ids(self, table_name: str) -> ValidWriteIdList:
         """What a compaction may cover: the snapshot of the oldest open transaction of the
@@ -776,9 +873,15 @@ class HiveMetastoreCatalog(Catalog):
     list_locks = forward("side", SqlCatalog)
 
     # -- batches and tombstones (side) -------------------------------------------------------
-    def register_batch(self, txn_id: int, batch_id: str, kind: str, *,
-                       source: str | None = None, details: dict[str, Any] | None = None
-                       ) -> BatchInfo:
+    def register_batch(
+        self,
+        txn_id: int,
+        batch_id: str,
+        kind: str,
+        *,
+        source: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> BatchInfo:
         self.reconcile()
         return self.side.register_batch(txn_id, batch_id, kind, source=source, details=details)
 
@@ -788,14 +891,27 @@ class HiveMetastoreCatalog(Catalog):
     tombstones = forward("side", SqlCatalog)
 
     # -- compaction queue (side; its transactions are the metastore's) -----------------------
-    def enqueue_compaction(self, table_name: str, partition: str | None, compaction_type: str,
-                           *, requester: str = "initiator", state: str = CompactionState.INITIATED,
-                           error: str | None = None,
-                           properties: dict[str, Any] | None = None) -> CompactionInfo:
+    def enqueue_compaction(
+        self,
+        table_name: str,
+        partition: str | None,
+        compaction_type: str,
+        *,
+        requester: str = "initiator",
+        state: str = CompactionState.INITIATED,
+        error: str | None = None,
+        properties: dict[str, Any] | None = None,
+    ) -> CompactionInfo:
         self.get_table(table_name)
-        return self.side.enqueue_compaction(table_name, partition, compaction_type,
-                                            requester=requester, state=state, error=error,
-                                            properties=properties)
+        return self.side.enqueue_compaction(
+            table_name,
+            partition,
+            compaction_type,
+            requester=requester,
+            state=state,
+            error=error,
+            properties=properties,
+        )
 
     get_compaction = forward("side", SqlCatalog)
     list_compactions = forward("side", SqlCatalog)
@@ -831,35 +947,46 @@ class HiveMetastoreCatalog(Catalog):
         found = {(n, p): w for n, p, w in self.side.compaction_candidates()}
         txns = self._txn_list(None)
         for table in self.side.list_tables():
-            (ids,) = self.conn.call("get_valid_write_ids", GetValidWriteIdsRequest(
-                fullTableNames=[table.name], validTxnList=txns)).tblValidWriteIds
+            (ids,) = self.conn.call(
+                "get_valid_write_ids",
+                GetValidWriteIdsRequest(fullTableNames=[table.name], validTxnList=txns),
+            ).tblValidWriteIds
             hwm = ids.writeIdHighWaterMark
             ours = max((w for w, _t, _s in self.side.write_id_states(table.name)), default=0)
             if hwm <= ours:
                 continue
             parts: list[str | None] = [None]
             if table.partition_columns:
-                parts = list(self.conn.call("get_partition_names", table.db_name,
-                                            table.table_name, -1))
+                parts = list(
+                    self.conn.call("get_partition_names", table.db_name, table.table_name, -1)
+                )
             for part in parts:
-                covered = max((c.highest_write_id or 0 for c in
-                               self.side.compaction_history(table.name, part)
-                               if c.state in (CompactionState.READY_FOR_CLEANING,
-                                              CompactionState.SUCCEEDED)), default=0)
+                covered = max(
+                    (
+                        c.highest_write_id or 0
+                        for c in self.side.compaction_history(table.name, part)
+                        if c.state
+                        in (CompactionState.READY_FOR_CLEANING, CompactionState.SUCCEEDED)
+                    ),
+                    default=0,
+                )
                 if hwm > covered:
                     found[(table.name, part)] = max(found.get((table.name, part), 0), hwm)
         return sorted(((n, p, w) for (n, p), w in found.items()), key=lambda x: (x[0], x[1] or ""))
 
-    def aborted_write_ids(self, table_name: str, partition: str | None = None, *,
-                          any_partition: bool = False) -> list[int]:
+    def aborted_write_ids(
+        self, table_name: str, partition: str | None = None, *, any_partition: bool = False
+    ) -> list[int]:
         """The side's aborted components; with ``any_partition`` also every write id the
         metastore lists as aborted for the table (Hive's and adopted ones included)."""
-        found = set(self.side.aborted_write_ids(table_name, partition,
-                                                any_partition=any_partition))
+        found = set(self.side.aborted_write_ids(table_name, partition, any_partition=any_partition))
         if any_partition:
             table = self.get_table(table_name)
-            (ids,) = self.conn.call("get_valid_write_ids", GetValidWriteIdsRequest(
-                fullTableNames=[table.name], validTxnList=self._txn_list(None))
+            (ids,) = self.conn.call(
+                "get_valid_write_ids",
+                GetValidWriteIdsRequest(
+                    fullTableNames=[table.name], validTxnList=self._txn_list(None)
+                ),
             ).tblValidWriteIds
             found.update(aborted_write_ids(list(ids.invalidWriteIds or []), ids.abortedBits))
         return sorted(found)
@@ -867,9 +994,13 @@ class HiveMetastoreCatalog(Catalog):
     forget_aborted_components = forward("side", SqlCatalog)
 
     # -- readers (side; the cleaner also waits for the metastore's open transactions) --------
-    def register_reader(self, table_name: str,
-                        valid_write_ids: ValidWriteIdList | None = None, *,
-                        agent_info: str | None = None) -> ReaderInfo:
+    def register_reader(
+        self,
+        table_name: str,
+        valid_write_ids: ValidWriteIdList | None = None,
+        *,
+        agent_info: str | None = None,
+    ) -> ReaderInfo:
         self.get_table(table_name)
         return self.side.register_reader(table_name, valid_write_ids, agent_info=agent_info)
 
@@ -879,9 +1010,14 @@ class HiveMetastoreCatalog(Catalog):
     list_readers = forward("side", SqlCatalog)
     purge_expired_readers = forward("side", SqlCatalog)
 
-    def blocking_readers(self, table_name: str, commit_id: int, *,
-                         timeout_s: float | None = None, now: datetime | None = None
-                         ) -> dict[str, list[int]]:
+    def blocking_readers(
+        self,
+        table_name: str,
+        commit_id: int,
+        *,
+        timeout_s: float | None = None,
+        now: datetime | None = None,
+    ) -> dict[str, list[int]]:
         """The side's answer plus every transaction the metastore has open that started
         before ``commit_id`` (Hive's own readers and writers: their snapshot may still need
         the old directories)."""
@@ -890,8 +1026,9 @@ class HiveMetastoreCatalog(Catalog):
         return {"readers": found["readers"], "txns": sorted(set(found["txns"]) | hive)}
 
 
-def make_hms_catalog(url: str, *, warehouse: str | None = None, migrate: bool = True,
-                     **kwargs: Any) -> Catalog:
+def make_hms_catalog(
+    url: str, *, warehouse: str | None = None, migrate: bool = True, **kwargs: Any
+) -> Catalog:
     """The :func:`acidflow.catalog.base.register_backend` factory for ``thrift://`` URLs."""
     return HiveMetastoreCatalog(url, warehouse=warehouse, migrate=migrate, **kwargs)
 

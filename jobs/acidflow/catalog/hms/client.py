@@ -9,6 +9,7 @@ without SASL (``hive.metastore.sasl.enabled=false``).
 Shapes: a metastore URL is ``thrift://host:port``; Hive's ``ValidTxnList`` string is
 ``<hwm>:<minOpenTxn>:<open ids>:<aborted ids>`` (``ValidReadTxnList.writeToString``).
 """
+
 from __future__ import annotations
 
 import threading
@@ -92,11 +93,16 @@ class hms_client:  # noqa: N801 - used like a function: ``with hms_client(url) a
             self._transport.open()
         except TTransport.TTransportException as exc:
             raise MetastoreUnreachableError(
-                f"Hive metastore {self.url} is unreachable: {exc}") from exc
+                f"Hive metastore {self.url} is unreachable: {exc}"
+            ) from exc
         return self._client
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self._transport.close()
 
 
@@ -113,8 +119,10 @@ def valid_txn_list(open_txns: GetOpenTxnsResponse, current_txn: int | None = Non
             continue
         (aborted if bits >> i & 1 else opened).append(txn)
     min_open = min(opened) if opened else NO_OPEN_TXN
-    return (f"{open_txns.txn_high_water_mark}:{min_open}:{','.join(map(str, opened))}:"
-            f"{','.join(map(str, aborted))}")
+    return (
+        f"{open_txns.txn_high_water_mark}:{min_open}:{','.join(map(str, opened))}:"
+        f"{','.join(map(str, aborted))}"
+    )
 
 
 def aborted_write_ids(invalid: list[int], aborted_bits: bytes | None) -> list[int]:
@@ -132,8 +140,9 @@ def to_valid_write_ids(ids: TableValidWriteIds) -> ValidWriteIdList:
     aborted = aborted_write_ids(invalid, ids.abortedBits)
     aborted_set = set(aborted)
     opened = [w for w in invalid if w not in aborted_set]
-    return ValidWriteIdList(ids.fullTableName, ids.writeIdHighWaterMark, opened, aborted,
-                            ids.minOpenWriteId)
+    return ValidWriteIdList(
+        ids.fullTableName, ids.writeIdHighWaterMark, opened, aborted, ids.minOpenWriteId
+    )
 
 
 class MetastoreConnection:
@@ -169,7 +178,8 @@ class MetastoreConnection:
             transport.open()
         except TTransport.TTransportException as exc:
             raise MetastoreUnreachableError(
-                f"Hive metastore {self.url} is unreachable: {exc}") from exc
+                f"Hive metastore {self.url} is unreachable: {exc}"
+            ) from exc
         self._transport = transport
         self._client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport))
 
@@ -189,12 +199,14 @@ class MetastoreConnection:
                     return getattr(self._client, method)(*args)
                 except MetaException as exc:
                     raise MetastoreError(
-                        f"Hive metastore {self.url}: {method} failed: {exc.message}") from None
+                        f"Hive metastore {self.url}: {method} failed: {exc.message}"
+                    ) from None
                 except (TTransport.TTransportException, OSError, EOFError) as exc:
                     self.close()
                     if attempt:
                         raise MetastoreUnreachableError(
-                            f"Hive metastore {self.url}: {method} failed: {exc}") from exc
+                            f"Hive metastore {self.url}: {method} failed: {exc}"
+                        ) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:

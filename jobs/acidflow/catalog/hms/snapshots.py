@@ -5,6 +5,7 @@ A ``ValidTxnList`` string is ``<hwm>:<minOpenTxn>:<open ids>:<aborted ids>``
 (``ValidReadTxnList.writeToString``); ``get_valid_write_ids`` turns it into a table's write-id
 snapshot (Hive ``TxnHandler.getValidWriteIds``).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -28,8 +29,7 @@ def txn_list_string(hwm: int, opened: Iterable[int], aborted: Iterable[int]) -> 
     """Hive's string of a ValidTxnList (ids sorted, ``minOpenTxn`` = lowest open id or
     ``Long.MAX_VALUE``)."""
     o, a = sorted(set(opened)), sorted(set(aborted))
-    return (f"{hwm}:{o[0] if o else NO_OPEN_TXN}:{','.join(map(str, o))}:"
-            f"{','.join(map(str, a))}")
+    return f"{hwm}:{o[0] if o else NO_OPEN_TXN}:{','.join(map(str, o))}:{','.join(map(str, a))}"
 
 
 def rebuilt_txn_list(resp: GetOpenTxnsResponse, txn_id: int, late: Iterable[int]) -> str:
@@ -38,12 +38,12 @@ def rebuilt_txn_list(resp: GetOpenTxnsResponse, txn_id: int, late: Iterable[int]
     and aborted ids below it, and ``late`` - transactions below it known to have committed
     after it opened (the side catalog's, by commit id) - as open."""
     opened, aborted = split_open_txns(resp)
-    return txn_list_string(txn_id, [t for t in opened if t < txn_id] + list(late),
-                           [t for t in aborted if t < txn_id])
+    return txn_list_string(
+        txn_id, [t for t in opened if t < txn_id] + list(late), [t for t in aborted if t < txn_id]
+    )
 
 
-def compactor_txn_list(resp: GetOpenTxnsResponse, late_of: dict[int, list[int]]
-                       ) -> str | None:
+def compactor_txn_list(resp: GetOpenTxnsResponse, late_of: dict[int, list[int]]) -> str | None:
     """The ValidTxnList of the oldest open transaction as it opened, without its own writes
     (high watermark ``minOpenTxn - 1``, aborted ids below it, ``late_of[minOpenTxn]`` as
     open), or ``None`` when nothing is open."""
@@ -51,8 +51,7 @@ def compactor_txn_list(resp: GetOpenTxnsResponse, late_of: dict[int, list[int]]
     if not opened:
         return None
     oldest = min(opened)
-    return txn_list_string(oldest - 1, late_of.get(oldest, []),
-                           [t for t in aborted if t < oldest])
+    return txn_list_string(oldest - 1, late_of.get(oldest, []), [t for t in aborted if t < oldest])
 
 
 def widen(snapshot: ValidWriteIdList, current: ValidWriteIdList) -> ValidWriteIdList:
@@ -67,5 +66,6 @@ def widen(snapshot: ValidWriteIdList, current: ValidWriteIdList) -> ValidWriteId
     invalid = set(snapshot.open_write_ids) | set(snapshot.aborted_write_ids) | later
     opened = sorted(w for w in invalid if w not in dead and w not in snapshot.aborted_write_ids)
     aborted = sorted(invalid - set(opened))
-    return ValidWriteIdList(snapshot.table_name, hwm, opened, aborted,
-                            opened[0] if opened else None)
+    return ValidWriteIdList(
+        snapshot.table_name, hwm, opened, aborted, opened[0] if opened else None
+    )

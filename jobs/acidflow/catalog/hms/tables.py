@@ -12,6 +12,7 @@ no field for -> the parameters ``acidflow.primary_key`` (comma-separated) and
 ``acidflow.ordering_column``. The location is a URI (``file:///...`` for a local path), as
 Hive's ``Warehouse`` qualifies it.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -34,9 +35,19 @@ ORDERING_PARAM = "acidflow.ordering_column"
 
 #: Parameters the metastore or Hive's statistics add by themselves (not the table's
 #: properties as acidflow defines them).
-HIVE_BOOKKEEPING_PARAMS = frozenset({
-    "transient_lastDdlTime", "numFiles", "numFilesErasureCoded", "totalSize", "numRows",
-    "rawDataSize", "COLUMN_STATS_ACCURATE", "last_modified_by", "last_modified_time"})
+HIVE_BOOKKEEPING_PARAMS = frozenset(
+    {
+        "transient_lastDdlTime",
+        "numFiles",
+        "numFilesErasureCoded",
+        "totalSize",
+        "numRows",
+        "rawDataSize",
+        "COLUMN_STATS_ACCURATE",
+        "last_modified_by",
+        "last_modified_time",
+    }
+)
 
 
 class NotAnAcidTableError(CatalogError):
@@ -62,9 +73,9 @@ def local_location(uri: str) -> str:
     """The inverse of :func:`location_uri` for local tables: ``file:/a/b`` or ``file:///a/b``
     -> ``/a/b``; other schemes are kept as they are."""
     if uri.startswith("file://"):
-        return uri[len("file://"):]
+        return uri[len("file://") :]
     if uri.startswith("file:"):
-        return uri[len("file:"):]
+        return uri[len("file:") :]
     return uri
 
 
@@ -79,20 +90,28 @@ def check_acid_orc(table: Table) -> None:
     name = f"{table.dbName}.{table.tableName}"
     params = {k: str(v) for k, v in (table.parameters or {}).items()}
     if table.tableType not in (None, "MANAGED_TABLE"):
-        raise NotAnAcidTableError(name, f"table type {table.tableType} (a transactional table "
-                                  "is a managed table)")
+        raise NotAnAcidTableError(
+            name, f"table type {table.tableType} (a transactional table is a managed table)"
+        )
     if params.get("transactional", "false").strip().lower() != "true":
-        raise NotAnAcidTableError(name, "not transactional (TBLPROPERTIES has no "
-                                  "'transactional'='true')")
+        raise NotAnAcidTableError(
+            name, "not transactional (TBLPROPERTIES has no 'transactional'='true')"
+        )
     props = params.get("transactional_properties", "default").strip().lower()
     if props != "default":
-        raise NotAnAcidTableError(name, f"transactional_properties={props!r} (insert-only "
-                                  "tables have no ROW__ID; acidflow writes full ACID)")
+        raise NotAnAcidTableError(
+            name,
+            f"transactional_properties={props!r} (insert-only "
+            "tables have no ROW__ID; acidflow writes full ACID)",
+        )
     sd = table.sd
     serde = sd.serdeInfo.serializationLib if sd is not None and sd.serdeInfo else None
     if sd is None or serde != ORC_SERDE or sd.inputFormat != ORC_INPUT:
-        raise NotAnAcidTableError(name, f"not stored as ORC (serde {serde}, input format "
-                                  f"{sd.inputFormat if sd is not None else None})")
+        raise NotAnAcidTableError(
+            name,
+            f"not stored as ORC (serde {serde}, input format "
+            f"{sd.inputFormat if sd is not None else None})",
+        )
 
 
 def to_hms_table(table: TableDef, owner: str) -> Table:
@@ -109,15 +128,25 @@ def to_hms_table(table: TableDef, owner: str) -> Table:
         params[EXTERNAL_PROPERTY] = "true"
     sd = StorageDescriptor(
         cols=[FieldSchema(c.name, c.hive_type, c.comment) for c in table.columns],
-        location=location_uri(table.location), inputFormat=ORC_INPUT, outputFormat=ORC_OUTPUT,
-        compressed=False, numBuckets=table.num_buckets if table.num_buckets > 0 else -1,
+        location=location_uri(table.location),
+        inputFormat=ORC_INPUT,
+        outputFormat=ORC_OUTPUT,
+        compressed=False,
+        numBuckets=table.num_buckets if table.num_buckets > 0 else -1,
         serdeInfo=SerDeInfo(name=None, serializationLib=ORC_SERDE, parameters={}),
         bucketCols=list(table.bucket_columns) if table.num_buckets > 0 else [],
-        sortCols=[], parameters={})
-    return Table(tableName=table.table_name, dbName=table.db_name, owner=owner, sd=sd,
-                 partitionKeys=[FieldSchema(c.name, c.hive_type, None)
-                                for c in table.partition_columns],
-                 parameters=params, tableType="MANAGED_TABLE")
+        sortCols=[],
+        parameters={},
+    )
+    return Table(
+        tableName=table.table_name,
+        dbName=table.db_name,
+        owner=owner,
+        sd=sd,
+        partitionKeys=[FieldSchema(c.name, c.hive_type, None) for c in table.partition_columns],
+        parameters=params,
+        tableType="MANAGED_TABLE",
+    )
 
 
 def update_hms_table(current: Table, table: TableDef) -> Table:
@@ -125,8 +154,7 @@ def update_hms_table(current: Table, table: TableDef) -> Table:
     parameters of ``table``, for ``alter_table``; Hive's own parameters (statistics,
     ``transient_lastDdlTime``) are kept."""
     new = to_hms_table(table, current.owner or "acidflow")
-    params = {k: v for k, v in (current.parameters or {}).items()
-              if k in HIVE_BOOKKEEPING_PARAMS}
+    params = {k: v for k, v in (current.parameters or {}).items() if k in HIVE_BOOKKEEPING_PARAMS}
     params.update(new.parameters)
     current.parameters = params
     current.sd.cols = new.sd.cols
@@ -144,22 +172,32 @@ def from_hms_table(table: Table, warehouse: str) -> TableDef:
         NotAnAcidTableError: see :func:`check_acid_orc`.
     """
     check_acid_orc(table)
-    params = {k: str(v) for k, v in (table.parameters or {}).items()
-              if k not in HIVE_BOOKKEEPING_PARAMS}
+    params = {
+        k: str(v) for k, v in (table.parameters or {}).items() if k not in HIVE_BOOKKEEPING_PARAMS
+    }
     pk = [k for k in params.pop(PRIMARY_KEY_PARAM, "").split(",") if k]
     ordering = params.pop(ORDERING_PARAM, None) or None
     location = local_location(table.sd.location or "")
     root = str(Path(warehouse).resolve())
     external = params.get(EXTERNAL_PROPERTY, "false") == "true" or not (
-        location == root or location.startswith(root.rstrip("/") + "/"))
+        location == root or location.startswith(root.rstrip("/") + "/")
+    )
     buckets = table.sd.numBuckets if table.sd.numBuckets and table.sd.numBuckets > 0 else 0
     return TableDef(
         name=f"{table.dbName}.{table.tableName}".lower(),
-        columns=[Column(c.name.lower(), normalize_hive_type(c.type), c.comment or None)
-                 for c in table.sd.cols],
-        partition_columns=[Column(c.name.lower(), normalize_hive_type(c.type))
-                           for c in (table.partitionKeys or [])],
-        primary_key=pk, ordering_column=ordering,
+        columns=[
+            Column(c.name.lower(), normalize_hive_type(c.type), c.comment or None)
+            for c in table.sd.cols
+        ],
+        partition_columns=[
+            Column(c.name.lower(), normalize_hive_type(c.type)) for c in (table.partitionKeys or [])
+        ],
+        primary_key=pk,
+        ordering_column=ordering,
         bucket_columns=[c.lower() for c in (table.sd.bucketCols or [])] if buckets else [],
-        num_buckets=buckets, bucketing_version=int(params.get("bucketing_version", "1")),
-        properties=params, location=location, external=external)
+        num_buckets=buckets,
+        bucketing_version=int(params.get("bucketing_version", "1")),
+        properties=params,
+        location=location,
+        external=external,
+    )

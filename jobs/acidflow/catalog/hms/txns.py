@@ -12,6 +12,7 @@ db/table/partition committed by [txnid:A,B] op/op"), else a
 :class:`~acidflow.catalog.errors.TxnAbortedError` (the housekeeper aborted it after
 ``metastore.txn.timeout`` without heartbeat).
 """
+
 from __future__ import annotations
 
 import getpass
@@ -47,7 +48,8 @@ from acidflow.format.layout import ValidWriteIdList
 #: Hive 3.1's write-conflict message of ``TxnHandler.commitTxn``.
 _CONFLICT_RE = re.compile(
     r"write conflict on (?P<db>[^/\s]+)/(?P<tbl>[^/\s]+)(?:/(?P<part>\S+))? committed by "
-    r"\[txnid:(?P<other>\d+),(?P<commit>\d+)\](?: (?P<ops>\S+))?")
+    r"\[txnid:(?P<other>\d+),(?P<commit>\d+)\](?: (?P<ops>\S+))?"
+)
 
 
 def hive_abort_error(txn_id: int, message: str) -> TxnAbortedError:
@@ -59,10 +61,15 @@ def hive_abort_error(txn_id: int, message: str) -> TxnAbortedError:
         return TxnAbortedError(txn_id, f"aborted by the Hive metastore: {message}")
     ops = (hit.group("ops") or "/").split("/")
     part = hit.group("part")
-    return WriteConflictError(txn_id, int(hit.group("other")), int(hit.group("commit")),
-                              f"{hit.group('db')}.{hit.group('tbl')}",
-                              None if part in (None, "null", "NULL") else part,
-                              ops[-1] if len(ops) > 1 else "", ops[0])
+    return WriteConflictError(
+        txn_id,
+        int(hit.group("other")),
+        int(hit.group("commit")),
+        f"{hit.group('db')}.{hit.group('tbl')}",
+        None if part in (None, "null", "NULL") else part,
+        ops[-1] if len(ops) > 1 else "",
+        ops[0],
+    )
 
 
 class MetastoreTxnHooks:
@@ -84,8 +91,10 @@ class MetastoreTxnHooks:
     def open_txn(self, agent_info: str) -> int:
         """``open_txns`` (one transaction) and its snapshot: ``get_open_txns`` right after,
         without the new id (Hive ``TxnUtils.createValidReadTxnList``)."""
-        (txn_id,) = self.conn.call("open_txns", OpenTxnRequest(
-            num_txns=1, user=self.user, hostname=self.host, agentInfo=agent_info)).txn_ids
+        (txn_id,) = self.conn.call(
+            "open_txns",
+            OpenTxnRequest(num_txns=1, user=self.user, hostname=self.host, agentInfo=agent_info),
+        ).txn_ids
         txns = valid_txn_list(self.conn.call("get_open_txns"), txn_id)
         with self._lock:
             self.snapshots[txn_id] = txns
@@ -96,9 +105,12 @@ class MetastoreTxnHooks:
         ``NEXT_TXN_ID``, so it is larger than every transaction opened before and smaller
         than every one opened after (the side catalog serialises its opens with its commits).
         The empty transaction leaves nothing behind in the metastore's ``TXNS``."""
-        (txn_id,) = self.conn.call("open_txns", OpenTxnRequest(
-            num_txns=1, user=self.user, hostname=self.host,
-            agentInfo="acidflow commit id")).txn_ids
+        (txn_id,) = self.conn.call(
+            "open_txns",
+            OpenTxnRequest(
+                num_txns=1, user=self.user, hostname=self.host, agentInfo="acidflow commit id"
+            ),
+        ).txn_ids
         self.conn.call("commit_txn", CommitTxnRequest(txnid=txn_id))
         return int(txn_id)
 
@@ -138,8 +150,10 @@ class MetastoreTxnHooks:
             NoSuchTransactionError: the metastore does not know it.
         """
         try:
-            (alloc,) = self.conn.call("allocate_table_write_ids", AllocateTableWriteIdsRequest(
-                dbName=db, tableName=tbl, txnIds=[txn_id])).txnToWriteIds
+            (alloc,) = self.conn.call(
+                "allocate_table_write_ids",
+                AllocateTableWriteIdsRequest(dbName=db, tableName=tbl, txnIds=[txn_id]),
+            ).txnToWriteIds
         except TxnAbortedException as exc:
             raise hive_abort_error(txn_id, str(exc.message)) from None
         except NoSuchTxnException:
@@ -152,8 +166,9 @@ class MetastoreTxnHooks:
 OPEN_TXN_BATCH = 1000
 
 
-def replay_write_ids(conn: MetastoreConnection, table: TableDef, history: ValidWriteIdList,
-                     user: str, host: str) -> None:
+def replay_write_ids(
+    conn: MetastoreConnection, table: TableDef, history: ValidWriteIdList, user: str, host: str
+) -> None:
     """Give a new metastore table the write-id history ``history`` (``adopt_table``): one
     transaction per write id 1..hwm (``open_txns`` in batches of :data:`OPEN_TXN_BATCH`, one
     ``allocate_table_write_ids`` per batch, which maps them in txn order), the history's open and
@@ -168,25 +183,53 @@ def replay_write_ids(conn: MetastoreConnection, table: TableDef, history: ValidW
     txns: list[int] = []
     by_write_id: dict[int, int] = {}
     while len(txns) < hwm:  # Hive caps one open_txns at metastore.txn.max.open.batch (1000)
-        batch = list(conn.call("open_txns", OpenTxnRequest(
-            num_txns=min(OPEN_TXN_BATCH, hwm - len(txns)), user=user, hostname=host,
-            agentInfo=f"acidflow adopt {table.name}")).txn_ids)
+        batch = list(
+            conn.call(
+                "open_txns",
+                OpenTxnRequest(
+                    num_txns=min(OPEN_TXN_BATCH, hwm - len(txns)),
+                    user=user,
+                    hostname=host,
+                    agentInfo=f"acidflow adopt {table.name}",
+                ),
+            ).txn_ids
+        )
         txns.extend(batch)
-        alloc = conn.call("allocate_table_write_ids", AllocateTableWriteIdsRequest(
-            dbName=table.db_name, tableName=table.table_name, txnIds=batch)).txnToWriteIds
+        alloc = conn.call(
+            "allocate_table_write_ids",
+            AllocateTableWriteIdsRequest(
+                dbName=table.db_name, tableName=table.table_name, txnIds=batch
+            ),
+        ).txnToWriteIds
         by_write_id.update({a.writeId: a.txnId for a in alloc})
     if sorted(by_write_id) != list(range(1, hwm + 1)):
         conn.call("abort_txns", AbortTxnsRequest(txn_ids=txns))
-        raise CatalogError(f"adopt {table.name}: the metastore at {conn.url} allocated "
-                           f"write ids {sorted(by_write_id)[:5]}..., not 1..{hwm}")
+        raise CatalogError(
+            f"adopt {table.name}: the metastore at {conn.url} allocated "
+            f"write ids {sorted(by_write_id)[:5]}..., not 1..{hwm}"
+        )
     dead = set(history.open_write_ids) | set(history.aborted_write_ids)
     for write_id in range(1, hwm + 1):
         txn = by_write_id[write_id]
         if write_id in dead:
-            conn.call("lock", LockRequest(component=[LockComponent(
-                type=LockType.SHARED_READ, level=LockLevel.TABLE, dbname=table.db_name,
-                tablename=table.table_name, operationType=DataOperationType.INSERT,
-                isTransactional=True)], txnid=txn, user=user, hostname=host))
+            conn.call(
+                "lock",
+                LockRequest(
+                    component=[
+                        LockComponent(
+                            type=LockType.SHARED_READ,
+                            level=LockLevel.TABLE,
+                            dbname=table.db_name,
+                            tablename=table.table_name,
+                            operationType=DataOperationType.INSERT,
+                            isTransactional=True,
+                        )
+                    ],
+                    txnid=txn,
+                    user=user,
+                    hostname=host,
+                ),
+            )
             conn.call("abort_txns", AbortTxnsRequest(txn_ids=[txn]))
         else:
             conn.call("commit_txn", CommitTxnRequest(txnid=txn))

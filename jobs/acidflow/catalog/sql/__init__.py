@@ -5,6 +5,7 @@ default, PostgreSQL for shared deployments), one module per idea:
 shared by the parts), ``tables``, ``txns``, ``writeids``, ``locks``, ``batches``,
 ``compactions``, ``readers``, and ``catalog`` (``SqlCatalog`` wiring them together).
 """
+
 from acidflow.catalog.sql.catalog import SqlCatalog
 from acidflow.catalog.sql.db import Database, alembic_config, head_revision
 

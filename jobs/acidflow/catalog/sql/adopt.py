@@ -19,6 +19,7 @@ What is stored, in one catalog transaction:
   directory (or lies inside a compacted range). Nothing is stored per write id, so a history of
   ten million write ids costs a handful of rows.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -47,12 +48,14 @@ class SqlAdoption:
         self.db = db
         self.tables = tables
 
-    def adopt_table(self, table: TableDef | dict[str, Any], history: ValidWriteIdList
-                    ) -> TableDef:
+    def adopt_table(self, table: TableDef | dict[str, Any], history: ValidWriteIdList) -> TableDef:
         """SQL side of ``Catalog.adopt_table`` (contract in base.py; storage in the module
         doc)."""
-        table = TableDef.from_dict(table.to_dict()) if isinstance(table, TableDef) else \
-            TableDef.from_dict(table)
+        table = (
+            TableDef.from_dict(table.to_dict())
+            if isinstance(table, TableDef)
+            else TableDef.from_dict(table)
+        )
         table.validate()
         db, tbl = split_table_name(table.name)
         location = self.tables.location_of(table)
@@ -62,49 +65,97 @@ class SqlAdoption:
         hwm = history.high_watermark
         not_committed = {w: "open in Hive at adoption" for w in history.open_write_ids}
         not_committed.update({w: "aborted in Hive" for w in history.aborted_write_ids})
-        committed = sorted(w for w in dirs.write_ids() if 1 <= w <= hwm
-                           and w not in not_committed)
+        committed = sorted(w for w in dirs.write_ids() if 1 <= w <= hwm and w not in not_committed)
 
         def fn(conn: sa.Connection) -> TableDef:
-            if conn.execute(sa.select(m.Tbl.tbl_id).where(
-                    m.Tbl.db_name == db, m.Tbl.tbl_name == tbl)).first() is not None:
+            if (
+                conn.execute(
+                    sa.select(m.Tbl.tbl_id).where(m.Tbl.db_name == db, m.Tbl.tbl_name == tbl)
+                ).first()
+                is not None
+            ):
                 raise TableExistsError(table.name)
             insert_table(conn, table, location)
-            conn.execute(sa.insert(m.NextWriteId).values(db_name=db, tbl_name=tbl,
-                                                         nwi_next=hwm + 1))
+            conn.execute(
+                sa.insert(m.NextWriteId).values(db_name=db, tbl_name=tbl, nwi_next=hwm + 1)
+            )
             now = utcnow()
             for write_id, why in sorted(not_committed.items()):
                 txn_id = shared.next_txn_id(conn)
-                shared.insert_open_txn(conn, txn_id, now, None, None,
-                                       f"{ADOPTED_AGENT}: write id {write_id}")
-                conn.execute(sa.insert(m.TxnToWriteId).values(
-                    db_name=db, tbl_name=tbl, write_id=write_id, txn_id=txn_id))
+                shared.insert_open_txn(
+                    conn, txn_id, now, None, None, f"{ADOPTED_AGENT}: write id {write_id}"
+                )
+                conn.execute(
+                    sa.insert(m.TxnToWriteId).values(
+                        db_name=db, tbl_name=tbl, write_id=write_id, txn_id=txn_id
+                    )
+                )
                 for part, op in _components(dirs, write_id, own_only=True):
-                    conn.execute(sa.insert(m.TxnComponent).values(
-                        txn_id=txn_id, db_name=db, tbl_name=tbl, part_name=part, operation=op,
-                        write_id=write_id))
-                shared.abort_txns(conn, [txn_id], f"{why} (acidflow adopted the table; a "
-                                  "Hive transaction can no longer commit into it)", now)
+                    conn.execute(
+                        sa.insert(m.TxnComponent).values(
+                            txn_id=txn_id,
+                            db_name=db,
+                            tbl_name=tbl,
+                            part_name=part,
+                            operation=op,
+                            write_id=write_id,
+                        )
+                    )
+                shared.abort_txns(
+                    conn,
+                    [txn_id],
+                    f"{why} (acidflow adopted the table; a "
+                    "Hive transaction can no longer commit into it)",
+                    now,
+                )
             for write_id in committed:
                 txn_id = shared.next_txn_id(conn)
-                shared.insert_open_txn(conn, txn_id, now, None, None,
-                                       f"{ADOPTED_AGENT}: write id {write_id}")
-                conn.execute(sa.insert(m.TxnToWriteId).values(
-                    db_name=db, tbl_name=tbl, write_id=write_id, txn_id=txn_id))
+                shared.insert_open_txn(
+                    conn, txn_id, now, None, None, f"{ADOPTED_AGENT}: write id {write_id}"
+                )
+                conn.execute(
+                    sa.insert(m.TxnToWriteId).values(
+                        db_name=db, tbl_name=tbl, write_id=write_id, txn_id=txn_id
+                    )
+                )
                 commit_id = shared.next_txn_id(conn)
                 comps = _components(dirs, write_id)
                 if comps:
-                    conn.execute(sa.insert(m.CompletedTxnComponent), [
-                        {"txn_id": txn_id, "db_name": db, "tbl_name": tbl, "part_name": part,
-                         "write_id": write_id, "committed_at": now,
-                         "update_delete": op == "delete"} for part, op in comps])
-                conn.execute(sa.insert(m.CommitRecordRow).values(
-                    db_name=db, tbl_name=tbl, write_id=write_id, txn_id=txn_id,
-                    commit_id=commit_id, committed_at=now, operations=[ADOPTED_OPERATION],
-                    stats={"adopted_from": "hive", "directories": [
-                        f"{d.partition}/{d.name}" if d.partition else d.name
-                        for d in dirs.acid_dirs if d.max_write_id == write_id
-                        or (d.kind != "base" and d.min_write_id == write_id)]}))
+                    conn.execute(
+                        sa.insert(m.CompletedTxnComponent),
+                        [
+                            {
+                                "txn_id": txn_id,
+                                "db_name": db,
+                                "tbl_name": tbl,
+                                "part_name": part,
+                                "write_id": write_id,
+                                "committed_at": now,
+                                "update_delete": op == "delete",
+                            }
+                            for part, op in comps
+                        ],
+                    )
+                conn.execute(
+                    sa.insert(m.CommitRecordRow).values(
+                        db_name=db,
+                        tbl_name=tbl,
+                        write_id=write_id,
+                        txn_id=txn_id,
+                        commit_id=commit_id,
+                        committed_at=now,
+                        operations=[ADOPTED_OPERATION],
+                        stats={
+                            "adopted_from": "hive",
+                            "directories": [
+                                f"{d.partition}/{d.name}" if d.partition else d.name
+                                for d in dirs.acid_dirs
+                                if d.max_write_id == write_id
+                                or (d.kind != "base" and d.min_write_id == write_id)
+                            ],
+                        },
+                    )
+                )
                 shared.commit_txn_row(conn, txn_id, commit_id, now)
             return read_table(conn, table.name, self.tables.warehouse)
 
@@ -114,8 +165,9 @@ class SqlAdoption:
             raise TableExistsError(table.name) from None
 
 
-def _components(dirs: TableDirs, write_id: int, own_only: bool = False
-                ) -> list[tuple[str | None, str]]:
+def _components(
+    dirs: TableDirs, write_id: int, own_only: bool = False
+) -> list[tuple[str | None, str]]:
     """``(partition, operation)`` pairs of the directories holding ``write_id``: ``insert`` for
     a delta, ``delete`` for a delete delta (split-update writes both for an update).
     ``own_only``: only directories of that write id alone (an aborted write's own deltas; a

@@ -3,6 +3,7 @@ batch, claimed by a transaction and applied atomically with its commit, and the 
 CDC deletes per key (the late-event rule's memory). acidflow's own tables (``batches``,
 ``cdc_tombstones``); Hive has no equivalent (a Hive Metastore backend would keep them in its
 own store next to the metastore)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -27,13 +28,21 @@ def _key_hash(key_json: str) -> str:
 def _batch_infos(conn: sa.Connection, batch_rows: Sequence[shared.Row]) -> list[BatchInfo]:
     out = []
     for r in batch_rows:
-        t = conn.execute(sa.select(m.Txn.txn_state, m.Txn.txn_committed)
-                         .where(m.Txn.txn_id == r.txn_id)).first()
-        out.append(BatchInfo(batch_id=r.batch_id, kind=r.kind, txn_id=r.txn_id,
-                             state=t.txn_state if t else TxnState.ABORTED,
-                             registered_at=r.registered_at, source=r.source,
-                             details=dict(r.details or {}),
-                             committed_at=t.txn_committed if t else None))
+        t = conn.execute(
+            sa.select(m.Txn.txn_state, m.Txn.txn_committed).where(m.Txn.txn_id == r.txn_id)
+        ).first()
+        out.append(
+            BatchInfo(
+                batch_id=r.batch_id,
+                kind=r.kind,
+                txn_id=r.txn_id,
+                state=t.txn_state if t else TxnState.ABORTED,
+                registered_at=r.registered_at,
+                source=r.source,
+                details=dict(r.details or {}),
+                committed_at=t.txn_committed if t else None,
+            )
+        )
     return out
 
 
@@ -49,9 +58,15 @@ class SqlBatches:
         self.db = db
         self.txns = txns
 
-    def register_batch(self, txn_id: int, batch_id: str, kind: str, *,
-                       source: str | None = None, details: dict[str, Any] | None = None
-                       ) -> BatchInfo:
+    def register_batch(
+        self,
+        txn_id: int,
+        batch_id: str,
+        kind: str,
+        *,
+        source: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> BatchInfo:
         """SQL side of ``Catalog.register_batch`` (contract in base.py)."""
         if not batch_id or len(batch_id) > 128:
             raise ValueError(f"batch id must be 1..128 characters, got {batch_id!r}")
@@ -60,27 +75,41 @@ class SqlBatches:
 
         def fn(conn: sa.Connection) -> BatchInfo | Deferred:
             shared.open_txn_row(conn, txn_id)
-            row = conn.execute(sa.select(m.BatchRow.__table__).where(
-                m.BatchRow.batch_id == batch_id).with_for_update()).first()
-            values: dict[str, Any] = dict(kind=kind, txn_id=txn_id, registered_at=now,
-                                          source=source, details=details or {})
+            row = conn.execute(
+                sa.select(m.BatchRow.__table__)
+                .where(m.BatchRow.batch_id == batch_id)
+                .with_for_update()
+            ).first()
+            values: dict[str, Any] = dict(
+                kind=kind, txn_id=txn_id, registered_at=now, source=source, details=details or {}
+            )
             if row is not None and row.txn_id != txn_id:
                 prev = _batch_infos(conn, [row])[0]
                 if prev.state == TxnState.COMMITTED:
-                    return Deferred(BatchAlreadyAppliedError(batch_id, prev.txn_id,
-                                                              prev.committed_at))
+                    return Deferred(
+                        BatchAlreadyAppliedError(batch_id, prev.txn_id, prev.committed_at)
+                    )
                 if prev.state == TxnState.OPEN:
                     return Deferred(BatchInProgressError(batch_id, prev.txn_id))
-                conn.execute(sa.update(m.BatchRow).where(
-                    m.BatchRow.batch_id == batch_id).values(**values))
+                conn.execute(
+                    sa.update(m.BatchRow).where(m.BatchRow.batch_id == batch_id).values(**values)
+                )
             elif row is None:
                 conn.execute(sa.insert(m.BatchRow).values(batch_id=batch_id, **values))
             else:
-                conn.execute(sa.update(m.BatchRow).where(
-                    m.BatchRow.batch_id == batch_id).values(**values))
-            return BatchInfo(batch_id=batch_id, kind=kind, txn_id=txn_id, state=TxnState.OPEN,
-                             registered_at=now, source=source, details=details or {},
-                             committed_at=None)
+                conn.execute(
+                    sa.update(m.BatchRow).where(m.BatchRow.batch_id == batch_id).values(**values)
+                )
+            return BatchInfo(
+                batch_id=batch_id,
+                kind=kind,
+                txn_id=txn_id,
+                state=TxnState.OPEN,
+                registered_at=now,
+                source=source,
+                details=details or {},
+                committed_at=None,
+            )
 
         try:
             return self.db.run(fn)
@@ -90,18 +119,22 @@ class SqlBatches:
 
     def get_batch(self, batch_id: str) -> BatchInfo | None:
         """SQL side of ``Catalog.get_batch`` (contract in base.py)."""
+
         def fn(conn: sa.Connection) -> BatchInfo | None:
-            rows = conn.execute(sa.select(m.BatchRow.__table__).where(
-                m.BatchRow.batch_id == batch_id)).all()
+            rows = conn.execute(
+                sa.select(m.BatchRow.__table__).where(m.BatchRow.batch_id == batch_id)
+            ).all()
             return _batch_infos(conn, rows)[0] if rows else None
 
         return self.db.run(fn, write=False)
 
     def list_batches(self, kind: str | None = None) -> list[BatchInfo]:
         """SQL side of ``Catalog.list_batches`` (contract in base.py)."""
+
         def fn(conn: sa.Connection) -> list[BatchInfo]:
-            q = sa.select(m.BatchRow.__table__).order_by(m.BatchRow.registered_at,
-                                                         m.BatchRow.batch_id)
+            q = sa.select(m.BatchRow.__table__).order_by(
+                m.BatchRow.registered_at, m.BatchRow.batch_id
+            )
             if kind is not None:
                 q = q.where(m.BatchRow.kind == kind)
             return _batch_infos(conn, conn.execute(q).all())
@@ -109,8 +142,7 @@ class SqlBatches:
         return self.db.run(fn, write=False)
 
     # -- CDC tombstones --------------------------------------------------------------------
-    def add_tombstones(self, txn_id: int, table_name: str,
-                       entries: list[tuple[str, str]]) -> None:
+    def add_tombstones(self, txn_id: int, table_name: str, entries: list[tuple[str, str]]) -> None:
         """SQL side of ``Catalog.add_tombstones`` (contract in base.py)."""
         if not entries:
             return
@@ -125,20 +157,41 @@ class SqlBatches:
         def fn(conn: sa.Connection) -> None:
             shared.open_txn_row(conn, txn_id)
             hashes = list(latest)
-            earlier = conn.execute(sa.select(m.CdcTombstone.key_hash).where(
-                m.CdcTombstone.txn_id == txn_id, m.CdcTombstone.db_name == db,
-                m.CdcTombstone.tbl_name == tbl).limit(1)).first()
+            earlier = conn.execute(
+                sa.select(m.CdcTombstone.key_hash)
+                .where(
+                    m.CdcTombstone.txn_id == txn_id,
+                    m.CdcTombstone.db_name == db,
+                    m.CdcTombstone.tbl_name == tbl,
+                )
+                .limit(1)
+            ).first()
             # the first call of a transaction for a table (the usual case) has nothing of its
             # own to replace: one probe on the txn_id index instead of a DELETE per 500 keys
             for i in range(0, len(hashes) if earlier is not None else 0, 500):
-                conn.execute(sa.delete(m.CdcTombstone).where(
-                    m.CdcTombstone.db_name == db, m.CdcTombstone.tbl_name == tbl,
-                    m.CdcTombstone.txn_id == txn_id,
-                    m.CdcTombstone.key_hash.in_(hashes[i:i + 500])))
-            conn.execute(sa.insert(m.CdcTombstone), [
-                {"db_name": db, "tbl_name": tbl, "key_hash": h, "txn_id": txn_id,
-                 "key_json": kj, "position": pos, "created_at": now}
-                for h, (kj, pos) in latest.items()])
+                conn.execute(
+                    sa.delete(m.CdcTombstone).where(
+                        m.CdcTombstone.db_name == db,
+                        m.CdcTombstone.tbl_name == tbl,
+                        m.CdcTombstone.txn_id == txn_id,
+                        m.CdcTombstone.key_hash.in_(hashes[i : i + 500]),
+                    )
+                )
+            conn.execute(
+                sa.insert(m.CdcTombstone),
+                [
+                    {
+                        "db_name": db,
+                        "tbl_name": tbl,
+                        "key_hash": h,
+                        "txn_id": txn_id,
+                        "key_json": kj,
+                        "position": pos,
+                        "created_at": now,
+                    }
+                    for h, (kj, pos) in latest.items()
+                ],
+            )
 
         self.db.run(fn)
 
@@ -148,24 +201,31 @@ class SqlBatches:
         by_hash = {_key_hash(k): k for k in key_jsons}
 
         def fn(conn: sa.Connection) -> dict[str, str]:
-            base = (sa.select(m.CdcTombstone.key_hash, sa.func.max(m.CdcTombstone.position))
-                    .join(m.Txn, m.Txn.txn_id == m.CdcTombstone.txn_id)
-                    .where(m.CdcTombstone.db_name == db, m.CdcTombstone.tbl_name == tbl,
-                           m.Txn.txn_state == TxnState.COMMITTED))
-            probe = (sa.select(m.CdcTombstone.key_hash)
-                     .where(m.CdcTombstone.db_name == db, m.CdcTombstone.tbl_name == tbl)
-                     .limit(1))
+            base = (
+                sa.select(m.CdcTombstone.key_hash, sa.func.max(m.CdcTombstone.position))
+                .join(m.Txn, m.Txn.txn_id == m.CdcTombstone.txn_id)
+                .where(
+                    m.CdcTombstone.db_name == db,
+                    m.CdcTombstone.tbl_name == tbl,
+                    m.Txn.txn_state == TxnState.COMMITTED,
+                )
+            )
+            probe = (
+                sa.select(m.CdcTombstone.key_hash)
+                .where(m.CdcTombstone.db_name == db, m.CdcTombstone.tbl_name == tbl)
+                .limit(1)
+            )
             if conn.execute(probe).first() is None:
                 return {}
             out: dict[str, str] = {}
             hashes = list(by_hash)
             for i in range(0, len(hashes), 500):
-                q = base.where(m.CdcTombstone.key_hash.in_(hashes[i:i + 500])) \
-                    .group_by(m.CdcTombstone.key_hash)
+                q = base.where(m.CdcTombstone.key_hash.in_(hashes[i : i + 500])).group_by(
+                    m.CdcTombstone.key_hash
+                )
                 for h, pos in conn.execute(q):
                     if pos is not None:
                         out[by_hash[h]] = pos
             return out
 
         return self.db.run(fn, write=False)
-

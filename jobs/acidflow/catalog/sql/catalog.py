@@ -16,6 +16,7 @@ This class only wires them: a role method that is the part's own is declared wit
 (``<warehouse>/_acidflow_catalog.db``), PostgreSQL for shared deployments; the schema
 (:mod:`acidflow.catalog.sql.schema`) is managed by Alembic and upgraded on start-up.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -75,8 +76,15 @@ class SqlCatalog(Catalog):
     (:class:`~acidflow.catalog.errors.CatalogDatabaseError`).
     """
 
-    def __init__(self, url: str, *, warehouse: str | None = None, txn_timeout_s: int = 300,
-                 migrate: bool = True, txn_hooks: TxnHooks | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        warehouse: str | None = None,
+        txn_timeout_s: int = 300,
+        migrate: bool = True,
+        txn_hooks: TxnHooks | None = None,
+    ) -> None:
         if warehouse is None:
             warehouse = load_settings().warehouse
         self.warehouse = warehouse_root(str(warehouse))
@@ -152,13 +160,20 @@ class SqlCatalog(Catalog):
 
     def catalog_id(self) -> str:
         if self._catalog_id is None:
+
             def fn(conn: sa.Connection) -> str:
-                found = conn.execute(sa.select(m.CatalogIdentity.catalog_id).where(
-                    m.CatalogIdentity.identity_key == 1)).scalar()
+                found = conn.execute(
+                    sa.select(m.CatalogIdentity.catalog_id).where(
+                        m.CatalogIdentity.identity_key == 1
+                    )
+                ).scalar()
                 if found is None:  # emptied by hand: a new identity, made once
                     found = str(uuid.uuid4())
-                    conn.execute(sa.insert(m.CatalogIdentity).values(
-                        identity_key=1, catalog_id=found, created_at=utcnow()))
+                    conn.execute(
+                        sa.insert(m.CatalogIdentity).values(
+                            identity_key=1, catalog_id=found, created_at=utcnow()
+                        )
+                    )
                 return str(found)
 
             try:
@@ -168,13 +183,13 @@ class SqlCatalog(Catalog):
         return self._catalog_id
 
     # -- tables (sql/tables.py) --------------------------------------------------------------
-    def create_table(self, table: TableDef | dict[str, Any], if_not_exists: bool = False
-                     ) -> TableDef:
+    def create_table(
+        self, table: TableDef | dict[str, Any], if_not_exists: bool = False
+    ) -> TableDef:
         self.check_warehouse_owner()
         return self._tables.create_table(table, if_not_exists)
 
-    def adopt_table(self, table: TableDef | dict[str, Any], history: ValidWriteIdList
-                    ) -> TableDef:
+    def adopt_table(self, table: TableDef | dict[str, Any], history: ValidWriteIdList) -> TableDef:
         self.check_warehouse_owner()
         return self._adoption.adopt_table(table, history)
 

@@ -24,6 +24,7 @@ becomes a one-line :class:`~acidflow.catalog.errors.CatalogDatabaseError` naming
 its password masked: read-only, locked beyond the busy timeout, corrupt / not a database,
 cannot be opened (missing or unusable directory).
 """
+
 from __future__ import annotations
 
 import functools
@@ -108,25 +109,41 @@ def describe_db_error(url: str, exc: BaseException) -> CatalogDatabaseError:
     low = text.lower()
     if "readonly" in low or "read-only" in low or "read only" in low:
         return CatalogDatabaseError(
-            url, "read-only", f"catalog database {url} is read-only ({text}): acidflow must "
+            url,
+            "read-only",
+            f"catalog database {url} is read-only ({text}): acidflow must "
             "write to its catalog; make the file and its directory writable or point "
-            "ACIDFLOW_CATALOG_URL at a writable catalog")
+            "ACIDFLOW_CATALOG_URL at a writable catalog",
+        )
     if "database is locked" in low or "database table is locked" in low:
         return CatalogDatabaseError(
-            url, "locked", f"catalog database {url} stayed locked by another process beyond "
+            url,
+            "locked",
+            f"catalog database {url} stayed locked by another process beyond "
             f"the {SQLITE_BUSY_TIMEOUT_S} s busy timeout ({text}): find the process holding it "
-            "(a stuck job, an open sqlite3 shell) and retry")
+            "(a stuck job, an open sqlite3 shell) and retry",
+        )
     if "not a database" in low or "malformed" in low or "file is encrypted" in low:
         return CatalogDatabaseError(
-            url, "corrupt", f"catalog database {url} is corrupt or not a SQLite database "
+            url,
+            "corrupt",
+            f"catalog database {url} is corrupt or not a SQLite database "
             f"({text}): restore it from a backup, or point ACIDFLOW_CATALOG_URL at the right "
-            "file")
-    if "unable to open database file" in low or "could not connect" in low or \
-            "connection refused" in low or ("database" in low and "does not exist" in low):
+            "file",
+        )
+    if (
+        "unable to open database file" in low
+        or "could not connect" in low
+        or "connection refused" in low
+        or ("database" in low and "does not exist" in low)
+    ):
         return CatalogDatabaseError(
-            url, "cannot-open", f"cannot open catalog database {url} ({text}): check that its "
+            url,
+            "cannot-open",
+            f"cannot open catalog database {url} ({text}): check that its "
             "directory exists and is writable (or that the server is up and the database "
-            "exists)")
+            "exists)",
+        )
     return CatalogDatabaseError(url, "error", f"catalog database {url}: {text}")
 
 
@@ -155,9 +172,9 @@ class Database:
         try:
             self.url = sa.engine.make_url(url)
         except sa.exc.ArgumentError as exc:
-            raise CatalogDatabaseError(str(url), "error",
-                                       f"catalog URL {url!r} is not a SQLAlchemy URL: {exc}") \
-                from exc
+            raise CatalogDatabaseError(
+                str(url), "error", f"catalog URL {url!r} is not a SQLAlchemy URL: {exc}"
+            ) from exc
         self.backend = self.url.get_backend_name()
         self.is_sqlite = self.backend == "sqlite"
         self.is_postgres = self.backend == "postgresql"
@@ -173,24 +190,32 @@ class Database:
         database = self.url.database or ""
         memory = database in ("", ":memory:") or database.startswith("file::memory:")
         if memory:
-            engine = sa.create_engine(self.url, poolclass=sa.pool.StaticPool,
-                                      connect_args={"check_same_thread": False})
+            engine = sa.create_engine(
+                self.url, poolclass=sa.pool.StaticPool, connect_args={"check_same_thread": False}
+            )
         else:
             uri = str(self.url.query.get("uri", "")).lower() in ("true", "1")
-            path = database[len("file:"):].split("?", 1)[0] if uri and \
-                database.startswith("file:") else database
+            path = (
+                database[len("file:") :].split("?", 1)[0]
+                if uri and database.startswith("file:")
+                else database
+            )
             read_only = uri and "mode=ro" in str(self.url)
             if not read_only:
                 try:
                     Path(path).expanduser().absolute().parent.mkdir(parents=True, exist_ok=True)
                 except OSError as exc:
                     raise CatalogDatabaseError(
-                        self.render_url(), "cannot-open",
+                        self.render_url(),
+                        "cannot-open",
                         f"cannot open catalog database {self.render_url()}: its directory "
                         f"{Path(path).expanduser().absolute().parent} cannot be created "
-                        f"({exc.strerror or exc}); fix the path in ACIDFLOW_CATALOG_URL") from exc
-            engine = sa.create_engine(self.url, connect_args={
-                "timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False})
+                        f"({exc.strerror or exc}); fix the path in ACIDFLOW_CATALOG_URL",
+                    ) from exc
+            engine = sa.create_engine(
+                self.url,
+                connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False},
+            )
 
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_conn: Any, _record: Any) -> None:  # pragma: no cover - trivial
@@ -221,8 +246,9 @@ class Database:
         return self.url.render_as_string(hide_password=True)
 
     # -- units of work -------------------------------------------------------------------
-    def run(self, fn: Callable[[sa.Connection], T | Deferred], *, write: bool = True,
-            attempts: int = 8) -> T:
+    def run(
+        self, fn: Callable[[sa.Connection], T | Deferred], *, write: bool = True, attempts: int = 8
+    ) -> T:
         """Run ``fn(conn)`` in one database transaction and return its result.
 
         Retries the whole transaction (up to ``attempts`` times, jittered exponential backoff
@@ -304,9 +330,11 @@ class Database:
         if current is not None:
             if current not in known_revisions():
                 raise ForeignDatabaseError(
-                    self.render_url(), [VERSION_TABLE],
+                    self.render_url(),
+                    [VERSION_TABLE],
                     f"; its {VERSION_TABLE} names revision {current!r}, which this acidflow "
-                    "does not know (a newer acidflow, or another application)")
+                    "does not know (a newer acidflow, or another application)",
+                )
             return
         names = sorted(sa.inspect(conn).get_table_names())
         others = [n for n in names if n != VERSION_TABLE]
@@ -349,6 +377,7 @@ class Database:
                 conn.execution_options(acidflow_write=True)
             with conn.begin():
                 if self.is_postgres:
-                    conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"),
-                                 {"k": _PG_MIGRATION_LOCK_KEY})
+                    conn.execute(
+                        sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK_KEY}
+                    )
                 yield conn

@@ -12,6 +12,7 @@ This module describes the schema at the newest migration; the migrations under
 ``migrations/versions`` create it (they never import this module). A test compares the two.
 All timestamps are UTC, stored without time zone (:class:`UTCDateTime`).
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -45,7 +46,6 @@ VERSION_TABLE = "acidflow_alembic_version"
 
 #: 64-bit ids that autoincrement on both backends (SQLite only autoincrements INTEGER PRIMARY KEY).
 BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
-
 
 
 class UTCDateTime(sa.TypeDecorator):
@@ -86,6 +86,7 @@ class Base(DeclarativeBase):
 # Table metadata (Hive TBLS & friends, simplified: no SDS/CDS indirection, no databases table)
 # --------------------------------------------------------------------------------------------
 
+
 class Tbl(Base):
     """One ACID table (Hive ``TBLS`` + the storage descriptor fields we need)."""
 
@@ -109,7 +110,8 @@ class ColumnV2(Base):
     __table_args__ = (sa.UniqueConstraint("tbl_id", "column_name"),)
 
     tbl_id: Mapped[int] = mapped_column(
-        BigId, sa.ForeignKey("tbls.tbl_id", ondelete="CASCADE"), primary_key=True)
+        BigId, sa.ForeignKey("tbls.tbl_id", ondelete="CASCADE"), primary_key=True
+    )
     integer_idx: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
     column_name: Mapped[str] = mapped_column(sa.String(256))
     type_name: Mapped[str] = mapped_column(sa.Text)
@@ -123,7 +125,8 @@ class PartitionKey(Base):
     __table_args__ = (sa.UniqueConstraint("tbl_id", "pkey_name"),)
 
     tbl_id: Mapped[int] = mapped_column(
-        BigId, sa.ForeignKey("tbls.tbl_id", ondelete="CASCADE"), primary_key=True)
+        BigId, sa.ForeignKey("tbls.tbl_id", ondelete="CASCADE"), primary_key=True
+    )
     integer_idx: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
     pkey_name: Mapped[str] = mapped_column(sa.String(256))
     pkey_type: Mapped[str] = mapped_column(sa.Text)
@@ -135,7 +138,8 @@ class BucketingCol(Base):
     __tablename__ = "bucketing_cols"
 
     tbl_id: Mapped[int] = mapped_column(
-        BigId, sa.ForeignKey("tbls.tbl_id", ondelete="CASCADE"), primary_key=True)
+        BigId, sa.ForeignKey("tbls.tbl_id", ondelete="CASCADE"), primary_key=True
+    )
     integer_idx: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
     bucket_col_name: Mapped[str] = mapped_column(sa.String(256))
 
@@ -146,7 +150,8 @@ class PrimaryKeyCol(Base):
     __tablename__ = "primary_key_cols"
 
     tbl_id: Mapped[int] = mapped_column(
-        BigId, sa.ForeignKey("tbls.tbl_id", ondelete="CASCADE"), primary_key=True)
+        BigId, sa.ForeignKey("tbls.tbl_id", ondelete="CASCADE"), primary_key=True
+    )
     integer_idx: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
     column_name: Mapped[str] = mapped_column(sa.String(256))
 
@@ -157,7 +162,8 @@ class TableParam(Base):
     __tablename__ = "table_params"
 
     tbl_id: Mapped[int] = mapped_column(
-        BigId, sa.ForeignKey("tbls.tbl_id", ondelete="CASCADE"), primary_key=True)
+        BigId, sa.ForeignKey("tbls.tbl_id", ondelete="CASCADE"), primary_key=True
+    )
     param_key: Mapped[str] = mapped_column(sa.String(256), primary_key=True)
     param_value: Mapped[str] = mapped_column(sa.Text)
 
@@ -165,6 +171,7 @@ class TableParam(Base):
 # --------------------------------------------------------------------------------------------
 # Transactions (Hive TxnHandler's tables)
 # --------------------------------------------------------------------------------------------
+
 
 class NextTxnId(Base):
     """Single row: the next transaction id (Hive ``NEXT_TXN_ID.NTXN_NEXT``).
@@ -217,8 +224,7 @@ class TxnComponent(Base):
     )
 
     tc_id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
-    txn_id: Mapped[int] = mapped_column(
-        sa.BigInteger, sa.ForeignKey("txns.txn_id"), index=True)
+    txn_id: Mapped[int] = mapped_column(sa.BigInteger, sa.ForeignKey("txns.txn_id"), index=True)
     db_name: Mapped[str] = mapped_column(sa.String(128))
     tbl_name: Mapped[str] = mapped_column(sa.String(256))
     part_name: Mapped[str | None] = mapped_column(sa.Text)
@@ -334,8 +340,7 @@ class HiveLock(Base):
     )
 
     lock_id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, autoincrement=False)
-    txn_id: Mapped[int] = mapped_column(
-        sa.BigInteger, sa.ForeignKey("txns.txn_id"), index=True)
+    txn_id: Mapped[int] = mapped_column(sa.BigInteger, sa.ForeignKey("txns.txn_id"), index=True)
     db_name: Mapped[str] = mapped_column(sa.String(128))
     tbl_name: Mapped[str] = mapped_column(sa.String(256))
     part_name: Mapped[str | None] = mapped_column(sa.Text)
@@ -447,8 +452,9 @@ class CdcTombstone(Base):
     db_name: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
     tbl_name: Mapped[str] = mapped_column(sa.String(256), primary_key=True)
     key_hash: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
-    txn_id: Mapped[int] = mapped_column(sa.BigInteger, sa.ForeignKey("txns.txn_id"),
-                                        primary_key=True, index=True)
+    txn_id: Mapped[int] = mapped_column(
+        sa.BigInteger, sa.ForeignKey("txns.txn_id"), primary_key=True, index=True
+    )
     key_json: Mapped[str] = mapped_column(sa.Text)
     position: Mapped[str] = mapped_column(sa.String(256))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)

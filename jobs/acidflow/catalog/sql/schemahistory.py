@@ -1,5 +1,6 @@
 """Schema changes and schema history in the SQL catalog (``schema_history``, revision 0007):
 the SQL side of ``Catalog.alter_schema`` / ``Catalog.schema_history`` (contracts in base.py)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -38,17 +39,21 @@ def check_columns(table: TableDef, columns: Sequence[Column], *, positional_type
         if not NAME_RE.match(c.name):
             raise SchemaChangeError(f"table {table.name}: invalid column name {c.name!r}")
         if c.name in seen:
-            raise SchemaChangeError(f"table {table.name}: column {c.name!r} is used twice "
-                                    "(or is a partition column)")
+            raise SchemaChangeError(
+                f"table {table.name}: column {c.name!r} is used twice (or is a partition column)"
+            )
         seen.add(c.name)
     if positional_types:
-        bad = [f"{o.name} {o.hive_type} -> {n.name} {n.hive_type}"
-               for o, n in zip(table.columns, columns)
-               if not metastore_compatible(o.hive_type, n.hive_type)]
+        bad = [
+            f"{o.name} {o.hive_type} -> {n.name} {n.hive_type}"
+            for o, n in zip(table.columns, columns)
+            if not metastore_compatible(o.hive_type, n.hive_type)
+        ]
         if bad:
             raise SchemaChangeError(
                 f"table {table.name}: the metastore refuses incompatible column type changes "
-                "(hive.metastore.disallow.incompatible.col.type.changes): " + ", ".join(bad))
+                "(hive.metastore.disallow.incompatible.col.type.changes): " + ", ".join(bad)
+            )
 
 
 class SqlSchemaHistory:
@@ -62,8 +67,14 @@ class SqlSchemaHistory:
         self.db = db
         self.warehouse = warehouse
 
-    def alter_schema(self, txn_id: int, name: str, columns: Sequence[Column | dict[str, Any]],
-                     *, change: Mapping[str, Any]) -> TableDef:
+    def alter_schema(
+        self,
+        txn_id: int,
+        name: str,
+        columns: Sequence[Column | dict[str, Any]],
+        *,
+        change: Mapping[str, Any],
+    ) -> TableDef:
         """SQL side of ``Catalog.alter_schema`` (contract in base.py)."""
         new_cols = [c if isinstance(c, Column) else Column.from_dict(c) for c in columns]
         change = dict(change)
@@ -73,52 +84,100 @@ class SqlSchemaHistory:
             current = read_table(conn, name)
             db, tbl = split_table_name(current.name)
             shared.open_txn_row(conn, txn_id)
-            write_id = conn.execute(sa.select(m.TxnToWriteId.write_id).where(
-                m.TxnToWriteId.txn_id == txn_id, m.TxnToWriteId.db_name == db,
-                m.TxnToWriteId.tbl_name == tbl)).scalar()
+            write_id = conn.execute(
+                sa.select(m.TxnToWriteId.write_id).where(
+                    m.TxnToWriteId.txn_id == txn_id,
+                    m.TxnToWriteId.db_name == db,
+                    m.TxnToWriteId.tbl_name == tbl,
+                )
+            ).scalar()
             if write_id is None:
-                raise CatalogError(f"alter schema of {current.name}: transaction {txn_id} has no "
-                                   "write id on the table (allocate_write_id first)")
+                raise CatalogError(
+                    f"alter schema of {current.name}: transaction {txn_id} has no "
+                    "write id on the table (allocate_write_id first)"
+                )
             check_columns(current, new_cols, positional_types=not change.get("rewrite"))
             for c in new_cols:
                 c.hive_type = Column(c.name, c.hive_type).hive_type
             h = m.SchemaHistoryRow
             now = utcnow()
-            have = conn.execute(sa.select(sa.func.count()).select_from(h).where(
-                h.db_name == db, h.tbl_name == tbl)).scalar_one()
+            have = conn.execute(
+                sa.select(sa.func.count()).select_from(h).where(h.db_name == db, h.tbl_name == tbl)
+            ).scalar_one()
             if not have:
-                conn.execute(sa.insert(h).values(
-                    db_name=db, tbl_name=tbl, write_id=0, txn_id=None,
-                    columns=columns_to_json(current.columns), change={"op": "initial"},
-                    recorded_at=now))
-            row = conn.execute(sa.select(h.change).where(
-                h.db_name == db, h.tbl_name == tbl, h.write_id == write_id)).first()
+                conn.execute(
+                    sa.insert(h).values(
+                        db_name=db,
+                        tbl_name=tbl,
+                        write_id=0,
+                        txn_id=None,
+                        columns=columns_to_json(current.columns),
+                        change={"op": "initial"},
+                        recorded_at=now,
+                    )
+                )
+            row = conn.execute(
+                sa.select(h.change).where(
+                    h.db_name == db, h.tbl_name == tbl, h.write_id == write_id
+                )
+            ).first()
             if row is None:
-                conn.execute(sa.insert(h).values(
-                    db_name=db, tbl_name=tbl, write_id=write_id, txn_id=txn_id,
-                    columns=columns_to_json(new_cols), change=change, recorded_at=now))
+                conn.execute(
+                    sa.insert(h).values(
+                        db_name=db,
+                        tbl_name=tbl,
+                        write_id=write_id,
+                        txn_id=txn_id,
+                        columns=columns_to_json(new_cols),
+                        change=change,
+                        recorded_at=now,
+                    )
+                )
             else:  # a second change in the same transaction: one version, changes listed
                 prev = dict(row.change)
                 steps = list(prev.get("steps") or [prev]) + [change]
-                conn.execute(sa.update(h).where(
-                    h.db_name == db, h.tbl_name == tbl, h.write_id == write_id).values(
+                conn.execute(
+                    sa.update(h)
+                    .where(h.db_name == db, h.tbl_name == tbl, h.write_id == write_id)
+                    .values(
                         columns=columns_to_json(new_cols),
-                        change={"op": "multiple", "steps": steps}, recorded_at=now))
+                        change={"op": "multiple", "steps": steps},
+                        recorded_at=now,
+                    )
+                )
             assert current.table_id is not None  # read from the catalog
             tid = current.table_id
             conn.execute(sa.delete(m.ColumnV2).where(m.ColumnV2.tbl_id == tid))
-            conn.execute(sa.insert(m.ColumnV2), [
-                {"tbl_id": tid, "integer_idx": i, "column_name": c.name, "type_name": c.hive_type,
-                 "comment": c.comment} for i, c in enumerate(new_cols)])
+            conn.execute(
+                sa.insert(m.ColumnV2),
+                [
+                    {
+                        "tbl_id": tid,
+                        "integer_idx": i,
+                        "column_name": c.name,
+                        "type_name": c.hive_type,
+                        "comment": c.comment,
+                    }
+                    for i, c in enumerate(new_cols)
+                ],
+            )
             if renames:
-                for model, col in ((m.PrimaryKeyCol, m.PrimaryKeyCol.column_name),
-                                   (m.BucketingCol, m.BucketingCol.bucket_col_name)):
+                for model, col in (
+                    (m.PrimaryKeyCol, m.PrimaryKeyCol.column_name),
+                    (m.BucketingCol, m.BucketingCol.bucket_col_name),
+                ):
                     for old, new in renames.items():
-                        conn.execute(sa.update(model).where(model.tbl_id == tid, col == old)
-                                     .values({col.key: new}))
+                        conn.execute(
+                            sa.update(model)
+                            .where(model.tbl_id == tid, col == old)
+                            .values({col.key: new})
+                        )
                 if current.ordering_column in renames:
-                    conn.execute(sa.update(m.Tbl).where(m.Tbl.tbl_id == tid).values(
-                        ordering_column=renames[current.ordering_column]))
+                    conn.execute(
+                        sa.update(m.Tbl)
+                        .where(m.Tbl.tbl_id == tid)
+                        .values(ordering_column=renames[current.ordering_column])
+                    )
             return read_table(conn, current.name, self.warehouse)
 
         return self.db.run(fn)
@@ -130,10 +189,21 @@ class SqlSchemaHistory:
             current = read_table(conn, name)
             db, tbl = split_table_name(current.name)
             h = m.SchemaHistoryRow
-            rows = conn.execute(sa.select(h.__table__).where(
-                h.db_name == db, h.tbl_name == tbl).order_by(h.write_id)).all()
-            return [SchemaVersion(current.name, r.write_id, r.txn_id,
-                                  columns_from_json(r.columns), dict(r.change), r.recorded_at)
-                    for r in rows]
+            rows = conn.execute(
+                sa.select(h.__table__)
+                .where(h.db_name == db, h.tbl_name == tbl)
+                .order_by(h.write_id)
+            ).all()
+            return [
+                SchemaVersion(
+                    current.name,
+                    r.write_id,
+                    r.txn_id,
+                    columns_from_json(r.columns),
+                    dict(r.change),
+                    r.recorded_at,
+                )
+                for r in rows
+            ]
 
         return self.db.run(fn, write=False)

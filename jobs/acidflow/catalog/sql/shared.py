@@ -6,6 +6,7 @@ Each function takes the open ``sqlalchemy.Connection`` of the caller's unit of w
 idea (tables, transactions, locks, batches, compactions, readers) needs, so no part reaches
 into another.
 """
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -69,8 +70,9 @@ def table_row(conn: sa.Connection, db: str, tbl: str) -> Row:
     Raises:
         NoSuchTableError: unknown table.
     """
-    row = conn.execute(sa.select(m.Tbl.__table__).where(
-        m.Tbl.db_name == db, m.Tbl.tbl_name == tbl)).first()
+    row = conn.execute(
+        sa.select(m.Tbl.__table__).where(m.Tbl.db_name == db, m.Tbl.tbl_name == tbl)
+    ).first()
     if row is None:
         raise NoSuchTableError(f"{db}.{tbl}")
     return row
@@ -88,16 +90,24 @@ def check_partition(conn: sa.Connection, db: str, tbl: str, partition: str | Non
     row = table_row(conn, db, tbl)
     if partition is None:
         return None
-    keys = [r.pkey_name for r in conn.execute(
-        sa.select(m.PartitionKey.pkey_name).where(m.PartitionKey.tbl_id == row.tbl_id)
-        .order_by(m.PartitionKey.integer_idx))]
+    keys = [
+        r.pkey_name
+        for r in conn.execute(
+            sa.select(m.PartitionKey.pkey_name)
+            .where(m.PartitionKey.tbl_id == row.tbl_id)
+            .order_by(m.PartitionKey.integer_idx)
+        )
+    ]
     if not keys:
-        raise ValueError(f"table {db}.{tbl} is not partitioned; partition must be None, "
-                         f"got {partition!r}")
+        raise ValueError(
+            f"table {db}.{tbl} is not partitioned; partition must be None, got {partition!r}"
+        )
     parts = parse_partition_spec(partition)
     if [k for k, _ in parts] != keys:
-        raise ValueError(f"partition {partition!r} does not match the partition columns "
-                         f"{keys} of table {db}.{tbl}")
+        raise ValueError(
+            f"partition {partition!r} does not match the partition columns "
+            f"{keys} of table {db}.{tbl}"
+        )
     return "/".join(f"{k}={v}" for k, v in parts)
 
 
@@ -133,10 +143,10 @@ def open_txn_row(conn: sa.Connection, txn_id: int) -> Row:
 def next_txn_id(conn: sa.Connection) -> int:
     """Take the next value of the global sequence (Hive ``NEXT_TXN_ID``; row locked
     ``FOR UPDATE``). Transaction ids and commit ids both come from it."""
-    value: int = conn.execute(sa.select(m.NextTxnId.ntxn_next).where(m.NextTxnId.id == 1)
-                              .with_for_update()).scalar_one()
-    conn.execute(sa.update(m.NextTxnId).where(m.NextTxnId.id == 1)
-                 .values(ntxn_next=value + 1))
+    value: int = conn.execute(
+        sa.select(m.NextTxnId.ntxn_next).where(m.NextTxnId.id == 1).with_for_update()
+    ).scalar_one()
+    conn.execute(sa.update(m.NextTxnId).where(m.NextTxnId.id == 1).values(ntxn_next=value + 1))
     return value
 
 
@@ -171,23 +181,42 @@ def take_commit_id(conn: sa.Connection) -> int:
 
 def current_txn_seq(conn: sa.Connection) -> int:
     """The next value of the global sequence, without taking it (a snapshot's position)."""
-    value: int = conn.execute(sa.select(m.NextTxnId.ntxn_next).where(
-        m.NextTxnId.id == 1)).scalar_one()
+    value: int = conn.execute(
+        sa.select(m.NextTxnId.ntxn_next).where(m.NextTxnId.id == 1)
+    ).scalar_one()
     return value
 
 
-def insert_open_txn(conn: sa.Connection, txn_id: int, now: datetime, user: str | None,
-                    host: str | None, agent_info: str) -> None:
+def insert_open_txn(
+    conn: sa.Connection,
+    txn_id: int,
+    now: datetime,
+    user: str | None,
+    host: str | None,
+    agent_info: str,
+) -> None:
     """Insert the ``txns`` row of a newly opened transaction (Hive ``openTxns``)."""
-    conn.execute(sa.insert(m.Txn).values(
-        txn_id=txn_id, txn_state=TxnState.OPEN, txn_started=now, txn_last_heartbeat=now,
-        txn_heartbeat_count=0, txn_user=user, txn_host=host, txn_agent_info=agent_info))
+    conn.execute(
+        sa.insert(m.Txn).values(
+            txn_id=txn_id,
+            txn_state=TxnState.OPEN,
+            txn_started=now,
+            txn_last_heartbeat=now,
+            txn_heartbeat_count=0,
+            txn_user=user,
+            txn_host=host,
+            txn_agent_info=agent_info,
+        )
+    )
 
 
 def commit_txn_row(conn: sa.Connection, txn_id: int, commit_id: int, now: datetime) -> None:
     """Mark a transaction committed with its commit id and release its locks."""
-    conn.execute(sa.update(m.Txn).where(m.Txn.txn_id == txn_id).values(
-        txn_state=TxnState.COMMITTED, txn_commit_id=commit_id, txn_committed=now))
+    conn.execute(
+        sa.update(m.Txn)
+        .where(m.Txn.txn_id == txn_id)
+        .values(txn_state=TxnState.COMMITTED, txn_commit_id=commit_id, txn_committed=now)
+    )
     conn.execute(sa.delete(m.HiveLock).where(m.HiveLock.txn_id == txn_id))
     h = hooks(conn)
     if h is not None:
@@ -199,8 +228,11 @@ def abort_txns(conn: sa.Connection, txn_ids: list[int], reason: str, now: dateti
     their write ids stay allocated (aborted) and their components stay for the cleaner."""
     if not txn_ids:
         return
-    conn.execute(sa.update(m.Txn).where(m.Txn.txn_id.in_(txn_ids)).values(
-        txn_state=TxnState.ABORTED, txn_aborted=now, txn_abort_reason=reason))
+    conn.execute(
+        sa.update(m.Txn)
+        .where(m.Txn.txn_id.in_(txn_ids))
+        .values(txn_state=TxnState.ABORTED, txn_aborted=now, txn_abort_reason=reason)
+    )
     conn.execute(sa.delete(m.HiveLock).where(m.HiveLock.txn_id.in_(txn_ids)))
     h = hooks(conn)
     if h is not None:
@@ -209,8 +241,9 @@ def abort_txns(conn: sa.Connection, txn_ids: list[int], reason: str, now: dateti
 
 def txn_state(conn: sa.Connection, txn_id: int) -> str | None:
     """The state of a transaction, or ``None`` when the id is unknown."""
-    state: str | None = conn.execute(sa.select(m.Txn.txn_state).where(
-        m.Txn.txn_id == txn_id)).scalar()
+    state: str | None = conn.execute(
+        sa.select(m.Txn.txn_state).where(m.Txn.txn_id == txn_id)
+    ).scalar()
     return state
 
 

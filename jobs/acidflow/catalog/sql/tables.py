@@ -1,6 +1,7 @@
 """Table definitions in the SQL catalog (Hive metastore ``TBLS``, ``COLUMNS_V2``,
 ``PARTITION_KEYS``, ``BUCKETING_COLS``, ``TABLE_PARAMS`` and the table's ``NEXT_WRITE_ID`` row):
 create, get, list, drop, set properties, add columns, set the primary key."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -24,8 +25,9 @@ from acidflow.catalog.warehouse import resolve_location, warehouse_root
 from acidflow.format.hivetypes import normalize_hive_type
 
 
-def load_tables(conn: sa.Connection, tbl_rows: Sequence[shared.Row],
-                warehouse: str | None = None) -> list[TableDef]:
+def load_tables(
+    conn: sa.Connection, tbl_rows: Sequence[shared.Row], warehouse: str | None = None
+) -> list[TableDef]:
     """Build :class:`TableDef` objects for ``tbls`` rows (columns, keys, properties read in
     one query per child table). A relative location stored by an older acidflow is returned
     resolved against ``warehouse`` (when given), never against the working directory."""
@@ -47,20 +49,22 @@ def load_tables(conn: sa.Connection, tbl_rows: Sequence[shared.Row],
     params = grouped(m.TableParam, m.TableParam.tbl_id, m.TableParam.param_key)
     tables: list[TableDef] = []
     for r in tbl_rows:
-        tables.append(TableDef(
-            name=f"{r.db_name}.{r.tbl_name}",
-            columns=[Column(c.column_name, c.type_name, c.comment) for c in cols[r.tbl_id]],
-            partition_columns=[Column(c.pkey_name, c.pkey_type) for c in pkeys[r.tbl_id]],
-            primary_key=[c.column_name for c in pk[r.tbl_id]],
-            ordering_column=r.ordering_column,
-            bucket_columns=[c.bucket_col_name for c in bcols[r.tbl_id]],
-            num_buckets=r.num_buckets,
-            bucketing_version=r.bucketing_version,
-            properties={p.param_key: p.param_value for p in params[r.tbl_id]},
-            location=_absolute(r.location, warehouse),
-            table_id=r.tbl_id,
-            created_at=r.created_at,
-        ))
+        tables.append(
+            TableDef(
+                name=f"{r.db_name}.{r.tbl_name}",
+                columns=[Column(c.column_name, c.type_name, c.comment) for c in cols[r.tbl_id]],
+                partition_columns=[Column(c.pkey_name, c.pkey_type) for c in pkeys[r.tbl_id]],
+                primary_key=[c.column_name for c in pk[r.tbl_id]],
+                ordering_column=r.ordering_column,
+                bucket_columns=[c.bucket_col_name for c in bcols[r.tbl_id]],
+                num_buckets=r.num_buckets,
+                bucketing_version=r.bucketing_version,
+                properties={p.param_key: p.param_value for p in params[r.tbl_id]},
+                location=_absolute(r.location, warehouse),
+                table_id=r.tbl_id,
+                created_at=r.created_at,
+            )
+        )
     return tables
 
 
@@ -83,9 +87,19 @@ def read_table(conn: sa.Connection, name: str, warehouse: str | None = None) -> 
 
 def _insert_columns(conn: sa.Connection, tbl_id: int, columns: list[Column], start: int) -> None:
     if columns:
-        conn.execute(sa.insert(m.ColumnV2), [
-            {"tbl_id": tbl_id, "integer_idx": start + i, "column_name": c.name,
-             "type_name": c.hive_type, "comment": c.comment} for i, c in enumerate(columns)])
+        conn.execute(
+            sa.insert(m.ColumnV2),
+            [
+                {
+                    "tbl_id": tbl_id,
+                    "integer_idx": start + i,
+                    "column_name": c.name,
+                    "type_name": c.hive_type,
+                    "comment": c.comment,
+                }
+                for i, c in enumerate(columns)
+            ],
+        )
 
 
 def insert_table(conn: sa.Connection, table: TableDef, location: str) -> int:
@@ -94,26 +108,51 @@ def insert_table(conn: sa.Connection, table: TableDef, location: str) -> int:
     adds its ``next_write_id`` row and checks that the name is free. Returns the ``tbl_id``."""
     db, tbl = split_table_name(table.name)
     now = utcnow()
-    tbl_id = conn.execute(sa.insert(m.Tbl).values(
-        db_name=db, tbl_name=tbl, location=location, num_buckets=table.num_buckets,
-        bucketing_version=table.bucketing_version, ordering_column=table.ordering_column,
-        created_at=now).returning(m.Tbl.tbl_id)).scalar_one()
+    tbl_id = conn.execute(
+        sa.insert(m.Tbl)
+        .values(
+            db_name=db,
+            tbl_name=tbl,
+            location=location,
+            num_buckets=table.num_buckets,
+            bucketing_version=table.bucketing_version,
+            ordering_column=table.ordering_column,
+            created_at=now,
+        )
+        .returning(m.Tbl.tbl_id)
+    ).scalar_one()
     _insert_columns(conn, tbl_id, table.columns, 0)
     if table.partition_columns:
-        conn.execute(sa.insert(m.PartitionKey), [
-            {"tbl_id": tbl_id, "integer_idx": i, "pkey_name": c.name,
-             "pkey_type": c.hive_type} for i, c in enumerate(table.partition_columns)])
+        conn.execute(
+            sa.insert(m.PartitionKey),
+            [
+                {"tbl_id": tbl_id, "integer_idx": i, "pkey_name": c.name, "pkey_type": c.hive_type}
+                for i, c in enumerate(table.partition_columns)
+            ],
+        )
     if table.bucket_columns:
-        conn.execute(sa.insert(m.BucketingCol), [
-            {"tbl_id": tbl_id, "integer_idx": i, "bucket_col_name": c}
-            for i, c in enumerate(table.bucket_columns)])
+        conn.execute(
+            sa.insert(m.BucketingCol),
+            [
+                {"tbl_id": tbl_id, "integer_idx": i, "bucket_col_name": c}
+                for i, c in enumerate(table.bucket_columns)
+            ],
+        )
     if table.primary_key:
-        conn.execute(sa.insert(m.PrimaryKeyCol), [
-            {"tbl_id": tbl_id, "integer_idx": i, "column_name": c}
-            for i, c in enumerate(table.primary_key)])
-    conn.execute(sa.insert(m.TableParam), [
-        {"tbl_id": tbl_id, "param_key": k, "param_value": v}
-        for k, v in sorted(table.properties.items())])
+        conn.execute(
+            sa.insert(m.PrimaryKeyCol),
+            [
+                {"tbl_id": tbl_id, "integer_idx": i, "column_name": c}
+                for i, c in enumerate(table.primary_key)
+            ],
+        )
+    conn.execute(
+        sa.insert(m.TableParam),
+        [
+            {"tbl_id": tbl_id, "param_key": k, "param_value": v}
+            for k, v in sorted(table.properties.items())
+        ],
+    )
     return tbl_id
 
 
@@ -142,11 +181,13 @@ class SqlTables:
                 ``external``.
         """
         db, tbl = split_table_name(table.name)
-        return resolve_location(table.name, table.location, self.warehouse,
-                                external=table.external) or self.default_location(db, tbl)
+        return resolve_location(
+            table.name, table.location, self.warehouse, external=table.external
+        ) or self.default_location(db, tbl)
 
-    def create_table(self, table: TableDef | dict[str, Any], if_not_exists: bool = False
-                     ) -> TableDef:
+    def create_table(
+        self, table: TableDef | dict[str, Any], if_not_exists: bool = False
+    ) -> TableDef:
         """Register a table (Hive ``CREATE TABLE ... STORED AS ORC TBLPROPERTIES
         ('transactional'='true')``) and its write id sequence (starting at 1).
 
@@ -160,15 +201,19 @@ class SqlTables:
             TableLocationError: a location outside the warehouse (a ``ValueError`` too).
             TableExistsError: the name is taken and ``if_not_exists`` is false.
         """
-        table = TableDef.from_dict(table.to_dict()) if isinstance(table, TableDef) else \
-            TableDef.from_dict(table)
+        table = (
+            TableDef.from_dict(table.to_dict())
+            if isinstance(table, TableDef)
+            else TableDef.from_dict(table)
+        )
         table.validate()
         db, tbl = split_table_name(table.name)
         location = self.location_of(table)
 
         def fn(conn: sa.Connection) -> TableDef:
-            exists = conn.execute(sa.select(m.Tbl.tbl_id).where(
-                m.Tbl.db_name == db, m.Tbl.tbl_name == tbl)).first()
+            exists = conn.execute(
+                sa.select(m.Tbl.tbl_id).where(m.Tbl.db_name == db, m.Tbl.tbl_name == tbl)
+            ).first()
             if exists is not None:
                 if if_not_exists:
                     return read_table(conn, table.name, self.warehouse)
@@ -192,8 +237,15 @@ class SqlTables:
     def table_exists(self, name: str) -> bool:
         """SQL side of ``Catalog.table_exists`` (contract in base.py)."""
         db, tbl = split_table_name(name)
-        return self.db.run(lambda conn: conn.execute(sa.select(m.Tbl.tbl_id).where(
-            m.Tbl.db_name == db, m.Tbl.tbl_name == tbl)).first() is not None, write=False)
+        return self.db.run(
+            lambda conn: (
+                conn.execute(
+                    sa.select(m.Tbl.tbl_id).where(m.Tbl.db_name == db, m.Tbl.tbl_name == tbl)
+                ).first()
+                is not None
+            ),
+            write=False,
+        )
 
     def list_tables(self, db_name: str | None = None) -> list[TableDef]:
         """SQL side of ``Catalog.list_tables`` (contract in base.py)."""
@@ -217,22 +269,50 @@ class SqlTables:
                 if if_exists:
                     return None
                 raise
-            users = {r.txn_id for r in conn.execute(
-                sa.select(m.TxnToWriteId.txn_id).join(m.Txn, m.Txn.txn_id == m.TxnToWriteId.txn_id)
-                .where(m.TxnToWriteId.db_name == db, m.TxnToWriteId.tbl_name == tbl,
-                       m.Txn.txn_state == TxnState.OPEN))}
-            users |= {r.txn_id for r in conn.execute(sa.select(m.HiveLock.txn_id).where(
-                m.HiveLock.db_name == db, m.HiveLock.tbl_name == tbl))}
+            users = {
+                r.txn_id
+                for r in conn.execute(
+                    sa.select(m.TxnToWriteId.txn_id)
+                    .join(m.Txn, m.Txn.txn_id == m.TxnToWriteId.txn_id)
+                    .where(
+                        m.TxnToWriteId.db_name == db,
+                        m.TxnToWriteId.tbl_name == tbl,
+                        m.Txn.txn_state == TxnState.OPEN,
+                    )
+                )
+            }
+            users |= {
+                r.txn_id
+                for r in conn.execute(
+                    sa.select(m.HiveLock.txn_id).where(
+                        m.HiveLock.db_name == db, m.HiveLock.tbl_name == tbl
+                    )
+                )
+            }
             if users:
-                raise CatalogError(f"cannot drop table {db}.{tbl}: open transactions "
-                                   f"{sorted(users)} write to or lock it")
-            by_name: tuple[Any, ...] = (m.NextWriteId, m.TxnToWriteId, m.TxnComponent,
-                                        m.CompletedTxnComponent, m.WriteSet, m.WriteSetKey,
-                                        m.CommitRecordRow, m.SchemaHistoryRow)
+                raise CatalogError(
+                    f"cannot drop table {db}.{tbl}: open transactions "
+                    f"{sorted(users)} write to or lock it"
+                )
+            by_name: tuple[Any, ...] = (
+                m.NextWriteId,
+                m.TxnToWriteId,
+                m.TxnComponent,
+                m.CompletedTxnComponent,
+                m.WriteSet,
+                m.WriteSetKey,
+                m.CommitRecordRow,
+                m.SchemaHistoryRow,
+            )
             for model in by_name:
                 conn.execute(sa.delete(model).where(model.db_name == db, model.tbl_name == tbl))
-            by_id: tuple[Any, ...] = (m.ColumnV2, m.PartitionKey, m.BucketingCol,
-                                      m.PrimaryKeyCol, m.TableParam)
+            by_id: tuple[Any, ...] = (
+                m.ColumnV2,
+                m.PartitionKey,
+                m.BucketingCol,
+                m.PrimaryKeyCol,
+                m.TableParam,
+            )
             for model in by_id:
                 conn.execute(sa.delete(model).where(model.tbl_id == row.tbl_id))
             conn.execute(sa.delete(m.Tbl).where(m.Tbl.tbl_id == row.tbl_id))
@@ -248,12 +328,17 @@ class SqlTables:
             current = read_table(conn, name)
             check_fixed_properties(current.name, props, current.bucketing_version)
             for key, value in props.items():
-                updated = conn.execute(sa.update(m.TableParam).where(
-                    m.TableParam.tbl_id == current.table_id, m.TableParam.param_key == key)
-                    .values(param_value=value)).rowcount
+                updated = conn.execute(
+                    sa.update(m.TableParam)
+                    .where(m.TableParam.tbl_id == current.table_id, m.TableParam.param_key == key)
+                    .values(param_value=value)
+                ).rowcount
                 if not updated:
-                    conn.execute(sa.insert(m.TableParam).values(
-                        tbl_id=current.table_id, param_key=key, param_value=value))
+                    conn.execute(
+                        sa.insert(m.TableParam).values(
+                            tbl_id=current.table_id, param_key=key, param_value=value
+                        )
+                    )
             return read_table(conn, name, self.warehouse)
 
         return self.db.run(fn)
@@ -278,7 +363,6 @@ class SqlTables:
 
         return self.db.run(fn)
 
-
     def set_primary_key(self, name: str, columns: Sequence[str]) -> TableDef:
         """Replace the rows of ``primary_key_cols`` of the table (see
         :meth:`acidflow.catalog.base.Catalog.set_primary_key`).
@@ -298,12 +382,17 @@ class SqlTables:
             if unknown:
                 raise ValueError(f"table {current.name}: unknown primary key column(s) {unknown}")
             assert current.table_id is not None  # read from the catalog
-            conn.execute(sa.delete(m.PrimaryKeyCol).where(
-                m.PrimaryKeyCol.tbl_id == current.table_id))
+            conn.execute(
+                sa.delete(m.PrimaryKeyCol).where(m.PrimaryKeyCol.tbl_id == current.table_id)
+            )
             if key:
-                conn.execute(sa.insert(m.PrimaryKeyCol), [
-                    {"tbl_id": current.table_id, "integer_idx": i, "column_name": c}
-                    for i, c in enumerate(key)])
+                conn.execute(
+                    sa.insert(m.PrimaryKeyCol),
+                    [
+                        {"tbl_id": current.table_id, "integer_idx": i, "column_name": c}
+                        for i, c in enumerate(key)
+                    ],
+                )
             return read_table(conn, name)
 
         return self.db.run(fn)

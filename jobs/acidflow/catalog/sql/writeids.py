@@ -1,6 +1,7 @@
 """Write ids and snapshots in the SQL catalog: the reader's ``ValidWriteIdList`` of a table
 (Hive ``TxnHandler.getValidWriteIds``), every write id's state, and the commit records
 (what each committed transaction did to a table)."""
+
 from __future__ import annotations
 
 import sqlalchemy as sa
@@ -22,9 +23,14 @@ class SqlWriteIds:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def write_id_snapshot(self, table_name: str, txn_id: int | None = None,
-                           as_of_write_id: int | None = None, *,
-                           oldest_open: bool = False) -> RawSnapshot:
+    def write_id_snapshot(
+        self,
+        table_name: str,
+        txn_id: int | None = None,
+        as_of_write_id: int | None = None,
+        *,
+        oldest_open: bool = False,
+    ) -> RawSnapshot:
         """Raw ``(table, high_watermark, open_write_ids, aborted_write_ids, min_open_write_id)``
         behind :meth:`valid_write_ids` (sorted tuples); ``oldest_open``: the snapshot of the
         oldest open transaction without its own writes (:meth:`compactor_valid_write_ids`)."""
@@ -38,37 +44,56 @@ class SqlWriteIds:
                 shared.txn_row(conn, txn_id)
             horizon = txn_id
             if oldest_open:
-                horizon = conn.execute(sa.select(sa.func.min(m.Txn.txn_id))
-                                       .where(m.Txn.txn_state == TxnState.OPEN)).scalar()
-            hwm = conn.execute(sa.select(m.NextWriteId.nwi_next).where(
-                m.NextWriteId.db_name == db, m.NextWriteId.tbl_name == tbl)).scalar_one() - 1
+                horizon = conn.execute(
+                    sa.select(sa.func.min(m.Txn.txn_id)).where(m.Txn.txn_state == TxnState.OPEN)
+                ).scalar()
+            hwm = (
+                conn.execute(
+                    sa.select(m.NextWriteId.nwi_next).where(
+                        m.NextWriteId.db_name == db, m.NextWriteId.tbl_name == tbl
+                    )
+                ).scalar_one()
+                - 1
+            )
             if as_of_write_id is not None:
                 hwm = min(hwm, as_of_write_id)
-            not_visible: sa.ColumnElement[bool] = m.Txn.txn_state.in_((TxnState.OPEN,
-                                                                       TxnState.ABORTED))
+            not_visible: sa.ColumnElement[bool] = m.Txn.txn_state.in_(
+                (TxnState.OPEN, TxnState.ABORTED)
+            )
             if horizon is not None:
                 # snapshot at open (Hive's ValidTxnList of openTxns): a transaction that
                 # committed after txn_id opened (commit id > txn_id; both come from one
                 # sequence) is still open for txn_id's reads
-                not_visible = sa.or_(not_visible, sa.and_(m.Txn.txn_state == TxnState.COMMITTED,
-                                                          m.Txn.txn_commit_id > horizon))
+                not_visible = sa.or_(
+                    not_visible,
+                    sa.and_(m.Txn.txn_state == TxnState.COMMITTED, m.Txn.txn_commit_id > horizon),
+                )
             rows = conn.execute(
                 sa.select(m.TxnToWriteId.write_id, m.TxnToWriteId.txn_id, m.Txn.txn_state)
                 .join(m.Txn, m.Txn.txn_id == m.TxnToWriteId.txn_id)
-                .where(m.TxnToWriteId.db_name == db, m.TxnToWriteId.tbl_name == tbl,
-                       m.TxnToWriteId.write_id <= hwm, not_visible)
-                .order_by(m.TxnToWriteId.write_id)).all()
-            open_ids = tuple(r.write_id for r in rows
-                             if r.txn_state in (TxnState.OPEN, TxnState.COMMITTED)
-                             and r.txn_id != txn_id)
-            aborted = tuple(r.write_id for r in rows
-                            if r.txn_state == TxnState.ABORTED and r.txn_id != txn_id)
+                .where(
+                    m.TxnToWriteId.db_name == db,
+                    m.TxnToWriteId.tbl_name == tbl,
+                    m.TxnToWriteId.write_id <= hwm,
+                    not_visible,
+                )
+                .order_by(m.TxnToWriteId.write_id)
+            ).all()
+            open_ids = tuple(
+                r.write_id
+                for r in rows
+                if r.txn_state in (TxnState.OPEN, TxnState.COMMITTED) and r.txn_id != txn_id
+            )
+            aborted = tuple(
+                r.write_id for r in rows if r.txn_state == TxnState.ABORTED and r.txn_id != txn_id
+            )
             return (f"{db}.{tbl}", hwm, open_ids, aborted, open_ids[0] if open_ids else None)
 
         return self.db.run(fn, write=False)
 
-    def valid_write_ids(self, table_name: str, txn_id: int | None = None,
-                        as_of_write_id: int | None = None) -> ValidWriteIdList:
+    def valid_write_ids(
+        self, table_name: str, txn_id: int | None = None, as_of_write_id: int | None = None
+    ) -> ValidWriteIdList:
         """The reader's snapshot of a table (Hive ``getValidWriteIds`` ->
         ``ValidReaderWriteIdList``, see docs/hive-acid-format.md §6).
 
@@ -93,9 +118,15 @@ class SqlWriteIds:
             ValueError (negative ``as_of_write_id``).
         """
         name, hwm, open_ids, aborted, min_open = self.write_id_snapshot(
-            table_name, txn_id, as_of_write_id)
-        return ValidWriteIdList(name, hwm, open_write_ids=open_ids, aborted_write_ids=aborted,
-                                min_open_write_id=min_open)
+            table_name, txn_id, as_of_write_id
+        )
+        return ValidWriteIdList(
+            name,
+            hwm,
+            open_write_ids=open_ids,
+            aborted_write_ids=aborted,
+            min_open_write_id=min_open,
+        )
 
     def compactor_valid_write_ids(self, table_name: str) -> ValidWriteIdList:
         """The snapshot a compactor may compact up to (Hive 3 ``MIN_HISTORY_LEVEL``): the one
@@ -108,10 +139,16 @@ class SqlWriteIds:
         Raises:
             NoSuchTableError.
         """
-        name, hwm, open_ids, aborted, min_open = self.write_id_snapshot(table_name,
-                                                                         oldest_open=True)
-        return ValidWriteIdList(name, hwm, open_write_ids=open_ids, aborted_write_ids=aborted,
-                                min_open_write_id=min_open)
+        name, hwm, open_ids, aborted, min_open = self.write_id_snapshot(
+            table_name, oldest_open=True
+        )
+        return ValidWriteIdList(
+            name,
+            hwm,
+            open_write_ids=open_ids,
+            aborted_write_ids=aborted,
+            min_open_write_id=min_open,
+        )
 
     def write_id_states(self, table_name: str) -> list[tuple[int, int, str]]:
         """SQL side of ``Catalog.write_id_states`` (contract in base.py)."""
@@ -123,7 +160,8 @@ class SqlWriteIds:
                 sa.select(m.TxnToWriteId.write_id, m.TxnToWriteId.txn_id, m.Txn.txn_state)
                 .join(m.Txn, m.Txn.txn_id == m.TxnToWriteId.txn_id, isouter=True)
                 .where(m.TxnToWriteId.db_name == db, m.TxnToWriteId.tbl_name == tbl)
-                .order_by(m.TxnToWriteId.write_id)).all()
+                .order_by(m.TxnToWriteId.write_id)
+            ).all()
             return [(r.write_id, r.txn_id, r.txn_state or TxnState.COMMITTED) for r in rows]
 
         return self.db.run(fn, write=False)
@@ -134,13 +172,22 @@ class SqlWriteIds:
 
         def fn(conn: sa.Connection) -> list[CommitRecord]:
             shared.table_row(conn, db, tbl)
-            rows = conn.execute(sa.select(m.CommitRecordRow.__table__).where(
-                m.CommitRecordRow.db_name == db, m.CommitRecordRow.tbl_name == tbl)
-                .order_by(m.CommitRecordRow.write_id)).all()
-            return [CommitRecord(
-                table=f"{db}.{tbl}", write_id=r.write_id, txn_id=r.txn_id,
-                commit_id=r.commit_id, committed_at=r.committed_at,
-                operations=list(r.operations or []), stats=dict(r.stats or {})) for r in rows]
+            rows = conn.execute(
+                sa.select(m.CommitRecordRow.__table__)
+                .where(m.CommitRecordRow.db_name == db, m.CommitRecordRow.tbl_name == tbl)
+                .order_by(m.CommitRecordRow.write_id)
+            ).all()
+            return [
+                CommitRecord(
+                    table=f"{db}.{tbl}",
+                    write_id=r.write_id,
+                    txn_id=r.txn_id,
+                    commit_id=r.commit_id,
+                    committed_at=r.committed_at,
+                    operations=list(r.operations or []),
+                    stats=dict(r.stats or {}),
+                )
+                for r in rows
+            ]
 
         return self.db.run(fn, write=False)
-

@@ -6,6 +6,7 @@ ROW__ID plus an insert event with a new one (docs/hive-acid-format.md §5); a CD
 restore knows the ROW__IDs it replaces (read at the transaction's snapshot), so it hands both
 halves over at once.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -24,10 +25,16 @@ if TYPE_CHECKING:
 __all__ = ["apply_row_changes"]
 
 
-def apply_row_changes(txn: StatementContext, table_name: str,
-                      inserts_df: "DataFrame | pa.Table", deletes_df: "DataFrame | pa.Table", *,
-                      counts: dict[str, int], operation: str = "merge",
-                      **options: Any) -> "WriteResult":
+def apply_row_changes(
+    txn: StatementContext,
+    table_name: str,
+    inserts_df: "DataFrame | pa.Table",
+    deletes_df: "DataFrame | pa.Table",
+    *,
+    counts: dict[str, int],
+    operation: str = "merge",
+    **options: Any,
+) -> "WriteResult":
     """Delete the row versions named by ``deletes_df`` and insert the rows of ``inserts_df``
     in one split-update statement of ``txn``.
 

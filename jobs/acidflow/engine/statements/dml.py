@@ -19,6 +19,7 @@ Refused before anything is written (:class:`DmlError`): an unknown column, and -
 and the same for partition columns -- an UPDATE of a bucketing or partition column, and
 (acidflow) of a primary key column: a key change is a delete plus an insert.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -86,8 +87,9 @@ def analysis_errors(what: str) -> Iterator[None]:
         yield
     except (ParseException, AnalysisException) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise DmlError(f"{what}: not a valid Spark SQL expression over the table's columns: "
-                       f"{first}") from None
+        raise DmlError(
+            f"{what}: not a valid Spark SQL expression over the table's columns: {first}"
+        ) from None
 
 
 def assignable_columns(table: TableDesc, names: Any, statement: str) -> dict[str, str]:
@@ -108,25 +110,36 @@ def assignable_columns(table: TableDesc, names: Any, statement: str) -> dict[str
     for given in names:
         low = str(given).strip().lower()
         if low in pcols:
-            raise DmlError(f"{statement} {table.name}: updating values of partition columns is "
-                           f"not supported (column {given!r}; Hive refuses it too)")
+            raise DmlError(
+                f"{statement} {table.name}: updating values of partition columns is "
+                f"not supported (column {given!r}; Hive refuses it too)"
+            )
         if low in buckets:
-            raise DmlError(f"{statement} {table.name}: updating values of bucketing columns is "
-                           f"not supported (column {given!r}; Hive refuses it too)")
+            raise DmlError(
+                f"{statement} {table.name}: updating values of bucketing columns is "
+                f"not supported (column {given!r}; Hive refuses it too)"
+            )
         if low in key:
-            raise DmlError(f"{statement} {table.name}: column {given!r} is part of the primary "
-                           "key, which an update may not change (delete the row and insert "
-                           "the new key instead)")
+            raise DmlError(
+                f"{statement} {table.name}: column {given!r} is part of the primary "
+                "key, which an update may not change (delete the row and insert "
+                "the new key instead)"
+            )
         if low not in data:
-            raise DmlError(f"{statement} {table.name}: no column {given!r} (columns: "
-                           f"{', '.join(data)})")
+            raise DmlError(
+                f"{statement} {table.name}: no column {given!r} (columns: {', '.join(data)})"
+            )
         out[str(given)] = data[low]
     return out
 
 
-def target_rows(spark: "SparkSession", txn: StatementContext, table: TableDesc,
-                where: "Column | None" = None,
-                partitions: set[str] | None = None) -> "DataFrame":
+def target_rows(
+    spark: "SparkSession",
+    txn: StatementContext,
+    table: TableDesc,
+    where: "Column | None" = None,
+    partitions: set[str] | None = None,
+) -> "DataFrame":
     """The table's visible rows at the transaction's snapshot, every column plus ``ROW__ID``,
     aliased :data:`TARGET`. When ``where`` can be evaluated on the partition columns alone,
     only the partitions it keeps are read (the predicate is still applied by the caller);
@@ -143,8 +156,9 @@ def target_rows(spark: "SparkSession", txn: StatementContext, table: TableDesc,
     return snapshot.read_spark(spark, current.table_dir, plan, row_id=True).alias(TARGET)
 
 
-def _partitions_kept(spark: "SparkSession", table: TableDesc, paths: list[str],
-                     where: "Column") -> set[str] | None:
+def _partitions_kept(
+    spark: "SparkSession", table: TableDesc, paths: list[str], where: "Column"
+) -> set[str] | None:
     """The partition paths whose values satisfy ``where``, or None when ``where`` names
     other columns too (then every partition is read)."""
     # deferred: pyspark is imported only by the statements that run Spark SQL
@@ -159,11 +173,21 @@ def _partitions_kept(spark: "SparkSession", table: TableDesc, paths: list[str],
     for path in paths:
         values = dict(parse_partition_path(path)) if path else {}
         rows.append(tuple([path] + [values.get(p) for p in pcols]))
-    schema = T.StructType([T.StructField("_acid_path", T.StringType())]
-                          + [T.StructField(p, T.StringType()) for p in pcols])
-    frame = spark.createDataFrame(rows, schema).select(
-        "_acid_path", *[F.col(c.name).cast(sparktypes.spark_type(c.hive_type)).alias(c.name)
-                        for c in table.partition_columns]).alias(TARGET)
+    schema = T.StructType(
+        [T.StructField("_acid_path", T.StringType())]
+        + [T.StructField(p, T.StringType()) for p in pcols]
+    )
+    frame = (
+        spark.createDataFrame(rows, schema)
+        .select(
+            "_acid_path",
+            *[
+                F.col(c.name).cast(sparktypes.spark_type(c.hive_type)).alias(c.name)
+                for c in table.partition_columns
+            ],
+        )
+        .alias(TARGET)
+    )
     try:
         kept = frame.where(where).select("_acid_path").collect()
     except AnalysisException:
@@ -178,15 +202,21 @@ def row_ids(df: "DataFrame", table: TableDesc, alias: str = TARGET) -> "DataFram
     from pyspark.sql import functions as F
 
     rid = snapshot.ROW_ID
-    return df.select(*[F.col(f"{alias}.`{c.name}`").alias(c.name)
-                       for c in table.partition_columns],
-                     F.col(f"{alias}.{rid}.writeid").alias("owid"),
-                     F.col(f"{alias}.{rid}.bucketid").alias("bprop"),
-                     F.col(f"{alias}.{rid}.rowid").alias("rowid"))
+    return df.select(
+        *[F.col(f"{alias}.`{c.name}`").alias(c.name) for c in table.partition_columns],
+        F.col(f"{alias}.{rid}.writeid").alias("owid"),
+        F.col(f"{alias}.{rid}.bucketid").alias("bprop"),
+        F.col(f"{alias}.{rid}.rowid").alias("rowid"),
+    )
 
 
-def update(txn: StatementContext, table_name: str, where: Expr | None,
-           set_: Mapping[str, Any], **options: Any) -> WriteResult:
+def update(
+    txn: StatementContext,
+    table_name: str,
+    where: Expr | None,
+    set_: Mapping[str, Any],
+    **options: Any,
+) -> WriteResult:
     """``UPDATE table SET col = value, ... [WHERE where]`` as one split-update statement.
 
     Args:
@@ -208,30 +238,43 @@ def update(txn: StatementContext, table_name: str, where: Expr | None,
 
     table = txn.catalog.get_table(table_name)
     targets = assignable_columns(table, list(set_), "update")
-    values = {targets[k]: to_column(v, what=f"update {table.name} set {k}")
-              for k, v in set_.items()}
+    values = {
+        targets[k]: to_column(v, what=f"update {table.name} set {k}") for k, v in set_.items()
+    }
     cond = to_column(where, what=f"update {table.name} where") if where is not None else None
     spark = txn.session()
     txn.lock_table(table, LockType.SHARED_WRITE)
     with analysis_errors(f"update {table.name}"):
         rows = target_rows(spark, txn, table, cond)
         matched = rows.where(cond) if cond is not None else rows
-        new_rows = matched.select(*[
-            (values[c.name].cast(sparktypes.spark_type(c.hive_type)) if c.name in values
-             else F.col(f"{TARGET}.`{c.name}`")).alias(c.name)
-            for c in [*table.columns, *table.partition_columns]])
+        new_rows = matched.select(
+            *[
+                (
+                    values[c.name].cast(sparktypes.spark_type(c.hive_type))
+                    if c.name in values
+                    else F.col(f"{TARGET}.`{c.name}`")
+                ).alias(c.name)
+                for c in [*table.columns, *table.partition_columns]
+            ]
+        )
     matched = matched.cache()
     try:
         n = matched.count()
-        return txn.split_update(table, new_rows, row_ids(matched, table), "update",
-                                 {"rows_updated": n, "rows_inserted": 0, "rows_deleted": 0},
-                                 **options)
+        return txn.split_update(
+            table,
+            new_rows,
+            row_ids(matched, table),
+            "update",
+            {"rows_updated": n, "rows_inserted": 0, "rows_deleted": 0},
+            **options,
+        )
     finally:
         matched.unpersist()
 
 
-def delete_where(txn: StatementContext, table_name: str, where: "Expr | bool | None",
-                 **options: Any) -> WriteResult:
+def delete_where(
+    txn: StatementContext, table_name: str, where: "Expr | bool | None", **options: Any
+) -> WriteResult:
     """``DELETE FROM table WHERE where``: a delete event for every matching row.
 
     Args:
@@ -244,8 +287,9 @@ def delete_where(txn: StatementContext, table_name: str, where: "Expr | bool | N
     """
     table = txn.catalog.get_table(table_name)
     if where is None:
-        raise DmlError(f"delete from {table.name}: a predicate is required (where=True "
-                       "deletes every row)")
+        raise DmlError(
+            f"delete from {table.name}: a predicate is required (where=True deletes every row)"
+        )
     cond = to_column(where, what=f"delete from {table.name} where")
     spark = txn.session()
     txn.lock_table(table, LockType.SHARED_WRITE)
@@ -256,8 +300,11 @@ def delete_where(txn: StatementContext, table_name: str, where: "Expr | bool | N
         (spec,) = txn.begin_statement(table, "delete", **options)
         files = write_delete_events(deletes, table, spec)
         return txn.end_statement(
-            table, "delete", [(spec, files)],
+            table,
+            "delete",
+            [(spec, files)],
             [(p, "delete") for p in sorted({f["partition"] for f in files})],
-            {"rows_deleted": sum(f["rows"] for f in files)})
+            {"rows_deleted": sum(f["rows"] for f in files)},
+        )
     finally:
         deletes.unpersist()

@@ -6,6 +6,7 @@ another worker with the file rows the tasks returned; ``Transaction.insert`` and
 ``Transaction.insert_overwrite`` end theirs through the same epilogue
 (:func:`end_insert_statement`).
 """
+
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -18,8 +19,9 @@ from acidflow.states import LockType
 __all__ = ["begin_insert", "end_insert", "end_insert_statement"]
 
 
-def begin_insert(txn: StatementContext, table_name: str, *, overwrite: bool = False,
-                 **options: Any) -> tuple[TableDesc, WriteSpec]:
+def begin_insert(
+    txn: StatementContext, table_name: str, *, overwrite: bool = False, **options: Any
+) -> tuple[TableDesc, WriteSpec]:
     """Open an INSERT INTO (or, ``overwrite``, INSERT OVERWRITE) statement of ``txn`` whose
     event files are written elsewhere (with the returned spec or copies of it with higher
     statement ids): the same lock (shared write, exclusive for an overwrite), write id and
@@ -38,9 +40,14 @@ def begin_insert(txn: StatementContext, table_name: str, *, overwrite: bool = Fa
     return table, spec
 
 
-def end_insert(txn: StatementContext, table: TableDesc,
-               written: Sequence[tuple[WriteSpec, list[FileRow]]], *, overwrite: bool = False,
-               partitions: Sequence[str] = ()) -> WriteResult:
+def end_insert(
+    txn: StatementContext,
+    table: TableDesc,
+    written: Sequence[tuple[WriteSpec, list[FileRow]]],
+    *,
+    overwrite: bool = False,
+    partitions: Sequence[str] = (),
+) -> WriteResult:
     """End a statement opened by :func:`begin_insert` with the file rows its writers returned
     (``write_task`` results, one list per spec), exactly as ``Transaction.insert`` /
     ``insert_overwrite`` end theirs. Specs may carry statement ids above the one handed out
@@ -57,9 +64,14 @@ def end_insert(txn: StatementContext, table: TableDesc,
     return end_insert_statement(txn, table, written, overwrite=overwrite, partitions=partitions)
 
 
-def end_insert_statement(txn: StatementContext, table: TableDesc,
-                         written: Sequence[tuple[WriteSpec, list[FileRow]]], *,
-                         overwrite: bool, partitions: Sequence[str] = ()) -> WriteResult:
+def end_insert_statement(
+    txn: StatementContext,
+    table: TableDesc,
+    written: Sequence[tuple[WriteSpec, list[FileRow]]],
+    *,
+    overwrite: bool,
+    partitions: Sequence[str] = (),
+) -> WriteResult:
     """The epilogue of an INSERT INTO (``overwrite`` False: every partition written is an
     ``insert`` component) or INSERT OVERWRITE (``base_W`` also in each of ``partitions``,
     emptied when no row went there, or at the table root of an unpartitioned table; every
@@ -68,9 +80,18 @@ def end_insert_statement(txn: StatementContext, table: TableDesc,
     counts = {"rows_inserted": sum(f["rows"] for f in files)}
     if not overwrite:
         return txn.end_statement(
-            table, "insert", written,
-            [(p, "insert") for p in sorted({f["partition"] for f in files})], counts)
+            table,
+            "insert",
+            written,
+            [(p, "insert") for p in sorted({f["partition"] for f in files})],
+            counts,
+        )
     touched = sorted({f["partition"] for f in files} | set(partitions)) or [""]
     return txn.end_statement(
-        table, "insert_overwrite", written, [(p, "insert_overwrite") for p in touched],
-        counts, extra_partitions=partitions if table.partition_columns else [""])
+        table,
+        "insert_overwrite",
+        written,
+        [(p, "insert_overwrite") for p in touched],
+        counts,
+        extra_partitions=partitions if table.partition_columns else [""],
+    )

@@ -28,6 +28,7 @@ Refused before anything is written (:class:`acidflow.engine.statements.dml.DmlEr
 * for a keyed table, new rows that would repeat a primary key (two inserts, or an insert of a
   key the target holds but ``on`` did not match), or an insert without every key column.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -73,9 +74,17 @@ class MergeBuilder:
         target_alias, source_alias: default ``t`` and ``s``.
     """
 
-    def __init__(self, txn: StatementContext, table_name: str, source: "DataFrame",
-                 on: "Expr | Sequence[str]", *, target_alias: str = dml.TARGET,
-                 source_alias: str = "s", **options: Any):
+    def __init__(
+        self,
+        txn: StatementContext,
+        table_name: str,
+        source: "DataFrame",
+        on: "Expr | Sequence[str]",
+        *,
+        target_alias: str = dml.TARGET,
+        source_alias: str = "s",
+        **options: Any,
+    ):
         self._txn = txn
         self._table_name = table_name
         self._source = source
@@ -85,8 +94,11 @@ class MergeBuilder:
         self._options = options
         self._clauses: list[_Clause] = []
 
-    def when_matched_update(self, set: Mapping[str, Any],  # noqa: A002 - Delta's name
-                            condition: Expr | None = None) -> "MergeBuilder":
+    def when_matched_update(
+        self,
+        set: Mapping[str, Any],  # noqa: A002 - Delta's name
+        condition: Expr | None = None,
+    ) -> "MergeBuilder":
         """Update matched target rows: ``{column: value}`` (values over ``t`` and ``s``)."""
         self._clauses.append(_Clause("update", condition, dict(set)))
         return self
@@ -102,13 +114,13 @@ class MergeBuilder:
         self._clauses.append(_Clause("delete", condition, None))
         return self
 
-    def when_not_matched_insert(self, values: Mapping[str, Any] | None = None,
-                                condition: Expr | None = None) -> "MergeBuilder":
+    def when_not_matched_insert(
+        self, values: Mapping[str, Any] | None = None, condition: Expr | None = None
+    ) -> "MergeBuilder":
         """Insert source rows no target row matches: ``{column: value}`` (values over ``s``;
         columns left out are NULL), or every table column from the source column of the
         same name (``values=None``)."""
-        self._clauses.append(_Clause("insert", condition, None if values is None
-                                     else dict(values)))
+        self._clauses.append(_Clause("insert", condition, None if values is None else dict(values)))
         return self
 
     def execute(self) -> WriteResult:
@@ -143,17 +155,26 @@ def _execute(b: MergeBuilder) -> WriteResult:
         return F.col(f"{s}.`{src_cols[name.lower()]}`")
 
     def cond_of(c: _Clause, i: int) -> "Column":
-        return F.lit(True) if c.condition is None else \
-            dml.to_column(c.condition, what=f"{what}: condition of clause {i + 1}")
+        return (
+            F.lit(True)
+            if c.condition is None
+            else dml.to_column(c.condition, what=f"{what}: condition of clause {i + 1}")
+        )
 
     on = _on_condition(b, table, tcol, scol, what)
     matched_clauses: list[tuple[int, _Clause, dict[str, "Column"]]] = []
     insert_clauses: list[tuple[int, _Clause, dict[str, "Column"]]] = []
     for i, c in enumerate(b._clauses):
         if c.kind == "update":
-            given = c.values if c.values is not None else {
-                n.name: scol(n.name) for n in table.columns
-                if n.name.lower() in src_cols and _settable(table, n.name)}
+            given = (
+                c.values
+                if c.values is not None
+                else {
+                    n.name: scol(n.name)
+                    for n in table.columns
+                    if n.name.lower() in src_cols and _settable(table, n.name)
+                }
+            )
             names = dml.assignable_columns(table, list(given), "merge into")
             vals = {names[k]: dml.to_column(v, what=f"{what} set {k}") for k, v in given.items()}
             matched_clauses.append((i, c, vals))
@@ -164,26 +185,44 @@ def _execute(b: MergeBuilder) -> WriteResult:
 
     spark = txn.session(b._source)
     txn.lock_table(table, LockType.SHARED_WRITE)
-    target = dml.target_rows(spark, txn, table,
-                             partitions=source_partitions(b, table)).alias(t)
+    target = dml.target_rows(spark, txn, table, partitions=source_partitions(b, table)).alias(t)
     source = b._source.alias(s)
 
     frames: list["DataFrame"] = []
     try:
         with dml.analysis_errors(what):
-            new_rows, deletes, counts = _plan(b, table, target, source, on, matched_clauses,
-                                              insert_clauses, cond_of, tcol, frames, what)
+            new_rows, deletes, counts = _plan(
+                b,
+                table,
+                target,
+                source,
+                on,
+                matched_clauses,
+                insert_clauses,
+                cond_of,
+                tcol,
+                frames,
+                what,
+            )
         return txn.split_update(table, new_rows, deletes, "merge", counts, **b._options)
     finally:
         for f in frames:
             f.unpersist()
 
 
-def _plan(b: MergeBuilder, table: TableDesc, target: "DataFrame", source: "DataFrame",
-          on: "Column", matched_clauses: list[tuple[int, _Clause, dict[str, "Column"]]],
-          insert_clauses: list[tuple[int, _Clause, dict[str, "Column"]]], cond_of: Any,
-          tcol: Any, frames: list["DataFrame"],
-          what: str) -> tuple["DataFrame", "DataFrame", dict[str, int]]:
+def _plan(
+    b: MergeBuilder,
+    table: TableDesc,
+    target: "DataFrame",
+    source: "DataFrame",
+    on: "Column",
+    matched_clauses: list[tuple[int, _Clause, dict[str, "Column"]]],
+    insert_clauses: list[tuple[int, _Clause, dict[str, "Column"]]],
+    cond_of: Any,
+    tcol: Any,
+    frames: list["DataFrame"],
+    what: str,
+) -> tuple["DataFrame", "DataFrame", dict[str, int]]:
     """The MERGE's new rows (updated versions and inserts, table columns and types), the
     ROW__IDs to delete and the counts; refusals raised here, before anything is written.
     DataFrames to unpersist are appended to ``frames``."""
@@ -209,23 +248,35 @@ def _plan(b: MergeBuilder, table: TableDesc, target: "DataFrame", source: "DataF
         counts["rows_updated"] = sum(by_action.get(i, 0) for i in updates)
         counts["rows_deleted"] = sum(n for i, n in by_action.items() if i not in updates)
         if updates:
-            new_versions = acted.where(F.col(_ACTION).isin(updates)).select(*[
-                _choose(tcol(c.name), [(i, v[c.name]) for i, _, v in matched_clauses
-                                       if c.name in v])
-                .cast(sparktypes.spark_type(c.hive_type)).alias(c.name) for c in cols])
+            new_versions = acted.where(F.col(_ACTION).isin(updates)).select(
+                *[
+                    _choose(
+                        tcol(c.name), [(i, v[c.name]) for i, _, v in matched_clauses if c.name in v]
+                    )
+                    .cast(sparktypes.spark_type(c.hive_type))
+                    .alias(c.name)
+                    for c in cols
+                ]
+            )
     if insert_clauses:
         unmatched = source.join(target, on, "left_anti")
         action = _first_match([(i, cond_of(c, i)) for i, c, _ in insert_clauses])
         chosen = unmatched.withColumn(_ACTION, action).where(F.col(_ACTION).isNotNull())
-        inserts = chosen.select(*[
-            _choose(F.lit(None), [(i, v[c.name]) for i, _, v in insert_clauses if c.name in v])
-            .cast(sparktypes.spark_type(c.hive_type)).alias(c.name) for c in cols]).cache()
+        inserts = chosen.select(
+            *[
+                _choose(F.lit(None), [(i, v[c.name]) for i, _, v in insert_clauses if c.name in v])
+                .cast(sparktypes.spark_type(c.hive_type))
+                .alias(c.name)
+                for c in cols
+            ]
+        ).cache()
         frames.append(inserts)
         counts["rows_inserted"] = inserts.count()
     parts = [f for f in (new_versions, inserts) if f is not None]
     if not parts:
-        new_rows = spark.createDataFrame([], sparktypes.spark_schema(
-            [(c.name, c.hive_type) for c in cols]))
+        new_rows = spark.createDataFrame(
+            [], sparktypes.spark_schema([(c.name, c.hive_type) for c in cols])
+        )
     else:
         new_rows = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
     if table.primary_key:
@@ -233,9 +284,13 @@ def _plan(b: MergeBuilder, table: TableDesc, target: "DataFrame", source: "DataF
     if acted is not None:
         deletes = dml.row_ids(acted, table, t)
     else:
-        deletes = spark.createDataFrame([], sparktypes.spark_schema(
-            [(c.name, c.hive_type) for c in table.partition_columns]
-            + [("owid", "bigint"), ("bprop", "int"), ("rowid", "bigint")]))
+        deletes = spark.createDataFrame(
+            [],
+            sparktypes.spark_schema(
+                [(c.name, c.hive_type) for c in table.partition_columns]
+                + [("owid", "bigint"), ("bprop", "int"), ("rowid", "bigint")]
+            ),
+        )
     return new_rows, deletes, counts
 
 
@@ -258,9 +313,18 @@ def source_partitions(b: MergeBuilder, table: TableDesc) -> set[str] | None:
     src = {c.lower(): c for c in b._source.columns}
     if not all(c.name.lower() in on and c.name.lower() in src for c in pcols):
         return None
-    rows = b._source.select(*[F.col(f"`{src[c.name.lower()]}`")
-                              .cast(sparktypes.spark_type(c.hive_type)).alias(c.name)
-                              for c in pcols]).distinct().collect()
+    rows = (
+        b._source.select(
+            *[
+                F.col(f"`{src[c.name.lower()]}`")
+                .cast(sparktypes.spark_type(c.hive_type))
+                .alias(c.name)
+                for c in pcols
+            ]
+        )
+        .distinct()
+        .collect()
+    )
     return {make_partition_path([(c.name, r[c.name]) for c in pcols]) for r in rows}
 
 
@@ -272,8 +336,7 @@ def _settable(table: TableDesc, name: str) -> bool:
     return low not in fixed
 
 
-def _on_condition(b: MergeBuilder, table: TableDesc, tcol: Any, scol: Any,
-                  what: str) -> "Column":
+def _on_condition(b: MergeBuilder, table: TableDesc, tcol: Any, scol: Any, what: str) -> "Column":
     """The join condition: an expression, or equality of the named columns."""
     on = b._on
     if isinstance(on, (list, tuple)):
@@ -284,8 +347,9 @@ def _on_condition(b: MergeBuilder, table: TableDesc, tcol: Any, scol: Any,
         cond = None
         for k in on:
             if k.lower() not in names or k.lower() not in src:
-                raise DmlError(f"{what}: on column {k!r} is not a column of both the table "
-                               "and the source")
+                raise DmlError(
+                    f"{what}: on column {k!r} is not a column of both the table and the source"
+                )
             eq = tcol(k) == scol(k)
             cond = eq if cond is None else cond & eq
         assert cond is not None
@@ -295,27 +359,30 @@ def _on_condition(b: MergeBuilder, table: TableDesc, tcol: Any, scol: Any,
     return dml.to_column(on, what=f"{what} on")
 
 
-def _insert_values(table: TableDesc, c: _Clause, src_cols: dict[str, str], scol: Any,
-                   what: str) -> dict[str, "Column"]:
+def _insert_values(
+    table: TableDesc, c: _Clause, src_cols: dict[str, str], scol: Any, what: str
+) -> dict[str, "Column"]:
     cols = {x.name.lower(): x.name for x in [*table.columns, *table.partition_columns]}
     if c.values is None:
         missing = [n for n in cols if n not in src_cols]
         if missing:
-            raise DmlError(f"{what}: when_not_matched_insert() without values needs every "
-                           f"table column in the source; missing {missing}")
+            raise DmlError(
+                f"{what}: when_not_matched_insert() without values needs every "
+                f"table column in the source; missing {missing}"
+            )
         out = {name: scol(name) for name in cols.values()}
     else:
         out = {}
         for k, v in c.values.items():
             name = cols.get(str(k).lower())
             if name is None:
-                raise DmlError(f"{what}: insert of unknown column {k!r} (columns: "
-                               f"{', '.join(cols.values())})")
+                raise DmlError(
+                    f"{what}: insert of unknown column {k!r} (columns: {', '.join(cols.values())})"
+                )
             out[name] = dml.to_column(v, what=f"{what} insert {k}")
     absent = [k for k in table.primary_key if k not in out]
     if absent:
-        raise DmlError(f"{what}: insert clause sets no value for primary key column(s) "
-                       f"{absent}")
+        raise DmlError(f"{what}: insert clause sets no value for primary key column(s) {absent}")
     return out
 
 
@@ -341,25 +408,28 @@ def _choose(default: "Column", options: list[tuple[int, "Column"]]) -> "Column":
         return default
     expr = None
     for i, v in options:
-        expr = F.when(F.col(_ACTION) == i, v) if expr is None else \
-            expr.when(F.col(_ACTION) == i, v)
+        expr = F.when(F.col(_ACTION) == i, v) if expr is None else expr.when(F.col(_ACTION) == i, v)
     assert expr is not None
     return expr.otherwise(default)
 
 
-def _check_cardinality(joined: "DataFrame", table: TableDesc, rid: str, tcol: Any,
-                       what: str) -> None:
+def _check_cardinality(
+    joined: "DataFrame", table: TableDesc, rid: str, tcol: Any, what: str
+) -> None:
     """Refuse when a target row is matched by more than one source row."""
     # deferred: pyspark is imported only by the statements that run Spark SQL
     from pyspark.sql import functions as F
 
-    named = list(table.primary_key) or [c.name for c in [*table.columns,
-                                                          *table.partition_columns]]
+    named = list(table.primary_key) or [c.name for c in [*table.columns, *table.partition_columns]]
     # a ROW__ID is unique within a partition (docs/hive-acid-format.md §3)
     pcols = [tcol(c.name).alias(f"_p_{c.name}") for c in table.partition_columns]
-    bad = joined.groupBy(F.col(rid).alias("_rid"), *pcols).agg(
-        F.count(F.lit(1)).alias("_n"),
-        *[F.first(tcol(k)).alias(k) for k in named]).where(F.col("_n") > 1).limit(1).collect()
+    bad = (
+        joined.groupBy(F.col(rid).alias("_rid"), *pcols)
+        .agg(F.count(F.lit(1)).alias("_n"), *[F.first(tcol(k)).alias(k) for k in named])
+        .where(F.col("_n") > 1)
+        .limit(1)
+        .collect()
+    )
     if bad:
         r = bad[0]
         ident = {k: r[k] for k in named}
@@ -367,12 +437,20 @@ def _check_cardinality(joined: "DataFrame", table: TableDesc, rid: str, tcol: An
         raise CardinalityViolationError(
             f"{what}: {r['_n']} source rows match the target row with {label} {ident} "
             f"(ROW__ID {tuple(r['_rid'])}); a MERGE may update or delete a target row once "
-            "(cardinality violation) -- deduplicate the source")
+            "(cardinality violation) -- deduplicate the source"
+        )
 
 
-def _check_keys(table: TableDesc, new_rows: "DataFrame", inserts: "DataFrame | None",
-                target: "DataFrame", acted: "DataFrame | None", rid: str, t: str,
-                what: str) -> None:
+def _check_keys(
+    table: TableDesc,
+    new_rows: "DataFrame",
+    inserts: "DataFrame | None",
+    target: "DataFrame",
+    acted: "DataFrame | None",
+    rid: str,
+    t: str,
+    what: str,
+) -> None:
     """A keyed table's new rows repeat no key, and no insert adds a key that a target row
     the MERGE leaves in place holds."""
     # deferred: pyspark is imported only by the statements that run Spark SQL
@@ -381,23 +459,31 @@ def _check_keys(table: TableDesc, new_rows: "DataFrame", inserts: "DataFrame | N
     key = list(table.primary_key)
     dups = new_rows.groupBy(*key).count().where(F.col("count") > 1).limit(1).collect()
     if dups:
-        raise DmlError(f"{what}: the MERGE would write {dups[0]['count']} rows with primary "
-                       f"key {({k: dups[0][k] for k in key})} -- refused")
+        raise DmlError(
+            f"{what}: the MERGE would write {dups[0]['count']} rows with primary "
+            f"key { ({k: dups[0][k] for k in key}) } -- refused"
+        )
     if inserts is None:
         return
     kept = target
     if acted is not None:  # a ROW__ID is unique within a partition
         pnames = [c.name for c in table.partition_columns]
-        gone = acted.select(F.col(rid).alias("_gone"),
-                            *[F.col(f"{t}.`{p}`").alias(f"_gone_{p}") for p in pnames])
+        gone = acted.select(
+            F.col(rid).alias("_gone"), *[F.col(f"{t}.`{p}`").alias(f"_gone_{p}") for p in pnames]
+        )
         same = F.col(rid) == F.col("_gone")
         for p in pnames:
             same = same & (F.col(f"{t}.`{p}`") == F.col(f"_gone_{p}"))
         kept = target.join(gone, same, "left_anti")
-    clash = inserts.select(*key).join(
-        kept.select(*[F.col(f"{t}.`{k}`").alias(k) for k in key]), on=key,
-        how="left_semi").limit(1).collect()
+    clash = (
+        inserts.select(*key)
+        .join(kept.select(*[F.col(f"{t}.`{k}`").alias(k) for k in key]), on=key, how="left_semi")
+        .limit(1)
+        .collect()
+    )
     if clash:
-        raise DmlError(f"{what}: the MERGE would insert primary key "
-                       f"{({k: clash[0][k] for k in key})}, which the table already holds "
-                       "(the on condition does not match it) -- refused")
+        raise DmlError(
+            f"{what}: the MERGE would insert primary key "
+            f"{ ({k: clash[0][k] for k in key}) }, which the table already holds "
+            "(the on condition does not match it) -- refused"
+        )

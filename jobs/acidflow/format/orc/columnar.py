@@ -20,6 +20,7 @@ The pyorc writer (:class:`acidflow.format.orc.files.EventFileWriter`) stays for 
 write with the exact ORC type (varchar, char, nested types) and for snappy
 (:func:`acidflow.format.orc.files.columnar_writable`); :func:`write_event_table` chooses.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -105,7 +106,7 @@ class _KeyLog:
 
     def __init__(self) -> None:
         self.starts: list[int] = []  # first row number of each batch
-        self.runs: list[Any] = []    # (o, b, r0) or (o_array, b_array, r_array)
+        self.runs: list[Any] = []  # (o, b, r0) or (o_array, b_array, r_array)
         self.rows = 0
 
     def add(self, o: np.ndarray, b: np.ndarray, r: np.ndarray) -> None:
@@ -155,22 +156,34 @@ class ColumnarEventWriter:
             fields, operations outside 0..2, a footer the writer cannot rewrite.
     """
 
-    def __init__(self, tfs: FileIO, path: str, columns: list[tuple[str, str]], *,
-                 compression: str = "zlib", stripe_bytes: int = DEFAULT_STRIPE_BYTES,
-                 stripe_rows: int | None = None, bloom_filter_columns: Sequence[str] = (),
-                 bloom_filter_fpp: float = DEFAULT_BLOOM_FILTER_FPP):
+    def __init__(
+        self,
+        tfs: FileIO,
+        path: str,
+        columns: list[tuple[str, str]],
+        *,
+        compression: str = "zlib",
+        stripe_bytes: int = DEFAULT_STRIPE_BYTES,
+        stripe_rows: int | None = None,
+        bloom_filter_columns: Sequence[str] = (),
+        bloom_filter_fpp: float = DEFAULT_BLOOM_FILTER_FPP,
+    ):
         if not columnar_writable(columns, compression):
-            raise ValueError(f"{path}: the columnar writer cannot write {columns} with "
-                             f"{compression!r} (use files.EventFileWriter)")
+            raise ValueError(
+                f"{path}: the columnar writer cannot write {columns} with "
+                f"{compression!r} (use files.EventFileWriter)"
+            )
         self.tfs, self.path, self.columns = tfs, path, columns
         self.schema = event_arrow_schema(columns)
         self._options = dict(
-            file_version="0.12", compression=COLUMNAR_COMPRESSION[compression],
+            file_version="0.12",
+            compression=COLUMNAR_COMPRESSION[compression],
             compression_block_size=COMPRESSION_BLOCK_BYTES,
             batch_size=stripe_rows or WRITE_BATCH_ROWS,
             stripe_size=1 if stripe_rows else stripe_bytes,
             bloom_filter_columns=event_column_ids(columns, bloom_filter_columns) or None,
-            bloom_filter_fpp=bloom_filter_fpp)
+            bloom_filter_fpp=bloom_filter_fpp,
+        )
         self.stripe_rows = stripe_rows
         self._fh: BinaryIO | None = None
         self._sink: _HeldTailSink | None = None
@@ -193,8 +206,10 @@ class ColumnarEventWriter:
         if n == 0:
             return
         if not batch.schema.equals(self.schema):
-            raise AcidFileError(f"{self.path}: events batch schema {batch.schema} is not the "
-                                f"event schema {self.schema}")
+            raise AcidFileError(
+                f"{self.path}: events batch schema {batch.schema} is not the "
+                f"event schema {self.schema}"
+            )
         for i, name in enumerate(EVENT_FIELDS[:5]):
             if batch.column(i).null_count:
                 raise AcidFileError(f"{self.path}: NULL in event field {name!r}")
@@ -221,13 +236,16 @@ class ColumnarEventWriter:
         up = keys_ascending([o, b, r])
         if not up.all():
             i = int(np.argmin(up)) + 1
-            self._order_error((int(o[i]), int(b[i]), int(r[i])),
-                              (int(o[i - 1]), int(b[i - 1]), int(r[i - 1])))
+            self._order_error(
+                (int(o[i]), int(b[i]), int(r[i])), (int(o[i - 1]), int(b[i - 1]), int(r[i - 1]))
+            )
 
     def _order_error(self, key: tuple[int, int, int], previous: tuple[int, int, int]) -> None:
-        raise AcidFileError(f"{self.path}: event key {key} is not above the previous key "
-                            f"{previous}; events must be sorted by (originalTransaction, "
-                            "bucket, rowId) and unique")
+        raise AcidFileError(
+            f"{self.path}: event key {key} is not above the previous key "
+            f"{previous}; events must be sorted by (originalTransaction, "
+            "bucket, rowId) and unique"
+        )
 
     def _orc(self) -> paorc.ORCWriter:
         if self._writer is None:
@@ -270,23 +288,37 @@ class ColumnarEventWriter:
             raise AcidFileError(f"{self.path}: cannot add Hive's metadata: {exc}") from exc
         counts = tail.stripe_rows
         if sum(counts) != self.rows:
-            raise AcidFileError(f"{self.path}: the ORC writer's stripes hold {sum(counts)} "
-                                f"rows, not {self.rows}")
+            raise AcidFileError(
+                f"{self.path}: the ORC writer's stripes hold {sum(counts)} rows, not {self.rows}"
+            )
         ends = np.cumsum(counts) - 1
         key_index = "".join("%d,%d,%d;" % self._keys.key(int(e)) for e in ends)
-        inserts, updates, deletes = (int(self._ops[i]) for i in
-                                     (OPERATION_INSERT, OPERATION_UPDATE, OPERATION_DELETE))
-        patched = orcfooter.add_user_metadata(tail, {
-            KEY_INDEX_KEY: key_index.encode(),
-            ACID_STATS_KEY: f"{inserts},{updates},{deletes}".encode(),
-            ACID_VERSION_KEY: str(ACID_VERSION).encode(),
-        })
-        self._fh.write(memoryview(held)[:patched.keep - offset])
+        inserts, updates, deletes = (
+            int(self._ops[i]) for i in (OPERATION_INSERT, OPERATION_UPDATE, OPERATION_DELETE)
+        )
+        patched = orcfooter.add_user_metadata(
+            tail,
+            {
+                KEY_INDEX_KEY: key_index.encode(),
+                ACID_STATS_KEY: f"{inserts},{updates},{deletes}".encode(),
+                ACID_VERSION_KEY: str(ACID_VERSION).encode(),
+            },
+        )
+        self._fh.write(memoryview(held)[: patched.keep - offset])
         self._fh.write(patched.tail)
         self._fh.close()
         self._closed = True
-        return WrittenFile(self.path, self.rows, patched.keep + len(patched.tail), len(counts),
-                           inserts, deletes, key_index, self._keys.key(0), self._keys.key(self.rows - 1))
+        return WrittenFile(
+            self.path,
+            self.rows,
+            patched.keep + len(patched.tail),
+            len(counts),
+            inserts,
+            deletes,
+            key_index,
+            self._keys.key(0),
+            self._keys.key(self.rows - 1),
+        )
 
     def abort(self) -> None:
         """Stop without keeping the file (nothing is left at ``path``)."""
@@ -307,8 +339,12 @@ class ColumnarEventWriter:
                     self.tfs.delete(self.path)
 
 
-def event_batch(path: str, columns: list[tuple[str, str]], batch: pa.RecordBatch,
-                schema: pa.Schema | None = None) -> pa.RecordBatch:
+def event_batch(
+    path: str,
+    columns: list[tuple[str, str]],
+    batch: pa.RecordBatch,
+    schema: pa.Schema | None = None,
+) -> pa.RecordBatch:
     """A batch of flat events as the event schema (no copy of the row data).
 
     Args:
@@ -328,10 +364,13 @@ def event_batch(path: str, columns: list[tuple[str, str]], batch: pa.RecordBatch
         if name not in batch.schema.names:
             raise AcidFileError(f"{path}: events have no {name!r} column")
     head = [batch.column(name).cast(schema.field(name).type) for name in EVENT_FIELDS[:5]]
-    children = [batch.column(f.name).cast(f.type) if f.name in batch.schema.names
-                else pa.nulls(n, f.type) for f in row_fields]
-    row = pa.StructArray.from_arrays(children, fields=row_fields,
-                                     mask=pc.equal(head[0], OPERATION_DELETE))
+    children = [
+        batch.column(f.name).cast(f.type) if f.name in batch.schema.names else pa.nulls(n, f.type)
+        for f in row_fields
+    ]
+    row = pa.StructArray.from_arrays(
+        children, fields=row_fields, mask=pc.equal(head[0], OPERATION_DELETE)
+    )
     return pa.RecordBatch.from_arrays(head + [row], schema=schema)
 
 
@@ -339,8 +378,15 @@ def _constant(n: int, value: int, typ: pa.DataType) -> pa.Array:
     return pa.array(np.full(n, value, dtype=typ.to_pandas_dtype()), typ)
 
 
-def insert_events(schema: pa.Schema, data: Sequence[pa.Array], write_id: int, bucket: int,
-                  first_row_id: int, *, cast: bool = True) -> pa.RecordBatch:
+def insert_events(
+    schema: pa.Schema,
+    data: Sequence[pa.Array],
+    write_id: int,
+    bucket: int,
+    first_row_id: int,
+    *,
+    cast: bool = True,
+) -> pa.RecordBatch:
     """Insert events ``(0, W, bucket property, rowId, W, row)`` of one writer's rows.
 
     Args:
@@ -354,39 +400,61 @@ def insert_events(schema: pa.Schema, data: Sequence[pa.Array], write_id: int, bu
     n = len(data[0]) if data else 0
     row_type = schema.field("row").type
     children = [a.cast(f.type) for a, f in zip(data, row_type)] if cast else list(data)
-    fields = list(row_type) if cast else [pa.field(f.name, a.type)
-                                          for a, f in zip(data, row_type)]
-    row = pa.StructArray.from_arrays(children, fields=fields) if fields else \
-        pa.array([{}] * n, pa.struct([]))
-    head = [_constant(n, OPERATION_INSERT, pa.int32()), _constant(n, write_id, pa.int64()),
-            _constant(n, bucket, pa.int32()),
-            pa.array(np.arange(first_row_id, first_row_id + n, dtype=np.int64)),
-            _constant(n, write_id, pa.int64())]
+    fields = list(row_type) if cast else [pa.field(f.name, a.type) for a, f in zip(data, row_type)]
+    row = (
+        pa.StructArray.from_arrays(children, fields=fields)
+        if fields
+        else pa.array([{}] * n, pa.struct([]))
+    )
+    head = [
+        _constant(n, OPERATION_INSERT, pa.int32()),
+        _constant(n, write_id, pa.int64()),
+        _constant(n, bucket, pa.int32()),
+        pa.array(np.arange(first_row_id, first_row_id + n, dtype=np.int64)),
+        _constant(n, write_id, pa.int64()),
+    ]
     names = list(EVENT_FIELDS)
     if cast:
         return pa.RecordBatch.from_arrays(head + [row], schema=schema)
     return pa.RecordBatch.from_arrays(head + [row], names=names)
 
 
-def delete_events(schema: pa.Schema, original_write_id: pa.Array, bucket: pa.Array,
-                  row_id: pa.Array, write_id: int) -> pa.RecordBatch:
+def delete_events(
+    schema: pa.Schema,
+    original_write_id: pa.Array,
+    bucket: pa.Array,
+    row_id: pa.Array,
+    write_id: int,
+) -> pa.RecordBatch:
     """Delete events ``(2, owid, bucket property, rowId, W, NULL)`` of the deleted ROW__IDs
     (three equal-length integer arrays, in the file's order)."""
     n = len(row_id)
     row_type = schema.field("row").type
-    row = pa.StructArray.from_arrays([pa.nulls(n, f.type) for f in row_type],
-                                     fields=list(row_type), mask=pa.array(np.ones(n, bool)))
-    head = [_constant(n, OPERATION_DELETE, pa.int32())] + \
-        [a.cast(t) for a, t in zip((original_write_id, bucket, row_id), _KEY_TYPES)] + \
-        [_constant(n, write_id, pa.int64())]
+    row = pa.StructArray.from_arrays(
+        [pa.nulls(n, f.type) for f in row_type],
+        fields=list(row_type),
+        mask=pa.array(np.ones(n, bool)),
+    )
+    head = (
+        [_constant(n, OPERATION_DELETE, pa.int32())]
+        + [a.cast(t) for a, t in zip((original_write_id, bucket, row_id), _KEY_TYPES)]
+        + [_constant(n, write_id, pa.int64())]
+    )
     return pa.RecordBatch.from_arrays(head + [row], schema=schema)
 
 
-def write_event_table(tfs: FileIO, path: str, columns: list[tuple[str, str]], events: pa.Table,
-                      *, compression: str = "zlib", stripe_bytes: int = DEFAULT_STRIPE_BYTES,
-                      stripe_rows: int = DEFAULT_STRIPE_ROWS,
-                      bloom_filter_columns: Sequence[str] = (),
-                      bloom_filter_fpp: float = DEFAULT_BLOOM_FILTER_FPP) -> WrittenFile | None:
+def write_event_table(
+    tfs: FileIO,
+    path: str,
+    columns: list[tuple[str, str]],
+    events: pa.Table,
+    *,
+    compression: str = "zlib",
+    stripe_bytes: int = DEFAULT_STRIPE_BYTES,
+    stripe_rows: int = DEFAULT_STRIPE_ROWS,
+    bloom_filter_columns: Sequence[str] = (),
+    bloom_filter_fpp: float = DEFAULT_BLOOM_FILTER_FPP,
+) -> WrittenFile | None:
     """Write one event file from an Arrow table of sorted events, column by column.
 
     Args:
@@ -417,14 +485,25 @@ def write_event_table(tfs: FileIO, path: str, columns: list[tuple[str, str]], ev
         keys = [events.column(k) for k in KEY_FIELDS]
         if any(k.null_count for k in keys):
             raise AcidFileError(f"{path}: NULL in an event key field")
-        return write_event_file(tfs, path, columns, event_tuples(columns, events),
-                                compression=compression, stripe_rows=stripe_rows,
-                                bloom_filter_columns=bloom_filter_columns,
-                                bloom_filter_fpp=bloom_filter_fpp)
-    writer = ColumnarEventWriter(tfs, path, columns, compression=compression,
-                                 stripe_bytes=stripe_bytes,
-                                 bloom_filter_columns=bloom_filter_columns,
-                                 bloom_filter_fpp=bloom_filter_fpp)
+        return write_event_file(
+            tfs,
+            path,
+            columns,
+            event_tuples(columns, events),
+            compression=compression,
+            stripe_rows=stripe_rows,
+            bloom_filter_columns=bloom_filter_columns,
+            bloom_filter_fpp=bloom_filter_fpp,
+        )
+    writer = ColumnarEventWriter(
+        tfs,
+        path,
+        columns,
+        compression=compression,
+        stripe_bytes=stripe_bytes,
+        bloom_filter_columns=bloom_filter_columns,
+        bloom_filter_fpp=bloom_filter_fpp,
+    )
     try:
         for b in events.to_batches():
             writer.write(event_batch(path, columns, b, writer.schema))
@@ -439,10 +518,17 @@ def event_tuples(columns: list[tuple[str, str]], events: pa.Table) -> Iterator[t
     (see :func:`write_event_table`)."""
     n = events.num_rows
     head = [events.column(k).to_pylist() for k in EVENT_FIELDS[:5]]
-    cols = [events.column(c).to_pylist() if c in events.column_names else [None] * n
-            for c, _ in columns]
+    cols = [
+        events.column(c).to_pylist() if c in events.column_names else [None] * n for c, _ in columns
+    ]
     rows = list(zip(*cols)) if cols else [()] * n
     for i in range(n):
         op = head[0][i]
-        yield (op, head[1][i], head[2][i], head[3][i], head[4][i],
-               None if op == OPERATION_DELETE else rows[i])
+        yield (
+            op,
+            head[1][i],
+            head[2][i],
+            head[3][i],
+            head[4][i],
+            None if op == OPERATION_DELETE else rows[i],
+        )

@@ -29,6 +29,7 @@ count after close.
 Reading matches the six columns by position (Hive 3.1's query-based compactor wrote them in lower
 case, with no metadata) and returns Arrow tables with the canonical names.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -94,8 +95,11 @@ class _UtcTimestampConverter(ORCConverter):
     (pyorc would otherwise apply the process's local zone to naive values)."""
 
     @staticmethod
-    def from_orc(seconds: int, nanoseconds: int,  # pragma: no cover - we read with pyarrow
-                 timezone: Any) -> _dt.datetime:
+    def from_orc(
+        seconds: int,
+        nanoseconds: int,  # pragma: no cover - we read with pyarrow
+        timezone: Any,
+    ) -> _dt.datetime:
         return _EPOCH + _dt.timedelta(seconds=seconds, microseconds=nanoseconds // 1000)
 
     @staticmethod
@@ -110,8 +114,10 @@ def event_schema(columns: list[tuple[str, str]]) -> str:
     Example: ``[("id", "int")]`` -> ``struct<operation:int,originalTransaction:bigint,
     bucket:int,rowId:bigint,currentTransaction:bigint,row:struct<id:int>>``.
     """
-    return ("struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,"
-            f"currentTransaction:bigint,row:{htypes.orc_struct(columns)}>")
+    return (
+        "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,"
+        f"currentTransaction:bigint,row:{htypes.orc_struct(columns)}>"
+    )
 
 
 def _orc_type_ids(ht: HiveType) -> int:
@@ -160,8 +166,9 @@ def event_column_ids(columns: list[tuple[str, str]], names: Sequence[str]) -> li
         next_id += _orc_type_ids(htypes.mapped(hive_type))
     missing = [n for n in names if n.lower() not in ids]
     if missing:
-        raise ValueError(f"bloom filter columns {missing} are not table columns "
-                         f"({[n for n, _ in columns]})")
+        raise ValueError(
+            f"bloom filter columns {missing} are not table columns ({[n for n, _ in columns]})"
+        )
     return [ids[n.lower()] for n in names]
 
 
@@ -181,8 +188,14 @@ class WrittenFile:
 
     def to_dict(self) -> dict:
         """JSON-able summary: path, rows, bytes, stripes, inserts, deletes."""
-        return {"path": self.path, "rows": self.rows, "bytes": self.bytes,
-                "stripes": self.stripes, "inserts": self.inserts, "deletes": self.deletes}
+        return {
+            "path": self.path,
+            "rows": self.rows,
+            "bytes": self.bytes,
+            "stripes": self.stripes,
+            "inserts": self.inserts,
+            "deletes": self.deletes,
+        }
 
 
 @dataclass
@@ -213,22 +226,36 @@ class EventFileWriter:
         ValueError: a bloom filter column that is not a table column.
     """
 
-    def __init__(self, tfs: FileIO, path: str, columns: list[tuple[str, str]], *,
-                 compression: str = "zlib", stripe_rows: int = DEFAULT_STRIPE_ROWS,
-                 bloom_filter_columns: Sequence[str] = (),
-                 bloom_filter_fpp: float = DEFAULT_BLOOM_FILTER_FPP):
+    def __init__(
+        self,
+        tfs: FileIO,
+        path: str,
+        columns: list[tuple[str, str]],
+        *,
+        compression: str = "zlib",
+        stripe_rows: int = DEFAULT_STRIPE_ROWS,
+        bloom_filter_columns: Sequence[str] = (),
+        bloom_filter_fpp: float = DEFAULT_BLOOM_FILTER_FPP,
+    ):
         if compression not in _COMPRESSION:
-            raise ValueError(f"compression must be one of {sorted(_COMPRESSION)} (never zstd: "
-                             "Hive 3.1's ORC 1.5 cannot read it), got {compression!r}")
+            raise ValueError(
+                f"compression must be one of {sorted(_COMPRESSION)} (never zstd: "
+                "Hive 3.1's ORC 1.5 cannot read it), got {compression!r}"
+            )
         self.tfs, self.path, self.columns = tfs, path, columns
         self.stripe_rows = max(1, -(-stripe_rows // WRITE_BATCH_ROWS)) * WRITE_BATCH_ROWS
         bloom_ids = event_column_ids(columns, bloom_filter_columns)
         self._fh = tfs.open(path, "wb")
         self._writer = pyorc.Writer(
-            self._fh, event_schema(columns), batch_size=WRITE_BATCH_ROWS,
-            stripe_size=1 << 40, compression=_COMPRESSION[compression],
-            bloom_filter_columns=bloom_ids or None, bloom_filter_fpp=bloom_filter_fpp,
-            converters={pyorc.TypeKind.TIMESTAMP: _UtcTimestampConverter})
+            self._fh,
+            event_schema(columns),
+            batch_size=WRITE_BATCH_ROWS,
+            stripe_size=1 << 40,
+            compression=_COMPRESSION[compression],
+            bloom_filter_columns=bloom_ids or None,
+            bloom_filter_fpp=bloom_filter_fpp,
+            converters={pyorc.TypeKind.TIMESTAMP: _UtcTimestampConverter},
+        )
         self._stripes: list[_Stripe] = []
         self._cur = _Stripe()
         self._last: tuple[int, int, int] | None = None
@@ -244,7 +271,8 @@ class EventFileWriter:
             if self._last is not None and key <= self._last:
                 raise AcidFileError(
                     f"{self.path}: event key {key} is not above the previous key {self._last}; "
-                    "events must be sorted by (originalTransaction, bucket, rowId) and unique")
+                    "events must be sorted by (originalTransaction, bucket, rowId) and unique"
+                )
             if self._first is None:
                 self._first = key
             self._last = key
@@ -286,8 +314,9 @@ class EventFileWriter:
         """The ``hive.acid.key.index`` value for the stripes written so far plus the open one."""
         stripes = self._stripes + ([self._cur] if self._cur.rows else [])
         # a stripe with rows has a last key
-        return "".join(f"{k[0]},{k[1]},{k[2]};" for k in (s.last_key for s in stripes)
-                       if k is not None)
+        return "".join(
+            f"{k[0]},{k[1]},{k[2]};" for k in (s.last_key for s in stripes) if k is not None
+        )
 
     def close(self) -> WrittenFile | None:
         """Write the footer metadata and close. An empty file is deleted and ``None`` returned
@@ -297,11 +326,13 @@ class EventFileWriter:
         self._closed = True
         key_index = self.key_index()
         nstripes = len(self._stripes) + (1 if self._cur.rows else 0)
-        self._writer.set_user_metadata(**{
-            KEY_INDEX_KEY: key_index.encode(),
-            ACID_STATS_KEY: f"{self.inserts},{self.updates},{self.deletes}".encode(),
-            ACID_VERSION_KEY: str(ACID_VERSION).encode(),
-        })
+        self._writer.set_user_metadata(
+            **{
+                KEY_INDEX_KEY: key_index.encode(),
+                ACID_STATS_KEY: f"{self.inserts},{self.updates},{self.deletes}".encode(),
+                ACID_VERSION_KEY: str(ACID_VERSION).encode(),
+            }
+        )
         self._writer.close()
         self._fh.close()
         if self.rows == 0:
@@ -310,12 +341,22 @@ class EventFileWriter:
         with self.tfs.open(self.path, "rb") as fh:
             actual = paorc.ORCFile(fh).nstripes
         if actual != nstripes:
-            raise AcidFileError(f"{self.path}: wrote {actual} stripes but the key index has "
-                                f"{nstripes} entries")
+            raise AcidFileError(
+                f"{self.path}: wrote {actual} stripes but the key index has {nstripes} entries"
+            )
         if self._first is None or self._last is None:  # rows > 0: both keys were seen
             raise AcidFileError(f"{self.path}: events written but no event key recorded")
-        return WrittenFile(self.path, self.rows, self.tfs.size(self.path), nstripes,
-                           self.inserts, self.deletes, key_index, self._first, self._last)
+        return WrittenFile(
+            self.path,
+            self.rows,
+            self.tfs.size(self.path),
+            nstripes,
+            self.inserts,
+            self.deletes,
+            key_index,
+            self._first,
+            self._last,
+        )
 
     def abort(self) -> None:
         """Close without keeping the file."""
@@ -328,8 +369,9 @@ class EventFileWriter:
                 self.tfs.delete(self.path)
 
 
-def write_event_file(tfs: FileIO, path: str, columns: list[tuple[str, str]],
-                     events: Iterable[tuple], **options: Any) -> WrittenFile | None:
+def write_event_file(
+    tfs: FileIO, path: str, columns: list[tuple[str, str]], events: Iterable[tuple], **options: Any
+) -> WrittenFile | None:
     """Write one event file from an iterable of sorted events; see :class:`EventFileWriter`.
 
     Returns:
@@ -357,15 +399,18 @@ def columnar_writable(columns: list[tuple[str, str]], compression: str = "zlib")
     """True when pyarrow's ORC writer writes these columns (:mod:`acidflow.format.orc.columnar`):
     every column a primitive Hive type or a decimal (varchar, char and nested types keep
     their exact ORC type only through pyorc) and zlib or no compression."""
-    return compression in COLUMNAR_COMPRESSION and \
-        all(isinstance(htypes.mapped(t), _COLUMNAR_KINDS) for _, t in columns)
+    return compression in COLUMNAR_COMPRESSION and all(
+        isinstance(htypes.mapped(t), _COLUMNAR_KINDS) for _, t in columns
+    )
 
 
 def event_arrow_schema(columns: list[tuple[str, str]]) -> pa.Schema:
     """Arrow schema of an event file: the five event fields and ``row`` as a struct of the
     table columns (:func:`acidflow.format.types.arrow_type`)."""
-    return pa.schema([pa.field(n, t) for n, t in zip(EVENT_FIELDS[:5], _EVENT_ARROW_TYPES)] +
-                     [pa.field("row", pa.struct(htypes.arrow_schema(columns)))])
+    return pa.schema(
+        [pa.field(n, t) for n, t in zip(EVENT_FIELDS[:5], _EVENT_ARROW_TYPES)]
+        + [pa.field("row", pa.struct(htypes.arrow_schema(columns)))]
+    )
 
 
 def keys_ascending(keys: list[np.ndarray], *, strict: bool = True) -> np.ndarray:
@@ -386,8 +431,10 @@ def write_acid_version_file(tfs: FileIO, directory: str) -> None:
 def write_compacted_marker(tfs: FileIO, base_dir: str) -> None:
     """Create ``<base_dir>/_metadata_acid`` marking a base made by major compaction
     (Hive ``AcidUtils.MetaDataFile.createCompactorMarker``)."""
-    tfs.write_bytes(join(base_dir, METADATA_ACID_FILE),
-                    json.dumps({"thisFileVersion": "0", "dataFormat": "compacted"}).encode())
+    tfs.write_bytes(
+        join(base_dir, METADATA_ACID_FILE),
+        json.dumps({"thisFileVersion": "0", "dataFormat": "compacted"}).encode(),
+    )
 
 
 def is_compacted_base(tfs: FileIO, base_dir: str) -> bool:

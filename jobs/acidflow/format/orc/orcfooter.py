@@ -21,6 +21,7 @@ buffer parser merges repeated fields in any order, so appending is a valid encod
 is stored as *original* (uncompressed) chunks, which every ORC reader accepts in a compressed
 file, and the postscript is re-encoded with the new ``footerLength``.
 """
+
 from __future__ import annotations
 
 import zlib
@@ -83,12 +84,12 @@ def _fields(buf: bytes) -> Iterator[tuple[int, Any, bytes]]:
             value, i = _read_varint(buf, i)
         elif wire == 2:
             length, i = _read_varint(buf, i)
-            value = bytes(buf[i:i + length])
+            value = bytes(buf[i : i + length])
             i += length
         elif wire == 1:
-            value, i = bytes(buf[i:i + 8]), i + 8
+            value, i = bytes(buf[i : i + 8]), i + 8
         elif wire == 5:
-            value, i = bytes(buf[i:i + 4]), i + 4
+            value, i = bytes(buf[i : i + 4]), i + 4
         else:
             raise OrcFooterError(f"unsupported protobuf wire type {wire}")
         if i > n:
@@ -120,7 +121,7 @@ def decompress(data: bytes, kind: int) -> bytes:
         header = data[i] | data[i + 1] << 8 | data[i + 2] << 16
         i += 3
         length, original = header >> 1, header & 1
-        chunk = data[i:i + length]
+        chunk = data[i : i + length]
         i += length
         if original:
             out += chunk
@@ -137,7 +138,7 @@ def _as_original_chunks(data: bytes, kind: int, block: int) -> bytes:
         return data
     out = bytearray()
     for start in range(0, len(data), block):
-        chunk = data[start:start + block]
+        chunk = data[start : start + block]
         header = (len(chunk) << 1) | 1
         out += bytes((header & 0xFF, (header >> 8) & 0xFF, (header >> 16) & 0xFF)) + chunk
     return bytes(out)
@@ -199,7 +200,7 @@ def read_tail(data: Any, file_offset: int = 0) -> OrcTail:
     ps_len = view[-1]
     if ps_len == 0 or ps_len + 1 > len(view):
         raise OrcFooterError("bad postscript length byte")
-    ps_fields = list(_fields(bytes(view[-1 - ps_len:-1])))
+    ps_fields = list(_fields(bytes(view[-1 - ps_len : -1])))
     values = {number: value for number, value, _ in ps_fields}
     if values.get(8000) != b"ORC":
         raise OrcFooterError("postscript has no 'ORC' magic")
@@ -207,16 +208,18 @@ def read_tail(data: Any, file_offset: int = 0) -> OrcTail:
     kind = values.get(2, COMPRESSION_NONE)
     block = values.get(3, _DEFAULT_BLOCK)
     if not isinstance(footer_len, int) or kind not in (COMPRESSION_NONE, COMPRESSION_ZLIB):
-        raise OrcFooterError(f"cannot rewrite an ORC footer with compression kind {kind} "
-                             "(only NONE=0 and ZLIB=1)")
+        raise OrcFooterError(
+            f"cannot rewrite an ORC footer with compression kind {kind} (only NONE=0 and ZLIB=1)"
+        )
     rel = len(view) - 1 - ps_len - footer_len
     start = file_offset + rel
     if start < 3:
         raise OrcFooterError("footer length points before the start of the file")
     if rel < 0:
-        raise OrcFooterError(f"the footer ({footer_len} bytes) starts before the "
-                             f"{len(view)} bytes given")
-    footer = decompress(bytes(view[rel:rel + footer_len]), kind)
+        raise OrcFooterError(
+            f"the footer ({footer_len} bytes) starts before the {len(view)} bytes given"
+        )
+    footer = decompress(bytes(view[rel : rel + footer_len]), kind)
     rows: list[int] = []
     names: set[str] = set()
     for number, value, _ in _fields(footer):

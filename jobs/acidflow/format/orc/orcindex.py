@@ -39,6 +39,7 @@ unknown (no metadata section, no statistics for the column, a type this module d
 a key column whose file type differs from the key's type family, a NULL key unless the
 stripe's ``hasNull`` is false, a codec it cannot decompress) keeps the stripe.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -173,8 +174,9 @@ class OrcTailIndex:
         """Statistics of ``column`` (type id) in ``stripe``; None when the file has none."""
         if stripe >= len(self.stripe_stats) or column >= len(self.stripe_stats[stripe]):
             return None
-        return _parse_stats(self.stripe_stats[stripe][column], self.types[column],
-                            self.writer_version)
+        return _parse_stats(
+            self.stripe_stats[stripe][column], self.types[column], self.writer_version
+        )
 
 
 def _sint(v: int) -> int:
@@ -229,7 +231,7 @@ def _read_tail_index(fh: BinaryIO, file_size: int) -> OrcTailIndex:
     if len(buf) < 4:
         raise OrcIndexError("file too short for ORC")
     ps_len = buf[-1]
-    ps = {n: v for n, v, _ in _fields(buf[-1 - ps_len:-1])}
+    ps = {n: v for n, v, _ in _fields(buf[-1 - ps_len : -1])}
     if ps.get(8000) != b"ORC":
         raise OrcIndexError("postscript has no 'ORC' magic")
     footer_len, meta_len = int(ps.get(1, 0)), int(ps.get(5, 0))
@@ -246,19 +248,20 @@ def _read_tail_index(fh: BinaryIO, file_size: int) -> OrcTailIndex:
     stats: list[list[bytes]] = []
     if codec not in (_NONE, _ZLIB, _SNAPPY):
         return OrcTailIndex(codec, block, writer_version, stripes, types, 0, stats, file_size)
-    footer = decompress(buf[end - footer_len:end], codec)
+    footer = decompress(buf[end - footer_len : end], codec)
     stride = 0
     for number, value, _ in _fields(footer):
         if number == 3:
             s = {n: v for n, v, _ in _fields(value)}
-            stripes.append(StripeInfo(s.get(1, 0), s.get(2, 0), s.get(3, 0), s.get(4, 0),
-                                      s.get(5, 0)))
+            stripes.append(
+                StripeInfo(s.get(1, 0), s.get(2, 0), s.get(3, 0), s.get(4, 0), s.get(5, 0))
+            )
         elif number == 4:
             types.append(_parse_type(value))
         elif number == 8:
             stride = value
     if meta_len:
-        meta = decompress(buf[end - footer_len - meta_len:end - footer_len], codec)
+        meta = decompress(buf[end - footer_len - meta_len : end - footer_len], codec)
         for number, value, _ in _fields(meta):
             if number == 1:
                 stats.append([v for n, v, _ in _fields(value) if n == 1])
@@ -337,17 +340,21 @@ def _parse_bloom_index(buf: bytes) -> list[BloomFilter]:
             elif n == 2 and isinstance(v, bytes) and len(v) == 8 and _raw[0] & 7 == 1:
                 words.append(int.from_bytes(v, "little"))
             elif n == 2 and isinstance(v, bytes):  # packed repeated fixed64
-                words += [int.from_bytes(v[j:j + 8], "little") for j in range(0, len(v), 8)]
+                words += [int.from_bytes(v[j : j + 8], "little") for j in range(0, len(v), 8)]
             elif n == 3:
                 utf8 = v
-        bits = np.frombuffer(utf8, dtype="<u8").astype(np.uint64) if utf8 is not None \
+        bits = (
+            np.frombuffer(utf8, dtype="<u8").astype(np.uint64)
+            if utf8 is not None
             else np.array(words, dtype=np.uint64)
+        )
         out.append(BloomFilter(k, bits))
     return out
 
 
-def stripe_streams(fh: BinaryIO, tail: OrcTailIndex, stripe: int
-                   ) -> dict[tuple[int, int], tuple[int, int]]:
+def stripe_streams(
+    fh: BinaryIO, tail: OrcTailIndex, stripe: int
+) -> dict[tuple[int, int], tuple[int, int]]:
     """``{(stream kind, column id): (file offset, length)}`` of a stripe's streams, from its
     footer (streams lie back to back from the stripe's offset, in the footer's order).
 
@@ -369,10 +376,15 @@ def stripe_streams(fh: BinaryIO, tail: OrcTailIndex, stripe: int
     return out
 
 
-def read_bloom_filters(fh: BinaryIO, tail: OrcTailIndex, stripe: int, column: int, *,
-                       kinds: Sequence[int] = (BLOOM_FILTER_UTF8, BLOOM_FILTER),
-                       streams: dict[tuple[int, int], tuple[int, int]] | None = None
-                       ) -> list[BloomFilter] | None:
+def read_bloom_filters(
+    fh: BinaryIO,
+    tail: OrcTailIndex,
+    stripe: int,
+    column: int,
+    *,
+    kinds: Sequence[int] = (BLOOM_FILTER_UTF8, BLOOM_FILTER),
+    streams: dict[tuple[int, int], tuple[int, int]] | None = None,
+) -> list[BloomFilter] | None:
     """The bloom filters (one per row group) of ``column`` (type id) in ``stripe``, read from
     the stripe's index streams; None when the stripe has none usable.
 
@@ -390,8 +402,10 @@ def read_bloom_filters(fh: BinaryIO, tail: OrcTailIndex, stripe: int, column: in
     if where is None:
         return None
     if where[0] + where[1] > info.offset + info.index_length:
-        raise OrcIndexError(f"bloom filter stream of column {column} in stripe {stripe} lies "
-                            "outside the stripe's index area")
+        raise OrcIndexError(
+            f"bloom filter stream of column {column} in stripe {stripe} lies "
+            "outside the stripe's index area"
+        )
     fh.seek(where[0])
     filters = _parse_bloom_index(decompress(fh.read(where[1]), tail.codec))
     return filters or None
@@ -404,14 +418,14 @@ def murmur3_64(data: bytes, seed: int = 104729) -> int:
     n = len(data)
     nblocks = n >> 3
     for i in range(nblocks):
-        k = int.from_bytes(data[i * 8:i * 8 + 8], "little")
+        k = int.from_bytes(data[i * 8 : i * 8 + 8], "little")
         k = (k * c1) & _MASK64
         k = ((k << 31) | (k >> 33)) & _MASK64
         k = (k * c2) & _MASK64
         h ^= k
         h = ((h << 27) | (h >> 37)) & _MASK64
         h = (h * 5 + 0x52DCE729) & _MASK64
-    tail = data[nblocks * 8:]
+    tail = data[nblocks * 8 :]
     if tail:
         k = int.from_bytes(tail, "little")
         k = (k * c1) & _MASK64
@@ -452,8 +466,9 @@ def key_domain(otype: OrcType, key_type: pa.DataType) -> str | None:
     column cannot prune."""
     if otype.kind in _INTEGER_KINDS and pa.types.is_integer(key_type):
         return INTEGER
-    if otype.kind in (STRING, VARCHAR) and (pa.types.is_string(key_type)
-                                            or pa.types.is_large_string(key_type)):
+    if otype.kind in (STRING, VARCHAR) and (
+        pa.types.is_string(key_type) or pa.types.is_large_string(key_type)
+    ):
         return TEXT
     if otype.kind == DECIMAL and pa.types.is_decimal(key_type):
         return DEC
@@ -519,8 +534,15 @@ class KeyValues:
             pending = np.ones(len(values), dtype=bool)
         present = [i for i, v in enumerate(values) if v is not None]
         present.sort(key=values.__getitem__)
-        return cls(domain, values, hashes, nulls, np.array(present, dtype=np.int64),
-                   [values[i] for i in present], pending)
+        return cls(
+            domain,
+            values,
+            hashes,
+            nulls,
+            np.array(present, dtype=np.int64),
+            [values[i] for i in present],
+            pending,
+        )
 
 
 def stats_mask(stats: ColumnStats | None, keys: KeyValues) -> np.ndarray:
@@ -558,8 +580,9 @@ def consistent_stats(stats: ColumnStats | None, rows: int) -> ColumnStats | None
     return None
 
 
-def bloom_mask(filters: list[BloomFilter] | None, keys: KeyValues,
-               which: np.ndarray | None = None) -> np.ndarray:
+def bloom_mask(
+    filters: list[BloomFilter] | None, keys: KeyValues, which: np.ndarray | None = None
+) -> np.ndarray:
     """Which keys (of ``which``, positions; default all) may be in a stripe by its row
     groups' bloom filters: a key may be in the stripe when any row group's filter may hold
     it; NULL keys are always "may" (a bloom filter holds no NULLs; statistics decide them)."""
@@ -598,8 +621,14 @@ class StripeVerdict:
         return self.by_stats + self.by_bloom
 
 
-def stripes_to_read(fh: BinaryIO, tail: OrcTailIndex, columns: Sequence[int | None],
-                    keys: pa.Table, *, blooms: bool = True) -> StripeVerdict:
+def stripes_to_read(
+    fh: BinaryIO,
+    tail: OrcTailIndex,
+    columns: Sequence[int | None],
+    keys: pa.Table,
+    *,
+    blooms: bool = True,
+) -> StripeVerdict:
     """Which stripes of a file may hold one of ``keys``' rows.
 
     Composite keys: per stripe, each key column gives the set of batch key tuples whose value
@@ -649,9 +678,16 @@ def stripes_to_read(fh: BinaryIO, tail: OrcTailIndex, columns: Sequence[int | No
             if kv.hashes is None or col in no_blooms:
                 continue
             streams = streams if streams is not None else stripe_streams(fh, tail, s)
-            filters = read_bloom_filters(fh, tail, s, col, kinds=(BLOOM_FILTER_UTF8,)
-                                         if kv.domain == TEXT else
-                                         (BLOOM_FILTER_UTF8, BLOOM_FILTER), streams=streams)
+            filters = read_bloom_filters(
+                fh,
+                tail,
+                s,
+                col,
+                kinds=(BLOOM_FILTER_UTF8,)
+                if kv.domain == TEXT
+                else (BLOOM_FILTER_UTF8, BLOOM_FILTER),
+                streams=streams,
+            )
             if filters is None:
                 # writers put bloom filters in every stripe or in none: stop asking this file
                 # (only ever keeps more stripes)
@@ -666,8 +702,14 @@ def stripes_to_read(fh: BinaryIO, tail: OrcTailIndex, columns: Sequence[int | No
     return verdict
 
 
-def file_stripes_to_read(fh: BinaryIO, *, acid: bool, positions: Sequence[int | None],
-                         keys: pa.Table, blooms: bool = True) -> StripeVerdict:
+def file_stripes_to_read(
+    fh: BinaryIO,
+    *,
+    acid: bool,
+    positions: Sequence[int | None],
+    keys: pa.Table,
+    blooms: bool = True,
+) -> StripeVerdict:
     """:func:`stripes_to_read` for an open data file whose key columns are the data columns at
     ``positions`` (index into the ``row`` struct's fields of an ACID event file, or into the
     root struct's fields of an original file; None = the file lacks the column). A tail this
@@ -677,11 +719,11 @@ def file_stripes_to_read(fh: BinaryIO, *, acid: bool, positions: Sequence[int | 
     try:
         tail = read_tail_index(fh, size)
         if not tail.readable or not tail.types:
-            return StripeVerdict([True] * len(tail.stripes), [s.rows for s in tail.stripes],
-                                 indexed=False)
+            return StripeVerdict(
+                [True] * len(tail.stripes), [s.rows for s in tail.stripes], indexed=False
+            )
         data_ids = tail.data_column_ids(acid)
-        columns = [data_ids[p] if p is not None and p < len(data_ids) else None
-                   for p in positions]
+        columns = [data_ids[p] if p is not None and p < len(data_ids) else None for p in positions]
         return stripes_to_read(fh, tail, columns, keys, blooms=blooms)
     except (OrcFooterError, IndexError, ValueError, zlib.error, pa.ArrowException):
         return StripeVerdict([], indexed=False)
@@ -706,8 +748,9 @@ class KeyColumnIndex:
     bloom_kinds: list[str] = field(default_factory=list)
 
 
-def describe_key_columns(fh: BinaryIO, *, acid: bool, positions: Sequence[int | None],
-                         keys: pa.Schema) -> list[KeyColumnIndex]:
+def describe_key_columns(
+    fh: BinaryIO, *, acid: bool, positions: Sequence[int | None], keys: pa.Schema
+) -> list[KeyColumnIndex]:
     """Per key column (``keys``: their names and Arrow types; ``positions`` as
     :func:`file_stripes_to_read`), what the file's index can do for a lookup: which stripes
     have min/max statistics and which have bloom filters (every stripe's footer is read).
@@ -722,8 +765,11 @@ def describe_key_columns(fh: BinaryIO, *, acid: bool, positions: Sequence[int | 
     out = []
     for name, pos in zip(keys.names, positions):
         col = data_ids[pos] if pos is not None and pos < len(data_ids) else None
-        domain = key_domain(tail.types[col], keys.field(name).type) \
-            if col is not None and tail.readable else None
+        domain = (
+            key_domain(tail.types[col], keys.field(name).type)
+            if col is not None and tail.readable
+            else None
+        )
         d = KeyColumnIndex(name, domain, n)
         if col is not None and domain is not None:
             kinds = (BLOOM_FILTER_UTF8,) if domain == TEXT else (BLOOM_FILTER_UTF8, BLOOM_FILTER)
@@ -738,7 +784,9 @@ def describe_key_columns(fh: BinaryIO, *, acid: bool, positions: Sequence[int | 
                         seen.add(k)
                         d.with_blooms += 1
                         break
-            d.bloom_kinds = [{BLOOM_FILTER_UTF8: "BLOOM_FILTER_UTF8",
-                              BLOOM_FILTER: "BLOOM_FILTER"}[k] for k in sorted(seen)]
+            d.bloom_kinds = [
+                {BLOOM_FILTER_UTF8: "BLOOM_FILTER_UTF8", BLOOM_FILTER: "BLOOM_FILTER"}[k]
+                for k in sorted(seen)
+            ]
         out.append(d)
     return out

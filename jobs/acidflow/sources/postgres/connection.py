@@ -1,5 +1,6 @@
 """Connections to a PostgreSQL source database (psycopg2), shared by the slot pull and the source
 snapshots, and the error both raise."""
+
 from __future__ import annotations
 
 import re

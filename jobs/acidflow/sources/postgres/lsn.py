@@ -6,6 +6,7 @@ LSNs as Python ints: the slot pull (``acidflow.sources.postgres.pull``) names la
 advances the slot with them, and the wal2json parser (``acidflow.sources.wal2json``) orders the
 changes of a batch by commit LSN.
 """
+
 from __future__ import annotations
 
 import re

@@ -35,6 +35,7 @@ The pure parts (file names, splitting the slot's rows into transactions; LSN tex
 ``acidflow.sources.postgres.lsn``'s) are separate from the I/O (:func:`write_landing_file`,
 :func:`pull`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -139,8 +140,9 @@ def _action(data: str) -> str | None:
         return None
 
 
-def split_transactions(rows: Iterable[tuple[str, object, str]], *,
-                       slot: str = "?") -> Iterator[TxnUnit]:
+def split_transactions(
+    rows: Iterable[tuple[str, object, str]], *, slot: str = "?"
+) -> Iterator[TxnUnit]:
     """Group the rows of ``pg_logical_slot_peek_changes`` into whole transactions.
 
     Args:
@@ -164,22 +166,27 @@ def split_transactions(rows: Iterable[tuple[str, object, str]], *,
         act = _action(data)
         if act == "B":
             if cur is not None:
-                raise PullError(f"slot {slot}: BEGIN at {lsn} inside transaction {cur_xid} "
-                                f"(begun at {begin_lsn_col}) without its COMMIT")
+                raise PullError(
+                    f"slot {slot}: BEGIN at {lsn} inside transaction {cur_xid} "
+                    f"(begun at {begin_lsn_col}) without its COMMIT"
+                )
             cur, cur_xid, begin_lsn_col = [data], xid, lsn
         elif act == "C":
             if cur is None:
                 raise PullError(f"slot {slot}: COMMIT at {lsn} (xid {xid}) without BEGIN")
             if str(xid) != str(cur_xid):
-                raise PullError(f"slot {slot}: COMMIT of xid {xid} at {lsn} inside "
-                                f"transaction {cur_xid}")
+                raise PullError(
+                    f"slot {slot}: COMMIT of xid {xid} at {lsn} inside transaction {cur_xid}"
+                )
             rec = json.loads(data)
             try:
                 commit_lsn = parse_lsn(rec["lsn"])
                 end_lsn = parse_lsn(rec["nextlsn"])
             except (KeyError, ValueError) as exc:
-                raise PullError(f"slot {slot}: COMMIT at {lsn} has no usable lsn/nextlsn "
-                                f"({exc}); decode with 'include-lsn' = '1'") from exc
+                raise PullError(
+                    f"slot {slot}: COMMIT at {lsn} has no usable lsn/nextlsn "
+                    f"({exc}); decode with 'include-lsn' = '1'"
+                ) from exc
             cur.append(data)
             yield TxnUnit(commit_lsn, end_lsn, str(xid), tuple(cur))
             cur, cur_xid, begin_lsn_col = None, None, None
@@ -187,13 +194,16 @@ def split_transactions(rows: Iterable[tuple[str, object, str]], *,
             if act == "M" and '"transactional":false' in data:
                 log.debug("slot %s: dropping non-transactional message at %s", slot, lsn)
                 continue
-            raise PullError(f"slot {slot}: record {act or '?'} at {lsn} outside a transaction; "
-                            "decode with 'include-transaction' = '1'")
+            raise PullError(
+                f"slot {slot}: record {act or '?'} at {lsn} outside a transaction; "
+                "decode with 'include-transaction' = '1'"
+            )
         else:
             cur.append(data)
     if cur is not None:
-        raise PullError(f"slot {slot}: output ended inside transaction {cur_xid} "
-                        f"(begun at {begin_lsn_col})")
+        raise PullError(
+            f"slot {slot}: output ended inside transaction {cur_xid} (begun at {begin_lsn_col})"
+        )
 
 
 @dataclass(frozen=True)
@@ -283,8 +293,9 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_landing_file(landing_dir: str | os.PathLike, units: Iterable[TxnUnit], *,
-                       compresslevel: int = 6) -> PulledFile | None:
+def write_landing_file(
+    landing_dir: str | os.PathLike, units: Iterable[TxnUnit], *, compresslevel: int = 6
+) -> PulledFile | None:
     """Write transactions to one gzip landing file, durably.
 
     Writes to ``.tmp-wal2json_<pid>.jsonl.gz`` in ``landing_dir``, fsyncs it, renames it to
@@ -307,12 +318,15 @@ def write_landing_file(landing_dir: str | os.PathLike, units: Iterable[TxnUnit],
     n_txn = n_changes = 0
     try:
         with open(tmp, "wb") as raw:
-            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
-                               compresslevel=compresslevel) as gz:
+            with gzip.GzipFile(
+                filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=compresslevel
+            ) as gz:
                 for u in units:
                     if last is not None and u.commit_lsn < last:
-                        raise PullError(f"transaction {u.xid} commits at {format_lsn(u.commit_lsn)}"
-                                        f", before the previous one ended ({format_lsn(last)})")
+                        raise PullError(
+                            f"transaction {u.xid} commits at {format_lsn(u.commit_lsn)}"
+                            f", before the previous one ended ({format_lsn(last)})"
+                        )
                     if first is None:
                         first = u.commit_lsn
                     last = u.end_lsn
@@ -327,8 +341,10 @@ def write_landing_file(landing_dir: str | os.PathLike, units: Iterable[TxnUnit],
         assert last is not None  # set with first, by the same transaction
         final = d / landing_file_name(first, last)
         if final.exists():
-            raise PullError(f"landing file {final} exists already: LSN range "
-                            f"{format_lsn(first)}-{format_lsn(last)} was landed before")
+            raise PullError(
+                f"landing file {final} exists already: LSN range "
+                f"{format_lsn(first)}-{format_lsn(last)} was landed before"
+            )
         os.rename(tmp, final)
         _fsync_dir(d)
     except BaseException:
@@ -351,15 +367,22 @@ def slot_info(conn: Any, slot: str) -> dict[str, Any] | None:
     """The row of ``pg_replication_slots`` for ``slot`` (plugin, slot_type, database,
     confirmed_flush_lsn as int, restart_lsn as int, active), or ``None``."""
     with conn.cursor() as cur:
-        cur.execute("SELECT plugin, slot_type, database, confirmed_flush_lsn::text, "
-                    "restart_lsn::text, active FROM pg_replication_slots WHERE slot_name = %s",
-                    (slot,))
+        cur.execute(
+            "SELECT plugin, slot_type, database, confirmed_flush_lsn::text, "
+            "restart_lsn::text, active FROM pg_replication_slots WHERE slot_name = %s",
+            (slot,),
+        )
         row = cur.fetchone()
     if row is None:
         return None
-    return {"plugin": row[0], "slot_type": row[1], "database": row[2],
-            "confirmed_flush_lsn": parse_lsn(row[3]) if row[3] else None,
-            "restart_lsn": parse_lsn(row[4]) if row[4] else None, "active": row[5]}
+    return {
+        "plugin": row[0],
+        "slot_type": row[1],
+        "database": row[2],
+        "confirmed_flush_lsn": parse_lsn(row[3]) if row[3] else None,
+        "restart_lsn": parse_lsn(row[4]) if row[4] else None,
+        "active": row[5],
+    }
 
 
 def ensure_slot(conn: Any, slot: str) -> int:
@@ -376,27 +399,37 @@ def ensure_slot(conn: Any, slot: str) -> int:
     if info is None:
         try:
             with conn.cursor() as cur:
-                cur.execute("SELECT lsn::text FROM pg_create_logical_replication_slot(%s, %s)",
-                            (slot, OUTPUT_PLUGIN))
+                cur.execute(
+                    "SELECT lsn::text FROM pg_create_logical_replication_slot(%s, %s)",
+                    (slot, OUTPUT_PLUGIN),
+                )
                 return parse_lsn(cur.fetchone()[0])
         except psycopg2.Error as exc:
-            raise PullError(f"cannot create logical replication slot {slot!r} with "
-                            f"{OUTPUT_PLUGIN}: {str(exc).strip()}") from exc
+            raise PullError(
+                f"cannot create logical replication slot {slot!r} with "
+                f"{OUTPUT_PLUGIN}: {str(exc).strip()}"
+            ) from exc
     _check_slot(conn, slot, info)
     return info["confirmed_flush_lsn"]
 
 
 def _check_slot(conn: Any, slot: str, info: dict[str, Any] | None) -> dict[str, Any]:
     if info is None:
-        raise PullError(f"replication slot {slot!r} does not exist (pass create_slot=True / "
-                        "--create-slot to create it)")
+        raise PullError(
+            f"replication slot {slot!r} does not exist (pass create_slot=True / "
+            "--create-slot to create it)"
+        )
     if info["slot_type"] != "logical" or info["plugin"] != OUTPUT_PLUGIN:
-        raise PullError(f"replication slot {slot!r} is a {info['slot_type']} slot with plugin "
-                        f"{info['plugin']!r}, not a logical {OUTPUT_PLUGIN} slot")
+        raise PullError(
+            f"replication slot {slot!r} is a {info['slot_type']} slot with plugin "
+            f"{info['plugin']!r}, not a logical {OUTPUT_PLUGIN} slot"
+        )
     db = conn.get_dsn_parameters().get("dbname")
     if info["database"] != db:
-        raise PullError(f"replication slot {slot!r} belongs to database {info['database']!r}, "
-                        f"not {db!r} (connect to that database)")
+        raise PullError(
+            f"replication slot {slot!r} belongs to database {info['database']!r}, "
+            f"not {db!r} (connect to that database)"
+        )
     return info
 
 
@@ -413,28 +446,38 @@ def advance_slot(conn: Any, slot: str, lsn: int) -> int:
 
     try:
         with conn.cursor() as cur:
-            cur.execute("SELECT end_lsn::text FROM pg_replication_slot_advance(%s, %s::pg_lsn)",
-                        (slot, format_lsn(lsn)))
+            cur.execute(
+                "SELECT end_lsn::text FROM pg_replication_slot_advance(%s, %s::pg_lsn)",
+                (slot, format_lsn(lsn)),
+            )
             return parse_lsn(cur.fetchone()[0])
     except psycopg2.Error as exc:
-        raise PullError(f"cannot advance slot {slot!r} to {format_lsn(lsn)}: "
-                        f"{str(exc).strip()}") from exc
+        raise PullError(
+            f"cannot advance slot {slot!r} to {format_lsn(lsn)}: {str(exc).strip()}"
+        ) from exc
 
 
-def _peek_rows(conn: Any, slot: str, upto_lsn: int | None, upto_nchanges: int,
-               counter: list[int]) -> Iterator[tuple[str, str, str]]:
+def _peek_rows(
+    conn: Any, slot: str, upto_lsn: int | None, upto_nchanges: int, counter: list[int]
+) -> Iterator[tuple[str, str, str]]:
     """Stream ``pg_logical_slot_peek_changes`` through a server-side cursor; counts rows."""
     opts = ", ".join("%s" for _ in range(2 * len(WAL2JSON_OPTIONS)))
-    params: list[object] = [slot, format_lsn(upto_lsn) if upto_lsn is not None else None,
-                            upto_nchanges]
+    params: list[object] = [
+        slot,
+        format_lsn(upto_lsn) if upto_lsn is not None else None,
+        upto_nchanges,
+    ]
     for k, v in WAL2JSON_OPTIONS:
         params += [k, v]
     conn.autocommit = False
     try:
         with conn.cursor(name=f"acidflow_peek_{os.getpid()}") as cur:
             cur.itersize = 2000
-            cur.execute("SELECT lsn::text, xid::text, data FROM pg_logical_slot_peek_changes("
-                        f"%s, %s::pg_lsn, %s, {opts})", params)
+            cur.execute(
+                "SELECT lsn::text, xid::text, data FROM pg_logical_slot_peek_changes("
+                f"%s, %s::pg_lsn, %s, {opts})",
+                params,
+            )
             for row in cur:
                 counter[0] += 1
                 yield row
@@ -466,9 +509,16 @@ def _crash_hook(n_written: int) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def pull(dsn: str, slot: str, landing_dir: str | os.PathLike, *,
-         max_changes_per_file: int = DEFAULT_MAX_CHANGES, create_slot: bool = False,
-         upto_lsn: int | None = None, max_files: int | None = None) -> list[PulledFile]:
+def pull(
+    dsn: str,
+    slot: str,
+    landing_dir: str | os.PathLike,
+    *,
+    max_changes_per_file: int = DEFAULT_MAX_CHANGES,
+    create_slot: bool = False,
+    upto_lsn: int | None = None,
+    max_files: int | None = None,
+) -> list[PulledFile]:
     """Pull the changes of a wal2json logical replication slot into landing files.
 
     Reads with ``pg_logical_slot_peek_changes(slot, upto_lsn, max_changes_per_file,``
@@ -517,10 +567,17 @@ def pull(dsn: str, slot: str, landing_dir: str | os.PathLike, *,
                 ensure_slot(conn, slot)
             info = _check_slot(conn, slot, slot_info(conn, slot))
             floor = highest_landed_lsn(d)
-            if floor is not None and info["confirmed_flush_lsn"] is not None \
-                    and floor > info["confirmed_flush_lsn"]:
-                log.warning("slot %s is at %s, behind the landed LSN %s: advancing it",
-                            slot, format_lsn(info["confirmed_flush_lsn"]), format_lsn(floor))
+            if (
+                floor is not None
+                and info["confirmed_flush_lsn"] is not None
+                and floor > info["confirmed_flush_lsn"]
+            ):
+                log.warning(
+                    "slot %s is at %s, behind the landed LSN %s: advancing it",
+                    slot,
+                    format_lsn(info["confirmed_flush_lsn"]),
+                    format_lsn(floor),
+                )
                 advance_slot(conn, slot, floor)
             if upto_lsn is None:
                 with conn.cursor() as cur:
@@ -528,16 +585,25 @@ def pull(dsn: str, slot: str, landing_dir: str | os.PathLike, *,
                     upto_lsn = parse_lsn(cur.fetchone()[0])
             while max_files is None or len(written) < max_files:
                 counter = [0]
-                units = (u for u in split_transactions(
-                    _peek_rows(conn, slot, upto_lsn, max_changes_per_file, counter), slot=slot)
-                    if floor is None or u.end_lsn > floor)
+                units = (
+                    u
+                    for u in split_transactions(
+                        _peek_rows(conn, slot, upto_lsn, max_changes_per_file, counter), slot=slot
+                    )
+                    if floor is None or u.end_lsn > floor
+                )
                 pf = write_landing_file(d, units)
                 if pf is None:
                     break
                 written.append(pf)
                 record_landed_lsn(d, pf.last_lsn)
-                log.info("landed %s: %d transactions, %d changes, %d bytes", pf.path.name,
-                         pf.transactions, pf.changes, pf.bytes)
+                log.info(
+                    "landed %s: %d transactions, %d changes, %d bytes",
+                    pf.path.name,
+                    pf.transactions,
+                    pf.changes,
+                    pf.bytes,
+                )
                 _crash_hook(len(written))
                 advance_slot(conn, slot, pf.last_lsn)
                 floor = pf.last_lsn

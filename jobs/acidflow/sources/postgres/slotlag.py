@@ -5,6 +5,7 @@ pg_current_wal_lsn(), confirmed_flush_lsn)`` in bytes (``pg_replication_slots``)
 keeps up advances ``confirmed_flush_lsn`` (:func:`acidflow.sources.postgres.pull.advance_slot`);
 a growing lag means the CDC DAG is not running or failing, and the server's disk fills with WAL.
 """
+
 from __future__ import annotations
 
 from typing import Iterable
@@ -35,7 +36,9 @@ def slot_lags(dsn: str, slots: Iterable[str]) -> dict[str, int | None]:
             cur.execute(
                 "SELECT slot_name, pg_wal_lsn_diff(pg_current_wal_lsn(), "
                 "coalesce(confirmed_flush_lsn, restart_lsn))::bigint "
-                "FROM pg_replication_slots WHERE slot_name = ANY(%s)", (names,))
+                "FROM pg_replication_slots WHERE slot_name = ANY(%s)",
+                (names,),
+            )
             found = {row[0]: max(0, int(row[1] or 0)) for row in cur.fetchall()}
     except psycopg2.Error as exc:
         raise PullError(f"cannot read pg_replication_slots: {str(exc).strip()}") from exc

@@ -13,6 +13,7 @@ COPY runs with ``TimeZone = 'UTC'``, ``DateStyle = 'ISO, YMD'``, ``IntervalStyle
 and ``bytea_output = 'hex'`` so the text of every value is independent of the server's and the
 role's settings. In CSV, NULL is an unquoted empty field and the empty string is ``""``.
 """
+
 from __future__ import annotations
 
 import json
@@ -54,10 +55,12 @@ class PostgresTable:
 
     def to_json(self) -> dict[str, Any]:
         """``{"name", "columns": [{"name", "type"}], "primary_key", "replica_identity"}``."""
-        return {"name": self.name,
-                "columns": [{"name": n, "type": t} for n, t in self.columns],
-                "primary_key": list(self.primary_key),
-                "replica_identity": self.replica_identity}
+        return {
+            "name": self.name,
+            "columns": [{"name": n, "type": t} for n, t in self.columns],
+            "primary_key": list(self.primary_key),
+            "replica_identity": self.replica_identity,
+        }
 
 
 def split_name(qualified: str, default_schema: str = "public") -> tuple[str, str]:
@@ -115,21 +118,29 @@ def describe(conn: Any, qualified: str) -> PostgresTable:
     """
     schema, table = split_name(qualified)
     with conn.cursor() as cur:
-        cur.execute("SELECT c.oid, c.relreplident FROM pg_class c JOIN pg_namespace n "
-                    "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s "
-                    "AND c.relkind IN ('r', 'p')", (schema, table))
+        cur.execute(
+            "SELECT c.oid, c.relreplident FROM pg_class c JOIN pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s "
+            "AND c.relkind IN ('r', 'p')",
+            (schema, table),
+        )
         row = cur.fetchone()
         if row is None:
             raise LookupError(f"no table {schema}.{table} in the source database")
         oid, replident = row
-        cur.execute("SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
-                    "WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
-                    (oid,))
+        cur.execute(
+            "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+            "WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+            (oid,),
+        )
         columns = tuple((n, t) for n, t in cur.fetchall())
-        cur.execute("SELECT a.attname FROM pg_index i, unnest(i.indkey::int2[]) WITH ORDINALITY "
-                    "AS k(attnum, ord) JOIN pg_attribute a ON a.attnum = k.attnum "
-                    "WHERE i.indrelid = %s AND i.indisprimary AND a.attrelid = i.indrelid "
-                    "ORDER BY k.ord", (oid,))
+        cur.execute(
+            "SELECT a.attname FROM pg_index i, unnest(i.indkey::int2[]) WITH ORDINALITY "
+            "AS k(attnum, ord) JOIN pg_attribute a ON a.attnum = k.attnum "
+            "WHERE i.indrelid = %s AND i.indisprimary AND a.attrelid = i.indrelid "
+            "ORDER BY k.ord",
+            (oid,),
+        )
         pk = tuple(r[0] for r in cur.fetchall())
     return PostgresTable(f"{schema}.{table}", columns, pk, _REPLIDENT.get(replident, replident))
 
@@ -137,14 +148,16 @@ def describe(conn: Any, qualified: str) -> PostgresTable:
 def list_tables(conn: Any, schema: str = "public") -> list[str]:
     """``schema.table`` names of the ordinary and partitioned tables of a schema, sorted."""
     with conn.cursor() as cur:
-        cur.execute("SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = "
-                    "c.relnamespace WHERE n.nspname = %s AND c.relkind IN ('r', 'p') "
-                    "AND NOT c.relispartition ORDER BY 1", (schema,))
+        cur.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = "
+            "c.relnamespace WHERE n.nspname = %s AND c.relkind IN ('r', 'p') "
+            "AND NOT c.relispartition ORDER BY 1",
+            (schema,),
+        )
         return [f"{schema}.{r[0]}" for r in cur.fetchall()]
 
 
-def copy_csv(conn: Any, table: PostgresTable, fileobj: IO[bytes], *,
-             ordered: bool = True) -> None:
+def copy_csv(conn: Any, table: PostgresTable, fileobj: IO[bytes], *, ordered: bool = True) -> None:
     """Write the table as ``COPY (SELECT cols FROM t [ORDER BY pk]) TO STDOUT WITH CSV HEADER``
     into a binary file object, with :data:`COPY_SETTINGS` for the session (restored after).
 
@@ -157,8 +170,7 @@ def copy_csv(conn: Any, table: PostgresTable, fileobj: IO[bytes], *,
     if ordered:
         keys = table.primary_key or tuple(n for n, _ in table.columns)
         order = " ORDER BY " + ", ".join(quote_ident(k) for k in keys)
-    sql = (f"COPY (SELECT {cols} FROM {qualified_sql(table.name)}{order}) "
-           "TO STDOUT WITH CSV HEADER")
+    sql = f"COPY (SELECT {cols} FROM {qualified_sql(table.name)}{order}) TO STDOUT WITH CSV HEADER"
     with conn.cursor() as cur:
         saved = {}
         for k, v in COPY_SETTINGS.items():
@@ -265,17 +277,26 @@ class SavedSource:
                     p = d / t.get("csv", f"source/{tn}.csv.gz")
                     if not p.is_file():
                         raise SnapshotNotFoundError(
-                            f"{manifest}: file {p} of {t['name']} is missing")
-                    return cls(p, f"{ts}.{tn}", [(c["name"], c.get("type")) for c in
-                                                 t.get("columns", [])] or None,
-                               list(t.get("primary_key", [])))
+                            f"{manifest}: file {p} of {t['name']} is missing"
+                        )
+                    return cls(
+                        p,
+                        f"{ts}.{tn}",
+                        [(c["name"], c.get("type")) for c in t.get("columns", [])] or None,
+                        list(t.get("primary_key", [])),
+                    )
         for sub in (d, d / "source"):
-            for fn in (f"{name}.csv.gz", f"{schema}.{name}.csv.gz", f"{name}.csv",
-                       f"{schema}.{name}.csv"):
+            for fn in (
+                f"{name}.csv.gz",
+                f"{schema}.{name}.csv.gz",
+                f"{name}.csv",
+                f"{schema}.{name}.csv",
+            ):
                 if (sub / fn).is_file():
                     return cls(sub / fn, f"{schema}.{name}")
-        raise SnapshotNotFoundError(f"no saved contents of {schema}.{name} in {d} "
-                                    f"(no manifest entry, no {name}.csv.gz)")
+        raise SnapshotNotFoundError(
+            f"no saved contents of {schema}.{name} in {d} (no manifest entry, no {name}.csv.gz)"
+        )
 
     def describe_columns(self) -> tuple[list[tuple[str, str | None]] | None, list[str]]:
         """``(columns or None: the CSV header names them, primary key or [])``."""

@@ -5,13 +5,15 @@ Run programmatically (no alembic.ini): :func:`acidflow.catalog.sql.db.alembic_co
 ``Connection`` in ``config.attributes["connection"]`` (the normal path: the catalog runs the
 upgrade inside its own serialised transaction) or sets ``sqlalchemy.url``.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 import sqlalchemy as sa
-from acidflow.catalog.sql.schema import VERSION_TABLE, Base
 from alembic import context
+
+from acidflow.catalog.sql.schema import VERSION_TABLE, Base
 
 config = context.config
 target_metadata = Base.metadata

@@ -7,6 +7,7 @@ Create Date: 2025-01-01 00:00:00
 Frozen schema (does not import acidflow.catalog.sql.schema). The compaction queue/history tables come
 in a later revision. Constraint names follow schema.NAMING_CONVENTION.
 """
+
 from typing import Sequence, Union
 
 import sqlalchemy as sa
@@ -51,10 +52,22 @@ def upgrade() -> None:
         sa.UniqueConstraint("db_name", "tbl_name", name="uq_tbls_db_name_tbl_name"),
     )
     for name, cols, uq in (
-        ("columns_v2", [sa.Column("column_name", sa.String(256), nullable=False),
-                        sa.Column("type_name", sa.Text(), nullable=False)], "column_name"),
-        ("partition_keys", [sa.Column("pkey_name", sa.String(256), nullable=False),
-                            sa.Column("pkey_type", sa.Text(), nullable=False)], "pkey_name"),
+        (
+            "columns_v2",
+            [
+                sa.Column("column_name", sa.String(256), nullable=False),
+                sa.Column("type_name", sa.Text(), nullable=False),
+            ],
+            "column_name",
+        ),
+        (
+            "partition_keys",
+            [
+                sa.Column("pkey_name", sa.String(256), nullable=False),
+                sa.Column("pkey_type", sa.Text(), nullable=False),
+            ],
+            "pkey_name",
+        ),
         ("bucketing_cols", [sa.Column("bucket_col_name", sa.String(256), nullable=False)], None),
         ("primary_key_cols", [sa.Column("column_name", sa.String(256), nullable=False)], None),
     ):
@@ -64,8 +77,9 @@ def upgrade() -> None:
             _tbl_fk(),
             sa.Column("integer_idx", sa.Integer(), nullable=False),
             *cols,
-            sa.ForeignKeyConstraint(["tbl_id"], ["tbls.tbl_id"], ondelete="CASCADE",
-                                    name=f"fk_{name}_tbl_id_tbls"),
+            sa.ForeignKeyConstraint(
+                ["tbl_id"], ["tbls.tbl_id"], ondelete="CASCADE", name=f"fk_{name}_tbl_id_tbls"
+            ),
             sa.PrimaryKeyConstraint("tbl_id", "integer_idx", name=f"pk_{name}"),
             *extra,
         )
@@ -74,8 +88,9 @@ def upgrade() -> None:
         _tbl_fk(),
         sa.Column("param_key", sa.String(256), nullable=False),
         sa.Column("param_value", sa.Text(), nullable=False),
-        sa.ForeignKeyConstraint(["tbl_id"], ["tbls.tbl_id"], ondelete="CASCADE",
-                                name="fk_table_params_tbl_id_tbls"),
+        sa.ForeignKeyConstraint(
+            ["tbl_id"], ["tbls.tbl_id"], ondelete="CASCADE", name="fk_table_params_tbl_id_tbls"
+        ),
         sa.PrimaryKeyConstraint("tbl_id", "param_key", name="pk_table_params"),
     )
 
@@ -104,8 +119,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("txn_id", name="pk_txns"),
         sa.UniqueConstraint("txn_commit_id", name="uq_txns_txn_commit_id"),
     )
-    op.create_index("ix_txns_txn_state_txn_last_heartbeat", "txns",
-                    ["txn_state", "txn_last_heartbeat"])
+    op.create_index(
+        "ix_txns_txn_state_txn_last_heartbeat", "txns", ["txn_state", "txn_last_heartbeat"]
+    )
 
     op.create_table(
         "txn_components",
@@ -121,8 +137,11 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("tc_id", name="pk_txn_components"),
     )
     op.create_index("ix_txn_components_txn_id", "txn_components", ["txn_id"])
-    op.create_index("ix_txn_components_db_name_tbl_name_part_name", "txn_components",
-                    ["db_name", "tbl_name", "part_name"])
+    op.create_index(
+        "ix_txn_components_db_name_tbl_name_part_name",
+        "txn_components",
+        ["db_name", "tbl_name", "part_name"],
+    )
 
     op.create_table(
         "completed_txn_components",
@@ -137,8 +156,11 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("ctc_id", name="pk_completed_txn_components"),
     )
     op.create_index("ix_completed_txn_components_txn_id", "completed_txn_components", ["txn_id"])
-    op.create_index("ix_completed_txn_components_db_name_tbl_name_part_name",
-                    "completed_txn_components", ["db_name", "tbl_name", "part_name"])
+    op.create_index(
+        "ix_completed_txn_components_db_name_tbl_name_part_name",
+        "completed_txn_components",
+        ["db_name", "tbl_name", "part_name"],
+    )
 
     op.create_table(
         "next_write_id",
@@ -154,8 +176,9 @@ def upgrade() -> None:
         sa.Column("write_id", sa.BigInteger(), nullable=False, autoincrement=False),
         sa.Column("txn_id", sa.BigInteger(), nullable=False),
         sa.PrimaryKeyConstraint("db_name", "tbl_name", "write_id", name="pk_txn_to_write_id"),
-        sa.UniqueConstraint("txn_id", "db_name", "tbl_name",
-                            name="uq_txn_to_write_id_txn_id_db_name_tbl_name"),
+        sa.UniqueConstraint(
+            "txn_id", "db_name", "tbl_name", name="uq_txn_to_write_id_txn_id_db_name_tbl_name"
+        ),
     )
     op.create_table(
         "write_set",
@@ -169,8 +192,9 @@ def upgrade() -> None:
         sa.CheckConstraint(_in("operation", OPERATIONS), name="ck_write_set_operation"),
         sa.PrimaryKeyConstraint("ws_id", name="pk_write_set"),
     )
-    op.create_index("ix_write_set_db_name_tbl_name_commit_id", "write_set",
-                    ["db_name", "tbl_name", "commit_id"])
+    op.create_index(
+        "ix_write_set_db_name_tbl_name_commit_id", "write_set", ["db_name", "tbl_name", "commit_id"]
+    )
 
     next_lock_id = op.create_table(
         "next_lock_id",
@@ -213,8 +237,9 @@ def upgrade() -> None:
         sa.Column("operations", sa.JSON(), nullable=False),
         sa.Column("stats", sa.JSON(), nullable=False),
         sa.PrimaryKeyConstraint("db_name", "tbl_name", "write_id", name="pk_commit_records"),
-        sa.UniqueConstraint("txn_id", "db_name", "tbl_name",
-                            name="uq_commit_records_txn_id_db_name_tbl_name"),
+        sa.UniqueConstraint(
+            "txn_id", "db_name", "tbl_name", name="uq_commit_records_txn_id_db_name_tbl_name"
+        ),
     )
     op.create_index("ix_commit_records_commit_id", "commit_records", ["commit_id"])
 
@@ -224,8 +249,22 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     """Drop everything revision 0001 created (children first)."""
-    for name in ("commit_records", "hive_locks", "next_lock_id", "write_set", "txn_to_write_id",
-                 "next_write_id", "completed_txn_components", "txn_components", "txns",
-                 "next_txn_id", "table_params", "primary_key_cols", "bucketing_cols",
-                 "partition_keys", "columns_v2", "tbls"):
+    for name in (
+        "commit_records",
+        "hive_locks",
+        "next_lock_id",
+        "write_set",
+        "txn_to_write_id",
+        "next_write_id",
+        "completed_txn_components",
+        "txn_components",
+        "txns",
+        "next_txn_id",
+        "table_params",
+        "primary_key_cols",
+        "bucketing_cols",
+        "partition_keys",
+        "columns_v2",
+        "tbls",
+    ):
         op.drop_table(name)

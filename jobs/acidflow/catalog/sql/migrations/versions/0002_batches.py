@@ -8,6 +8,7 @@ One row per batch id (a digest of the batch's source: its files and checksums, o
 range), pointing at the transaction that applies it. The batch counts as applied exactly when
 that transaction committed, so the record becomes true atomically with the data.
 """
+
 from typing import Sequence, Union
 
 import sqlalchemy as sa

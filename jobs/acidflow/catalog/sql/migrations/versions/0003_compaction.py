@@ -14,6 +14,7 @@ Frozen schema (does not import acidflow.catalog.sql.schema).
   sequence, heartbeat) the cleaner waits for before deleting directories a compaction made
   obsolete.
 """
+
 from typing import Sequence, Union
 
 import sqlalchemy as sa
@@ -26,8 +27,15 @@ depends_on: Union[str, Sequence[str], None] = None
 
 BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
-COMPACTION_STATES = ("initiated", "working", "ready for cleaning", "succeeded", "failed",
-                     "did not initiate", "refused")
+COMPACTION_STATES = (
+    "initiated",
+    "working",
+    "ready for cleaning",
+    "succeeded",
+    "failed",
+    "did not initiate",
+    "refused",
+)
 COMPACTION_TYPES = ("major", "minor")
 
 
@@ -61,8 +69,11 @@ def upgrade() -> None:
         sa.CheckConstraint(_in("cq_type", COMPACTION_TYPES), name="ck_compaction_queue_cq_type"),
         sa.PrimaryKeyConstraint("cq_id", name="pk_compaction_queue"),
     )
-    op.create_index("ix_compaction_queue_db_name_tbl_name_part_name", "compaction_queue",
-                    ["db_name", "tbl_name", "part_name"])
+    op.create_index(
+        "ix_compaction_queue_db_name_tbl_name_part_name",
+        "compaction_queue",
+        ["db_name", "tbl_name", "part_name"],
+    )
     op.create_index("ix_compaction_queue_cq_state", "compaction_queue", ["cq_state"])
 
     op.create_table(
@@ -80,8 +91,9 @@ def upgrade() -> None:
         sa.Column("agent_info", sa.Text(), nullable=True),
         sa.PrimaryKeyConstraint("reader_id", name="pk_reader_registrations"),
     )
-    op.create_index("ix_reader_registrations_db_name_tbl_name", "reader_registrations",
-                    ["db_name", "tbl_name"])
+    op.create_index(
+        "ix_reader_registrations_db_name_tbl_name", "reader_registrations", ["db_name", "tbl_name"]
+    )
 
 
 def downgrade() -> None:

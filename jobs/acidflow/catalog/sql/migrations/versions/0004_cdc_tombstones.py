@@ -8,6 +8,7 @@ One row per (table, key, transaction): the key (canonical JSON and its SHA-256),
 value of the delete event and the transaction that wrote it. A row counts only once its
 transaction committed; readers take the largest committed position per key.
 """
+
 from typing import Sequence, Union
 
 import sqlalchemy as sa
@@ -30,10 +31,10 @@ def upgrade() -> None:
         sa.Column("key_json", sa.Text(), nullable=False),
         sa.Column("position", sa.String(256), nullable=False),
         sa.Column("created_at", sa.DateTime(), nullable=False),
-        sa.PrimaryKeyConstraint("db_name", "tbl_name", "key_hash", "txn_id",
-                                name="pk_cdc_tombstones"),
-        sa.ForeignKeyConstraint(["txn_id"], ["txns.txn_id"],
-                                name="fk_cdc_tombstones_txn_id_txns"),
+        sa.PrimaryKeyConstraint(
+            "db_name", "tbl_name", "key_hash", "txn_id", name="pk_cdc_tombstones"
+        ),
+        sa.ForeignKeyConstraint(["txn_id"], ["txns.txn_id"], name="fk_cdc_tombstones_txn_id_txns"),
     )
     op.create_index("ix_cdc_tombstones_txn_id", "cdc_tombstones", ["txn_id"])
 

@@ -8,6 +8,7 @@ One row (``identity_key`` = 1): ``catalog_id`` (a random UUID generated once, wh
 catalog is created or upgraded to this revision) and ``created_at``. The warehouse's marker file
 ``_acidflow_warehouse.json`` names this id; a catalog with another id refuses to write there.
 """
+
 import uuid
 from datetime import datetime, timezone
 from typing import Sequence, Union
@@ -30,9 +31,16 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(), nullable=False),
         sa.PrimaryKeyConstraint("identity_key", name="pk_catalog_identity"),
     )
-    op.bulk_insert(table, [{
-        "identity_key": 1, "catalog_id": str(uuid.uuid4()),
-        "created_at": datetime.now(timezone.utc).replace(tzinfo=None)}])
+    op.bulk_insert(
+        table,
+        [
+            {
+                "identity_key": 1,
+                "catalog_id": str(uuid.uuid4()),
+                "created_at": datetime.now(timezone.utc).replace(tzinfo=None),
+            }
+        ],
+    )
 
 
 def downgrade() -> None:

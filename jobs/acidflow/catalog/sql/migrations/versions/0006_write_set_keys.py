@@ -11,6 +11,7 @@ partition (NULL = every partition) and a bucket (-1 = every bucket); ``key_hashe
 commits; the commit-time check aborts a transaction whose keys intersect those of a transaction
 that committed after it opened.
 """
+
 from typing import Sequence, Union
 
 import sqlalchemy as sa
@@ -41,8 +42,11 @@ def upgrade() -> None:
         sa.Column("key_hashes", sa.LargeBinary(), nullable=True),
         sa.PrimaryKeyConstraint("wk_id", name="pk_write_set_keys"),
     )
-    op.create_index("ix_write_set_keys_db_name_tbl_name_commit_id", "write_set_keys",
-                    ["db_name", "tbl_name", "commit_id"])
+    op.create_index(
+        "ix_write_set_keys_db_name_tbl_name_commit_id",
+        "write_set_keys",
+        ["db_name", "tbl_name", "commit_id"],
+    )
     op.create_index("ix_write_set_keys_txn_id", "write_set_keys", ["txn_id"])
 
 

@@ -13,6 +13,7 @@ order, ``change`` what was done (``{"op": "rename_column", ...}``). A reader tak
 version whose write id is valid in its ValidWriteIdList, so a change becomes visible atomically
 with the commit of its transaction and time travel reads the schema of its time.
 """
+
 from typing import Sequence, Union
 
 import sqlalchemy as sa
