@@ -10,7 +10,9 @@ import gzip
 import pyarrow as pa
 import pytest
 
+from acidflow.quality import digest as G
 from acidflow.quality import reconcile as R
+from acidflow.sources.postgres import equality as E
 
 D = decimal.Decimal
 
@@ -41,12 +43,12 @@ D = decimal.Decimal
     ],
 )
 def test_kind_of_pg_type(pg_type, kind):
-    assert R.kind_of_pg_type(pg_type) == kind
+    assert E.kind_of_pg_type(pg_type) == kind
 
 
 def test_kind_of_hive_type():
     assert [
-        R.kind_of_hive_type(t)
+        E.kind_of_hive_type(t)
         for t in (
             "int",
             "bigint",
@@ -90,47 +92,47 @@ def test_kind_of_hive_type():
     ],
 )
 def test_source_text_equals_table_value(kind, source_text, table_value):
-    a = R.canonical_value(source_text, kind)
-    b = R.canonical_value(table_value, kind)
+    a = E.canonical_value(source_text, kind)
+    b = E.canonical_value(table_value, kind)
     assert a == b
-    assert R.row_hash([a]) == R.row_hash([b])
+    assert G.row_hash([a]) == G.row_hash([b])
 
 
 def test_null_is_not_empty_and_values_are_not_confused():
-    assert R.row_hash([None]) != R.row_hash([""])
-    assert R.row_hash(["a", "b"]) != R.row_hash(["ab", ""])
-    assert R.row_hash([1]) != R.row_hash(["1"])
-    assert R.row_hash([D("1")]) != R.row_hash([1])
-    assert R.canonical_value(None, "char") is None
-    assert R.canonical_value("ab", "char") != R.canonical_value(" ab", "char")
+    assert G.row_hash([None]) != G.row_hash([""])
+    assert G.row_hash(["a", "b"]) != G.row_hash(["ab", ""])
+    assert G.row_hash([1]) != G.row_hash(["1"])
+    assert G.row_hash([D("1")]) != G.row_hash([1])
+    assert E.canonical_value(None, "char") is None
+    assert E.canonical_value("ab", "char") != E.canonical_value(" ab", "char")
 
 
 def test_bad_values_raise():
     with pytest.raises(ValueError):
-        R.canonical_value("x", "int")
+        E.canonical_value("x", "int")
     with pytest.raises(ValueError):
-        R.canonical_value("maybe", "bool")
+        E.canonical_value("maybe", "bool")
 
 
 def test_digest_is_order_independent_and_counts_duplicates():
     rows = [(1, "a"), (2, "b"), (3, None)]
-    d1, d2 = R.Digest(), R.Digest()
+    d1, d2 = G.Digest(), G.Digest()
     for r in rows:
-        d1.add(R.row_hash(r))
+        d1.add(G.row_hash(r))
     for r in reversed(rows):
-        d2.add(R.row_hash(r))
+        d2.add(G.row_hash(r))
     assert (d1.rows, d1.checksum) == (d2.rows, d2.checksum)
-    d3 = R.Digest()
+    d3 = G.Digest()
     for r in rows + [rows[0]]:
-        d3.add(R.row_hash(r))
+        d3.add(G.row_hash(r))
     assert d3.rows == 4 and d3.checksum != d1.checksum
     assert d1.merge(d2).checksum == (2 * d1.checksum) % 2**64
 
 
 def test_parse_pg_array():
-    assert R.parse_pg_array("{}") == ()
-    assert R.parse_pg_array('{a,"b,c","d\\"e",NULL}') == ("a", "b,c", 'd"e', None)
-    assert R.parse_pg_array("{{1,2},{3,4}}") == "{{1,2},{3,4}}"
+    assert E.parse_pg_array("{}") == ()
+    assert E.parse_pg_array('{a,"b,c","d\\"e",NULL}') == ("a", "b,c", 'd"e', None)
+    assert E.parse_pg_array("{{1,2},{3,4}}") == "{{1,2},{3,4}}"
 
 
 def test_csv_batches_null_vs_empty(tmp_path):
@@ -148,7 +150,7 @@ def test_csv_batches_null_vs_empty(tmp_path):
 
 
 def test_scan_and_diff_keyed():
-    spec = R.ScanSpec(("id", "c"), ("int", "char"), (0,))
+    spec = R.ScanSpec(("id", "c"), ("int", "char"), (0,), E.canonical_value)
     src = pa.RecordBatch.from_pydict({"id": ["1", "2", "3"], "c": ["a  ", "b", None]})
     tbl = pa.RecordBatch.from_pydict({"id": [3, 1, 4], "c": [None, "a", "d"]})
     assert R.scan_digest([src], spec) != R.scan_digest([tbl], spec)
@@ -167,7 +169,7 @@ def test_scan_and_diff_keyed():
 
 
 def test_scan_and_diff_keyless_duplicates():
-    spec = R.ScanSpec(("a",), ("int",), ())
+    spec = R.ScanSpec(("a",), ("int",), (), E.canonical_value)
     src = pa.RecordBatch.from_pydict({"a": ["1", "1", "2"]})
     tbl = pa.RecordBatch.from_pydict({"a": [1, 2, 2]})
     first, total = R.diff_keys(R.scan_keys([src], spec), R.scan_keys([tbl], spec), 10)
@@ -176,7 +178,7 @@ def test_scan_and_diff_keyless_duplicates():
 
 
 def test_error_names_column_and_value():
-    spec = R.ScanSpec(("id",), ("int",), (0,), where="source public.t")
+    spec = R.ScanSpec(("id",), ("int",), (0,), E.canonical_value, where="source public.t")
     with pytest.raises(R.ReconcileError, match=r"source public.t: column 'id' \(int\).*'x'"):
         R.scan_digest([pa.RecordBatch.from_pydict({"id": ["1", "x"]})], spec)
 

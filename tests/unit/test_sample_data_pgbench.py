@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from acidflow.quality import digest as G
 from acidflow.quality import reconcile as R
+from acidflow.sources.postgres import equality as E
 from acidflow.sources.postgres.lsn import parse_lsn
 from acidflow.sources.postgres.pull import landing_files, read_landing_lines
 
@@ -61,8 +63,8 @@ def _replay(manifest):
     }
 
     def row_of(items, t):
-        kinds = {c["name"]: R.kind_of_pg_type(c["type"]) for c in t["columns"]}
-        vals = {c["name"]: R.canonical_value(c["value"], kinds[c["name"]]) for c in items}
+        kinds = {c["name"]: E.kind_of_pg_type(c["type"]) for c in t["columns"]}
+        vals = {c["name"]: E.canonical_value(c["value"], kinds[c["name"]]) for c in items}
         return tuple(vals[c["name"]] for c in t["columns"])
 
     def key_of(row, t):
@@ -86,7 +88,7 @@ def _replay(manifest):
             if t["primary_key"]:
                 if act in "UD":
                     ident = {
-                        c["name"]: R.canonical_value(c["value"], R.kind_of_pg_type(c["type"]))
+                        c["name"]: E.canonical_value(c["value"], E.kind_of_pg_type(c["type"]))
                         for c in rec.get("identity") or []
                     }
                     old_key = tuple(ident[k] for k in t["primary_key"]) if ident else key_of(new, t)
@@ -109,13 +111,14 @@ def test_replay_gives_the_saved_source_contents(manifest):
     for name, t in tables.items():
         spec = R.ScanSpec(
             tuple(c["name"] for c in t["columns"]),
-            tuple(R.kind_of_pg_type(c["type"]) for c in t["columns"]),
+            tuple(E.kind_of_pg_type(c["type"]) for c in t["columns"]),
             (),
+            E.canonical_value,
         )
         src = R.scan_digest(R.csv_batches(SAMPLE / t["csv"]), spec)
         rows = list(state[name].values()) if t["primary_key"] else list(state[name].elements())
-        replayed = R.Digest()
+        replayed = G.Digest()
         for r in rows:
-            replayed.add(R.row_hash(r))
+            replayed.add(G.row_hash(r))
         assert src.rows == t["rows"]
         assert (replayed.rows, replayed.checksum) == (src.rows, src.checksum), name

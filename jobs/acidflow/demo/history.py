@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from acidflow.catalog import Catalog
 from acidflow.quality.reconcile import ReconcileResult, reconcile
+from acidflow.sources.postgres.equality import PostgresEquality
 from acidflow.sources.postgres.snapshot import SavedSource
 from acidflow.sources.wal2json import parse_wal2json
 from acidflow.tableops.restore import restore, rollback
@@ -51,6 +52,11 @@ class ReplayedSource:
 
     saved: SavedSource
     files: list[Path]
+
+    @property
+    def equality(self) -> PostgresEquality:
+        """The saved source's notion of equality (PostgreSQL's)."""
+        return self.saved.equality
 
     def describe_columns(self) -> tuple[list[tuple[str, str | None]] | None, list[str]]:
         """Columns and key of the saved source."""

@@ -1,25 +1,12 @@
 """Reconciliation: does an acidflow table's snapshot hold exactly the rows of its source table?
 
-Both sides are reduced to an order-independent digest: every row is type-normalised column by
-column (:func:`canonical_value`), encoded canonically (:func:`encode_row`) and hashed to 64 bits
-(BLAKE2b); the digest is the row count plus the sum of the row hashes modulo 2**64, so row order
-does not matter and duplicate rows count. When the digests differ, a second pass maps each
-row's key (the primary key; the whole row for keyless tables) to its row hashes on both sides
-and reports the first differing keys in key order, and a third pass fetches those rows.
-
-Normalisation follows PostgreSQL's notion of equality where acidflow's storage differs:
-
-* integers of any width compare as integers; ``numeric`` as decimals without trailing zeros
-  (``1.50`` = ``1.5``, as ``numeric`` equality does); ``real`` rounded to float32;
-* ``character(n)`` is right-trimmed of blanks (``bpchar`` comparison ignores trailing blanks);
-* ``timestamp`` and ``timestamptz`` become microseconds since 1970-01-01 UTC (a ``timestamptz``
-  text with an offset is converted to UTC; a naive value is taken as UTC wall-clock time, as a
-  Hive ``timestamp`` holding a UTC time is); ``time`` becomes microseconds since midnight;
-* ``boolean`` from ``t``/``f``; ``bytea`` from ``\\x..`` hex; ``json``/``jsonb`` re-serialised with
-  sorted keys; ``uuid`` lower-cased; one-dimensional arrays element by element;
-* NULL is distinct from the empty string (PostgreSQL CSV: NULL is an unquoted empty field, ``""``
-  the empty string);
-* anything else compares as its text.
+Both sides are reduced to an order-independent digest (:mod:`acidflow.quality.digest`): every
+row is type-normalised column by column with the source's notion of equality (an
+:class:`Equality` the source carries: ``acidflow.sources.postgres.equality`` for PostgreSQL),
+encoded canonically and hashed to 64 bits; the digest is the row count plus the sum of the row
+hashes modulo 2**64. When the digests differ, a second pass maps each row's key (the primary
+key; the whole row for keyless tables) to its row hashes on both sides and reports the first
+differing keys in key order, and a third pass fetches those rows.
 
 Only the source's columns are compared; acidflow columns named ``_cdc_*`` (bookkeeping of the
 CDC apply) are excluded, other extra acidflow columns are ignored and listed. A source column
@@ -42,25 +29,19 @@ import csv
 import datetime as _dt
 import decimal
 import gzip
-import hashlib
-import json
 import os
 import pickle
-import re
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Protocol, cast
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from acidflow.errors import AcidflowError
+from acidflow.quality.digest import Digest, row_hash
 from acidflow.read import table as reads
 
-MASK64 = (1 << 64) - 1
-EPOCH = _dt.datetime(1970, 1, 1)
-EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 BOOKKEEPING_PREFIX = "_cdc_"
 DEFAULT_MAX_KEYS = 10
 
@@ -68,308 +49,6 @@ DEFAULT_MAX_KEYS = 10
 class ReconcileError(AcidflowError, ValueError):
     """Reconciliation cannot run: a source column is missing from the table, a saved source has
     no file, a value cannot be normalised (the message names table, column and value)."""
-
-
-# ------------------------------------------------------------------------------ kinds
-
-
-def kind_of_pg_type(pg_type: str) -> str:
-    """Comparison kind of a PostgreSQL type as ``format_type`` (or wal2json) spells it.
-
-    Returns one of ``int``, ``decimal``, ``float4``, ``float8``, ``bool``, ``text``, ``char``,
-    ``date``, ``timestamp`` (with or without time zone), ``time``, ``bytea``, ``json``,
-    ``uuid``, ``array:<element kind>`` or ``other`` (compared as text).
-    """
-    t = pg_type.strip().lower()
-    if t.endswith("[]"):
-        return "array:" + kind_of_pg_type(t[:-2])
-    base = re.sub(r"\(.*?\)", "", t).strip()
-    if base in (
-        "smallint",
-        "integer",
-        "bigint",
-        "int2",
-        "int4",
-        "int8",
-        "int",
-        "smallserial",
-        "serial",
-        "bigserial",
-        "oid",
-    ):
-        return "int"
-    if base in ("numeric", "decimal", "money_numeric"):
-        return "decimal"
-    if base in ("real", "float4"):
-        return "float4"
-    if base in ("double precision", "float8", "float"):
-        return "float8"
-    if base in ("boolean", "bool"):
-        return "bool"
-    if base in ("character", "char", "bpchar"):
-        return "char"
-    if base in ("text", "character varying", "varchar", "name", "citext"):
-        return "text"
-    if base == "date":
-        return "date"
-    if base.startswith("timestamp"):
-        return "timestamp"
-    if base in ("time", "time without time zone"):
-        return "time"
-    if base == "bytea":
-        return "bytea"
-    if base in ("json", "jsonb"):
-        return "json"
-    if base == "uuid":
-        return "uuid"
-    return "other"
-
-
-def kind_of_hive_type(hive_type: str) -> str:
-    """Comparison kind of a Hive type (used when the source's types are unknown)."""
-    t = re.sub(r"\s+", "", hive_type.lower())
-    if t.startswith("array<") and t.endswith(">"):
-        return "array:" + kind_of_hive_type(t[6:-1])
-    base = t.split("(")[0]
-    return {
-        "tinyint": "int",
-        "smallint": "int",
-        "int": "int",
-        "integer": "int",
-        "bigint": "int",
-        "decimal": "decimal",
-        "float": "float4",
-        "double": "float8",
-        "boolean": "bool",
-        "string": "text",
-        "varchar": "text",
-        "char": "char",
-        "date": "date",
-        "timestamp": "timestamp",
-        "binary": "bytea",
-    }.get(base, "other")
-
-
-# ------------------------------------------------------------------------------ values
-
-
-def _micros(dt: _dt.datetime) -> int:
-    if dt.tzinfo is not None:
-        return (dt - EPOCH_UTC) // _dt.timedelta(microseconds=1)
-    return (dt - EPOCH) // _dt.timedelta(microseconds=1)
-
-
-def _norm_decimal(d: decimal.Decimal) -> decimal.Decimal | str:
-    if not d.is_finite():
-        return "NaN" if d.is_nan() else str(d)
-    if d.is_zero():
-        return decimal.Decimal(0)
-    d = d.normalize()
-    exponent = cast(int, d.as_tuple().exponent)  # an int: d is finite here
-    return d.quantize(1) if exponent > 0 else d
-
-
-def _float4(x: float) -> float:
-    return struct.unpack("<f", struct.pack("<f", x))[0]
-
-
-def _pg_bool(v: Any) -> bool:
-    if isinstance(v, str):
-        s = v.strip().lower()
-        if s in ("t", "true", "1", "yes", "y", "on"):
-            return True
-        if s in ("f", "false", "0", "no", "n", "off"):
-            return False
-        raise ValueError(f"not a boolean: {v!r}")
-    return bool(v)
-
-
-def parse_pg_array(text: str) -> tuple | str:
-    """A one-dimensional PostgreSQL array literal (``{a,"b c",NULL}``) -> tuple of element
-    texts (``None`` for NULL). Multi-dimensional or unusual literals come back unchanged."""
-    s = text.strip()
-    if s.startswith("[") and "=" in s:  # explicit bounds: [0:1]={...}
-        return text
-    if not (s.startswith("{") and s.endswith("}")):
-        return text
-    body = s[1:-1]
-    if body == "":
-        return ()
-    if body.lstrip().startswith("{"):
-        return text
-    out: list[str | None] = []
-    i, n = 0, len(body)
-    while i <= n:
-        if i < n and body[i] == '"':
-            i += 1
-            buf = []
-            while i < n and body[i] != '"':
-                if body[i] == "\\" and i + 1 < n:
-                    i += 1
-                buf.append(body[i])
-                i += 1
-            i += 1  # closing quote
-            out.append("".join(buf))
-        else:
-            j = body.find(",", i)
-            j = n if j < 0 else j
-            tok = body[i:j].strip()
-            out.append(None if tok.upper() == "NULL" else tok)
-            i = j
-        if i < n and body[i] != ",":
-            return text
-        i += 1
-    return tuple(out)
-
-
-def canonical_value(v: Any, kind: str) -> Any:
-    """Type-normalise one value (source text or acidflow's native value) for comparison.
-
-    Args:
-        v: ``None`` (NULL), a ``str`` (PostgreSQL text output) or a Python value from Arrow
-            (``int``, ``Decimal``, ``float``, ``bool``, ``date``, ``datetime``, ``bytes``,
-            ``list``, ``dict`` ...).
-        kind: from :func:`kind_of_pg_type` / :func:`kind_of_hive_type`.
-    Returns:
-        ``None``, or ``int`` (int, timestamp micros, time micros), ``Decimal``, ``float``,
-        ``bool``, ``date``, ``bytes``, ``str`` or a ``tuple`` (arrays) -- hashable and sortable
-        within one kind.
-    Raises:
-        ValueError: the value cannot be read as that kind.
-    """
-    if v is None:
-        return None
-    if kind == "text" or kind == "other":
-        return v if isinstance(v, str) else str(v)
-    if kind == "char":
-        return (v if isinstance(v, str) else str(v)).rstrip(" ")
-    if kind == "int":
-        if isinstance(v, bool):
-            return int(v)
-        if isinstance(v, int):
-            return v
-        if isinstance(v, decimal.Decimal) and v == v.to_integral_value():
-            return int(v)
-        return int(str(v).strip())
-    if kind == "decimal":
-        if isinstance(v, float):
-            v = repr(v)
-        return _norm_decimal(decimal.Decimal(v.strip() if isinstance(v, str) else v))
-    if kind in ("float4", "float8"):
-        x = float(v.strip()) if isinstance(v, str) else float(v)
-        return _float4(x) if kind == "float4" else x
-    if kind == "bool":
-        return _pg_bool(v)
-    if kind == "date":
-        if isinstance(v, _dt.datetime):
-            return v.date()
-        if isinstance(v, _dt.date):
-            return v
-        try:
-            return _dt.date.fromisoformat(v.strip())
-        except ValueError:
-            return v.strip()  # infinity, BC dates: compare as text
-    if kind == "timestamp":
-        if isinstance(v, _dt.datetime):
-            return _micros(v)
-        if isinstance(v, int):
-            return v
-        if hasattr(v, "value") and hasattr(v, "to_pydatetime"):  # pandas Timestamp
-            return _micros(v.to_pydatetime())
-        try:
-            return _micros(_dt.datetime.fromisoformat(v.strip()))
-        except ValueError:
-            return v.strip()  # infinity, BC, year > 9999: compare as text
-    if kind == "time":
-        if isinstance(v, str):
-            try:
-                v = _dt.time.fromisoformat(v.strip())
-            except ValueError:
-                return v.strip()
-        if isinstance(v, _dt.time):
-            return ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond
-        if isinstance(v, _dt.timedelta):
-            return v // _dt.timedelta(microseconds=1)
-        return int(v)
-    if kind == "bytea":
-        if isinstance(v, str):
-            s = v.strip()
-            if s.startswith("\\x"):
-                return bytes.fromhex(s[2:])
-            return s.encode("utf-8")
-        return bytes(v)
-    if kind == "json":
-        obj = json.loads(v) if isinstance(v, (str, bytes)) else v
-        return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    if kind == "uuid":
-        return str(v).strip().lower()
-    if kind.startswith("array:"):
-        elem = kind[6:]
-        if isinstance(v, str):
-            parsed = parse_pg_array(v)
-            if isinstance(parsed, str):
-                return parsed
-            v = parsed
-        if isinstance(v, (list, tuple)):
-            return tuple(canonical_value(e, elem) for e in v)
-        return str(v)
-    raise ValueError(f"unknown comparison kind {kind!r}")
-
-
-def _enc(v: Any) -> bytes:
-    if v is None:
-        return b"\x00"
-    if isinstance(v, bool):
-        return b"b1" if v else b"b0"
-    if isinstance(v, int):
-        return b"i" + str(v).encode()
-    if isinstance(v, decimal.Decimal):
-        return b"n" + format(v, "f").encode()
-    if isinstance(v, float):
-        return b"f" + repr(v).encode()
-    if isinstance(v, str):
-        return b"s" + v.encode("utf-8")
-    if isinstance(v, bytes):
-        return b"x" + v
-    if isinstance(v, _dt.date):
-        return b"d" + v.isoformat().encode()
-    if isinstance(v, tuple):
-        return b"a" + encode_row(v)
-    raise TypeError(f"cannot encode {type(v).__name__}")
-
-
-def encode_row(values: Iterable[Any]) -> bytes:
-    """Canonical bytes of a row of canonical values: per value a 4-byte big-endian length and a
-    type-tagged payload (NULL is ``\\x00``, the empty string ``s``), so no two different rows
-    share an encoding."""
-    parts = []
-    for v in values:
-        e = _enc(v)
-        parts.append(struct.pack(">I", len(e)))
-        parts.append(e)
-    return b"".join(parts)
-
-
-def row_hash(values: Iterable[Any]) -> int:
-    """64-bit hash (BLAKE2b, 8-byte digest, little-endian) of :func:`encode_row`."""
-    return int.from_bytes(hashlib.blake2b(encode_row(values), digest_size=8).digest(), "little")
-
-
-@dataclass
-class Digest:
-    """Order-independent digest: ``rows`` and ``checksum`` = sum of row hashes mod 2**64."""
-
-    rows: int = 0
-    checksum: int = 0
-
-    def add(self, h: int) -> None:
-        """Count one row with 64-bit hash ``h``."""
-        self.rows += 1
-        self.checksum = (self.checksum + h) & MASK64
-
-    def merge(self, other: "Digest") -> "Digest":
-        """The digest of both row sets together."""
-        return Digest(self.rows + other.rows, (self.checksum + other.checksum) & MASK64)
 
 
 def _sort_key(key: tuple) -> tuple:
@@ -396,6 +75,8 @@ class ScanSpec:
     columns: tuple[str, ...]
     kinds: tuple[str, ...]
     key_positions: tuple[int, ...]
+    #: the source's canonical-value function (:attr:`Equality.canonical_value`)
+    canonical: Callable[[Any, str], Any]
     where: str = "?"
 
     def rows(self, batch: pa.RecordBatch) -> Iterator[tuple]:
@@ -404,9 +85,9 @@ class ScanSpec:
         for name, kind in zip(self.columns, self.kinds):
             values = batch.column(batch.schema.get_field_index(name)).to_pylist()
             try:
-                cols.append([canonical_value(v, kind) for v in values])
+                cols.append([self.canonical(v, kind) for v in values])
             except (ValueError, TypeError, decimal.InvalidOperation) as exc:
-                bad = next((v for v in values if _bad(v, kind)), None)
+                bad = next((v for v in values if _bad(self.canonical, v, kind)), None)
                 raise ReconcileError(
                     f"{self.where}: column {name!r} ({kind}): cannot read value {bad!r}: {exc}"
                 ) from exc
@@ -417,9 +98,9 @@ class ScanSpec:
         return tuple(row[i] for i in self.key_positions) if self.key_positions else row
 
 
-def _bad(v: Any, kind: str) -> bool:
+def _bad(canonical: Callable[[Any, str], Any], v: Any, kind: str) -> bool:
     try:
-        canonical_value(v, kind)
+        canonical(v, kind)
         return False
     except Exception:  # noqa: BLE001
         return True
@@ -483,6 +164,24 @@ def csv_batches(
     yield from reader
 
 
+class Equality(Protocol):
+    """A source's notion of equality: the comparison kind of each column and the canonical
+    value both sides are normalised to (``acidflow.sources.postgres.equality`` for
+    PostgreSQL). ``canonical_value`` must be a plain function (it travels to Spark tasks)."""
+
+    def kind_of_source_type(self, type_name: str) -> str:
+        """Comparison kind of a source column type (PostgreSQL: ``format_type``)."""
+        ...
+
+    def kind_of_hive_type(self, hive_type: str) -> str:
+        """Comparison kind of an acidflow column, when the source's type is unknown."""
+        ...
+
+    def canonical_value(self, v: Any, kind: str) -> Any:
+        """The value normalised for comparison (``ValueError`` when it cannot be read)."""
+        ...
+
+
 class ReconcileSource(Protocol):
     """What :func:`reconcile` needs of a source table: its columns and key, and its rows as a
     CSV in PostgreSQL's ``COPY ... TO STDOUT WITH CSV HEADER`` form (an unquoted empty field is
@@ -492,6 +191,11 @@ class ReconcileSource(Protocol):
     live table) and ``SavedSource`` (a saved COPY plus ``manifest.json``); this module imports
     neither, the caller hands one in.
     """
+
+    @property
+    def equality(self) -> Equality:
+        """The source's :class:`Equality` (how its values compare with acidflow's)."""
+        ...
 
     def describe_columns(self) -> tuple[list[tuple[str, str | None]] | None, list[str]]:
         """``(columns, primary key)``: columns as ``(name, PostgreSQL format_type or None when
@@ -712,6 +416,7 @@ def reconcile(
         for c in list(tdef.columns) + list(getattr(tdef, "partition_columns", []) or [])
     }
 
+    equality = source.equality
     described, src_pk = source.describe_columns()
     csv_path, cleanup = source.open_csv()
     try:
@@ -727,7 +432,11 @@ def reconcile(
                     f"{tdef.name} (columns: {[c[0] for c in table_cols.values()]})"
                 )
             names.append(tc[0])
-            kinds.append(kind_of_pg_type(pg_type) if pg_type else kind_of_hive_type(tc[1]))
+            kinds.append(
+                equality.kind_of_source_type(pg_type)
+                if pg_type
+                else equality.kind_of_hive_type(tc[1])
+            )
         compared = {n.lower() for n in names}
         ignored = [c[0] for c in table_cols.values() if c[0].lower() not in compared]
         keys = key_columns or src_pk or list(getattr(tdef, "primary_key", []) or [])
@@ -739,9 +448,19 @@ def reconcile(
                 f"key columns {keys} of {tdef.name} are not all among the compared columns {names}"
             ) from None
         src_spec = ScanSpec(
-            tuple(n for n, _ in src_columns), tuple(kinds), key_pos, where=f"source {source}"
+            tuple(n for n, _ in src_columns),
+            tuple(kinds),
+            key_pos,
+            equality.canonical_value,
+            where=f"source {source}",
         )
-        tbl_spec = ScanSpec(tuple(names), tuple(kinds), key_pos, where=f"table {tdef.name}")
+        tbl_spec = ScanSpec(
+            tuple(names),
+            tuple(kinds),
+            key_pos,
+            equality.canonical_value,
+            where=f"table {tdef.name}",
+        )
 
         data = reads.read_table(spark, catalog, tdef.name, as_of_write_id=as_of_write_id)
         if spark is not None:

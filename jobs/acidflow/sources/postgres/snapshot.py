@@ -26,6 +26,7 @@ from typing import IO, Any, Callable
 
 from acidflow.errors import AcidflowError
 from acidflow.sources.postgres.connection import connect, libpq_dsn
+from acidflow.sources.postgres.equality import POSTGRES_EQUALITY, PostgresEquality
 
 COPY_SETTINGS = {
     "TimeZone": "UTC",
@@ -212,6 +213,11 @@ class PostgresSource:
         finally:
             conn.close()
 
+    @property
+    def equality(self) -> PostgresEquality:
+        """PostgreSQL's notion of equality (:mod:`acidflow.sources.postgres.equality`)."""
+        return POSTGRES_EQUALITY
+
     def describe_columns(self) -> tuple[list[tuple[str, str | None]] | None, list[str]]:
         """``([(column, format_type)], primary key)`` from the catalogs (see :meth:`describe`)."""
         st = self.describe()
@@ -297,6 +303,11 @@ class SavedSource:
         raise SnapshotNotFoundError(
             f"no saved contents of {schema}.{name} in {d} (no manifest entry, no {name}.csv.gz)"
         )
+
+    @property
+    def equality(self) -> PostgresEquality:
+        """PostgreSQL's notion of equality (:mod:`acidflow.sources.postgres.equality`)."""
+        return POSTGRES_EQUALITY
 
     def describe_columns(self) -> tuple[list[tuple[str, str | None]] | None, list[str]]:
         """``(columns or None: the CSV header names them, primary key or [])``."""
