@@ -28,7 +28,7 @@ from __future__ import annotations
 import getpass
 import os
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -37,21 +37,13 @@ from urllib.parse import parse_qs, quote, urlparse
 from pymetastore.hive_metastore.ttypes import (
     AddDynamicPartitions,
     AddPartitionsRequest,
-    AlreadyExistsException,
-    ClientCapabilities,
-    ClientCapability,
-    Database,
     DataOperationType,
-    EnvironmentContext,
-    GetTableRequest,
     GetValidWriteIdsRequest,
     HeartbeatRequest,
-    InvalidOperationException,
     LockComponent,
     LockLevel,
     LockRequest,
     LockType,
-    NoSuchObjectException,
     NoSuchTxnException,
     Partition,
     TxnAbortedException,
@@ -60,8 +52,6 @@ from pymetastore.hive_metastore.ttypes import (
 from acidflow.catalog.base import Catalog
 from acidflow.catalog.errors import (
     CatalogError,
-    NoSuchTableError,
-    TableExistsError,
     TxnAbortedError,
     TxnNotOpenError,
 )
@@ -78,17 +68,13 @@ from acidflow.catalog.hms.snapshots import (
     split_open_txns,
     widen,
 )
+from acidflow.catalog.hms.tablerole import MetastoreTables
 from acidflow.catalog.hms.tables import (
-    check_acid_orc,
-    from_hms_table,
     location_uri,
-    to_hms_table,
-    update_hms_table,
 )
 from acidflow.catalog.hms.txns import (
     MetastoreTxnHooks,
     hive_abort_error,
-    replay_write_ids,
 )
 from acidflow.catalog.records import (
     OPERATIONS,
@@ -100,20 +86,14 @@ from acidflow.catalog.records import (
     TxnInfo,
     TxnState,
 )
-from acidflow.catalog.schemahistory import SchemaVersion
 from acidflow.catalog.sql import SqlCatalog
-from acidflow.catalog.sql.schemahistory import check_columns
 from acidflow.catalog.tabledef import (
-    Column,
     TableDef,
     parse_partition_spec,
-    split_table_name,
 )
 from acidflow.catalog.warehouse import warehouse_root
 from acidflow.config import load_settings
 from acidflow.format.layout import ValidWriteIdList
-from acidflow.format.schemaevolution import SchemaChangeError
-from acidflow.storage.adoption import check_adoptable
 
 #: Default side catalog file under the warehouse.
 SIDE_DB_NAME = "_acidflow_hms_side.db"
@@ -140,13 +120,7 @@ def side_url_of(url: str, warehouse: str, side_url: str | None) -> str:
     return f"sqlite:///{Path(warehouse) / SIDE_DB_NAME}"
 
 
-#: The longest write-id history :meth:`HiveMetastoreCatalog.adopt_table` replays into a new
-#: metastore table (one metastore transaction per write id, opened in batches of
-#: ``metastore.txn.max.open.batch`` = 1000, Hive's default).
-ADOPT_REPLAY_LIMIT = 10_000
-
-
-class HiveMetastoreCatalog(Catalog):
+class HiveMetastoreCatalog(MetastoreTables):
     """The catalog on a Hive 3.1 metastore (``thrift://host:port``) plus a SQL side catalog.
 
     Args:
@@ -252,336 +226,6 @@ class HiveMetastoreCatalog(Catalog):
         """The side catalog's SQLAlchemy engine (tests and maintenance tools read acidflow's
         records there)."""
         return self.side.engine
-
-    # -- tables ------------------------------------------------------------------------------
-    def _hms_table(self, db: str, tbl: str) -> Any:
-        """The metastore's ``Table`` or ``None``. Asked with ``get_table_req`` declaring the
-        insert-only capability, so that Hive answers with an insert-only table too (plain
-        ``get_table`` refuses them) and :func:`check_acid_orc` can name the reason."""
-        try:
-            return self.conn.call(
-                "get_table_req",
-                GetTableRequest(
-                    dbName=db,
-                    tblName=tbl,
-                    capabilities=ClientCapabilities(values=[ClientCapability.INSERT_ONLY_TABLES]),
-                ),
-            ).table
-        except NoSuchObjectException:
-            return None
-
-    def _ensure_database(self, db: str) -> None:
-        try:
-            self.conn.call("get_database", db)
-            return
-        except NoSuchObjectException:
-            pass
-        try:
-            self.conn.call(
-                "create_database",
-                Database(
-                    name=db,
-                    description=None,
-                    parameters={},
-                    locationUri=location_uri(str(Path(self.warehouse) / f"{db}.db")),
-                ),
-            )
-        except AlreadyExistsException:
-            pass
-
-    def _mirror(self, hms: Any) -> TableDef:
-        """The side catalog's definition of a metastore table, registering it on the side
-        first when Hive made it (write ids keep coming from the metastore)."""
-        name = f"{hms.dbName}.{hms.tableName}".lower()
-        try:
-            return self.side.get_table(name)
-        except NoSuchTableError:
-            pass
-        table = from_hms_table(hms, self.warehouse)
-        return self.side.create_table(table, if_not_exists=True)
-
-    def create_table(
-        self, table: TableDef | dict[str, Any], if_not_exists: bool = False
-    ) -> TableDef:
-        """Register the table in the metastore (Hive's storage descriptor for transactional
-        ORC, see :mod:`acidflow.catalog.hms.tables`), then on the side. The metastore's
-        ``create_table`` decides races between processes (``AlreadyExistsException`` for the
-        loser); a side row older than the metastore's table (Hive dropped and someone made
-        the table again) is replaced.
-
-        Raises:
-            ValueError: invalid definition or location; TableExistsError: the metastore has
-            the name; NotAnAcidTableError: ``if_not_exists`` and the existing table is not
-            ACID ORC.
-        """
-        table = TableDef.from_dict(table.to_dict() if isinstance(table, TableDef) else table)
-        table.validate()
-        db, tbl = split_table_name(table.name)
-        table.location = self.side.location_of(table)
-        self.check_warehouse_owner()
-        self._ensure_database(db)
-        try:
-            self.conn.call("create_table", to_hms_table(table, self._owner))
-        except AlreadyExistsException:
-            if not if_not_exists:
-                raise TableExistsError(table.name) from None
-            return self.get_table(table.name)
-        hms = self._hms_table(db, tbl)
-        try:
-            old = self.side.get_table(table.name)
-            made = hms.createTime if hms is not None and hms.createTime else 0
-            if old.created_at is not None and old.created_at.timestamp() < made - 1:
-                self.side.drop_table(table.name)  # a mirror of a table Hive dropped
-        except NoSuchTableError:
-            pass
-        try:
-            return self.side.create_table(table, if_not_exists=True)
-        except Exception:
-            self.conn.call("drop_table", db, tbl, False)
-            raise
-
-    def get_table(self, name: str) -> TableDef:
-        """The table's definition; the metastore must have it as a full-ACID ORC table.
-
-        Raises:
-            NoSuchTableError: unknown to the metastore.
-            NotAnAcidTableError: the metastore's table is not transactional / not ORC
-                (names the table and the reason).
-        """
-        db, tbl = split_table_name(name)
-        hms = self._hms_table(db, tbl)
-        if hms is None:
-            raise NoSuchTableError(f"{db}.{tbl}")
-        check_acid_orc(hms)
-        return self._mirror(hms)
-
-    def table_exists(self, name: str) -> bool:
-        db, tbl = split_table_name(name)
-        return self._hms_table(db, tbl) is not None
-
-    def list_tables(self, db_name: str | None = None) -> list[TableDef]:
-        """The metastore's full-ACID ORC tables (others are left out), sorted by name."""
-        dbs = [db_name.lower()] if db_name else list(self.conn.call("get_all_databases"))
-        out: list[TableDef] = []
-        for db in dbs:
-            try:
-                names = self.conn.call("get_all_tables", db)
-            except NoSuchObjectException:
-                continue
-            for tbl in names:
-                hms = self._hms_table(db, tbl)
-                if hms is None:
-                    continue
-                try:
-                    check_acid_orc(hms)
-                except CatalogError:
-                    continue
-                out.append(self._mirror(hms))
-        return sorted(out, key=lambda t: t.name)
-
-    def drop_table(self, name: str, if_exists: bool = False) -> None:
-        """Drop from the side (refused while an open transaction holds a write id or lock)
-        and from the metastore (``deleteData=false``: files are not touched; Hive's
-        ``AcidEventListener`` removes the table's transactional rows)."""
-        db, tbl = split_table_name(name)
-        if self.side.table_exists(name):
-            self.side.drop_table(name)
-        elif self._hms_table(db, tbl) is None:
-            if if_exists:
-                return
-            raise NoSuchTableError(f"{db}.{tbl}")
-        try:
-            self.conn.call("drop_table", db, tbl, False)
-        except NoSuchObjectException:
-            pass
-        with self._lock:
-            self._known_parts = {p for p in self._known_parts if p[:2] != (db, tbl)}
-
-    def _alter(self, table: TableDef) -> TableDef:
-        db, tbl = split_table_name(table.name)
-        current = self._hms_table(db, tbl)
-        if current is None:
-            raise NoSuchTableError(table.name)
-        self.conn.call("alter_table", db, tbl, update_hms_table(current, table))
-        return table
-
-    def set_table_properties(self, name: str, props: dict[str, str]) -> TableDef:
-        self.get_table(name)
-        return self._alter(self.side.set_table_properties(name, props))
-
-    def add_columns(self, name: str, columns: Sequence[Column | dict[str, Any]]) -> TableDef:
-        self.get_table(name)
-        return self._alter(self.side.add_columns(name, columns))
-
-    # --- schema evolution
-    def alter_schema(
-        self,
-        txn_id: int,
-        name: str,
-        columns: Sequence[Column | dict[str, Any]],
-        *,
-        change: Mapping[str, Any],
-    ) -> TableDef:
-        """The metastore first (``alter_table_with_environment_context`` with ``CASCADE``, so
-        partitions get the new columns too; the metastore applies its own positional type rule
-        and refuses what ``hive.metastore.disallow.incompatible.col.type.changes`` forbids),
-        then the side (schema history, acidflow's facts); a side failure puts the metastore's
-        columns back. A ``rewrite`` change passes through an empty column list first: Hive
-        checks types only over the positions both lists have, and the rewritten files no
-        longer need the old positions."""
-        current = self.get_table(name)
-        new_cols = [c if isinstance(c, Column) else Column.from_dict(c) for c in columns]
-        check_columns(current, new_cols, positional_types=False)
-        info = self.side.get_transaction(txn_id)
-        if info.state == TxnState.ABORTED:
-            raise TxnAbortedError(txn_id, info.abort_reason)
-        if info.state != TxnState.OPEN:
-            raise TxnNotOpenError(txn_id, info.state)
-        if current.name not in info.write_ids:
-            raise CatalogError(
-                f"alter schema of {current.name}: transaction {txn_id} has no "
-                "write id on the table (allocate_write_id first)"
-            )
-        renames = {str(k): str(v) for k, v in (change.get("renames") or {}).items()}
-        proposed = TableDef.from_dict(current.to_dict())
-        proposed.columns = new_cols
-        proposed.primary_key = [renames.get(k, k) for k in current.primary_key]
-        proposed.bucket_columns = [renames.get(k, k) for k in current.bucket_columns]
-        if current.ordering_column:
-            proposed.ordering_column = renames.get(current.ordering_column, current.ordering_column)
-        db, tbl = split_table_name(current.name)
-        hms = self._hms_table(db, tbl)
-        if hms is None:
-            raise NoSuchTableError(current.name)
-        old_cols, old_bucket_cols = list(hms.sd.cols), list(hms.sd.bucketCols or [])
-        old_params = dict(hms.parameters or {})
-        cascade = EnvironmentContext(properties={"CASCADE": "true"})
-
-        def alter(
-            cols: list[Any], bucket_cols: list[str], params: dict[str, str] | None
-        ) -> str | None:
-            """One ``alter_table``; the metastore's refusal as text (thrift's exceptions are
-            immutable and must not travel through context managers), ``None`` when done."""
-            table = self._hms_table(db, tbl)
-            table.sd.cols = cols
-            table.sd.bucketCols = bucket_cols
-            if params is not None:
-                table.parameters = params
-            try:
-                self.conn.call("alter_table_with_environment_context", db, tbl, table, cascade)
-            except InvalidOperationException as exc:
-                return str(exc.message)
-            return None
-
-        def restore() -> None:
-            # back to the old columns through an empty list (the way back from a widening is
-            # a narrowing the metastore's positional rule would refuse)
-            alter([], old_bucket_cols, None)
-            why = alter(old_cols, old_bucket_cols, old_params)
-            if why is not None:  # pragma: no cover - the metastore took these columns before
-                raise CatalogError(
-                    f"table {current.name}: the metastore's columns could not be restored: {why}"
-                )
-
-        new_hms = update_hms_table(hms, proposed)
-        if change.get("rewrite"):
-            alter([], old_bucket_cols, None)
-        why = alter(
-            list(new_hms.sd.cols),
-            list(proposed.bucket_columns) if current.num_buckets else [],
-            dict(new_hms.parameters),
-        )
-        if why is not None:
-            if change.get("rewrite"):
-                restore()
-            raise SchemaChangeError(
-                f"table {current.name}: the Hive metastore refuses the "
-                f"change: {' '.join(why.split())}"
-            )
-        try:
-            return self.side.alter_schema(txn_id, name, new_cols, change=change)
-        except BaseException:
-            restore()
-            raise
-
-    def schema_history(self, name: str) -> list[SchemaVersion]:
-        self.get_table(name)
-        return self.side.schema_history(name)
-
-    def set_primary_key(self, name: str, columns: Sequence[str]) -> TableDef:
-        self.get_table(name)
-        return self._alter(self.side.set_primary_key(name, columns))
-
-    def adopt_table(self, table: TableDef | dict[str, Any], history: ValidWriteIdList) -> TableDef:
-        """Register an existing Hive ACID table directory with its write-id history.
-
-        A table the metastore already has (transactional ORC) keeps the metastore's write ids:
-        ``history`` must agree with its current ``get_valid_write_ids`` (same high watermark,
-        every open / aborted write id of the history invalid there) and only the side facts
-        (primary key, ordering column) are registered.
-
-        Otherwise the table is created in the metastore and its write-id history replayed:
-        one metastore transaction per write id 1..hwm (``open_txns`` with ``num_txns=hwm``,
-        one ``allocate_table_write_ids`` for all of them, which maps them in txn order), the
-        history's aborted and open write ids aborted - each after a table lock component, so
-        Hive's ``TXN_COMPONENTS`` keeps the aborted transaction (an aborted transaction with no
-        component is deleted by Hive's initiator and its write id would then read as
-        committed) - and the others committed. Hive's ``repl_tbl_writeid_state`` was tried
-        first: it seeds ``NEXT_WRITE_ID`` but maps only the aborted write ids, and Hive 3.1's
-        ``getValidWriteIds`` then takes its high watermark from the highest *mapped* write id,
-        so Hive would not see the committed ones above the last aborted one.
-
-        The replay opens one metastore transaction per write id, so a history above
-        :data:`ADOPT_REPLAY_LIMIT` write ids is refused for a table the metastore does not have
-        (create it in Hive first; adoption then keeps Hive's write ids). The side catalog
-        records the table, not the adopted write ids: ``write_id_states``, ``commit_records``
-        start with acidflow's first write; ``compaction_candidates`` offers the adopted
-        partitions through the metastore's high watermark.
-
-        Raises:
-            TableExistsError: acidflow's side catalog has the table and the metastore does
-                not.
-            acidflow.storage.adoption.AdoptionError: the directory does not match ``history``
-                (as on the SQL backend; checked before the metastore is touched).
-            CatalogError: ``history`` disagrees with the metastore (names the table and both
-                lists), or is too long to replay; NotAnAcidTableError: the metastore's table is
-                not ACID ORC.
-        """
-        table = TableDef.from_dict(table.to_dict() if isinstance(table, TableDef) else table)
-        table.validate()
-        db, tbl = split_table_name(table.name)
-        existing = self._hms_table(db, tbl)
-        if existing is None and self.side.table_exists(table.name):
-            raise TableExistsError(table.name)
-        if existing is not None:
-            check_acid_orc(existing)
-            now = self.valid_write_ids(table.name)
-            invalid = set(history.open_write_ids) | set(history.aborted_write_ids)
-            if now.high_watermark != history.high_watermark or not invalid <= set(
-                now.invalid_write_ids
-            ):
-                raise CatalogError(
-                    f"adopt {table.name}: the history {history.to_string()} disagrees with the "
-                    f"metastore's {now.to_string()} at {self.url}"
-                )
-            mirrored = self._mirror(existing)
-            if table.primary_key and table.primary_key != mirrored.primary_key:
-                mirrored = self.set_primary_key(table.name, table.primary_key)
-            return mirrored
-        if history.high_watermark > ADOPT_REPLAY_LIMIT:
-            raise CatalogError(
-                f"adopt {table.name}: replaying {history.high_watermark} write ids would open "
-                f"as many transactions in the metastore at {self.url} (limit "
-                f"{ADOPT_REPLAY_LIMIT}); create the table in Hive at its location first, then "
-                "adopt keeps the metastore's write ids"
-            )
-        check_adoptable(
-            table.name, self.side.location_of(table), table.partition_column_names(), history
-        )
-        stored = self.create_table(table)
-        if history.high_watermark > 0:
-            replay_write_ids(self.conn, stored, history, self._owner, self.hooks.host)
-        return stored
 
     # -- transactions ------------------------------------------------------------------------
     def open_transaction(
