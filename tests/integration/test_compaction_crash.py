@@ -22,10 +22,10 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 WORKER = textwrap.dedent("""
     import os, signal, sys
     from acidflow.catalog import SqlCatalog
-    from acidflow.maintenance import compaction
+    from acidflow.format.orc import columnar
     from acidflow.compactor import worker
     from acidflow.compactor.config import CompactorConfig
-    real = compaction.columnar.write_event_table
+    real = columnar.write_event_table
     calls = []
     def dying(*a, **kw):                      # first bucket file written, then killed mid-write
         out = real(*a, **kw)
@@ -34,7 +34,7 @@ WORKER = textwrap.dedent("""
             print("KILL", a[1], flush=True)
             os.kill(os.getpid(), signal.SIGKILL)
         return out
-    compaction.columnar.write_event_table = dying
+    columnar.write_event_table = dying
     catalog = SqlCatalog(sys.argv[1], warehouse=sys.argv[2])
     worker.run_worker(None, catalog, cq_id=int(sys.argv[3]), worker_id="doomed",
                       config=CompactorConfig(heartbeat_s=0))

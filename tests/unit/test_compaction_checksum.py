@@ -1,4 +1,4 @@
-"""The compaction verification digest (``compaction.checksum_batches``): independent of row order
+"""The compaction verification digest (``verify.checksum_batches``): independent of row order
 and batch boundaries, sensitive to any changed value, ROW__ID or NULL, in every column type."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import decimal
 import pyarrow as pa
 import pytest
 
-from acidflow.maintenance import compaction as C
+from acidflow.maintenance import verify as C
 from acidflow.read import snapshot
 
 NAMES = ["i", "s", "ts", "m", "d", "b", "bi", "day"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 
 from acidflow.format.packing import DEFAULT_TARGET_FILE_BYTES
-from acidflow.maintenance.compaction import DEFAULT_TARGET_STRIPE_BYTES
+from acidflow.maintenance.rewrite import DEFAULT_TARGET_STRIPE_BYTES
 
 #: Hive's per-table override prefix (Hive ``Initiator`` / ``COMPACTOR_THRESHOLD_PREFIX``)
 THRESHOLD_PREFIX = "compactorthreshold."
