@@ -73,12 +73,12 @@ def pull_changes(params: Mapping[str, Any]) -> str:
 
 
 def has_change_files(input_path: str) -> bool:
-    """Whether the landing path holds change files (``acidflow.cdc.apply.change_files``).
+    """Whether the landing path holds change files (``acidflow.cdc.files.change_files``).
 
     Raises:
         FileNotFoundError: the path does not exist (names it).
     """
     # deferred: the CDC package is not loaded when the DAG files are parsed
-    from acidflow.cdc.apply import change_files
+    from acidflow.cdc.files import change_files
 
     return bool(change_files(input_path))

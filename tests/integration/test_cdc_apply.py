@@ -24,11 +24,11 @@ def merge_path(request, monkeypatch):
     the driver: the defaults for small batches) or Spark (a lookup job and writer tasks, as for
     large scopes). Both must give the same tables."""
     if request.param == "spark":
-        from acidflow.cdc import apply
+        from acidflow.cdc import write as cdc_write
         from acidflow.engine import lookup
 
         monkeypatch.setattr(lookup, "LOCAL_LOOKUP_BYTES", -1)
-        monkeypatch.setattr(apply, "LOCAL_WRITE_ROWS", -1)
+        monkeypatch.setattr(cdc_write, "LOCAL_WRITE_ROWS", -1)
     return request.param
 
 

@@ -40,12 +40,9 @@ the batch has committed (the commit record carries it as ``schema_change``).
 
 from __future__ import annotations
 
-import gzip
-import hashlib
 import logging
 import os
 import time
-import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -62,9 +59,10 @@ from acidflow.catalog import (
 from acidflow.catalog.records import TxnState
 from acidflow.cdc import changes as chg
 from acidflow.cdc import columnar, stored
+from acidflow.cdc.files import batch_id_for, change_files, read_lines
 from acidflow.cdc.tables import table_from_stream, with_position_column
+from acidflow.cdc.write import delete_rows, write_arrow
 from acidflow.engine import lookup
-from acidflow.engine.statements import changes
 from acidflow.engine.transaction import Transaction
 from acidflow.errors import AcidflowError
 from acidflow.format.keys import key_json  # the catalog's tombstone key (one rule)
@@ -77,7 +75,6 @@ from acidflow.sources.records import (
     Change,
     IncompleteTransactionError,
     ParsedStream,
-    UnreadableFileError,
 )
 from acidflow.storage.fs import TableFS
 from acidflow.tables_config import load_tables_config
@@ -92,10 +89,6 @@ SCHEMA_DRIFT = ("add", "fail")
 #: at most this many times in all (``ACIDFLOW_CDC_COMMIT_ATTEMPTS``).
 #: Values below 1 count as 1 (one transaction, no retry).
 MAX_COMMIT_ATTEMPTS = max(1, int(os.environ.get("ACIDFLOW_CDC_COMMIT_ATTEMPTS", "3")))
-
-#: A batch's merge plan (already in the driver) is written by this process when it has at most
-#: this many insert + delete rows, else by Spark tasks (``ACIDFLOW_LOCAL_WRITE_ROWS``).
-LOCAL_WRITE_ROWS = int(os.environ.get("ACIDFLOW_LOCAL_WRITE_ROWS", "2000000"))
 
 
 class SchemaDriftError(AcidflowError, RuntimeError):
@@ -176,95 +169,6 @@ class BatchReport:
     seconds: float = 0.0
     waiting: dict[str, int] = field(default_factory=dict)
     attempts: int = 1
-
-
-def quarantine_hint(path: str) -> str:
-    """The documented way past a poison change file: set it aside deliberately."""
-    return (
-        f"set it aside with 'acidflow cdc quarantine-file {path} --reason TEXT' to go on "
-        "with the later files"
-    )
-
-
-def read_lines(path: str) -> tuple[list[str], bytes]:
-    """The text lines of a change file (``.gz`` decompressed) and its (decompressed) content.
-
-    Raises:
-        UnreadableFileError: a truncated or corrupt ``.gz``, a binary file (NUL bytes, or gzip
-            data under a name without ``.gz``) or bytes that are not UTF-8; the message names
-            the file, the byte offset (and line) where known, and :func:`quarantine_hint`.
-    """
-    with TableFS(path).open(path, "rb") as f:
-        raw = f.read()
-    hint = quarantine_hint(path)
-    if path.endswith(".gz"):
-        try:
-            data = gzip.decompress(raw)
-        except EOFError:
-            raise UnreadableFileError(
-                path,
-                f"truncated .gz: the compressed data ends at byte {len(raw)} before the "
-                "end-of-stream marker (an interrupted copy?)",
-                len(raw),
-                hint=hint,
-            ) from None
-        except (OSError, zlib.error) as e:  # BadGzipFile is an OSError
-            raise UnreadableFileError(path, f"corrupt .gz: {e}", hint=hint) from None
-    else:
-        data = raw
-    if data[:2] == b"\x1f\x8b":
-        raise UnreadableFileError(
-            path, "gzip-compressed data in a file whose name does not end in .gz", 0, 1, hint=hint
-        )
-    nul = data.find(b"\x00")
-    if nul >= 0:
-        raise UnreadableFileError(
-            path,
-            "binary data (a NUL byte), not JSON text",
-            nul,
-            data.count(b"\n", 0, nul) + 1,
-            hint=hint,
-        )
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise UnreadableFileError(
-            path,
-            f"not UTF-8 text ({e.reason}: {data[e.start : e.start + 4]!r})",
-            e.start,
-            data.count(b"\n", 0, e.start) + 1,
-            hint=hint,
-        ) from None
-    return text.splitlines(), data
-
-
-def batch_id_for(fmt: str, stream: ParsedStream, content: bytes) -> str:
-    """The batch id: LSN range for wal2json streams, else a digest of the content."""
-    if fmt == "wal2json" and stream.first_position and stream.last_position:
-        return f"wal2json:{stream.first_position}-{stream.last_position}"
-    return f"{fmt}:sha256:{hashlib.sha256(content).hexdigest()}"
-
-
-def change_files(input_path: str) -> list[str]:
-    """Change files of a directory in name order (``*.json``, ``*.jsonl``, ``*.ndjson``, each
-    optionally ``.gz``; hidden and temporary files skipped), or the single file given.
-
-    Raises:
-        FileNotFoundError: nothing there.
-    """
-    p = Path(input_path)
-    if p.is_file():
-        return [str(p)]
-    if not p.is_dir():
-        raise FileNotFoundError(f"no change files at {input_path}")
-    exts = (".json", ".jsonl", ".ndjson")
-    return sorted(
-        str(f)
-        for f in p.iterdir()
-        if f.is_file()
-        and not f.name.startswith((".", "_"))
-        and f.name.removesuffix(".gz").endswith(exts)
-    )
 
 
 def apply_path(spark: Any, catalog: Any, input_path: str, options: CdcOptions) -> list[BatchReport]:
@@ -738,7 +642,7 @@ def _apply_table(
         stats["write_id"], stats["files"] = result.write_id, result.files
     else:
         if deletes is None:
-            deletes = _delete_rows(table, plan)
+            deletes = delete_rows(table, plan)
         if inserts.num_rows or deletes.num_rows:
             result = write_arrow(spark, txn, table, inserts, deletes, plan.stats)
             stats["write_id"] = result.write_id
@@ -821,46 +725,6 @@ def _all_partitions(catalog: Any, table: TableDef) -> list[dict[str, Any]]:
     depth = len(table.partition_columns)
     found = split_partitions(tfs.list_recursive(table.location), depth)
     return [dict(parse_partition_path(p)) for p in found if p]
-
-
-def write_plan(spark: Any, catalog: Any, txn: Any, table: TableDef, plan: chg.MergePlan) -> Any:
-    """Write a :class:`acidflow.cdc.changes.MergePlan` as one split-update statement."""
-    inserts = stored.arrow_rows(plan.inserts, stored.all_columns(table))
-    return write_arrow(spark, txn, table, inserts, _delete_rows(table, plan), plan.stats)
-
-
-def _delete_rows(table: TableDef, plan: chg.MergePlan) -> pa.Table:
-    """The plan's deletes as ``apply_row_changes``' delete events (partition columns,
-    ``owid``, ``bprop``, ``rowid``)."""
-    pcols = [(c.name, c.hive_type) for c in table.partition_columns]
-    del_rows = [
-        {**{p: row.get(p) for p, _ in pcols}, "owid": rid[0], "bprop": rid[1], "rowid": rid[2]}
-        for row, rid in plan.deletes
-    ]
-    return stored.arrow_rows(
-        del_rows, pcols + [("owid", "bigint"), ("bprop", "int"), ("rowid", "bigint")]
-    )
-
-
-def write_arrow(
-    spark: Any,
-    txn: Any,
-    table: TableDef,
-    inserts: pa.Table,
-    deletes: pa.Table,
-    stats: dict[str, int],
-) -> Any:
-    """Write new row versions (``inserts``: the table's columns, ``types.arrow_schema``) and
-    delete events (``deletes``: partition columns, ``owid``, ``bprop``, ``rowid``) as one
-    split-update statement (``changes.apply_row_changes``); Spark tasks write them when
-    they exceed :data:`LOCAL_WRITE_ROWS` rows. ``stats``: the plan's statistics (the commit
-    record's counts)."""
-    if inserts.num_rows + deletes.num_rows > LOCAL_WRITE_ROWS:
-        inserts, deletes = spark.createDataFrame(inserts), spark.createDataFrame(deletes)
-    counts = {k: stats[k] for k in ("rows_inserted", "rows_updated", "rows_deleted")}
-    return changes.apply_row_changes(
-        txn, table.name, inserts, deletes, counts=counts, operation="cdc_merge"
-    )
 
 
 def build_options(

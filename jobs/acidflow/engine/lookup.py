@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import pyarrow as pa
+import pyorc
 
 from acidflow.engine.ports import TableDesc, TxnCatalog, TxnRef
 from acidflow.engine.writer import BUCKET_COL, bucket_ids_arrow, with_buckets
@@ -113,21 +114,21 @@ def plan_current(
 
 
 def stored_column_max(current: CurrentPlan, column: str) -> tuple[bool, str | None]:
-    """:func:`acidflow.read.snapshot.string_column_max` of a string column over the files of a
+    """:func:`string_column_max` of a string column over the files of a
     planned snapshot (ORC footers only)."""
-    return snapshot.string_column_max(current.tfs, current.plan, column)
+    return string_column_max(current.tfs, current.plan, column)
 
 
 def split_by_column_bound(
     current: CurrentPlan, column: str, below: str
 ) -> tuple[CurrentPlan, CurrentPlan]:
     """The planned snapshot cut in two by the ORC statistics of a string column (footers
-    only, :func:`acidflow.read.snapshot.string_column_maxima`): the files whose every value of
+    only, :func:`string_column_maxima`): the files whose every value of
     ``column`` is known to be below ``below`` (or NULL), and the rest. A lookup can skip
     reading ``column`` in the first part: a CDC batch reads the stored ``_cdc_position`` only
     of the files that may hold a position as new as its oldest event (usually the recent
     deltas, not the base)."""
-    maxima = snapshot.string_column_maxima(current.tfs, current.plan, column)
+    maxima = string_column_maxima(current.tfs, current.plan, column)
 
     def older(f: snapshot.DataFile) -> bool:
         known, top = maxima.get(f.path, (False, None))
@@ -214,3 +215,53 @@ def matching_rows(
         F.col(snapshot.ROW_ID + ".rowid").alias("rowid"),
     )
     return existing.join(keys_df.select(*key).distinct(), on=key, how="left_semi")
+
+
+def string_column_maxima(
+    tfs: TableFS, plan: snapshot.ReadPlan, column: str
+) -> dict[str, tuple[bool, str | None]]:
+    """Upper bound of a string data column in each insert-side file a plan reads, from the ORC
+    file statistics alone (footers, no data): ``{path: (True, max)}``, ``(True, None)`` when
+    every value in the file is NULL or the file has no such column (added later), ``(False,
+    None)`` when the file has no usable statistics (original files, or a writer that wrote
+    none) -- the caller must then read the column of that file. ORC may truncate long string
+    statistics, but only to a bound that is still >= the true maximum (ORC-203), which is all a
+    caller comparing with it needs."""
+    idx = [n for n, _ in plan.columns].index(column)
+    out: dict[str, tuple[bool, str | None]] = {}
+    for f in {f.path: f for t in plan.tasks for f in t.data_files}.values():
+        out[f.path] = (False, None) if f.kind == "original" else _file_string_max(tfs, f.path, idx)
+    return out
+
+
+def _file_string_max(tfs: TableFS, path: str, idx: int) -> tuple[bool, str | None]:
+    """One file's bound of the ``idx``-th row column (see :func:`string_column_maxima`)."""
+    with tfs.open(path, "rb") as fh:
+        reader = pyorc.Reader(fh)
+        schema: Any = reader.schema  # a struct TypeDescription (pyorc's stubs lack .fields)
+        top = list(schema.fields.values())
+        if len(top) != 6:
+            return False, None
+        fields = list(top[5].fields.values())
+        if idx >= len(fields):
+            return True, None  # the column was added after this file was written: all NULL
+        stats = reader[fields[idx].column_id].statistics
+    if not stats.get("number_of_values"):
+        return True, None
+    top_value = stats.get("maximum")
+    return (True, top_value) if isinstance(top_value, str) else (False, None)
+
+
+def string_column_max(
+    tfs: TableFS, plan: snapshot.ReadPlan, column: str
+) -> tuple[bool, str | None]:
+    """Upper bound of a string data column over every insert-side file a plan reads:
+    ``(True, max)``, ``(True, None)`` when all values are NULL, ``(False, None)`` when some
+    file has no usable statistics (see :func:`string_column_maxima`)."""
+    best = None
+    for known, top_value in string_column_maxima(tfs, plan, column).values():
+        if not known:
+            return False, None
+        if top_value is not None and (best is None or top_value > best):
+            best = top_value
+    return True, best

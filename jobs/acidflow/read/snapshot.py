@@ -37,7 +37,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.orc as paorc
-import pyorc
 
 from acidflow.format import partitions as parts
 from acidflow.format import types as htypes
@@ -648,54 +647,6 @@ def planned_bytes(tfs: TableFS, plan: ReadPlan) -> int:
     paths = {f.path for t in plan.tasks for f in t.data_files}
     paths |= {p for t in plan.tasks for p in t.delete_files}
     return sum(tfs.size(p) for p in paths)
-
-
-def string_column_maxima(
-    tfs: TableFS, plan: ReadPlan, column: str
-) -> dict[str, tuple[bool, str | None]]:
-    """Upper bound of a string data column in each insert-side file a plan reads, from the ORC
-    file statistics alone (footers, no data): ``{path: (True, max)}``, ``(True, None)`` when
-    every value in the file is NULL or the file has no such column (added later), ``(False,
-    None)`` when the file has no usable statistics (original files, or a writer that wrote
-    none) -- the caller must then read the column of that file. ORC may truncate long string
-    statistics, but only to a bound that is still >= the true maximum (ORC-203), which is all a
-    caller comparing with it needs."""
-    idx = [n for n, _ in plan.columns].index(column)
-    out: dict[str, tuple[bool, str | None]] = {}
-    for f in {f.path: f for t in plan.tasks for f in t.data_files}.values():
-        out[f.path] = (False, None) if f.kind == "original" else _file_string_max(tfs, f.path, idx)
-    return out
-
-
-def _file_string_max(tfs: TableFS, path: str, idx: int) -> tuple[bool, str | None]:
-    """One file's bound of the ``idx``-th row column (see :func:`string_column_maxima`)."""
-    with tfs.open(path, "rb") as fh:
-        reader = pyorc.Reader(fh)
-        schema: Any = reader.schema  # a struct TypeDescription (pyorc's stubs lack .fields)
-        top = list(schema.fields.values())
-        if len(top) != 6:
-            return False, None
-        fields = list(top[5].fields.values())
-        if idx >= len(fields):
-            return True, None  # the column was added after this file was written: all NULL
-        stats = reader[fields[idx].column_id].statistics
-    if not stats.get("number_of_values"):
-        return True, None
-    top_value = stats.get("maximum")
-    return (True, top_value) if isinstance(top_value, str) else (False, None)
-
-
-def string_column_max(tfs: TableFS, plan: ReadPlan, column: str) -> tuple[bool, str | None]:
-    """Upper bound of a string data column over every insert-side file a plan reads:
-    ``(True, max)``, ``(True, None)`` when all values are NULL, ``(False, None)`` when some
-    file has no usable statistics (see :func:`string_column_maxima`)."""
-    best = None
-    for known, top_value in string_column_maxima(tfs, plan, column).values():
-        if not known:
-            return False, None
-        if top_value is not None and (best is None or top_value > best):
-            best = top_value
-    return True, best
 
 
 def split_plan(plan: ReadPlan, first: Callable[[DataFile], bool]) -> tuple[ReadPlan, ReadPlan]:
