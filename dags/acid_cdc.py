@@ -123,7 +123,7 @@ with DAG(
         args=[
             "--input",
             "{{ params.input_path }}",
-            "--format",
+            "--input-format",
             "{{ params.format }}",
             "--tables-config",
             "{{ params.tables_config }}",

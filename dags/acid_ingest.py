@@ -82,7 +82,7 @@ with DAG(
                 t,
                 "--path",
                 params["path_template"].format(table=t, ds=ds),
-                "--format",
+                "--input-format",
                 params["format"],
                 "--data-interval",
                 interval,

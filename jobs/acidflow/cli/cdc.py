@@ -86,7 +86,9 @@ def register(
     @cdc_app.command("apply")
     def apply(
         input: str = typer.Option(..., "--input", help="change file or directory of files"),
-        fmt: str = typer.Option("wal2json", "--format", help="wal2json | debezium | goldengate"),
+        fmt: str = typer.Option(
+            "wal2json", "--input-format", help="wal2json | debezium | goldengate"
+        ),
         tables_config: Optional[str] = typer.Option(
             None, "--tables-config", help="YAML file or directory (include/tables/)"
         ),
@@ -150,7 +152,7 @@ def register(
     def ingest_cmd(
         table: str = typer.Option(..., "--table", help="db.table"),
         path: str = typer.Option(..., "--path", help="landing file, glob or directory"),
-        fmt: str = typer.Option(..., "--format", help="csv | jsonl | parquet"),
+        fmt: str = typer.Option(..., "--input-format", help="csv | jsonl | parquet"),
         data_interval: str = typer.Option(
             ..., "--data-interval", help="identity of the interval, e.g. 2024-01-01"
         ),
