@@ -23,7 +23,10 @@ def _cdc_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--input", required=True, help="change file or directory")
     p.add_argument(
-        "--input-format", dest="fmt", default="wal2json", choices=["wal2json", "debezium", "goldengate"]
+        "--input-format",
+        dest="fmt",
+        default="wal2json",
+        choices=["wal2json", "debezium", "goldengate"],
     )
     p.add_argument("--tables-config", default=None, help="YAML file or directory")
     p.add_argument(

@@ -25,9 +25,7 @@ def ingest_main(argv: list[str]) -> int:
     )
     p.add_argument("--table", required=True)
     p.add_argument("--path", required=True, help="file, glob or directory")
-    p.add_argument(
-        "--input-format", dest="fmt", required=True, choices=["csv", "jsonl", "parquet"]
-    )
+    p.add_argument("--input-format", dest="fmt", required=True, choices=["csv", "jsonl", "parquet"])
     p.add_argument("--data-interval", required=True)
     p.add_argument(
         "--mode",
