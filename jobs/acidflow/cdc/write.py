@@ -10,9 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from acidflow.catalog import (
-    TableDef,
-)
+from acidflow.catalog import TableDef
 from acidflow.cdc import changes as chg
 from acidflow.cdc import stored
 from acidflow.engine.statements import changes

@@ -16,9 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from acidflow.format import packing
-from acidflow.format.layout import (
-    ValidWriteIdList,
-)
+from acidflow.format.layout import ValidWriteIdList
 from acidflow.format.orc import columnar
 from acidflow.format.orc import files as acid_files
 from acidflow.maintenance.verify import checksum_batches

@@ -1,7 +1,7 @@
 """The verification of a compaction: an order-independent checksum of a partition's visible rows,
 computed before the rewrite and again on its output (Hive's compactor has none; acidflow
-publishes only when both agree). The rows are those of snapshot.read_task(..., row_id=True):
-(ROW__ID, *columns), hashed by DuckDB straight on the Arrow batches.
+publishes only when both agree). The rows are those of ``snapshot.read_task(..., row_id=True)``:
+``(ROW__ID, *columns)``, hashed by DuckDB straight on the Arrow batches.
 """
 
 from __future__ import annotations
@@ -12,9 +12,7 @@ from typing import Any, Iterable, Iterator
 import duckdb
 import pyarrow as pa
 
-from acidflow.format.layout import (
-    ValidWriteIdList,
-)
+from acidflow.format.layout import ValidWriteIdList
 from acidflow.read import snapshot
 from acidflow.storage.fs import TableFS
 
