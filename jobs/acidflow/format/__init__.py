@@ -1,7 +1,8 @@
 """Hive's ACID rules, pure: no I/O of its own choosing, no pyspark, nothing else of acidflow.
 
-* ``writeids``, ``layout``: directory and file names, ``ValidWriteIdList``, ``getAcidState``
-  over a listing it is given (Hive ``AcidUtils``);
+* ``names``: base, delta, delete delta and bucket file names (Hive ``AcidUtils``);
+* ``writeids``, ``layout``: ``ValidWriteIdList`` and ``getAcidState`` over a listing it is
+  given (layout re-exports the names);
 * ``bucketing``, ``bucketing_hash``: the bucket property (``BucketCodec``) and Hive's bucket
   hash (``ObjectInspectorUtils.getBucketNumber``, both bucketing versions);
 * ``hivetypes``, ``types``: the one Hive type parser and the ORC / Arrow mappings;
