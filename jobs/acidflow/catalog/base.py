@@ -39,7 +39,6 @@ from acidflow.catalog.schemapolicy import SchemaPolicies
 from acidflow.catalog.warehouse import check_owner
 from acidflow.config import Settings, load_settings
 from acidflow.storage.fs import TableFS
-from acidflow.storage.state import register_txn_state
 
 if TYPE_CHECKING:
     pass
@@ -205,16 +204,17 @@ class Catalog(SchemaPolicies, BatchLedger, CompactionQueue, ReaderRegistry):
             acidflow.catalog.errors.CatalogDatabaseError: the store cannot be used.
         """
 
-    def register_visibility(self) -> None:
-        """On an object-store warehouse (``s3://``...): register :meth:`visibility_state` as
-        the ``_v<T>`` lookup of every directory under :attr:`warehouse`
-        (:func:`acidflow.storage.state.register_txn_state`), so readers, the initiator and the
-        cleaner of this process ignore the output of a compaction until its transaction
-        commits (the compactor writes it there under its final ``_v<T>`` name, no rename).
-        Backends call it once constructed; local warehouses register nothing (their
-        compactor publishes by rename and writes no ``_v`` suffix)."""
-        if not TableFS(self.warehouse).renames_atomically:
-            register_txn_state(self.warehouse, self.visibility_state)
+    def visibility_lookup(self) -> Callable[[int], str] | None:
+        """The ``_v<T>`` lookup a reader, the initiator, the cleaner and the compactor pass to
+        :func:`acidflow.storage.state.acid_state` for this catalog's tables: on an object-store
+        warehouse (``s3://``...) :meth:`visibility_state`, so that the output of a compaction
+        stays invisible until its transaction commits (the compactor writes it there under its
+        final ``_v<T>`` name, no rename; Hive 4 checks T against the reader's
+        ``ValidTxnList``); ``None`` on local warehouses (their compactor publishes by rename
+        and writes no ``_v`` suffix)."""
+        if TableFS(self.warehouse).renames_atomically:
+            return None
+        return self.visibility_state
 
     def visibility_state(self, txn_id: int) -> str:
         """State of the visibility transaction ``T`` of a ``base_N_v<T>`` / ``delta_x_y_v<T>``

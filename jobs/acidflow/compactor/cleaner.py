@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Callable
 
 from acidflow.catalog import Catalog, CatalogError, TableDef
 from acidflow.catalog.records import CompactionState
@@ -88,12 +89,17 @@ def remove_safely(tfs: TableFS, pdir: str, name: str) -> None:
     tfs.delete(hidden)
 
 
-def clean_partition(table: TableDef, partition: str | None, valid: ValidWriteIdList) -> list[str]:
+def clean_partition(
+    table: TableDef,
+    partition: str | None,
+    valid: ValidWriteIdList,
+    txn_state: Callable[[int], str] | None = None,
+) -> list[str]:
     """Remove the obsolete and aborted directories (and obsolete original files) of one
     partition as seen at ``valid``; returns the names removed, in removal order (aborted
     first, then obsolete ones, oldest first). No retention (see
     :func:`clean_partition_retaining`)."""
-    return clean_partition_retaining(table, partition, valid, None, None)[0]
+    return clean_partition_retaining(table, partition, valid, None, None, txn_state)[0]
 
 
 def clean_partition_retaining(
@@ -102,6 +108,7 @@ def clean_partition_retaining(
     valid: ValidWriteIdList,
     current: ValidWriteIdList | None,
     oldest_retained: int | None,
+    txn_state: Callable[[int], str] | None = None,
 ) -> tuple[list[str], list[str]]:
     """:func:`clean_partition` that keeps what retained snapshots read.
 
@@ -110,6 +117,7 @@ def clean_partition_retaining(
         current: the table's current ValidWriteIdList (retained snapshots derive from it);
             None = no retention.
         oldest_retained: ``acidflow.read.history.RetainedRange.oldest``.
+        txn_state: the ``_v<T>`` lookup (``Catalog.visibility_lookup``).
     Returns:
         ``(removed, kept)``: names removed (aborted first, then obsolete, oldest first) and
         obsolete names kept for retention.
@@ -117,11 +125,13 @@ def clean_partition_retaining(
     tfs = TableFS(table.location)
     pdir = partition_dir(table, partition)
     entries = tfs.list_recursive(pdir)
-    state = acid_state(tfs, pdir, valid, entries=entries)
+    state = acid_state(tfs, pdir, valid, entries=entries, txn_state=txn_state)
     obsolete = [o for o in state.obsolete if o not in state.aborted]
     keep: set[str] = set()
     if current is not None and oldest_retained is not None and obsolete:
-        keep = retention.retained_names(tfs, pdir, current, oldest_retained, entries=entries)
+        keep = retention.retained_names(
+            tfs, pdir, current, oldest_retained, entries=entries, txn_state=txn_state
+        )
     doomed = list(state.aborted) + [o for o in obsolete if o not in keep]
     gone = set(doomed)
     lost = retention.history_loss(
@@ -249,6 +259,7 @@ def run_cleaner(
                 capped_list(valid, entry.highest_write_id or 0),
                 valid,
                 kept_range.oldest,
+                catalog.visibility_lookup(),
             )
             done = list((entry.details or {}).get("cleaned") or []) + removed
             if kept:
@@ -308,6 +319,7 @@ def run_cleaner(
                     valid.aborted_write_ids,
                 ),
                 entries=entries,
+                txn_state=catalog.visibility_lookup(),
             )
             if state.aborted:
                 for name in state.aborted:

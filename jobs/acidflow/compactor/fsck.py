@@ -374,7 +374,7 @@ def fsck_table(catalog: Catalog, name: str, *, max_named: int = MAX_NAMED) -> li
     for part in sorted(grouped):
         entries = grouped[part]
         pdir = partition_dir(table, part or None)
-        state = acid_state(tfs, pdir, valid, entries=entries)
+        state = acid_state(tfs, pdir, valid, entries=entries, txn_state=catalog.visibility_lookup())
         findings += check_layout(part, entries, state, view)
         for d in state.current_dirs:
             for rel, _b in bucket_files(entries, d):
@@ -419,6 +419,7 @@ def fsck_table(catalog: Catalog, name: str, *, max_named: int = MAX_NAMED) -> li
             valid,
             bucketed=table.num_buckets > 0,
             partitions=[part],
+            txn_state=catalog.visibility_lookup(),
         )
         row_ids: list[tuple[int, int, int]] = []
         for batch in (
@@ -473,6 +474,7 @@ def key_index_report(catalog: Catalog, name: str) -> list[Finding]:
         [(c.name, c.hive_type) for c in table.partition_columns],
         catalog.valid_write_ids(table.name),
         bucketed=table.num_buckets > 0,
+        txn_state=catalog.visibility_lookup(),
     )
     findings: list[Finding] = []
     for task in plan.tasks:

@@ -34,7 +34,7 @@ import fnmatch
 import getpass
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from acidflow.catalog import Catalog, CompactionInfo, TableDef
 from acidflow.catalog.records import CompactionState, CompactionType
@@ -226,7 +226,11 @@ def decide(
 
 
 def partition_stats(
-    table: TableDef, partition: str | None, valid: ValidWriteIdList, aborted_count: int
+    table: TableDef,
+    partition: str | None,
+    valid: ValidWriteIdList,
+    aborted_count: int,
+    txn_state: Callable[[int], str] | None = None,
 ) -> PartitionStats:
     """Gather :class:`PartitionStats` of a partition directory at the compactor's snapshot
     (``valid.for_compactor()``), like Hive's initiator (``getAcidState`` + file lengths).
@@ -235,6 +239,7 @@ def partition_stats(
         table: the table; ``partition``: its spec (``ds=2024-01-01``) or ``None``.
         valid: the table's ValidWriteIdList (turned into the compactor's here).
         aborted_count: aborted write ids of the partition (from the catalog).
+        txn_state: the ``_v<T>`` lookup (``Catalog.visibility_lookup``).
     Returns:
         sizes in bytes and current delta counts.
     Raises:
@@ -244,7 +249,7 @@ def partition_stats(
     pdir = partition_dir(table, partition)
     entries = tfs.list_recursive(pdir)
     sizes = {e.path: e.size for e in entries if not e.is_dir}
-    state = acid_state(tfs, pdir, valid.for_compactor(), entries=entries)
+    state = acid_state(tfs, pdir, valid.for_compactor(), entries=entries, txn_state=txn_state)
     base = 0
     if state.base is not None:
         base = sum(sizes.get(rel, 0) for rel, _ in bucket_files(entries, state.base.name))
@@ -322,7 +327,7 @@ def run_initiator(
         if not no_auto_compaction(table.properties) and not is_active:
             valid = catalog.valid_write_ids(name)
             aborted = len(catalog.aborted_write_ids(name, partition))
-            stats = partition_stats(table, partition, valid, aborted)
+            stats = partition_stats(table, partition, valid, aborted, catalog.visibility_lookup())
         d = decide(
             name,
             partition,

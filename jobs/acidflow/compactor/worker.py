@@ -160,6 +160,7 @@ def run_worker(
             target_file_bytes=cfg.target_file_bytes,
             record_history=policy.commits > 0 or policy.hours > 0,
             visibility_txn_id=entry.txn_id,
+            txn_state=catalog.visibility_lookup(),
         )  # object stores: output named _v<txn_id>
         hb.stop()
         report = result.to_dict()

@@ -109,6 +109,7 @@ def plan_current(
             bucketed=table.num_buckets > 0,
             partitions=partitions,
             buckets=buckets,
+            txn_state=catalog.visibility_lookup(),
         ),
     )
 

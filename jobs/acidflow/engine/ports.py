@@ -17,7 +17,7 @@ catalog backend (the SQL one, the Hive Metastore one) fits without the engine kn
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 from acidflow.format.layout import ValidWriteIdList
 from acidflow.format.table import ColumnDef, TableDesc
@@ -84,6 +84,8 @@ class TxnCatalog(Protocol):
     def abort_transaction(self, txn_id: int, reason: str = "") -> None: ...
 
     def writer_schema_problem(self, name: str, txn_id: int) -> str | None: ...
+
+    def visibility_lookup(self) -> Callable[[int], str] | None: ...
 
 
 class StatementContext(Protocol):

@@ -31,8 +31,8 @@ Publishing. Two schemes, chosen by the storage (``TableFS.renames_atomically``):
   transaction): the output is written directly under its final name carrying the
   compaction's transaction id T, ``base_<W>_v<T>`` / ``delta_<min>_<max>_v<T>`` /
   ``delete_delta_<min>_<max>_v<T>``, and verified there. ``get_acid_state`` uses a ``_v<T>``
-  directory only when T is committed (``acidflow.storage.state.register_txn_state``: the
-  catalog of an object-store warehouse answers), so the directories stay invisible to
+  directory only when T is committed (``Catalog.visibility_lookup``: the catalog of an
+  object-store warehouse answers; every caller passes it), so the directories stay invisible to
   readers, the initiator and the cleaner while they are written and verified, and become
   visible all at once through the catalog's commit of T (the worker's
   ``mark_compaction_ready_for_cleaning``). A worker that dies or fails leaves them under an
@@ -92,7 +92,6 @@ from acidflow.storage.fs import DirectoryClaimedError, TableFS, join
 from acidflow.storage.state import (
     compacted_base_check,
     mark_full_history,
-    registered_txn_state,
 )
 
 if TYPE_CHECKING:
@@ -445,6 +444,7 @@ def compact_partition(
     target_file_bytes: int | None = None,
     record_history: bool = False,
     visibility_txn_id: int | None = None,
+    txn_state: Callable[[int], str] | None = None,
 ) -> CompactionResult:
     """Compact one partition: plan, write into ``.compact_tmp_<cq_id>``, verify, publish by
     rename -- or, on an object store, write under the final ``_v<T>`` names and verify there;
@@ -472,6 +472,8 @@ def compact_partition(
             get one file per bucket.
         visibility_txn_id: the compaction's own transaction id T (the worker's queue entry
             ``txn_id``); required on object stores, unused where directories rename.
+        txn_state: the catalog's ``_v<T>`` lookup (``Catalog.visibility_lookup``): on an
+            object store, which earlier ``_v`` output is committed.
     Returns:
         :class:`CompactionResult` (``plan.skip_reason`` set when nothing was done).
     Raises:
@@ -499,7 +501,7 @@ def compact_partition(
         partition,
         is_compacted_base=compacted_base_check(tfs, pdir),
         visibility_txn_id=visibility_txn_id if direct else None,
-        txn_state=registered_txn_state(tfs.qualify(pdir)) if direct else None,
+        txn_state=txn_state if direct else None,
     )
     result = CompactionResult(plan, published=recovered)
     if plan.nothing_to_do:

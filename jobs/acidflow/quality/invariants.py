@@ -211,7 +211,7 @@ def check_table(catalog: Any, name: str) -> list[Finding]:
     for part in sorted(grouped):
         entries = grouped[part]
         pdir = partition_dir(table, part or None)
-        state = acid_state(tfs, pdir, valid, entries=entries)
+        state = acid_state(tfs, pdir, valid, entries=entries, txn_state=catalog.visibility_lookup())
         for d in state.current_dirs:
             for rel, file_bucket in bucket_files(entries, d):
                 out += check_file(

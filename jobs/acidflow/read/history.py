@@ -106,9 +106,11 @@ def oldest_readable_write_id(catalog: Catalog, table_name: str) -> int | None:
         for p in partition_paths(td)
     ]
     oldest: int | None = None
+    txn_state = catalog.visibility_lookup()
     for w in reversed([0] + committed):
         if not all(
-            rt.readable_at(tfs, pdir, valid, w, entries=entries) for pdir, entries in listings
+            rt.readable_at(tfs, pdir, valid, w, entries=entries, txn_state=txn_state)
+            for pdir, entries in listings
         ):
             break
         oldest = w

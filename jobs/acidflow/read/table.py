@@ -31,7 +31,7 @@ from __future__ import annotations
 import posixpath
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -103,6 +103,7 @@ def plan_table(
             read_optimized=read_optimized,
             partitions=partitions,
             buckets=buckets,
+            txn_state=catalog.visibility_lookup(),
         )
     except NotEnoughHistoryError as exc:
         if exc.oldest_readable_write_id is not None:
@@ -556,9 +557,14 @@ def plan_path(
     )
 
 
-def acid_state_of(path: str, valid: ValidWriteIdList | None = None) -> AcidState:
+def acid_state_of(
+    path: str,
+    valid: ValidWriteIdList | None = None,
+    txn_state: Callable[[int], str] | None = None,
+) -> AcidState:
     """``AcidState`` of one partition (or unpartitioned table) directory; by default every
-    write id is committed."""
+    write id is committed, and so is every ``_v<T>`` directory unless ``txn_state`` (the
+    catalog's ``visibility_lookup()``) says otherwise."""
     tfs = TableFS(path)
     valid = valid or ValidWriteIdList(posixpath.basename(path.rstrip("/")), LONG_MAX)
-    return acid_state(tfs, path, valid)
+    return acid_state(tfs, path, valid, txn_state=txn_state)

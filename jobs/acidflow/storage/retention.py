@@ -36,7 +36,7 @@ import math
 import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from acidflow.format.layout import (
     AcidState,
@@ -242,6 +242,7 @@ def retained_names(
     oldest: int,
     *,
     entries: list[DirEntry] | None = None,
+    txn_state: Callable[[int], str] | None = None,
 ) -> set[str]:
     """Top-level names (base, delta and delete delta directories, original files or
     directories) of one partition that some retained snapshot reads: the union of
@@ -253,6 +254,7 @@ def retained_names(
         valid: the table's current ValidWriteIdList.
         oldest: :func:`oldest_retained_write_id`.
         entries: the partition's recursive listing when the caller has it.
+        txn_state: the ``_v<T>`` lookup (``Catalog.visibility_lookup``), as for ``acid_state``.
     Returns:
         Names relative to ``partition_dir``.
     """
@@ -261,7 +263,11 @@ def retained_names(
     floor = history_floor(tfs, partition_dir, listing)
     for w in snapshot_points(listing, valid, oldest, floor):
         try:
-            keep |= _needed(acid_state(tfs, partition_dir, snapshot_at(valid, w), entries=listing))
+            keep |= _needed(
+                acid_state(
+                    tfs, partition_dir, snapshot_at(valid, w), entries=listing, txn_state=txn_state
+                )
+            )
         except NotEnoughHistoryError:
             continue
     return keep
@@ -274,12 +280,16 @@ def readable_at(
     write_id: int,
     *,
     entries: list[DirEntry] | None = None,
+    txn_state: Callable[[int], str] | None = None,
 ) -> bool:
     """Whether the snapshot ``as_of_write_id=write_id`` of one partition can still be read
-    (``getAcidState`` finds a usable base or full history)."""
+    (``getAcidState`` finds a usable base or full history; ``txn_state`` as for
+    ``acid_state``)."""
     listing = tfs.list_recursive(partition_dir) if entries is None else entries
     try:
-        acid_state(tfs, partition_dir, snapshot_at(valid, write_id), entries=listing)
+        acid_state(
+            tfs, partition_dir, snapshot_at(valid, write_id), entries=listing, txn_state=txn_state
+        )
     except NotEnoughHistoryError:
         return False
     return True

@@ -9,12 +9,11 @@ leave to I/O once:
 
 * the compacted-base check: ``<base>/_metadata_acid`` says ``compacted``
   (:func:`acidflow.format.orc.files.is_compacted_base`, Hive ``AcidUtils.MetaDataFile.isCompacted``);
-* the visibility-transaction lookup for ``_v<T>`` directories (``txn_state``). A caller may
-  pass one; otherwise the lookup registered for the warehouse the directory lies in is used
-  (:func:`register_txn_state`: a catalog whose warehouse is on an object store registers its
-  transaction states there, because acidflow's compactor writes ``_v<T>`` output directly
-  on such stores, visible only once T commits); none registered = every ``_v`` directory
-  committed, as Trino reads;
+* the visibility-transaction lookup for ``_v<T>`` directories (``txn_state``), passed in by
+  the caller: the catalog's :meth:`~acidflow.catalog.Catalog.visibility_lookup` on an
+  object-store warehouse (acidflow's compactor writes ``_v<T>`` output directly there,
+  visible only once T commits, as Hive 4 checks T against the reader's ``ValidTxnList``);
+  none = every ``_v`` directory committed, as Trino reads;
 * acidflow's history floor (``_acidflow_history`` in the partition directory, a hidden file
   Hive and Trino skip): a snapshot below every compacted base is readable from the deltas
   when the cleaner kept them (history retention, ``acidflow.storage.retention``). The file says
@@ -29,8 +28,6 @@ leave to I/O once:
 from __future__ import annotations
 
 import json
-import threading
-import weakref
 from typing import Callable, Iterable
 
 from acidflow.format.layout import (
@@ -51,44 +48,7 @@ __all__ = [
     "history_floor",
     "write_history_floor",
     "mark_full_history",
-    "register_txn_state",
-    "registered_txn_state",
 ]
-
-#: warehouse root (no trailing slash) -> weak reference to a ``txn_state`` lookup
-_TXN_STATES: dict[str, "weakref.ReferenceType[Callable[[int], str]]"] = {}
-_TXN_STATES_LOCK = threading.Lock()
-
-
-def register_txn_state(root: str, lookup: Callable[[int], str]) -> None:
-    """Make ``lookup`` the visibility-transaction lookup (``txn_id -> "open" | "committed" |
-    "aborted"``, Hive's ``ValidTxnList`` answered at planning time) of every ``_v<T>``
-    directory under ``root`` (a URL such as ``s3://bucket/wh``) for :func:`acid_state`
-    calls that pass none. The longest registered root containing a directory wins; a later
-    registration of the same root replaces the earlier one (a warehouse has one owning
-    catalog). Held weakly: a bound method's lookup lives as long as its object.
-    """
-    key = root.rstrip("/")
-    ref: weakref.ReferenceType[Callable[[int], str]]
-    try:
-        ref = weakref.WeakMethod(lookup)
-    except TypeError:  # a plain function
-        ref = weakref.ref(lookup)
-    with _TXN_STATES_LOCK:
-        _TXN_STATES[key] = ref
-
-
-def registered_txn_state(path: str) -> Callable[[int], str] | None:
-    """The lookup :func:`register_txn_state` registered for the root containing ``path``
-    (longest root first), or None."""
-    with _TXN_STATES_LOCK:
-        for root in sorted(_TXN_STATES, key=len, reverse=True):
-            if path == root or path.startswith(root + "/"):
-                fn = _TXN_STATES[root]()
-                if fn is not None:
-                    return fn
-    return None
-
 
 #: hidden file in a partition directory: ``{"full_history_below": N | null}``
 HISTORY_FILE = "_acidflow_history"
@@ -129,8 +89,7 @@ def acid_state(
         entries: the directory's recursive listing when the caller already has it (paths
             relative to ``partition_dir``); default: listed here.
         txn_state: visibility-transaction state of a ``_v<T>`` directory (``"committed"``,
-            ``"open"``, ``"aborted"``); None = the lookup registered for the directory's
-            warehouse (:func:`register_txn_state`), else committed.
+            ``"open"``, ``"aborted"``; ``Catalog.visibility_lookup``); None = committed.
         ignore_empty_files: drop zero-length original files (Hive ``ignoreEmptyFiles``).
     Returns:
         :class:`acidflow.format.layout.AcidState`.
@@ -141,8 +100,6 @@ def acid_state(
     """
     listing = list(tfs.list_recursive(partition_dir) if entries is None else entries)
     check = compacted_base_check(tfs, partition_dir)
-    if txn_state is None:
-        txn_state = registered_txn_state(tfs.qualify(partition_dir))
     try:
         state = get_acid_state(
             listing, valid, check, txn_state, ignore_empty_files=ignore_empty_files

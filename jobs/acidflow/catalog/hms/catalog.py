@@ -168,7 +168,6 @@ class HiveMetastoreCatalog(MetastoreTables):
         self._owner = getpass.getuser()
         self._known_parts: set[tuple[str, str, str]] = set()
         self._lock = threading.Lock()
-        self.register_visibility()  # after the side catalog's: the metastore's txn ids win
 
     # -- lifetime ----------------------------------------------------------------------------
     def close(self) -> None:

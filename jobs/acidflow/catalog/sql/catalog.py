@@ -103,7 +103,6 @@ class SqlCatalog(Catalog):
         self._schema = SqlSchemaHistory(self.db, self.warehouse)  # schema evolution
         if migrate:
             self.upgrade()
-        self.register_visibility()  # object-store warehouses: _v<T> dirs of open txns hidden
 
     # -- the database --------------------------------------------------------------------
     @property
