@@ -46,9 +46,6 @@ if TYPE_CHECKING:
 #: Makes a catalog: ``factory(url, *, warehouse=..., migrate=..., **kwargs) -> Catalog``.
 CatalogFactory = Callable[..., "Catalog"]
 
-#: URL schemes reserved for backends that do not exist yet, with what they will be.
-PLANNED_BACKENDS: dict[str, str] = {}
-
 _BACKENDS: dict[str, CatalogFactory | str] = {}
 _DEFAULT_KEY = "*"
 
@@ -108,11 +105,6 @@ def load_catalog(
         kwargs.setdefault("txn_timeout_s", settings.txn_timeout_s)
     scheme = url_scheme(url)
     factory = _resolve_backend(scheme)
-    if factory is None and scheme in PLANNED_BACKENDS:
-        raise CatalogError(
-            f"catalog URL {url!r}: {PLANNED_BACKENDS[scheme]} is not available "
-            "yet; use a SQLAlchemy URL (sqlite:///... or postgresql+psycopg2://...)"
-        )
     factory = factory or _resolve_backend(_DEFAULT_KEY)
     if factory is None:  # pragma: no cover - acidflow.catalog registers the SQL backend
         raise CatalogError(f"no catalog backend for URL {url!r}")
