@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import threading
 from typing import Any, Callable
+from urllib.parse import unquote, urlsplit
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -40,6 +41,32 @@ NO_STORE = {
     "Referrer-Policy": "no-referrer",
     "X-Content-Type-Options": "nosniff",
 }
+
+
+def safe_next(next_url: str, base: str) -> str | None:
+    """``next_url`` when it is a page of this app (a path under ``base + "/"``, as the browser
+    will resolve it), else None: no scheme or host, no backslash, no ``.``/``..`` segment
+    (plain or percent-encoded, which browsers resolve before requesting), no control
+    character, and the decoded path still under the prefix. The login redirect goes only there
+    (no open redirect, and no redirect to another page of the same site).
+
+    Example: ``safe_next("/acidflow/tables/db.t?x=1", "/acidflow")`` -> the same string;
+    ``safe_next("/acidflow/../admin", "/acidflow")`` -> None.
+    """
+    prefix = f"{base}/"
+    if not next_url.startswith(prefix) or "\\" in next_url:
+        return None
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in next_url):
+        return None
+    parts = urlsplit(next_url)
+    if parts.scheme or parts.netloc:
+        return None
+    path = unquote(parts.path)
+    if "//" in path or "\\" in path or not path.startswith(prefix):
+        return None
+    if any(seg in (".", "..") for seg in path.split("/")):
+        return None
+    return next_url
 
 
 def _base(request: Request) -> str:
@@ -187,9 +214,7 @@ def create_app(
         if not auth.is_authorized(user):
             raise AuthError(403, "this user may not view plugin pages", explicit=True)
         base = _base(request)
-        target = f"{base}/"
-        if next.startswith(target) and "//" not in next and "\\" not in next:
-            target = next  # only pages of this app: no open redirect
+        target = safe_next(next, base) or f"{base}/"
         resp = RedirectResponse(target, status_code=303, headers=NO_STORE)
         resp.set_cookie(
             COOKIE_NAME,

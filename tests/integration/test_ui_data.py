@@ -228,6 +228,24 @@ def test_app_pages_with_token(client):
     r = client.get("/acidflow/login", params={"token": "good"}, follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == "/acidflow/"
     cookie = r.headers["set-cookie"]
+    # next: only a page of this app, as the browser resolves it
+    for next_url, expected in (
+        ("/acidflow/tables/sales.orders?x=1", "/acidflow/tables/sales.orders?x=1"),
+        ("/acidflow/../admin", "/acidflow/"),
+        ("/acidflow/%2e%2e/admin", "/acidflow/"),
+        ("/acidflow/%2E%2E%2Fadmin", "/acidflow/"),
+        ("/acidflow/./x", "/acidflow/"),
+        ("/acidflow//evil.example", "/acidflow/"),
+        ("/acidflow/%2F%2Fevil.example", "/acidflow/"),
+        ("/acidflow/\\evil.example", "/acidflow/"),
+        ("https://evil.example/acidflow/", "/acidflow/"),
+        ("/other/", "/acidflow/"),
+        ("/acidflow/x\r\nSet-Cookie: a=b", "/acidflow/"),
+    ):
+        got = client.get(
+            "/acidflow/login", params={"token": "good", "next": next_url}, follow_redirects=False
+        )
+        assert (got.status_code, got.headers["location"]) == (303, expected), next_url
     assert "acidflow_token=good" in cookie and "HttpOnly" in cookie and "Path=/acidflow" in cookie
     client.cookies.set("acidflow_token", "good")
     try:
