@@ -190,7 +190,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 # Static checks, run by `make test` before the suite: the package layering (import-linter
 # contracts in pyproject.toml [tool.importlinter]; jobs/ and plugins/ on PYTHONPATH so this
 # checkout's acidflow and UI plugin packages are the ones read), then mypy on the acidflow
-# packages and modules listed in [tool.mypy] (all but acidflow.cdc), then deptry: every import of
+# packages and modules listed in [tool.mypy] (every one), then deptry: every import of
 # jobs/ and plugins/ is a dependency pyproject.toml declares ([project] or an extra; no missing,
 # unused or transitive-only one; [tool.deptry]).
 lint: setup

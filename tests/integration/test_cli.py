@@ -75,8 +75,55 @@ def test_cli_on_catalog_tables(spark, warehouse):
     assert str(txn) in cli("show", "transactions") and "alice" in cli("show", "transactions")
     locks = cli("show", "locks")
     assert "shop.items" in locks and "exclusive" in locks
+    # --json: JSON lines, one object per item (one for describe), nothing else on stdout
+    (lock,) = [json.loads(line) for line in cli("show", "locks", "--json").splitlines()]
+    assert (lock["table"], lock["lock_type"], lock["txn_id"]) == ("shop.items", "exclusive", txn)
+    open_txns = [json.loads(line) for line in cli("show", "transactions", "--json").splitlines()]
+    assert [(t["txn_id"], t["user"], t["state"]) for t in open_txns] == [(txn, "alice", "open")]
     catalog.abort_transaction(txn, "test over")
     assert "exclusive" not in cli("show", "locks")
+    assert cli("show", "locks", "--json") == ""
+
+    (listed,) = [json.loads(line) for line in cli("tables", "--json").splitlines()]
+    assert (listed["name"], listed["high_watermark"], listed["primary_key"]) == (
+        "shop.items",
+        2,
+        ["sku"],
+    )
+    described = json.loads(cli("describe", "shop.items", "--json"))
+    assert described["valid_write_ids"].startswith("shop.items:2:")
+    assert described["history"]["newest_write_id"] == 2
+    assert [c["name"] for c in described["columns"]] == ["sku", "label"]
+    commits = [json.loads(line) for line in cli("commits", "shop.items", "--json").splitlines()]
+    assert [c["write_id"] for c in commits] == [2, 1]
+
+
+def test_cli_cat_prints_float_specials_as_json(warehouse):
+    """``cat`` prints valid JSON lines for NaN and infinities (as Spark's JSON writer does)."""
+    import pyarrow as pa
+
+    catalog = SqlCatalog(os.environ["ACIDFLOW_CATALOG_URL"], warehouse=str(warehouse))
+    catalog.create_table(
+        TableDef(
+            name="shop.floats",
+            columns=[Column("k", "int"), Column("x", "double")],
+            primary_key=["k"],
+            num_buckets=1,
+        )
+    )
+    with Transaction(catalog) as txn:
+        txn.upsert(
+            "shop.floats",
+            pa.table(
+                {
+                    "k": pa.array([1, 2, 3, 4], pa.int32()),
+                    "x": [float("nan"), float("inf"), float("-inf"), -0.0],
+                }
+            ),
+        )
+    out = cli("cat", "shop.floats")
+    rows = sorted((json.loads(line) for line in out.splitlines()), key=lambda r: r["k"])
+    assert [r["x"] for r in rows] == ["NaN", "Infinity", "-Infinity", -0.0]
 
 
 def test_cli_reports_errors_in_one_line(warehouse):

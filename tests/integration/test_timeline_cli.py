@@ -114,7 +114,7 @@ def test_commits_and_incremental(spark, catalog, partitioned):
         txn.insert(name, df([(50, "n50", "a")], SCHEMA))
     compact(catalog, name, p1 or None, "major")
 
-    doc = json.loads(cli("commits", name, "--json"))
+    doc = [json.loads(line) for line in cli("commits", name, "--json").splitlines()]
     commits = [e for e in doc if e["kind"] == "commit"]
     comps = [e for e in doc if e["kind"] == "compaction"]
     assert [e["write_id"] for e in commits] == [6, 5, 4, 3, 2, 1]  # newest first
@@ -156,7 +156,7 @@ def test_commits_and_incremental(spark, catalog, partitioned):
         assert c["compaction"]["visibility_txn_id"] == c["txn_id"] > 0
         assert c["compaction"]["partition"] == (p1 or None)
         assert c["files"] > 0 and c["rows_inserted"] > 0
-    assert len(json.loads(cli("commits", name, "--json", "--limit", "2"))) == 2
+    assert len(cli("commits", name, "--json", "--limit", "2").splitlines()) == 2
     text = cli("commits", name)
     assert "overwrite" in text and "compaction (major, succeeded)" in text and "<=6" in text
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any, Callable, Optional
+import dataclasses
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.table import Table
 
-from acidflow.cli.console import console
+from acidflow.cli.console import console, emit_json
+from acidflow.cli.context import cli_context
 from acidflow.spark import get_spark
 
 if TYPE_CHECKING:
@@ -16,10 +17,11 @@ if TYPE_CHECKING:
 
 
 def print_reports(reports: list[BatchReport], as_json: bool = False) -> None:
-    """Print batch reports as a Rich table (or JSON lines)."""
+    """Print batch reports as a Rich table, or as JSON lines (one object per report: its
+    fields, see :class:`acidflow.cdc.apply.BatchReport`)."""
     if as_json:
         for r in reports:
-            console.print_json(json.dumps(r.__dict__, default=str))
+            emit_json(r.__dict__)
         return
     t = Table(title="CDC batches")
     for c in (
@@ -75,152 +77,134 @@ def print_reports(reports: list[BatchReport], as_json: bool = False) -> None:
         console.print(f"[yellow]{r.quarantined} bad record(s) of {r.file} in {r.quarantine_file}")
 
 
-def register(
-    app: typer.Typer,
-    cdc_app: typer.Typer,
-    show_app: typer.Typer,
-    catalog_factory: Callable[[], Any],
+def apply(
+    ctx: typer.Context,
+    input: str = typer.Option(..., "--input", help="change file or directory of files"),
+    fmt: str = typer.Option("wal2json", "--input-format", help="wal2json | debezium | goldengate"),
+    tables_config: Optional[str] = typer.Option(
+        None, "--tables-config", help="YAML file or directory (include/tables/)"
+    ),
+    auto_create: bool = typer.Option(
+        False, "--auto-create", help="register unknown tables from the stream"
+    ),
+    target_db: str = typer.Option(
+        "default", "--target-db", help="database of tables named after their source"
+    ),
+    num_buckets: int = typer.Option(4, "--num-buckets", help="buckets of auto-created tables"),
+    schema_drift: str = typer.Option("add", "--schema-drift", help="add | fail"),
+    update_missing: str = typer.Option("insert", "--update-missing", help="insert | quarantine"),
+    insert_existing: str = typer.Option("update", "--insert-existing", help="update | quarantine"),
+    delete_missing: str = typer.Option("count", "--delete-missing", help="count | quarantine"),
+    quarantine_threshold: float = typer.Option(
+        0.01, "--quarantine-threshold", help="largest fraction of bad records"
+    ),
+    table: Optional[list[str]] = typer.Option(None, "--table", help="only these source tables"),
+    as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Add ``cdc apply`` and ``show batches`` to the ``acidflow`` command."""
+    """Apply change files (one batch per file, in name order) in Spark."""
+    # deferred: the CDC job imports pyarrow, SQLAlchemy and the Spark writer; --help needs none
+    from acidflow.cdc.apply import apply_path, build_options
 
-    @cdc_app.command("apply")
-    def apply(
-        input: str = typer.Option(..., "--input", help="change file or directory of files"),
-        fmt: str = typer.Option(
-            "wal2json", "--input-format", help="wal2json | debezium | goldengate"
-        ),
-        tables_config: Optional[str] = typer.Option(
-            None, "--tables-config", help="YAML file or directory (include/tables/)"
-        ),
-        auto_create: bool = typer.Option(
-            False, "--auto-create", help="register unknown tables from the stream"
-        ),
-        target_db: str = typer.Option(
-            "default", "--target-db", help="database of tables named after their source"
-        ),
-        num_buckets: int = typer.Option(4, "--num-buckets", help="buckets of auto-created tables"),
-        schema_drift: str = typer.Option("add", "--schema-drift", help="add | fail"),
-        update_missing: str = typer.Option(
-            "insert", "--update-missing", help="insert | quarantine"
-        ),
-        insert_existing: str = typer.Option(
-            "update", "--insert-existing", help="update | quarantine"
-        ),
-        delete_missing: str = typer.Option("count", "--delete-missing", help="count | quarantine"),
-        quarantine_threshold: float = typer.Option(
-            0.01, "--quarantine-threshold", help="largest fraction of bad records"
-        ),
-        table: Optional[list[str]] = typer.Option(None, "--table", help="only these source tables"),
-        as_json: bool = typer.Option(False, "--json"),
-    ) -> None:
-        """Apply change files (one batch per file, in name order) in Spark."""
-        # deferred: the CDC job imports pyarrow, SQLAlchemy and the Spark writer; --help needs none
-        from acidflow.cdc.apply import apply_path, build_options
+    options = build_options(
+        fmt,
+        tables_config=tables_config,
+        auto_create=auto_create,
+        target_db=target_db,
+        num_buckets=num_buckets,
+        schema_drift=schema_drift,
+        update_missing=update_missing,
+        insert_existing=insert_existing,
+        delete_missing=delete_missing,
+        quarantine_threshold=quarantine_threshold,
+        tables=table,
+    )
+    spark = get_spark("acidflow-cdc-apply")
+    reports = apply_path(spark, cli_context(ctx).catalog(), input, options)
+    print_reports(reports, as_json)
 
-        options = build_options(
-            fmt,
-            tables_config=tables_config,
-            auto_create=auto_create,
-            target_db=target_db,
-            num_buckets=num_buckets,
-            schema_drift=schema_drift,
-            update_missing=update_missing,
-            insert_existing=insert_existing,
-            delete_missing=delete_missing,
-            quarantine_threshold=quarantine_threshold,
-            tables=table,
-        )
-        spark = get_spark("acidflow-cdc-apply")
-        reports = apply_path(spark, catalog_factory(), input, options)
-        print_reports(reports, as_json)
 
-    @cdc_app.command("quarantine-file")
-    def quarantine_file(
-        path: str = typer.Argument(..., help="the change file to set aside"),
-        reason: str = typer.Option(..., "--reason", help="why (recorded with the file)"),
-    ) -> None:
-        """Set a poison change file aside (moved under <warehouse>/_quarantine/cdc/files/ with
-        a JSON record of reason, time, size and sha256) so the next `cdc apply` goes on with the
-        later files. Its changes are NOT applied: replay them from the source if needed."""
-        # deferred: imports the catalog's SQL backend (SQLAlchemy); --help needs none of it
-        from acidflow.quarantine import quarantine_input_file
+def quarantine_file(
+    ctx: typer.Context,
+    path: str = typer.Argument(..., help="the change file to set aside"),
+    reason: str = typer.Option(..., "--reason", help="why (recorded with the file)"),
+) -> None:
+    """Set a poison change file aside (moved under <warehouse>/_quarantine/cdc/files/ with
+    a JSON record of reason, time, size and sha256) so the next `cdc apply` goes on with the
+    later files. Its changes are NOT applied: replay them from the source if needed."""
+    # deferred: imports the catalog's SQL backend (SQLAlchemy); --help needs none of it
+    from acidflow.quarantine import quarantine_input_file
 
-        dest, record = quarantine_input_file(catalog_factory().warehouse, "cdc", path, reason)
-        console.print(f"quarantined {path} -> {dest} (record {record})", soft_wrap=True)
+    dest, record = quarantine_input_file(cli_context(ctx).catalog().warehouse, "cdc", path, reason)
+    console.print(f"quarantined {path} -> {dest} (record {record})", soft_wrap=True)
 
-    @app.command("ingest")
-    def ingest_cmd(
-        table: str = typer.Option(..., "--table", help="db.table"),
-        path: str = typer.Option(..., "--path", help="landing file, glob or directory"),
-        fmt: str = typer.Option(..., "--input-format", help="csv | jsonl | parquet"),
-        data_interval: str = typer.Option(
-            ..., "--data-interval", help="identity of the interval, e.g. 2024-01-01"
-        ),
-        mode: str = typer.Option("append", "--mode", help="append | overwrite | upsert"),
-        upsert: bool = typer.Option(
-            False,
-            "--upsert",
-            help="update rows whose primary key is already in the "
-            "table instead of refusing them (= --mode upsert)",
-        ),
-        partition: Optional[list[str]] = typer.Option(
-            None, "--partition", help="col=value (repeatable)"
-        ),
-        quarantine_threshold: float = typer.Option(0.01, "--quarantine-threshold"),
-    ) -> None:
-        """Load the landing files of one data interval into a table, once (Spark).
 
-        Appending to a table with a primary key refuses keys that are already in the table
-        (or repeat in the files) unless --upsert is given. Unreadable files (binary, truncated
-        .gz, broken Parquet) are quarantined whole and the other files are loaded."""
-        if upsert:
-            if mode not in ("append", "upsert"):
-                raise typer.BadParameter(f"--upsert does not combine with --mode {mode}")
-            mode = "upsert"
-        spec = dict(kv.split("=", 1) for kv in partition or []) or None
-        # deferred: the ingest job imports pyarrow, SQLAlchemy and the Spark writer
-        from acidflow.ingest import ingest
+def ingest_cmd(
+    ctx: typer.Context,
+    table: str = typer.Option(..., "--table", help="db.table"),
+    path: str = typer.Option(..., "--path", help="landing file, glob or directory"),
+    fmt: str = typer.Option(..., "--input-format", help="csv | jsonl | parquet"),
+    data_interval: str = typer.Option(
+        ..., "--data-interval", help="identity of the interval, e.g. 2024-01-01"
+    ),
+    mode: str = typer.Option("append", "--mode", help="append | overwrite | upsert"),
+    upsert: bool = typer.Option(
+        False,
+        "--upsert",
+        help="update rows whose primary key is already in the "
+        "table instead of refusing them (= --mode upsert)",
+    ),
+    partition: Optional[list[str]] = typer.Option(
+        None, "--partition", help="col=value (repeatable)"
+    ),
+    quarantine_threshold: float = typer.Option(0.01, "--quarantine-threshold"),
+    as_json: bool = typer.Option(
+        False, "--json", help="one JSON line: the batch report (IngestReport fields)"
+    ),
+) -> None:
+    """Load the landing files of one data interval into a table, once (Spark).
 
-        r = ingest(
-            get_spark("acidflow-ingest"),
-            catalog_factory(),
-            table,
-            path,
-            fmt,
-            data_interval,
-            mode=mode,
-            partition=spec,
-            quarantine_threshold=quarantine_threshold,
-        )
-        console.print(
-            f"{r.status}: {r.table} {r.data_interval} ({r.mode}) rows={r.rows} "
-            + (f"updated={r.rows_updated} " if r.mode == "upsert" else "")
-            + f"quarantined={r.quarantined} txn={r.txn_id} write id={r.write_id} "
-            f"batch={r.batch_id} {r.seconds:.1f}s"
-        )
-        if r.note:
-            console.print(f"[yellow]{r.note}")
-        for f in r.files:
-            if f.get("unreadable"):
-                console.print(f"[yellow]quarantined unreadable file {f['path']}: {f['unreadable']}")
-        if r.quarantine_file:
-            console.print(f"[yellow]bad records: {r.quarantine_file}")
+    Appending to a table with a primary key refuses keys that are already in the table
+    (or repeat in the files) unless --upsert is given. Unreadable files (binary, truncated
+    .gz, broken Parquet) are quarantined whole and the other files are loaded."""
+    if upsert:
+        if mode not in ("append", "upsert"):
+            raise typer.BadParameter(f"--upsert does not combine with --mode {mode}")
+        mode = "upsert"
+    spec = dict(kv.split("=", 1) for kv in partition or []) or None
+    # deferred: the ingest job imports pyarrow, SQLAlchemy and the Spark writer
+    from acidflow.ingest import ingest
 
-    @show_app.command("batches")
-    def show_batches(
-        kind: Optional[str] = typer.Option(None, "--kind", help="cdc | ingest"),
-    ) -> None:
-        """Idempotence records: each batch id and the transaction that applied it."""
-        t = Table(title="batches")
-        for c in ("batch", "kind", "txn", "state", "registered", "source"):
-            t.add_column(c)
-        for b in catalog_factory().list_batches(kind):
-            t.add_row(
-                b.batch_id,
-                b.kind,
-                str(b.txn_id),
-                b.state,
-                f"{b.registered_at:%Y-%m-%d %H:%M:%S}",
-                b.source or "",
-            )
-        console.print(t)
+    r = ingest(
+        get_spark("acidflow-ingest"),
+        cli_context(ctx).catalog(),
+        table,
+        path,
+        fmt,
+        data_interval,
+        mode=mode,
+        partition=spec,
+        quarantine_threshold=quarantine_threshold,
+    )
+    if as_json:
+        emit_json(dataclasses.asdict(r))
+        return
+    console.print(
+        f"{r.status}: {r.table} {r.data_interval} ({r.mode}) rows={r.rows} "
+        + (f"updated={r.rows_updated} " if r.mode == "upsert" else "")
+        + f"quarantined={r.quarantined} txn={r.txn_id} write id={r.write_id} "
+        f"batch={r.batch_id} {r.seconds:.1f}s"
+    )
+    if r.note:
+        console.print(f"[yellow]{r.note}")
+    for f in r.files:
+        if f.get("unreadable"):
+            console.print(f"[yellow]quarantined unreadable file {f['path']}: {f['unreadable']}")
+    if r.quarantine_file:
+        console.print(f"[yellow]bad records: {r.quarantine_file}")
+
+
+def register(app: typer.Typer, cdc_app: typer.Typer) -> None:
+    """Add ``ingest`` to ``app`` and ``apply`` / ``quarantine-file`` to the ``cdc`` group."""
+    cdc_app.command("apply")(apply)
+    cdc_app.command("quarantine-file")(quarantine_file)
+    app.command("ingest")(ingest_cmd)

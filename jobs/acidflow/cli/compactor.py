@@ -16,21 +16,16 @@ error.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Optional
 
 import typer
 from rich.table import Table
 
-from acidflow.catalog import Catalog
 from acidflow.catalog.records import CompactionState, CompactionType
-from acidflow.cli.console import console, err
+from acidflow.cli.console import console, emit_json, err
+from acidflow.cli.context import cli_context
 from acidflow.spark import get_spark
-
-
-def _catalog() -> Catalog:
-    return Catalog.from_settings()
 
 
 def _t(v: object) -> str:
@@ -41,185 +36,154 @@ def _t(v: object) -> str:
     )
 
 
-def register(app: typer.Typer, show_app: typer.Typer) -> None:
-    """Add ``compact``, ``initiate``, ``clean``, ``fsck`` to ``app`` and ``compactions`` to
-    ``show_app``."""
+def compact(
+    ctx: typer.Context,
+    table: str = typer.Argument(..., help="db.table"),
+    partition: Optional[str] = typer.Option(None, "--partition", help="e.g. ds=2024-01-01"),
+    type_: str = typer.Option(..., "--type", help="major or minor"),
+    run: bool = typer.Option(False, "--run", help="run the worker (and cleaner) now"),
+    wait: bool = typer.Option(False, "--wait", help="wait for a worker elsewhere"),
+    timeout: float = typer.Option(3600, help="--wait limit in seconds"),
+    use_spark: bool = typer.Option(False, "--spark", help="--run in Spark"),
+    as_json: bool = typer.Option(
+        False, "--json", help="one JSON line: the compaction at the end (SHOW COMPACTIONS keys)"
+    ),
+) -> None:
+    """Queue a manual compaction (Hive ALTER TABLE ... COMPACT), regardless of thresholds."""
+    say = err.print if as_json else console.print  # --json: stdout holds the JSON line only
+    if type_ not in (CompactionType.MAJOR, CompactionType.MINOR):
+        raise typer.BadParameter("--type must be major or minor")
+    # deferred: the compactor imports duckdb, pyarrow and the ORC codec; --help needs none
+    from acidflow.compactor.cleaner import run_cleaner
+    from acidflow.compactor.initiator import request_compaction
+    from acidflow.compactor.worker import run_worker
 
-    @show_app.command("compactions")
-    def show_compactions(
-        table: Optional[str] = typer.Option(None, "--table", help="only this table"),
-        as_json: bool = typer.Option(False, "--json", help="JSON lines"),
-    ) -> None:
-        """SHOW COMPACTIONS: queue and history (id, table, partition, type, state, worker,
-        times, highest write id, txn, error)."""
-        items = _catalog().list_compactions(table)
-        if as_json:
-            for c in items:
-                typer.echo(json.dumps(c.to_dict(), default=str))
-            return
-        t = Table(
-            "CompactionId",
-            "Table",
-            "Partition",
-            "Type",
-            "State",
-            "Requester",
-            "Worker",
-            "Enqueued",
-            "Start",
-            "End",
-            "HighestWriteId",
-            "TxnId",
-            "Error",
+    cat = cli_context(ctx).catalog()
+    info = request_compaction(cat, table, partition, type_)
+    say(
+        f"compaction {info.id} {info.state} ({info.type}) for {info.table}"
+        + (f" partition {info.partition}" if info.partition else "")
+    )
+    if run:
+        spark = None
+        if use_spark:
+            spark = get_spark("acidflow-compact")
+        out = run_worker(spark, cat, cq_id=info.id)
+        state = out.state if out else cat.get_compaction(info.id).state
+        if out and out.state == CompactionState.FAILED:
+            err.print(f"[red]compaction {info.id} failed:[/] {out.report.get('error')}")
+            raise typer.Exit(1)
+        rep = run_cleaner(cat)
+        state = cat.get_compaction(info.id).state
+        say(
+            f"compaction {info.id}: {state}"
+            + (f" (waiting for {rep.waiting[info.id]})" if info.id in rep.waiting else "")
         )
-        for c in items:
-            t.add_row(
-                str(c.id),
-                c.table,
-                c.partition or "---",
-                c.type.upper(),
-                c.state,
-                c.requester,
-                c.worker_id or "---",
-                _t(c.enqueued_at),
-                _t(c.started_at),
-                _t(c.ended_at),
-                _t(c.highest_write_id),
-                _t(c.txn_id),
-                (c.error or "")[:60],
-            )
-        console.print(t)
-
-    @app.command("compact")
-    def compact(
-        table: str = typer.Argument(..., help="db.table"),
-        partition: Optional[str] = typer.Option(None, "--partition", help="e.g. ds=2024-01-01"),
-        type_: str = typer.Option(..., "--type", help="major or minor"),
-        run: bool = typer.Option(False, "--run", help="run the worker (and cleaner) now"),
-        wait: bool = typer.Option(False, "--wait", help="wait for a worker elsewhere"),
-        timeout: float = typer.Option(3600, help="--wait limit in seconds"),
-        use_spark: bool = typer.Option(False, "--spark", help="--run in Spark"),
-    ) -> None:
-        """Queue a manual compaction (Hive ALTER TABLE ... COMPACT), regardless of thresholds."""
-        if type_ not in (CompactionType.MAJOR, CompactionType.MINOR):
-            raise typer.BadParameter("--type must be major or minor")
-        # deferred: the compactor imports duckdb, pyarrow and the ORC codec; --help needs none
-        from acidflow.compactor.cleaner import run_cleaner
-        from acidflow.compactor.initiator import request_compaction
-        from acidflow.compactor.worker import run_worker
-
-        cat = _catalog()
-        info = request_compaction(cat, table, partition, type_)
-        console.print(
-            f"compaction {info.id} {info.state} ({info.type}) for {info.table}"
-            + (f" partition {info.partition}" if info.partition else "")
-        )
-        if run:
-            spark = None
-            if use_spark:
-                spark = get_spark("acidflow-compact")
-            out = run_worker(spark, cat, cq_id=info.id)
-            state = out.state if out else cat.get_compaction(info.id).state
-            if out and out.state == CompactionState.FAILED:
-                err.print(f"[red]compaction {info.id} failed:[/] {out.report.get('error')}")
-                raise typer.Exit(1)
-            rep = run_cleaner(cat)
+    elif wait:
+        deadline = time.monotonic() + timeout
+        while True:
             state = cat.get_compaction(info.id).state
-            console.print(
-                f"compaction {info.id}: {state}"
-                + (f" (waiting for {rep.waiting[info.id]})" if info.id in rep.waiting else "")
-            )
-        elif wait:
-            deadline = time.monotonic() + timeout
-            while True:
-                state = cat.get_compaction(info.id).state
-                if state not in (CompactionState.INITIATED, CompactionState.WORKING):
-                    break
-                if time.monotonic() > deadline:
-                    err.print(f"compaction {info.id} still {state} after {timeout} s")
-                    raise typer.Exit(1)
-                time.sleep(2)
-            console.print(f"compaction {info.id}: {state}")
-            if state == CompactionState.FAILED:
+            if state not in (CompactionState.INITIATED, CompactionState.WORKING):
+                break
+            if time.monotonic() > deadline:
+                err.print(f"compaction {info.id} still {state} after {timeout} s")
                 raise typer.Exit(1)
+            time.sleep(2)
+        say(f"compaction {info.id}: {state}")
+    if as_json:
+        emit_json(cat.get_compaction(info.id).to_dict())
+    if wait and state == CompactionState.FAILED:
+        raise typer.Exit(1)
 
-    @app.command("initiate")
-    def initiate(
-        dry_run: bool = typer.Option(False, "--dry-run", help="decide, queue nothing"),
-        table: Optional[str] = typer.Option(None, "--table", help="fnmatch filter, e.g. 'sales.*'"),
-        as_json: bool = typer.Option(False, "--json"),
-    ) -> None:
-        """Run the initiator once: print each candidate, the decision and why."""
-        # deferred: the compactor imports duckdb, pyarrow and the ORC codec; --help needs none
-        from acidflow.compactor.initiator import run_initiator
 
-        report = run_initiator(_catalog(), table_filter=table, dry_run=dry_run)
-        if as_json:
-            typer.echo(json.dumps(report.to_dict(), default=str))
-            return
-        t = Table("Table", "Partition", "Decision", "Reason", "Queued")
-        for d in report.decisions:
-            t.add_row(d.table, d.partition or "---", d.action or "none", d.reason, _t(d.queued_id))
-        console.print(t)
-        console.print(("dry run: nothing queued" if dry_run else f"queued: {report.queued_ids}"))
+def initiate(
+    ctx: typer.Context,
+    dry_run: bool = typer.Option(False, "--dry-run", help="decide, queue nothing"),
+    table: Optional[str] = typer.Option(None, "--table", help="fnmatch filter, e.g. 'sales.*'"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Run the initiator once: print each candidate, the decision and why."""
+    # deferred: the compactor imports duckdb, pyarrow and the ORC codec; --help needs none
+    from acidflow.compactor.initiator import run_initiator
 
-    @app.command("clean")
-    def clean(as_json: bool = typer.Option(False, "--json")) -> None:
-        """Run the cleaner once (obsolete dirs of ready-for-cleaning compactions, aborted dirs)."""
-        # deferred: the compactor imports duckdb, pyarrow and the ORC codec; --help needs none
-        from acidflow.compactor.cleaner import run_cleaner
+    report = run_initiator(cli_context(ctx).catalog(), table_filter=table, dry_run=dry_run)
+    if as_json:
+        emit_json(report.to_dict())
+        return
+    t = Table("Table", "Partition", "Decision", "Reason", "Queued")
+    for d in report.decisions:
+        t.add_row(d.table, d.partition or "---", d.action or "none", d.reason, _t(d.queued_id))
+    console.print(t)
+    console.print(("dry run: nothing queued" if dry_run else f"queued: {report.queued_ids}"))
 
-        rep = run_cleaner(_catalog())
-        if as_json:
-            typer.echo(json.dumps(rep.to_dict()))
-            return
-        for cq, names in rep.cleaned.items():
-            console.print(f"compaction {cq}: succeeded, removed {len(names)}: {', '.join(names)}")
-        for cq, who in rep.waiting.items():
-            console.print(
-                f"compaction {cq}: ready for cleaning, waiting for readers "
-                f"{who['readers']} / open txns {who['txns']}"
-            )
-        for name in rep.schema_reverted:
-            console.print(f"{name}: an aborted schema change's columns reverted")
-        for where, names in rep.aborted.items():
-            console.print(f"{where}: removed aborted {', '.join(names)}")
-        if not (rep.cleaned or rep.waiting or rep.aborted):
-            console.print("nothing to clean")
-        if rep.errors:
-            err.print(f"[red]errors:[/] {rep.errors}")
-            raise typer.Exit(1)
 
-    @app.command("fsck")
-    def fsck(
-        table: str = typer.Argument(..., help="db.table"),
-        as_json: bool = typer.Option(False, "--json"),
-        rebuild_index: bool = typer.Option(
-            False,
-            "--rebuild-index",
-            help="instead of the checks: report the key index of each data file (min/max "
-            "statistics and bloom filters of the primary key columns per stripe). "
-            "The index lives in the ORC files themselves, so nothing is rewritten; "
-            "files without it are read whole by key lookups until compacted.",
-        ),
-    ) -> None:
-        """Check a table: orphan, aborted and open dirs (a killed or running writer's, by
-        write-id state), missing metadata of committed dirs, overlapping write-id ranges,
-        duplicate ROW__IDs, duplicate primary keys. Exit code 1 when an error is found."""
-        # deferred: the compactor imports duckdb, pyarrow and the ORC codec; --help needs none
-        from acidflow.compactor.fsck import ERROR, fsck_table, key_index_report
+def clean(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Run the cleaner once (obsolete dirs of ready-for-cleaning compactions, aborted dirs)."""
+    # deferred: the compactor imports duckdb, pyarrow and the ORC codec; --help needs none
+    from acidflow.compactor.cleaner import run_cleaner
 
-        findings = (
-            key_index_report(_catalog(), table) if rebuild_index else fsck_table(_catalog(), table)
+    rep = run_cleaner(cli_context(ctx).catalog())
+    if as_json:
+        emit_json(rep.to_dict())
+        return
+    for cq, names in rep.cleaned.items():
+        console.print(f"compaction {cq}: succeeded, removed {len(names)}: {', '.join(names)}")
+    for cq, who in rep.waiting.items():
+        console.print(
+            f"compaction {cq}: ready for cleaning, waiting for readers "
+            f"{who['readers']} / open txns {who['txns']}"
         )
-        if as_json:
-            for f in findings:
-                typer.echo(json.dumps(f.to_dict()))
-        else:
-            t = Table("Partition", "Kind", "Severity", "Path", "Detail")
-            for f in findings:
-                t.add_row(f.partition or "---", f.kind, f.severity, f.path, f.detail)
-            console.print(t)
-            console.print(f"{len(findings)} findings")
-        if any(f.severity == ERROR for f in findings):
-            raise typer.Exit(1)
+    for name in rep.schema_reverted:
+        console.print(f"{name}: an aborted schema change's columns reverted")
+    for where, names in rep.aborted.items():
+        console.print(f"{where}: removed aborted {', '.join(names)}")
+    if not (rep.cleaned or rep.waiting or rep.aborted):
+        console.print("nothing to clean")
+    if rep.errors:
+        err.print(f"[red]errors:[/] {rep.errors}")
+        raise typer.Exit(1)
+
+
+def fsck(
+    ctx: typer.Context,
+    table: str = typer.Argument(..., help="db.table"),
+    as_json: bool = typer.Option(False, "--json"),
+    rebuild_index: bool = typer.Option(
+        False,
+        "--rebuild-index",
+        help="instead of the checks: report the key index of each data file (min/max "
+        "statistics and bloom filters of the primary key columns per stripe). "
+        "The index lives in the ORC files themselves, so nothing is rewritten; "
+        "files without it are read whole by key lookups until compacted.",
+    ),
+) -> None:
+    """Check a table: orphan, aborted and open dirs (a killed or running writer's, by
+    write-id state), missing metadata of committed dirs, overlapping write-id ranges,
+    duplicate ROW__IDs, duplicate primary keys. Exit code 1 when an error is found."""
+    # deferred: the compactor imports duckdb, pyarrow and the ORC codec; --help needs none
+    from acidflow.compactor.fsck import ERROR, fsck_table, key_index_report
+
+    findings = (
+        key_index_report(cli_context(ctx).catalog(), table)
+        if rebuild_index
+        else fsck_table(cli_context(ctx).catalog(), table)
+    )
+    if as_json:
+        for f in findings:
+            emit_json(f.to_dict())
+    else:
+        t = Table("Partition", "Kind", "Severity", "Path", "Detail")
+        for f in findings:
+            t.add_row(f.partition or "---", f.kind, f.severity, f.path, f.detail)
+        console.print(t)
+        console.print(f"{len(findings)} findings")
+    if any(f.severity == ERROR for f in findings):
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``compact``, ``initiate``, ``clean`` and ``fsck`` to ``app``."""
+    app.command("compact")(compact)
+    app.command("initiate")(initiate)
+    app.command("clean")(clean)
+    app.command("fsck")(fsck)

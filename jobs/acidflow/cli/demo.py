@@ -5,7 +5,7 @@ functions run them and print what they did."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.table import Table
@@ -13,6 +13,7 @@ from rich.table import Table
 from acidflow.catalog import Catalog
 from acidflow.cli import cdc as cdc_cli
 from acidflow.cli.console import console, err
+from acidflow.cli.context import cli_context
 from acidflow.cli.timeline import timeline_table
 
 if TYPE_CHECKING:
@@ -97,73 +98,76 @@ def show_timeline_and_incremental(
     return chk.ok
 
 
-def register(app: typer.Typer, catalog_factory: Callable[[], Catalog]) -> None:
-    """Add ``demo`` and ``engine-demo`` to ``app``."""
+def engine_demo(
+    ctx: typer.Context, rows: int = typer.Option(20_000, help="rows in the first insert")
+) -> None:
+    """Run the engine end to end on embedded defaults (Spark local, SQLite catalog, local
+    warehouse): create a bucketed table, insert, upsert (split-update), delete, then read the
+    snapshot back and check it against the expected rows. Exits 1 on any mismatch."""
+    # deferred: the engine and Spark; --help needs neither
+    from acidflow.demo.engine import run_engine_demo
+    from acidflow.spark import get_spark
 
-    @app.command("engine-demo")
-    def engine_demo(rows: int = typer.Option(20_000, help="rows in the first insert")) -> None:
-        """Run the engine end to end on embedded defaults (Spark local, SQLite catalog, local
-        warehouse): create a bucketed table, insert, upsert (split-update), delete, then read the
-        snapshot back and check it against the expected rows. Exits 1 on any mismatch."""
-        # deferred: the engine and Spark; --help needs neither
-        from acidflow.demo.engine import run_engine_demo
-        from acidflow.spark import get_spark
-
-        res = run_engine_demo(get_spark("acidflow-demo"), catalog_factory(), rows)
-        summary = Table("step", "write id", "inserted", "updated", "deleted", "files")
-        for step, w in res.steps:
-            summary.add_row(
-                step,
-                str(w.write_id),
-                str(w.rows_inserted),
-                str(w.rows_updated),
-                str(w.rows_deleted),
-                str(w.files),
-            )
-        console.print(summary)
-        console.print(
-            f"table {res.table}: {res.visible_rows} visible rows, deltas: "
-            + ", ".join(res.deltas)
-            + f"; {res.seconds:.1f} s"
+    res = run_engine_demo(get_spark("acidflow-demo"), cli_context(ctx).catalog(), rows)
+    summary = Table("step", "write id", "inserted", "updated", "deleted", "files")
+    for step, w in res.steps:
+        summary.add_row(
+            step,
+            str(w.write_id),
+            str(w.rows_inserted),
+            str(w.rows_updated),
+            str(w.rows_deleted),
+            str(w.files),
         )
-        if not res.ok:
-            err.print(
-                f"[red]MISMATCH[/]: missing {res.missing}, unexpected {res.unexpected}, "
-                f"different {res.different}"
-            )
-            raise typer.Exit(1)
-        console.print("[green]snapshot matches the expected rows[/]")
+    console.print(summary)
+    console.print(
+        f"table {res.table}: {res.visible_rows} visible rows, deltas: "
+        + ", ".join(res.deltas)
+        + f"; {res.seconds:.1f} s"
+    )
+    if not res.ok:
+        err.print(
+            f"[red]MISMATCH[/]: missing {res.missing}, unexpected {res.unexpected}, "
+            f"different {res.different}"
+        )
+        raise typer.Exit(1)
+    console.print("[green]snapshot matches the expected rows[/]")
 
-    @app.command()
-    def demo(
-        sample_dir: Optional[Path] = typer.Option(
-            None, help="sample data directory (default include/sample_data/pgbench)"
-        ),
-        direct: bool = typer.Option(
-            False, "--direct", help="run the CDC job in this process, without Airflow"
-        ),
-        airflow_home: Optional[Path] = typer.Option(None, help="AIRFLOW_HOME (default .airflow)"),
-    ) -> None:
-        """The main job on embedded defaults: the acid_cdc DAG (``airflow dags test``,
-        spark-submit on local[2]) applies the pgbench change data captured from a real
-        PostgreSQL 15 (wal2json) to the four pgbench tables, the acid_compaction DAG compacts
-        them, and every table is reconciled against the source's saved final contents. Prints a
-        summary; exits 1 on any mismatch; a second run skips every batch."""
-        # deferred: the CDC job, Spark and Airflow; --help needs none of them
-        from acidflow.demo.pgbench import SAMPLE_DIR, run_demo, run_demo_airflow
-        from acidflow.spark import get_spark
 
-        cat_ = catalog_factory()
-        if direct:
-            s = run_demo(get_spark("acidflow-demo"), cat_, sample_dir or SAMPLE_DIR)
-        else:
-            s = run_demo_airflow(
-                cat_, airflow_home=airflow_home, sample_dir=sample_dir or SAMPLE_DIR
-            )
-        print_summary(s)
-        if not s.ok:
-            err.print("[red]MISMATCH[/]: a table does not reconcile with its source")
-            raise typer.Exit(1)
-        console.print("[green]every table reconciled exactly with its source[/]")
-        if not show_timeline_and_incremental(cat_):
-            raise typer.Exit(1)
+def demo(
+    ctx: typer.Context,
+    sample_dir: Optional[Path] = typer.Option(
+        None, help="sample data directory (default include/sample_data/pgbench)"
+    ),
+    direct: bool = typer.Option(
+        False, "--direct", help="run the CDC job in this process, without Airflow"
+    ),
+    airflow_home: Optional[Path] = typer.Option(None, help="AIRFLOW_HOME (default .airflow)"),
+) -> None:
+    """The main job on embedded defaults: the acid_cdc DAG (``airflow dags test``,
+    spark-submit on local[2]) applies the pgbench change data captured from a real
+    PostgreSQL 15 (wal2json) to the four pgbench tables, the acid_compaction DAG compacts
+    them, and every table is reconciled against the source's saved final contents. Prints a
+    summary; exits 1 on any mismatch; a second run skips every batch."""
+    # deferred: the CDC job, Spark and Airflow; --help needs none of them
+    from acidflow.demo.pgbench import SAMPLE_DIR, run_demo, run_demo_airflow
+    from acidflow.spark import get_spark
+
+    cat_ = cli_context(ctx).catalog()
+    if direct:
+        s = run_demo(get_spark("acidflow-demo"), cat_, sample_dir or SAMPLE_DIR)
+    else:
+        s = run_demo_airflow(cat_, airflow_home=airflow_home, sample_dir=sample_dir or SAMPLE_DIR)
+    print_summary(s)
+    if not s.ok:
+        err.print("[red]MISMATCH[/]: a table does not reconcile with its source")
+        raise typer.Exit(1)
+    console.print("[green]every table reconciled exactly with its source[/]")
+    if not show_timeline_and_incremental(cat_):
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``demo`` and ``engine-demo`` to ``app``."""
+    app.command("engine-demo")(engine_demo)
+    app.command()(demo)

@@ -3,20 +3,18 @@
 (``Transaction.delete(where=)`` / ``Transaction.update``, :mod:`acidflow.engine.statements.dml`), run on a
 local SparkSession (``acidflow.spark.get_spark``; predicates and values are Spark SQL).
 
-``acidflow.cli.app`` calls :func:`register` with its top-level app and its catalog factory.
+``acidflow.cli.app`` calls :func:`register` with its top-level app.
 Errors go up to ``acidflow.cli.app.main`` (one line naming the table and the reason, exit 1).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import typer
 
-from acidflow.catalog import Catalog
-from acidflow.cli.console import console
+from acidflow.cli.console import console, emit_json
+from acidflow.cli.context import cli_context
 from acidflow.spark import get_spark
 
 if TYPE_CHECKING:
@@ -58,18 +56,16 @@ def _report(
     verb: str, table: str, rows: int, result: WriteResult, txn_id: int | None, as_json: bool
 ) -> None:
     if as_json:
-        print(
-            json.dumps(
-                {
-                    "table": table,
-                    "operation": verb,
-                    f"rows_{verb}d": rows,
-                    "write_id": result.write_id,
-                    "txn_id": txn_id,
-                    "files": result.files,
-                    "bytes": result.bytes,
-                }
-            )
+        emit_json(
+            {
+                "table": table,
+                "operation": verb,
+                f"rows_{verb}d": rows,
+                "write_id": result.write_id,
+                "txn_id": txn_id,
+                "files": result.files,
+                "bytes": result.bytes,
+            }
         )
     else:
         console.print(
@@ -77,43 +73,41 @@ def _report(
         )
 
 
-def register(app: typer.Typer, get_catalog: Callable[[], Catalog]) -> None:
+def delete(
+    ctx: typer.Context,
+    table: str = typer.Argument(..., help="db.table"),
+    where: str = typer.Option(..., "--where", help="Spark SQL predicate"),
+    as_json: bool = typer.Option(False, "--json", help="one JSON line"),
+) -> None:
+    # deferred: the engine imports pyarrow and pyspark; --help needs neither
+    from acidflow.engine.transaction import Transaction
+
+    cat = cli_context(ctx).catalog()
+    spark = get_spark("acidflow-delete")
+    with Transaction(cat, spark=spark, agent_info="acidflow delete") as txn:
+        res = txn.delete(table, where=where)
+    _report("delete", cat.get_table(table).name, res.rows_deleted, res, txn.txn_id, as_json)
+
+
+def update(
+    ctx: typer.Context,
+    table: str = typer.Argument(..., help="db.table"),
+    set_: list[str] = typer.Option(..., "--set", help="col=expr (repeatable)"),
+    where: str = typer.Option(..., "--where", help="Spark SQL predicate (true = every row)"),
+    as_json: bool = typer.Option(False, "--json", help="one JSON line"),
+) -> None:
+    values = parse_assignments(set_)
+    # deferred: the engine imports pyarrow and pyspark; --help needs neither
+    from acidflow.engine.transaction import Transaction
+
+    cat = cli_context(ctx).catalog()
+    spark = get_spark("acidflow-update")
+    with Transaction(cat, spark=spark, agent_info="acidflow update") as txn:
+        res = txn.update(table, where, set=values)
+    _report("update", cat.get_table(table).name, res.rows_updated, res, txn.txn_id, as_json)
+
+
+def register(app: typer.Typer) -> None:
     """Add the ``delete`` and ``update`` commands to ``app``."""
-
-    @app.command("delete", help=DELETE_HELP)
-    def delete_cmd(
-        table: str = typer.Argument(..., help="db.table"),
-        where: str = typer.Option(..., "--where", help="Spark SQL predicate"),
-        as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
-    ) -> None:
-        # deferred: the engine imports pyarrow and pyspark; --help needs neither
-        from acidflow.engine.transaction import Transaction
-
-        cat = get_catalog()
-        try:
-            spark = get_spark("acidflow-delete")
-            with Transaction(cat, spark=spark, agent_info="acidflow delete") as txn:
-                res = txn.delete(table, where=where)
-            _report("delete", cat.get_table(table).name, res.rows_deleted, res, txn.txn_id, as_json)
-        finally:
-            cat.close()
-
-    @app.command("update", help=UPDATE_HELP)
-    def update_cmd(
-        table: str = typer.Argument(..., help="db.table"),
-        set_: list[str] = typer.Option(..., "--set", help="col=expr (repeatable)"),
-        where: str = typer.Option(..., "--where", help="Spark SQL predicate (true = every row)"),
-        as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
-    ) -> None:
-        values = parse_assignments(set_)
-        # deferred: the engine imports pyarrow and pyspark; --help needs neither
-        from acidflow.engine.transaction import Transaction
-
-        cat = get_catalog()
-        try:
-            spark = get_spark("acidflow-update")
-            with Transaction(cat, spark=spark, agent_info="acidflow update") as txn:
-                res = txn.update(table, where, set=values)
-            _report("update", cat.get_table(table).name, res.rows_updated, res, txn.txn_id, as_json)
-        finally:
-            cat.close()
+    app.command("delete", help=DELETE_HELP)(delete)
+    app.command("update", help=UPDATE_HELP)(update)

@@ -2,21 +2,19 @@
 (``acidflow.tableops.restore``): one new transaction that makes the table equal to an earlier
 snapshot, run in this process with pyarrow (no JVM).
 
-``acidflow.cli.app`` calls :func:`register` with its top-level app and its catalog factory.
+``acidflow.cli.app`` calls :func:`register` with its top-level app.
 Refusals (unknown write id, outside retention, history cleaned) go up to
 ``acidflow.cli.app.main`` as one line, exit 1; "nothing to do" prints and exits 0.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import typer
 
-from acidflow.catalog import Catalog
-from acidflow.cli.console import console
+from acidflow.cli.console import console, emit_json
+from acidflow.cli.context import cli_context
 
 if TYPE_CHECKING:
     from acidflow.tableops.restore import RestoreResult
@@ -36,39 +34,35 @@ back."""
 
 def _print(result: RestoreResult, as_json: bool) -> None:
     if as_json:
-        print(json.dumps(result.to_dict(), sort_keys=True))
+        emit_json(result.to_dict())
     else:
         console.print(result.summary(), markup=False, highlight=False)
 
 
-def register(app: typer.Typer, get_catalog: Callable[[], Catalog]) -> None:
+def restore(
+    ctx: typer.Context,
+    table: str = typer.Argument(..., help="db.table"),
+    to_write_id: int = typer.Option(..., "--to-write-id", help="W: committed write id"),
+    as_json: bool = typer.Option(False, "--json", help="one JSON line"),
+) -> None:
+    # deferred: restore imports the engine and the readers (pyarrow, pyspark)
+    from acidflow.tableops.restore import restore as restore_table
+
+    _print(restore_table(cli_context(ctx).catalog(), table, to_write_id), as_json)
+
+
+def rollback(
+    ctx: typer.Context,
+    table: str = typer.Argument(..., help="db.table"),
+    as_json: bool = typer.Option(False, "--json", help="one JSON line"),
+) -> None:
+    # deferred: rollback imports the engine and the readers (pyarrow, pyspark)
+    from acidflow.tableops.restore import rollback as rollback_table
+
+    _print(rollback_table(cli_context(ctx).catalog(), table), as_json)
+
+
+def register(app: typer.Typer) -> None:
     """Add ``restore`` and ``rollback`` to ``app``."""
-
-    @app.command("restore", help=RESTORE_HELP)
-    def restore_cmd(
-        table: str = typer.Argument(..., help="db.table"),
-        to_write_id: int = typer.Option(..., "--to-write-id", help="W: committed write id"),
-        as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
-    ) -> None:
-        # deferred: restore imports the engine and the readers (pyarrow, pyspark)
-        from acidflow.tableops.restore import restore
-
-        cat = get_catalog()
-        try:
-            _print(restore(cat, table, to_write_id), as_json)
-        finally:
-            cat.close()
-
-    @app.command("rollback", help=ROLLBACK_HELP)
-    def rollback_cmd(
-        table: str = typer.Argument(..., help="db.table"),
-        as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
-    ) -> None:
-        # deferred: rollback imports the engine and the readers (pyarrow, pyspark)
-        from acidflow.tableops.restore import rollback
-
-        cat = get_catalog()
-        try:
-            _print(rollback(cat, table), as_json)
-        finally:
-            cat.close()
+    app.command("restore", help=RESTORE_HELP)(restore)
+    app.command("rollback", help=ROLLBACK_HELP)(rollback)

@@ -6,7 +6,6 @@ The ``cdc`` sub-app lives in ``acidflow.cli.app``; it calls :func:`register` to 
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Optional
@@ -14,7 +13,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from acidflow.cli.console import console, err
+from acidflow.cli.console import console, emit_json_lines, err
 from acidflow.sources.postgres.lsn import format_lsn
 from acidflow.sources.postgres.pull import PullError, pull
 
@@ -61,19 +60,17 @@ def pull_command(
         err.print(f"[red]cdc pull failed:[/] {exc}")
         raise typer.Exit(2)
     if as_json:
-        for f in files:
-            print(
-                json.dumps(
-                    {
-                        "file": str(f.path),
-                        "first_lsn": format_lsn(f.first_lsn),
-                        "last_lsn": format_lsn(f.last_lsn),
-                        "transactions": f.transactions,
-                        "changes": f.changes,
-                        "bytes": f.bytes,
-                    }
-                )
-            )
+        emit_json_lines(
+            {
+                "file": str(f.path),
+                "first_lsn": format_lsn(f.first_lsn),
+                "last_lsn": format_lsn(f.last_lsn),
+                "transactions": f.transactions,
+                "changes": f.changes,
+                "bytes": f.bytes,
+            }
+            for f in files
+        )
         return
     if not files:
         console.print(f"slot {slot}: nothing to pull")

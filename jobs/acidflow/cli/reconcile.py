@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, List, Optional, cast
 import typer
 from rich.table import Table
 
-from acidflow.catalog import Catalog
 from acidflow.catalog.errors import NoSuchTableError
-from acidflow.cli.console import console, err
+from acidflow.cli.console import console, emit_json_lines, err
+from acidflow.cli.context import cli_context
 from acidflow.sources.postgres.connection import PullError, connect
 from acidflow.sources.postgres.snapshot import PostgresSource, SavedSource, list_tables
 from acidflow.spark import get_spark
@@ -90,6 +90,7 @@ def _pairs(
 
 
 def reconcile_command(
+    ctx: typer.Context,
     tables: Optional[List[str]] = typer.Argument(
         None,
         help="acidflow tables (<db>.<table>, source <schema>.<table>), or "
@@ -118,7 +119,7 @@ def reconcile_command(
     # deferred: acidflow.quality imports the readers (pyarrow); --help needs none of it
     from acidflow.quality.reconcile import ReconcileError, reconcile
 
-    catalog = Catalog.from_settings()
+    catalog = cli_context(ctx).catalog()
     spark = None
     if use_spark:
         spark = get_spark("acidflow-reconcile")
@@ -150,8 +151,7 @@ def reconcile_command(
         results.append(r)
         mismatched += not r.matches
     if as_json:
-        for r in results:
-            print(json.dumps(r.to_json(), default=str))
+        emit_json_lines(r.to_json() for r in results)
     else:
         t = Table(
             "table",

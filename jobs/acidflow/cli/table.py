@@ -1,22 +1,21 @@
 """``acidflow table ddl | adopt | convert``: acidflow's tables seen from Hive, and Hive's tables
 taken into acidflow (``acidflow.tableops``).
 
-``acidflow.cli.app`` calls :func:`register` with its top-level app and its catalog factory.
+``acidflow.cli.app`` calls :func:`register` with its top-level app.
 Errors go up to ``acidflow.cli.app.main`` (one line naming the table / file / URL, exit 1).
 """
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Callable
 from typing import Optional
 
 import typer
 
-from acidflow.catalog import Catalog, Column, TableDef
+from acidflow.catalog import Column, TableDef
 from acidflow.catalog.tabledef import normalize_table_name
-from acidflow.cli.console import console
+from acidflow.cli.console import console, emit_json
+from acidflow.cli.context import cli_context
 from acidflow.cli.tablealter import register_alter
 from acidflow.tableops.ddl import hive_ddl, trino_ddl
 
@@ -69,7 +68,145 @@ def _paragraphs(text: str) -> str:
     return "\n\n".join(" ".join(p.split()) for p in text.split("\n\n"))
 
 
-def register(app: typer.Typer, get_catalog: Callable[[], Catalog]) -> None:
+def ddl_cmd(
+    ctx: typer.Context,
+    table: str = typer.Argument(..., help="db.table"),
+    dialect: str = typer.Option("hive", "--dialect", help="hive or trino"),
+    trino_catalog: str = typer.Option(
+        "hive", "--trino-catalog", help="Trino catalog of the Hive connector"
+    ),
+    constraints: bool = typer.Option(
+        True,
+        "--constraints/--no-constraints",
+        help="render the primary key as PRIMARY KEY (...) DISABLE NOVALIDATE",
+    ),
+) -> None:
+    cat = cli_context(ctx).catalog()
+    t = cat.get_table(table)
+    if dialect == "hive":
+        print(hive_ddl(t, constraints=constraints))
+    elif dialect == "trino":
+        print(trino_ddl(t, catalog=trino_catalog))
+    else:
+        raise typer.BadParameter(f"--dialect must be hive or trino, got {dialect!r}")
+
+
+def adopt_cmd(
+    ctx: typer.Context,
+    table: str = typer.Argument(..., help="db.table (the name in acidflow's catalog)"),
+    location: Optional[str] = typer.Option(None, "--location", help="table directory"),
+    hwm: Optional[int] = typer.Option(None, "--hwm", help="high watermark write id"),
+    open_ids: Optional[str] = typer.Option(None, "--open", help="open write ids, 3,4"),
+    aborted_ids: Optional[str] = typer.Option(None, "--aborted", help="aborted write ids, 5,6"),
+    valid_write_ids: Optional[str] = typer.Option(
+        None, "--valid-write-ids", help="Hive's ValidWriteIdList string"
+    ),
+    columns: Optional[str] = typer.Option(None, "--columns", help="'id bigint, name string'"),
+    partitioned_by: Optional[str] = typer.Option(
+        None, "--partitioned-by", help="'ds string, region string'"
+    ),
+    buckets: int = typer.Option(0, "--buckets", help="number of buckets"),
+    clustered_by: Optional[str] = typer.Option(
+        None, "--clustered-by", help="bucket columns, id,name"
+    ),
+    primary_key: Optional[str] = typer.Option(None, "--primary-key", help="upsert key columns, id"),
+    metastore: Optional[str] = typer.Option(
+        None, "--metastore", help="thrift://host:port: read the table from Hive"
+    ),
+    metastore_table: Optional[str] = typer.Option(
+        None, "--metastore-table", help="its name in the metastore (default TABLE)"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print a JSON line"),
+) -> None:
+    # deferred: adoption reads ORC files (pyarrow) and may ask a metastore (pymetastore)
+    from acidflow.tableops import adopt as ops
+
+    name = normalize_table_name(table)
+    if metastore is not None:
+        if location or hwm is not None or valid_write_ids or open_ids or aborted_ids:
+            raise ops.TableOpsError(
+                "--metastore reads the location and the history from "
+                "Hive; do not combine it with --location/--hwm/"
+                "--valid-write-ids"
+            )
+        found = ops.table_from_metastore(metastore, metastore_table or name, as_name=name)
+        tdef, history = found.table, found.history
+        if columns:
+            tdef.columns = ops.parse_columns(columns)
+        if primary_key:
+            tdef.primary_key = _names(primary_key)
+    else:
+        if not location:
+            raise ops.TableOpsError(f"table {name}: give --location PATH (or --metastore)")
+        history = ops.history_from_options(
+            name,
+            hwm=hwm,
+            open_ids=ops.parse_ids(open_ids, "--open"),
+            aborted_ids=ops.parse_ids(aborted_ids, "--aborted"),
+            valid_write_ids=valid_write_ids,
+        )
+        tdef = _definition(
+            name, location, columns, partitioned_by, buckets, clustered_by, primary_key
+        )
+    cat = cli_context(ctx).catalog()
+    stored = ops.adopt(cat, tdef, history)
+    valid = cat.valid_write_ids(stored.name)
+    info = {
+        "table": stored.name,
+        "location": stored.location,
+        "valid_write_ids": valid.to_string(),
+        "next_write_id": valid.high_watermark + 1,
+        "source": metastore or "path",
+    }
+    if as_json:
+        emit_json(info)
+        return
+    console.print(
+        f"adopted {stored.name} at {stored.location}: ValidWriteIdList "
+        f"{info['valid_write_ids']}; the next write id is {info['next_write_id']}"
+    )
+
+
+def convert_cmd(
+    ctx: typer.Context,
+    table: str = typer.Argument(..., help="db.table"),
+    location: str = typer.Option(..., "--location", help="the plain ORC table's directory"),
+    columns: Optional[str] = typer.Option(None, "--columns", help="'id bigint, name string'"),
+    partitioned_by: Optional[str] = typer.Option(None, "--partitioned-by", help="'ds string'"),
+    buckets: int = typer.Option(0, "--buckets", help="number of buckets"),
+    clustered_by: Optional[str] = typer.Option(None, "--clustered-by", help="bucket columns"),
+    primary_key: Optional[str] = typer.Option(None, "--primary-key", help="upsert key columns"),
+    rename_files: bool = typer.Option(
+        False,
+        "--rename-files",
+        help="rename non-Hive file names (Spark's part-*) to Hive's original names first",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print a JSON line"),
+) -> None:
+    # deferred: conversion reads the ORC files (pyarrow); --help needs none of it
+    from acidflow.tableops.convert import convert_table
+
+    name = normalize_table_name(table)
+    tdef = _definition(name, location, columns, partitioned_by, buckets, clustered_by, primary_key)
+    cat = cli_context(ctx).catalog()
+    stored, plan = convert_table(cat, tdef, rename=rename_files)
+    info = {
+        "table": stored.name,
+        "location": stored.location,
+        "original_files": len(plan.files),
+        "rows": plan.rows,
+        "columns": [c.to_dict() for c in stored.columns],
+    }
+    if as_json:
+        emit_json(info)
+        return
+    console.print(
+        f"converted {stored.name} at {stored.location}: {len(plan.files)} "
+        f"original files, {plan.rows} rows; new writes are deltas from write id 1"
+    )
+
+
+def register(app: typer.Typer) -> None:
     """Add the ``table`` command group (``ddl``, ``adopt``, ``convert``, ``alter``) to
     ``app``."""
     table_app = typer.Typer(
@@ -77,155 +214,10 @@ def register(app: typer.Typer, get_catalog: Callable[[], Catalog]) -> None:
         no_args_is_help=True,
     )
     app.add_typer(table_app, name="table")
-    register_alter(table_app, get_catalog)
-
-    @table_app.command("ddl", help=_paragraphs(DDL_HELP))
-    def ddl_cmd(
-        table: str = typer.Argument(..., help="db.table"),
-        dialect: str = typer.Option("hive", "--dialect", help="hive or trino"),
-        trino_catalog: str = typer.Option(
-            "hive", "--trino-catalog", help="Trino catalog of the Hive connector"
-        ),
-        constraints: bool = typer.Option(
-            True,
-            "--constraints/--no-constraints",
-            help="render the primary key as PRIMARY KEY (...) DISABLE NOVALIDATE",
-        ),
-    ) -> None:
-        cat = get_catalog()
-        try:
-            t = cat.get_table(table)
-        finally:
-            cat.close()
-        if dialect == "hive":
-            print(hive_ddl(t, constraints=constraints))
-        elif dialect == "trino":
-            print(trino_ddl(t, catalog=trino_catalog))
-        else:
-            raise typer.BadParameter(f"--dialect must be hive or trino, got {dialect!r}")
-
-    @table_app.command("adopt", help=_paragraphs(ADOPT_HELP))
-    def adopt_cmd(
-        table: str = typer.Argument(..., help="db.table (the name in acidflow's catalog)"),
-        location: Optional[str] = typer.Option(None, "--location", help="table directory"),
-        hwm: Optional[int] = typer.Option(None, "--hwm", help="high watermark write id"),
-        open_ids: Optional[str] = typer.Option(None, "--open", help="open write ids, 3,4"),
-        aborted_ids: Optional[str] = typer.Option(None, "--aborted", help="aborted write ids, 5,6"),
-        valid_write_ids: Optional[str] = typer.Option(
-            None, "--valid-write-ids", help="Hive's ValidWriteIdList string"
-        ),
-        columns: Optional[str] = typer.Option(None, "--columns", help="'id bigint, name string'"),
-        partitioned_by: Optional[str] = typer.Option(
-            None, "--partitioned-by", help="'ds string, region string'"
-        ),
-        buckets: int = typer.Option(0, "--buckets", help="number of buckets"),
-        clustered_by: Optional[str] = typer.Option(
-            None, "--clustered-by", help="bucket columns, id,name"
-        ),
-        primary_key: Optional[str] = typer.Option(
-            None, "--primary-key", help="upsert key columns, id"
-        ),
-        metastore: Optional[str] = typer.Option(
-            None, "--metastore", help="thrift://host:port: read the table from Hive"
-        ),
-        metastore_table: Optional[str] = typer.Option(
-            None, "--metastore-table", help="its name in the metastore (default TABLE)"
-        ),
-        as_json: bool = typer.Option(False, "--json", help="print a JSON line"),
-    ) -> None:
-        # deferred: adoption reads ORC files (pyarrow) and may ask a metastore (pymetastore)
-        from acidflow.tableops import adopt as ops
-
-        name = normalize_table_name(table)
-        if metastore is not None:
-            if location or hwm is not None or valid_write_ids or open_ids or aborted_ids:
-                raise ops.TableOpsError(
-                    "--metastore reads the location and the history from "
-                    "Hive; do not combine it with --location/--hwm/"
-                    "--valid-write-ids"
-                )
-            found = ops.table_from_metastore(metastore, metastore_table or name, as_name=name)
-            tdef, history = found.table, found.history
-            if columns:
-                tdef.columns = ops.parse_columns(columns)
-            if primary_key:
-                tdef.primary_key = _names(primary_key)
-        else:
-            if not location:
-                raise ops.TableOpsError(f"table {name}: give --location PATH (or --metastore)")
-            history = ops.history_from_options(
-                name,
-                hwm=hwm,
-                open_ids=ops.parse_ids(open_ids, "--open"),
-                aborted_ids=ops.parse_ids(aborted_ids, "--aborted"),
-                valid_write_ids=valid_write_ids,
-            )
-            tdef = _definition(
-                name, location, columns, partitioned_by, buckets, clustered_by, primary_key
-            )
-        cat = get_catalog()
-        try:
-            stored = ops.adopt(cat, tdef, history)
-            valid = cat.valid_write_ids(stored.name)
-        finally:
-            cat.close()
-        info = {
-            "table": stored.name,
-            "location": stored.location,
-            "valid_write_ids": valid.to_string(),
-            "next_write_id": valid.high_watermark + 1,
-            "source": metastore or "path",
-        }
-        if as_json:
-            print(json.dumps(info))
-            return
-        console.print(
-            f"adopted {stored.name} at {stored.location}: ValidWriteIdList "
-            f"{info['valid_write_ids']}; the next write id is {info['next_write_id']}"
-        )
-
-    @table_app.command("convert", help=_paragraphs(CONVERT_HELP))
-    def convert_cmd(
-        table: str = typer.Argument(..., help="db.table"),
-        location: str = typer.Option(..., "--location", help="the plain ORC table's directory"),
-        columns: Optional[str] = typer.Option(None, "--columns", help="'id bigint, name string'"),
-        partitioned_by: Optional[str] = typer.Option(None, "--partitioned-by", help="'ds string'"),
-        buckets: int = typer.Option(0, "--buckets", help="number of buckets"),
-        clustered_by: Optional[str] = typer.Option(None, "--clustered-by", help="bucket columns"),
-        primary_key: Optional[str] = typer.Option(None, "--primary-key", help="upsert key columns"),
-        rename_files: bool = typer.Option(
-            False,
-            "--rename-files",
-            help="rename non-Hive file names (Spark's part-*) to Hive's original names first",
-        ),
-        as_json: bool = typer.Option(False, "--json", help="print a JSON line"),
-    ) -> None:
-        # deferred: conversion reads the ORC files (pyarrow); --help needs none of it
-        from acidflow.tableops.convert import convert_table
-
-        name = normalize_table_name(table)
-        tdef = _definition(
-            name, location, columns, partitioned_by, buckets, clustered_by, primary_key
-        )
-        cat = get_catalog()
-        try:
-            stored, plan = convert_table(cat, tdef, rename=rename_files)
-        finally:
-            cat.close()
-        info = {
-            "table": stored.name,
-            "location": stored.location,
-            "original_files": len(plan.files),
-            "rows": plan.rows,
-            "columns": [c.to_dict() for c in stored.columns],
-        }
-        if as_json:
-            print(json.dumps(info))
-            return
-        console.print(
-            f"converted {stored.name} at {stored.location}: {len(plan.files)} "
-            f"original files, {plan.rows} rows; new writes are deltas from write id 1"
-        )
+    register_alter(table_app)
+    table_app.command("ddl", help=_paragraphs(DDL_HELP))(ddl_cmd)
+    table_app.command("adopt", help=_paragraphs(ADOPT_HELP))(adopt_cmd)
+    table_app.command("convert", help=_paragraphs(CONVERT_HELP))(convert_cmd)
 
 
 def _names(text: str) -> list[str]:

@@ -1,7 +1,7 @@
 """``acidflow commits TABLE`` (Hudi CLI ``commits show``) and the ``--incremental`` range of
 ``acidflow cat``: the history of a table from the command line.
 
-``acidflow.cli.app`` calls :func:`register` with its top-level app and its catalog factory;
+``acidflow.cli.app`` calls :func:`register` with its top-level app;
 ``cat --incremental FROM[:TO]`` parses its range with :func:`parse_incremental_range` and reads
 with :func:`incremental_rows`. The rows come from :func:`acidflow.tableops.timeline.timeline`
 and :func:`acidflow.read.table.read_incremental` (pyarrow, no JVM); this module only prints.
@@ -9,15 +9,14 @@ and :func:`acidflow.read.table.read_incremental` (pyarrow, no JVM); this module 
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.table import Table
 
 from acidflow.catalog import Catalog
-from acidflow.cli.console import console
+from acidflow.cli.console import console, emit_json_lines
+from acidflow.cli.context import cli_context
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -29,7 +28,7 @@ per commit (write id, transaction, commit time UTC, operation, batch id, rows
 inserted/updated/deleted, files, bytes) and per compaction (type, write-id range, its own
 transaction = visibility txn id, state), ordered by the catalog's commit sequence.
 
---json prints an array of objects with the keys kind, operation, operations, write_id, txn_id,
+--json prints JSON lines, one object per entry, newest first, with the keys kind, operation, operations, write_id, txn_id,
 commit_id, time, batch_id, batch_kind, rows_inserted, rows_updated, rows_deleted, files, bytes,
 partitions ({partition: {files, bytes, rows}}) and compaction ({id, type, state, partition,
 min_write_id, max_write_id, visibility_txn_id, inputs, outputs, error} or null)."""
@@ -147,23 +146,24 @@ def incremental_rows(catalog: Catalog, name: str, text: str, *, row_id: bool = F
     return changes if row_id else changes.drop_columns([ROW_ID])
 
 
-def register(app: typer.Typer, catalog_factory: Callable[[], Catalog]) -> None:
+def commits(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="db.table"),
+    as_json: bool = typer.Option(
+        False, "--json", help="JSON lines, one object per entry (keys above)"
+    ),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="only the newest N entries"),
+) -> None:
+    # deferred: the timeline imports the readers (pyarrow); --help needs none of it
+    from acidflow.tableops.timeline import timeline
+
+    entries = timeline(cli_context(ctx).catalog(), name, limit=limit)
+    if as_json:
+        emit_json_lines(e.to_dict() for e in entries)
+        return
+    console.print(timeline_table(entries, title=f"{name}: commits, newest first"))
+
+
+def register(app: typer.Typer) -> None:
     """Add ``commits`` to ``app``."""
-
-    @app.command("commits", help=COMMITS_HELP)
-    def commits(
-        name: str = typer.Argument(..., help="db.table"),
-        as_json: bool = typer.Option(False, "--json", help="a JSON array (keys above)"),
-        limit: Optional[int] = typer.Option(
-            None, "--limit", min=1, help="only the newest N entries"
-        ),
-    ) -> None:
-        # deferred: the timeline imports the readers (pyarrow); --help needs none of it
-        from acidflow.tableops.timeline import timeline
-
-        entries = timeline(catalog_factory(), name, limit=limit)
-        if as_json:
-            doc: list[dict[str, Any]] = [e.to_dict() for e in entries]
-            print(json.dumps(doc, indent=2))
-            return
-        console.print(timeline_table(entries, title=f"{name}: commits, newest first"))
+    app.command("commits", help=COMMITS_HELP)(commits)
