@@ -18,6 +18,15 @@ Shapes: table names are ``"db.table"`` (a bare ``"t"`` is ``"default.t"``), part
 strings ``"k=v/k2=v2"`` with every partition column in table order (``None`` = whole table /
 unpartitioned), times are aware UTC ``datetime`` objects. Errors are the
 :mod:`acidflow.catalog.errors` classes.
+
+The contract of each method, with the errors it raises, is its docstring on the role
+(:mod:`acidflow.catalog.api`) or here, once; a backend's method adds at most a one-line note of
+what is backend-specific. Raised by every method and not repeated in each: ``ValueError`` for a
+malformed table name; a :class:`~acidflow.catalog.errors.CatalogError` when the store cannot be
+used (SQL: :class:`~acidflow.catalog.errors.CatalogDatabaseError`, naming the URL; metastore:
+``MetastoreError`` / ``MetastoreUnreachableError``); and, on the metastore backend, wherever a
+table is named that the metastore has but acidflow must not write,
+``acidflow.catalog.hms.tables.NotAnAcidTableError`` (a ``CatalogError``).
 """
 
 from __future__ import annotations
@@ -233,6 +242,7 @@ class Catalog(SchemaPolicies, BatchLedger, CompactionQueue, ReaderRegistry):
 
     @abc.abstractmethod
     def current_revision(self) -> str | None:
-        """The version of the catalog's schema in its store (SQL: the Alembic revision; HMS:
-        the metastore schema version), ``None`` when the store has no acidflow schema yet
-        (a readiness probe for UIs)."""
+        """The version of the catalog's schema in its store (SQL: the Alembic revision;
+        metastore backend: its side catalog's Alembic revision - the metastore's own schema is
+        Hive's), ``None`` when the store has no acidflow schema yet (a readiness probe for
+        UIs)."""

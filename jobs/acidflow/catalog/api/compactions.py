@@ -21,7 +21,8 @@ from acidflow.catalog.records import (
 
 
 class CompactionQueue(abc.ABC):
-    """The compaction queue and its history (Hive ``compact2`` / ``show_compact`` and the"""
+    """The compaction queue and its history (Hive ``compact2`` / ``show_compact`` and the
+    compactor's ``CompactionTxnHandler``)."""
 
     @abc.abstractmethod
     def enqueue_compaction(
@@ -98,6 +99,9 @@ class CompactionQueue(abc.ABC):
         Returns:
             The claimed entry, or ``None`` when nothing is claimable (or ``cq_id`` is not
             ``initiated``).
+        Raises:
+            WarehouseOwnedError: another catalog owns the warehouse
+                (:meth:`check_warehouse_owner`).
         """
 
     @abc.abstractmethod
@@ -107,6 +111,7 @@ class CompactionQueue(abc.ABC):
         Raises:
             CompactionStateError: the entry is no longer ``working`` (reclaimed after a
                 timeout, or failed): the worker must stop.
+            CatalogError: unknown id.
         """
 
     @abc.abstractmethod
@@ -122,6 +127,7 @@ class CompactionQueue(abc.ABC):
 
         Raises:
             CompactionStateError: the entry is finished.
+            CatalogError: unknown id.
         """
 
     @abc.abstractmethod
@@ -137,6 +143,7 @@ class CompactionQueue(abc.ABC):
             directories, so the cleaner waits for them.
         Raises:
             CompactionStateError: the entry is not ``working`` (e.g. it was reclaimed).
+            CatalogError: unknown id.
         """
 
     @abc.abstractmethod
@@ -146,6 +153,7 @@ class CompactionQueue(abc.ABC):
 
         Raises:
             CompactionStateError: the entry is not ``ready for cleaning``.
+            CatalogError: unknown id.
         """
 
     @abc.abstractmethod
@@ -158,6 +166,7 @@ class CompactionQueue(abc.ABC):
 
         Raises:
             CompactionStateError: the entry already ``succeeded``.
+            CatalogError: unknown id.
         """
 
     @abc.abstractmethod
@@ -198,7 +207,12 @@ class CompactionQueue(abc.ABC):
         """(table, partition, highest write id written) of every partition written by a
         committed transaction after the last compaction that covered it (Hive
         ``findPotentialCompactions`` over ``COMPLETED_TXN_COMPONENTS``), plus partitions with
-        aborted writes not yet covered. Sorted by table, partition."""
+        aborted writes not yet covered. Sorted by table, partition.
+
+        Metastore backend: also what other engines (Hive, Trino) wrote since - the metastore
+        does not tell which partitions a foreign write touched, so every partition of such a
+        table not yet compacted up to its high watermark is offered, and the initiator's
+        thresholds (on the directory listing) decide."""
 
     @abc.abstractmethod
     def aborted_write_ids(
@@ -206,7 +220,12 @@ class CompactionQueue(abc.ABC):
     ) -> list[int]:
         """Write ids of aborted transactions that wrote (registered a component in) the
         partition (Hive: aborted ``TXN_COMPONENTS``), ascending; with ``any_partition`` every
-        aborted write id of the table, written or not."""
+        aborted write id of the table, written or not.
+
+        Raises:
+            NoSuchTableError: metastore backend with ``any_partition``: unknown table (the SQL
+                backend answers ``[]`` for a table it does not know).
+        """
 
     @abc.abstractmethod
     def forget_aborted_components(self, table_name: str, up_to_write_id: int) -> int:

@@ -21,7 +21,8 @@ from acidflow.format.layout import ValidWriteIdList
 
 
 class TableCatalog(abc.ABC):
-    """Tables and their schema versions (Hive metastore ``create_table`` / ``get_table`` /"""
+    """Tables and their schema versions (Hive metastore ``create_table`` / ``get_table`` /
+    ``drop_table`` / ``alter_table``)."""
 
     @abc.abstractmethod
     def create_table(
@@ -37,7 +38,13 @@ class TableCatalog(abc.ABC):
             The stored definition (with ``table_id``, ``created_at``, ``location``).
         Raises:
             ValueError: invalid definition (:meth:`TableDef.validate`).
+            TableLocationError: the location leaves the warehouse (``..``), or is outside it
+                without ``external`` (a ``ValueError`` too).
             TableExistsError: the name is taken and ``if_not_exists`` is false.
+            WarehouseOwnedError: another catalog owns the warehouse
+                (:meth:`check_warehouse_owner`).
+            acidflow.catalog.hms.tables.NotAnAcidTableError: metastore backend, with
+                ``if_not_exists``: the existing table is not full-ACID ORC.
         """
 
     @abc.abstractmethod
@@ -59,6 +66,14 @@ class TableCatalog(abc.ABC):
           with deltas become compaction candidates, so the compactor treats Hive's deltas
           (and original files, write id 0) as its own.
 
+        On the metastore backend the write ids stay the metastore's: a table the metastore
+        already has keeps them (``history`` must agree with its ``get_valid_write_ids``: same
+        high watermark, every open / aborted write id of the history invalid there; only
+        acidflow's facts such as the primary key are registered), a new one is created there
+        with the history replayed; :meth:`write_id_states` and :meth:`commit_records` then list
+        acidflow's own writes only, and :meth:`compaction_candidates` offers the adopted
+        partitions through the metastore's high watermark.
+
         ``history.table_name`` may differ from ``table.name`` (a table adopted under another
         name); the stored history is the table's.
 
@@ -78,8 +93,15 @@ class TableCatalog(abc.ABC):
                 watermark (Hive never wrote it under this history; names the directory); data
                 at an unexpected depth; open/aborted ids outside 1..hwm.
             TableLocationError: location outside the warehouse without ``external``.
+            WarehouseOwnedError: another catalog owns the warehouse
+                (:meth:`check_warehouse_owner`).
             CatalogError: the history disagrees with what the store knows of the table
-                (metastore backend: a table the metastore has keeps Hive's write ids).
+                (metastore backend: a table the metastore has keeps Hive's write ids; names
+                the table and both lists); metastore backend: a history of more than
+                ``acidflow.catalog.hms.tablerole.ADOPT_REPLAY_LIMIT`` write ids for a table the
+                metastore does not have (each would be replayed as a metastore transaction;
+                create the table in Hive first); the metastore's table is not full-ACID ORC
+                (``NotAnAcidTableError``).
         """
 
     @abc.abstractmethod
@@ -88,6 +110,9 @@ class TableCatalog(abc.ABC):
 
         Raises:
             NoSuchTableError: unknown table.
+            acidflow.catalog.hms.tables.NotAnAcidTableError: metastore backend: the metastore's
+                table is not transactional, insert-only, not ORC or external (names the table
+                and the reason).
         """
 
     @abc.abstractmethod

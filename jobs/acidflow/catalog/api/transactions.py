@@ -25,7 +25,8 @@ from acidflow.format.layout import ValidWriteIdList
 
 
 class TransactionCatalog(abc.ABC):
-    """Transactions, write ids and snapshots (Hive ``open_txns`` / ``heartbeat`` /"""
+    """Transactions, write ids and snapshots (Hive ``open_txns`` / ``heartbeat`` /
+    ``allocate_table_write_ids`` / ``commit_txn`` / ``abort_txn`` / ``get_valid_write_ids``)."""
 
     @abc.abstractmethod
     def open_transaction(
@@ -61,6 +62,8 @@ class TransactionCatalog(abc.ABC):
 
         Raises:
             NoSuchTableError, NoSuchTransactionError, TxnAbortedError, TxnNotOpenError.
+            WarehouseOwnedError: another catalog owns the warehouse
+                (:meth:`check_warehouse_owner`).
         """
 
     @abc.abstractmethod
@@ -113,8 +116,9 @@ class TransactionCatalog(abc.ABC):
     def purge_write_sets(self) -> dict[str, int]:
         """Housekeeper (Hive ``AcidHouseKeeperService``, ``WRITE_SET`` cleanup): delete
         partition- and key-level write-set entries no open transaction can conflict with any
-        more (commit id below the oldest open transaction) and the key entries of aborted
-        transactions. The cleaner runs it.
+        more and the key entries of aborted transactions. An entry is only ever compared with
+        transactions that opened before it committed, so the entries whose commit id is below
+        the oldest open transaction (all of them when none is open) can go. The cleaner runs it.
 
         Returns:
             ``{"write_set": rows deleted, "write_set_keys": rows deleted}``.
@@ -148,8 +152,10 @@ class TransactionCatalog(abc.ABC):
         Returns:
             The commit id (larger than every txn id opened before the commit).
         Raises:
-            WriteConflictError: the check failed; the transaction is now aborted.
-            TxnAbortedError: the transaction was already aborted (e.g. timed out).
+            WriteConflictError: a check failed (partition or key level; metastore backend: or
+                Hive's own write-set check at ``commit_txn``); the transaction is now aborted.
+            TxnAbortedError: the transaction was already aborted (e.g. timed out; metastore
+                backend: also when the metastore aborted it, which is then mirrored).
             NoSuchTransactionError: unknown id.
             ValueError: stats for a table the transaction has no write id for, or stats that
                 are not JSON-serialisable.
@@ -193,7 +199,9 @@ class TransactionCatalog(abc.ABC):
         Args:
             now: the reference time (UTC; naive = UTC); default the current time.
         Returns:
-            Ids of the transactions aborted, ascending.
+            Ids of the transactions aborted, ascending (metastore backend: with the open
+            transactions it brought up to the metastore's state - aborted by the metastore's
+            own housekeeper, or committed there by a process that died before recording it).
         """
 
     @abc.abstractmethod
@@ -209,8 +217,9 @@ class TransactionCatalog(abc.ABC):
           or aborted (``aborted_write_ids``), ascending;
         * with ``txn_id``: the snapshot taken when that transaction opened (Hive's
           ``ValidTxnList`` at ``openTxns``) plus its own writes -- a write id whose transaction
-          committed after ``txn_id`` opened (commit id > ``txn_id``) is an open exception, so
-          all reads of one transaction agree;
+          committed after ``txn_id`` opened (commit id > ``txn_id``; txn ids and commit ids come
+          from one sequence) is an open exception, so every read of one transaction (key
+          lookups of upsert/delete/CDC, ``read_table(..., txn_id=)``) agrees with its first;
         * the write id of ``txn_id`` (the caller's own transaction) is valid, not an exception,
           so a transaction reads its own writes;
         * ``min_open_write_id`` = lowest open exception, ``None`` when there is none.
@@ -228,7 +237,9 @@ class TransactionCatalog(abc.ABC):
         the oldest open transaction took when it opened, without its own writes, so no open
         transaction -- whose reads use the snapshot of its open -- is left without a usable
         base. Equals :meth:`valid_write_ids` when nothing is open; the compactor applies
-        ``for_compactor()`` to it.
+        ``for_compactor()`` to it. Metastore backend: the oldest open transaction may be
+        Hive's; Hive transactions below it that committed after it opened are not known (Hive
+        3.1 keeps no such history; its own compactor has the same limit).
 
         Raises:
             NoSuchTableError.

@@ -171,7 +171,7 @@ class HiveMetastoreCatalog(MetastoreTables):
 
     # -- lifetime ----------------------------------------------------------------------------
     def close(self) -> None:
-        """Close the thrift socket and the side catalog's pool (both reopen on demand)."""
+        """Hive: closes the thrift socket and the side catalog's pool."""
         self.conn.close()
         self.side.close()
 
@@ -217,7 +217,6 @@ class HiveMetastoreCatalog(MetastoreTables):
         return self.catalog_id()
 
     def current_revision(self) -> str | None:
-        """The side catalog's Alembic revision (the metastore's schema is Hive's)."""
         return self.side.current_revision()
 
     @property
@@ -230,18 +229,12 @@ class HiveMetastoreCatalog(MetastoreTables):
     def open_transaction(
         self, user: str | None = None, host: str | None = None, agent_info: str | None = None
     ) -> int:
-        """Open a metastore transaction (``open_txns``) and its side mirror; the snapshot
-        (``ValidTxnList``) is taken at open and kept in this object."""
+        """Hive: the metastore's ``open_txns`` with a side mirror; the snapshot (``ValidTxnList``)
+        taken at open is kept in this object."""
         return self.side.open_transaction(user, host, agent_info)
 
     def heartbeat(self, txn_id: int) -> None:
-        """Heartbeat on the side and in the metastore (Hive ``heartbeat``).
-
-        Raises:
-            TxnAbortedError: either side aborted it (the metastore's housekeeper after
-                ``metastore.txn.timeout``; mirrored on the side).
-            NoSuchTransactionError, TxnNotOpenError.
-        """
+        """Hive: the side's heartbeat, then the metastore's; an abort there is mirrored on the side."""
         self.side.heartbeat(txn_id)
         try:
             self.conn.call("heartbeat", HeartbeatRequest(txnid=txn_id))
@@ -251,7 +244,7 @@ class HiveMetastoreCatalog(MetastoreTables):
             raise err from None
 
     def allocate_write_id(self, txn_id: int, table_name: str) -> int:
-        """The metastore's write id (``allocate_table_write_ids``), mirrored on the side."""
+        """Hive: the metastore's ``allocate_table_write_ids``, mirrored on the side."""
         self.check_warehouse_owner()
         self.get_table(table_name)
         try:
@@ -297,11 +290,7 @@ class HiveMetastoreCatalog(MetastoreTables):
     def add_component(
         self, txn_id: int, table_name: str, partition: str | None, operation: str
     ) -> None:
-        """Side component, plus the metastore's: a partition is created there if new
-        (``add_partitions``) and registered with ``add_dynamic_partitions``; a whole-table
-        write takes a ``SHARED_WRITE`` (update/delete/overwrite) or ``SHARED_READ`` (insert)
-        table lock with the operation type, as Hive's ``DbTxnManager`` does - both put the
-        component in Hive's ``TXN_COMPONENTS`` for its write-set check and cleaner."""
+        """Hive: also in the metastore's ``TXN_COMPONENTS`` (for Hive's write-set check and cleaner)."""
         if operation not in OPERATIONS:
             raise ValueError(f"unknown operation {operation!r}; expected one of {OPERATIONS}")
         table = self.get_table(table_name)
@@ -312,6 +301,9 @@ class HiveMetastoreCatalog(MetastoreTables):
             else "/".join(f"{k}={v}" for k, v in parse_partition_spec(partition))
         )
         write_id = self.side.get_transaction(txn_id).write_ids[table.name]
+        # as Hive's DbTxnManager: a partition is created if new (add_partitions) and registered
+        # with add_dynamic_partitions; a whole-table write takes a SHARED_WRITE (update, delete,
+        # overwrite) or SHARED_READ (insert) table lock with the operation type
         try:
             if spec is not None:
                 self._ensure_partition(table, spec)
@@ -359,16 +351,8 @@ class HiveMetastoreCatalog(MetastoreTables):
     def commit_transaction(
         self, txn_id: int, stats: dict[str, dict[str, Any]] | None = None
     ) -> int:
-        """Side checks and records in one side-database transaction whose last step is the
-        metastore's ``commit_txn`` (the visibility point).
-
-        Raises:
-            WriteConflictError: acidflow's (partition / key level) or Hive's write-set check
-                failed; the transaction is aborted in both.
-            TxnAbortedError: the metastore had aborted it (e.g. timed out); mirrored on the
-                side, its files stay aborted for the cleaner.
-            NoSuchTransactionError, ValueError: as the interface says.
-        """
+        """Hive: one side-database transaction whose last step is the metastore's ``commit_txn``
+        (the visibility point)."""
         try:
             return self.side.commit_transaction(txn_id, stats)
         except TxnAbortedError as err:
@@ -419,9 +403,7 @@ class HiveMetastoreCatalog(MetastoreTables):
         return self.side.list_transactions(states)
 
     def abort_timed_out_transactions(self, now: datetime | None = None) -> list[int]:
-        """The side's housekeeper (heartbeats older than ``txn_timeout_s``; aborted in the
-        metastore too) plus the transactions the metastore's own housekeeper aborted
-        (``metastore.txn.timeout``), mirrored on the side."""
+        """Hive: plus the open side transactions :meth:`reconcile` brings up to the metastore's state."""
         ids = set(self.side.abort_timed_out_transactions(now))
         ids.update(self.reconcile())
         return sorted(ids)
@@ -455,16 +437,8 @@ class HiveMetastoreCatalog(MetastoreTables):
     def valid_write_ids(
         self, table_name: str, txn_id: int | None = None, as_of_write_id: int | None = None
     ) -> ValidWriteIdList:
-        """The metastore's ``get_valid_write_ids`` for the transaction's snapshot (the
-        ValidTxnList taken at its open; its own write id is valid) or the current one; an
-        ``as_of_write_id`` below the high watermark cuts the list there (time travel).
-
-        Hive ends a snapshot's list at the write ids of the transactions it can see (its
-        high watermark follows the ValidTxnList's); acidflow's contract puts the high
-        watermark at the table's highest allocated write id, so write ids allocated after
-        the snapshot are added as exceptions - aborted ones as aborted, the others as open
-        (they are invisible to it either way: the same files are read).
-        """
+        """Hive: ``get_valid_write_ids`` over the snapshot's ``ValidTxnList``, widened to the table's
+        highest allocated write id (:func:`~acidflow.catalog.hms.snapshots.widen`)."""
         if as_of_write_id is not None and as_of_write_id < 0:
             raise ValueError(f"as_of_write_id must be >= 0, got {as_of_write_id}")
         table = self.get_table(table_name)
@@ -486,13 +460,7 @@ class HiveMetastoreCatalog(MetastoreTables):
         )
 
     def compactor_valid_write_ids(self, table_name: str) -> ValidWriteIdList:
-        """What a compaction may cover: the snapshot of the oldest open transaction of the
-        metastore (acidflow's or Hive's) as it opened, without its own writes - a
-        ValidTxnList with high watermark ``minOpenTxn - 1``, the aborted ones, and the side's
-        transactions that committed after it opened as open. Hive transactions below it
-        that committed after it opened are not known (Hive 3.1 keeps no history of that;
-        its own compactor has the same limit); equals :meth:`valid_write_ids` when nothing
-        is open."""
+        """Hive: over the metastore's open transactions (acidflow's and Hive's)."""
         table = self.get_table(table_name)
         resp = self.conn.call("get_open_txns")
         opened, _ = split_open_txns(resp)
@@ -581,12 +549,8 @@ class HiveMetastoreCatalog(MetastoreTables):
     purge_compaction_history = forward("side", SqlCatalog)
 
     def compaction_candidates(self) -> list[tuple[str, str | None, int]]:
-        """The side's candidates (acidflow's writes), plus the writes Hive and Trino made:
-        for every table, when the metastore's write-id high watermark is above the highest
-        write id acidflow allocated, each partition the metastore lists (or the table, when
-        unpartitioned) not yet covered by a compaction up to that watermark. The metastore
-        does not tell which partitions a foreign write touched, so all are offered; the
-        initiator's thresholds (on the directory listing) then decide."""
+        """Hive: plus every partition (or the table) of a table whose metastore high watermark is
+        above acidflow's highest write id and that no compaction covered up to it."""
         found = {(n, p): w for n, p, w in self.side.compaction_candidates()}
         txns = self._txn_list(None)
         for table in self.side.list_tables():
@@ -620,8 +584,7 @@ class HiveMetastoreCatalog(MetastoreTables):
     def aborted_write_ids(
         self, table_name: str, partition: str | None = None, *, any_partition: bool = False
     ) -> list[int]:
-        """The side's aborted components; with ``any_partition`` also every write id the
-        metastore lists as aborted for the table (Hive's and adopted ones included)."""
+        """Hive: with ``any_partition`` also every write id the metastore lists as aborted."""
         found = set(self.side.aborted_write_ids(table_name, partition, any_partition=any_partition))
         if any_partition:
             table = self.get_table(table_name)
@@ -661,9 +624,7 @@ class HiveMetastoreCatalog(MetastoreTables):
         timeout_s: float | None = None,
         now: datetime | None = None,
     ) -> dict[str, list[int]]:
-        """The side's answer plus every transaction the metastore has open that started
-        before ``commit_id`` (Hive's own readers and writers: their snapshot may still need
-        the old directories)."""
+        """Hive: the open transactions are the metastore's (Hive's own readers and writers too)."""
         found = self.side.blocking_readers(table_name, commit_id, timeout_s=timeout_s, now=now)
         hive = {t for t in split_open_txns(self.conn.call("get_open_txns"))[0] if t < commit_id}
         return {"readers": found["readers"], "txns": sorted(set(found["txns"]) | hive)}

@@ -131,17 +131,8 @@ class MetastoreTables(Catalog):
     def create_table(
         self, table: TableDef | dict[str, Any], if_not_exists: bool = False
     ) -> TableDef:
-        """Register the table in the metastore (Hive's storage descriptor for transactional
-        ORC, see :mod:`acidflow.catalog.hms.tables`), then on the side. The metastore's
-        ``create_table`` decides races between processes (``AlreadyExistsException`` for the
-        loser); a side row older than the metastore's table (Hive dropped and someone made
-        the table again) is replaced.
-
-        Raises:
-            ValueError: invalid definition or location; TableExistsError: the metastore has
-            the name; NotAnAcidTableError: ``if_not_exists`` and the existing table is not
-            ACID ORC.
-        """
+        """Hive: the metastore's ``create_table`` decides races; a side row older than the
+        metastore's table (Hive dropped and re-made it) is replaced."""
         table = TableDef.from_dict(table.to_dict() if isinstance(table, TableDef) else table)
         table.validate()
         db, tbl = split_table_name(table.name)
@@ -169,13 +160,7 @@ class MetastoreTables(Catalog):
             raise
 
     def get_table(self, name: str) -> TableDef:
-        """The table's definition; the metastore must have it as a full-ACID ORC table.
-
-        Raises:
-            NoSuchTableError: unknown to the metastore.
-            NotAnAcidTableError: the metastore's table is not transactional / not ORC
-                (names the table and the reason).
-        """
+        """Hive: the metastore's table (full-ACID ORC only), mirrored on the side."""
         db, tbl = split_table_name(name)
         hms = self._hms_table(db, tbl)
         if hms is None:
@@ -188,7 +173,7 @@ class MetastoreTables(Catalog):
         return self._hms_table(db, tbl) is not None
 
     def list_tables(self, db_name: str | None = None) -> list[TableDef]:
-        """The metastore's full-ACID ORC tables (others are left out), sorted by name."""
+        """Hive: the metastore's full-ACID ORC tables; others are left out."""
         dbs = [db_name.lower()] if db_name else list(self.conn.call("get_all_databases"))
         out: list[TableDef] = []
         for db in dbs:
@@ -208,9 +193,8 @@ class MetastoreTables(Catalog):
         return sorted(out, key=lambda t: t.name)
 
     def drop_table(self, name: str, if_exists: bool = False) -> None:
-        """Drop from the side (refused while an open transaction holds a write id or lock)
-        and from the metastore (``deleteData=false``: files are not touched; Hive's
-        ``AcidEventListener`` removes the table's transactional rows)."""
+        """Hive: the side first, then the metastore's ``drop_table`` with ``deleteData=false`` (Hive's
+        ``AcidEventListener`` removes its transactional rows)."""
         db, tbl = split_table_name(name)
         if self.side.table_exists(name):
             self.side.drop_table(name)
@@ -250,13 +234,8 @@ class MetastoreTables(Catalog):
         *,
         change: Mapping[str, Any],
     ) -> TableDef:
-        """The metastore first (``alter_table_with_environment_context`` with ``CASCADE``, so
-        partitions get the new columns too; the metastore applies its own positional type rule
-        and refuses what ``hive.metastore.disallow.incompatible.col.type.changes`` forbids),
-        then the side (schema history, acidflow's facts); a side failure puts the metastore's
-        columns back. A ``rewrite`` change passes through an empty column list first: Hive
-        checks types only over the positions both lists have, and the rewritten files no
-        longer need the old positions."""
+        """Hive: the metastore first (``alter_table_with_environment_context`` with ``CASCADE``),
+        then the side; a side failure puts the metastore's columns back."""
         current = self.get_table(name)
         new_cols = [c if isinstance(c, Column) else Column.from_dict(c) for c in columns]
         check_columns(current, new_cols, positional_types=False)
@@ -312,6 +291,10 @@ class MetastoreTables(Catalog):
                 )
 
         new_hms = update_hms_table(hms, proposed)
+        # the metastore applies its own positional type rule (refusing what
+        # hive.metastore.disallow.incompatible.col.type.changes forbids); a rewrite passes
+        # through an empty column list first: Hive checks types only over the positions both
+        # lists have, and the rewritten files no longer need the old positions
         if change.get("rewrite"):
             alter([], old_bucket_cols, None)
         why = alter(
@@ -341,40 +324,8 @@ class MetastoreTables(Catalog):
         return self._alter(self.side.set_primary_key(name, columns))
 
     def adopt_table(self, table: TableDef | dict[str, Any], history: ValidWriteIdList) -> TableDef:
-        """Register an existing Hive ACID table directory with its write-id history.
-
-        A table the metastore already has (transactional ORC) keeps the metastore's write ids:
-        ``history`` must agree with its current ``get_valid_write_ids`` (same high watermark,
-        every open / aborted write id of the history invalid there) and only the side facts
-        (primary key, ordering column) are registered.
-
-        Otherwise the table is created in the metastore and its write-id history replayed:
-        one metastore transaction per write id 1..hwm (``open_txns`` with ``num_txns=hwm``,
-        one ``allocate_table_write_ids`` for all of them, which maps them in txn order), the
-        history's aborted and open write ids aborted - each after a table lock component, so
-        Hive's ``TXN_COMPONENTS`` keeps the aborted transaction (an aborted transaction with no
-        component is deleted by Hive's initiator and its write id would then read as
-        committed) - and the others committed. Hive's ``repl_tbl_writeid_state`` was tried
-        first: it seeds ``NEXT_WRITE_ID`` but maps only the aborted write ids, and Hive 3.1's
-        ``getValidWriteIds`` then takes its high watermark from the highest *mapped* write id,
-        so Hive would not see the committed ones above the last aborted one.
-
-        The replay opens one metastore transaction per write id, so a history above
-        :data:`ADOPT_REPLAY_LIMIT` write ids is refused for a table the metastore does not have
-        (create it in Hive first; adoption then keeps Hive's write ids). The side catalog
-        records the table, not the adopted write ids: ``write_id_states``, ``commit_records``
-        start with acidflow's first write; ``compaction_candidates`` offers the adopted
-        partitions through the metastore's high watermark.
-
-        Raises:
-            TableExistsError: acidflow's side catalog has the table and the metastore does
-                not.
-            acidflow.storage.adoption.AdoptionError: the directory does not match ``history``
-                (as on the SQL backend; checked before the metastore is touched).
-            CatalogError: ``history`` disagrees with the metastore (names the table and both
-                lists), or is too long to replay; NotAnAcidTableError: the metastore's table is
-                not ACID ORC.
-        """
+        """Hive: a table the metastore has keeps its write ids; a new one gets the history replayed
+        (:func:`~acidflow.catalog.hms.txns.replay_write_ids`)."""
         table = TableDef.from_dict(table.to_dict() if isinstance(table, TableDef) else table)
         table.validate()
         db, tbl = split_table_name(table.name)

@@ -174,7 +174,10 @@ def replay_write_ids(
     ``allocate_table_write_ids`` per batch, which maps them in txn order), the history's open and
     aborted ids aborted after a table lock component (so Hive's ``TXN_COMPONENTS`` keeps the
     aborted transaction: one without components is deleted by Hive's initiator and its write
-    id would then read as committed), the others committed.
+    id would then read as committed), the others committed. (Hive's ``repl_tbl_writeid_state``
+    does not serve: it seeds ``NEXT_WRITE_ID`` but maps only the aborted write ids, and Hive
+    3.1's ``getValidWriteIds`` takes its high watermark from the highest *mapped* write id, so
+    Hive would not see the committed ones above the last aborted one.)
 
     Raises:
         CatalogError: the metastore did not hand out exactly 1..hwm (the table had write ids).

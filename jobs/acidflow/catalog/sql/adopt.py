@@ -49,8 +49,6 @@ class SqlAdoption:
         self.tables = tables
 
     def adopt_table(self, table: TableDef | dict[str, Any], history: ValidWriteIdList) -> TableDef:
-        """SQL side of ``Catalog.adopt_table`` (contract in base.py; storage in the module
-        doc)."""
         table = (
             TableDef.from_dict(table.to_dict())
             if isinstance(table, TableDef)

@@ -67,7 +67,6 @@ class SqlBatches:
         source: str | None = None,
         details: dict[str, Any] | None = None,
     ) -> BatchInfo:
-        """SQL side of ``Catalog.register_batch`` (contract in base.py)."""
         if not batch_id or len(batch_id) > 128:
             raise ValueError(f"batch id must be 1..128 characters, got {batch_id!r}")
         self.txns.abort_timed_out_transactions()
@@ -118,7 +117,6 @@ class SqlBatches:
             return self.db.run(fn)
 
     def get_batch(self, batch_id: str) -> BatchInfo | None:
-        """SQL side of ``Catalog.get_batch`` (contract in base.py)."""
 
         def fn(conn: sa.Connection) -> BatchInfo | None:
             rows = conn.execute(
@@ -129,7 +127,6 @@ class SqlBatches:
         return self.db.run(fn, write=False)
 
     def list_batches(self, kind: str | None = None) -> list[BatchInfo]:
-        """SQL side of ``Catalog.list_batches`` (contract in base.py)."""
 
         def fn(conn: sa.Connection) -> list[BatchInfo]:
             q = sa.select(m.BatchRow.__table__).order_by(
@@ -143,7 +140,6 @@ class SqlBatches:
 
     # -- CDC tombstones --------------------------------------------------------------------
     def add_tombstones(self, txn_id: int, table_name: str, entries: list[tuple[str, str]]) -> None:
-        """SQL side of ``Catalog.add_tombstones`` (contract in base.py)."""
         if not entries:
             return
         db, tbl = split_table_name(table_name)
@@ -196,7 +192,6 @@ class SqlBatches:
         self.db.run(fn)
 
     def tombstones(self, table_name: str, key_jsons: list[str]) -> dict[str, str]:
-        """SQL side of ``Catalog.tombstones`` (contract in base.py)."""
         db, tbl = split_table_name(table_name)
         by_hash = {_key_hash(k): k for k in key_jsons}
 

@@ -131,8 +131,7 @@ class SqlCatalog(Catalog):
         return self.db.is_postgres
 
     def close(self) -> None:
-        """Dispose of the connection pool. The catalog can still be used afterwards (new
-        connections are opened on demand)."""
+        """SQL: disposes of the engine's connection pool."""
         self.db.close()
 
     def __repr__(self) -> str:

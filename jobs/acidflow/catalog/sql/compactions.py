@@ -83,7 +83,6 @@ class SqlCompactions:
         error: str | None = None,
         properties: dict[str, Any] | None = None,
     ) -> CompactionInfo:
-        """SQL side of ``Catalog.enqueue_compaction`` (contract in base.py)."""
         if compaction_type not in COMPACTION_TYPES:
             raise ValueError(
                 f"unknown compaction type {compaction_type!r}; expected one of {COMPACTION_TYPES}"
@@ -139,7 +138,6 @@ class SqlCompactions:
         return self.db.run(fn)
 
     def get_compaction(self, cq_id: int) -> CompactionInfo:
-        """SQL side of ``Catalog.get_compaction`` (contract in base.py)."""
 
         def fn(conn: sa.Connection) -> CompactionInfo:
             r = conn.execute(
@@ -159,7 +157,6 @@ class SqlCompactions:
         *,
         any_partition: bool = True,
     ) -> list[CompactionInfo]:
-        """SQL side of ``Catalog.list_compactions`` (contract in base.py)."""
         if isinstance(states, str):
             states = [states]
         wanted = None if states is None else sorted(set(states))
@@ -181,20 +178,6 @@ class SqlCompactions:
         return self.db.run(fn, write=False)
 
     def claim_compaction(self, worker_id: str, cq_id: int | None = None) -> CompactionInfo | None:
-        """A worker takes an ``initiated`` entry (Hive ``CompactionTxnHandler.findNextToCompact``
-        + the worker opening its transaction): the entry becomes ``working`` with this worker
-        id, start time and heartbeat, and a new transaction (the compaction's own, agent info
-        ``compactor <worker>``) is opened for it in the same database transaction.
-
-        Entries whose (table, partition) already has a ``working`` entry are skipped.
-
-        Args:
-            worker_id: e.g. ``"host-1234-0"``.
-            cq_id: claim exactly this entry; default the oldest claimable one.
-        Returns:
-            The claimed entry, or ``None`` when nothing is claimable (or ``cq_id`` is not
-            ``initiated``).
-        """
         now = utcnow()
 
         def fn(conn: sa.Connection) -> CompactionInfo | None:
@@ -256,7 +239,6 @@ class SqlCompactions:
         return r
 
     def heartbeat_compaction(self, cq_id: int) -> None:
-        """SQL side of ``Catalog.heartbeat_compaction`` (contract in base.py)."""
         now = utcnow()
 
         def fn(conn: sa.Connection) -> None:
@@ -282,7 +264,6 @@ class SqlCompactions:
         highest_write_id: int | None = None,
         details: dict[str, Any] | None = None,
     ) -> None:
-        """SQL side of ``Catalog.update_compaction`` (contract in base.py)."""
 
         def fn(conn: sa.Connection) -> None:
             r = self._entry(conn, cq_id, ACTIVE_STATES)
@@ -305,7 +286,6 @@ class SqlCompactions:
     def mark_compaction_ready_for_cleaning(
         self, cq_id: int, highest_write_id: int, details: dict[str, Any] | None = None
     ) -> int:
-        """SQL side of ``Catalog.mark_compaction_ready_for_cleaning`` (contract in base.py)."""
         now = utcnow()
 
         def fn(conn: sa.Connection) -> int:
@@ -331,7 +311,6 @@ class SqlCompactions:
         return self.db.run(fn)
 
     def mark_compaction_succeeded(self, cq_id: int, details: dict[str, Any] | None = None) -> None:
-        """SQL side of ``Catalog.mark_compaction_succeeded`` (contract in base.py)."""
         now = utcnow()
 
         def fn(conn: sa.Connection) -> None:
@@ -349,7 +328,6 @@ class SqlCompactions:
     def mark_compaction_failed(
         self, cq_id: int, error: str, details: dict[str, Any] | None = None
     ) -> None:
-        """SQL side of ``Catalog.mark_compaction_failed`` (contract in base.py)."""
         now = utcnow()
 
         def fn(conn: sa.Connection) -> None:
@@ -386,7 +364,6 @@ class SqlCompactions:
     def reclaim_dead_compactions(
         self, timeout_s: float | None = None, now: datetime | None = None
     ) -> list[int]:
-        """SQL side of ``Catalog.reclaim_dead_compactions`` (contract in base.py)."""
         now = as_utc(now) if now is not None else utcnow()
         cutoff = now - timedelta(seconds=self.txn_timeout_s if timeout_s is None else timeout_s)
 
@@ -425,12 +402,10 @@ class SqlCompactions:
         return self.db.run(fn)
 
     def compaction_history(self, table_name: str, partition: str | None) -> list[CompactionInfo]:
-        """SQL side of ``Catalog.compaction_history`` (contract in base.py)."""
         items = self.list_compactions(table_name, FINISHED_STATES, partition, any_partition=False)
         return sorted(items, key=lambda c: c.id, reverse=True)
 
     def purge_compaction_history(self, retention: dict[str, int] | None = None) -> list[int]:
-        """SQL side of ``Catalog.purge_compaction_history`` (contract in base.py)."""
         keep = dict(DEFAULT_RETENTION)
         keep.update(retention or {})
 
@@ -459,7 +434,6 @@ class SqlCompactions:
 
     # ------------------------------------------------------------------ initiator inputs
     def compaction_candidates(self) -> list[tuple[str, str | None, int]]:
-        """SQL side of ``Catalog.compaction_candidates`` (contract in base.py)."""
 
         def fn(conn: sa.Connection) -> list[tuple[str, str | None, int]]:
             c = m.CompletedTxnComponent
@@ -511,7 +485,6 @@ class SqlCompactions:
     def aborted_write_ids(
         self, table_name: str, partition: str | None = None, *, any_partition: bool = False
     ) -> list[int]:
-        """SQL side of ``Catalog.aborted_write_ids`` (contract in base.py)."""
         db, tbl = split_table_name(table_name)
 
         def fn(conn: sa.Connection) -> list[int]:
@@ -551,7 +524,6 @@ class SqlCompactions:
         return self.db.run(fn, write=False)
 
     def forget_aborted_components(self, table_name: str, up_to_write_id: int) -> int:
-        """SQL side of ``Catalog.forget_aborted_components`` (contract in base.py)."""
         db, tbl = split_table_name(table_name)
 
         def fn(conn: sa.Connection) -> int:

@@ -31,7 +31,6 @@ class SqlLocks:
         lock_type: str,
         timeout_s: float = 60.0,
     ) -> int:
-        """SQL side of ``Catalog.acquire_lock`` (contract in base.py)."""
         if lock_type not in LOCK_TYPES:
             raise ValueError(f"unknown lock type {lock_type!r}; expected one of {LOCK_TYPES}")
         db, tbl = split_table_name(table_name)
@@ -157,7 +156,6 @@ class SqlLocks:
         return None
 
     def release_locks(self, txn_id: int) -> None:
-        """SQL side of ``Catalog.release_locks`` (contract in base.py)."""
 
         def fn(conn: sa.Connection) -> None:
             shared.txn_row(conn, txn_id, for_update=True)
@@ -166,7 +164,6 @@ class SqlLocks:
         self.db.run(fn)
 
     def list_locks(self, table_name: str | None = None) -> list[LockInfo]:
-        """SQL side of ``Catalog.list_locks`` (contract in base.py)."""
 
         def fn(conn: sa.Connection) -> list[LockInfo]:
             q = sa.select(m.HiveLock.__table__).order_by(m.HiveLock.lock_id)

@@ -36,7 +36,6 @@ class SqlReaders:
         *,
         agent_info: str | None = None,
     ) -> ReaderInfo:
-        """SQL side of ``Catalog.register_reader`` (contract in base.py)."""
         db, tbl = split_table_name(table_name)
         now = utcnow()
 
@@ -77,7 +76,6 @@ class SqlReaders:
         return self.db.run(fn)
 
     def set_reader_snapshot(self, reader_id: int, valid_write_ids: ValidWriteIdList) -> None:
-        """SQL side of ``Catalog.set_reader_snapshot`` (contract in base.py)."""
 
         def fn(conn: sa.Connection) -> None:
             conn.execute(
@@ -92,7 +90,6 @@ class SqlReaders:
         self.db.run(fn)
 
     def heartbeat_reader(self, reader_id: int) -> bool:
-        """SQL side of ``Catalog.heartbeat_reader`` (contract in base.py)."""
         now = utcnow()
 
         def fn(conn: sa.Connection) -> bool:
@@ -106,7 +103,6 @@ class SqlReaders:
         return self.db.run(fn)
 
     def unregister_reader(self, reader_id: int) -> None:
-        """SQL side of ``Catalog.unregister_reader`` (contract in base.py)."""
         self.db.run(
             lambda conn: conn.execute(
                 sa.delete(m.ReaderRegistration).where(m.ReaderRegistration.reader_id == reader_id)
@@ -114,7 +110,6 @@ class SqlReaders:
         )
 
     def list_readers(self, table_name: str | None = None) -> list[ReaderInfo]:
-        """SQL side of ``Catalog.list_readers`` (contract in base.py)."""
 
         def fn(conn: sa.Connection) -> list[ReaderInfo]:
             r = m.ReaderRegistration
@@ -143,7 +138,6 @@ class SqlReaders:
     def purge_expired_readers(
         self, timeout_s: float | None = None, now: datetime | None = None
     ) -> list[int]:
-        """SQL side of ``Catalog.purge_expired_readers`` (contract in base.py)."""
         now = as_utc(now) if now is not None else utcnow()
         cutoff = now - timedelta(seconds=self.txn_timeout_s if timeout_s is None else timeout_s)
 
@@ -167,7 +161,6 @@ class SqlReaders:
         timeout_s: float | None = None,
         now: datetime | None = None,
     ) -> dict[str, list[int]]:
-        """SQL side of ``Catalog.blocking_readers`` (contract in base.py)."""
         db, tbl = split_table_name(table_name)
         now = as_utc(now) if now is not None else utcnow()
         cutoff = now - timedelta(seconds=self.txn_timeout_s if timeout_s is None else timeout_s)

@@ -1,5 +1,6 @@
 """Schema changes and schema history in the SQL catalog (``schema_history``, revision 0007):
-the SQL side of ``Catalog.alter_schema`` / ``Catalog.schema_history`` (contracts in base.py)."""
+the SQL side of ``alter_schema`` / ``schema_history`` (contracts in
+:class:`acidflow.catalog.api.TableCatalog`)."""
 
 from __future__ import annotations
 
@@ -75,7 +76,6 @@ class SqlSchemaHistory:
         *,
         change: Mapping[str, Any],
     ) -> TableDef:
-        """SQL side of ``Catalog.alter_schema`` (contract in base.py)."""
         new_cols = [c if isinstance(c, Column) else Column.from_dict(c) for c in columns]
         change = dict(change)
         renames = {str(k): str(v) for k, v in (change.get("renames") or {}).items()}
@@ -183,7 +183,6 @@ class SqlSchemaHistory:
         return self.db.run(fn)
 
     def schema_history(self, name: str) -> list[SchemaVersion]:
-        """SQL side of ``Catalog.schema_history`` (contract in base.py)."""
 
         def fn(conn: sa.Connection) -> list[SchemaVersion]:
             current = read_table(conn, name)

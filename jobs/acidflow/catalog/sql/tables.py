@@ -188,19 +188,6 @@ class SqlTables:
     def create_table(
         self, table: TableDef | dict[str, Any], if_not_exists: bool = False
     ) -> TableDef:
-        """Register a table (Hive ``CREATE TABLE ... STORED AS ORC TBLPROPERTIES
-        ('transactional'='true')``) and its write id sequence (starting at 1).
-
-        Args:
-            table: the definition; validated, name normalised, location defaulted.
-            if_not_exists: return the existing definition instead of raising.
-        Returns:
-            The stored definition (with ``table_id``, ``created_at``, ``location``).
-        Raises:
-            ValueError: invalid definition (:meth:`TableDef.validate`).
-            TableLocationError: a location outside the warehouse (a ``ValueError`` too).
-            TableExistsError: the name is taken and ``if_not_exists`` is false.
-        """
         table = (
             TableDef.from_dict(table.to_dict())
             if isinstance(table, TableDef)
@@ -231,11 +218,9 @@ class SqlTables:
             raise TableExistsError(table.name) from None
 
     def get_table(self, name: str) -> TableDef:
-        """SQL side of ``Catalog.get_table`` (contract in base.py)."""
         return self.db.run(lambda conn: read_table(conn, name, self.warehouse), write=False)
 
     def table_exists(self, name: str) -> bool:
-        """SQL side of ``Catalog.table_exists`` (contract in base.py)."""
         db, tbl = split_table_name(name)
         return self.db.run(
             lambda conn: (
@@ -248,7 +233,6 @@ class SqlTables:
         )
 
     def list_tables(self, db_name: str | None = None) -> list[TableDef]:
-        """SQL side of ``Catalog.list_tables`` (contract in base.py)."""
 
         def fn(conn: sa.Connection) -> list[TableDef]:
             q = sa.select(m.Tbl.__table__).order_by(m.Tbl.db_name, m.Tbl.tbl_name)
@@ -259,7 +243,6 @@ class SqlTables:
         return self.db.run(fn, write=False)
 
     def drop_table(self, name: str, if_exists: bool = False) -> None:
-        """SQL side of ``Catalog.drop_table`` (contract in base.py)."""
         db, tbl = split_table_name(name)
 
         def fn(conn: sa.Connection) -> None:
@@ -321,7 +304,6 @@ class SqlTables:
         self.db.run(fn)
 
     def set_table_properties(self, name: str, props: dict[str, str]) -> TableDef:
-        """SQL side of ``Catalog.set_table_properties`` (contract in base.py)."""
         props = {str(k): str(v) for k, v in props.items()}
 
         def fn(conn: sa.Connection) -> TableDef:
@@ -344,7 +326,6 @@ class SqlTables:
         return self.db.run(fn)
 
     def add_columns(self, name: str, columns: Sequence[Column | dict[str, Any]]) -> TableDef:
-        """SQL side of ``Catalog.add_columns`` (contract in base.py)."""
         new_columns = [c if isinstance(c, Column) else Column.from_dict(c) for c in columns]
 
         def fn(conn: sa.Connection) -> TableDef:
@@ -364,13 +345,6 @@ class SqlTables:
         return self.db.run(fn)
 
     def set_primary_key(self, name: str, columns: Sequence[str]) -> TableDef:
-        """Replace the rows of ``primary_key_cols`` of the table (see
-        :meth:`acidflow.catalog.base.Catalog.set_primary_key`).
-
-        Raises:
-            NoSuchTableError: unknown table.
-            ValueError: unknown or repeated column names.
-        """
         key = [str(c).lower() for c in columns]
 
         def fn(conn: sa.Connection) -> TableDef:

@@ -50,7 +50,6 @@ class SqlTransactions:
     def open_transaction(
         self, user: str | None = None, host: str | None = None, agent_info: str | None = None
     ) -> int:
-        """SQL side of ``Catalog.open_transaction`` (contract in base.py)."""
         now = utcnow()
 
         def fn(conn: sa.Connection) -> int:
@@ -64,7 +63,6 @@ class SqlTransactions:
         return self.db.run(fn)
 
     def heartbeat(self, txn_id: int) -> None:
-        """SQL side of ``Catalog.heartbeat`` (contract in base.py)."""
         now = utcnow()
 
         def fn(conn: sa.Connection) -> None:
@@ -81,15 +79,7 @@ class SqlTransactions:
         self.db.run(fn)
 
     def allocate_write_id(self, txn_id: int, table_name: str) -> int:
-        """The transaction's write id for a table (Hive ``allocateTableWriteIds``): the table's
-        next write id on first call, the same id again on later calls for the same pair.
-
-        Write ids of one table increase in allocation order (Hive ``NEXT_WRITE_ID``; the pair
-        goes to ``TXN_TO_WRITE_ID``). Serialised by a row lock on the table's sequence row.
-
-        Raises:
-            NoSuchTableError, NoSuchTransactionError, TxnAbortedError, TxnNotOpenError.
-        """
+        """SQL: serialised on the table's ``next_write_id`` row (``SELECT ... FOR UPDATE``)."""
         db, tbl = split_table_name(table_name)
 
         def fn(conn: sa.Connection) -> int:
@@ -129,7 +119,6 @@ class SqlTransactions:
     def add_component(
         self, txn_id: int, table_name: str, partition: str | None, operation: str
     ) -> None:
-        """SQL side of ``Catalog.add_component`` (contract in base.py)."""
         if operation not in OPERATIONS:
             raise ValueError(f"unknown operation {operation!r}; expected one of {OPERATIONS}")
         db, tbl = split_table_name(table_name)
@@ -183,13 +172,6 @@ class SqlTransactions:
         table_name: str,
         scopes: Mapping[tuple[str | None, int], np.ndarray | None],
     ) -> None:
-        """Record primary keys the open transaction wrote into a keyed table (the key-level
-        write set; see :meth:`acidflow.catalog.base.Catalog.add_write_keys`).
-
-        Raises:
-            ValueError: a partition spec not matching the table.
-            NoSuchTableError, NoSuchTransactionError, TxnAbortedError, TxnNotOpenError.
-        """
         db, tbl = split_table_name(table_name)
 
         def fn(conn: sa.Connection) -> None:
@@ -276,15 +258,6 @@ class SqlTransactions:
         return None
 
     def purge_write_sets(self) -> dict[str, int]:
-        """Housekeeping of the write sets (Hive ``AcidHouseKeeperService`` ->
-        ``TxnHandler.cleanupCompletedTxnComponents`` / ``WRITE_SET`` cleanup): an entry is only
-        ever compared with transactions that opened before it committed, so ``write_set`` and
-        ``write_set_keys`` rows whose commit id is below the oldest open transaction (all of
-        them when none is open) can go, and so can the key entries of aborted transactions.
-
-        Returns:
-            ``{"write_set": rows deleted, "write_set_keys": rows deleted}``.
-        """
 
         def fn(conn: sa.Connection) -> dict[str, int]:
             oldest = conn.execute(
@@ -310,39 +283,7 @@ class SqlTransactions:
     def commit_transaction(
         self, txn_id: int, stats: dict[str, dict[str, Any]] | None = None
     ) -> int:
-        """Commit atomically across every table the transaction wrote (Hive
-        ``TxnHandler.commitTxn``).
-
-        In one database transaction: take a commit id from the global sequence; run the
-        write-set check; record the update/delete/insert_overwrite footprint in ``write_set``;
-        move the components to ``completed_txn_components``; write one commit record per table
-        that has a write id (write id, txn id, operations, time, ``stats[table]``); mark the
-        transaction committed; release its locks.
-
-        Write-set check (HIVE-13395, first committer wins): if this transaction updated,
-        deleted or overwrote a (table, partition) that another transaction also updated /
-        deleted / overwrote and that other transaction committed after this one opened (its
-        commit id > this txn id), this transaction is aborted instead. A whole-table (``None``)
-        component overlaps every partition of its table. Inserts of unkeyed tables never
-        conflict. Key-level check (keyed tables): the key hashes this transaction
-        recorded (:meth:`add_write_keys`) are intersected with those of every transaction
-        that committed after it opened in an overlapping scope; one common key (or a whole
-        scope) aborts it.
-
-        Committing an already committed transaction returns its commit id again (Hive's
-        idempotent ``commitTxn``).
-
-        Args:
-            stats: ``{"db.table": {...}}`` JSON-serialisable statistics per written table.
-        Returns:
-            The commit id (larger than every txn id opened before the commit).
-        Raises:
-            WriteConflictError: a check failed; the transaction is now aborted.
-            TxnAbortedError: the transaction was already aborted (e.g. timed out).
-            NoSuchTransactionError: unknown id.
-            ValueError: stats for a table the transaction has no write id for, or stats that
-                are not JSON-serialisable.
-        """
+        """SQL: all of it in one database transaction."""
         stats_by_table: dict[tuple[str, str], dict] = {}
         for key, value in (stats or {}).items():
             if not isinstance(value, dict):
@@ -497,7 +438,6 @@ class SqlTransactions:
         return hit
 
     def abort_transaction(self, txn_id: int, reason: str = "") -> None:
-        """SQL side of ``Catalog.abort_transaction`` (contract in base.py)."""
         now = utcnow()
 
         def fn(conn: sa.Connection) -> None:
@@ -542,13 +482,11 @@ class SqlTransactions:
         ]
 
     def get_transaction(self, txn_id: int) -> TxnInfo:
-        """SQL side of ``Catalog.get_transaction`` (contract in base.py)."""
         return self.db.run(
             lambda conn: self._txn_infos(conn, [shared.txn_row(conn, txn_id)])[0], write=False
         )
 
     def list_transactions(self, states: Iterable[str] | None = None) -> list[TxnInfo]:
-        """SQL side of ``Catalog.list_transactions`` (contract in base.py)."""
         if isinstance(states, str):
             states = [states]
         wanted = None if states is None else sorted(set(states))
@@ -564,16 +502,7 @@ class SqlTransactions:
         return self.db.run(fn, write=False)
 
     def abort_timed_out_transactions(self, now: datetime | None = None) -> list[int]:
-        """The housekeeper (Hive ``AcidHouseKeeperService`` -> ``TxnHandler.performTimeOuts``):
-        abort every open transaction whose last heartbeat is older than ``txn_timeout_s`` and
-        drop its locks; abort reason ``"timed out"``. Transactions busy committing at that
-        moment (row locked) are skipped on PostgreSQL.
-
-        Args:
-            now: the reference time (UTC; naive = UTC); default the current time.
-        Returns:
-            Ids of the transactions aborted, ascending.
-        """
+        """SQL: on PostgreSQL, rows a committing transaction holds are skipped (``SKIP LOCKED``)."""
         now = as_utc(now) if now is not None else utcnow()
         cutoff = now - timedelta(seconds=self.txn_timeout_s)
 

@@ -94,29 +94,6 @@ class SqlWriteIds:
     def valid_write_ids(
         self, table_name: str, txn_id: int | None = None, as_of_write_id: int | None = None
     ) -> ValidWriteIdList:
-        """The reader's snapshot of a table (Hive ``getValidWriteIds`` ->
-        ``ValidReaderWriteIdList``, see docs/hive-acid-format.md §6).
-
-        * high watermark = the highest write id allocated for the table, or
-          ``as_of_write_id`` if smaller (time travel);
-        * exceptions = write ids <= high watermark whose transaction is open (``open_write_ids``)
-          or aborted (``aborted_write_ids``), ascending;
-        * with ``txn_id`` the snapshot is the one taken when that transaction opened (Hive's
-          ``ValidTxnList`` of ``openTxns``, plus its own writes): a write id whose transaction
-          committed after ``txn_id`` opened (commit id > ``txn_id``; txn ids and commit ids
-          come from one sequence) is an open exception too, so every read the transaction
-          makes -- key lookups of upsert/delete/CDC, ``reads.read_table(..., txn_id=)`` --
-          agrees with its first one;
-        * the write id of ``txn_id`` (the caller's own transaction) is valid, not an exception,
-          so a transaction reads its own writes;
-        * ``min_open_write_id`` = lowest open exception, ``None`` when there is none.
-
-        Returns:
-            ``acidflow.format.layout.ValidWriteIdList``.
-        Raises:
-            NoSuchTableError, NoSuchTransactionError (``txn_id`` unknown),
-            ValueError (negative ``as_of_write_id``).
-        """
         name, hwm, open_ids, aborted, min_open = self.write_id_snapshot(
             table_name, txn_id, as_of_write_id
         )
@@ -129,16 +106,6 @@ class SqlWriteIds:
         )
 
     def compactor_valid_write_ids(self, table_name: str) -> ValidWriteIdList:
-        """The snapshot a compactor may compact up to (Hive 3 ``MIN_HISTORY_LEVEL``): the one
-        the oldest open transaction took when it opened, without its own writes -- write ids
-        committed after it opened are open exceptions -- so every open transaction can still
-        use the compactor's output (a base covering a write id some open transaction cannot
-        see would leave that transaction without a usable base). Equals :meth:`valid_write_ids`
-        when no transaction is open. Pass it through ``for_compactor()`` as usual.
-
-        Raises:
-            NoSuchTableError.
-        """
         name, hwm, open_ids, aborted, min_open = self.write_id_snapshot(
             table_name, oldest_open=True
         )
@@ -151,7 +118,6 @@ class SqlWriteIds:
         )
 
     def write_id_states(self, table_name: str) -> list[tuple[int, int, str]]:
-        """SQL side of ``Catalog.write_id_states`` (contract in base.py)."""
         db, tbl = split_table_name(table_name)
 
         def fn(conn: sa.Connection) -> list[tuple[int, int, str]]:
@@ -167,7 +133,6 @@ class SqlWriteIds:
         return self.db.run(fn, write=False)
 
     def commit_records(self, table_name: str) -> list[CommitRecord]:
-        """SQL side of ``Catalog.commit_records`` (contract in base.py)."""
         db, tbl = split_table_name(table_name)
 
         def fn(conn: sa.Connection) -> list[CommitRecord]:
