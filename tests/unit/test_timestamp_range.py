@@ -165,12 +165,14 @@ except ImportError:  # pragma: no cover - hypothesis is not in requirements
 
 if given is not None:  # pragma: no branch
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(
+        max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
     @given(
         values=st.lists(
-            st.datetimes(dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31, 23, 59, 59, 999999)).filter(
-                storable
-            ),
+            st.datetimes(
+                dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31, 23, 59, 59, 999999)
+            ).filter(storable),
             min_size=1,
             max_size=50,
         ),

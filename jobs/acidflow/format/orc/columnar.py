@@ -18,7 +18,11 @@ makes stripes of several batches; the key index always follows the stripes actua
 
 The pyorc writer (:class:`acidflow.format.orc.files.EventFileWriter`) stays for what pyarrow cannot
 write with the exact ORC type (varchar, char, nested types) and for snappy
-(:func:`acidflow.format.orc.files.columnar_writable`); :func:`write_event_table` chooses.
+(:func:`acidflow.format.orc.files.columnar_writable`); :func:`write_event_table` chooses. It also
+takes a file holding a timestamp before 1970 with a fraction of a second, which pyarrow's ORC
+writer stores with negative nanoseconds that Hive cannot read
+(:mod:`acidflow.format.orc.timestamps`); :class:`ColumnarEventWriter` moves there on its own.
+Both writers refuse timestamps and dates outside Hive's range.
 """
 
 from __future__ import annotations
