@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.orc as paorc
 
 from acidflow.format import partitions as parts
 from acidflow.format import types as htypes
@@ -52,6 +51,7 @@ from acidflow.format.layout import (
 )
 from acidflow.format.orc import files as acid_files
 from acidflow.format.orc import orcindex
+from acidflow.format.orc import timestamps as orc_timestamps
 from acidflow.format.schemaevolution import read_as
 from acidflow.format.table import TableDesc
 from acidflow.storage.fs import TableFS, join
@@ -509,7 +509,7 @@ def read_task(
                     pruned.append((df.path, verdict))
                 if verdict.keep and not any(verdict.keep):
                     continue  # no stripe may hold a key: not even the reader's tail is read
-            orc = paorc.ORCFile(fh)
+            orc = orc_timestamps.OrcReader(fh)  # pyarrow, timestamps of any year
             for s in range(orc.nstripes):
                 if verdict is not None and not verdict.reads(s):
                     offset += verdict.rows[s]  # original files: synthetic rowIds go on

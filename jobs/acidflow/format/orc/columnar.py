@@ -18,7 +18,11 @@ makes stripes of several batches; the key index always follows the stripes actua
 
 The pyorc writer (:class:`acidflow.format.orc.files.EventFileWriter`) stays for what pyarrow cannot
 write with the exact ORC type (varchar, char, nested types) and for snappy
-(:func:`acidflow.format.orc.files.columnar_writable`); :func:`write_event_table` chooses.
+(:func:`acidflow.format.orc.files.columnar_writable`); :func:`write_event_table` chooses. It also
+takes a file holding a timestamp before 1970 with a fraction of a second, which pyarrow's ORC
+writer stores with negative nanoseconds that Hive cannot read
+(:mod:`acidflow.format.orc.timestamps`); :class:`ColumnarEventWriter` moves there on its own.
+Both writers refuse timestamps and dates outside Hive's range.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.orc as paorc
 
 from acidflow.format.fileio import FileIO
-from acidflow.format.orc import orcfooter
+from acidflow.format.orc import orcfooter, timestamps
 from acidflow.format.orc.files import (
     ACID_STATS_KEY,
     ACID_VERSION,
@@ -51,11 +55,13 @@ from acidflow.format.orc.files import (
     OPERATION_UPDATE,
     WRITE_BATCH_ROWS,
     AcidFileError,
+    EventFileWriter,
     WrittenFile,
     columnar_writable,
     event_arrow_schema,
     event_column_ids,
     keys_ascending,
+    read_events,
     write_event_file,
 )
 
@@ -185,6 +191,11 @@ class ColumnarEventWriter:
             bloom_filter_fpp=bloom_filter_fpp,
         )
         self.stripe_rows = stripe_rows
+        self.compression = compression
+        self._bloom = (list(bloom_filter_columns), bloom_filter_fpp)
+        #: the pyorc writer the file went to once a batch held a pre-1970 timestamp with a
+        #: fraction of a second (see :meth:`write`)
+        self._pyorc: EventFileWriter | None = None
         self._fh: BinaryIO | None = None
         self._sink: _HeldTailSink | None = None
         self._writer: paorc.ORCWriter | None = None
@@ -198,10 +209,22 @@ class ColumnarEventWriter:
     @property
     def rows(self) -> int:
         """Events written so far."""
-        return self._keys.rows
+        return self._pyorc.rows if self._pyorc is not None else self._keys.rows
 
     def write(self, batch: pa.RecordBatch) -> None:
-        """Append a batch of events (see class doc)."""
+        """Append a batch of events (see class doc).
+
+        Timestamps and dates outside Hive's range are refused
+        (:func:`acidflow.format.orc.timestamps.check_range`). The first batch holding a
+        timestamp before 1970 with a fraction of a second (which pyarrow's ORC writer stores
+        with negative nanoseconds, unreadable by Hive) moves the file to pyorc
+        (:class:`acidflow.format.orc.files.EventFileWriter`), which stores it as Hive's writer
+        does: the events written so far are read back and written again through it.
+
+        Raises:
+            HiveRangeError: a timestamp or date outside Hive's range (names file and column).
+            AcidFileError: see class doc.
+        """
         n = batch.num_rows
         if n == 0:
             return
@@ -216,6 +239,15 @@ class ColumnarEventWriter:
         op = batch.column(0).to_numpy()
         if op.min() < 0 or op.max() > OPERATION_DELETE:
             raise AcidFileError(f"{self.path}: operation values outside 0..2")
+        row = batch.column(5)
+        children = [row.field(i) for i in range(row.type.num_fields)]
+        for child, f in zip(children, row.type):
+            timestamps.check_range(child, f.name, self.path)
+        if self._pyorc is None and any(timestamps.needs_pyorc(c) for c in children):
+            self._move_to_pyorc()
+        if self._pyorc is not None:
+            self._pyorc.write_batch(batch)
+            return
         o, b, r = (batch.column(i).to_numpy() for i in (1, 2, 3))
         self._check_order(o, b, r)
         self._ops += np.bincount(op, minlength=3)
@@ -228,6 +260,32 @@ class ColumnarEventWriter:
         self._pending_rows += n
         while self._pending_rows >= self.stripe_rows:
             self._flush(self.stripe_rows)
+
+    def _move_to_pyorc(self) -> None:
+        """Continue the file with pyorc: the events the ORC writer got so far are finished
+        into the file, read back, and written again through pyorc."""
+        done = None
+        if self._writer is not None or self._pending_rows:
+            if self._pending_rows:
+                self._flush(self._pending_rows)
+            done = self._finish()
+            self._closed = False
+        events = read_events(self.tfs, self.path) if done is not None else None
+        if done is not None:
+            self.tfs.delete(self.path)
+        self._writer = self._fh = self._sink = None
+        self._pyorc = EventFileWriter(
+            self.tfs,
+            self.path,
+            self.columns,
+            compression=self.compression,
+            stripe_rows=self.stripe_rows or DEFAULT_STRIPE_ROWS,
+            bloom_filter_columns=self._bloom[0],
+            bloom_filter_fpp=self._bloom[1],
+        )
+        if events is not None:
+            for b in events.to_batches():
+                self._pyorc.write_batch(event_batch(self.path, self.columns, b, self.schema))
 
     def _check_order(self, o: np.ndarray, b: np.ndarray, r: np.ndarray) -> None:
         first = (int(o[0]), int(b[0]), int(r[0]))
@@ -267,6 +325,9 @@ class ColumnarEventWriter:
         leaves no file) when no event was written. On error the partial file is deleted."""
         if self._closed:
             raise AcidFileError(f"{self.path}: already closed")
+        if self._pyorc is not None:
+            self._closed = True
+            return self._pyorc.close()
         try:
             if self._pending_rows:
                 self._flush(self._pending_rows)
@@ -326,6 +387,9 @@ class ColumnarEventWriter:
             return
         self._closed = True
         self._pending = []
+        if self._pyorc is not None:
+            self._pyorc.abort()
+            return
         try:
             if self._writer is not None:
                 try:
@@ -474,14 +538,23 @@ def write_event_table(
         file is left).
     Raises:
         AcidFileError: events out of order or with NULL keys (nothing is left at ``path``).
+        HiveRangeError: a timestamp or date outside Hive's range
+            (:func:`acidflow.format.orc.timestamps.check_range`).
 
     With :func:`acidflow.format.orc.files.columnar_writable` columns the file is written by
     :class:`ColumnarEventWriter` (ORC C++, file version 0.12, 256 KiB compression blocks);
-    otherwise the rows go through pyorc.
+    otherwise, or when a timestamp before 1970 has a fraction of a second
+    (:func:`acidflow.format.orc.timestamps.needs_pyorc`), the rows go through pyorc.
     """
     if events.num_rows == 0:
         return None
-    if not columnar_writable(columns, compression):
+    data = [events.column(c) for c, _ in columns if c in events.column_names]
+    for c, _ in columns:
+        if c in events.column_names:
+            timestamps.check_range(events.column(c), c, path)
+    # pre-1970 timestamps with a fraction of a second: pyorc (ColumnarEventWriter would move
+    # there on its own, after writing and reading back what came before)
+    if not columnar_writable(columns, compression) or any(timestamps.needs_pyorc(a) for a in data):
         keys = [events.column(k) for k in KEY_FIELDS]
         if any(k.null_count for k in keys):
             raise AcidFileError(f"{path}: NULL in an event key field")

@@ -56,6 +56,7 @@ from acidflow.format.hivetypes import (
     UnionType,
 )
 from acidflow.format.layout import ACID_VERSION_FILE, METADATA_ACID_FILE
+from acidflow.format.orc import timestamps
 
 OPERATION_INSERT = 0
 OPERATION_UPDATE = 1  # legacy (pre split-update) only; never written
@@ -84,6 +85,9 @@ ROW_COLUMN_ID = 6
 DEFAULT_BLOOM_FILTER_FPP = 0.05
 _EPOCH = _dt.datetime(1970, 1, 1)
 _EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_TS_US = pa.timestamp("us")
+#: timestamps ORC cannot store (:data:`acidflow.format.orc.timestamps.UNSTORABLE_US`)
+_GAP = (_EPOCH + _dt.timedelta(microseconds=timestamps.UNSTORABLE_US[0]), _EPOCH)
 
 
 class AcidFileError(AcidflowError, ValueError):
@@ -104,8 +108,20 @@ class _UtcTimestampConverter(ORCConverter):
 
     @staticmethod
     def to_orc(obj: _dt.datetime, timezone: Any) -> tuple[int, int]:
+        """Floor seconds and nanoseconds ``0..999999999`` (ORC's C++ writer then stores them
+        as Hive's Java writer does, :mod:`acidflow.format.orc.timestamps`).
+
+        Raises:
+            HiveRangeError: a value no ORC reader reads back (1969-12-31 23:59:59.001 ..
+                23:59:59.999999); :meth:`EventFileWriter.write` names the column first.
+        """
         delta = (obj - _EPOCH_UTC) if obj.tzinfo is not None else (obj - _EPOCH)
-        return delta.days * 86400 + delta.seconds, delta.microseconds * 1000
+        seconds = delta.days * 86400 + delta.seconds
+        if seconds == -1 and delta.microseconds >= 1000:
+            raise timestamps.HiveRangeError(
+                f"timestamp {obj}: ORC cannot store 1969-12-31 23:59:59.001 .. 23:59:59.999999"
+            )
+        return seconds, delta.microseconds * 1000
 
 
 def event_schema(columns: list[tuple[str, str]]) -> str:
@@ -256,6 +272,9 @@ class EventFileWriter:
             bloom_filter_fpp=bloom_filter_fpp,
             converters={pyorc.TypeKind.TIMESTAMP: _UtcTimestampConverter},
         )
+        self._timestamp_columns = [
+            (i, name) for i, (name, t) in enumerate(columns) if htypes.arrow_type(t) == _TS_US
+        ]
         self._stripes: list[_Stripe] = []
         self._cur = _Stripe()
         self._last: tuple[int, int, int] | None = None
@@ -276,6 +295,8 @@ class EventFileWriter:
             if self._first is None:
                 self._first = key
             self._last = key
+            if ev[5] is not None:
+                self._check_timestamps(ev[5])
             op = ev[0]
             if op == OPERATION_DELETE:
                 self.deletes += 1
@@ -295,11 +316,26 @@ class EventFileWriter:
         if buf:
             self._writer.writerows(buf)
 
+    def _check_timestamps(self, row: tuple) -> None:
+        for i, name in self._timestamp_columns:
+            v = row[i]
+            if v is None:
+                continue
+            if v.tzinfo is not None:  # written as its UTC wall clock (_UtcTimestampConverter)
+                v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+            if _GAP[0] <= v < _GAP[1]:
+                raise timestamps.HiveRangeError(
+                    f"{self.path}: column {name!r} holds timestamp {v}; ORC cannot store "
+                    "1969-12-31 23:59:59.001 .. 23:59:59.999999"
+                )
+
     def write_batch(self, batch: pa.RecordBatch) -> None:
         """Append an Arrow batch of events: the five event fields, then ``row`` (a struct of
         the table columns in table order, NULL in delete events)."""
         head = [batch.column(i).to_pylist() for i in range(5)]
         row = batch.column(5)
+        for i in range(row.type.num_fields):
+            timestamps.check_range(row.field(i), row.type.field(i).name, self.path)
         fields = [row.field(i).to_pylist() for i in range(row.type.num_fields)]
         rows = list(zip(*fields)) if fields else [()] * batch.num_rows
         valid = row.is_valid().to_pylist()
@@ -551,7 +587,7 @@ def file_info(tfs: FileIO, path: str) -> FileInfo:
 def _read_table(tfs: FileIO, path: str, columns: list[str] | None = None) -> pa.Table:
     try:
         with tfs.open(path, "rb") as fh:
-            return paorc.ORCFile(fh).read(columns=columns)
+            return timestamps.OrcReader(fh).read(columns=columns)
     except (pa.ArrowInvalid, OSError) as exc:
         raise AcidFileError(f"{path}: cannot read ORC data: {exc}") from exc
 
@@ -559,19 +595,19 @@ def _read_table(tfs: FileIO, path: str, columns: list[str] | None = None) -> pa.
 def normalize_timestamps(arr: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
     """A column read from an ORC file, with its timestamps in the data path's unit.
 
-    ORC readers give ``timestamp[ns]``; acidflow's data path uses microseconds (Spark's unit, and
-    the unit of :func:`acidflow.format.types.arrow_type` for Hive ``timestamp``). A timestamp
-    column of any other unit is cast to ``timestamp[us]`` (keeping its zone, truncating
-    sub-microsecond digits); any other column is returned as it is.
+    pyarrow's ORC reader gives ``timestamp[ns]`` (:class:`acidflow.format.orc.timestamps.OrcReader`
+    ``timestamp[us]`` for files beyond nanoseconds); acidflow's data path uses microseconds
+    (Spark's unit, and the unit of :func:`acidflow.format.types.arrow_type` for Hive
+    ``timestamp``). A timestamp column of any other unit becomes ``timestamp[us]`` (zone kept,
+    sub-microsecond digits dropped: :func:`acidflow.format.orc.timestamps.to_micros`); any
+    other column is returned as it is.
 
     Args:
         arr: one column (array or chunked array).
     Returns:
         The same kind of array, ``timestamp[us]`` when it held timestamps.
     """
-    if pa.types.is_timestamp(arr.type) and arr.type.unit != "us":
-        return arr.cast(pa.timestamp("us", arr.type.tz), safe=False)
-    return arr
+    return timestamps.to_micros(arr)
 
 
 def read_events(tfs: FileIO, path: str, *, keys_only: bool = False) -> pa.Table:
