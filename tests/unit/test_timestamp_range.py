@@ -12,6 +12,8 @@ import random
 import pyarrow as pa
 import pyorc
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from acidflow.errors import AcidflowError
 from acidflow.format.orc import columnar as C
@@ -157,29 +159,21 @@ def test_random_timestamps_round_trip_exactly(tmp_path, columns, seed):
     roundtrip(tmp_path, columns, near, name="near")
 
 
-try:  # the same property with hypothesis, where it is installed
-    from hypothesis import HealthCheck, given, settings
-    from hypothesis import strategies as st
-except ImportError:  # pragma: no cover - hypothesis is not in requirements
-    given = None
-
-if given is not None:  # pragma: no branch
-
-    @settings(
-        max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-    )
-    @given(
-        values=st.lists(
-            st.datetimes(
-                dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31, 23, 59, 59, 999999)
-            ).filter(storable),
-            min_size=1,
-            max_size=50,
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    values=st.lists(
+        st.datetimes(dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31, 23, 59, 59, 999999)).filter(
+            storable
         ),
-        pyorc_path=st.booleans(),
-    )
-    def test_hypothesis_timestamps_round_trip_exactly(tmp_path, values, pyorc_path):
-        roundtrip(tmp_path, PYORC if pyorc_path else COLUMNAR, values)
+        min_size=1,
+        max_size=50,
+    ),
+    pyorc_path=st.booleans(),
+)
+def test_hypothesis_timestamps_round_trip_exactly(tmp_path, values, pyorc_path):
+    roundtrip(tmp_path, PYORC if pyorc_path else COLUMNAR, values)
 
 
 @pytest.mark.parametrize("columns", [COLUMNAR, PYORC], ids=["columnar", "pyorc"])
