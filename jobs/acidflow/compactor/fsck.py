@@ -59,7 +59,7 @@ from acidflow.catalog import Catalog
 from acidflow.catalog.tabledef import TableDef, as_utc
 from acidflow.format import types as htypes
 from acidflow.format.filecheck import UNEXPECTED, FileCheck, check_files
-from acidflow.format.filerecords import FileRecord
+from acidflow.format.filerecords import FileRecord, by_partition
 from acidflow.format.layout import (
     ACID_VERSION_FILE,
     LONG_MIN_VALUE,
@@ -420,9 +420,7 @@ def scan_files(
     grouped = snapshot.split_partitions(
         tfs.list_recursive(table.location), len(table.partition_columns)
     )
-    records: dict[str, list[FileRecord]] = {}
-    for r in catalog.data_file_records(table.name):
-        records.setdefault(r.partition, []).append(r)
+    records = by_partition(catalog.data_file_records(table.name))
     out = []
     for part in sorted(grouped):
         entries = grouped[part]

@@ -34,8 +34,9 @@ from acidflow.format.layout import (
     DirEntry,
     RangeResponse,
     ValidWriteIdList,
-    bucket_files,
+    is_hidden,
     parse_base,
+    parse_bucket_file,
     parse_delta,
 )
 from acidflow.format.orc.files import AcidFileError
@@ -203,6 +204,12 @@ def check_files(
     current = list(state.current_dirs if dirs is None else dirs)
     listed = {e.path: e.size for e in entries if not e.is_dir}
     present_dirs = {e.path.split("/", 1)[0] for e in entries}
+    # the bucket files directly in each directory, in one pass (as ``bucket_files`` picks)
+    in_dir: dict[str, list[str]] = {}
+    for path in listed:
+        top, sep, rest = path.partition("/")
+        if sep and "/" not in rest and not is_hidden(rest) and parse_bucket_file(rest):
+            in_dir.setdefault(top, []).append(path)
     by_dir: dict[str, list[FileRecord]] = {}
     for r in records:
         if r.partition == partition:
@@ -229,7 +236,7 @@ def check_files(
                 out.problems.append(
                     FileProblem(SIZE_MISMATCH, partition, r.path, r.write_id, r.size, size, r.rows)
                 )
-        for rel, _bucket in bucket_files(entries, d):
+        for rel in sorted(in_dir.get(d, [])):
             if rel not in recorded:
                 out.problems.append(
                     FileProblem(

@@ -9,7 +9,7 @@ from typing import Any, Iterable, Mapping
 
 from acidflow.format.names import parse_bucket_file
 
-__all__ = ["FileRecord", "file_records"]
+__all__ = ["FileRecord", "by_partition", "file_records"]
 
 
 @dataclass(frozen=True)
@@ -76,3 +76,11 @@ def file_records(
         )
         for r in rows
     ]
+
+
+def by_partition(records: Iterable[FileRecord]) -> dict[str, list[FileRecord]]:
+    """Records grouped by their partition path."""
+    out: dict[str, list[FileRecord]] = {}
+    for r in records:
+        out.setdefault(r.partition, []).append(r)
+    return out

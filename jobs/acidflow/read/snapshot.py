@@ -42,7 +42,7 @@ from acidflow.format import partitions as parts
 from acidflow.format import types as htypes
 from acidflow.format.bucketing import encode_bucket_property
 from acidflow.format.filecheck import FileProblem, check_files, raise_for
-from acidflow.format.filerecords import FileRecord
+from acidflow.format.filerecords import FileRecord, by_partition
 from acidflow.format.layout import (
     AcidState,
     DirEntry,
@@ -203,10 +203,9 @@ def plan_read(
         read_optimized: base (or original files) only, no deltas.
         txn_state: visibility-txn state callback for ``_v<T>`` dirs (see ``get_acid_state``).
         file_records: the catalog's records of the table's files
-            (``Catalog.data_file_records``): each directory read is checked against them with
-            the sizes of this listing (:func:`acidflow.format.filecheck.check_files`); None =
-            no check (a bare directory). Files acknowledged lost are left out
-            (``ReadPlan.lost``).
+            (``Catalog.data_file_records``), checked with this listing's sizes
+            (:func:`acidflow.format.filecheck.check_files`); None = no check (a bare
+            directory). Files acknowledged lost are left out (``ReadPlan.lost``).
         table_name: names the table in errors (default ``table_dir``).
     Returns:
         A :class:`ReadPlan`.
@@ -222,11 +221,7 @@ def plan_read(
     wanted_buckets = None if buckets is None else set(buckets)
     tasks: list[ReadTask] = []
     states: dict[str, AcidState] = {}
-    records: dict[str, list[FileRecord]] | None = None
-    if file_records is not None:
-        records = {}
-        for r in file_records:
-            records.setdefault(r.partition, []).append(r)
+    records = None if file_records is None else by_partition(file_records)
     failures: list[FileProblem] = []
     lost: list[FileRecord] = []
     for ppath in sorted(grouped):
@@ -238,13 +233,9 @@ def plan_read(
         states[ppath] = state
         skip: set[str] = set()
         if records is not None and records.get(ppath):
+            only_base = [state.base.name] if read_optimized and state.base else None
             check = check_files(
-                ppath,
-                entries,
-                state,
-                records[ppath],
-                valid_write_ids,
-                dirs=[state.base.name] if read_optimized and state.base else None,
+                ppath, entries, state, records[ppath], valid_write_ids, dirs=only_base
             )
             failures += check.failures
             lost += check.lost
