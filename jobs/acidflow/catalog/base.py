@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from acidflow.catalog.api import (
     BatchLedger,
     CompactionQueue,
+    DataFileRegistry,
     ReaderRegistry,
 )
 from acidflow.catalog.errors import CatalogError, NoSuchTransactionError
@@ -120,7 +121,7 @@ def load_catalog(
     return factory(url, warehouse=warehouse, migrate=migrate, **kwargs)
 
 
-class Catalog(SchemaPolicies, BatchLedger, CompactionQueue, ReaderRegistry):
+class Catalog(SchemaPolicies, BatchLedger, CompactionQueue, ReaderRegistry, DataFileRegistry):
     """A transaction catalog: acidflow's stand-in for the Hive metastore's table and TXN
     tables (Hive ``TxnHandler`` / ``TxnStore``, ``AcidHouseKeeperService``,
     ``CompactionTxnHandler``): the facade over the catalog's roles

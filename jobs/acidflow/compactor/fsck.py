@@ -16,16 +16,27 @@ Findings (``kind`` values) per partition:
   ``hive.acid.version``, a key index whose entry count differs from the stripe count;
 * ``overlap`` -- two committed delta directories of the same kind whose write-id ranges overlap
   without one containing the other (Hive's walk would then drop data);
+* ``missing_file`` / ``size_mismatch`` / ``unexpected_file`` -- a file of the current snapshot
+  differs from the catalog's record of its write (gone, another size: truncated, or a bucket
+  file no write recorded in a recorded directory), named with the write id that owns it
+  (:func:`acidflow.format.filecheck.check_files`; directories without records are unknown,
+  never a finding);
+* ``corrupt_file`` -- a file of the current snapshot whose ORC does not read; fsck goes on
+  with the other files (and leaves damaged files out of the row checks below);
+* ``lost_file`` -- a file a repair acknowledged lost (:func:`repair`), which readers skip;
 * ``duplicate_row_id`` -- the same ROW__ID visible twice in the current snapshot;
 * ``duplicate_key`` -- in a table with a primary key, key values with more than one visible row
   in the current snapshot (merge-on-read of the key columns only), named with the write ids of
   their rows (partition ``''``: keys are unique across partitions).
 
+:func:`repair` acknowledges the damaged files of the snapshot as lost (marks the catalog's
+records; never writes data), so reads proceed; it reports every loss.
+
 ``acidflow fsck --rebuild-index`` (:func:`key_index_report`) instead reports, per data file,
 the key statistics and bloom filters key lookups skip stripes by (kind ``key_index``).
 
-``severity`` is ``error`` for missing metadata, overlaps, duplicate ROW__IDs and duplicate keys
-(validation fails), ``warning`` for orphans, ``info`` for aborted, open and obsolete directories.
+``severity`` is ``error`` for missing metadata, damaged files, overlaps, duplicate ROW__IDs and
+duplicate keys (validation fails), ``warning`` for orphans and acknowledged losses, ``info`` for aborted, open and obsolete directories.
 The directories of a killed run (no ``_orc_acid_version``, partial files) are classified by the
 state of their write ids, never as missing metadata: that error is kept for directories of
 committed write ids, which readers open. The pure checks (:func:`check_layout`,
@@ -35,8 +46,9 @@ write-id states and keys.
 
 from __future__ import annotations
 
+import getpass
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -44,8 +56,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from acidflow.catalog import Catalog
-from acidflow.catalog.tabledef import as_utc
+from acidflow.catalog.tabledef import TableDef, as_utc
 from acidflow.format import types as htypes
+from acidflow.format.filecheck import UNEXPECTED, FileCheck, check_files
+from acidflow.format.filerecords import FileRecord, by_partition
 from acidflow.format.layout import (
     ACID_VERSION_FILE,
     LONG_MIN_VALUE,
@@ -56,6 +70,7 @@ from acidflow.format.layout import (
     ValidWriteIdList,
     bucket_files,
     parse_base,
+    parse_bucket_file,
     parse_delta,
 )
 from acidflow.format.orc import files as acid_files
@@ -348,11 +363,117 @@ def write_id_view(
     return WriteIdView(valid, known, open_writes, float(catalog.txn_timeout_s))
 
 
+@dataclass
+class PartitionScan:
+    """What fsck found of one partition's files (:func:`scan_files`).
+
+    Attributes:
+        partition: relative partition path; pdir: its directory.
+        entries, state: the listing and its ``AcidState`` at fsck's snapshot.
+        check: the records against the listing (:func:`acidflow.format.filecheck.check_files`).
+        corrupt: ``{relative path: error}`` of files of the snapshot whose ORC footer does
+            not read (never the ones already missing or resized).
+        metadata: footer findings (``missing_metadata``) of the readable files.
+        records: the catalog's records of the partition's files.
+    """
+
+    partition: str
+    pdir: str
+    entries: list[DirEntry]
+    state: AcidState
+    check: FileCheck
+    corrupt: dict[str, str] = field(default_factory=dict)
+    metadata: list[Finding] = field(default_factory=list)
+    records: list[FileRecord] = field(default_factory=list)
+
+    @property
+    def unreadable(self) -> set[str]:
+        """Absolute paths a read of this partition must leave out: files missing, resized,
+        acknowledged lost or unreadable."""
+        rels = set(self.corrupt) | {p.path for p in self.check.failures} | self.check.skip
+        return {join(self.pdir, r) for r in rels}
+
+
+def _footer_findings(part: str, rel: str, info: acid_files.FileInfo) -> list[Finding]:
+    missing = [
+        k
+        for k in (acid_files.KEY_INDEX_KEY, acid_files.ACID_STATS_KEY, acid_files.ACID_VERSION_KEY)
+        if k not in info.metadata
+    ]
+    if missing:
+        return [Finding(part, "missing_metadata", ERROR, rel, "footer lacks " + ", ".join(missing))]
+    if len(acid_files.parse_key_index(info.metadata[acid_files.KEY_INDEX_KEY])) != info.stripes:
+        return [
+            Finding(
+                part, "missing_metadata", ERROR, rel, f"key index entries != {info.stripes} stripes"
+            )
+        ]
+    return []
+
+
+def scan_files(
+    catalog: Catalog, table: TableDef, tfs: TableFS, valid: ValidWriteIdList
+) -> list[PartitionScan]:
+    """List the table once and, per partition, compare the catalog's file records with the
+    listing and read the footer of every other file of the current snapshot; a file whose
+    footer does not read is recorded as corrupt and the scan goes on."""
+    grouped = snapshot.split_partitions(
+        tfs.list_recursive(table.location), len(table.partition_columns)
+    )
+    records = by_partition(catalog.data_file_records(table.name))
+    out = []
+    for part in sorted(grouped):
+        entries = grouped[part]
+        pdir = partition_dir(table, part or None)
+        state = acid_state(tfs, pdir, valid, entries=entries, txn_state=catalog.visibility_lookup())
+        recs = records.get(part, [])
+        check = check_files(part, entries, state, recs, valid)
+        scan = PartitionScan(part, pdir, entries, state, check, records=recs)
+        bad = {p.path for p in check.failures} | check.skip
+        for d in state.current_dirs:
+            for rel, _b in bucket_files(entries, d):
+                if rel in bad:
+                    continue
+                try:
+                    info = acid_files.file_info(tfs, join(pdir, rel))
+                except Exception as exc:  # noqa: BLE001 - any unreadable footer is a finding
+                    scan.corrupt[rel] = f"{type(exc).__name__}: {exc}"
+                    continue
+                scan.metadata += _footer_findings(part, rel, info)
+        out.append(scan)
+    return out
+
+
+def file_findings(scan: PartitionScan) -> list[Finding]:
+    """Findings of one partition's files (pure): ``missing_file``, ``size_mismatch``,
+    ``unexpected_file`` (errors, each naming the write id that owns the file), ``corrupt_file``
+    (error) and ``lost_file`` (warning: acknowledged lost by a repair, read without it)."""
+    part = scan.partition
+    out = [Finding(part, p.kind, ERROR, p.path, p.describe()) for p in scan.check.problems]
+    out += [
+        Finding(part, "corrupt_file", ERROR, rel, f"unreadable ORC file: {err}")
+        for rel, err in sorted(scan.corrupt.items())
+    ]
+    out += [
+        Finding(
+            part,
+            "lost_file",
+            WARNING,
+            r.path,
+            f"write id {r.write_id}: {r.rows} events acknowledged lost ({r.note})",
+        )
+        for r in scan.check.lost
+    ]
+    return out
+
+
 def fsck_table(catalog: Catalog, name: str, *, max_named: int = MAX_NAMED) -> list[Finding]:
     """Run every check on a catalog table (pyarrow, in this process): the layout checks of
-    each partition, the footers of the current snapshot's files, duplicate ROW__IDs per
-    partition and, for a table with a primary key, duplicate keys across the table (the
-    snapshot's key columns only are read).
+    each partition, the files of the current snapshot against the catalog's records of them
+    (missing, resized, unexpected; :func:`file_findings`), their footers (an unreadable one is
+    a ``corrupt_file`` finding and the check goes on), duplicate ROW__IDs per partition and,
+    for a table with a primary key, duplicate keys across the table (the snapshot's key
+    columns only are read, the damaged files left out).
 
     Args:
         max_named: duplicate keys / ROW__IDs named at most.
@@ -363,54 +484,17 @@ def fsck_table(catalog: Catalog, name: str, *, max_named: int = MAX_NAMED) -> li
     tfs = TableFS(table.location)
     valid = catalog.valid_write_ids(table.name)
     findings: list[Finding] = []
-    grouped = snapshot.split_partitions(
-        tfs.list_recursive(table.location), len(table.partition_columns)
-    )
+    scans = scan_files(catalog, table, tfs, valid)
     view = write_id_view(catalog, table.name, valid)
     key = list(table.primary_key)
     data_names = [c.name for c in table.columns]
     project = [k for k in key if k in data_names]
     key_rows: list[pa.Table] = []
-    for part in sorted(grouped):
-        entries = grouped[part]
-        pdir = partition_dir(table, part or None)
-        state = acid_state(tfs, pdir, valid, entries=entries, txn_state=catalog.visibility_lookup())
-        findings += check_layout(part, entries, state, view)
-        for d in state.current_dirs:
-            for rel, _b in bucket_files(entries, d):
-                info = acid_files.file_info(tfs, join(pdir, rel))
-                missing = [
-                    k
-                    for k in (
-                        acid_files.KEY_INDEX_KEY,
-                        acid_files.ACID_STATS_KEY,
-                        acid_files.ACID_VERSION_KEY,
-                    )
-                    if k not in info.metadata
-                ]
-                if missing:
-                    findings.append(
-                        Finding(
-                            part,
-                            "missing_metadata",
-                            ERROR,
-                            rel,
-                            "footer lacks " + ", ".join(missing),
-                        )
-                    )
-                elif (
-                    len(acid_files.parse_key_index(info.metadata[acid_files.KEY_INDEX_KEY]))
-                    != info.stripes
-                ):
-                    findings.append(
-                        Finding(
-                            part,
-                            "missing_metadata",
-                            ERROR,
-                            rel,
-                            f"key index entries != {info.stripes} stripes",
-                        )
-                    )
+    for scan in scans:
+        part = scan.partition
+        findings += check_layout(part, scan.entries, scan.state, view)
+        findings += file_findings(scan)
+        findings += scan.metadata
         plan = snapshot.plan_read(
             tfs,
             table.location,
@@ -421,28 +505,193 @@ def fsck_table(catalog: Catalog, name: str, *, max_named: int = MAX_NAMED) -> li
             partitions=[part],
             txn_state=catalog.visibility_lookup(),
         )
+        skip = scan.unreadable
         row_ids: list[tuple[int, int, int]] = []
-        for batch in (
-            b
-            for t in plan.tasks
-            for b in snapshot.read_task(
-                tfs, t, plan.columns, plan.partition_columns, valid, row_id=True, project=project
-            )
-        ):
-            rid = batch.column(batch.schema.get_field_index(snapshot.ROW_ID))
-            row_ids += zip(*(rid.field(i).to_pylist() for i in range(3)))
-            if key:
-                key_rows.append(
-                    pa.table(
-                        [batch.column(batch.schema.get_field_index(k)) for k in key]
-                        + [rid.field(0)],
-                        names=key + [WRITE_ID_COL],
+        for task in plan.tasks:
+            task.data_files = [f for f in task.data_files if f.path not in skip]
+            task.delete_files = [p for p in task.delete_files if p not in skip]
+            try:
+                batches = list(
+                    snapshot.read_task(
+                        tfs,
+                        task,
+                        plan.columns,
+                        plan.partition_columns,
+                        valid,
+                        row_id=True,
+                        project=project,
                     )
                 )
+            except Exception as exc:  # noqa: BLE001 - a file that does not read is a finding
+                files = [f.path for f in task.data_files] + task.delete_files
+                findings.append(
+                    Finding(
+                        part,
+                        "corrupt_file",
+                        ERROR,
+                        f"bucket {task.bucket_id}",
+                        f"reading {', '.join(files)} failed: {type(exc).__name__}: {exc}",
+                    )
+                )
+                continue
+            for batch in batches:
+                rid = batch.column(batch.schema.get_field_index(snapshot.ROW_ID))
+                row_ids += zip(*(rid.field(i).to_pylist() for i in range(3)))
+                if key:
+                    key_rows.append(
+                        pa.table(
+                            [batch.column(batch.schema.get_field_index(k)) for k in key]
+                            + [rid.field(0)],
+                            names=key + [WRITE_ID_COL],
+                        )
+                    )
         findings += duplicate_row_ids(part, row_ids, max_named)
     if key and key_rows:
         findings += duplicate_keys(key, pa.concat_tables(key_rows), max_named)
     return findings
+
+
+@dataclass(frozen=True)
+class LostFile:
+    """A recorded file a repair acknowledged lost (:func:`repair`).
+
+    Attributes:
+        table, partition, path: the file (path relative to the partition directory).
+        bucket: its bucket (writer) id; write_id: the write that owns it.
+        rows: events its record counts: rows gone (an insert-side file) or deletes undone (a
+            delete delta: the rows they deleted are visible again).
+        reason: ``missing_file``, ``size_mismatch`` or ``corrupt_file``.
+    """
+
+    table: str
+    partition: str
+    path: str
+    bucket: int | None
+    write_id: int
+    rows: int
+    reason: str
+
+    @property
+    def is_delete(self) -> bool:
+        """A delete delta's file."""
+        return self.path.startswith("delete_delta_")
+
+    def describe(self) -> str:
+        """What the loss means for readers."""
+        where = f"{self.partition}/{self.path}" if self.partition else self.path
+        what = (
+            f"{self.rows} delete events lost: the rows they deleted are visible again"
+            if self.is_delete
+            else f"{self.rows} rows lost"
+        )
+        return (
+            f"{self.table} {where} (bucket {self.bucket}, write id {self.write_id}, "
+            f"{self.reason}): {what}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able dict (with ``detail``: :meth:`describe`)."""
+        return {**asdict(self), "detail": self.describe()}
+
+
+@dataclass
+class RepairReport:
+    """What :func:`repair` did.
+
+    Attributes:
+        table: ``db.table``. lost: files marked lost now (or that would be, in a dry run).
+        already_lost: records a repair had acknowledged before (the reads skip them).
+        not_repaired: findings a repair cannot mark (unexpected files, unreadable files the
+            catalog has no record of): they need a person.
+        dry_run: nothing was marked.
+    """
+
+    table: str
+    lost: list[LostFile] = field(default_factory=list)
+    already_lost: list[FileRecord] = field(default_factory=list)
+    not_repaired: list[Finding] = field(default_factory=list)
+    dry_run: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able dict."""
+        return {
+            "table": self.table,
+            "dry_run": self.dry_run,
+            "lost": [f.to_dict() for f in self.lost],
+            "rows_lost": sum(f.rows for f in self.lost if not f.is_delete),
+            "deletes_lost": sum(f.rows for f in self.lost if f.is_delete),
+            "already_lost": [asdict(r) for r in self.already_lost],
+            "not_repaired": [f.to_dict() for f in self.not_repaired],
+        }
+
+
+def _bucket_of(rel: str) -> int | None:
+    parsed = parse_bucket_file(rel.rsplit("/", 1)[-1])
+    return None if parsed is None else parsed[0]
+
+
+def repair(
+    catalog: Catalog, name: str, *, note: str | None = None, dry_run: bool = False
+) -> RepairReport:
+    """Acknowledge the damaged files of a table's current snapshot as lost, so reads proceed
+    without them: mark, never invent. Every recorded file that is missing, has another size
+    than recorded, or whose ORC footer does not read is marked lost in the catalog
+    (``Catalog.mark_data_files_lost``, with ``note``); readers then leave it out and log it,
+    and a compaction publishes what is left. No file is written or deleted, no transaction is
+    aborted: what was committed stays committed. The report names each loss (partition,
+    bucket, write id, the events the record counts; a lost delete delta brings the rows it
+    deleted back). Restore the files from a backup instead when you can.
+
+    Args:
+        note: kept with each record (default: who and when).
+        dry_run: report only, mark nothing.
+    Returns:
+        A :class:`RepairReport`.
+    Raises:
+        NoSuchTableError.
+    """
+    table = catalog.get_table(name)
+    tfs = TableFS(table.location)
+    valid = catalog.valid_write_ids(table.name)
+    stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    note = note or f"fsck repair by {getpass.getuser()} at {stamp}"
+    report = RepairReport(table.name, dry_run=dry_run)
+    marks: dict[str, list[tuple[str, str]]] = {}
+    for scan in scan_files(catalog, table, tfs, valid):
+        part = scan.partition
+        report.already_lost += scan.check.lost
+        recorded = {r.path: r for r in scan.records}
+        damaged = [(p.path, p.kind, p.write_id, p.rows) for p in scan.check.failures]
+        for rel, err in sorted(scan.corrupt.items()):
+            rec = recorded.get(rel)
+            if rec is None:
+                report.not_repaired.append(
+                    Finding(part, "corrupt_file", ERROR, rel, f"no record to mark: {err}")
+                )
+            else:
+                damaged.append((rel, "corrupt_file", rec.write_id, rec.rows))
+        for rel, reason, wid, rows in damaged:
+            report.lost.append(
+                LostFile(
+                    table.name,
+                    part,
+                    rel,
+                    _bucket_of(rel),
+                    wid if wid is not None else 0,
+                    rows or 0,
+                    reason,
+                )
+            )
+            marks.setdefault(reason, []).append((part, rel))
+        report.not_repaired += [
+            Finding(part, p.kind, ERROR, p.path, p.describe())
+            for p in scan.check.problems
+            if p.kind == UNEXPECTED
+        ]
+    if not dry_run:
+        for reason, files in sorted(marks.items()):
+            catalog.mark_data_files_lost(table.name, files, f"{note} ({reason})")
+    return report
 
 
 def key_index_report(catalog: Catalog, name: str) -> list[Finding]:

@@ -11,7 +11,10 @@ Steps for one entry:
 3. take the table's ValidWriteIdList and turn it into the compactor's
    (``ValidCompactorWriteIdList``: high watermark = lowest open write id - 1, aborted ids as
    exceptions) and record that high watermark on the entry;
-4. rewrite, verify and publish with :func:`acidflow.maintenance.compaction.compact_partition`;
+4. rewrite, verify and publish with :func:`acidflow.maintenance.compaction.compact_partition`:
+   its inputs are checked against the catalog's file records first (a missing or truncated
+   input fails the entry, naming the file; nothing is written), the output's rows against
+   what the inputs' records imply, and the output's files are recorded before publishing;
 5. commit the compaction's transaction and set ``ready for cleaning`` -- or ``failed`` with the
    error (the table is left as it was: nothing is published before verification passed).
 """
@@ -147,6 +150,9 @@ def run_worker(
             details={"worker_id": wid, "valid_write_ids": str(cvalid)},
         )
         policy = retention_policy(table.name, table.properties)  # history
+        txn_id = entry.txn_id
+        if txn_id is None:  # pragma: no cover - claim_compaction opens it
+            raise compaction.CompactionError(f"compaction {entry.id} has no transaction")
         result = compaction.compact_partition(
             spark,
             table,
@@ -161,6 +167,10 @@ def run_worker(
             record_history=policy.commits > 0 or policy.hours > 0,
             visibility_txn_id=entry.txn_id,
             txn_state=catalog.visibility_lookup(),
+            # inputs checked against their records; the output recorded under the
+            # compaction's transaction (it counts once that commits)
+            file_records=catalog.data_file_records(table.name, entry.partition or ""),
+            record_files=lambda recs: catalog.record_data_files(txn_id, table.name, recs),
         )  # object stores: output named _v<txn_id>
         hb.stop()
         report = result.to_dict()

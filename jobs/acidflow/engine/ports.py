@@ -17,8 +17,9 @@ catalog backend (the SQL one, the Hive Metastore one) fits without the engine kn
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence
 
+from acidflow.format.filerecords import FileRecord
 from acidflow.format.layout import ValidWriteIdList
 from acidflow.format.table import ColumnDef, TableDesc
 from acidflow.states import LockType
@@ -77,6 +78,10 @@ class TxnCatalog(Protocol):
         txn_id: int,
         table_name: str,
         scopes: Mapping[tuple[str | None, int], "np.ndarray | None"],
+    ) -> None: ...
+
+    def record_data_files(
+        self, txn_id: int, table_name: str, files: Iterable[FileRecord]
     ) -> None: ...
 
     def commit_transaction(self, txn_id: int, stats: dict[str, dict] | None = None) -> int: ...

@@ -58,6 +58,7 @@ from acidflow.engine.writer import (
 from acidflow.format import keys
 from acidflow.format import partitions as parts
 from acidflow.format.bucketing import check_statement_id
+from acidflow.format.filerecords import file_records
 from acidflow.read import snapshot
 from acidflow.states import LockType, TxnState
 
@@ -191,7 +192,14 @@ class Transaction:
         return sid
 
     def record(self, table_name: str, operation: str, result: WriteResult) -> None:
-        """Add a write's statistics to the commit record of ``table_name``."""
+        """Add a write's statistics to the commit record of ``table_name`` and record its
+        files (``result.file_list``: partition, size, event count) in the catalog
+        (``Catalog.record_data_files``): readers, fsck and the compactor compare them with
+        the listing (:mod:`acidflow.format.filecheck`)."""
+        if result.file_list:
+            self.catalog.record_data_files(
+                self._open_id(), table_name, file_records(result.write_id, result.file_list)
+            )
         st = self.stats.setdefault(
             table_name,
             {

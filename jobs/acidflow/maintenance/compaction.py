@@ -62,12 +62,15 @@ from __future__ import annotations
 import json
 import posixpath
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
 from acidflow.errors import AcidflowError
 from acidflow.format import packing
+from acidflow.format.filecheck import check_files, raise_for
+from acidflow.format.filerecords import FileRecord
+from acidflow.format.filerecords import file_records as file_records_of
 from acidflow.format.layout import (
     AcidState,
     DirEntry,
@@ -103,6 +106,11 @@ VERIFIED_MARKER = "_verified"
 
 class CompactionError(AcidflowError, RuntimeError):
     """A compaction cannot run or its output is unusable (message says why)."""
+
+
+class InputRecordError(CompactionError):
+    """An input file holds another number of events than the catalog recorded, or the output
+    of a compaction holds fewer rows than its inputs' records imply; nothing was published."""
 
 
 class VerificationError(CompactionError):
@@ -283,6 +291,57 @@ def _group(
     return tasks
 
 
+def check_inputs(
+    tfs: TableFS,
+    table_name: str,
+    pdir: str,
+    entries: list[DirEntry],
+    plan: CompactionPlan,
+    valid: ValidWriteIdList,
+    records: Sequence[FileRecord],
+    data_paths: list[str],
+    deletes: list[tuple[str, int]],
+) -> tuple[set[str], int | None]:
+    """Check a compaction's inputs against the catalog's records before anything is written
+    (:func:`acidflow.format.filecheck.check_files` over the plan's base and deltas), then the
+    event count of each recorded input in its ORC footer.
+
+    Returns:
+        ``(paths to leave out, expected rows)``: the files acknowledged lost, and the least
+        number of rows the output must hold (insert-side events minus delete events of the
+        recorded inputs) -- None when an input has no record (unknown).
+    Raises:
+        acidflow.format.filecheck.MissingDataFileError / DataFileMismatchError: an input is
+            missing or has another size than recorded.
+        InputRecordError: an input's footer counts other events than its record.
+    """
+    if plan.state is None:
+        raise CompactionError("a compaction plan without its AcidState (use plan_compaction)")
+    inputs = ([plan.base] if plan.base else []) + plan.deltas
+    check = check_files(plan.partition, entries, plan.state, records, valid, dirs=inputs)
+    raise_for(table_name, check.failures)
+    skip = {join(pdir, r.path) for r in check.lost}
+    by_path = {join(pdir, r.path): r for r in records if r.partition == plan.partition}
+    expected: int | None = 0 if not plan.original_files else None
+    delete_paths = {p for p, _ in deletes}
+    for path in data_paths + sorted(delete_paths):
+        if path in skip:
+            continue
+        rec = by_path.get(path)
+        if rec is None or rec.lost:
+            expected = None
+            continue
+        events = acid_files.file_info(tfs, path).rows
+        if events != rec.rows:
+            raise InputRecordError(
+                f"table {table_name}: {path} (write id {rec.write_id}) holds {events} events, "
+                f"its record counts {rec.rows}; the compaction would lose or invent rows"
+            )
+        if expected is not None:
+            expected += -rec.rows if path in delete_paths else rec.rows
+    return skip, (max(expected, 0) if expected is not None else None)
+
+
 def stripe_rows_for(tfs: TableFS, files: list[str], target_bytes: int) -> int:
     """Events per stripe so that stripes approach ``target_bytes``, estimated from the input
     files' bytes per row; at least one 1024-row write batch, at most 4M rows."""
@@ -445,6 +504,8 @@ def compact_partition(
     record_history: bool = False,
     visibility_txn_id: int | None = None,
     txn_state: Callable[[int], str] | None = None,
+    file_records: Sequence[FileRecord] | None = None,
+    record_files: Callable[[list[FileRecord]], Any] | None = None,
 ) -> CompactionResult:
     """Compact one partition: plan, write into ``.compact_tmp_<cq_id>``, verify, publish by
     rename -- or, on an object store, write under the final ``_v<T>`` names and verify there;
@@ -474,9 +535,20 @@ def compact_partition(
             ``txn_id``); required on object stores, unused where directories rename.
         txn_state: the catalog's ``_v<T>`` lookup (``Catalog.visibility_lookup``): on an
             object store, which earlier ``_v`` output is committed.
+        file_records: the catalog's records of the partition's files
+            (``Catalog.data_file_records``): every input is checked against them before
+            anything is written (:func:`check_inputs`), and the rows the output holds against
+            what they imply; files acknowledged lost are left out. None = no check.
+        record_files: called with the output's records (final paths) after verification,
+            before publishing (the worker: ``Catalog.record_data_files`` under the
+            compaction's transaction).
     Returns:
         :class:`CompactionResult` (``plan.skip_reason`` set when nothing was done).
     Raises:
+        acidflow.format.filecheck.DataFileError: an input file is missing or has another
+            size than recorded (nothing written).
+        InputRecordError: an input's event count differs from its record, or the output
+            holds fewer rows than the inputs' records imply (nothing published).
         VerificationError: rows differ (output removed, nothing published).
         CompactionError: also an object store without ``visibility_txn_id``.
         acidflow.format.orc.files.AcidFileError.
@@ -510,6 +582,21 @@ def compact_partition(
     columns = [(c.name, c.hive_type) for c in table.columns]
     bucketed = table.num_buckets > 0
     data, deletes = _data_files_for(tfs, pdir, entries, plan)
+    expected_rows: int | None = None
+    if file_records is not None:
+        skip, expected_rows = check_inputs(
+            tfs,
+            table.name,
+            pdir,
+            entries,
+            plan,
+            cvalid,
+            file_records,
+            [d.path for d in data],
+            deletes,
+        )
+        data = [d for d in data if d.path not in skip]
+        deletes = [(p, b) for p, b in deletes if p not in skip]
     reads = _group(data, deletes, bucketed, "")
     # rows per stripe matter only to the pyorc writer (the columnar one sizes by bytes); the
     # estimate reads every input file's footer, so it is skipped when it is not needed
@@ -641,7 +728,26 @@ def compact_partition(
         for d in [tmp] if not direct else list(out_dirs.values()):
             tfs.delete(d)
         raise VerificationError(before, after)
+    if expected_rows is not None and after.rows < expected_rows:
+        for d in [tmp] if not direct else list(out_dirs.values()):
+            tfs.delete(d)
+        raise InputRecordError(
+            f"table {table.name} partition {partition or '<table root>'}: the compacted output "
+            f"holds {after.rows} rows, the inputs' records imply at least {expected_rows} "
+            "(inserted minus deleted events); nothing published"
+        )
     beat()
+    if record_files is not None:
+        record_files(
+            file_records_of(
+                plan.max_write_id,
+                [
+                    {**f, "path": f["path"].replace(tmp + "/", pdir.rstrip("/") + "/")}
+                    for f in files
+                ],
+                partition,
+            )
+        )
     if direct:  # published by the catalog's commit of the compaction's transaction
         result.published = list(plan.outputs)
         result.files = files

@@ -40,6 +40,8 @@ import pyarrow.compute as pc
 from acidflow.format import partitions as parts
 from acidflow.format import types as htypes
 from acidflow.format.bucketing import encode_bucket_property
+from acidflow.format.filecheck import FileProblem, check_files, raise_for
+from acidflow.format.filerecords import FileRecord, by_partition
 from acidflow.format.layout import (
     AcidState,
     DirEntry,
@@ -118,6 +120,8 @@ class ReadPlan:
         valid_write_ids: the snapshot.
         tasks: the read tasks.
         states: ``AcidState`` per partition path ('' when unpartitioned).
+        lost: records of files the snapshot would read that a repair acknowledged lost (left
+            out of the tasks: their rows are gone).
     """
 
     table_dir: str
@@ -126,6 +130,7 @@ class ReadPlan:
     valid_write_ids: ValidWriteIdList
     tasks: list[ReadTask]
     states: dict[str, AcidState]
+    lost: list[FileRecord] = field(default_factory=list)
 
     def output_schema(
         self, row_id: bool = False, file_name: bool = False, project: list[str] | None = None
@@ -181,6 +186,8 @@ def plan_read(
     buckets: Iterable[int] | None = None,
     read_optimized: bool = False,
     txn_state: Callable[[int], str] | None = None,
+    file_records: Iterable[FileRecord] | None = None,
+    table_name: str | None = None,
 ) -> ReadPlan:
     """Plan a snapshot read of a table directory.
 
@@ -195,10 +202,18 @@ def plan_read(
         buckets: only these bucket ids (default all).
         read_optimized: base (or original files) only, no deltas.
         txn_state: visibility-txn state callback for ``_v<T>`` dirs (see ``get_acid_state``).
+        file_records: the catalog's records of the table's files
+            (``Catalog.data_file_records``), checked with this listing's sizes
+            (:func:`acidflow.format.filecheck.check_files`); None = no check (a bare
+            directory). Files acknowledged lost are left out (``ReadPlan.lost``).
+        table_name: names the table in errors (default ``table_dir``).
     Returns:
         A :class:`ReadPlan`.
     Raises:
         acidflow.format.layout.NotEnoughHistoryError: no usable base for the snapshot (files cleaned).
+        acidflow.format.filecheck.MissingDataFileError: a recorded file of the snapshot is
+            missing (every such file of every partition read is named in ``problems``).
+        acidflow.format.filecheck.DataFileMismatchError: a recorded file has another size.
         acidflow.format.orc.files.AcidFileError: an unreadable original file.
     """
     grouped = split_partitions(tfs.list_recursive(table_dir), len(partition_columns))
@@ -206,6 +221,9 @@ def plan_read(
     wanted_buckets = None if buckets is None else set(buckets)
     tasks: list[ReadTask] = []
     states: dict[str, AcidState] = {}
+    records = None if file_records is None else by_partition(file_records)
+    failures: list[FileProblem] = []
+    lost: list[FileRecord] = []
     for ppath in sorted(grouped):
         if wanted_parts is not None and ppath not in wanted_parts:
             continue
@@ -213,16 +231,28 @@ def plan_read(
         entries = grouped[ppath]
         state = acid_state(tfs, pdir, valid_write_ids, entries=entries, txn_state=txn_state)
         states[ppath] = state
+        skip: set[str] = set()
+        if records is not None and records.get(ppath):
+            only_base = [state.base.name] if read_optimized and state.base else None
+            check = check_files(
+                ppath, entries, state, records[ppath], valid_write_ids, dirs=only_base
+            )
+            failures += check.failures
+            lost += check.lost
+            skip = check.skip
         data: list[DataFile] = []
         deletes: list[tuple[str, int]] = []
         if state.base is not None:
             for rel, b in bucket_files(entries, state.base.name):
-                data.append(DataFile(join(pdir, rel), "base", b))
+                if rel not in skip:
+                    data.append(DataFile(join(pdir, rel), "base", b))
         else:
             data.extend(original_files(tfs, pdir, state.original_files))
         if not read_optimized:
             for d in state.deltas:
                 for rel, b in bucket_files(entries, d.name):
+                    if rel in skip:
+                        continue
                     if d.is_delete:
                         deletes.append((join(pdir, rel), b))
                     else:
@@ -236,8 +266,9 @@ def plan_read(
         for task in by_bucket.values():
             task.delete_files = [p for p, b in deletes if not bucketed or b == task.bucket_id]
         tasks.extend(by_bucket[b] for b in sorted(by_bucket))
+    raise_for(table_name or table_dir, failures)
     return ReadPlan(
-        table_dir, list(columns), list(partition_columns), valid_write_ids, tasks, states
+        table_dir, list(columns), list(partition_columns), valid_write_ids, tasks, states, lost
     )
 
 

@@ -28,6 +28,7 @@ should pin their snapshot explicitly::
 
 from __future__ import annotations
 
+import logging
 import posixpath
 import threading
 from dataclasses import dataclass
@@ -58,6 +59,8 @@ if TYPE_CHECKING:
 
 LONG_MAX = 2**63 - 1
 
+log = logging.getLogger(__name__)
+
 
 def plan_table(
     catalog: Catalog,
@@ -80,7 +83,12 @@ def plan_table(
         read_optimized: base only.
         valid: use this ValidWriteIdList (a pinned snapshot) instead of asking the catalog.
     The plan's columns are the schema version the snapshot sees (``Catalog.schema_for``).
+    Every file the snapshot reads is checked against the catalog's record of it
+    (``Catalog.data_file_records``, :mod:`acidflow.format.filecheck`); files a repair
+    acknowledged lost are left out and logged (``plan.lost``).
     Raises:
+        acidflow.format.filecheck.MissingDataFileError / DataFileMismatchError: a recorded file
+            of the snapshot is missing or has another size (names table, file, write id).
         acidflow.catalog.errors.NoSuchTableError; acidflow.format.layout.NotEnoughHistoryError when the
         files for an old snapshot were cleaned (beyond retention, ``acidflow.read.history``): the
         message ends with "the oldest write id still readable is N".
@@ -92,8 +100,10 @@ def plan_table(
     # the schema of the snapshot (a time-travel read sees the names and types of its
     # time; a schema change is seen once its transaction committed)
     columns = catalog.schema_for(table, valid)
+    wanted = None if partitions is None else list(partitions)
+    only = wanted[0] if wanted is not None and len(wanted) == 1 else None
     try:
-        return snapshot.plan_read(
+        plan = snapshot.plan_read(
             tfs,
             table.location,
             [(c.name, c.hive_type) for c in columns],
@@ -101,9 +111,11 @@ def plan_table(
             valid,
             bucketed=table.num_buckets > 0,
             read_optimized=read_optimized,
-            partitions=partitions,
+            partitions=wanted,
             buckets=buckets,
             txn_state=catalog.visibility_lookup(),
+            file_records=catalog.data_file_records(table.name, only),
+            table_name=table.name,
         )
     except NotEnoughHistoryError as exc:
         if exc.oldest_readable_write_id is not None:
@@ -112,6 +124,17 @@ def plan_table(
         if oldest is None:
             raise
         raise exc.with_oldest_readable(oldest) from None
+    for r in plan.lost:
+        log.warning(
+            "table %s: %s/%s (write id %s, %s events) was acknowledged lost (%s); read without it",
+            table.name,
+            r.partition or ".",
+            r.path,
+            r.write_id,
+            r.rows,
+            r.note,
+        )
+    return plan
 
 
 def run_plan(

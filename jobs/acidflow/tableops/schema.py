@@ -278,6 +278,9 @@ def _rewrite(
         p["rows"] += done.rows
         result.files += 1
         result.bytes += done.bytes
+        result.file_list.append(
+            {"partition": task.partition, "path": done.path, "rows": done.rows, "bytes": done.bytes}
+        )
     for ppath in sorted(plan.states):
         txn.catalog.add_component(txn_id, table.name, _spec(ppath), "insert_overwrite")
     result.rows_inserted = total

@@ -6,11 +6,13 @@ the facade that joins them, and a backend implements every role.
 * :class:`LockCatalog` -- locks;
 * :class:`BatchLedger` -- the batch ledger and CDC tombstones;
 * :class:`CompactionQueue` -- the compaction queue and its history;
-* :class:`ReaderRegistry` -- reader registrations.
+* :class:`ReaderRegistry` -- reader registrations;
+* :class:`DataFileRegistry` -- the event files of each write (sizes, event counts), losses.
 """
 
 from acidflow.catalog.api.batches import BatchLedger
 from acidflow.catalog.api.compactions import CompactionQueue
+from acidflow.catalog.api.datafiles import DataFileRegistry
 from acidflow.catalog.api.locks import LockCatalog
 from acidflow.catalog.api.readers import ReaderRegistry
 from acidflow.catalog.api.tables import TableCatalog
@@ -19,6 +21,7 @@ from acidflow.catalog.api.transactions import TransactionCatalog
 __all__ = [
     "BatchLedger",
     "CompactionQueue",
+    "DataFileRegistry",
     "LockCatalog",
     "ReaderRegistry",
     "TableCatalog",

@@ -93,6 +93,7 @@ from acidflow.catalog.tabledef import (
 )
 from acidflow.catalog.warehouse import warehouse_root
 from acidflow.config import load_settings
+from acidflow.format.filerecords import FileRecord
 from acidflow.format.layout import ValidWriteIdList
 
 #: Default side catalog file under the warehouse.
@@ -628,6 +629,14 @@ class HiveMetastoreCatalog(MetastoreTables):
         found = self.side.blocking_readers(table_name, commit_id, timeout_s=timeout_s, now=now)
         hive = {t for t in split_open_txns(self.conn.call("get_open_txns"))[0] if t < commit_id}
         return {"readers": found["readers"], "txns": sorted(set(found["txns"]) | hive)}
+
+    # -- data file records (side; its transactions mirror the metastore's) -------------------
+    record_data_files = forward("side", SqlCatalog)
+    mark_data_files_lost = forward("side", SqlCatalog)
+
+    def data_file_records(self, table_name: str, partition: str | None = None) -> list[FileRecord]:
+        self.get_table(table_name)
+        return self.side.data_file_records(table_name, partition)
 
 
 def make_hms_catalog(

@@ -8,7 +8,8 @@ of one part per idea, all sharing one :class:`~acidflow.catalog.sql.db.Database`
 * :class:`~acidflow.catalog.sql.locks.SqlLocks` - locks;
 * :class:`~acidflow.catalog.sql.batches.SqlBatches` - batch ledger and CDC tombstones;
 * :class:`~acidflow.catalog.sql.compactions.SqlCompactions` - compaction queue and history;
-* :class:`~acidflow.catalog.sql.readers.SqlReaders` - reader registrations.
+* :class:`~acidflow.catalog.sql.readers.SqlReaders` - reader registrations;
+* :class:`~acidflow.catalog.sql.datafiles.SqlDataFiles` - data file records.
 
 This class only wires them: a role method that is the part's own is declared with
 :func:`acidflow.catalog.forward.forward` (documented once on the roles,
@@ -33,6 +34,7 @@ from acidflow.catalog.sql import schema as m
 from acidflow.catalog.sql.adopt import SqlAdoption
 from acidflow.catalog.sql.batches import SqlBatches
 from acidflow.catalog.sql.compactions import SqlCompactions
+from acidflow.catalog.sql.datafiles import SqlDataFiles
 from acidflow.catalog.sql.db import Database, utcnow
 from acidflow.catalog.sql.locks import SqlLocks
 from acidflow.catalog.sql.readers import SqlReaders
@@ -99,6 +101,7 @@ class SqlCatalog(Catalog):
         self._batches = SqlBatches(self.db, self._txns)
         self._compactions = SqlCompactions(self.db, self.txn_timeout_s)
         self._readers = SqlReaders(self.db, self.txn_timeout_s)
+        self._data_files = SqlDataFiles(self.db)
         self._adoption = SqlAdoption(self.db, self._tables)
         self._schema = SqlSchemaHistory(self.db, self.warehouse)  # schema evolution
         if migrate:
@@ -278,3 +281,8 @@ class SqlCatalog(Catalog):
     list_readers = forward("_readers", SqlReaders)
     purge_expired_readers = forward("_readers", SqlReaders)
     blocking_readers = forward("_readers", SqlReaders)
+
+    # -- data file records (sql/datafiles.py) ------------------------------------------------
+    record_data_files = forward("_data_files", SqlDataFiles)
+    data_file_records = forward("_data_files", SqlDataFiles)
+    mark_data_files_lost = forward("_data_files", SqlDataFiles)

@@ -371,6 +371,27 @@ class CommitRecordRow(Base):
     stats: Mapped[dict] = mapped_column(sa.JSON)
 
 
+class DataFileRow(Base):
+    """One event file a transaction wrote (revision 0008): its partition directory, path
+    ``<dir>/<file>`` inside it, owning write id, size and event count
+    (:class:`acidflow.format.filerecords.FileRecord`). It counts once ``txn_id`` committed;
+    ``lost_at`` / ``lost_note``: a repair acknowledged the file lost (readers skip it)."""
+
+    __tablename__ = "data_files"
+    __table_args__ = (sa.Index(None, "txn_id"),)
+
+    db_name: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    tbl_name: Mapped[str] = mapped_column(sa.String(256), primary_key=True)
+    part_path: Mapped[str] = mapped_column(sa.Text, primary_key=True)
+    file_path: Mapped[str] = mapped_column(sa.Text, primary_key=True)
+    write_id: Mapped[int] = mapped_column(sa.BigInteger)
+    txn_id: Mapped[int] = mapped_column(sa.BigInteger)
+    file_size: Mapped[int] = mapped_column(sa.BigInteger)
+    row_count: Mapped[int] = mapped_column(sa.BigInteger)
+    lost_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    lost_note: Mapped[str | None] = mapped_column(sa.Text)
+
+
 class BatchRow(Base):
     """Idempotence record of an ingest or CDC batch (revision 0002): the batch id and the
     transaction that applies it. The batch is applied exactly when that transaction committed;

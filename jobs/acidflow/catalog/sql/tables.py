@@ -286,6 +286,7 @@ class SqlTables:
                 m.WriteSetKey,
                 m.CommitRecordRow,
                 m.SchemaHistoryRow,
+                m.DataFileRow,
             )
             for model in by_name:
                 conn.execute(sa.delete(model).where(model.db_name == db, model.tbl_name == tbl))
