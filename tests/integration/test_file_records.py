@@ -190,3 +190,35 @@ def test_repair_marks_the_loss_then_reads_and_compaction_proceed(catalog):
     out = run_worker(None, catalog, cq_id=entry.id)
     assert out is not None and out.state == CompactionState.READY_FOR_CLEANING, out.report
     assert _rows(catalog) == rows
+
+
+def test_fsck_repair_from_the_command_line(catalog):
+    """``acidflow fsck`` names the missing file; ``fsck --repair --dry-run`` reports, marks
+    nothing; ``fsck --repair`` marks it lost, after which ``cat`` reads the rest."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from acidflow.cli.app import app
+
+    loc = _table(catalog)
+    _upsert(catalog, range(40), "a")
+    (loc / D1 / "bucket_00000").unlink()
+    runner = CliRunner()
+    res = runner.invoke(app, ["fsck", "s.t", "--json"])
+    assert res.exit_code == 1, res.output
+    kinds = {json.loads(line)["kind"] for line in res.output.splitlines()}
+    assert "missing_file" in kinds
+    res = runner.invoke(app, ["fsck", "s.t", "--repair", "--dry-run", "--json"])
+    assert res.exit_code == 0, res.output
+    dry = json.loads(res.output)
+    assert dry["dry_run"] and [f["path"] for f in dry["lost"]] == [f"{D1}/bucket_00000"]
+    assert runner.invoke(app, ["cat", "s.t"]).exit_code == 1  # still refused: nothing marked
+    res = runner.invoke(app, ["fsck", "s.t", "--repair", "--note", "disk gone"])
+    assert res.exit_code == 0, res.output
+    assert f"marked lost: s.t {D1}/bucket_00000 (bucket 0, write id 1" in res.output
+    res = runner.invoke(app, ["cat", "s.t"])
+    assert res.exit_code == 0, res.output
+    survivors = {json.loads(line)["id"] for line in res.output.splitlines()}
+    assert len(survivors) == 40 - dry["rows_lost"] and survivors < set(range(40))
+    assert runner.invoke(app, ["fsck", "s.t", "--dry-run"]).exit_code != 0  # needs --repair

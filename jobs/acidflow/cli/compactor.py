@@ -2,11 +2,10 @@
 
 ::
 
-    acidflow show compactions [--table T] [--json]     # SHOW COMPACTIONS
-    acidflow compact TABLE [--partition SPEC] --type major|minor [--run | --wait] [--spark]
+    acidflow compact TABLE [--partition SPEC] --type major|minor [--run | --wait] [--spark] [--json]
     acidflow initiate [--dry-run] [--table FILTER] [--json]
     acidflow clean [--json]
-    acidflow fsck TABLE [--json]
+    acidflow fsck TABLE [--json] [--repair [--dry-run] [--note TEXT]]
 
 ``compact`` queues a manual request (Hive ``ALTER TABLE ... COMPACT``); ``--run`` runs it now in
 this process (pyarrow tasks, or Spark with ``--spark``) and then one cleaner pass; ``--wait``
@@ -17,15 +16,20 @@ error.
 from __future__ import annotations
 
 import time
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.table import Table
 
 from acidflow.catalog.records import CompactionState, CompactionType
-from acidflow.cli.console import console, emit_json, err
+from acidflow.cli.console import console, emit_json, emit_json_lines, err
 from acidflow.cli.context import cli_context
 from acidflow.spark import get_spark
+
+if TYPE_CHECKING:
+    from acidflow.compactor.fsck import RepairReport
+
+JSON_LINES = "JSON lines, one object per finding"
 
 
 def _t(v: object) -> str:
@@ -147,7 +151,7 @@ def clean(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) -> 
 def fsck(
     ctx: typer.Context,
     table: str = typer.Argument(..., help="db.table"),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(False, "--json", help=JSON_LINES),
     rebuild_index: bool = typer.Option(
         False,
         "--rebuild-index",
@@ -156,28 +160,70 @@ def fsck(
         "The index lives in the ORC files themselves, so nothing is rewritten; "
         "files without it are read whole by key lookups until compacted.",
     ),
+    repair: bool = typer.Option(
+        False,
+        "--repair",
+        help="instead of the checks: mark the recorded files that are missing, resized or "
+        "unreadable as lost so reads go on without them, and print what is lost (partition, "
+        "bucket, write id, rows; a lost delete delta's rows are visible again). Marks, never "
+        "invents: no file is written or deleted, nothing committed is aborted",
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="--repair: report, mark nothing"),
+    note: Optional[str] = typer.Option(
+        None, "--note", help="--repair: kept with each lost record (default: who and when)"
+    ),
 ) -> None:
     """Check a table: orphan, aborted and open dirs (a killed or running writer's, by
     write-id state), missing metadata of committed dirs, overlapping write-id ranges,
-    duplicate ROW__IDs, duplicate primary keys. Exit code 1 when an error is found."""
+    duplicate ROW__IDs, duplicate primary keys, and each data file against the catalog's
+    record of it (missing, resized, unexpected, corrupt). Exit code 1 when an error is found
+    (with --repair: when a finding could not be marked)."""
     # deferred: the compactor imports duckdb, pyarrow and the ORC codec; --help needs none
-    from acidflow.compactor.fsck import ERROR, fsck_table, key_index_report
+    from acidflow.compactor import fsck as checks
 
+    if (dry_run or note is not None) and not repair:
+        raise typer.BadParameter("--dry-run and --note go with --repair")
+    if repair and rebuild_index:
+        raise typer.BadParameter("--repair and --rebuild-index are separate runs")
+    cat = cli_context(ctx).catalog()
+    if repair:
+        _print_repair(checks.repair(cat, table, note=note, dry_run=dry_run), as_json)
+        return
     findings = (
-        key_index_report(cli_context(ctx).catalog(), table)
-        if rebuild_index
-        else fsck_table(cli_context(ctx).catalog(), table)
+        checks.key_index_report(cat, table) if rebuild_index else checks.fsck_table(cat, table)
     )
     if as_json:
-        for f in findings:
-            emit_json(f.to_dict())
+        emit_json_lines(f.to_dict() for f in findings)
     else:
         t = Table("Partition", "Kind", "Severity", "Path", "Detail")
         for f in findings:
             t.add_row(f.partition or "---", f.kind, f.severity, f.path, f.detail)
         console.print(t)
         console.print(f"{len(findings)} findings")
-    if any(f.severity == ERROR for f in findings):
+    if any(f.severity == checks.ERROR for f in findings):
+        raise typer.Exit(1)
+
+
+def _print_repair(report: RepairReport, as_json: bool) -> None:
+    """``fsck --repair``'s output (one JSON line with --json); exit 1 when something could
+    not be marked."""
+    doc = report.to_dict()
+    if as_json:
+        emit_json(doc)
+    else:
+        verb = "would mark" if report.dry_run else "marked"
+        for lost in report.lost:
+            console.print(f"{verb} lost: {lost.describe()}", markup=False, highlight=False)
+        for rec in report.already_lost:
+            console.print(f"already lost: {rec.path}", markup=False, highlight=False)
+        for f in report.not_repaired:
+            err.print(f"not repaired: {f.kind} {f.path}: {f.detail}", markup=False)
+        console.print(
+            f"{report.table}: {len(report.lost)} file(s) {verb} lost, {doc['rows_lost']} rows "
+            f"lost, {doc['deletes_lost']} delete events lost; {len(report.not_repaired)} "
+            "finding(s) need a person"
+        )
+    if report.not_repaired:
         raise typer.Exit(1)
 
 

@@ -329,7 +329,9 @@ class OrcReader:
         selected: Any = reader.selected_schema
         at: dict[str, list[int]] = {}
         for path in orc_paths:
-            node, prefix, idx = selected, [], []
+            node = selected
+            prefix: list[str] = []
+            idx: list[int] = []
             for name in path.split("."):
                 idx.append(list(node.fields).index(name))
                 node, prefix = node.fields[name], prefix + [name]
