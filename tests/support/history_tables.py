@@ -16,7 +16,7 @@ from acidflow.engine.transaction import Transaction
 from acidflow.format import types as htypes
 from acidflow.read import snapshot
 from acidflow.read import table as reads
-from acidflow.read.snapshot import partition_paths
+from acidflow.storage.tablepaths import partition_paths
 
 CFG = CompactorConfig(heartbeat_s=0.5)
 

@@ -276,3 +276,21 @@ def test_a_bucket_arriving_again_after_its_file_closed_is_refused(tmp_path):
     )
     with pytest.raises(F.AcidFileError, match="bucket 0 arrived after"):
         W.write_local(tbl, spec(tmp_path, cols, bucketed=True))
+
+
+def test_explicit_stripe_rows_are_exact_even_for_compressible_data(tmp_path):
+    """``stripe_rows=`` cuts a stripe at that many events (rounded up to the 1,024-row write
+    batch) even when the data compresses to nothing (pyarrow's writer would make one stripe);
+    the default writer keeps pyarrow's columnar path."""
+    cols = [("id", "bigint"), ("payload", "string")]
+    n = 20_000
+    tbl = pa.table({"id": pa.array(np.arange(n)), "payload": ["a"] * n})
+    out = W.write_local(tbl, spec(tmp_path / "exact", cols, stripe_rows=1000, key=["id"]))
+    with open(out[0]["path"], "rb") as fh:
+        r = pyorc.Reader(fh)
+        sizes = [len(r.read_stripe(i)) for i in range(r.num_of_stripes)]
+    assert sizes == [1024] * 19 + [n - 19 * 1024]
+    ev = F.read_events(TableFS(str(tmp_path / "exact")), out[0]["path"])
+    assert ev.column("id").to_pylist() == list(range(n))
+    out = W.write_local(tbl, spec(tmp_path / "default", cols, key=["id"]))
+    assert out[0]["stripes"] == 1  # by size: this data fits in one stripe

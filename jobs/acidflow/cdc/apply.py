@@ -69,7 +69,6 @@ from acidflow.format.keys import key_json  # the catalog's tombstone key (one ru
 from acidflow.format.partitions import parse_partition_path
 from acidflow.quality.gx import gate_staged
 from acidflow.quarantine import DEFAULT_THRESHOLD, check_threshold, write_quarantine
-from acidflow.read.snapshot import split_partitions
 from acidflow.sources import formats
 from acidflow.sources.records import (
     Change,
@@ -77,6 +76,7 @@ from acidflow.sources.records import (
     ParsedStream,
 )
 from acidflow.storage.fs import TableFS
+from acidflow.storage.tablepaths import split_partitions
 from acidflow.tables_config import load_tables_config
 
 log = logging.getLogger(__name__)

@@ -51,10 +51,10 @@ from acidflow.catalog.records import CompactionState
 from acidflow.format.layout import NotEnoughHistoryError, ValidWriteIdList
 from acidflow.maintenance.compaction import TMP_PREFIX
 from acidflow.read import history
-from acidflow.read.snapshot import partition_dir, partition_paths
 from acidflow.storage import retention
 from acidflow.storage.fs import TableFS, join
 from acidflow.storage.state import acid_state, history_floor, write_history_floor
+from acidflow.storage.tablepaths import partition_dir, partition_paths
 
 log = logging.getLogger(__name__)
 

@@ -77,9 +77,10 @@ from acidflow.format.orc import files as acid_files
 from acidflow.format.orc import orcindex
 from acidflow.quality.findings import ERROR, INFO, WARNING, Finding
 from acidflow.read import snapshot
-from acidflow.read.snapshot import partition_dir
+from acidflow.storage import tablepaths
 from acidflow.storage.fs import TableFS, join
 from acidflow.storage.state import acid_state
+from acidflow.storage.tablepaths import partition_dir
 
 #: at most this many duplicate keys (and duplicate ROW__IDs) are named
 MAX_NAMED = 10
@@ -417,7 +418,7 @@ def scan_files(
     """List the table once and, per partition, compare the catalog's file records with the
     listing and read the footer of every other file of the current snapshot; a file whose
     footer does not read is recorded as corrupt and the scan goes on."""
-    grouped = snapshot.split_partitions(
+    grouped = tablepaths.split_partitions(
         tfs.list_recursive(table.location), len(table.partition_columns)
     )
     records = by_partition(catalog.data_file_records(table.name))

@@ -40,9 +40,9 @@ from acidflow.catalog import Catalog, CompactionInfo, TableDef
 from acidflow.catalog.records import CompactionState, CompactionType
 from acidflow.compactor.config import CompactorConfig, no_auto_compaction
 from acidflow.format.layout import ValidWriteIdList, bucket_files
-from acidflow.read.snapshot import partition_dir
 from acidflow.storage.fs import TableFS
 from acidflow.storage.state import acid_state
+from acidflow.storage.tablepaths import partition_dir
 
 MAJOR, MINOR = CompactionType.MAJOR, CompactionType.MINOR
 

@@ -209,7 +209,7 @@ class AcidWriter(DataSourceArrowWriter):
                 self.spec.columns,
                 events,
                 compression=self.spec.compression,
-                stripe_rows=self.spec.stripe_rows,
+                stripe_rows=self.spec.stripe_rows or acid_files.DEFAULT_STRIPE_ROWS,
                 bloom_filter_columns=self.spec.bloom_filter_columns(),
             )
             assert written is not None  # staged files hold rows

@@ -102,7 +102,14 @@ class WriteSpec:
         tfs_url, table_dir: the table root. columns: ``[(name, hive_type)]`` of the ``row``
         struct. partition_columns: partition column names. write_id, statement_id: W and S.
         kind: ``"insert"`` | ``"delete"`` | ``"base"``. bucketed: CLUSTERED BY table.
-        compression: ``zlib`` | ``snappy`` | ...; stripe_rows: rows per ORC stripe.
+        compression: ``zlib`` | ``snappy`` | ...
+        stripe_rows: events per ORC stripe, exactly (rounded up to a multiple of the 1,024-row
+            write batch, Hive's ``VectorizedRowBatch`` size): the file is written through
+            pyorc, which cuts a stripe at that count. None (default): pyarrow's columnar
+            writer, several times faster, with stripes of about
+            :data:`acidflow.format.orc.files.DEFAULT_STRIPE_ROWS` events (it cuts a stripe
+            after a batch only once the stripe's compressed streams hold bytes, so very
+            compressible data gets longer stripes; :mod:`acidflow.format.orc.columnar`).
         claim: the statement's directory claim (:func:`acidflow.storage.fs.new_claim`, made once
         on the driver): every directory the statement writes is created exclusively with it
         (:meth:`acidflow.storage.fs.TableFS.claim_dir`), so the statement never writes into a
@@ -122,7 +129,7 @@ class WriteSpec:
     kind: str  # "insert" | "delete" | "base"
     bucketed: bool
     compression: str = "zlib"
-    stripe_rows: int = acid_files.DEFAULT_STRIPE_ROWS
+    stripe_rows: int | None = None
     claim: str = ""
     key_columns: list[str] = field(default_factory=list)
 
@@ -239,7 +246,12 @@ class _FileGroup:
     ):
         self.spec, self.partition, self.bucket, self.schema = spec, partition, bucket, schema
         path = join(spec.directory(partition), format_bucket_file(bucket))
-        self.columnar = acid_files.columnar_writable(spec.columns, spec.compression)
+        # an explicit stripe_rows is honoured exactly, which only the pyorc writer does
+        exact_stripes = spec.stripe_rows is not None
+        stripe_rows = spec.stripe_rows or acid_files.DEFAULT_STRIPE_ROWS
+        self.columnar = (
+            acid_files.columnar_writable(spec.columns, spec.compression) and not exact_stripes
+        )
         bloom = spec.bloom_filter_columns()
         self.writer: columnar.ColumnarEventWriter | acid_files.EventFileWriter = (
             columnar.ColumnarEventWriter(
@@ -247,7 +259,7 @@ class _FileGroup:
                 path,
                 spec.columns,
                 compression=spec.compression,
-                stripe_rows=spec.stripe_rows,
+                stripe_rows=stripe_rows,
                 bloom_filter_columns=bloom,
             )
             if self.columnar
@@ -256,7 +268,7 @@ class _FileGroup:
                 path,
                 spec.columns,
                 compression=spec.compression,
-                stripe_rows=spec.stripe_rows,
+                stripe_rows=stripe_rows,
                 bloom_filter_columns=bloom,
             )
         )

@@ -35,10 +35,10 @@ from acidflow.format.layout import bucket_files
 from acidflow.format.orc import files as acid_files
 from acidflow.format.orc.files import OPERATION_DELETE
 from acidflow.quality.findings import ERROR, Finding
-from acidflow.read import snapshot
-from acidflow.read.snapshot import partition_dir
+from acidflow.storage import tablepaths
 from acidflow.storage.fs import TableFS, join
 from acidflow.storage.state import acid_state
+from acidflow.storage.tablepaths import partition_dir
 
 MAX_DETAIL_VALUES = 5
 
@@ -204,7 +204,7 @@ def check_table(catalog: Any, name: str) -> list[Finding]:
     table = catalog.get_table(name)
     tfs = TableFS(table.location)
     valid = catalog.valid_write_ids(table.name)
-    grouped = snapshot.split_partitions(
+    grouped = tablepaths.split_partitions(
         tfs.list_recursive(table.location), len(table.partition_columns)
     )
     out: list[Finding] = []

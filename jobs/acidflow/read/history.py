@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 from acidflow.catalog.records import TxnState
 from acidflow.catalog.tabledef import as_utc
-from acidflow.read.snapshot import partition_dir, partition_paths
 from acidflow.storage import retention as rt
 from acidflow.storage.fs import TableFS
+from acidflow.storage.tablepaths import partition_dir, partition_paths
 
 if TYPE_CHECKING:
     from acidflow.catalog.base import Catalog

@@ -44,10 +44,8 @@ from acidflow.format.filecheck import FileProblem, check_files, raise_for
 from acidflow.format.filerecords import FileRecord, by_partition
 from acidflow.format.layout import (
     AcidState,
-    DirEntry,
     ValidWriteIdList,
     bucket_files,
-    is_hidden,
     parse_bucket_file,
     parse_original_bucket_id,
 )
@@ -55,9 +53,9 @@ from acidflow.format.orc import files as acid_files
 from acidflow.format.orc import orcindex
 from acidflow.format.orc import timestamps as orc_timestamps
 from acidflow.format.schemaevolution import read_as
-from acidflow.format.table import TableDesc
 from acidflow.storage.fs import TableFS, join
 from acidflow.storage.state import acid_state
+from acidflow.storage.tablepaths import split_partitions
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -148,30 +146,6 @@ class ReadPlan:
         if file_name:
             fields.append(pa.field(INPUT_FILE_NAME, pa.string()))
         return pa.schema(fields)
-
-
-def split_partitions(entries: list[DirEntry], depth: int) -> dict[str, list[DirEntry]]:
-    """Group a recursive table listing by partition directory.
-
-    Args:
-        entries: recursive listing of the table root.
-        depth: number of partition columns (0 = unpartitioned: one group keyed '').
-    Returns:
-        ``{partition_path: entries relative to that partition}``; directories that are not
-        ``key=value`` at every level, and hidden ones, are ignored.
-    """
-    if depth == 0:
-        return {"": list(entries)}
-    out: dict[str, list[DirEntry]] = {}
-    for e in entries:
-        comps = e.path.split("/")
-        if len(comps) < depth or not all(parts.is_partition_dir_name(c) for c in comps[:depth]):
-            continue
-        key = "/".join(comps[:depth])
-        group = out.setdefault(key, [])
-        if len(comps) > depth:
-            group.append(DirEntry("/".join(comps[depth:]), e.is_dir, e.size))
-    return out
 
 
 def plan_read(
@@ -786,18 +760,3 @@ def read_spark(
     rdd = spark.sparkContext.parallelize(payload, numSlices=len(payload))
     tasks_df = spark.createDataFrame(rdd, "task string")
     return tasks_df.mapInArrow(run, schema)
-
-
-def partition_paths(table: TableDesc) -> list[str]:
-    """Relative partition paths of a table found on disk (``[""]`` when unpartitioned)."""
-    if not table.partition_columns:
-        return [""]
-    tfs = TableFS(table.location)
-    depth = len(table.partition_columns)
-    grouped = split_partitions(tfs.list_recursive(table.location), depth)
-    return sorted(p for p in grouped if not any(is_hidden(c) for c in p.split("/")))
-
-
-def partition_dir(table: TableDesc, partition: str | None) -> str:
-    """Absolute directory of a partition (the table root for ``None``/``""``)."""
-    return join(table.location, partition) if partition else table.location
