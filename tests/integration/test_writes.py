@@ -407,3 +407,68 @@ def test_read_optimized_and_virtual_columns(spark, catalog):
         "bucketid": encode_bucket_property(writer, 0),
         "rowid": 0,
     }
+
+
+@pytest.mark.parametrize("path", ["spark", "arrow"])
+def test_empty_null_and_default_name_share_hive_default_partition(spark, catalog, path):
+    """NULL, "" and the literal __HIVE_DEFAULT_PARTITION__ in one batch go to Hive's default
+    partition (one directory), read back as NULL, and a later upsert of any of them finds the
+    stored row instead of adding a second one."""
+    import pyarrow as pa
+
+    make_table(
+        catalog,
+        "dp.t",
+        [("k", "int"), ("v", "string")],
+        partition_columns=[Column("p", "string")],
+        primary_key=["k"],
+        bucket_columns=["k"],
+        num_buckets=2,
+    )
+    kinds = [None, "", "__HIVE_DEFAULT_PARTITION__", "x"]
+    # 40 rows: the three spellings interleave across both buckets after the sort
+    rows = [(k, f"v{k}", kinds[k % 4]) for k in range(40)]
+
+    def batch(rs):
+        if path == "spark":
+            return spark.createDataFrame(rs, "k int, v string, p string")
+        return pa.table(
+            {
+                "k": pa.array([r[0] for r in rs], pa.int32()),
+                "v": [r[1] for r in rs],
+                "p": [r[2] for r in rs],
+            }
+        )
+
+    with Transaction(catalog) as txn:
+        txn.upsert("dp.t", batch(rows))
+    location = Path(catalog.get_table("dp.t").location)
+    assert sorted(p.name for p in location.iterdir() if p.is_dir()) == [
+        "p=__HIVE_DEFAULT_PARTITION__",
+        "p=x",
+    ]
+    expected = [(k, f"v{k}", None if k % 4 < 3 else "x") for k in range(40)]
+    assert sorted((r["k"], r["v"], r["p"]) for r in rows_of(catalog, "dp.t")) == expected
+    with Transaction(catalog) as txn:
+        res = txn.upsert("dp.t", batch([(0, "A", ""), (1, "B", "__HIVE_DEFAULT_PARTITION__")]))
+    assert (res.rows_updated, res.rows_inserted) == (2, 0)
+    expected[:2] = [(0, "A", None), (1, "B", None)]
+    assert sorted((r["k"], r["v"], r["p"]) for r in rows_of(catalog, "dp.t")) == expected
+
+
+def test_arrow_rows_match_columns_case_insensitively(catalog):
+    """A pyarrow upsert names columns in any case, as Spark and Hive do; two columns that
+    differ only in case are refused."""
+    import pyarrow as pa
+
+    make_table(
+        catalog, "ci.t", [("id", "int"), ("Name", "string")], primary_key=["id"], num_buckets=1
+    )
+    with Transaction(catalog) as txn:
+        txn.upsert("ci.t", pa.table({"ID": pa.array([1], pa.int32()), "NAME": ["x"]}))
+    assert [(r["id"], r["name"]) for r in rows_of(catalog, "ci.t")] == [(1, "x")]
+    with pytest.raises(SchemaMismatchError, match="differ only in case"):
+        with Transaction(catalog) as txn:
+            txn.upsert(
+                "ci.t", pa.table({"id": pa.array([2], pa.int32()), "name": ["y"], "NAME": ["z"]})
+            )

@@ -4,6 +4,13 @@ DataFrame (or Arrow table) a writer gets, in table order and cast to the table's
 Follows Hive's implicit conversions for INSERT (``FunctionRegistry.implicitConvertible``):
 numeric widening, any string-like into ``string``/``varchar``/``char``, decimals into decimals
 that keep the integer digits, integers into wide-enough decimals, decimals into floating point.
+Column names match case-insensitively, as in Hive and Spark (``spark.sql.caseSensitive=false``).
+
+Default partition: a NULL, an empty string and the literal ``__HIVE_DEFAULT_PARTITION__`` in a
+partition column all mean Hive's default partition (``hive.exec.default.partition.name``) and
+read back as NULL; the aligned rows carry NULL for all three (:func:`default_partition_nulls`),
+so one batch holding several of them writes one partition and key lookups match the stored
+rows.
 """
 
 from __future__ import annotations
@@ -11,10 +18,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from acidflow.errors import AcidflowError
 from acidflow.format import types as htypes
 from acidflow.format.hivetypes import CharType, DecimalType, VarcharType
+from acidflow.format.partitions import DEFAULT_PARTITION_NAME
 from acidflow.format.table import TableDesc
 
 if TYPE_CHECKING:
@@ -121,11 +130,15 @@ def aligned(df: "DataFrame", table: TableDesc, require_all: bool = True) -> "Dat
 
     names = check_schema(df.schema, table, require_all=require_all)
     by_lower = {n.lower(): n for n in names}
+    defaults = set(default_partition_nulls(table))
     cols = []
     for c in [*table.columns, *table.partition_columns]:
         src = by_lower.get(c.name.lower())
         if src is not None:
-            cols.append(F.col(f"`{src}`").cast(sparktypes.spark_type(c.hive_type)).alias(c.name))
+            col = F.col(f"`{src}`").cast(sparktypes.spark_type(c.hive_type))
+            if c.name in defaults:
+                col = F.when(col.isin(*DEFAULT_PARTITION_VALUES), F.lit(None)).otherwise(col)
+            cols.append(col.alias(c.name))
     return df.select(*cols)
 
 
@@ -139,10 +152,48 @@ def aligned_arrow(tbl: pa.Table, table: TableDesc) -> pa.Table:
     schema = htypes.arrow_schema(
         [(c.name, c.hive_type) for c in [*table.columns, *table.partition_columns]]
     )
+    by_lower: dict[str, str] = {}
+    for name in tbl.column_names:
+        if name.lower() in by_lower:
+            raise SchemaMismatchError(
+                f"{table.name}: columns {by_lower[name.lower()]!r} and {name!r} differ only in "
+                "case (column names are case-insensitive)"
+            )
+        by_lower[name.lower()] = name
+    missing = [n for n in schema.names if n.lower() not in by_lower]
+    if missing:
+        raise SchemaMismatchError(
+            f"{table.name}: insert rows do not fit the table: missing columns {missing}"
+        )
     try:
-        return tbl.select(schema.names).cast(schema)
-    except (KeyError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        out = pa.Table.from_arrays(
+            [tbl.column(by_lower[n.lower()]) for n in schema.names], names=schema.names
+        ).cast(schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise SchemaMismatchError(f"{table.name}: insert rows do not fit the table: {e}") from e
+    for name in default_partition_nulls(table):
+        i = out.schema.get_field_index(name)
+        col = out.column(i)
+        is_default = pc.is_in(col, value_set=pa.array(DEFAULT_PARTITION_VALUES, col.type))
+        if pc.any(is_default).as_py():
+            nulls = pa.nulls(len(col), col.type)
+            out = out.set_column(i, name, pc.if_else(is_default, nulls, col))
+    return out
+
+
+#: the values of a string partition column that mean Hive's default partition (besides NULL)
+DEFAULT_PARTITION_VALUES = ("", DEFAULT_PARTITION_NAME)
+
+
+def default_partition_nulls(table: TableDesc) -> list[str]:
+    """The partition columns of ``table`` whose values :data:`DEFAULT_PARTITION_VALUES` become
+    NULL when rows are aligned (the string-like ones: ``string``, ``varchar``, ``char``)."""
+    out = []
+    for c in table.partition_columns:
+        t = c.hive_type.strip().lower()
+        if t == "string" or t.startswith(("varchar", "char")):
+            out.append(c.name)
+    return out
 
 
 def key_columns_present(keys_df: "DataFrame", table: TableDesc) -> "DataFrame":

@@ -160,7 +160,11 @@ def _partitions_kept(
     spark: "SparkSession", table: TableDesc, paths: list[str], where: "Column"
 ) -> set[str] | None:
     """The partition paths whose values satisfy ``where``, or None when ``where`` names
-    other columns too (then every partition is read)."""
+    other columns too (then every partition is read).
+
+    Which columns ``where`` names is read from Spark's analysis of it over a frame that has
+    every column of the table (data columns as typed NULLs), so a predicate on data columns
+    is never an analysis error (PySpark logs every one at ERROR level, with its stack)."""
     # deferred: pyspark is imported only by the statements that run Spark SQL
     from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
@@ -173,6 +177,12 @@ def _partitions_kept(
     for path in paths:
         values = dict(parse_partition_path(path)) if path else {}
         rows.append(tuple([path] + [values.get(p) for p in pcols]))
+    try:
+        named = _columns_named(spark, table, where)
+    except AnalysisException:  # not a predicate on the table: the statement reports it
+        return None
+    if named is not None and not named <= {p.lower() for p in pcols}:
+        return None
     schema = T.StructType(
         [T.StructField("_acid_path", T.StringType())]
         + [T.StructField(p, T.StringType()) for p in pcols]
@@ -193,6 +203,31 @@ def _partitions_kept(
     except AnalysisException:
         return None
     return {r[0] for r in kept}
+
+
+def _columns_named(spark: "SparkSession", table: TableDesc, where: "Column") -> set[str] | None:
+    """The table columns (lower case) ``where`` refers to, from the analyzed plan of a filter
+    over a one-row frame of every table column; None when that cannot be told (a session
+    without the JVM plan, e.g. Spark Connect)."""
+    # deferred: pyspark is imported only by the statements that run Spark SQL
+    from pyspark.sql import functions as F
+
+    from acidflow import sparktypes  # deferred: it imports pyspark
+
+    columns = [*table.columns, *table.partition_columns]
+    probe = (
+        spark.range(1)
+        .select(
+            *[F.lit(None).cast(sparktypes.spark_type(c.hive_type)).alias(c.name) for c in columns]
+        )
+        .alias(TARGET)
+        .where(where)
+    )
+    jdf = getattr(probe, "_jdf", None)
+    if jdf is None:
+        return None
+    refs = jdf.queryExecution().analyzed().condition().references().toList()
+    return {str(refs.apply(i).name()).lower() for i in range(refs.size())}
 
 
 def row_ids(df: "DataFrame", table: TableDesc, alias: str = TARGET) -> "DataFrame":
