@@ -174,6 +174,16 @@ def refuse_null_keys_spark(table: TableDesc, df: "DataFrame", statement: str) ->
         raise NullKeyError(statement, table.name, counts)
 
 
+def _no_rows(table: TableDesc) -> pa.Table:
+    """An empty read result: the partition columns and ``ROW__ID``."""
+    return pa.table(
+        {
+            **{c.name: pa.array([], pa.string()) for c in table.partition_columns},
+            snapshot.ROW_ID: pa.array([], snapshot.ROW_ID_TYPE),
+        }
+    )
+
+
 def _key_tuples(rows: pa.Table, key: list[str]) -> list[tuple[Any, ...]]:
     return list(zip(*(rows.column(k).to_pylist() for k in key)))
 
@@ -186,12 +196,18 @@ def check_batch_arrow(
     on_existing: str,
     *,
     statement: str = "insert into",
+    hint: str = INSERT_HINT,
+    stored: bool = True,
     spark: "SparkSession | None" = None,
 ) -> tuple[pa.Table, pa.Table]:
     """Apply the module's key rules to an Arrow batch of a keyed table (``rows`` aligned by
     ``conform.aligned_arrow``), reading the stored keys at ``txn``'s snapshot (None: the
     latest committed one).
 
+    Args:
+        statement, hint: the wording of the errors.
+        stored: False checks the batch alone (NULL and repeated keys), without reading the
+            stored keys (an INSERT OVERWRITE replaces the rows it would find).
     Returns:
         ``(rows to insert, stored rows to replace)``: ``"error"`` and ``"upsert"`` keep every
         row, ``"ignore"`` drops the rows of stored keys; the second table (``ROW__ID`` delete
@@ -203,7 +219,11 @@ def check_batch_arrow(
     key = list(table.primary_key)
     refuse_null_keys_arrow(table, rows, statement)
     repeated = keys.repeated_keys(key, rows)
-    found = lookup.existing_rows_arrow(catalog, table, txn, rows.select(key), spark=spark)
+    found = (
+        lookup.existing_rows_arrow(catalog, table, txn, rows.select(key), spark=spark)
+        if stored
+        else rows.slice(0, 0)
+    )
     if repeated.num_rows or (found.num_rows and on_existing == "error"):
         held: dict[tuple[Any, ...], set[int]] = {}
         if on_existing == "error":
@@ -220,13 +240,14 @@ def check_batch_arrow(
             [dict(zip(key, k)) for k in named],
             [sorted(held.get(k, ())) for k in named],
             statement=statement,
+            hint=hint,
         )
     if on_existing == "ignore" and found.num_rows:
         stored = set(_key_tuples(found, key))
         keep = pa.array([k not in stored for k in _key_tuples(rows, key)], pa.bool_())
-        return rows.filter(keep), lookup.row_id_columns(table, found.slice(0, 0))
-    if on_existing != "upsert":
-        found = found.slice(0, 0)
+        return rows.filter(keep), lookup.row_id_columns(table, _no_rows(table))
+    if not stored or on_existing != "upsert":
+        return rows, lookup.row_id_columns(table, _no_rows(table))
     return rows, lookup.row_id_columns(table, found)
 
 
