@@ -243,8 +243,8 @@ def check_batch_arrow(
             hint=hint,
         )
     if on_existing == "ignore" and found.num_rows:
-        stored = set(_key_tuples(found, key))
-        keep = pa.array([k not in stored for k in _key_tuples(rows, key)], pa.bool_())
+        present = set(_key_tuples(found, key))
+        keep = pa.array([k not in present for k in _key_tuples(rows, key)], pa.bool_())
         return rows.filter(keep), lookup.row_id_columns(table, _no_rows(table))
     if not stored or on_existing != "upsert":
         return rows, lookup.row_id_columns(table, _no_rows(table))
