@@ -582,3 +582,25 @@ def test_late_events_after_a_delete_do_not_resurrect_the_key(spark, catalog, tmp
             assert r.tables["shop.cust"]["ignored_late"] == 2
             assert rows(spark, catalog, "shop.cust", ["id"]) == {}
     assert rows(spark, catalog, "shop.cust", ["id"])[1]["name"] == "back"
+
+
+def test_null_key_is_quarantined_with_the_ingest_reason(spark, catalog, tmp_path):
+    """The NULL-key rule (acidflow.format.keys): a change whose key is NULL is quarantined with
+    the reason ingest records for such a row, word for word; the other changes are applied."""
+    lines = txn(
+        "0/10",
+        "0/20",
+        {"action": "I", "columns": acc(1, 1)},
+        {"action": "I", "columns": acc(None, 2)},
+        {"action": "I", "columns": acc(3, 3)},
+    )
+    (r,) = apply_path(
+        spark,
+        catalog,
+        str(write(tmp_path / "n.jsonl", lines)),
+        CdcOptions(target_db="src", auto_create=True, quarantine_threshold=0.5),
+    )
+    assert sorted(rows(spark, catalog, "src.acc", ["id"])) == [1, 3]
+    q = [json.loads(x) for x in Path(r.quarantine_file).read_text().splitlines()]
+    assert [b["reason"] for b in q] == ["NULL in primary key column(s) ['id']"]
+    assert r.quarantined == 1

@@ -276,21 +276,31 @@ def test_failing_task_aborts_cleanly(spark, catalog, name):
     assert acid(spark, name).count() == sum(before.values()) + 3
 
 
-def test_keyed_append_of_an_existing_key_behaves_like_insert(spark, catalog):
-    """INSERT into a keyed table does not look keys up (Hive INSERT): the existing key gets a
-    second row, and the key enters the write set, so an overlapping upsert of it loses --
-    through the data source as through Transaction.insert (the twin table)."""
+def test_keyed_append_of_an_existing_key_is_refused_like_insert(spark, catalog):
+    """An append into a keyed table refuses a stored key -- through the data source as through
+    Transaction.insert (the twin table), naming the table, the key and its write id; nothing of
+    the write is visible. A new key enters the key-level write set, so an overlapping upsert of
+    it loses to the append."""
     twin = PLAIN + "_twin"
     for name in (PLAIN, twin):
         make_table(catalog, name, primary_key=["id"])
         with Transaction(catalog) as t:
             t.insert(name, frame(spark, PLAIN, range(5)))
+    for name in (PLAIN, twin):
+        batch = frame(spark, PLAIN, [3, 9], v="new", parts=1)
+        with pytest.raises(Exception, match=r"1 primary key value\(s\) already in the table"):
+            if name == PLAIN:
+                batch.write.format("acid").mode("append").save(name)
+            else:
+                with Transaction(catalog) as t:
+                    t.insert(name, batch)
+        assert len(catalog.commit_records(name)) == 1
     outcome = {}
     for name in (PLAIN, twin):
         racer = Transaction(catalog, heartbeat_s=0)
         racer.begin()
-        racer.upsert(name, frame(spark, PLAIN, [3], v="racer"))
-        batch = frame(spark, PLAIN, [3, 9], v="new", parts=1)
+        racer.upsert(name, frame(spark, PLAIN, [9], v="racer"))
+        batch = frame(spark, PLAIN, [9], v="new", parts=1)
         if name == PLAIN:
             batch.write.format("acid").mode("append").save(name)
         else:
@@ -310,10 +320,123 @@ def test_keyed_append_of_an_existing_key_behaves_like_insert(spark, catalog):
         1,
         2,
         3,
-        3,
         4,
         9,
     ]
+
+
+def _ids(catalog, name):
+    return collections.Counter(r["id"] for r in reads.read_table(None, catalog, name).to_pylist())
+
+
+@pytest.mark.parametrize("name", [PB, PLAIN])
+def test_keyed_append_twice_is_refused_and_on_existing_option(spark, catalog, name):
+    """The same append run twice (an Airflow retry of the Spark task) used to leave two rows
+    per key; the second run is now refused and commits nothing. ``onExisting=ignore`` appends
+    only the new keys, ``onExisting=upsert`` replaces the stored rows (one statement: delete
+    events and new rows in one write id)."""
+    make_table(catalog, name, primary_key=["id"])
+    first = frame(spark, name, range(10))
+    first.write.format("acid").mode("append").save(name)
+    # each task names the stored keys among its rows
+    with pytest.raises(
+        Exception, match=rf"insert into {name}: \d+ primary key value\(s\) already in the table"
+    ):
+        first.write.format("acid").mode("append").save(name)
+    assert _ids(catalog, name) == collections.Counter(range(10))
+    assert len(catalog.commit_records(name)) == 1
+    (
+        frame(spark, name, range(5, 15), v="ign")
+        .write.format("acid")
+        .mode("append")
+        .option("onExisting", "ignore")
+        .save(name)
+    )
+    got = {r["id"]: r["v"] for r in reads.read_table(None, catalog, name).to_pylist()}
+    assert got == {i: f"x{i}" if i < 10 else f"ign{i}" for i in range(15)}
+    (
+        frame(spark, name, range(12, 18), v="up")
+        .write.format("acid")
+        .mode("append")
+        .option("onExisting", "upsert")
+        .save(name)
+    )
+    assert _ids(catalog, name) == collections.Counter(range(18))
+    got = {r["id"]: r["v"] for r in reads.read_table(None, catalog, name).to_pylist()}
+    assert got == {i: ("x" if i < 10 else "ign" if i < 12 else "up") + str(i) for i in range(18)}
+    last = catalog.commit_records(name)[-1]
+    assert last.operations == ["update"]  # the components of Transaction.upsert's split-update
+    assert (last.stats["rows_inserted"], last.stats["rows_updated"]) == (3, 3)
+    with pytest.raises(Exception, match="onExisting=upsert applies to appends"):
+        frame(spark, name, [1]).write.format("acid").mode("overwrite").option(
+            "onExisting", "upsert"
+        ).save(name)
+
+
+def test_keyed_append_refuses_repeated_and_null_keys(spark, catalog):
+    """Keys repeated inside one task or across two tasks, and NULL keys, refuse the write."""
+    make_table(catalog, PLAIN, primary_key=["id"])
+    ts = dt.datetime(2024, 1, 1)
+    rows = [(1, "a", ts), (2, "b", ts), (3, "c", ts), (1, "d", ts)]
+    # two Spark partitions, [1, 2] and [3, 1]: key 1 is written by two tasks
+    across = spark.createDataFrame(
+        spark.sparkContext.parallelize(rows, 2), "id int, v string, ts timestamp"
+    )
+    assert across.rdd.glom().map(len).collect() == [2, 2]
+    for df in (across, across.coalesce(1)):
+        with pytest.raises(Exception, match=r"1 repeated within the batch.*\{'id': 1\}"):
+            df.write.format("acid").mode("append").save(PLAIN)
+    nulls = spark.createDataFrame(
+        [(None, "n", ts), (5, "e", ts)], "id int, v string, ts timestamp"
+    ).coalesce(1)
+    with pytest.raises(
+        Exception, match=rf"insert into {PLAIN}: 1 row\(s\) with NULL in primary key column id"
+    ):
+        nulls.write.format("acid").mode("append").save(PLAIN)
+    assert reads.read_table(None, catalog, PLAIN).num_rows == 0
+    assert catalog.commit_records(PLAIN) == []
+    assert {t.state for t in catalog.list_transactions()} == {"aborted"}
+
+
+def test_idempotent_write_with_txn_app_id_and_version_commits_once(spark, catalog):
+    """Delta Lake's ``txnAppId`` / ``txnVersion``: a retried write with the same pair commits
+    nothing (on an unkeyed table, where a second append would else double the rows); a lower
+    version is skipped, a higher one applied; the pair is per table."""
+    make_table(catalog, PLAIN)
+    twin = PLAIN + "_twin"
+    make_table(catalog, twin)
+
+    def write(name, ids, version, app="dag.task"):
+        (
+            frame(spark, PLAIN, ids)
+            .write.format("acid")
+            .mode("append")
+            .option("txnAppId", app)
+            .option("txnVersion", version)
+            .save(name)
+        )
+
+    write(PLAIN, range(10), 5)
+    write(PLAIN, range(10), 5)  # the retry
+    assert _ids(catalog, PLAIN) == collections.Counter(range(10))
+    assert len(catalog.commit_records(PLAIN)) == 1
+    [b] = catalog.list_batches("datasource")
+    assert (b.batch_id, b.state) == (f"datasource:{PLAIN}:dag.task:5", "committed")
+    assert b.details == {"table": PLAIN, "app_id": "dag.task", "version": 5}
+    write(PLAIN, range(100, 105), 4)  # older than the last applied: skipped
+    assert len(catalog.commit_records(PLAIN)) == 1
+    write(PLAIN, range(100, 105), 6)
+    write(PLAIN, range(200, 203), 5, app="other")
+    write(twin, range(3), 5)  # the same pair on another table is another batch
+    assert _ids(catalog, PLAIN) == collections.Counter(
+        [*range(10), *range(100, 105), 200, 201, 202]
+    )
+    assert len(catalog.commit_records(PLAIN)) == 3
+    assert _ids(catalog, twin) == collections.Counter(range(3))
+    with pytest.raises(Exception, match="takes both txnAppId"):
+        frame(spark, PLAIN, [1]).write.format("acid").mode("append").option("txnAppId", "x").save(
+            PLAIN
+        )
 
 
 def test_sql_temporary_view(spark, catalog):

@@ -21,6 +21,9 @@ statistics the commit record keeps. The rules, in the order they apply:
    (delete event + insert event), stored + deleted -> one delete event, new + final row -> one
    insert event, new + deleted -> nothing.
 
+A change whose key has a NULL in a key column is quarantined with the reason
+:func:`acidflow.format.keys.null_key_reason` (the NULL-key rule, as ``acidflow ingest`` does).
+
 An update whose before image carries a different key than its after image (a key change) is a
 delete of the old key plus an insert of the new one. Keyless tables (no primary key) take
 inserts; their updates and deletes need the whole old row (replica identity FULL) and are
@@ -37,6 +40,7 @@ from typing import Any, Callable
 
 from acidflow.engine import ordering
 from acidflow.errors import AcidflowError
+from acidflow.format import keys
 from acidflow.format import types as htypes
 from acidflow.format.hivetypes import CharType, DecimalType, PrimitiveType, VarcharType
 from acidflow.sources.records import BadRecord, Change
@@ -381,7 +385,8 @@ def normalize_events(
         key = new_key if ch.op in ("I", "U") else old_key
         assert key is not None  # I/U without a new key and D without an old one were refused
         if any(v is None for v in key):
-            plan.bad.append(bad_record(ch, f"NULL in primary key {dict(zip(key_cols, key))}"))
+            nulls = [c for c, v in zip(key_cols, key) if v is None]
+            plan.bad.append(bad_record(ch, keys.null_key_reason(nulls)))  # the NULL-key rule
             continue
         if ch.op == "U" and old_key is not None and old_key != new_key:
             assert new_key is not None

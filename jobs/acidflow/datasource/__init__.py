@@ -9,7 +9,12 @@
 Read options: ``asOfWriteId`` (snapshot with that high watermark), ``readOptimized`` (base
 only), ``rowId`` (adds ``ROW__ID``), ``fileName`` (adds ``INPUT__FILE__NAME``), ``fromWriteId``
 / ``toWriteId`` (the rows and columns of :func:`acidflow.read.table.read_incremental`: ``op``,
-``write_id``, the columns, ``ROW__ID``). Write options: ``compression``, ``stripeRows``. Both:
+``write_id``, the columns, ``ROW__ID``). Write options: ``compression``, ``stripeRows``,
+``onExisting`` (``error`` | ``upsert`` | ``ignore``: what an append into a table with a
+primary key does with a stored key, ``Transaction.insert``'s ``on_existing``), ``txnAppId`` /
+``txnVersion`` (an idempotent write, Delta Lake's options: a version at most the last one
+applied for the application on the table commits nothing; :mod:`acidflow.datasource.write`).
+Both:
 ``table`` (instead of the load/save path), ``catalog`` / ``warehouse`` (default: the settings
 :func:`register` captured, else the environment, :mod:`acidflow.config`).
 
@@ -57,7 +62,7 @@ from acidflow.datasource.common import (
     resolve_settings,
 )
 from acidflow.datasource.read import AcidReader, Scan, plan_scan
-from acidflow.datasource.write import AcidWriter
+from acidflow.datasource.write import AcidWriter, AppliedWriter
 
 __all__ = [
     "AcidDataSource",
@@ -104,7 +109,7 @@ class AcidDataSource(DataSource):
             )
         return AcidReader(scan, values, schema)
 
-    def writer(self, schema: T.StructType, overwrite: bool) -> AcidWriter:
+    def writer(self, schema: T.StructType, overwrite: bool) -> AcidWriter | AppliedWriter:
         """Raises: see :meth:`AcidWriter.open`."""
         opts = checked_options(self.options)
         return AcidWriter.open(

@@ -28,6 +28,9 @@ OPTIONS = {
     "towriteid",
     "compression",
     "striperows",
+    "onexisting",
+    "txnappid",
+    "txnversion",
 }
 
 

@@ -1,10 +1,31 @@
 """The write side of the ``acid`` data source: one INSERT INTO / INSERT OVERWRITE in one
 transaction, its event files written by the Spark tasks (:class:`AcidWriter`); see the
-package doc for the layout."""
+package doc for the layout.
+
+Keyed tables follow ``Transaction.insert``'s key rules (:mod:`acidflow.engine.statements.insert`,
+:mod:`acidflow.format.keys`): each task refuses NULL keys and keys repeated among its rows and
+looks its keys up in the latest committed snapshot (the statement's own write id is open, so
+the files other tasks of the write are writing are not seen); ``commit()`` refuses keys that
+two tasks both wrote (their key hashes, then the key values). Option ``onExisting``
+(``error`` default, ``upsert``, ``ignore``) says what an append does with a stored key: refuse
+the write, replace the stored row (the tasks return its ROW__ID, ``commit()`` writes the delete
+events, ``acidflow.engine.statements.external.end_upsert``) or drop the row. An overwrite checks
+NULL and repeated keys only.
+
+Idempotent writes (Delta Lake's ``txnAppId`` / ``txnVersion`` write options): a write that
+carries both claims the batch ``datasource:<table>:<txnAppId>:<txnVersion>`` (kind
+``datasource``) in the catalog's batch ledger, in its transaction. A write whose version is at
+most the highest committed version of that application on that table (the same version: a
+retry of a task of an Airflow DAG, a restarted streaming query) writes and commits nothing and
+logs that it was already applied; so does a write that loses the claim to a committed
+transaction.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import logging
 from collections import defaultdict
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -14,11 +35,12 @@ from pyspark import TaskContext
 from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from acidflow.catalog import Catalog, TableDef
+from acidflow.catalog import BatchAlreadyAppliedError, Catalog, TableDef
 from acidflow.catalog.records import TxnState
 from acidflow.config import Settings
 from acidflow.datasource.common import (
     AGENT,
+    AcidDataSourceError,
     Heartbeat,
     checked_options,
     int_option,
@@ -27,6 +49,7 @@ from acidflow.datasource.common import (
 )
 from acidflow.engine import conform
 from acidflow.engine.statements import external
+from acidflow.engine.statements import insert as insert_stmt
 from acidflow.engine.transaction import Transaction, TxnHandle
 from acidflow.engine.writer import FileRow, WriteSpec, layout_inserts_local, write_local
 from acidflow.format import keys as acid_keys
@@ -37,6 +60,17 @@ from acidflow.format.orc import columnar
 from acidflow.format.orc import files as acid_files
 from acidflow.storage.fs import TableFS, join
 
+log = logging.getLogger(__name__)
+
+#: the batch ledger kind of idempotent data source writes
+BATCH_KIND = "datasource"
+#: how a refused append is worded
+STATEMENT = "insert into"
+HINT = (
+    "An append never creates a second row of a key: write with option onExisting=upsert to "
+    "replace the stored rows, or onExisting=ignore to append only the new keys."
+)
+
 
 @dataclasses.dataclass
 class _Written(WriterCommitMessage):
@@ -45,6 +79,8 @@ class _Written(WriterCommitMessage):
     partition_id: int
     statement_id: int
     files: list[FileRow]
+    key_hashes: bytes | None = None
+    deletes: pa.Table | None = None
 
 
 class AcidWriter(DataSourceArrowWriter):
@@ -59,20 +95,31 @@ class AcidWriter(DataSourceArrowWriter):
         names: list[str],
         overwrite: bool,
         handle: TxnHandle,
+        on_existing: str = "error",
+        write_opts: dict[str, Any] | None = None,
     ) -> None:
         self.settings, self.table, self.spec, self.names = settings, table, spec, names
         self.overwrite, self.handle, self.txn_id = overwrite, handle, handle.txn_id
         self.bucketed = table.num_buckets > 0
+        self.on_existing, self.write_opts = on_existing, dict(write_opts or {})
 
     @classmethod
     def open(
         cls, settings: Settings, options: Mapping[str, str], schema: T.StructType, overwrite: bool
-    ) -> "AcidWriter":
-        """Check the schema, open the transaction, lock, allocate W and the statement.
+    ) -> "AcidWriter | AppliedWriter":
+        """Check the schema and options, open the transaction, claim the idempotent batch
+        (``txnAppId`` / ``txnVersion``), lock, allocate W and the statement.
 
+        Returns:
+            the writer; an :class:`AppliedWriter` (writes nothing) when the batch is already
+            applied (module doc).
         Raises:
             SchemaMismatchError: missing, extra or uncastable columns (nothing is opened).
-            NoSuchTableError; LockTimeoutError (the transaction is aborted).
+            AcidDataSourceError: a bad ``onExisting`` (unknown; other than ``error`` for an
+                overwrite or a table without a primary key), only one of ``txnAppId`` /
+                ``txnVersion``, a version that is no integer >= 0.
+            NoSuchTableError; LockTimeoutError; BatchInProgressError: another open write
+                holds the same batch (the transaction is aborted).
         """
         opts = checked_options(options)
         name = table_name(opts)
@@ -82,20 +129,38 @@ class AcidWriter(DataSourceArrowWriter):
         if "striperows" in opts:
             write_opts["stripe_rows"] = int_option(opts, "striperows", name)
         catalog = open_catalog(settings)
-        names = conform.check_schema(schema, catalog.get_table(name))
+        tdef = catalog.get_table(name)
+        names = conform.check_schema(schema, tdef)
+        on_existing = _on_existing(opts, tdef, overwrite)
+        batch = _idempotent_batch(opts, tdef.name)
+        if batch is not None:
+            last = applied_version(catalog, tdef.name, batch["app_id"])
+            if last is not None and batch["version"] <= last:
+                return AppliedWriter.skipping(tdef.name, batch, last)
         txn = Transaction(catalog, agent_info=AGENT, heartbeat_s=0)
-        txn.begin()
+        txn_id = txn.begin()
         try:
+            if batch is not None:
+                catalog.register_batch(
+                    txn_id,
+                    batch["batch_id"],
+                    BATCH_KIND,
+                    source=f"acid data source write of {tdef.name}",
+                    details={k: v for k, v in batch.items() if k != "batch_id"},
+                )
             table, spec = external.begin_insert(txn, name, overwrite=overwrite, **write_opts)
+        except BatchAlreadyAppliedError:
+            txn.abort("batch already applied")
+            assert batch is not None
+            return AppliedWriter.skipping(tdef.name, batch, batch["version"])
         except BaseException as exc:
             txn.abort(f"{type(exc).__name__}: {exc}")
             raise
-        assert isinstance(table, TableDef) and txn.txn_id is not None
-        txn_id = txn.txn_id
+        assert isinstance(table, TableDef)
         # the planning worker heartbeats while it lives (the input may take long before the
         # write tasks start); running write tasks heartbeat too
         Heartbeat(settings, lambda c: _beat_txn(c, txn_id)).start()
-        return cls(settings, table, spec, names, overwrite, txn.handle)
+        return cls(settings, table, spec, names, overwrite, txn.handle, on_existing, write_opts)
 
     def _task_spec(self, partition_id: int) -> WriteSpec:
         """The spec a task writes with: the statement's, or (bucketed tables) a statement id
@@ -128,7 +193,28 @@ class AcidWriter(DataSourceArrowWriter):
             .select(self.names)
             .rename_columns([c.name for c in [*self.table.columns, *self.table.partition_columns]])
         )
-        laid = layout_inserts_local(conform.aligned_arrow(rows, self.table), self.table)
+        aligned = conform.aligned_arrow(rows, self.table)
+        hashes, deletes = None, None
+        if self.table.primary_key:
+            aligned, deletes = insert_stmt.check_batch_arrow(
+                open_catalog(self.settings),
+                None,  # the latest committed snapshot: W, still open, hides the other tasks
+                self.table,
+                aligned,
+                self.on_existing,
+                statement=STATEMENT,
+                hint=HINT,
+                stored=not self.overwrite,
+            )
+            key = list(self.table.primary_key)
+            hashes = acid_keys.pack_hashes(
+                acid_keys.key_hashes_of_columns(
+                    [aligned.column(k).combine_chunks() for k in key], aligned.num_rows
+                )
+            )
+        if not aligned.num_rows:
+            return _Written(pid, spec.statement_id, [], hashes, deletes)
+        laid = layout_inserts_local(aligned, self.table)
         beat = Heartbeat(self.settings, lambda c: _beat_txn(c, self.txn_id)).start()
         try:
             files = write_local(laid, spec)
@@ -137,7 +223,7 @@ class AcidWriter(DataSourceArrowWriter):
             raise
         finally:
             beat.stop()
-        return _Written(pid, spec.statement_id, files)
+        return _Written(pid, spec.statement_id, files, hashes, deletes)
 
     def _remove_task_files(self, spec: WriteSpec, laid: pa.Table, pid: int) -> None:
         """A failed task's finished files (a retry writes them again): its statement
@@ -157,12 +243,63 @@ class AcidWriter(DataSourceArrowWriter):
         txn = Transaction.resume(catalog, self.handle, agent_info=AGENT)
         try:
             done = [m for m in messages if isinstance(m, _Written)]
-            external.end_insert(txn, self.table, self._written(done), overwrite=self.overwrite)
+            if self.table.primary_key:
+                self._refuse_keys_of_two_tasks(done)
+            deletes = [m.deletes for m in done if m.deletes is not None and m.deletes.num_rows]
+            if deletes:
+                external.end_upsert(
+                    txn,
+                    self.table,
+                    self._written(done),
+                    pa.concat_tables(deletes),
+                    **self.write_opts,
+                )
+            else:
+                external.end_insert(txn, self.table, self._written(done), overwrite=self.overwrite)
             txn.commit()
         except BaseException as exc:
             if txn.state == TxnState.OPEN:
                 txn.abort(f"{type(exc).__name__}: {exc}")
             raise
+
+    def _refuse_keys_of_two_tasks(self, done: list[_Written]) -> None:
+        """Keys written by two tasks (each task refused its own repeats): equal key hashes,
+        confirmed on the key values of the files written (a hash collision is no repeat).
+
+        Raises:
+            ExistingKeysError: naming the repeated keys.
+        """
+        arrays = [acid_keys.unpack_hashes(m.key_hashes) for m in done if m.key_hashes]
+        if not arrays:
+            return
+        values, counts = np.unique(np.concatenate(arrays), return_counts=True)
+        if not (counts > 1).any():
+            return
+        key = list(self.table.primary_key)
+        data_cols = {c.name for c in self.table.columns}
+        tfs = TableFS(self.spec.tfs_url)
+        seen: dict[tuple[Any, ...], int] = defaultdict(int)
+        for m in done:
+            for f in m.files:
+                events = acid_files.read_events(tfs, f["path"])
+                pvals = dict(parts.parse_partition_path(f["partition"])) if f["partition"] else {}
+                cols = [
+                    events.column(k).to_pylist() if k in data_cols else [pvals.get(k)] * len(events)
+                    for k in key
+                ]
+                for k in zip(*cols):
+                    seen[k] += 1
+        repeated = sorted(k for k, n in seen.items() if n > 1)
+        if repeated:
+            raise insert_stmt.ExistingKeysError(
+                self.table.name,
+                key,
+                0,
+                len(repeated),
+                [dict(zip(key, k)) for k in repeated[: insert_stmt.MAX_NAMED_KEYS]],
+                statement=STATEMENT,
+                hint=HINT,
+            )
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         """Driver side, a task failed: abort the transaction if it is still open."""
@@ -239,6 +376,92 @@ class AcidWriter(DataSourceArrowWriter):
                 )
             )
         return out
+
+
+class AppliedWriter(DataSourceArrowWriter):
+    """The writer of an idempotent write whose batch is already applied (module doc): the
+    tasks write nothing, ``commit()`` commits nothing and logs it."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    @classmethod
+    def skipping(cls, table: str, batch: dict[str, Any], last: int) -> "AppliedWriter":
+        """Log (in the planning worker) and return the writer that skips the write."""
+        message = (
+            f"acid data source, table {table}: txnAppId={batch['app_id']} "
+            f"txnVersion={batch['version']} is already applied (last applied version {last}); "
+            "nothing written"
+        )
+        log.warning("%s", message)
+        return cls(message)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> _Written:
+        """Spark task side: nothing to write."""
+        ctx = TaskContext.get()
+        return _Written(ctx.partitionId() if ctx is not None else 0, 0, [])
+
+    def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        """Nothing to commit; logs that the batch was already applied."""
+        log.warning("%s", self.message)
+
+    def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        """Nothing to abort."""
+
+
+def _on_existing(opts: dict[str, str], table: TableDef, overwrite: bool) -> str:
+    """The ``onExisting`` option, checked.
+
+    Raises:
+        AcidDataSourceError: see :meth:`AcidWriter.open`.
+    """
+    value = opts.get("onexisting", "error").strip().lower()
+    if value not in insert_stmt.ON_EXISTING:
+        raise AcidDataSourceError(
+            f"acid data source, table {table.name}: option onExisting={opts['onexisting']!r} "
+            f"is not one of {', '.join(insert_stmt.ON_EXISTING)}"
+        )
+    if value != "error" and (overwrite or not table.primary_key):
+        raise AcidDataSourceError(
+            f"acid data source, table {table.name}: option onExisting={value} applies to "
+            "appends into a table with a primary key"
+            + ("" if table.primary_key else " (the table has none)")
+        )
+    return value
+
+
+def _idempotent_batch(opts: dict[str, str], table: str) -> dict[str, Any] | None:
+    """``{"batch_id", "table", "app_id", "version"}`` of a write with ``txnAppId`` and
+    ``txnVersion`` (the ledger id hashed when longer than its 128 characters), else None.
+
+    Raises:
+        AcidDataSourceError: only one of the two options, or a version below 0.
+    """
+    app, version = opts.get("txnappid"), int_option(opts, "txnversion", table)
+    if app is None and version is None:
+        return None
+    if app is None or version is None or not app.strip() or version < 0:
+        raise AcidDataSourceError(
+            f"acid data source, table {table}: an idempotent write takes both txnAppId (a "
+            "non-empty string) and txnVersion (an integer >= 0), as Delta Lake's writer does"
+        )
+    bid = f"{BATCH_KIND}:{table}:{app}:{version}"
+    if len(bid) > 128:
+        bid = f"{BATCH_KIND}:" + hashlib.sha256(bid.encode()).hexdigest()
+    return {"batch_id": bid, "table": table, "app_id": app, "version": version}
+
+
+def applied_version(catalog: Catalog, table: str, app_id: str) -> int | None:
+    """The highest ``txnVersion`` of application ``app_id`` committed into ``table`` by an
+    idempotent data source write (the batch ledger, kind ``datasource``), or None."""
+    versions = [
+        int(b.details["version"])
+        for b in catalog.list_batches(BATCH_KIND)
+        if b.state == TxnState.COMMITTED
+        and b.details.get("table") == table
+        and b.details.get("app_id") == app_id
+    ]
+    return max(versions, default=None)
 
 
 def _beat_txn(catalog: Catalog, txn_id: int) -> bool:

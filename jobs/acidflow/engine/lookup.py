@@ -163,6 +163,49 @@ def lookup_rows(
     ).toArrow()
 
 
+def existing_rows_arrow(
+    catalog: TxnCatalog,
+    table: TableDesc,
+    txn: TxnRef | None,
+    keys_tbl: pa.Table,
+    *,
+    extra: Iterable[str] = (),
+    spark: "SparkSession | None" = None,
+) -> pa.Table:
+    """The visible rows whose primary key is among ``keys_tbl`` (an Arrow table of the key
+    columns), as an Arrow table in the driver: the key columns, the partition columns, the
+    ``extra`` data columns and ``ROW__ID``. Only the partitions and buckets the keys can touch
+    are planned (:func:`key_scope_arrow`), at ``txn``'s snapshot (None: the latest committed
+    one), and read by :func:`lookup_rows` (in this process without ``spark``)."""
+    key = list(table.primary_key)
+    data_cols = {c.name for c in table.columns}
+    partitions, buckets = key_scope_arrow(table, keys_tbl)
+    current = plan_current(catalog, table, txn, partitions=partitions, buckets=buckets)
+    project = [k for k in key if k in data_cols]
+    project += [f for f in extra if f in data_cols and f not in project]
+    found = lookup_rows(
+        spark, current, keys_tbl.select([k for k in key if k in data_cols]), project=project
+    )
+    if found.num_rows and any(k not in data_cols for k in key):
+        # partition key columns are matched here (the readers filter data columns)
+        wanted = set(zip(*(keys_tbl.column(k).to_pylist() for k in key)))
+        got = zip(*(found.column(k).to_pylist() for k in key))
+        found = found.filter(pa.array([t in wanted for t in got], pa.bool_()))
+    return found
+
+
+def row_id_columns(table: TableDesc, found: pa.Table) -> pa.Table:
+    """The delete-event input of rows read with ``ROW__ID`` (Arrow): partition columns,
+    ``owid``, ``bprop``, ``rowid``."""
+    pnames = [c.name for c in table.partition_columns]
+    rid = found.column(snapshot.ROW_ID).combine_chunks()
+    return pa.table(
+        [found.column(p) for p in pnames]
+        + [rid.field("writeid"), rid.field("bucketid"), rid.field("rowid")],
+        names=pnames + ["owid", "bprop", "rowid"],
+    )
+
+
 def current_rows(
     spark: "SparkSession",
     catalog: TxnCatalog,

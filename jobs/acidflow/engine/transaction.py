@@ -39,12 +39,12 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Sequence, TypeAlias
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from acidflow.engine import conform, lookup, ordering
 from acidflow.engine.conform import DuplicateKeyError, SchemaMismatchError
 from acidflow.engine.ports import TableDesc, TxnCatalog
 from acidflow.engine.statements import dml, external
+from acidflow.engine.statements import insert as insert_stmt
 from acidflow.engine.statements.merge import MergeBuilder
 from acidflow.engine.writer import (
     FileRow,
@@ -53,13 +53,11 @@ from acidflow.engine.writer import (
     finish_dirs,
     write_delete_events,
     write_insert_events,
-    write_inserts,
 )
 from acidflow.format import keys
 from acidflow.format import partitions as parts
 from acidflow.format.bucketing import check_statement_id
 from acidflow.format.filerecords import file_records
-from acidflow.read import snapshot
 from acidflow.states import LockType, TxnState
 
 if TYPE_CHECKING:
@@ -366,26 +364,48 @@ class Transaction:
 
     # ------------------------------------------------------------------ write statements
 
-    def insert(self, table_name: str, df: "DataFrame", **options: Any) -> WriteResult:
-        """Append the rows of ``df`` to a table (Hive INSERT INTO on a full-ACID table).
+    def insert(
+        self,
+        table_name: str,
+        df: "DataFrame | pa.Table",
+        *,
+        on_existing: str = "error",
+        **options: Any,
+    ) -> WriteResult:
+        """Append the rows of ``df`` to a table (Hive INSERT INTO on a full-ACID table). Into a
+        table with a primary key an insert never creates a second live row of a key
+        (:mod:`acidflow.engine.statements.insert`, the rules of :mod:`acidflow.format.keys`):
+        NULL keys and keys repeated in the batch are refused, keys already stored are handled
+        as ``on_existing`` says.
 
         Args:
             table_name: ``db.table``.
-            df: DataFrame with every table column and partition column (any order, names
-                matched case-insensitively, types equal or widenable).
+            df: every table column and partition column (any order, names matched
+                case-insensitively, types equal or widenable): a Spark DataFrame (written by
+                Spark tasks), or a pyarrow Table (cast like :meth:`upsert`'s), looked up and
+                written in this process -- no Spark needed.
+            on_existing: keyed tables, a key already in the transaction's snapshot:
+                ``"error"`` (default) refuses the batch, ``"upsert"`` replaces the stored row
+                (:meth:`upsert`), ``"ignore"`` inserts only the rows of new keys (Hive ``MERGE
+                ... WHEN NOT MATCHED THEN INSERT``). Unkeyed tables: only ``"error"``.
             **options: ``compression`` (zlib|snappy), ``stripe_rows``.
         Returns:
-            :class:`WriteResult` (rows_inserted, files, bytes, partitions).
+            :class:`WriteResult` (rows_inserted, files, bytes, partitions; ``"upsert"``: also
+            rows_updated).
         Raises:
             SchemaMismatchError: before anything is written.
+            acidflow.engine.statements.insert.NullKeyError: a NULL in a key column.
+            acidflow.engine.statements.insert.ExistingKeysError: a key repeated in the batch,
+                or (``"error"``) already stored; names the table, the keys and the write ids
+                holding them. Nothing is written.
+            ValueError: an unknown ``on_existing``, or other than ``"error"`` for a table
+                without a primary key.
             acidflow.catalog.errors.LockTimeoutError: the table is exclusively locked.
         """
-        table = self.catalog.get_table(table_name)
-        aligned = conform.aligned(df, table)
-        self.lock_table(table, LockType.SHARED_WRITE)
-        (spec,) = self.begin_statement(table, "insert", **options)
-        files = write_inserts(aligned, table, spec)
-        return external.end_insert_statement(self, table, [(spec, files)], overwrite=False)
+        if on_existing == "upsert":
+            insert_stmt.check_on_existing(self.catalog.get_table(table_name), on_existing)
+            return self.upsert(table_name, df, **options)
+        return insert_stmt.insert(self, table_name, df, on_existing=on_existing, **options)
 
     def delete(
         self,
@@ -476,6 +496,8 @@ class Transaction:
         Raises:
             SchemaMismatchError: before anything is written.
             DuplicateKeyError: without an ordering field, two rows share a key.
+            acidflow.engine.statements.insert.NullKeyError: a NULL in a key column (the
+                NULL-key rule of :mod:`acidflow.format.keys`).
             acidflow.engine.ordering.OrderingFieldError: the ordering field is no column of the
                 table, or of a type without an order (complex, binary, boolean).
             ValueError: the table has no primary key.
@@ -491,6 +513,7 @@ class Transaction:
         from pyspark.sql import functions as F
 
         aligned = conform.aligned(df, table)
+        insert_stmt.refuse_null_keys_spark(table, aligned, "upsert into")
         if field is not None:
             seq = "_acid_input_seq"
             aligned = ordering.latest_per_key(
@@ -533,44 +556,24 @@ class Transaction:
         partitions) the keys hash to at the transaction's snapshot, then one split-update."""
         key = list(table.primary_key)
         aligned = conform.aligned_arrow(rows, table)
+        insert_stmt.refuse_null_keys_arrow(table, aligned, "upsert into")
         if field is not None:
             aligned, _ = ordering.latest_per_key_arrow(aligned, key, field)
         else:
-            counted = aligned.group_by(key).aggregate([([], "count_all")])
-            dups = counted.filter(pc.greater(counted.column("count_all"), 1))
+            dups = keys.repeated_keys(key, aligned)
             if dups.num_rows:
                 raise DuplicateKeyError(
                     f"upsert into {table.name}: duplicate keys in the batch, e.g. "
                     + ", ".join(str({k: r[k] for k in key}) for r in dups.slice(0, 5).to_pylist())
                 )
         self.lock_table(table, LockType.SHARED_WRITE)
-        pnames = [c.name for c in table.partition_columns]
-        data_cols = {c.name for c in table.columns}
-        keys_tbl = aligned.select(key)
-        partitions, buckets = lookup.key_scope_arrow(table, keys_tbl)
-        current = lookup.plan_current(
-            self.catalog, table, self, partitions=partitions, buckets=buckets
+        found = lookup.existing_rows_arrow(
+            self.catalog, table, self, aligned.select(key), extra=[field] if field else ()
         )
-        project = [k for k in key if k in data_cols]
-        if field is not None and field in data_cols and field not in project:
-            project.append(field)
-        found = lookup.lookup_rows(
-            None, current, keys_tbl.select([k for k in key if k in data_cols]), project=project
-        )
-        if found.num_rows and any(k not in data_cols for k in key):
-            # partition key columns are matched here (the readers filter data columns)
-            wanted = set(zip(*(keys_tbl.column(k).to_pylist() for k in key)))
-            got = zip(*(found.column(k).to_pylist() for k in key))
-            found = found.filter(pa.array([t in wanted for t in got], pa.bool_()))
         late = 0
         if field is not None:
             aligned, found, late = ordering.drop_late_arrow(aligned, found, key, field)
-        rid = found.column(snapshot.ROW_ID).combine_chunks()
-        deletes = pa.table(
-            [found.column(p) for p in pnames]
-            + [rid.field("writeid"), rid.field("bucketid"), rid.field("rowid")],
-            names=pnames + ["owid", "bprop", "rowid"],
-        )
+        deletes = lookup.row_id_columns(table, found)
         return self.split_update(
             table, aligned, deletes, "upsert", {"rows_skipped_late": late}, **options
         )

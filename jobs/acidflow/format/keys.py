@@ -18,6 +18,23 @@ key and overlap in time cannot both commit (Hive keeps only a
 partition-level ``WRITE_SET``, HIVE-13395). A collision of two different keys' hashes
 (probability about n^2 / 2^65 for n keys written concurrently) can only abort a transaction that
 did not need aborting, never let a duplicate through.
+
+**The primary key rules of writes** (one home; every writer refers here):
+
+* *No NULL in a key.* A row whose primary key has a NULL in any key column names no key: it
+  can be neither found nor replaced by key (SQL's ``NULL = NULL`` is not true, and Hive's
+  ``PRIMARY KEY ... DISABLE NOVALIDATE`` columns are ``NOT NULL`` in intent). Statements that
+  take rows from a caller refuse the batch (``Transaction.insert`` / ``upsert`` and the
+  ``acid`` data source: ``acidflow.engine.statements.insert.NullKeyError`` naming the table,
+  the column(s) and the row count); pipelines that load records quarantine each such row
+  with the reason :func:`null_key_reason` (``acidflow ingest``, CDC) and load the rest.
+  :func:`null_key_counts` finds them.
+* *An insert never creates a second live row of a key.* An INSERT of a key that is visible
+  in the writer's snapshot, or that repeats inside the inserted batch, is refused by default
+  (``acidflow.engine.statements.insert``: ``on_existing="error"``); ``"upsert"`` replaces
+  the stored row (split-update), ``"ignore"`` inserts only the new keys (Hive's ``MERGE ...
+  WHEN NOT MATCHED THEN INSERT``). Keys written concurrently are caught at commit by the
+  key-level write set above. Tables without a primary key keep Hive's INSERT semantics.
 """
 
 from __future__ import annotations
@@ -119,6 +136,31 @@ def key_hashes_of_columns(parts: Sequence[Any], n: int) -> np.ndarray:
     if not isinstance(joined, pa.Array):  # every part a constant
         joined = pa.array([joined.as_py()] * n, pa.string())
     return _blake2b_64_each(pc.binary_join_element_wise("[", joined, "]", ""))
+
+
+def null_key_reason(columns: Sequence[str]) -> str:
+    """The quarantine reason of a row whose primary key has a NULL in ``columns`` (the NULL-key
+    rule of the module doc; ingest and CDC record it word for word)."""
+    return f"NULL in primary key column(s) {list(columns)}"
+
+
+def null_key_counts(key: Sequence[str], rows: pa.Table) -> dict[str, int]:
+    """``{key column: rows with NULL in it}`` of an Arrow table holding the key columns, only
+    the columns that have any (empty: every row names a key; the NULL-key rule of the module
+    doc)."""
+    return {k: rows.column(k).null_count for k in key if rows.column(k).null_count}
+
+
+def repeated_keys(key: Sequence[str], rows: pa.Table) -> pa.Table:
+    """The key values that occur more than once in ``rows`` (an Arrow table holding the key
+    columns), sorted by key, with their number of rows as ``count``."""
+    if not rows.num_rows:
+        return pa.table({**{k: rows.column(k) for k in key}, "count": pa.array([], pa.int64())})
+    counted = rows.select(list(key)).group_by(list(key)).aggregate([([], "count_all")])
+    many = counted.filter(pc.greater(counted.column("count_all"), 1))
+    return pa.table(
+        {**{k: many.column(k) for k in key}, "count": many.column("count_all")}
+    ).sort_by([(k, "ascending") for k in key])
 
 
 def hash_array(hashes: Iterable[int]) -> np.ndarray:

@@ -25,8 +25,10 @@ files are all unreadable fails (:class:`LandingFileError`). The good rows pass t
 expectation suite (``acidflow.quality.gx.gate_staged``) before they are written.
 
 Primary keys: ``append`` into a table with a primary key refuses rows whose key is already in
-the table's snapshot or repeats within the batch (:class:`ExistingKeysError`, nothing applied) --
-an INSERT must not create a second live row of a key. ``upsert`` (CLI ``--upsert``) writes the
+the table's snapshot or repeats within the batch (``Transaction.insert``'s rule,
+:class:`acidflow.engine.statements.insert.ExistingKeysError`, nothing applied) -- an INSERT
+must not create a second live row of a key; NULL keys are quarantined (the NULL-key rule of
+:mod:`acidflow.format.keys`). ``upsert`` (CLI ``--upsert``) writes the
 batch as a split-update instead (``Transaction.upsert``: keys in the table are updated, new keys
 inserted); it has the batch id of ``append``. Tables without a primary key keep Hive's INSERT
 semantics.
@@ -44,10 +46,10 @@ from typing import Any
 
 from acidflow.catalog import BatchInfo
 from acidflow.catalog.records import TxnState
-from acidflow.engine import lookup
-from acidflow.engine.conform import DuplicateKeyError
+from acidflow.engine.statements.insert import ExistingKeysError
 from acidflow.engine.transaction import Transaction
 from acidflow.errors import AcidflowError
+from acidflow.format.keys import null_key_reason
 from acidflow.ingest.landing import UnreadableFile, check_landing_file
 from acidflow.quality.gx import gate_staged
 from acidflow.quarantine import DEFAULT_THRESHOLD, check_threshold, write_quarantine
@@ -56,45 +58,12 @@ from acidflow.sources.records import BadRecord
 FILE_FORMATS = ("csv", "jsonl", "parquet")
 MODES = ("append", "overwrite", "upsert")
 CORRUPT = "_corrupt_record"
-#: keys named at most in an :class:`ExistingKeysError`
-MAX_NAMED_KEYS = 10
-
-
-class ExistingKeysError(DuplicateKeyError):
-    """``append`` into a table with a primary key met rows whose key is already in the table
-    or repeats within the batch; nothing was applied.
-
-    Attributes:
-        table: the table; existing / repeated: how many key values are in the table already /
-            occur more than once in the batch; examples: up to :data:`MAX_NAMED_KEYS` of them
-            as ``{column: value}``.
-    """
-
-    def __init__(
-        self,
-        table: str,
-        key: list[str],
-        existing: int,
-        repeated: int,
-        examples: list[dict[str, Any]],
-    ) -> None:
-        self.table, self.existing, self.repeated, self.examples = (
-            table,
-            existing,
-            repeated,
-            examples,
-        )
-        what = []
-        if existing:
-            what.append(f"{existing} primary key value(s) already in the table")
-        if repeated:
-            what.append(f"{repeated} repeated within the batch")
-        super().__init__(
-            f"ingest append into {table}: {' and '.join(what)} (key {', '.join(key)}), e.g. "
-            + ", ".join(str(e) for e in examples)
-            + "; nothing was applied. An append never creates a second row of a key: ingest "
-            "with mode upsert (acidflow ingest --upsert) to update existing keys."
-        )
+#: how an append refused for existing keys is worded (the rule: acidflow.engine.statements.insert)
+APPEND_STATEMENT = "ingest append into"
+APPEND_HINT = (
+    "An append never creates a second row of a key: ingest with mode upsert "
+    "(acidflow ingest --upsert) to update existing keys."
+)
 
 
 class LandingFileError(AcidflowError, ValueError):
@@ -482,9 +451,10 @@ def ingest(
             elif mode == "upsert":
                 result = txn.upsert(table.name, data)
             else:
-                if table.primary_key:
-                    refuse_existing_keys(spark, catalog, txn, table, data)
-                result = txn.insert(table.name, data)
+                try:
+                    result = txn.insert(table.name, data)
+                except ExistingKeysError as e:
+                    raise e.reworded(APPEND_STATEMENT, APPEND_HINT) from None
             report.rows = result.rows_inserted + result.rows_updated
             report.rows_updated, report.write_id = result.rows_updated, result.write_id
             txn.stats[table.name].update(
@@ -535,46 +505,6 @@ def _poison_record(u: UnreadableFile, table: str) -> BadRecord:
     return BadRecord(u.source, f"unreadable file: {u.reason}", raw, table)
 
 
-def refuse_existing_keys(
-    spark: Any, catalog: Any, txn: Transaction, table: Any, data: Any, limit: int = MAX_NAMED_KEYS
-) -> None:
-    """Refuse an append whose rows repeat a primary key or carry a key already visible in the
-    transaction's snapshot (the key lookup of a merge: only the partitions and buckets the
-    keys hash to are read, ``acidflow.engine.lookup.matching_rows``).
-
-    Args:
-        data: the rows about to be inserted (Spark DataFrame with the key columns).
-    Raises:
-        ExistingKeysError: naming the table, the counts and up to ``limit`` keys.
-    """
-    from pyspark.sql import (
-        functions as F,  # deferred: pyspark is heavy; the CLI imports this
-    )
-
-    key = list(table.primary_key)
-    keys = data.select(*key)
-    repeated = keys.groupBy(*key).count().where(F.col("count") > 1).select(*key).cache()
-    existing = (
-        lookup.matching_rows(spark, catalog, txn, table, keys.distinct())
-        .select(*key)
-        .distinct()
-        .cache()
-    )
-    try:
-        n_rep, n_exist = repeated.count(), existing.count()
-        if not (n_rep or n_exist):
-            return
-        examples = [r.asDict() for r in existing.orderBy(*key).limit(limit).collect()]
-        if len(examples) < limit:
-            examples += [
-                r.asDict() for r in repeated.orderBy(*key).limit(limit - len(examples)).collect()
-            ]
-    finally:
-        repeated.unpersist()
-        existing.unpersist()
-    raise ExistingKeysError(table.name, key, n_exist, n_rep, examples)
-
-
 def _bad_row(r: Any, table: Any) -> BadRecord:
     d = r.asDict()
     raw = d.get(CORRUPT)
@@ -585,7 +515,6 @@ def _bad_row(r: Any, table: Any) -> BadRecord:
             + ")"
         )
     else:
-        nulls = [k for k in table.primary_key if d.get(k) is None]
-        reason = f"NULL in primary key column(s) {nulls}"
+        reason = null_key_reason([k for k in table.primary_key if d.get(k) is None])
         raw = str({k: v for k, v in d.items() if k not in ("_source_file", CORRUPT)})
     return BadRecord(str(d.get("_source_file")), reason, raw, table.name)

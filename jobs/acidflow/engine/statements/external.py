@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import pyarrow as pa
+
 from acidflow.engine.ports import StatementContext
-from acidflow.engine.writer import FileRow, WriteResult, WriteSpec
+from acidflow.engine.writer import FileRow, WriteResult, WriteSpec, write_delete_events
 from acidflow.format.table import TableDesc
 from acidflow.states import LockType
 
-__all__ = ["begin_insert", "end_insert", "end_insert_statement"]
+__all__ = ["begin_insert", "end_insert", "end_insert_statement", "end_upsert"]
 
 
 def begin_insert(
@@ -62,6 +64,38 @@ def end_insert(
     last = max([spec.statement_id for spec, _ in written] or [0])
     txn.reserve_statement_ids(table.name, last)
     return end_insert_statement(txn, table, written, overwrite=overwrite, partitions=partitions)
+
+
+def end_upsert(
+    txn: StatementContext,
+    table: TableDesc,
+    written: Sequence[tuple[WriteSpec, list[FileRow]]],
+    deletes: pa.Table,
+    **options: Any,
+) -> WriteResult:
+    """End an INSERT INTO opened by :func:`begin_insert` whose rows replace stored rows of
+    their keys (the ``acid`` data source's ``onExisting=upsert``): delete events for the
+    ROW__IDs in ``deletes`` (partition columns, ``owid``, ``bprop``, ``rowid``), written here
+    under the next statement id of the same write id, and one ``upsert`` statement record with
+    ``Transaction.split_update``'s counts and components (a partition with a delete event is
+    an ``update`` component).
+
+    Args:
+        options: writer options of the delete events (``compression``, ``stripe_rows``).
+    Raises:
+        ValueError: a statement id above 4095.
+    """
+    last = max([spec.statement_id for spec, _ in written] or [0])
+    txn.reserve_statement_ids(table.name, last)
+    (del_spec,) = txn.begin_statement(table, "delete", **options)
+    del_files = write_delete_events(deletes, table, del_spec)
+    ins_files = [f for _, fs in written for f in fs]
+    deleted = sum(f["rows"] for f in del_files)
+    counts = {"rows_updated": deleted, "rows_inserted": sum(f["rows"] for f in ins_files) - deleted}
+    del_parts = {f["partition"] for f in del_files}
+    components = [(p, "update") for p in sorted(del_parts)]
+    components += [(p, "insert") for p in sorted({f["partition"] for f in ins_files} - del_parts)]
+    return txn.end_statement(table, "upsert", [(del_spec, del_files), *written], components, counts)
 
 
 def end_insert_statement(
