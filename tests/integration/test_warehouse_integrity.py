@@ -107,6 +107,36 @@ def test_second_catalog_refuses_a_warehouse_another_catalog_owns(tmp_path):
     assert [r["id"] for r in read_rows(first, "bank.accounts")] == [1, 2]
 
 
+def test_catalog_moved_away_mid_transaction_is_not_replaced_by_an_empty_one(tmp_path):
+    """The owner's catalog file moved away while a transaction is open: a new process opening
+    the same URL does not silently start an empty catalog beside the owned warehouse (which
+    would show no tables and hand out write id 1 again); it is refused, naming both catalogs,
+    and leaves no file behind. Put back, the catalog opens with its tables and history."""
+    from acidflow.catalog.errors import NewCatalogOnOwnedWarehouseError
+
+    wh, db = tmp_path / "wh", tmp_path / "cat.db"
+    first = SqlCatalog(f"sqlite:///{db}", warehouse=str(wh))
+    first.create_table(accounts())
+    write_rows(first, "bank.accounts", [{"id": 1, "owner": "ann"}])
+    owner_id = first.catalog_id()
+    txn = first.open_transaction()
+    first.close()
+    db.rename(tmp_path / "moved.db")
+    with pytest.raises(NewCatalogOnOwnedWarehouseError) as exc:
+        SqlCatalog(f"sqlite:///{db}", warehouse=str(wh))
+    assert isinstance(exc.value, WarehouseOwnedError)
+    assert owner_id in str(exc.value) and str(db) in str(exc.value)
+    assert "moved or deleted" in str(exc.value)
+    assert not db.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["moved.db", "wh"]
+    (tmp_path / "moved.db").rename(db)
+    back = SqlCatalog(f"sqlite:///{db}", warehouse=str(wh))
+    assert back.catalog_id() == owner_id
+    assert read_rows(back, "bank.accounts") == [{"id": 1, "owner": "ann"}]
+    assert txn in [t.txn_id for t in back.list_transactions(states=["open"])]
+    # a brand-new warehouse still gets a brand-new catalog
+    SqlCatalog(f"sqlite:///{tmp_path / 'other.db'}", warehouse=str(tmp_path / "wh2"))
+
+
 def test_exclusive_create_refuses_to_replace_a_committed_delta(tmp_path):
     """issue 15 finding 2, the original report: with the ownership check bypassed, the second
     catalog's write id 1 would rewrite ``delta_0000001_0000001_0000`` in place; the exclusive

@@ -310,6 +310,26 @@ class WarehouseOwnedError(CatalogError):
         )
 
 
+class NewCatalogOnOwnedWarehouseError(WarehouseOwnedError):
+    """A catalog database that did not exist (or was empty) was just created for a warehouse
+    another catalog owns: most often the owner's catalog file was moved or deleted, and a new,
+    empty catalog would hide every table and history of the warehouse. Opening it is refused
+    and the new database is removed again (a new SQLite file deleted, a PostgreSQL database
+    migrated back to empty), so nothing is left behind."""
+
+    def __init__(
+        self, warehouse: str, owner_id: str, owner_url: str, catalog_id: str, catalog_url: str
+    ):
+        super().__init__(warehouse, owner_id, owner_url, catalog_id, catalog_url)
+        self.args = (
+            f"{catalog_url} held no acidflow catalog, but warehouse {warehouse} belongs to "
+            f"catalog {owner_id} ({owner_url}): refusing to start an empty catalog there (it "
+            "would hide the warehouse's tables and history). If the owner's catalog database "
+            "was moved or deleted, put it back at its URL, or point ACIDFLOW_CATALOG_URL at it; "
+            "nothing was created",
+        )
+
+
 class TableLocationError(CatalogError, ValueError):
     """A table location outside the warehouse: a relative location whose ``..`` escapes it,
     or an absolute path / URL outside it without ``external: true``.

@@ -20,12 +20,15 @@ This class only wires them: a role method that is the part's own is declared wit
 
 from __future__ import annotations
 
+import contextlib
+import os
 import uuid
 from typing import Any
 
 import sqlalchemy as sa
 
 from acidflow.catalog.base import Catalog
+from acidflow.catalog.errors import NewCatalogOnOwnedWarehouseError
 from acidflow.catalog.forward import forward
 from acidflow.catalog.records import (
     CompactionInfo,
@@ -44,7 +47,7 @@ from acidflow.catalog.sql.tables import SqlTables
 from acidflow.catalog.sql.txns import SqlTransactions
 from acidflow.catalog.sql.writeids import SqlWriteIds
 from acidflow.catalog.tabledef import TableDef
-from acidflow.catalog.warehouse import warehouse_root
+from acidflow.catalog.warehouse import read_marker, warehouse_root
 from acidflow.config import load_settings
 from acidflow.format.layout import ValidWriteIdList
 
@@ -105,7 +108,45 @@ class SqlCatalog(Catalog):
         self._adoption = SqlAdoption(self.db, self._tables)
         self._schema = SqlSchemaHistory(self.db, self.warehouse)  # schema evolution
         if migrate:
+            sqlite_file = self._sqlite_file()
+            existed = sqlite_file is None or os.path.exists(sqlite_file)
+            fresh = not existed or self.db.current_revision() is None
             self.upgrade()
+            if fresh:
+                self._refuse_new_catalog_on_owned_warehouse(None if existed else sqlite_file)
+
+    def _sqlite_file(self) -> str | None:
+        """The SQLite database file of the URL (None: PostgreSQL or an in-memory database)."""
+        path = self.db.url.database if self.db.is_sqlite else None
+        return None if not path or path == ":memory:" else os.path.abspath(path)
+
+    def _refuse_new_catalog_on_owned_warehouse(self, created_file: str | None) -> None:
+        """After migrating a database that held no catalog: refuse it when the warehouse
+        already belongs to another catalog, undoing the creation (``created_file``: the SQLite
+        file this process made, deleted; else the schema migrated back to empty).
+
+        Raises:
+            NewCatalogOnOwnedWarehouseError: the warehouse marker names another catalog.
+        """
+        owner = read_marker(self.warehouse)
+        if owner is None or owner.get("catalog_id") == self.catalog_id():
+            return
+        error = NewCatalogOnOwnedWarehouseError(
+            self.warehouse,
+            owner.get("catalog_id", "?"),
+            owner.get("catalog_url", "?"),
+            self.catalog_id(),
+            self.display_url(),
+        )
+        if created_file is not None:
+            self.db.close()
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(created_file + suffix)
+        else:
+            self.db.downgrade("base")
+            self.db.close()
+        raise error
 
     # -- the database --------------------------------------------------------------------
     @property
