@@ -1,4 +1,4 @@
-"""Benchmark: a 10M-row initial load through acidflow vs a plain Spark ORC write (issue 13).
+"""Benchmark: a 10M-row initial load through acidflow vs a plain Spark ORC write.
 
 Same SparkSession (``acidflow.spark.get_spark``, ``local[2]``), same DataFrame (the rows of
 :mod:`bench.generate`'s schema -- ``id`` bigint, ``name`` string, ``age`` int, ``city`` string,

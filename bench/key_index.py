@@ -1,5 +1,5 @@
 """How well the key index prunes: stripes read vs skipped by a key lookup, sequential vs random
-keys (issue 13, deliverable 1).
+keys.
 
 Two tables of N rows written through the Transaction API (Arrow upsert, ``stripe_rows``
 small; the writers put ORC bloom filters on the primary key, ``orc.bloom.filter.columns``):

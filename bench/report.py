@@ -22,7 +22,7 @@ LABEL = {
     "spark-cow": "Spark copy-on-write (ORC)",
     "spark-orc": "plain Spark ORC",
 }
-#: the targets of issue 13 (ratios measured side by side in one run)
+#: the benchmark targets (ratios measured side by side in one run)
 GROWTH_NS = (1_000_000, 3_000_000, 10_000_000)
 GROWTH_K = 10_000
 GROWTH_MAX = 1.3
@@ -151,7 +151,7 @@ def size_section(d: dict) -> list[str]:
 
 
 def targets(docs: list[dict], loads: list[dict] = (), s3: list[dict] = ()) -> list[str]:
-    """The targets table of issue 13: one row per target with the measured ratio."""
+    """The benchmark targets table: one row per target with the measured ratio."""
     by = {(d["rows"], d["events"]): d for d in docs}
     rows = ["| target | measured | met |", "|---|---|---|"]
 

@@ -1,4 +1,4 @@
-"""issue 15 finding 7: the catalog database is checked - a foreign database is refused (unless
+"""The catalog database is checked - a foreign database is refused (unless
 ``acidflow catalog init --force``), and read-only, locked, corrupt and unopenable databases each
 give one clear line naming the URL with its password masked. Real SQLite files and the test
 session's PostgreSQL server."""
@@ -37,8 +37,8 @@ def _sqlite_tables(path) -> set[str]:
 
 
 def test_foreign_sqlite_database_is_refused(tmp_path):
-    """issue 15 finding 7: pointing the catalog URL at another application's SQLite file is
-    refused with the URL named, and nothing is added to that file."""
+    """Pointing the catalog URL at another application's SQLite file is refused with the URL named,
+    and nothing is added to that file."""
     path = tmp_path / "billing.db"
     _foreign_sqlite(path)
     with pytest.raises(ForeignDatabaseError) as exc:
@@ -49,8 +49,8 @@ def test_foreign_sqlite_database_is_refused(tmp_path):
 
 
 def test_catalog_init_force_migrates_a_foreign_database(tmp_path):
-    """issue 15 finding 7: ``acidflow catalog init --force`` deliberately adds the catalog to a
-    foreign database and prints the catalog id; without --force it fails with the URL."""
+    """``acidflow catalog init --force`` deliberately adds the catalog to a foreign database and
+    prints the catalog id; without --force it fails with the URL."""
     path = tmp_path / "billing.db"
     _foreign_sqlite(path)
     env = {
@@ -94,8 +94,8 @@ def test_catalog_init_prints_the_id_of_a_new_catalog(tmp_path):
 
 
 def test_unknown_revision_is_refused(tmp_path):
-    """issue 15 finding 7: an ``acidflow_alembic_version`` naming a revision acidflow does
-    not know is not taken for a catalog."""
+    """An ``acidflow_alembic_version`` naming a revision acidflow does not know is not taken for a
+    catalog."""
     path = tmp_path / "odd.db"
     con = sqlite3.connect(path)
     con.execute("CREATE TABLE acidflow_alembic_version (version_num VARCHAR(32) PRIMARY KEY)")
@@ -107,7 +107,7 @@ def test_unknown_revision_is_refused(tmp_path):
 
 
 def test_corrupt_sqlite_file(tmp_path):
-    """issue 15 finding 7: random bytes instead of a database: one line naming the URL."""
+    """Random bytes instead of a database: one line naming the URL."""
     path = tmp_path / "catalog.db"
     path.write_bytes(os.urandom(8192))
     with pytest.raises(CatalogDatabaseError) as exc:
@@ -117,9 +117,8 @@ def test_corrupt_sqlite_file(tmp_path):
 
 
 def test_read_only_sqlite_database(tmp_path, sqlite_template):
-    """issue 15 finding 7: a read-only catalog (SQLite URI ``mode=ro`` - chmod does not stop
-    root, which the tests may run as) reads, and a write fails with one line naming the URL
-    and saying it is read-only."""
+    """A read-only catalog (SQLite URI ``mode=ro`` - chmod does not stop root, which the tests may
+    run as) reads, and a write fails with one line naming the URL and saying it is read-only."""
     path = tmp_path / "catalog.db"
     path.write_bytes(sqlite_template.read_bytes())
     url = f"sqlite:///file:{path}?mode=ro&uri=true"
@@ -133,8 +132,8 @@ def test_read_only_sqlite_database(tmp_path, sqlite_template):
 
 
 def test_locked_sqlite_database(tmp_path, sqlite_template, monkeypatch):
-    """issue 15 finding 7: a catalog held locked by another process beyond the busy timeout
-    (shortened here) gives one line naming the URL and the lock."""
+    """A catalog held locked by another process beyond the busy timeout (shortened here) gives one
+    line naming the URL and the lock."""
     monkeypatch.setattr(dbmod, "SQLITE_BUSY_TIMEOUT_S", 0.2)
     path = tmp_path / "catalog.db"
     path.write_bytes(sqlite_template.read_bytes())
@@ -152,8 +151,8 @@ def test_locked_sqlite_database(tmp_path, sqlite_template, monkeypatch):
 
 
 def test_catalog_directory_cannot_be_created(tmp_path):
-    """issue 15 finding 7: the catalog file's directory cannot exist (a file is in the way):
-    a clear line naming the URL, not a raw OSError."""
+    """The catalog file's directory cannot exist (a file is in the way): a clear line naming the
+    URL, not a raw OSError."""
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("x")
     url = f"sqlite:///{blocker / 'sub' / 'catalog.db'}"
@@ -163,8 +162,7 @@ def test_catalog_directory_cannot_be_created(tmp_path):
 
 
 def test_password_is_masked_in_connection_errors(tmp_path):
-    """issue 15 finding 7: an unreachable PostgreSQL catalog names the URL with the password
-    masked."""
+    """An unreachable PostgreSQL catalog names the URL with the password masked."""
     url = "postgresql+psycopg2://acid:s3cr3t-pw@127.0.0.1:1/catalog"
     with pytest.raises(CatalogError) as exc:
         load_catalog(url, warehouse=str(tmp_path / "wh"))
@@ -174,8 +172,8 @@ def test_password_is_masked_in_connection_errors(tmp_path):
 
 @pytest.mark.postgres
 def test_foreign_postgres_database_is_refused(request, tmp_path):
-    """issue 15 finding 7 on PostgreSQL: a database with another application's tables is
-    refused (URL named), ``initialize(force=True)`` migrates it."""
+    """On PostgreSQL, a database with another application's tables is refused (URL named),
+    ``initialize(force=True)`` migrates it."""
     from tests.catalog.conftest import fresh_pg_database
     from tests.support.postgres import drop_database
 

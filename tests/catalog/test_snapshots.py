@@ -60,7 +60,7 @@ def test_open_and_aborted_exceptions(catalog, history):
 
 
 def test_own_write_id_is_valid(catalog, history):
-    # t1 and t4 committed after t2 and t5 opened: with the snapshot taken at open (issue 15)
+    # t1 and t4 committed after t2 and t5 opened: with the snapshot taken at open
     # they are open exceptions for t2's and t5's reads, like the still-open t2/t5
     v = catalog.valid_write_ids("sales.orders", txn_id=history["t2"])
     assert _snap(v) == ("sales.orders", 5, (1, 4, 5), (3,), 1)
@@ -119,9 +119,9 @@ def test_snapshots_are_per_table(catalog, history):
 
 
 def test_snapshot_taken_at_transaction_open(catalog, tables):
-    """issue 15 (snapshot isolation): a transaction's reads use the snapshot of the moment it
-    opened (Hive's ValidTxnList at openTxns) plus its own writes; a commit made in between by
-    another transaction stays invisible to it, so two of its reads agree."""
+    """Snapshot isolation: a transaction's reads use the snapshot of the moment it opened (Hive's
+    ValidTxnList at openTxns) plus its own writes; a commit made in between by another transaction
+    stays invisible to it, so two of its reads agree."""
     before, w1 = _txn_with_write(catalog, "sales.orders")
     catalog.commit_transaction(before)
     reader = catalog.open_transaction()
@@ -143,9 +143,9 @@ def test_snapshot_taken_at_transaction_open(catalog, tables):
 
 
 def test_compactor_snapshot_is_that_of_the_oldest_open_transaction(catalog, tables):
-    """issue 15 (snapshot isolation) and Hive 3's MIN_HISTORY_LEVEL: a compaction covers only
-    write ids every open transaction can see, so a transaction whose snapshot predates a commit
-    is never left without a usable base; its own (uncommitted) write id stays open."""
+    """Snapshot isolation and Hive 3's MIN_HISTORY_LEVEL: a compaction covers only write ids every
+    open transaction can see, so a transaction whose snapshot predates a commit is never left
+    without a usable base; its own (uncommitted) write id stays open."""
     old = catalog.open_transaction()
     own = catalog.allocate_write_id(old, "sales.orders")
     later, w2 = _txn_with_write(catalog, "sales.orders")

@@ -49,7 +49,7 @@ def test_name_normalisation(catalog):
 )
 def test_explicit_location_kept(catalog):
     """An explicit location outside the warehouse is kept when the table is external
-    (issue 15 finding 4 made ``external`` necessary for it)."""
+    (such a location requires ``external``)."""
     t = plain_table()
     t.location = "s3://bucket/somewhere/events"
     t.external = True
@@ -158,8 +158,8 @@ def test_add_columns_appends(catalog, tables):
 
 
 def test_set_primary_key_replaces_the_key(catalog, tables):
-    """issue 15 finding 9: the catalog can give a table the primary key its source added
-    later (SQLite and PostgreSQL backends); bucketing is unchanged."""
+    """The catalog can give a table the primary key its source added later (SQLite and PostgreSQL
+    backends); bucketing is unchanged."""
     before = catalog.get_table("sales.orders")
     t = catalog.set_primary_key("sales.orders", ["ID", "customer"])
     assert t.primary_key == ["id", "customer"] and catalog.get_table("sales.orders") == t

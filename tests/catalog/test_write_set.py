@@ -132,7 +132,7 @@ def test_conflict_in_one_table_aborts_the_whole_multi_table_txn(catalog, tables)
     assert catalog.valid_write_ids("default.events").aborted_write_ids == (1,)
 
 
-# -- key-level write set (issue 15 finding 1) -------------------------------------------------
+# -- key-level write set -----------------------------------------------------------------------
 
 
 def _key_writer(catalog, keys, partition="ds=1", bucket=0, table="sales.orders"):
@@ -144,9 +144,9 @@ def _key_writer(catalog, keys, partition="ds=1", bucket=0, table="sales.orders")
 
 
 def test_racing_inserts_of_the_same_new_key_conflict(catalog, tables):
-    """issue 15 finding 1: two overlapping transactions insert the same new primary key; the
-    second committer is aborted with WriteConflictError naming table, partition, bucket and
-    the key's hash, and nothing of it is committed."""
+    """Two overlapping transactions insert the same new primary key; the second committer is aborted
+    with WriteConflictError naming table, partition, bucket and the key's hash, and nothing of it is
+    committed."""
     from acidflow.format.keys import key_hash64
 
     t1 = _key_writer(catalog, [1, 2, 3])
@@ -175,8 +175,8 @@ def test_racing_inserts_of_the_same_new_key_conflict(catalog, tables):
 
 
 def test_disjoint_keys_and_scopes_do_not_conflict(catalog, tables):
-    """issue 15 finding 1: the key-level check is exact per key: different keys in one bucket,
-    the same hash in another partition or bucket, and sequential writers all commit."""
+    """The key-level check is exact per key: different keys in one bucket, the same hash in another
+    partition or bucket, and sequential writers all commit."""
     t1 = _key_writer(catalog, [1, 2])
     t2 = _key_writer(catalog, [5, 6])  # other keys, same scope
     t3 = _key_writer(catalog, [1], partition="ds=2")  # same key hash, other partition
@@ -188,8 +188,8 @@ def test_disjoint_keys_and_scopes_do_not_conflict(catalog, tables):
 
 
 def test_whole_scope_and_any_bucket_overlap(catalog, tables):
-    """issue 15 finding 1: a scope recorded whole (too many keys) conflicts with any key write
-    in it; bucket -1 (unbucketed / not narrowed) overlaps every bucket."""
+    """A scope recorded whole (too many keys) conflicts with any key write in it; bucket -1
+    (unbucketed / not narrowed) overlaps every bucket."""
     t1 = _writer(catalog, "sales.orders", "ds=1", "insert")
     catalog.add_write_keys(t1, "sales.orders", {("ds=1", 2): None})
     t2 = _key_writer(catalog, [9], bucket=2)

@@ -192,8 +192,8 @@ def test_hive_streams_into_a_metastore_table_both_readers_agree(hive_metastore, 
 
 def metastore_catalog_class():
     """``acidflow.catalog.hms.catalog.HiveMetastoreCatalog``, the thrift:// catalog built in
-    parallel with this module (issue 11): looked up by name so that this module runs before it
-    is merged; until then the test that needs it skips, and fails when ``CI=true``."""
+    parallel with this module: looked up by name so that this module runs before it is merged; until
+    then the test that needs it skips, and fails when ``CI=true``."""
     try:
         return importlib.import_module("acidflow.catalog.hms.catalog").HiveMetastoreCatalog
     except (ImportError, AttributeError) as exc:
@@ -204,12 +204,11 @@ def metastore_catalog_class():
 
 
 def test_hive_streams_into_an_acidflow_table_acidflow_upserts_and_compacts(hive_metastore, hive31):
-    """Issue 11 deliverable 7(b) end to end on the metastore catalog: acidflow creates the
-    table (it owns it), Hive's streaming API writes two committed transactions and one that
-    writes and aborts (write ids 1-3 from the metastore), acidflow upserts (write id 4:
-    updates of Hive's rows and new keys), then minor compaction, clean, major compaction,
-    clean -- after each step both of Hive's readers return exactly acidflow's snapshot under
-    the catalog's ValidWriteIdList, ROW__IDs included."""
+    """End to end on the metastore catalog: acidflow creates the table (it owns it), Hive's
+    streaming API writes two committed transactions and one that writes and aborts (write ids 1-3
+    from the metastore), acidflow upserts (write id 4: updates of Hive's rows and new keys), then
+    minor compaction, clean, major compaction, clean -- after each step both of Hive's readers
+    return exactly acidflow's snapshot under the catalog's ValidWriteIdList, ROW__IDs included."""
     catalog = metastore_catalog_class()(hive_metastore.url, warehouse=str(hive_metastore.warehouse))
     name = "owned.orders"
     try:

@@ -1,4 +1,4 @@
-"""Issue 12, deliverable 8, end to end with a real ``api-server``, ``scheduler`` and
+"""Scheduling, lineage and alerts end to end with a real ``api-server``, ``scheduler`` and
 ``dag-processor`` (PostgreSQL metadata, LocalExecutor):
 
 * ``acid_cdc`` on its schedule (every 15 s here, ``[acidflow] cdc_schedule``; the scheduled runs'

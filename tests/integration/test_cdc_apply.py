@@ -97,8 +97,8 @@ def test_wal2json_batches_late_events_drift_and_idempotence(spark, catalog, tmp_
         ),  # note unchanged (TOAST-like)
         gz=True,
     )
-    # a line that is not JSON is a bad record unless it is the last line (a cut file: issue 15
-    # finding 3, tests/unit/test_cdc_incomplete.py), so the broken line comes first here
+    # a line that is not JSON is a bad record unless it is the last line (a cut file:
+    # tests/unit/test_cdc_incomplete.py), so the broken line comes first here
     write(
         land / "b2.jsonl",
         ["{broken line"]
@@ -300,7 +300,7 @@ def test_goldengate_late_events_several_changes_and_new_column(spark, catalog, t
         [
             gg("I", "0001", "2024-01-01 00:00:01", {"ID": 1, "NAME": "a", "AGE": 1}),
             gg("I", "0002", "2024-01-01 00:00:01", {"ID": 2, "NAME": "b", "AGE": 2}),
-            "garbage",  # a bad record; as the last line it would be a cut file (issue 15 finding 3)
+            "garbage",  # a bad record; as the last line it would be a cut file
             gg(
                 "U",
                 "0003",

@@ -1,8 +1,8 @@
-"""Issue 15, the CDC source side, on real Spark, real files and a real SQLite catalog (and a
-private PostgreSQL with wal2json for the pgbench load order): cut change files are never
-applied, poison files stop the run with their name and can be set aside, a bad identifier
-quarantines only its table, a TRUNCATE of a table not created yet waits, and a keyless
-auto-created table takes the primary key its source adds later."""
+"""The CDC source side, on real Spark, real files and a real SQLite catalog (and a private
+PostgreSQL with wal2json for the pgbench load order): cut change files are never applied, poison
+files stop the run with their name and can be set aside, a bad identifier quarantines only its
+table, a TRUNCATE of a table not created yet waits, and a keyless auto-created table takes the
+primary key its source adds later."""
 
 from __future__ import annotations
 
@@ -91,14 +91,13 @@ def rows(catalog, name):
     return sorted((r["id"], r["v"]) for r in read_table(None, catalog, name).to_pylist())
 
 
-# ----------------------------------------------------------------------------- finding 3
+# ----------------------------------------------------------------------------- cut files
 
 
 def test_cut_wal2json_file_is_not_applied_and_can_be_set_aside(spark, catalog, tmp_path):
-    """issue 15 finding 3: a change file that ends after BEGIN and some changes but before
-    COMMIT is not applied (before the fix its changes were committed); the run stops there
-    with the file, xid and LSN named; set aside with quarantine_input_file, the later files
-    apply."""
+    """A change file that ends after BEGIN and some changes but before COMMIT is not applied (before
+    the fix its changes were committed); the run stops there with the file, xid and LSN named; set
+    aside with quarantine_input_file, the later files apply."""
     land = tmp_path / "landing"
     write(land / "1.jsonl", txn(1, "0/100", "0/1F0", ins("acc", 1), ins("acc", 2)))
     cut = write(
@@ -126,13 +125,13 @@ def test_cut_wal2json_file_is_not_applied_and_can_be_set_aside(spark, catalog, t
     assert rows(catalog, "src.acc") == [(1, "x"), (2, "x"), (4, "x")]
 
 
-# ----------------------------------------------------------------------------- finding 5
+# -------------------------------------------------------------------------- poison files
 
 
 def test_poison_files_stop_at_the_named_file(spark, catalog, tmp_path):
-    """issue 15 finding 5 (CDC): a binary file, a truncated .gz and invalid UTF-8 each stop the
-    run at that file with its name and byte offset (before the fix: 'Aborted.' or a bare
-    UnicodeDecodeError without a name); earlier files stay applied, later ones wait."""
+    """A binary file, a truncated .gz and invalid UTF-8 each stop the run at that file with its name
+    and byte offset (before the fix: 'Aborted.' or a bare UnicodeDecodeError without a name);
+    earlier files stay applied, later ones wait."""
     land = tmp_path / "landing"
     write(land / "0.jsonl", txn(1, "0/100", "0/1F0", ins("acc", 1)))
     good_gz = gzip.compress(
@@ -169,8 +168,8 @@ def test_poison_files_stop_at_the_named_file(spark, catalog, tmp_path):
 
 
 def test_cli_names_the_poison_file_in_one_line_and_quarantine_file_moves_it(warehouse, tmp_path):
-    """issue 15 finding 5 (CDC, the command): `acidflow cdc apply` on a truncated .gz prints
-    one error line naming the file and the quarantine command (before the fix: 'Aborted.');
+    """The command: `acidflow cdc apply` on a truncated .gz prints one error line naming the file
+    and the quarantine command (before the fix: 'Aborted.');
     `acidflow cdc quarantine-file PATH --reason TEXT` sets it aside and the next run goes on."""
     land = tmp_path / "landing"
     land.mkdir()
@@ -202,13 +201,13 @@ def test_cli_names_the_poison_file_in_one_line_and_quarantine_file_moves_it(ware
     assert rows(cat, "src.acc") == [(5, "x")]
 
 
-# ----------------------------------------------------------------------------- finding 6
+# -------------------------------------------------------------------- invalid identifiers
 
 
 def test_bad_identifier_quarantines_only_its_table(spark, catalog, tmp_path):
-    """issue 15 finding 6: with --auto-create, changes of a table whose name (or a column
-    name) is not a valid Hive identifier are quarantined with the reason and count toward the
-    threshold; the other tables' changes apply (before the fix the whole batch aborted)."""
+    """With --auto-create, changes of a table whose name (or a column name) is not a valid Hive
+    identifier are quarantined with the reason and count toward the threshold; the other tables'
+    changes apply (before the fix the whole batch aborted)."""
     lines = txn(
         1,
         "0/10",
@@ -240,14 +239,13 @@ def test_bad_identifier_quarantines_only_its_table(spark, catalog, tmp_path):
     assert not catalog.table_exists("src.odd")
 
 
-# ----------------------------------------------------------------------------- finding 8
+# ------------------------------------------------------------------------ TRUNCATE first
 
 
 def test_truncate_of_a_table_not_created_yet_waits_for_its_columns(spark, catalog, tmp_path):
-    """issue 15 finding 8: the first record of a table is a TRUNCATE (pgbench -i, initial
-    loads): the batch applies the other tables and counts the TRUNCATE as a no-op (before the
-    fix: 'cannot auto-create ... no column names/types' for every table); the next batch's
-    inserts create the table."""
+    """The first record of a table is a TRUNCATE (pgbench -i, initial loads): the batch applies the
+    other tables and counts the TRUNCATE as a no-op (before the fix: 'cannot auto-create ... no
+    column names/types' for every table); the next batch's inserts create the table."""
     d = tmp_path / "in"
     write(
         d / "1.jsonl",
@@ -279,7 +277,7 @@ def test_truncate_of_a_table_not_created_yet_waits_for_its_columns(spark, catalo
     assert not catalog.table_exists("src.later")
 
 
-# ----------------------------------------------------------------------------- finding 9
+# ---------------------------------------------------------------------- keys added later
 
 
 def keyless_load(d: Path, ids):
@@ -302,10 +300,9 @@ def keyed_changes(d: Path):
 
 
 def test_keyless_table_takes_the_primary_key_its_source_adds(spark, catalog, tmp_path):
-    """issue 15 finding 9: rows loaded first (pk []), the key added afterwards (pk [id]): the
-    auto-created keyless table takes the key (a catalog change in the commit record), and the
-    updates/deletes apply by key (before the fix 75 % were quarantined as 'needs REPLICA
-    IDENTITY FULL')."""
+    """Rows loaded first (pk []), the key added afterwards (pk [id]): the auto-created keyless table
+    takes the key (a catalog change in the commit record), and the updates/deletes apply by key
+    (before the fix 75 % were quarantined as 'needs REPLICA IDENTITY FULL')."""
     d = tmp_path / "in"
     keyless_load(d, [1, 2, 3, 4])
     keyed_changes(d)
@@ -330,8 +327,8 @@ def test_keyless_table_takes_the_primary_key_its_source_adds(spark, catalog, tmp
 
 
 def test_primary_key_learning_refuses_duplicates_and_schema_drift_fail(spark, catalog, tmp_path):
-    """issue 15 finding 9: duplicate stored keys stop the batch naming the keys; under
-    --schema-drift fail the batch stops naming the table and the new key; nothing applied."""
+    """Duplicate stored keys stop the batch naming the keys; under --schema-drift fail the batch
+    stops naming the table and the new key; nothing applied."""
     d = tmp_path / "in"
     keyless_load(d, [1, 1, 2, 3])
     keyed_changes(d)
@@ -356,10 +353,9 @@ def test_primary_key_learning_refuses_duplicates_and_schema_drift_fail(spark, ca
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_pgbench_load_order_through_a_real_slot(spark, catalog, tmp_path):
-    """issue 15 findings 8 and 9 on real wal2json output, in `pgbench -i`'s order: TRUNCATE
-    first (its own batch), then the load without a key, then ALTER TABLE ADD PRIMARY KEY and
-    updates/deletes. Every batch applies with nothing quarantined and the table equals the
-    source."""
+    """Real wal2json output in `pgbench -i`'s order: TRUNCATE first (its own batch), then the load
+    without a key, then ALTER TABLE ADD PRIMARY KEY and updates/deletes. Every batch applies with
+    nothing quarantined and the table equals the source."""
     from acidflow.sources.postgres.pull import pull
     from tests.support.postgres import (
         LOGICAL_SETTINGS,
@@ -404,11 +400,11 @@ def test_pgbench_load_order_through_a_real_slot(spark, catalog, tmp_path):
 def test_aborted_key_learning_batch_leaves_the_table_keyless_and_the_rerun_records_the_key(
     spark, catalog, tmp_path
 ):
-    """issue 15 finding 9 (review: key learning applied outside the batch's transaction): a
-    batch that takes the key and then aborts (quarantine threshold) leaves the table keyless
-    (old code: the key stayed set though nothing was applied); the rerun that applies the batch
-    sets the key and its commit record carries the schema_change (old code: the key was already
-    set, so the commit that applied the batch had no schema_change)."""
+    """Key learning happens inside the batch's transaction: a batch that takes the key and then
+    aborts (quarantine threshold) leaves the table keyless (old code: the key stayed set though
+    nothing was applied); the rerun that applies the batch sets the key and its commit record
+    carries the schema_change (old code: the key was already set, so the commit that applied the
+    batch had no schema_change)."""
     d = tmp_path / "in"
     keyless_load(d, [1, 2, 3, 4])
     apply_file(spark, catalog, str(d / "1.jsonl"), CdcOptions(target_db="src", auto_create=True))
@@ -443,11 +439,10 @@ def test_aborted_key_learning_batch_leaves_the_table_keyless_and_the_rerun_recor
 def test_key_learning_batch_that_loses_a_write_race_records_the_key_in_the_winning_attempt(
     spark, catalog, tmp_path, monkeypatch
 ):
-    """issue 15 finding 9 (review): the first attempt of a key-taking batch loses a write-set
-    race (another writer deletes a row of the table before the batch commits); the key is not
-    set by the lost attempt, and the attempt that commits records the schema_change in its
-    commit record and sets the key (old code: attempt 1 set the key, attempt 2 found it set and
-    its commit record had no schema_change)."""
+    """The first attempt of a key-taking batch loses a write-set race (another writer deletes a row
+    of the table before the batch commits); the key is not set by the lost attempt, and the attempt
+    that commits records the schema_change in its commit record and sets the key (old code: attempt
+    1 set the key, attempt 2 found it set and its commit record had no schema_change)."""
     import pyarrow as pa
 
     from acidflow.cdc import apply as cdc_apply

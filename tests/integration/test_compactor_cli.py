@@ -70,7 +70,7 @@ def test_compactor_commands(warehouse):
     }
     assert found[("missing_metadata", "delta_0000002_0000003")]["severity"] == "error"
     assert ("overlap", "delta_0000002_0000003") in found
-    # issue 15 finding 10: write ids unknown to the catalog are an orphan, not missing metadata
+    # write ids unknown to the catalog are an orphan, not missing metadata
     assert found[("orphan", "delta_0000002_0000005")]["severity"] == "warning"
     assert not any(
         f["path"] == "delta_0000002_0000005" for k, f in found.items() if k[0] != "orphan"

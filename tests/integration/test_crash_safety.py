@@ -131,11 +131,11 @@ def _fsck(catalog, table):
 
 
 def test_fsck_classifies_a_killed_writers_dirs(spark, warehouse, tmp_path):
-    """issue 15 finding 10: a writer killed (SIGKILL) inside a statement leaves a delta dir
-    without ``_orc_acid_version``; fsck reports it as ``open`` while its transaction may still
-    be alive, as ``aborted`` once it is silent past the timeout or aborted, and the same
-    files under a write id the catalog never allocated as ``orphan`` -- never as a
-    ``missing_metadata`` error; ``acidflow fsck`` exits 0; the cleaner removes the aborted dir."""
+    """A writer killed (SIGKILL) inside a statement leaves a delta dir without
+    ``_orc_acid_version``; fsck reports it as ``open`` while its transaction may still be alive, as
+    ``aborted`` once it is silent past the timeout or aborted, and the same files under a write id
+    the catalog never allocated as ``orphan`` -- never as a ``missing_metadata`` error;
+    ``acidflow fsck`` exits 0; the cleaner removes the aborted dir."""
     from typer.testing import CliRunner
 
     from acidflow.cli import app

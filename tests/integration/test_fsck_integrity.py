@@ -1,6 +1,5 @@
-"""fsck and validate find duplicate primary keys (issue 15, "fsck" of its Deliver list) on real
-ORC files, a real SQLite catalog and the real CLI; keys deleted by a later delete delta and
-keys of unkeyed tables are not duplicates."""
+"""fsck and validate find duplicate primary keys on real ORC files, a real SQLite catalog and the
+real CLI; keys deleted by a later delete delta and keys of unkeyed tables are not duplicates."""
 
 from __future__ import annotations
 
@@ -24,9 +23,9 @@ def _catalog(warehouse: Path) -> SqlCatalog:
 
 
 def test_fsck_and_validate_name_duplicate_keys(warehouse):
-    """issue 15 finding 1 (what fsck/validate did not notice): two committed transactions that
-    inserted the same new keys leave two live rows per key; fsck reports ``duplicate_key``
-    (error, exit 1) naming the keys and the write ids, and validate fails on it."""
+    """Two committed transactions that inserted the same new keys leave two live rows per key (fsck
+    and validate used to miss them); fsck reports ``duplicate_key`` (error, exit 1) naming the keys
+    and the write ids, and validate fails on it."""
     catalog = _catalog(warehouse)
     catalog.create_table(
         TableDef(
@@ -62,9 +61,9 @@ def test_fsck_and_validate_name_duplicate_keys(warehouse):
 
 
 def test_duplicate_keys_across_partitions_and_unkeyed_tables(warehouse):
-    """issue 15 fsck: a key is unique across the whole table (not per partition) when the
-    partition column is not part of it; composite keys with a partition column count per
-    partition; unkeyed tables have no key rule (Hive's insert semantics)."""
+    """A key is unique across the whole table (not per partition) when the partition column is not
+    part of it; composite keys with a partition column count per partition; unkeyed tables have no
+    key rule (Hive's insert semantics)."""
     catalog = _catalog(warehouse)
     catalog.create_table(
         TableDef(

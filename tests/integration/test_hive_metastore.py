@@ -1,6 +1,6 @@
-"""Smoke test of issue 11's first step: a real Hive 3.1.3 metastore (``make hive-jars``,
-``devservers.hms``) and the Python thrift client (``pymetastore``'s generated
-``ThriftHiveMetastore.Client``) doing Hive's ACID calls against it.
+"""Smoke test: a real Hive 3.1.3 metastore (``make hive-jars``, ``devservers.hms``) and the Python
+thrift client (``pymetastore``'s generated ``ThriftHiveMetastore.Client``) doing Hive's ACID calls
+against it.
 
 Every value asserted comes from the metastore over thrift: the transactional ORC table as Hive
 stored it, transaction and write ids, the lock Hive's lock manager granted, the

@@ -1,10 +1,10 @@
-"""acidflow on a real Hive 3.1.3 metastore (``thrift://`` catalog, issue 11 deliverable 2):
-writes through ``Transaction`` with Spark, then Hive's view over a raw thrift client - the
-table with Hive's storage descriptor, its partitions, the write-id high watermark, the commit -
-and the faults: a Hive transaction concurrent with acidflow's write gets its own write id, a
-transaction the metastore's housekeeper aborted is refused at commit, Hive's own write-set
-check refuses a conflicting commit, an unreachable URL is named before anything is written, a
-non-transactional table is refused, and compaction waits for an open Hive transaction."""
+"""acidflow on a real Hive 3.1.3 metastore (``thrift://`` catalog): writes through ``Transaction``
+with Spark, then Hive's view over a raw thrift client - the table with Hive's storage descriptor,
+its partitions, the write-id high watermark, the commit - and the faults: a Hive transaction
+concurrent with acidflow's write gets its own write id, a transaction the metastore's housekeeper
+aborted is refused at commit, Hive's own write-set check refuses a conflicting commit, an
+unreachable URL is named before anything is written, a non-transactional table is refused, and
+compaction waits for an open Hive transaction."""
 
 from __future__ import annotations
 

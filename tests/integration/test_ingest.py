@@ -58,8 +58,8 @@ def test_csv_append_is_idempotent_and_bad_rows_quarantined(spark, catalog, tmp_p
         spark, catalog, "sales.orders", str(d1), "csv", "2024-01-01", partition={"ds": "2024-01-01"}
     )
     assert again.status == "skipped" and again.txn_id == r.txn_id and again.note == ""
-    # a file that arrived late is applied by a rerun, as a follow-up batch (issue 15 finding
-    # 5 review; this used to be skipped with a note)
+    # a file that arrived late is applied by a rerun, as a follow-up batch (this used to be
+    # skipped with a note)
     (d1 / "b.csv").write_text("id,amount,city\n999,1,z\n")
     late = ingest(
         spark, catalog, "sales.orders", str(d1), "csv", "2024-01-01", partition={"ds": "2024-01-01"}
@@ -168,10 +168,9 @@ def _csv(path, ids, city="c"):
 
 
 def test_unreadable_files_are_quarantined_whole_and_later_files_load(spark, catalog, tmp_path):
-    """issue 15 finding 5 (ingest half): a binary file, a truncated .gz and a file that is not
-    UTF-8 in a landing directory are each quarantined as a whole (file, line/offset, reason),
-    counted in the report, and the files after them are loaded; the CLI names them instead of
-    stopping with "Aborted."."""
+    """A binary file, a truncated .gz and a file that is not UTF-8 in a landing directory are each
+    quarantined as a whole (file, line/offset, reason), counted in the report, and the files after
+    them are loaded; the CLI names them instead of stopping with "Aborted."."""
     import gzip
 
     from typer.testing import CliRunner
@@ -237,12 +236,11 @@ def test_unreadable_files_are_quarantined_whole_and_later_files_load(spark, cata
 
 
 def test_rerun_loads_a_quarantined_file_once_it_is_fixed(spark, catalog, tmp_path):
-    """issue 15 finding 5 (review of the ingest half): an append/upsert batch with a truncated
-    ``.gz`` (a copy in progress) quarantines that file and commits the rest; once the file is
-    whole, a rerun of the same (table, interval) applies just that file as a follow-up batch
-    ``<batch id>:+1`` (on the old code the rerun was skipped and its rows were never loaded),
-    a further rerun is a no-op, a rerun racing an open follow-up is refused by the batch
-    ledger, and nothing is applied twice. Upsert reruns the same way."""
+    """An append/upsert batch with a truncated ``.gz`` (a copy in progress) quarantines that file
+    and commits the rest; once the file is whole, a rerun of the same (table, interval) applies just
+    that file as a follow-up batch ``<batch id>:+1`` (on the old code the rerun was skipped and its
+    rows were never loaded), a further rerun is a no-op, a rerun racing an open follow-up is refused
+    by the batch ledger, and nothing is applied twice. Upsert reruns the same way."""
     import gzip
 
     from acidflow.catalog.errors import BatchInProgressError
@@ -308,9 +306,9 @@ def test_rerun_loads_a_quarantined_file_once_it_is_fixed(spark, catalog, tmp_pat
 
 
 def test_unreadable_jsonl_and_parquet_and_a_batch_of_only_poison(spark, catalog, tmp_path):
-    """issue 15 finding 5 (ingest half): JSON lines (binary, truncated .gz) and Parquet
-    (garbage, truncated) files are quarantined whole; when no file is readable the batch fails
-    naming every file, nothing is applied, and the interval loads once the files are fixed."""
+    """JSON lines (binary, truncated .gz) and Parquet (garbage, truncated) files are quarantined
+    whole; when no file is readable the batch fails naming every file, nothing is applied, and the
+    interval loads once the files are fixed."""
     import gzip
 
     from acidflow.ingest import LandingFileError
@@ -399,10 +397,10 @@ def test_unreadable_jsonl_and_parquet_and_a_batch_of_only_poison(spark, catalog,
 
 
 def test_append_of_existing_keys_is_refused_unless_upsert(spark, catalog, tmp_path):
-    """issue 15 finding 10: ``ingest --mode append`` of the same keyed file under two intervals
-    no longer doubles the keys: the second append is refused naming the table and the keys
-    (nothing applied), a rerun of the first interval stays a no-op, and ``mode="upsert"`` /
-    ``--upsert`` updates the existing keys instead."""
+    """``ingest --mode append`` of the same keyed file under two intervals no longer doubles the
+    keys: the second append is refused naming the table and the keys (nothing applied), a rerun of
+    the first interval stays a no-op, and ``mode="upsert"`` / ``--upsert`` updates the existing keys
+    instead."""
     from typer.testing import CliRunner
 
     from acidflow.cli import app

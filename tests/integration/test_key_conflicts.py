@@ -1,6 +1,6 @@
-"""Issue 15 with real parts (Spark, ORC files, a SQLite catalog): racing inserts of the same new
-primary keys (finding 1), snapshot isolation of a transaction's reads, and the CDC job's retry
-after a lost write-set race."""
+"""Key conflicts with real parts (Spark, ORC files, a SQLite catalog): racing inserts of the same
+new primary keys, snapshot isolation of a transaction's reads, and the CDC job's retry after a lost
+write-set race."""
 
 from __future__ import annotations
 
@@ -58,9 +58,9 @@ def _dup_keys(rows):
 
 @pytest.mark.parametrize("path", ["spark", "arrow"])
 def test_racing_upserts_of_new_keys_do_not_duplicate(spark, catalog, path):
-    """issue 15 finding 1: two transactions that overlap in time upsert the same *new* keys.
-    Old code: both committed and the table held two live rows per key. Now the second committer
-    fails with WriteConflictError naming the table and key hash, and nothing of it is visible."""
+    """Two transactions that overlap in time upsert the same *new* keys. Old code: both committed
+    and the table held two live rows per key. Now the second committer fails with WriteConflictError
+    naming the table and key hash, and nothing of it is visible."""
     _accounts(catalog, num_buckets=2 if path == "spark" else 0)
     first = [(1, "a1"), (2, "a2"), (3, "a3")]
     second = [(3, "b3"), (4, "b4")]
@@ -92,9 +92,9 @@ def test_racing_upserts_of_new_keys_do_not_duplicate(spark, catalog, path):
 
 
 def test_disjoint_new_keys_both_commit(spark, catalog):
-    """issue 15 finding 1: the key-level check aborts only on a common key; two overlapping
-    transactions inserting different new keys into the same buckets both commit (cheap: no data
-    is scanned at commit, only the sorted key hashes of each bucket are intersected)."""
+    """The key-level check aborts only on a common key; two overlapping transactions inserting
+    different new keys into the same buckets both commit (cheap: no data is scanned at commit, only
+    the sorted key hashes of each bucket are intersected)."""
     _accounts(catalog)
     t1, t2 = Transaction(catalog, heartbeat_s=0), Transaction(catalog, heartbeat_s=0)
     t1.begin()
@@ -126,10 +126,9 @@ def test_unkeyed_table_inserts_never_conflict(spark, catalog):
 
 
 def test_reads_in_one_transaction_use_the_snapshot_of_its_open(spark, catalog):
-    """issue 15, snapshot isolation: two reads in one transaction (read_table with txn_id and
-    the key lookup of an upsert) with a concurrent commit in between agree; the transaction
-    sees its own writes. Old code took a fresh snapshot per read, so the second read saw the
-    other commit."""
+    """Snapshot isolation: two reads in one transaction (read_table with txn_id and the key lookup
+    of an upsert) with a concurrent commit in between agree; the transaction sees its own writes.
+    Old code took a fresh snapshot per read, so the second read saw the other commit."""
     _accounts(catalog)
     with Transaction(catalog, heartbeat_s=0) as t0:
         t0.upsert("default.accounts", _arrow([(1, "v1"), (2, "v1")]))
@@ -174,11 +173,10 @@ def _wal2json_file(path: Path, lsn: int, rows, table="public.accounts") -> str:
 
 
 def test_cdc_batch_retries_after_losing_a_write_set_race(catalog, tmp_path, monkeypatch, caplog):
-    """issue 15 finding 1 / Deliver "CDC retry": a CDC batch whose new keys another transaction
-    inserted and committed while the batch was being written loses at commit
-    (WriteConflictError), is re-planned against the new snapshot in a new transaction and
-    applied (the racing key becomes an update), with a log line per attempt; the table holds
-    each key once and the batch id counts as applied once."""
+    """A CDC batch whose new keys another transaction inserted and committed while the batch was
+    being written loses at commit (WriteConflictError), is re-planned against the new snapshot in a
+    new transaction and applied (the racing key becomes an update), with a log line per attempt; the
+    table holds each key once and the batch id counts as applied once."""
     _accounts(catalog)
     path = _wal2json_file(tmp_path / "wal2json_1.jsonl", 0x100, [(1, "cdc"), (2, "cdc")])
     racer_done = threading.Event()
@@ -213,12 +211,11 @@ def test_cdc_batch_retries_after_losing_a_write_set_race(catalog, tmp_path, monk
 def test_cdc_batch_committed_by_a_concurrent_run_meanwhile_is_skipped(
     catalog, warehouse, tmp_path, monkeypatch
 ):
-    """issue 15 finding 1 / Deliver "CDC retry" (review: a lost race to a concurrent run of the
-    same batch failed the job): another run (its own catalog client on the same database)
-    commits the batch after this run's get_batch and before its claim; the claim's
-    BatchAlreadyAppliedError is caught and the batch reported as skipped with the winner's
-    transaction (old code: the job failed with BatchAlreadyAppliedError). The table holds the
-    batch once."""
+    """A lost race to a concurrent run of the same batch does not fail the job: another run (its own
+    catalog client on the same database) commits the batch after this run's get_batch and before its
+    claim; the claim's BatchAlreadyAppliedError is caught and the batch reported as skipped with the
+    winner's transaction (old code: the job failed with BatchAlreadyAppliedError). The table holds
+    the batch once."""
     _accounts(catalog)
     path = _wal2json_file(tmp_path / "wal2json_1.jsonl", 0x100, [(1, "cdc"), (2, "cdc")])
     options = cdc_apply.CdcOptions(fmt="wal2json", quality_gate=False)
@@ -243,9 +240,8 @@ def test_cdc_batch_committed_by_a_concurrent_run_meanwhile_is_skipped(
 
 
 def test_commit_attempts_below_one_still_apply_the_batch(catalog, tmp_path, monkeypatch):
-    """Review of issue 15's CDC retry: ACIDFLOW_CDC_COMMIT_ATTEMPTS <= 0 means one attempt
-    (old code: the attempt loop never ran and apply_file hit an AssertionError; the module
-    constant kept the 0)."""
+    """ACIDFLOW_CDC_COMMIT_ATTEMPTS <= 0 means one attempt (old code: the attempt loop never ran and
+    apply_file hit an AssertionError; the module constant kept the 0)."""
     import os
     import subprocess
     import sys

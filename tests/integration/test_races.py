@@ -1,8 +1,8 @@
-"""The race harness of issue 15 (tests/support/races.py): upserting writers (one with its own
-Spark session, the others on the pyarrow driver path), a CDC job and a compactor write one keyed,
-bucketed table at the same time. The table must equal a serial replay of exactly the committed
-transactions in commit order, with 0 duplicate primary keys, and every loser must have been
-aborted with WriteConflictError (or a lock time-out) leaving nothing visible.
+"""The race harness (tests/support/races.py): upserting writers (one with its own Spark session, the
+others on the pyarrow driver path), a CDC job and a compactor write one keyed, bucketed table at the
+same time. The table must equal a serial replay of exactly the committed transactions in commit
+order, with 0 duplicate primary keys, and every loser must have been aborted with WriteConflictError
+(or a lock time-out) leaving nothing visible.
 
 Default size: a couple of minutes on 2 cores. ``make stress`` runs it larger through the
 ``ACIDFLOW_RACE_*`` environment variables (see ``RaceConfig.from_env``) and prints the summary.
@@ -20,9 +20,8 @@ pytestmark = pytest.mark.slow
 
 
 def test_concurrent_writers_cdc_and_compaction_equal_a_serial_replay(tmp_path, monkeypatch):
-    """issue 15 finding 1 + "race harness": racing upserts of overlapping new and existing keys,
-    CDC batches (with their retry after a lost race) and compactions; no duplicate keys, no
-    lost or phantom writes, only clean aborts."""
+    """Racing upserts of overlapping new and existing keys, CDC batches (with their retry after a
+    lost race) and compactions; no duplicate keys, no lost or phantom writes, only clean aborts."""
     for var in ("ACIDFLOW_WAREHOUSE", "ACIDFLOW_CATALOG_URL"):
         monkeypatch.delenv(var, raising=False)
     # updates of one unpartitioned table conflict at partition level (HIVE-13395), so the CDC

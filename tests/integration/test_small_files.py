@@ -1,8 +1,8 @@
-"""Small files (issue 12, deliverable 7): many small inserts into an unbucketed partitioned
-table -> the initiator queues a major compaction for "small files" -> the worker packs the rows
-into files of about ``acidflow.target.file.bytes`` -> the cleaner -> fewer files, the same rows
-with the same ROW__IDs, and Hive 3.1.3's own readers read the result (and later deletes of
-packed rows) equal to acidflow. Bucketed tables keep one file per bucket."""
+"""Small files: many small inserts into an unbucketed partitioned table -> the initiator queues a
+major compaction for "small files" -> the worker packs the rows into files of about
+``acidflow.target.file.bytes`` -> the cleaner -> fewer files, the same rows with the same ROW__IDs,
+and Hive 3.1.3's own readers read the result (and later deletes of packed rows) equal to acidflow.
+Bucketed tables keep one file per bucket."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Trino 476 on the session's Hive 3.1.3 metastore (issue 11, deliverable 8), both directions.
+"""Trino 476 on the session's Hive 3.1.3 metastore, both directions.
 
 - Trino writes a Hive 3 transactional ORC table (CREATE ... transactional=true, INSERT, DELETE,
   UPDATE, a failed INSERT) and acidflow reads it as Hive would: the write ids from the

@@ -1,6 +1,6 @@
-"""Issue 15: warehouse ownership, exclusive directory creates and table locations, on real
-SQLite catalogs, real ORC files and the real local / ``memory://`` filesystems (no Spark: the
-statements write Arrow tables in this process)."""
+"""Warehouse ownership, exclusive directory creates and table locations, on real SQLite catalogs,
+real ORC files and the real local / ``memory://`` filesystems (no Spark: the statements write Arrow
+tables in this process)."""
 
 from __future__ import annotations
 
@@ -71,13 +71,13 @@ def _fresh_owner_cache():
     forget_checks()
 
 
-# ------------------------------------------------------------------ finding 2: ownership
+# ---------------------------------------------------------------------------- ownership
 
 
 def test_second_catalog_refuses_a_warehouse_another_catalog_owns(tmp_path):
-    """issue 15 finding 2: a second catalog (another SQLite file) pointed at the same
-    warehouse refuses to write there - create, write id - naming both catalogs and the
-    warehouse; the first catalog's committed rows are untouched and reads still work."""
+    """A second catalog (another SQLite file) pointed at the same warehouse refuses to write there -
+    create, write id - naming both catalogs and the warehouse; the first catalog's committed rows
+    are untouched and reads still work."""
     wh = tmp_path / "wh"
     first = SqlCatalog(f"sqlite:///{tmp_path / 'one.db'}", warehouse=str(wh))
     second = SqlCatalog(f"sqlite:///{tmp_path / 'two.db'}", warehouse=str(wh))
@@ -138,9 +138,9 @@ def test_catalog_moved_away_mid_transaction_is_not_replaced_by_an_empty_one(tmp_
 
 
 def test_exclusive_create_refuses_to_replace_a_committed_delta(tmp_path):
-    """issue 15 finding 2, the original report: with the ownership check bypassed, the second
-    catalog's write id 1 would rewrite ``delta_0000001_0000001_0000`` in place; the exclusive
-    directory create refuses, names the directory, and the first catalog's data is intact."""
+    """With the ownership check bypassed, the second catalog's write id 1 would rewrite
+    ``delta_0000001_0000001_0000`` in place; the exclusive directory create refuses, names the
+    directory, and the first catalog's data is intact."""
     wh = tmp_path / "wh"
     first = SqlCatalog(f"sqlite:///{tmp_path / 'one.db'}", warehouse=str(wh))
     second = SqlCatalog(f"sqlite:///{tmp_path / 'two.db'}", warehouse=str(wh))
@@ -165,9 +165,9 @@ def test_exclusive_create_refuses_to_replace_a_committed_delta(tmp_path):
 
 
 def test_claim_dir_is_exclusive_on_local_disk_and_memory(tmp_path):
-    """issue 15 finding 2: a statement directory is created exclusively - the same claim
-    (sibling tasks of one statement) shares it, any other claim or an unclaimed existing
-    directory is refused - on local disk and on an fsspec store (``memory://``)."""
+    """A statement directory is created exclusively - the same claim (sibling tasks of one
+    statement) shares it, any other claim or an unclaimed existing directory is refused - on local
+    disk and on an fsspec store (``memory://``)."""
     for root in (str(tmp_path / "t"), "memory://wh-claims/t"):
         tfs = TableFS(root)
         d = f"{root}/delta_0000001_0000001_0000"
@@ -212,12 +212,12 @@ class _SiblingAfter:
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_sibling_tasks_share_a_claimed_directory_on_fsspec(n):
-    """issue 15 finding 2 (review of the fsspec branch of ``TableFS.claim_dir``): two tasks of
-    one statement write into the same ``delta_W_W_S`` (one bucket file each). Task B looks
-    at the store, then task A claims the directory and writes its bucket file, then B goes
-    on: B must recognise the statement's own claim and write next to A (on the old code B
-    raised ``DirectoryClaimedError(owner=None)`` when A ran right after B's first look).
-    Every interleaving point is tried on the real ``memory://`` store."""
+    """The fsspec branch of ``TableFS.claim_dir``: two tasks of one statement write into the same
+    ``delta_W_W_S`` (one bucket file each). Task B looks at the store, then task A claims the
+    directory and writes its bucket file, then B goes on: B must recognise the statement's own claim
+    and write next to A (on the old code B raised ``DirectoryClaimedError(owner=None)`` when A ran
+    right after B's first look). Every interleaving point is tried on the real ``memory://``
+    store."""
     root = f"memory://wh-siblings-{n}/t"
     d = f"{root}/delta_0000001_0000001_0000"
     claim = new_claim(write_id=1, statement_id=0)
@@ -247,11 +247,10 @@ def test_sibling_tasks_share_a_claimed_directory_on_fsspec(n):
 
 
 def test_fsspec_claim_dir_waits_for_a_half_written_claim_and_refuses_unclaimed_files():
-    """issue 15 finding 2 (review of the fsspec branch of ``TableFS.claim_dir``): a directory
-    whose claim file a sibling has created but not yet filled (a store that shows a file
-    while it is written) is waited for, as on local disk, then shared; a directory with
-    files but no claim (Hive's, an older acidflow's) or another statement's claim is
-    refused, its files untouched."""
+    """The fsspec branch of ``TableFS.claim_dir``: a directory whose claim file a sibling has
+    created but not yet filled (a store that shows a file while it is written) is waited for, as on
+    local disk, then shared; a directory with files but no claim (Hive's, an older acidflow's) or
+    another statement's claim is refused, its files untouched."""
     import threading
 
     root = "memory://wh-halfclaim/t"
@@ -280,8 +279,8 @@ def test_fsspec_claim_dir_waits_for_a_half_written_claim_and_refuses_unclaimed_f
 
 
 def test_compaction_publish_never_replaces_an_existing_directory(tmp_path):
-    """issue 15 finding 2: publishing a compaction's verified output under a name that exists
-    (another writer's) is refused; the existing directory is left as it was."""
+    """Publishing a compaction's verified output under a name that exists (another writer's) is
+    refused; the existing directory is left as it was."""
     pdir = tmp_path / "t"
     tmp = pdir / ".compact_tmp_7"
     (tmp / "base_0000005").mkdir(parents=True)
@@ -299,12 +298,12 @@ def test_compaction_publish_never_replaces_an_existing_directory(tmp_path):
     assert (pdir / "base_0000005" / "bucket_00000").read_bytes() == b"new"
 
 
-# ------------------------------------------------------------------ finding 4: locations
+# ---------------------------------------------------------------------------- locations
 
 
 def test_relative_location_reads_the_same_rows_from_any_cwd(tmp_path, monkeypatch):
-    """issue 15 finding 4: a relative ``location`` in the tables YAML is relative to the
-    warehouse, so the table reads the same rows whichever directory a command runs from."""
+    """A relative ``location`` in the tables YAML is relative to the warehouse, so the table reads
+    the same rows whichever directory a command runs from."""
     wh = tmp_path / "wh"
     cfg = tmp_path / "tables.yaml"
     cfg.write_text(
@@ -331,9 +330,9 @@ def test_relative_location_reads_the_same_rows_from_any_cwd(tmp_path, monkeypatc
 
 
 def test_locations_outside_the_warehouse_are_refused_unless_external(tmp_path):
-    """issue 15 finding 4: ``..`` may not leave the warehouse; an absolute location outside
-    it needs ``external: true`` (stored as ``acidflow.external=true``); the error names the
-    table, the location and the warehouse."""
+    """``..`` may not leave the warehouse; an absolute location outside it needs ``external: true``
+    (stored as ``acidflow.external=true``); the error names the table, the location and the
+    warehouse."""
     wh = tmp_path / "wh"
     cat = SqlCatalog(f"sqlite:///{tmp_path / 'cat.db'}", warehouse=str(wh))
     with pytest.raises(TableLocationError) as exc:
@@ -358,7 +357,7 @@ def test_locations_outside_the_warehouse_are_refused_unless_external(tmp_path):
 
 
 def test_tables_yaml_external_key(tmp_path):
-    """issue 15 finding 4: ``external: true`` in the tables YAML reaches the catalog."""
+    """``external: true`` in the tables YAML reaches the catalog."""
     cfg = tmp_path / "tables.yaml"
     cfg.write_text(
         "tables:\n"

@@ -1,5 +1,5 @@
-"""Test helpers for the Hive 3.1.3 metastore (issue 11): artifacts or skip, and a hand-made
-transactional ORC table with Hive's storage descriptor.
+"""Test helpers for the Hive 3.1.3 metastore: artifacts or skip, and a hand-made transactional ORC
+table with Hive's storage descriptor.
 
 The metastore itself is started by ``devservers.hms.start_metastore`` (one per test session:
 the ``hive_metastore`` fixture in ``tests/conftest.py``); the thrift client and the

@@ -1,10 +1,10 @@
-"""The race harness of issue 15: several processes write one keyed, bucketed table at once --
-upserting writers (each with its own Spark session, local[1], or the pyarrow driver path), a CDC
-job applying generated wal2json change files, and a compactor (major/minor compaction plus the
-cleaner) -- and every writer logs what it committed (txn id, commit id, rows) and what aborted
-(error class). :func:`verify` then replays exactly the committed transactions in commit order
-and compares the replay with the table, counts duplicate primary keys, and checks that every
-loser was aborted with a clean error and left nothing visible.
+"""The race harness: several processes write one keyed, bucketed table at once -- upserting writers
+(each with its own Spark session, local[1], or the pyarrow driver path), a CDC job applying
+generated wal2json change files, and a compactor (major/minor compaction plus the cleaner) -- and
+every writer logs what it committed (txn id, commit id, rows) and what aborted (error class).
+:func:`verify` then replays exactly the committed transactions in commit order and compares the
+replay with the table, counts duplicate primary keys, and checks that every loser was aborted with a
+clean error and left nothing visible.
 
 Sizes come from a :class:`RaceConfig` (``RaceConfig.from_env``: ``ACIDFLOW_RACE_WRITERS``,
 ``ACIDFLOW_RACE_SPARK_WRITERS``, ``ACIDFLOW_RACE_ROUNDS``, ``ACIDFLOW_RACE_KEYS``,

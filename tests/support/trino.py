@@ -1,4 +1,4 @@
-"""Test helpers for Trino on the session's Hive 3.1.3 metastore (issue 11, deliverable 8).
+"""Test helpers for Trino on the session's Hive 3.1.3 metastore.
 
 - :func:`require_trino`: the ``make trino-server`` folder and a Java 24+ JDK, else a skip (a
   failure when ``CI=true``);

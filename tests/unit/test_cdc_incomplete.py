@@ -1,6 +1,6 @@
-"""Incomplete source transactions are never applied (issue 15 finding 3): every change format
-refuses a file whose last transaction has no end marker, naming the file, the transaction id
-and the LSN / position; complete files still parse as before."""
+"""Incomplete source transactions are never applied: every change format refuses a file whose last
+transaction has no end marker, naming the file, the transaction id and the LSN / position; complete
+files still parse as before."""
 
 import json
 
@@ -26,8 +26,8 @@ def change(action, lsn, id_):
 
 
 def test_wal2json_v2_file_ending_before_commit_is_refused():
-    """issue 15 finding 3: a v2 file cut after BEGIN and some changes (before COMMIT) raises,
-    naming the file, xid and LSN; before the fix its changes were applied."""
+    """A v2 file cut after BEGIN and some changes (before COMMIT) raises, naming the file, xid and
+    LSN; before the fix its changes were applied."""
     whole = [
         j(action="B", xid=700, lsn="0/100"),
         change("I", "0/110", 1),
@@ -45,8 +45,8 @@ def test_wal2json_v2_file_ending_before_commit_is_refused():
 
 
 def test_wal2json_v2_cut_inside_the_commit_line_and_nested_begin():
-    """issue 15 finding 3: a COMMIT line cut in half, and a BEGIN inside an open transaction
-    (a cut file concatenated with the next one) are incomplete transactions too."""
+    """A COMMIT line cut in half, and a BEGIN inside an open transaction (a cut file concatenated
+    with the next one) are incomplete transactions too."""
     lines = [j(action="B", xid=5, lsn="0/10"), change("I", "0/11", 1), '{"action":"C","xid":5,"l']
     with pytest.raises(IncompleteTransactionError, match="xid 5"):
         F.parse_lines("wal2json", lines, "f")
@@ -104,8 +104,8 @@ def v1_doc(xid, nextlsn, *ids):
 
 
 def test_wal2json_v1_documents_and_a_cut_last_document():
-    """issue 15 finding 3 (wal2json format-version 1): one document per transaction is
-    parsed; a last line cut in the middle of a document raises with its xid and LSN."""
+    """wal2json format-version 1: one document per transaction is parsed; a last line cut in the
+    middle of a document raises with its xid and LSN."""
     upd = json.dumps(
         {
             "xid": 12,
@@ -167,9 +167,9 @@ def marker(status, txid, count=None, wrap=False):
 
 
 def test_debezium_transaction_metadata_begin_without_end_is_refused():
-    """issue 15 finding 3 (Debezium): with transaction metadata, BEGIN .. END brackets are
-    markers (not bad records); a transaction begun but not ended in the file raises, naming
-    its id and the LSN of its last event. Without metadata every event stands alone."""
+    """Debezium: with transaction metadata, BEGIN .. END brackets are markers (not bad records); a
+    transaction begun but not ended in the file raises, naming its id and the LSN of its last event.
+    Without metadata every event stands alone."""
     whole = [
         marker("BEGIN", "571:100"),
         deb("c", 100, 1, "571:100"),
@@ -210,9 +210,9 @@ def gg(op, pos, id_, txind=None, xid=None):
 
 
 def test_goldengate_transaction_indicator_without_end_is_refused():
-    """issue 15 finding 3 (GoldenGate): with the txind metacolumn (B/M/E/W), a transaction
-    whose end record is missing at the end of the file raises with its xid and pos; a file
-    starting in the middle of a transaction raises too; records without txind stand alone."""
+    """GoldenGate: with the txind metacolumn (B/M/E/W), a transaction whose end record is missing at
+    the end of the file raises with its xid and pos; a file starting in the middle of a transaction
+    raises too; records without txind stand alone."""
     whole = [
         gg("I", "01", 1, "B", "x1"),
         gg("I", "02", 2, "M", "x1"),
@@ -235,10 +235,10 @@ def test_goldengate_transaction_indicator_without_end_is_refused():
 
 
 def test_cut_last_change_line_without_transaction_records_stops_the_run():
-    """issue 15 finding 3 (review: a truncated last line was quarantined): a wal2json v2 stream
-    without B/C records whose last I line is cut raises naming the file, the line and the last
-    whole LSN (old code: a 'not JSON' bad record; under the 1 % threshold the batch committed
-    with that change dropped). A non-JSON line that is not the last stays a bad record."""
+    """A wal2json v2 stream without B/C records whose last I line is cut raises naming the file, the
+    line and the last whole LSN (old code: a 'not JSON' bad record; under the 1 % threshold the
+    batch committed with that change dropped). A non-JSON line that is not the last stays a bad
+    record."""
     whole = [change("I", "0/110", 1), change("I", "0/120", 2)]
     cut = change("I", "0/130", 3)[:60]  # cut inside the record, before its lsn value
     with pytest.raises(IncompleteTransactionError) as e:
@@ -262,8 +262,8 @@ def test_cut_last_change_line_without_transaction_records_stops_the_run():
 
 
 def test_cut_last_line_inside_an_open_wal2json_transaction_names_the_transaction():
-    """issue 15 finding 3: a cut last line inside a B .. (no C) transaction names that
-    transaction (xid, its last whole LSN, the line of its BEGIN)."""
+    """A cut last line inside a B .. (no C) transaction names that transaction (xid, its last whole
+    LSN, the line of its BEGIN)."""
     lines = [j(action="B", xid=41, lsn="0/40"), change("I", "0/41", 1), change("I", "0/42", 2)[:30]]
     with pytest.raises(IncompleteTransactionError) as e:
         F.parse_lines("wal2json", lines, "o.jsonl")
@@ -272,10 +272,10 @@ def test_cut_last_line_inside_an_open_wal2json_transaction_names_the_transaction
 
 
 def test_cut_last_line_in_debezium_and_goldengate_without_boundaries_stops_the_run():
-    """issue 15 finding 3 (review): Debezium without transaction metadata and GoldenGate
-    without txind have no end markers, but a cut last line is still a cut file: it raises
-    naming the file, the line and the position (old code: quarantined, batch committed without
-    the change). A bad line before the last is a bad record."""
+    """Debezium without transaction metadata and GoldenGate without txind have no end markers, but a
+    cut last line is still a cut file: it raises naming the file, the line and the position (old
+    code: quarantined, batch committed without the change). A bad line before the last is a bad
+    record."""
     d_whole = [deb("c", 100, 1), deb("c", 101, 2)]
     with pytest.raises(IncompleteTransactionError) as e:
         F.parse_lines("debezium", d_whole + [deb("c", 102, 3)[:-2]], "d.json")

@@ -1,6 +1,6 @@
-"""fsck's pure checks for issue 15: killed-run directories classified by their write ids'
-state (aborted / open / orphan, never "missing metadata") and duplicate primary keys named
-with the write ids of their rows."""
+"""fsck's pure checks: killed-run directories classified by their write ids' state (aborted / open /
+orphan, never "missing metadata") and duplicate primary keys named with the write ids of their
+rows."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def _view(
 
 
 def test_classify_dir_by_write_id_state():
-    """issue 15 finding 10: each state of a killed or running writer's write id."""
+    """Each state of a killed or running writer's write id."""
     valid = ValidWriteIdList("db.t", 6, open_write_ids=[4, 5], aborted_write_ids=[3])
     view = _view(valid, known=7, open_writes={4: OpenWrite(40, 10.0), 5: OpenWrite(50, 900.0)})
     assert classify_dir(1, 2, view) is None  # committed
@@ -57,8 +57,8 @@ def test_classify_dir_by_write_id_state():
 
 
 def test_killed_run_dirs_are_not_missing_metadata():
-    """issue 15 finding 10: directories of aborted, timed-out, running and unknown write ids
-    without ``_orc_acid_version`` are reported as such; a committed one stays an error."""
+    """Directories of aborted, timed-out, running and unknown write ids without
+    ``_orc_acid_version`` are reported as such; a committed one stays an error."""
     entries = (
         _dir("delta_0000001_0000001_0000")
         + _dir("delta_0000002_0000002_0000", version=False)
@@ -95,7 +95,7 @@ def test_killed_run_dirs_are_not_missing_metadata():
 
 
 def test_duplicate_keys_named_with_write_ids():
-    """issue 15 fsck: keys with more than one visible row, named (at most ``limit``)."""
+    """Keys with more than one visible row, named (at most ``limit``)."""
     rows = pa.table(
         {
             "id": [1, 2, 2, 3, 3, 3, 4, 5, 5],

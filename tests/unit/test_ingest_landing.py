@@ -1,5 +1,5 @@
-"""Poison landing files (issue 15 finding 5, ingest half): ``check_landing_file`` on real files,
-streamed in chunks -- what is unreadable, and where (line, byte offset)."""
+"""Poison landing files of ingest: ``check_landing_file`` on real files, streamed in chunks -- what
+is unreadable, and where (line, byte offset)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from acidflow.ingest.landing import check_landing_file
 
 
 def test_text_files(tmp_path, monkeypatch):
-    """issue 15 finding 5: UTF-8 text passes (also split across chunks); NUL bytes, other
-    encodings and a file ending inside a character are named with line and offset."""
+    """UTF-8 text passes (also split across chunks); NUL bytes, other encodings and a file ending
+    inside a character are named with line and offset."""
     monkeypatch.setattr(landing, "CHUNK", 7)  # many chunk boundaries
     ok = tmp_path / "ok.csv"
     ok.write_text("id,city\n1,Zürich\n2,Łódź\n3,東京\n", encoding="utf-8")
@@ -34,8 +34,8 @@ def test_text_files(tmp_path, monkeypatch):
 
 
 def test_gzip_files(tmp_path):
-    """issue 15 finding 5: a complete .gz passes; a truncated one, a corrupt one and one that
-    is no gzip at all are unreadable, named."""
+    """A complete .gz passes; a truncated one, a corrupt one and one that is no gzip at all are
+    unreadable, named."""
     data = "".join(f"{i},x\n" for i in range(5000)).encode()
     good = tmp_path / "a.csv.gz"
     good.write_bytes(gzip.compress(data))
@@ -55,8 +55,7 @@ def test_gzip_files(tmp_path):
 
 
 def test_parquet_files(tmp_path):
-    """issue 15 finding 5: a Parquet file passes; no magic, a cut-off footer and a corrupt
-    data page are unreadable."""
+    """A Parquet file passes; no magic, a cut-off footer and a corrupt data page are unreadable."""
     good = tmp_path / "a.parquet"
     pq.write_table(
         pa.table({"id": list(range(1000)), "s": [str(i) * 5 for i in range(1000)]}),
