@@ -182,16 +182,18 @@ def _probes(cat: Catalog, table: str, committed: int, other: Catalog) -> dict[st
 
 def test_contract_names_what_the_backend_raises(catalog, tmp_path):
     """Each failing call raises a class (or a base class) its contract's ``Raises:`` names."""
-    table = catalog.create_table(plain_table()).name
-    committed = catalog.open_transaction()
-    catalog.commit_transaction(committed)
-    catalog.check_warehouse_owner()
-    side = f"sqlite:///{tmp_path / 'other.db'}"  # another catalog on the same warehouse
+    # another catalog on the same warehouse, opened before the first write claims it (a new
+    # catalog opened on a warehouse another one owns is refused at open)
+    side = f"sqlite:///{tmp_path / 'other.db'}"
     other: Catalog = (
         HiveMetastoreCatalog(catalog.url, side_url=side, warehouse=catalog.warehouse)
         if isinstance(catalog, HiveMetastoreCatalog)
         else SqlCatalog(side, warehouse=catalog.warehouse)
     )
+    table = catalog.create_table(plain_table()).name
+    committed = catalog.open_transaction()
+    catalog.commit_transaction(committed)
+    catalog.check_warehouse_owner()
     try:
         for name, call in _probes(catalog, table, committed, other).items():
             with pytest.raises(Exception) as caught:
