@@ -293,6 +293,22 @@ def test_side_record_is_reconciled_from_the_metastore(catalog, hms):
     assert (snap.high_watermark, snap.open_write_ids, snap.aborted_write_ids) == (2, (), (w_dead,))
 
 
+def test_housekeeper_reports_only_the_transactions_it_aborted(catalog, hms):
+    """``abort_timed_out_transactions`` returns the ids it aborted: a side record the
+    metastore committed is committed by the same pass, but not reported as aborted."""
+    catalog.create_table(orders())
+    done, dead = catalog.open_transaction(), catalog.open_transaction()
+    catalog.allocate_write_id(done, "shop.orders")
+    catalog.allocate_write_id(dead, "shop.orders")
+    catalog.add_component(done, "shop.orders", "ds=1", "insert")
+    catalog.add_component(dead, "shop.orders", "ds=2", "insert")
+    with hms_client(hms.url) as client:
+        client.commit_txn(CommitTxnRequest(txnid=done))
+        client.abort_txn(AbortTxnRequest(txnid=dead))
+    assert catalog.abort_timed_out_transactions() == [dead]
+    assert catalog.side.get_transaction(done).state == "committed"
+
+
 def test_unreachable_metastore_is_named_before_any_file(tmp_path):
     """A thrift URL nobody answers: the constructor fails naming the URL, and nothing (no
     side catalog, no warehouse marker) is written."""

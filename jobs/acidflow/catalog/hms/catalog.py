@@ -404,9 +404,12 @@ class HiveMetastoreCatalog(MetastoreTables):
         return self.side.list_transactions(states)
 
     def abort_timed_out_transactions(self, now: datetime | None = None) -> list[int]:
-        """Hive: plus the open side transactions :meth:`reconcile` brings up to the metastore's state."""
+        """Hive: plus the open side transactions the metastore aborted (:meth:`reconcile`,
+        which also commits on the side those the metastore committed; those are not listed)."""
         ids = set(self.side.abort_timed_out_transactions(now))
-        ids.update(self.reconcile())
+        for txn in self.reconcile():
+            if self.side.get_transaction(txn).state == TxnState.ABORTED:
+                ids.add(txn)
         return sorted(ids)
 
     # -- write ids and snapshots ------------------------------------------------------------
