@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable
 
 from acidflow.catalog import Catalog, CatalogError, TableDef
 from acidflow.catalog.records import CompactionState
@@ -109,6 +109,7 @@ def clean_partition_retaining(
     current: ValidWriteIdList | None,
     oldest_retained: int | None,
     txn_state: Callable[[int], str] | None = None,
+    interleaved: Iterable[ValidWriteIdList] = (),
 ) -> tuple[list[str], list[str]]:
     """:func:`clean_partition` that keeps what retained snapshots read.
 
@@ -118,6 +119,8 @@ def clean_partition_retaining(
             None = no retention.
         oldest_retained: ``acidflow.read.history.RetainedRange.oldest``.
         txn_state: the ``_v<T>`` lookup (``Catalog.visibility_lookup``).
+        interleaved: ``RetainedRange.interleaved`` (retained states that are no cut of
+            ``current``; their directories are kept too).
     Returns:
         ``(removed, kept)``: names removed (aborted first, then obsolete, oldest first) and
         obsolete names kept for retention.
@@ -130,7 +133,13 @@ def clean_partition_retaining(
     keep: set[str] = set()
     if current is not None and oldest_retained is not None and obsolete:
         keep = retention.retained_names(
-            tfs, pdir, current, oldest_retained, entries=entries, txn_state=txn_state
+            tfs,
+            pdir,
+            current,
+            oldest_retained,
+            entries=entries,
+            txn_state=txn_state,
+            extra=interleaved,
         )
     doomed = list(state.aborted) + [o for o in obsolete if o not in keep]
     gone = set(doomed)
@@ -260,6 +269,7 @@ def run_cleaner(
                 valid,
                 kept_range.oldest,
                 catalog.visibility_lookup(),
+                kept_range.interleaved,
             )
             done = list((entry.details or {}).get("cleaned") or []) + removed
             if kept:

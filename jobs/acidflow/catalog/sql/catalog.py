@@ -235,6 +235,7 @@ class SqlCatalog(Catalog):
     valid_write_ids = forward("_write_ids", SqlWriteIds)
     compactor_valid_write_ids = forward("_write_ids", SqlWriteIds)
     write_id_states = forward("_write_ids", SqlWriteIds)
+    write_id_history = forward("_write_ids", SqlWriteIds)
     commit_records = forward("_write_ids", SqlWriteIds)
 
     # -- locks (sql/locks.py) ----------------------------------------------------------------
