@@ -126,6 +126,26 @@ class TransactionCatalog(abc.ABC):
         """
 
     @abc.abstractmethod
+    def purge_commit_records(
+        self, table_name: str, keep_from_write_id: int, *, reader_timeout_s: float | None = None
+    ) -> int:
+        """Delete the table's commit records of commits before the commit of
+        ``keep_from_write_id`` in commit order: the oldest state history retention keeps
+        (``acidflow.read.history.RetainedRange.oldest``; 0 = the whole history, nothing is
+        deleted). Kept: that commit's record and every later one (time travel, incremental
+        reads, restore and rollback within retention, and the timeline, read them), and for each
+        live reader of the table (heartbeat younger than ``reader_timeout_s``, default the
+        catalog's ``txn_timeout_s``) the newest commit its snapshot includes and every later one.
+        Transactions (their states, commit ids and times) are not touched: time travel orders
+        commits by them (:meth:`write_id_history`), not by the records. The cleaner runs it.
+
+        Returns:
+            The number of records deleted.
+        Raises:
+            NoSuchTableError.
+        """
+
+    @abc.abstractmethod
     def commit_transaction(
         self, txn_id: int, stats: dict[str, dict[str, Any]] | None = None
     ) -> int:

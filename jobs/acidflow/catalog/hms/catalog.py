@@ -349,6 +349,7 @@ class HiveMetastoreCatalog(MetastoreTables):
 
     add_write_keys = forward("side", SqlCatalog)
     purge_write_sets = forward("side", SqlCatalog)
+    purge_commit_records = forward("side", SqlCatalog)
 
     def commit_transaction(
         self, txn_id: int, stats: dict[str, dict[str, Any]] | None = None
@@ -533,6 +534,8 @@ class HiveMetastoreCatalog(MetastoreTables):
     list_batches = forward("side", SqlCatalog)
     add_tombstones = forward("side", SqlCatalog)
     tombstones = forward("side", SqlCatalog)
+    purge_tombstones = forward("side", SqlCatalog)
+    purge_batches = forward("side", SqlCatalog)
 
     # -- compaction queue (side; its transactions are the metastore's) -----------------------
     def enqueue_compaction(
@@ -580,6 +583,7 @@ class HiveMetastoreCatalog(MetastoreTables):
     reclaim_dead_compactions = forward("side", SqlCatalog)
     compaction_history = forward("side", SqlCatalog)
     purge_compaction_history = forward("side", SqlCatalog)
+    purge_completed_components = forward("side", SqlCatalog)
 
     def compaction_candidates(self) -> list[tuple[str, str | None, int]]:
         """Hive: plus every partition (or the table) of a table whose metastore high watermark is
