@@ -114,8 +114,8 @@ def plan_scan(settings: Settings, options: Mapping[str, str]) -> tuple[Scan, lis
     has_start = start is not None or start_t is not None
     if not has_start and (end is not None or end_t is not None):
         raise AcidDataSourceError(
-            f"acid data source, table {name}: toWriteId / toTimestamp needs fromWriteId or "
-            "fromTimestamp"
+            f"acid data source, table {name}: toWriteId needs fromWriteId (toTimestamp: "
+            "fromWriteId or fromTimestamp)"
         )
     if has_start and (as_of is not None or as_of_t is not None or read_optimized):
         raise AcidDataSourceError(
