@@ -259,6 +259,7 @@ STRESS ?= WRITERS=4 SPARK_WRITERS=1 ROUNDS=30 KEYS=200 BATCH=20
 stress: setup
 	env $(addprefix ACIDFLOW_RACE_,$(STRESS)) $(PY) -m pytest -q -s -p no:cacheprovider \
 	  tests/integration/test_races.py
+	PYTHONPATH=jobs:plugins:. $(PY) -m bench.catalog_soak --batches $(or $(SOAK_BATCHES),1000)
 
 lock:
 	$(UV) pip compile --python $(PY) requirements.in -o requirements.txt

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from acidflow.catalog import NoSuchTableError
+from acidflow.catalog import Column, NoSuchTableError
 from acidflow.format.layout import ValidWriteIdList
 
 
@@ -80,6 +80,8 @@ def test_own_write_id_is_valid(catalog, history):
 
 
 def test_as_of_write_id(catalog, history):
+    """as_of = the committed state right after that write id's commit (w1 committed, then w3
+    aborted, then w4 committed; w2 and w5 are still open)."""
     assert _snap(catalog.valid_write_ids("sales.orders", as_of_write_id=1)) == (
         "sales.orders",
         1,
@@ -87,17 +89,26 @@ def test_as_of_write_id(catalog, history):
         (),
         None,
     )
+    # w3 never committed: the state after the commit of the largest committed id below it
     assert _snap(catalog.valid_write_ids("sales.orders", as_of_write_id=3)) == (
         "sales.orders",
-        3,
+        1,
+        (),
+        (),
+        None,
+    )
+    assert _snap(catalog.valid_write_ids("sales.orders", as_of_write_id=4)) == (
+        "sales.orders",
+        4,
         (2,),
         (3,),
         2,
     )
+    # above every allocated write id: the current committed state
     assert _snap(catalog.valid_write_ids("sales.orders", as_of_write_id=99)) == (
         "sales.orders",
-        5,
-        (2, 5),
+        4,
+        (2,),
         (3,),
         2,
     )
@@ -157,3 +168,73 @@ def test_compactor_snapshot_is_that_of_the_oldest_open_transaction(catalog, tabl
     v = catalog.compactor_valid_write_ids("sales.orders")  # nothing open: the plain snapshot
     assert _snap(v) == _snap(catalog.valid_write_ids("sales.orders"))
     assert v.is_write_id_valid(w2)
+
+
+def test_as_of_interleaved_commits(catalog, tables):
+    """Write ids allocated 1..4, committed in the order 2, 4, 1 (3 stays open): as_of is the
+    state right after that write id's commit, on every backend (the metastore backend keeps
+    the commit order of acidflow's commits in its side catalog)."""
+    ta, wa = _txn_with_write(catalog, "sales.orders")
+    tb, wb = _txn_with_write(catalog, "sales.orders")
+    catalog.commit_transaction(tb)
+    tc, wc = _txn_with_write(catalog, "sales.orders")
+    td, wd = _txn_with_write(catalog, "sales.orders")
+    catalog.commit_transaction(td)
+    catalog.commit_transaction(ta)
+    assert (wa, wb, wc, wd) == (1, 2, 3, 4)
+    assert _snap(catalog.valid_write_ids("sales.orders", as_of_write_id=2)) == (
+        "sales.orders",
+        2,
+        (1,),
+        (),
+        1,
+    )
+    assert _snap(catalog.valid_write_ids("sales.orders", as_of_write_id=4)) == (
+        "sales.orders",
+        4,
+        (1, 3),
+        (),
+        1,
+    )
+    assert _snap(catalog.valid_write_ids("sales.orders", as_of_write_id=1)) == (
+        "sales.orders",
+        4,
+        (3,),
+        (),
+        3,
+    )
+    # the open write id 3: the state after the largest committed id below it (2)
+    assert catalog.valid_write_ids("sales.orders", as_of_write_id=3).high_watermark == 2
+    at = catalog.get_transaction(td).committed_at
+    assert _snap(catalog.valid_write_ids("sales.orders", as_of_timestamp=at))[1:3] == (4, (1, 3))
+    catalog.abort_transaction(tc)
+    assert _snap(catalog.valid_write_ids("sales.orders", as_of_write_id=1)) == (
+        "sales.orders",
+        4,
+        (),
+        (3,),
+        None,
+    )
+    hist = catalog.write_id_history("sales.orders")
+    assert [(h.write_id, h.state) for h in hist] == [
+        (1, "committed"),
+        (2, "committed"),
+        (3, "aborted"),
+        (4, "committed"),
+    ]
+    assert hist[0].commit_seq > hist[3].commit_seq > hist[1].commit_seq
+
+
+def test_schema_at_follows_commit_order(catalog, tables):
+    """A schema change holding write id 1 commits after a write with write id 2: as of 2 the
+    table had its old columns."""
+    before = [c.name for c in catalog.get_table("sales.orders").columns]
+    alter = catalog.open_transaction()
+    assert catalog.allocate_write_id(alter, "sales.orders") == 1
+    tb, wb = _txn_with_write(catalog, "sales.orders")
+    catalog.commit_transaction(tb)
+    cols = list(catalog.get_table("sales.orders").columns) + [Column("extra", "int")]
+    catalog.alter_schema(alter, "sales.orders", cols, change={"op": "add_columns"})
+    catalog.commit_transaction(alter)
+    assert [c.name for c in catalog.schema_at("sales.orders", 2)] == before
+    assert [c.name for c in catalog.schema_at("sales.orders", 1)] == before + ["extra"]

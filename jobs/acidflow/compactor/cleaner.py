@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable
 
 from acidflow.catalog import Catalog, CatalogError, TableDef
 from acidflow.catalog.records import CompactionState
@@ -109,6 +109,7 @@ def clean_partition_retaining(
     current: ValidWriteIdList | None,
     oldest_retained: int | None,
     txn_state: Callable[[int], str] | None = None,
+    interleaved: Iterable[ValidWriteIdList] = (),
 ) -> tuple[list[str], list[str]]:
     """:func:`clean_partition` that keeps what retained snapshots read.
 
@@ -118,6 +119,8 @@ def clean_partition_retaining(
             None = no retention.
         oldest_retained: ``acidflow.read.history.RetainedRange.oldest``.
         txn_state: the ``_v<T>`` lookup (``Catalog.visibility_lookup``).
+        interleaved: ``RetainedRange.interleaved`` (retained states that are no cut of
+            ``current``; their directories are kept too).
     Returns:
         ``(removed, kept)``: names removed (aborted first, then obsolete, oldest first) and
         obsolete names kept for retention.
@@ -130,7 +133,13 @@ def clean_partition_retaining(
     keep: set[str] = set()
     if current is not None and oldest_retained is not None and obsolete:
         keep = retention.retained_names(
-            tfs, pdir, current, oldest_retained, entries=entries, txn_state=txn_state
+            tfs,
+            pdir,
+            current,
+            oldest_retained,
+            entries=entries,
+            txn_state=txn_state,
+            extra=interleaved,
         )
     doomed = list(state.aborted) + [o for o in obsolete if o not in keep]
     gone = set(doomed)
@@ -184,6 +193,7 @@ class CleanerReport:
             got the committed ones back (``Catalog.revert_aborted_schema_change``).
         schema_errors: ``{table: message}`` of such reverts deferred to a later pass (the
             table's lock was not granted within 5 s).
+        purged: catalog history rows deleted, per kind (:func:`purge_history`).
     """
 
     cleaned: dict[int, list[str]] = field(default_factory=dict)
@@ -194,6 +204,7 @@ class CleanerReport:
     retained: dict[int, list[str]] = field(default_factory=dict)
     schema_reverted: list[str] = field(default_factory=list)
     schema_errors: dict[str, str] = field(default_factory=dict)
+    purged: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """JSON-able dict."""
@@ -206,6 +217,7 @@ class CleanerReport:
             "retained": {str(k): v for k, v in self.retained.items()},
             "schema_reverted": self.schema_reverted,
             "schema_errors": self.schema_errors,
+            "purged": self.purged,
         }
 
 
@@ -227,7 +239,6 @@ def run_cleaner(
     report = CleanerReport()
     catalog.abort_timed_out_transactions()
     catalog.purge_expired_readers(reader_timeout_s)
-    catalog.purge_write_sets()  # Hive's housekeeper drops WRITE_SET rows nobody can hit
     for tdef in catalog.list_tables():  # a crashed schema change: its columns go back
         try:
             if catalog.revert_aborted_schema_change(tdef.name, lock_timeout_s=5) is not None:
@@ -260,6 +271,7 @@ def run_cleaner(
                 valid,
                 kept_range.oldest,
                 catalog.visibility_lookup(),
+                kept_range.interleaved,
             )
             done = list((entry.details or {}).get("cleaned") or []) + removed
             if kept:
@@ -328,4 +340,30 @@ def run_cleaner(
         if aborted:
             catalog.forget_aborted_components(table.name, max(aborted))
     catalog.purge_compaction_history(retention)
+    report.purged = purge_history(catalog, reader_timeout_s=reader_timeout_s)
     return report
+
+
+def purge_history(catalog: Catalog, *, reader_timeout_s: float | None = None) -> dict[str, int]:
+    """Keep the catalog's history bounded (every cleaner pass): write sets no open transaction
+    can hit, commit records of commits before each table's oldest retained state (history
+    retention, :func:`acidflow.read.history.retained_range`; live readers keep theirs),
+    completed components the initiator no longer reads, superseded CDC tombstones and the
+    batch claims of aborted transactions. Committed batch records and transactions stay (module
+    doc of each purge: ``acidflow.catalog.api``). Returns rows deleted per kind."""
+    out = dict(catalog.purge_write_sets())
+    records = 0
+    for tdef in catalog.list_tables():
+        try:
+            oldest = history.retained_range(catalog, tdef.name, table=tdef).oldest
+        except ValueError as exc:  # a bad retention property: keep the table's records
+            log.warning("cleaner: commit records of %s kept: %s", tdef.name, exc)
+            continue
+        records += catalog.purge_commit_records(
+            tdef.name, oldest, reader_timeout_s=reader_timeout_s
+        )
+    out["commit_records"] = records
+    out["completed_txn_components"] = catalog.purge_completed_components()
+    out["cdc_tombstones"] = catalog.purge_tombstones()
+    out["batches"] = catalog.purge_batches()
+    return out

@@ -6,9 +6,11 @@
     spark.read.format("acid").option("fromWriteId", 5).load("db.accounts")   # changes after 5
     df.write.format("acid").mode("append").save("db.accounts")               # one transaction
 
-Read options: ``asOfWriteId`` (snapshot with that high watermark), ``readOptimized`` (base
-only), ``rowId`` (adds ``ROW__ID``), ``fileName`` (adds ``INPUT__FILE__NAME``), ``fromWriteId``
-/ ``toWriteId`` (the rows and columns of :func:`acidflow.read.table.read_incremental`: ``op``,
+Read options: ``asOfWriteId`` (the committed state right after that write id's commit),
+``asOfTimestamp`` (ISO 8601, UTC unless it names an offset: the state after the last commit at
+or before it), ``readOptimized`` (base only), ``rowId`` (adds ``ROW__ID``), ``fileName`` (adds
+``INPUT__FILE__NAME``), ``fromWriteId`` / ``toWriteId`` or ``fromTimestamp`` /
+``toTimestamp`` (the rows and columns of :func:`acidflow.read.table.read_incremental`: ``op``,
 ``write_id``, the columns, ``ROW__ID``). Write options: ``compression``, ``stripeRows``,
 ``onExisting`` (``error`` | ``upsert`` | ``ignore``: what an append into a table with a
 primary key does with a stored key, ``Transaction.insert``'s ``on_existing``), ``txnAppId`` /

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from datetime import datetime, timezone
 from typing import Callable, Mapping
 
 from acidflow.catalog import Catalog
@@ -21,11 +22,14 @@ OPTIONS = {
     "catalog",
     "warehouse",
     "asofwriteid",
+    "asoftimestamp",
     "readoptimized",
     "rowid",
     "filename",
     "fromwriteid",
     "towriteid",
+    "fromtimestamp",
+    "totimestamp",
     "compression",
     "striperows",
     "onexisting",
@@ -76,6 +80,25 @@ def int_option(opts: dict[str, str], key: str, table: str) -> int | None:
         raise AcidDataSourceError(
             f"acid data source, table {table}: option {key}={opts[key]!r} is not an integer"
         ) from None
+
+
+def timestamp_option(opts: dict[str, str], key: str, table: str) -> datetime | None:
+    """An ISO 8601 time option (``2024-05-01T12:00:00``, ``2024-05-01 12:00:00+02:00``;
+    naive = UTC), or None when absent.
+
+    Raises:
+        AcidDataSourceError: not such a time (names the option and the table).
+    """
+    if key not in opts:
+        return None
+    try:
+        value = datetime.fromisoformat(opts[key].strip())
+    except ValueError:
+        raise AcidDataSourceError(
+            f"acid data source, table {table}: option {key}={opts[key]!r} is not an ISO 8601 "
+            "time (e.g. 2024-05-01T12:00:00, UTC unless it names an offset)"
+        ) from None
+    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
 
 
 def bool_option(opts: dict[str, str], key: str, table: str) -> bool:

@@ -23,9 +23,10 @@ from acidflow.datasource.common import (
     int_option,
     open_catalog,
     table_name,
+    timestamp_option,
 )
 from acidflow.format.layout import ValidWriteIdList
-from acidflow.read import snapshot
+from acidflow.read import history, snapshot
 from acidflow.read import table as reads
 from acidflow.storage.fs import TableFS
 
@@ -97,16 +98,39 @@ def plan_scan(settings: Settings, options: Mapping[str, str]) -> tuple[Scan, lis
     name = table_name(opts)
     as_of, start = int_option(opts, "asofwriteid", name), int_option(opts, "fromwriteid", name)
     end = int_option(opts, "towriteid", name)
+    as_of_t = timestamp_option(opts, "asoftimestamp", name)
+    start_t = timestamp_option(opts, "fromtimestamp", name)
+    end_t = timestamp_option(opts, "totimestamp", name)
     read_optimized = bool_option(opts, "readoptimized", name)
-    if start is None and end is not None:
-        raise AcidDataSourceError(f"acid data source, table {name}: toWriteId needs fromWriteId")
-    if start is not None and (as_of is not None or read_optimized):
+    for a, b, an, bn in (
+        (as_of, as_of_t, "asOfWriteId", "asOfTimestamp"),
+        (start, start_t, "fromWriteId", "fromTimestamp"),
+        (end, end_t, "toWriteId", "toTimestamp"),
+    ):
+        if a is not None and b is not None:
+            raise AcidDataSourceError(
+                f"acid data source, table {name}: {an} and {bn} do not go together"
+            )
+    has_start = start is not None or start_t is not None
+    if not has_start and (end is not None or end_t is not None):
         raise AcidDataSourceError(
-            f"acid data source, table {name}: fromWriteId (incremental) "
-            "does not go with asOfWriteId or readOptimized"
+            f"acid data source, table {name}: toWriteId needs fromWriteId (toTimestamp: "
+            "fromWriteId or fromTimestamp)"
+        )
+    if has_start and (as_of is not None or as_of_t is not None or read_optimized):
+        raise AcidDataSourceError(
+            f"acid data source, table {name}: fromWriteId / fromTimestamp (incremental) "
+            "does not go with asOfWriteId, asOfTimestamp or readOptimized"
         )
     catalog = open_catalog(settings)
     table = catalog.get_table(name)
+    # a time is the state after the last commit at or before it: that commit's write id
+    if as_of_t is not None:
+        as_of = history.write_id_at(catalog, table.name, as_of_t)
+    if start_t is not None:
+        start = history.write_id_at(catalog, table.name, start_t)
+    if end_t is not None:
+        end = history.write_id_at(catalog, table.name, end_t)
     ids: list[int] = []
 
     def plan(as_of_write_id: int | None) -> snapshot.ReadPlan:

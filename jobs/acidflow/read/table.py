@@ -32,6 +32,7 @@ import logging
 import posixpath
 import threading
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import pyarrow as pa
@@ -72,13 +73,18 @@ def plan_table(
     partitions: Iterable[str] | None = None,
     buckets: Iterable[int] | None = None,
     valid: ValidWriteIdList | None = None,
+    as_of_timestamp: datetime | None = None,
 ) -> snapshot.ReadPlan:
     """Plan a snapshot read of a catalog table.
 
     Args:
         catalog: ``acidflow.catalog.Catalog``.
         name: table name.
-        as_of_write_id: time travel: the snapshot with high watermark = this write id.
+        as_of_write_id: time travel: the committed state right after this write id's commit
+            (``Catalog.valid_write_ids``: write ids that committed before it are in it, even
+            higher ones; lower ones that committed later are not).
+        as_of_timestamp: time travel: the state after the last commit at or before this time
+            (naive = UTC); not with ``as_of_write_id``.
         txn_id: read inside this transaction (its own writes are visible).
         read_optimized: base only.
         valid: use this ValidWriteIdList (a pinned snapshot) instead of asking the catalog.
@@ -95,7 +101,13 @@ def plan_table(
     """
     table = catalog.get_table(name)
     if valid is None:
-        valid = catalog.valid_write_ids(table.name, txn_id=txn_id, as_of_write_id=as_of_write_id)
+        valid = (
+            catalog.valid_write_ids(table.name, txn_id=txn_id, as_of_write_id=as_of_write_id)
+            if as_of_timestamp is None
+            else catalog.valid_write_ids(
+                table.name, as_of_write_id=as_of_write_id, as_of_timestamp=as_of_timestamp
+            )
+        )
     tfs = TableFS(table.location)
     # the schema of the snapshot (a time-travel read sees the names and types of its
     # time; a schema change is seen once its transaction committed)
@@ -159,13 +171,15 @@ def read_table(
     file_name: bool = False,
     txn_id: int | None = None,
     snapshot: ReaderSnapshot | None = None,
+    as_of_timestamp: datetime | None = None,
 ) -> Any:
-    """Visible rows of a catalog table (see :func:`plan_table` for the arguments).
+    """Visible rows of a catalog table (see :func:`plan_table` for the arguments;
+    ``as_of_timestamp``: the state after the last commit at or before it).
 
     The read is registered with the catalog for the cleaner (module doc): a pyarrow read
     unregisters when done; a Spark read's registration expires after the heartbeat timeout
     unless ``snapshot`` (from :func:`reader_snapshot`) is given, whose ValidWriteIdList is then
-    used (``as_of_write_id`` / ``txn_id`` are ignored).
+    used (``as_of_write_id`` / ``as_of_timestamp`` / ``txn_id`` are ignored).
 
     Returns:
         Spark DataFrame (or ``pyarrow.Table`` when ``spark`` is None): table columns, partition
@@ -184,6 +198,7 @@ def read_table(
             as_of_write_id=as_of_write_id,
             txn_id=txn_id,
             read_optimized=read_optimized,
+            as_of_timestamp=as_of_timestamp,
         )
         result = run_plan(spark, plan, row_id=row_id, file_name=file_name)
     except BaseException:
@@ -203,7 +218,7 @@ class ReaderSnapshot:
 
     Args:
         catalog: ``acidflow.catalog.Catalog``; name: table.
-        as_of_write_id / txn_id: as in :func:`plan_table`.
+        as_of_write_id / as_of_timestamp / txn_id: as in :func:`plan_table`.
         heartbeat_s: heartbeat period (default a third of the catalog's ``txn_timeout_s``).
     Attributes:
         reader_id: the registration id; valid_write_ids: the pinned snapshot.
@@ -219,13 +234,16 @@ class ReaderSnapshot:
         as_of_write_id: int | None = None,
         txn_id: int | None = None,
         heartbeat_s: float | None = None,
+        as_of_timestamp: datetime | None = None,
     ) -> None:
         self.catalog, self.name = catalog, name
         info = catalog.register_reader(name, agent_info="reader_snapshot")
         self.reader_id = info.reader_id
         try:
-            self.valid_write_ids = catalog.valid_write_ids(
-                name, txn_id=txn_id, as_of_write_id=as_of_write_id
+            self.valid_write_ids = (
+                catalog.valid_write_ids(name, txn_id=txn_id, as_of_write_id=as_of_write_id)
+                if as_of_timestamp is None
+                else catalog.valid_write_ids(name, as_of_timestamp=as_of_timestamp)
             )
             catalog.set_reader_snapshot(self.reader_id, self.valid_write_ids)
         except BaseException:
@@ -286,36 +304,46 @@ def reader_snapshot(catalog: Catalog, name: str, **kwargs: Any) -> ReaderSnapsho
 
 
 def read_incremental(
-    spark: Any, catalog: Catalog, name: str, start_write_id: int, end_write_id: int | None = None
+    spark: Any,
+    catalog: Catalog,
+    name: str,
+    start_write_id: int | None = None,
+    end_write_id: int | None = None,
+    *,
+    start_timestamp: datetime | None = None,
+    end_timestamp: datetime | None = None,
 ) -> Any:
-    """Changes between the snapshots at ``start_write_id`` (exclusive) and ``end_write_id``
-    (inclusive, default the current high watermark).
+    """Changes between the committed states as of ``start_write_id`` (exclusive) and
+    ``end_write_id`` (inclusive, default the current state); each state as
+    ``read_table(as_of_write_id=)`` shows it (the state right after that write id's commit).
+    ``start_timestamp`` / ``end_timestamp`` (naive = UTC) instead: the states after the last
+    commit at or before those times (:func:`acidflow.read.history.write_id_at`).
 
     Returns:
         Spark DataFrame (a ``pyarrow.Table`` when ``spark`` is None, the same columns and
         rows): ``op`` (``I``/``D``), ``write_id`` (the write id that inserted the row for
-        ``I``; NULL for ``D``), the table and partition columns, ``ROW__ID``. Rows inserted and
-        deleted inside the range do not appear.
+        ``I``; NULL for ``D``), the table and partition columns, ``ROW__ID``. ``I`` = rows of
+        the end state that the start state does not have, ``D`` = rows of the start state the
+        end state no longer has (by partition and ROW__ID); rows inserted and deleted inside
+        the range do not appear.
     Raises:
-        ValueError: ``start_write_id`` > ``end_write_id``.
+        ValueError: the start state comes after the end state (commit order), or neither or
+            both of ``start_write_id`` / ``start_timestamp`` given.
     """
-    end = incremental_end(catalog, name, start_write_id, end_write_id)
+    start, end = incremental_range(
+        catalog, name, start_write_id, end_write_id, start_timestamp, end_timestamp
+    )
     if spark is None:
-        return _incremental_arrow(catalog, name, start_write_id, end)
+        return _incremental_arrow(catalog, name, start, end)
     # deferred: reads run without Spark (the CLI, pyarrow readers); only this one needs it
     from pyspark.sql import functions as F
 
-    before = read_table(spark, catalog, name, as_of_write_id=start_write_id, row_id=True)
-    before = _in_schema_of_end(before, catalog, name, start_write_id, end)
+    before = read_table(spark, catalog, name, as_of_write_id=start, row_id=True)
+    before = _in_schema_of_end(before, catalog, name, start, end)
     after = read_table(spark, catalog, name, as_of_write_id=end, row_id=True)
     rid = snapshot.ROW_ID
-    inserted = (
-        after.where(F.col(rid + ".writeid") > start_write_id)
-        .withColumn("op", F.lit("I"))
-        .withColumn("write_id", F.col(rid + ".writeid"))
-    )
     # a ROW__ID is unique within a partition only (every partition's files count rowids from
-    # 0): a version is gone when its (partition, ROW__ID) is
+    # 0): a version is new / gone when its (partition, ROW__ID) is
     pnames = [p.name for p in catalog.get_table(name).partition_columns]
     part = (
         F.concat_ws(
@@ -323,6 +351,13 @@ def read_incremental(
         )
         if pnames
         else F.lit("")
+    )
+    inserted = (
+        after.withColumn("__part", part)
+        .join(before.select(rid, part.alias("__part")), on=[rid, "__part"], how="left_anti")
+        .drop("__part")
+        .withColumn("op", F.lit("I"))
+        .withColumn("write_id", F.col(rid + ".writeid"))
     )
     gone = (
         before.withColumn("__part", part)
@@ -334,6 +369,37 @@ def read_incremental(
     return deleted.select(*cols).unionByName(inserted.select(*cols))
 
 
+def incremental_range(
+    catalog: Catalog,
+    name: str,
+    start_write_id: int | None,
+    end_write_id: int | None = None,
+    start_timestamp: datetime | None = None,
+    end_timestamp: datetime | None = None,
+) -> tuple[int, int]:
+    """The start and end write ids of an incremental read (timestamps resolved to the write
+    id of the last commit at or before them; end default the current state).
+
+    Raises:
+        ValueError: neither or both of a start write id and timestamp (or both end ones),
+            or the start state after the end state in commit order.
+        NoSuchTableError.
+    """
+    if (start_write_id is None) == (start_timestamp is None):
+        raise ValueError("give exactly one of start_write_id and start_timestamp")
+    if end_write_id is not None and end_timestamp is not None:
+        raise ValueError("give end_write_id or end_timestamp, not both")
+    start = (
+        start_write_id
+        if start_write_id is not None
+        else history.write_id_at(catalog, name, start_timestamp)  # type: ignore[arg-type]
+    )
+    end = end_write_id
+    if end_timestamp is not None:
+        end = history.write_id_at(catalog, name, end_timestamp)
+    return start, incremental_end(catalog, name, start, end)
+
+
 def incremental_end(
     catalog: Catalog, name: str, start_write_id: int, end_write_id: int | None = None
 ) -> int:
@@ -341,14 +407,18 @@ def incremental_end(
     high watermark).
 
     Raises:
-        ValueError: ``start_write_id`` > the end write id.
+        ValueError: the state as of ``start_write_id`` comes after the end's in commit order.
         NoSuchTableError.
     """
     end = end_write_id
     if end is None:
         end = catalog.valid_write_ids(catalog.get_table(name).name).high_watermark
-    if start_write_id > end:
-        raise ValueError(f"start write id {start_write_id} is after end write id {end}")
+    if history.commit_position(catalog, name, start_write_id) > history.commit_position(
+        catalog, name, end
+    ):
+        raise ValueError(
+            f"start write id {start_write_id} is after end write id {end} (commit order)"
+        )
     return end
 
 
@@ -358,16 +428,21 @@ def end_schema_mapping(
     """How rows read as of ``start`` map onto ``end``'s schema version: one
     ``(end name, start name or None, end hive type)`` per data column of ``end``; columns
     renamed in between take their new names (``change["renames"]`` of every version committed
-    in ``(start, end]``, :func:`acidflow.catalog.schemahistory.renames_of`), widened ones the new type, added ones NULL (start name None), dropped
-    ones go. None when the schema did not change."""
+    the end state sees and the start state does not,
+    :func:`acidflow.catalog.schemahistory.renames_of`), widened ones the new type, added ones
+    NULL (start name None), dropped ones go. None when the schema did not change."""
     start_cols = catalog.schema_at(name, start)
-    end_valid = catalog.valid_write_ids(catalog.get_table(name).name, as_of_write_id=end)
+    table_name = catalog.get_table(name).name
+    start_valid = catalog.valid_write_ids(table_name, as_of_write_id=start)
+    end_valid = catalog.valid_write_ids(table_name, as_of_write_id=end)
     end_cols = catalog.schema_for(name, end_valid)
     if [(c.name, c.hive_type) for c in start_cols] == [(c.name, c.hive_type) for c in end_cols]:
         return None
     current = {c.name: c.name for c in start_cols}  # start name -> its name now
     for version in catalog.schema_history(name):
-        if start < version.write_id <= end and end_valid.is_write_id_valid(version.write_id):
+        if end_valid.is_write_id_valid(version.write_id) and not start_valid.is_write_id_valid(
+            version.write_id
+        ):
             renames = renames_of(version)
             current = {old: renames.get(now, now) for old, now in current.items()}
     source = {now: old for old, now in current.items()}
@@ -441,9 +516,11 @@ def _incremental_arrow(catalog: Catalog, name: str, start: int, end: int) -> pa.
 
 def changes_between(before: pa.Table, after: pa.Table, start: int, pnames: list[str]) -> pa.Table:
     """The rule of :func:`read_incremental` on two snapshots already read (``row_id=True``,
-    ``before`` in ``after``'s columns): ``I`` rows of ``after`` inserted after write id
-    ``start``, ``D`` rows of ``before`` whose (partition ``pnames``, ROW__ID) is gone; columns
-    ``op``, ``write_id`` then ``after``'s."""
+    ``before`` in ``after``'s columns): ``I`` rows of ``after`` whose (partition ``pnames``,
+    ROW__ID) ``before`` does not have, ``D`` rows of ``before`` whose (partition, ROW__ID) is
+    gone; columns ``op``, ``write_id`` then ``after``'s. ``start`` (the start write id) is
+    not needed by the rule (a row committed before the start state is in ``before`` whatever
+    its write id) and kept for callers."""
     rid = snapshot.ROW_ID
 
     def keys(t: pa.Table) -> pa.Table:
@@ -465,9 +542,12 @@ def changes_between(before: pa.Table, after: pa.Table, start: int, pnames: list[
         return pa.table({"w": r.field(0), "b": r.field(1), "r": r.field(2), "p": part})
 
     after_keys = keys(after)
-    inserted = after.filter(pc.greater(after_keys.column("w"), start)) if after.num_rows else after
+    before_keys = keys(before)
+    ak = after_keys.append_column("i", pa.array(range(after.num_rows), pa.int64()))
+    new_idx = ak.join(before_keys, keys=["w", "b", "r", "p"], join_type="left anti").column("i")
+    inserted = after.take(new_idx.combine_chunks().sort()) if len(new_idx) else after.slice(0, 0)
     ins_w = keys(inserted).column("w").cast(pa.int64())
-    bk = keys(before).append_column("i", pa.array(range(before.num_rows), pa.int64()))
+    bk = before_keys.append_column("i", pa.array(range(before.num_rows), pa.int64()))
     gone_idx = bk.join(after_keys, keys=["w", "b", "r", "p"], join_type="left anti").column("i")
     deleted = before.take(gone_idx.combine_chunks().sort()) if len(gone_idx) else before.slice(0, 0)
     cols = after.column_names

@@ -12,18 +12,27 @@ Delta (``delta.deletedFileRetentionDuration``) do, with two table properties:
 * ``acidflow.history.retain.hours`` (default 24): every snapshot that was the current one at
   some moment of the last H hours stays readable.
 
-**The rule.** A snapshot ``as_of_write_id=W`` is retained when EITHER bound retains it (the union
-of Hudi's KEEP_LATEST_COMMITS and KEEP_LATEST_BY_HOURS, so lowering one property never drops
-history the other still promises). Retained snapshots are always an upward-closed range
-``[oldest, high watermark]``; :func:`oldest_retained_write_id` computes ``oldest``. ``0`` means
-the whole history, the empty table before the first write included. Both properties at 0 give
-Hive's behaviour (only the current snapshot).
+**The rule.** The snapshots are the committed states of the table: the one right after each
+commit, which ``as_of_write_id=W`` reads for the W that commit wrote (``acidflow.format.
+timetravel``: valid = the write ids committed by then in commit order, so it may include write
+ids above W and exclude lower ones that committed later). A state is retained when EITHER
+bound retains it (the union of Hudi's KEEP_LATEST_COMMITS and KEEP_LATEST_BY_HOURS, so lowering
+one property never drops history the other still promises). Retained states are always the
+newest ones in commit order, from the one right after the commit of
+:func:`oldest_retained_write_id` on (``0`` = the whole history, the empty table before the
+first commit included). Both properties at 0 give Hive's behaviour (only the current
+snapshot).
 
-The directories one partition must keep are the union, over the retained snapshots, of what
-``getAcidState`` picks for each (:func:`retained_names`); a snapshot's choice depends on its
-high watermark only through comparisons with the write ids named by the directories and the
-exceptions, so evaluating it at those break points (:func:`snapshot_points`) covers every
-retained write id. Removing other directories never changes what a retained snapshot picks
+The directories one partition must keep are the union, over the retained states, of what
+``getAcidState`` picks for each (:func:`retained_names`). Most states are the cut of the
+current snapshot at their high watermark (:func:`snapshot_at`), and a cut's choice depends on
+its high watermark only through comparisons with the write ids named by the directories and the
+exceptions, so evaluating cuts at those break points (:func:`snapshot_points`) from ``oldest``
+on covers them (every retained state's high watermark is at least ``oldest``: high watermarks
+only grow along commit order). The other states -- a write id below the high watermark still
+open then and committed later, so the state lists it as an exception although the current
+snapshot does not -- are evaluated one by one (``extra``). Keeping a cut that is no real
+state only keeps more. Removing other directories never changes what a retained snapshot picks
 (its base and deltas are all kept; the walk of §6 step 7 does not look at skipped deltas).
 
 Defaults can be changed per deployment with ``ACIDFLOW_HISTORY_RETAIN_COMMITS`` /
@@ -155,43 +164,43 @@ def retention_policy(
 def oldest_retained_write_id(
     committed: Sequence[tuple[int, datetime | None]], policy: RetentionPolicy, now: datetime
 ) -> int:
-    """The oldest retained snapshot (pure): every ``as_of_write_id >= it`` is retained.
+    """The oldest retained state (pure): the state right after the commit of the returned
+    write id, and every state after it in commit order, is retained.
 
     Args:
-        committed: the table's committed write ids, ascending, each with its commit time
-            (None when unknown: adopted history, writes by Hive) -- times in one timezone
-            with ``now``.
+        committed: the table's committed write ids in commit order (ascending write ids when
+            no commit interleaved), each with its commit time (None when unknown: writes by
+            Hive) -- times in one timezone with ``now``.
         policy: the table's :class:`RetentionPolicy`.
         now: the time the rule is evaluated at.
     Returns:
         A committed write id, or 0 (the whole history, the empty table before the first
-        write included). With no commits: 0.
+        commit included). With no commits: 0.
 
-    Commits bound: the snapshot before the last ``commits`` commits, i.e. the
-    ``(commits+1)``-th newest committed write id (0 when there are not that many).
-    Hours bound: the snapshot that was current at ``now - hours``: the newest committed write
-    id whose commit time is at or before it (0 when every commit is newer); an unknown time
-    counts as older than any known one. The result is the smaller of the two (either bound
-    retains).
+    Commits bound: the state before the last ``commits`` commits, i.e. right after the
+    ``(commits+1)``-th newest commit (0 when there are not that many).
+    Hours bound: the state that was current at ``now - hours``: right after the last commit
+    at or before it (0 when every commit is newer); an unknown time counts as older than any
+    known one. The result is the earlier of the two in commit order (either bound retains).
     """
     ids = [w for w, _ in committed]
     if not ids:
         return 0
-    by_commits = ids[-(policy.commits + 1)] if len(ids) > policy.commits else 0
+    by_commits = len(ids) - policy.commits - 1  # index of the state's commit; -1 = empty
     cutoff = now - timedelta(hours=policy.hours)
-    by_hours = 0
-    for w, at in committed:
+    by_hours = -1
+    for i, (_w, at) in enumerate(committed):
         if at is None or at <= cutoff:
-            by_hours = w
-        else:
-            break
-    return min(by_commits, by_hours)
+            by_hours = i
+    first = min(by_commits, by_hours)
+    return ids[first] if first >= 0 else 0
 
 
 def snapshot_at(valid: ValidWriteIdList, write_id: int) -> ValidWriteIdList:
-    """The time-travel snapshot ``as_of_write_id=write_id`` derived from the current one
-    (pure): high watermark ``write_id``, the current open and aborted exceptions at or below
-    it -- what ``Catalog.valid_write_ids(as_of_write_id=)`` returns."""
+    """The cut of the current snapshot at high watermark ``write_id`` (pure): the current
+    open and aborted exceptions at or below it. It is the state right after ``write_id``'s
+    commit (``Catalog.valid_write_ids(as_of_write_id=)``) whenever no lower write id committed
+    after it; the states where one did are passed to :func:`retained_names` as ``extra``."""
     w = min(write_id, valid.high_watermark)
     return ValidWriteIdList(
         valid.table_name,
@@ -243,10 +252,13 @@ def retained_names(
     *,
     entries: list[DirEntry] | None = None,
     txn_state: Callable[[int], str] | None = None,
+    extra: Iterable[ValidWriteIdList] = (),
 ) -> set[str]:
     """Top-level names (base, delta and delete delta directories, original files or
     directories) of one partition that some retained snapshot reads: the union of
-    ``getAcidState`` at every :func:`snapshot_points` high watermark from ``oldest`` on.
+    ``getAcidState`` at every :func:`snapshot_points` high watermark from ``oldest`` on, and
+    at every ``extra`` snapshot (retained states with write ids that committed after a higher
+    one: ``acidflow.read.history.RetainedRange.interleaved``).
 
     A snapshot whose files are already gone (``NotEnoughHistoryError``) needs nothing.
 
@@ -261,12 +273,11 @@ def retained_names(
     listing = tfs.list_recursive(partition_dir) if entries is None else entries
     keep: set[str] = set()
     floor = history_floor(tfs, partition_dir, listing)
-    for w in snapshot_points(listing, valid, oldest, floor):
+    snapshots = [snapshot_at(valid, w) for w in snapshot_points(listing, valid, oldest, floor)]
+    for snap in snapshots + list(extra):
         try:
             keep |= _needed(
-                acid_state(
-                    tfs, partition_dir, snapshot_at(valid, w), entries=listing, txn_state=txn_state
-                )
+                acid_state(tfs, partition_dir, snap, entries=listing, txn_state=txn_state)
             )
         except NotEnoughHistoryError:
             continue
@@ -276,20 +287,17 @@ def retained_names(
 def readable_at(
     tfs: TableFS,
     partition_dir: str,
-    valid: ValidWriteIdList,
-    write_id: int,
+    snapshot: ValidWriteIdList,
     *,
     entries: list[DirEntry] | None = None,
     txn_state: Callable[[int], str] | None = None,
 ) -> bool:
-    """Whether the snapshot ``as_of_write_id=write_id`` of one partition can still be read
+    """Whether ``snapshot`` (a time-travel state) of one partition can still be read
     (``getAcidState`` finds a usable base or full history; ``txn_state`` as for
     ``acid_state``)."""
     listing = tfs.list_recursive(partition_dir) if entries is None else entries
     try:
-        acid_state(
-            tfs, partition_dir, snapshot_at(valid, write_id), entries=listing, txn_state=txn_state
-        )
+        acid_state(tfs, partition_dir, snapshot, entries=listing, txn_state=txn_state)
     except NotEnoughHistoryError:
         return False
     return True

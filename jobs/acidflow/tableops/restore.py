@@ -169,7 +169,7 @@ def check_target(catalog: Catalog, table: TableDef, write_id: int, operation: st
             f"{what}: write id {write_id} is not committed yet (its transaction is open)"
         )
     kept = history.retained_range(catalog, table.name, table=table)
-    if write_id < kept.oldest:
+    if not kept.contains(write_id):
         raise RestoreError(
             f"{what}: write id {write_id} is outside history retention "
             f"({kept.describe()}); the oldest write id that can be restored "

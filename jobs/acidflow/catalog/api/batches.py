@@ -64,3 +64,27 @@ class BatchLedger(abc.ABC):
     def tombstones(self, table_name: str, key_jsons: list[str]) -> dict[str, str]:
         """Largest committed delete position per key among ``key_jsons`` (keys never deleted
         by CDC are absent)."""
+
+    @abc.abstractmethod
+    def purge_tombstones(self) -> int:
+        """Delete CDC tombstones that can no longer change :meth:`tombstones`' answer: those of
+        aborted transactions (they never counted) and, per key, committed ones below the key's
+        largest committed position (the largest wins). Kept: per deleted key its largest
+        committed position (the late-event rule needs it as long as a late event for the key can
+        arrive) and the entries of open transactions. The cleaner runs it.
+
+        Returns:
+            The number of tombstones deleted.
+        """
+
+    @abc.abstractmethod
+    def purge_batches(self) -> int:
+        """Delete the batch records whose transaction aborted: such a record means "not
+        applied", as no record does (the next attempt claims the batch again). Kept: every
+        record of a committed transaction -- a rerun of that batch (an Airflow retry or clear,
+        the same CDC file landing again) can arrive at any time and the record is what skips
+        it (exactly-once) -- and of an open one (its claim). The cleaner runs it.
+
+        Returns:
+            The number of records deleted.
+        """

@@ -203,6 +203,17 @@ class CompactionQueue(abc.ABC):
         """
 
     @abc.abstractmethod
+    def purge_completed_components(self) -> int:
+        """Delete the completed components (Hive ``COMPLETED_TXN_COMPONENTS``) the initiator no
+        longer needs: per (table, partition) only the one with the highest write id is kept,
+        which is all :meth:`compaction_candidates` reads (Hive deletes them when a compaction is
+        cleaned). The cleaner runs it.
+
+        Returns:
+            The number of rows deleted.
+        """
+
+    @abc.abstractmethod
     def compaction_candidates(self) -> list[tuple[str, str | None, int]]:
         """(table, partition, highest write id written) of every partition written by a
         committed transaction after the last compaction that covered it (Hive

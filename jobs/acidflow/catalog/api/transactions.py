@@ -22,6 +22,7 @@ from acidflow.catalog.records import (
     TxnInfo,
 )
 from acidflow.format.layout import ValidWriteIdList
+from acidflow.format.timetravel import WriteIdHistory
 
 
 class TransactionCatalog(abc.ABC):
@@ -125,6 +126,26 @@ class TransactionCatalog(abc.ABC):
         """
 
     @abc.abstractmethod
+    def purge_commit_records(
+        self, table_name: str, keep_from_write_id: int, *, reader_timeout_s: float | None = None
+    ) -> int:
+        """Delete the table's commit records of commits before the commit of
+        ``keep_from_write_id`` in commit order: the oldest state history retention keeps
+        (``acidflow.read.history.RetainedRange.oldest``; 0 = the whole history, nothing is
+        deleted). Kept: that commit's record and every later one (time travel, incremental
+        reads, restore and rollback within retention, and the timeline, read them), and for each
+        live reader of the table (heartbeat younger than ``reader_timeout_s``, default the
+        catalog's ``txn_timeout_s``) the newest commit its snapshot includes and every later one.
+        Transactions (their states, commit ids and times) are not touched: time travel orders
+        commits by them (:meth:`write_id_history`), not by the records. The cleaner runs it.
+
+        Returns:
+            The number of records deleted.
+        Raises:
+            NoSuchTableError.
+        """
+
+    @abc.abstractmethod
     def commit_transaction(
         self, txn_id: int, stats: dict[str, dict[str, Any]] | None = None
     ) -> int:
@@ -206,13 +227,17 @@ class TransactionCatalog(abc.ABC):
 
     @abc.abstractmethod
     def valid_write_ids(
-        self, table_name: str, txn_id: int | None = None, as_of_write_id: int | None = None
+        self,
+        table_name: str,
+        txn_id: int | None = None,
+        as_of_write_id: int | None = None,
+        *,
+        as_of_timestamp: datetime | None = None,
     ) -> ValidWriteIdList:
         """The reader's snapshot of a table (Hive ``getValidWriteIds`` ->
         ``ValidReaderWriteIdList``, see docs/hive-acid-format.md §6).
 
-        * high watermark = the highest write id allocated for the table, or
-          ``as_of_write_id`` if smaller (time travel);
+        * high watermark = the highest write id allocated for the table;
         * exceptions = write ids <= high watermark whose transaction is open (``open_write_ids``)
           or aborted (``aborted_write_ids``), ascending;
         * with ``txn_id``: the snapshot taken when that transaction opened (Hive's
@@ -224,11 +249,22 @@ class TransactionCatalog(abc.ABC):
           so a transaction reads its own writes;
         * ``min_open_write_id`` = lowest open exception, ``None`` when there is none.
 
+        Time travel (``txn_id`` is then ignored), :mod:`acidflow.format.timetravel`: exactly the
+        committed state right after a commit, as Hive's snapshot of that moment was --
+
+        * ``as_of_write_id=W``: right after W's commit: valid = the table's write ids committed
+          at or before it in commit order, high watermark = the largest of them (it may be above
+          W, when a higher write id committed first), every lower write id not committed by then
+          an exception (aborted if its transaction aborted, else open); a W that never committed
+          gives the state after the commit of the largest committed write id below it (0: the
+          empty table), a W above every allocated write id the current state;
+        * ``as_of_timestamp=T`` (naive = UTC): the state after the last commit at or before T.
+
         Returns:
             ``acidflow.format.layout.ValidWriteIdList``.
         Raises:
             NoSuchTableError, NoSuchTransactionError (``txn_id`` unknown),
-            ValueError (negative ``as_of_write_id``).
+            ValueError (negative ``as_of_write_id``, or both ``as_of_*`` given).
         """
 
     @abc.abstractmethod
@@ -249,6 +285,20 @@ class TransactionCatalog(abc.ABC):
     def write_id_states(self, table_name: str) -> list[tuple[int, int, str]]:
         """Every allocated write id of a table as ``(write_id, txn_id, state)`` in write id
         order; state is the owning transaction's (``"open"``, ``"committed"``, ``"aborted"``).
+
+        Raises:
+            NoSuchTableError: unknown table.
+        """
+
+    @abc.abstractmethod
+    def write_id_history(self, table_name: str) -> list[WriteIdHistory]:
+        """Every allocated write id of a table with its state, commit id and commit time
+        (:class:`acidflow.format.timetravel.WriteIdHistory`), in write id order: the history
+        time travel and history retention order commits by. Commit ids and times come from
+        the transactions (kept), not from the commit records (purged beyond retention).
+        Metastore backend: the metastore's write ids (states of its current snapshot), with
+        commit ids and times for acidflow's own commits only (Hive's count as committed in
+        write id order, ``acidflow.format.timetravel``).
 
         Raises:
             NoSuchTableError: unknown table.

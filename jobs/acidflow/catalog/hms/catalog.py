@@ -89,12 +89,14 @@ from acidflow.catalog.records import (
 from acidflow.catalog.sql import SqlCatalog
 from acidflow.catalog.tabledef import (
     TableDef,
+    as_utc,
     parse_partition_spec,
 )
 from acidflow.catalog.warehouse import warehouse_root
 from acidflow.config import load_settings
 from acidflow.format.filerecords import FileRecord
 from acidflow.format.layout import ValidWriteIdList
+from acidflow.format.timetravel import WriteIdHistory, snapshot_as_of
 
 #: Default side catalog file under the warehouse.
 SIDE_DB_NAME = "_acidflow_hms_side.db"
@@ -348,6 +350,7 @@ class HiveMetastoreCatalog(MetastoreTables):
 
     add_write_keys = forward("side", SqlCatalog)
     purge_write_sets = forward("side", SqlCatalog)
+    purge_commit_records = forward("side", SqlCatalog)
 
     def commit_transaction(
         self, txn_id: int, stats: dict[str, dict[str, Any]] | None = None
@@ -439,29 +442,60 @@ class HiveMetastoreCatalog(MetastoreTables):
         return to_valid_write_ids(ids)
 
     def valid_write_ids(
-        self, table_name: str, txn_id: int | None = None, as_of_write_id: int | None = None
+        self,
+        table_name: str,
+        txn_id: int | None = None,
+        as_of_write_id: int | None = None,
+        *,
+        as_of_timestamp: datetime | None = None,
     ) -> ValidWriteIdList:
-        """Hive: ``get_valid_write_ids`` over the snapshot's ``ValidTxnList``, widened to the table's
-        highest allocated write id (:func:`~acidflow.catalog.hms.snapshots.widen`)."""
+        """Hive: ``get_valid_write_ids`` over the snapshot's ``ValidTxnList``, widened (``widen``);
+        time travel over :meth:`write_id_history`."""
         if as_of_write_id is not None and as_of_write_id < 0:
             raise ValueError(f"as_of_write_id must be >= 0, got {as_of_write_id}")
         table = self.get_table(table_name)
+        if as_of_write_id is not None or as_of_timestamp is not None:
+            if as_of_write_id is not None and as_of_timestamp is not None:
+                raise ValueError("give as_of_write_id or as_of_timestamp, not both")
+            current = self._hive_write_ids(table.name, self._txn_list(None))
+            return snapshot_as_of(
+                table.name,
+                self._history(table.name, current),
+                write_id=as_of_write_id,
+                timestamp=None if as_of_timestamp is None else as_utc(as_of_timestamp),
+                highest_allocated=current.high_watermark,
+            )
         if txn_id is not None:
             self.side.get_transaction(txn_id)  # NoSuchTransactionError
         found = self._hive_write_ids(table.name, self._txn_list(txn_id))
         if txn_id is not None:
             found = widen(found, self._hive_write_ids(table.name, self._txn_list(None, txn_id)))
-        if as_of_write_id is None or as_of_write_id >= found.high_watermark:
-            return found
-        cut = as_of_write_id
-        opened = [w for w in found.open_write_ids if w <= cut]
-        return ValidWriteIdList(
-            found.table_name,
-            cut,
-            opened,
-            [w for w in found.aborted_write_ids if w <= cut],
-            opened[0] if opened else None,
-        )
+        return found
+
+    def _history(self, name: str, current: ValidWriteIdList) -> list[WriteIdHistory]:
+        """Write ids 1..high watermark of the metastore's current snapshot with their states
+        there; commit ids and times of acidflow's own commits from the side catalog."""
+        ours = {
+            h.write_id: h for h in self.side.write_id_history(name) if h.state == TxnState.COMMITTED
+        }
+        out = []
+        for w in range(1, current.high_watermark + 1):
+            if current.is_write_id_aborted(w):
+                out.append(WriteIdHistory(w, TxnState.ABORTED))
+            elif current.is_write_id_open(w):
+                out.append(WriteIdHistory(w, TxnState.OPEN))
+            else:
+                mine = ours.get(w)
+                out.append(
+                    WriteIdHistory(w, TxnState.COMMITTED)
+                    if mine is None
+                    else WriteIdHistory(w, TxnState.COMMITTED, mine.commit_seq, mine.committed_at)
+                )
+        return out
+
+    def write_id_history(self, table_name: str) -> list[WriteIdHistory]:
+        table = self.get_table(table_name)
+        return self._history(table.name, self._hive_write_ids(table.name, self._txn_list(None)))
 
     def compactor_valid_write_ids(self, table_name: str) -> ValidWriteIdList:
         """Hive: over the metastore's open transactions (acidflow's and Hive's)."""
@@ -504,6 +538,8 @@ class HiveMetastoreCatalog(MetastoreTables):
     list_batches = forward("side", SqlCatalog)
     add_tombstones = forward("side", SqlCatalog)
     tombstones = forward("side", SqlCatalog)
+    purge_tombstones = forward("side", SqlCatalog)
+    purge_batches = forward("side", SqlCatalog)
 
     # -- compaction queue (side; its transactions are the metastore's) -----------------------
     def enqueue_compaction(
@@ -551,6 +587,7 @@ class HiveMetastoreCatalog(MetastoreTables):
     reclaim_dead_compactions = forward("side", SqlCatalog)
     compaction_history = forward("side", SqlCatalog)
     purge_compaction_history = forward("side", SqlCatalog)
+    purge_completed_components = forward("side", SqlCatalog)
 
     def compaction_candidates(self) -> list[tuple[str, str | None, int]]:
         """Hive: plus every partition (or the table) of a table whose metastore high watermark is

@@ -10,6 +10,8 @@ of one part per idea, all sharing one :class:`~acidflow.catalog.sql.db.Database`
 * :class:`~acidflow.catalog.sql.compactions.SqlCompactions` - compaction queue and history;
 * :class:`~acidflow.catalog.sql.readers.SqlReaders` - reader registrations;
 * :class:`~acidflow.catalog.sql.datafiles.SqlDataFiles` - data file records.
+* :class:`~acidflow.catalog.sql.purge.SqlHistoryPurge` - history purges (commit records,
+  completed components, tombstones, aborted batch claims).
 
 This class only wires them: a role method that is the part's own is declared with
 :func:`acidflow.catalog.forward.forward` (documented once on the roles,
@@ -40,6 +42,7 @@ from acidflow.catalog.sql.compactions import SqlCompactions
 from acidflow.catalog.sql.datafiles import SqlDataFiles
 from acidflow.catalog.sql.db import Database, utcnow
 from acidflow.catalog.sql.locks import SqlLocks
+from acidflow.catalog.sql.purge import SqlHistoryPurge
 from acidflow.catalog.sql.readers import SqlReaders
 from acidflow.catalog.sql.schemahistory import SqlSchemaHistory
 from acidflow.catalog.sql.shared import TxnHooks
@@ -105,6 +108,7 @@ class SqlCatalog(Catalog):
         self._compactions = SqlCompactions(self.db, self.txn_timeout_s)
         self._readers = SqlReaders(self.db, self.txn_timeout_s)
         self._data_files = SqlDataFiles(self.db)
+        self._purge = SqlHistoryPurge(self.db, self.txn_timeout_s)
         self._adoption = SqlAdoption(self.db, self._tables)
         self._schema = SqlSchemaHistory(self.db, self.warehouse)  # schema evolution
         if migrate:
@@ -269,6 +273,7 @@ class SqlCatalog(Catalog):
     add_component = forward("_txns", SqlTransactions)
     add_write_keys = forward("_txns", SqlTransactions)
     purge_write_sets = forward("_txns", SqlTransactions)
+    purge_commit_records = forward("_purge", SqlHistoryPurge)
     commit_transaction = forward("_txns", SqlTransactions)
     abort_transaction = forward("_txns", SqlTransactions)
     get_transaction = forward("_txns", SqlTransactions)
@@ -279,6 +284,7 @@ class SqlCatalog(Catalog):
     valid_write_ids = forward("_write_ids", SqlWriteIds)
     compactor_valid_write_ids = forward("_write_ids", SqlWriteIds)
     write_id_states = forward("_write_ids", SqlWriteIds)
+    write_id_history = forward("_write_ids", SqlWriteIds)
     commit_records = forward("_write_ids", SqlWriteIds)
 
     # -- locks (sql/locks.py) ----------------------------------------------------------------
@@ -292,6 +298,8 @@ class SqlCatalog(Catalog):
     list_batches = forward("_batches", SqlBatches)
     add_tombstones = forward("_batches", SqlBatches)
     tombstones = forward("_batches", SqlBatches)
+    purge_tombstones = forward("_purge", SqlHistoryPurge)
+    purge_batches = forward("_purge", SqlHistoryPurge)
 
     # -- compaction queue and history (sql/compactions.py) -----------------------------------
     enqueue_compaction = forward("_compactions", SqlCompactions)
@@ -311,6 +319,7 @@ class SqlCatalog(Catalog):
     compaction_history = forward("_compactions", SqlCompactions)
     purge_compaction_history = forward("_compactions", SqlCompactions)
     compaction_candidates = forward("_compactions", SqlCompactions)
+    purge_completed_components = forward("_purge", SqlHistoryPurge)
     aborted_write_ids = forward("_compactions", SqlCompactions)
     forget_aborted_components = forward("_compactions", SqlCompactions)
 

@@ -4,14 +4,17 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import sqlalchemy as sa
 
 from acidflow.catalog.records import CommitRecord, TxnState
 from acidflow.catalog.sql import schema as m
 from acidflow.catalog.sql import shared
 from acidflow.catalog.sql.db import Database
-from acidflow.catalog.tabledef import split_table_name
+from acidflow.catalog.tabledef import as_utc, split_table_name
 from acidflow.format.layout import ValidWriteIdList
+from acidflow.format.timetravel import WriteIdHistory, snapshot_as_of
 
 #: ``(table, high_watermark, open_write_ids, aborted_write_ids, min_open_write_id)``
 RawSnapshot = tuple[str, int, tuple[int, ...], tuple[int, ...], int | None]
@@ -27,15 +30,12 @@ class SqlWriteIds:
         self,
         table_name: str,
         txn_id: int | None = None,
-        as_of_write_id: int | None = None,
         *,
         oldest_open: bool = False,
     ) -> RawSnapshot:
         """Raw ``(table, high_watermark, open_write_ids, aborted_write_ids, min_open_write_id)``
         behind :meth:`valid_write_ids` (sorted tuples); ``oldest_open``: the snapshot of the
         oldest open transaction without its own writes (:meth:`compactor_valid_write_ids`)."""
-        if as_of_write_id is not None and as_of_write_id < 0:
-            raise ValueError(f"as_of_write_id must be >= 0, got {as_of_write_id}")
         db, tbl = split_table_name(table_name)
 
         def fn(conn: sa.Connection) -> RawSnapshot:
@@ -55,8 +55,6 @@ class SqlWriteIds:
                 ).scalar_one()
                 - 1
             )
-            if as_of_write_id is not None:
-                hwm = min(hwm, as_of_write_id)
             not_visible: sa.ColumnElement[bool] = m.Txn.txn_state.in_(
                 (TxnState.OPEN, TxnState.ABORTED)
             )
@@ -92,11 +90,29 @@ class SqlWriteIds:
         return self.db.run(fn, write=False)
 
     def valid_write_ids(
-        self, table_name: str, txn_id: int | None = None, as_of_write_id: int | None = None
+        self,
+        table_name: str,
+        txn_id: int | None = None,
+        as_of_write_id: int | None = None,
+        *,
+        as_of_timestamp: datetime | None = None,
     ) -> ValidWriteIdList:
-        name, hwm, open_ids, aborted, min_open = self.write_id_snapshot(
-            table_name, txn_id, as_of_write_id
-        )
+        """SQL: time travel from the table's ``txn_to_write_id`` rows and their transactions'
+        commit ids (kept for every transaction; commit records may be purged)."""
+        if as_of_write_id is not None and as_of_write_id < 0:
+            raise ValueError(f"as_of_write_id must be >= 0, got {as_of_write_id}")
+        if as_of_write_id is not None or as_of_timestamp is not None:
+            if as_of_write_id is not None and as_of_timestamp is not None:
+                raise ValueError("give as_of_write_id or as_of_timestamp, not both")
+            db, tbl = split_table_name(table_name)
+            return snapshot_as_of(
+                f"{db}.{tbl}",
+                self.write_id_history(table_name),
+                write_id=as_of_write_id,
+                timestamp=None if as_of_timestamp is None else as_utc(as_of_timestamp),
+                highest_allocated=self.highest_allocated(table_name),
+            )
+        name, hwm, open_ids, aborted, min_open = self.write_id_snapshot(table_name, txn_id)
         return ValidWriteIdList(
             name,
             hwm,
@@ -129,6 +145,49 @@ class SqlWriteIds:
                 .order_by(m.TxnToWriteId.write_id)
             ).all()
             return [(r.write_id, r.txn_id, r.txn_state or TxnState.COMMITTED) for r in rows]
+
+        return self.db.run(fn, write=False)
+
+    def highest_allocated(self, table_name: str) -> int:
+        """The table's highest allocated write id (``next_write_id`` - 1)."""
+        db, tbl = split_table_name(table_name)
+
+        def fn(conn: sa.Connection) -> int:
+            shared.table_row(conn, db, tbl)
+            nxt = conn.execute(
+                sa.select(m.NextWriteId.nwi_next).where(
+                    m.NextWriteId.db_name == db, m.NextWriteId.tbl_name == tbl
+                )
+            ).scalar_one()
+            return int(nxt) - 1
+
+        return self.db.run(fn, write=False)
+
+    def write_id_history(self, table_name: str) -> list[WriteIdHistory]:
+        db, tbl = split_table_name(table_name)
+
+        def fn(conn: sa.Connection) -> list[WriteIdHistory]:
+            shared.table_row(conn, db, tbl)
+            rows = conn.execute(
+                sa.select(
+                    m.TxnToWriteId.write_id,
+                    m.Txn.txn_state,
+                    m.Txn.txn_commit_id,
+                    m.Txn.txn_committed,
+                )
+                .join(m.Txn, m.Txn.txn_id == m.TxnToWriteId.txn_id, isouter=True)
+                .where(m.TxnToWriteId.db_name == db, m.TxnToWriteId.tbl_name == tbl)
+                .order_by(m.TxnToWriteId.write_id)
+            ).all()
+            return [
+                WriteIdHistory(
+                    r.write_id,
+                    r.txn_state or TxnState.COMMITTED,
+                    r.txn_commit_id,
+                    None if r.txn_committed is None else as_utc(r.txn_committed),
+                )
+                for r in rows
+            ]
 
         return self.db.run(fn, write=False)
 
