@@ -21,7 +21,9 @@ from acidflow.catalog.hms.tablerole import MetastoreTables
 from acidflow.catalog.sql.adopt import SqlAdoption
 from acidflow.catalog.sql.batches import SqlBatches
 from acidflow.catalog.sql.compactions import SqlCompactions
+from acidflow.catalog.sql.datafiles import SqlDataFiles
 from acidflow.catalog.sql.locks import SqlLocks
+from acidflow.catalog.sql.purge import SqlHistoryPurge
 from acidflow.catalog.sql.readers import SqlReaders
 from acidflow.catalog.sql.schemahistory import SqlSchemaHistory
 from acidflow.catalog.sql.tables import SqlTables
@@ -48,6 +50,8 @@ IMPLEMENTERS = [
     SqlBatches,
     SqlCompactions,
     SqlReaders,
+    SqlDataFiles,
+    SqlHistoryPurge,
 ]
 
 

@@ -222,3 +222,32 @@ def test_fsck_repair_from_the_command_line(catalog):
     survivors = {json.loads(line)["id"] for line in res.output.splitlines()}
     assert len(survivors) == 40 - dry["rows_lost"] and survivors < set(range(40))
     assert runner.invoke(app, ["fsck", "s.t", "--dry-run"]).exit_code != 0  # needs --repair
+
+
+def test_cleaner_forgets_the_records_of_the_directories_it_removes(catalog):
+    """The records stay bounded by what the table holds: after a major compaction and a
+    cleaner pass, only the new base's files are recorded, and an aborted write's directory
+    goes with its records."""
+    from acidflow.compactor.cleaner import run_cleaner
+
+    _table(catalog)
+    for i in range(3):
+        _upsert(catalog, range(10 * i, 10 * i + 10), "a")
+    with pytest.raises(RuntimeError):
+        with Transaction(catalog, heartbeat_s=0) as txn:
+            txn.upsert("s.t", pa.table({"id": pa.array([99], pa.int32()), "v": ["x"]}))
+            raise RuntimeError("abort after writing")
+    assert {r.path.split("/")[0] for r in catalog.data_file_records("s.t")} == {
+        "delta_0000001_0000001_0000",
+        "delta_0000002_0000002_0000",
+        "delta_0000003_0000003_0000",
+    }
+    entry = catalog.enqueue_compaction("s.t", None, "major")
+    run_worker(None, catalog, cq_id=entry.id)
+    run_cleaner(catalog, reader_timeout_s=0, retention={"succeeded": 0})
+    dirs = {r.path.split("/")[0] for r in catalog.data_file_records("s.t")}
+    assert len(dirs) == 1 and dirs.pop().startswith("base_"), dirs
+    with catalog.engine.connect() as conn:  # the aborted write's records are gone too
+        total = conn.exec_driver_sql("SELECT count(*) FROM data_files").scalar()
+    assert total == len(catalog.data_file_records("s.t"))
+    assert sorted(_rows(catalog)) == list(range(30))

@@ -273,6 +273,8 @@ def run_cleaner(
                 catalog.visibility_lookup(),
                 kept_range.interleaved,
             )
+            # the records of the files removed go too (they stay bounded by what the table holds)
+            catalog.forget_data_files(table.name, [(entry.partition or "", n) for n in removed])
             done = list((entry.details or {}).get("cleaned") or []) + removed
             if kept:
                 catalog.update_compaction(
@@ -336,6 +338,7 @@ def run_cleaner(
             if state.aborted:
                 for name in state.aborted:
                     remove_safely(tfs, pdir, name)
+                catalog.forget_data_files(table.name, [(part, n) for n in state.aborted])
                 report.aborted[f"{table.name}/{part}" if part else table.name] = list(state.aborted)
         if aborted:
             catalog.forget_aborted_components(table.name, max(aborted))

@@ -61,3 +61,18 @@ class DataFileRegistry(abc.ABC):
         Raises:
             NoSuchTableError.
         """
+
+    @abc.abstractmethod
+    def forget_data_files(self, table_name: str, directories: Iterable[tuple[str, str]]) -> int:
+        """Drop the records of every file under directories that are gone from storage (the
+        cleaner calls it for the obsolete and aborted directories it removed), so the records
+        stay bounded by what the table holds. Records of other directories stay.
+
+        Args:
+            directories: ``(partition path, directory name)`` pairs (``""`` unpartitioned),
+                e.g. ``("ds=1", "delta_0000003_0000003_0000")``.
+        Returns:
+            The number of records dropped.
+        Raises:
+            NoSuchTableError.
+        """

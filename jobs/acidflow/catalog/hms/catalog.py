@@ -673,6 +673,7 @@ class HiveMetastoreCatalog(MetastoreTables):
     # -- data file records (side; its transactions mirror the metastore's) -------------------
     record_data_files = forward("side", SqlCatalog)
     mark_data_files_lost = forward("side", SqlCatalog)
+    forget_data_files = forward("side", SqlCatalog)
 
     def data_file_records(self, table_name: str, partition: str | None = None) -> list[FileRecord]:
         self.get_table(table_name)

@@ -336,3 +336,4 @@ class SqlCatalog(Catalog):
     record_data_files = forward("_data_files", SqlDataFiles)
     data_file_records = forward("_data_files", SqlDataFiles)
     mark_data_files_lost = forward("_data_files", SqlDataFiles)
+    forget_data_files = forward("_data_files", SqlDataFiles)

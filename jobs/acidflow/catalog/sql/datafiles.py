@@ -22,7 +22,6 @@ class SqlDataFiles:
         self.db = db
 
     def record_data_files(self, txn_id: int, table_name: str, files: Iterable[FileRecord]) -> None:
-        """SQL side of ``Catalog.record_data_files`` (contract in catalog/api/datafiles.py)."""
         db, tbl = split_table_name(table_name)
         rows = {
             (f.partition, f.path): {
@@ -60,7 +59,6 @@ class SqlDataFiles:
         self.db.run(fn)
 
     def data_file_records(self, table_name: str, partition: str | None = None) -> list[FileRecord]:
-        """SQL side of ``Catalog.data_file_records`` (contract in catalog/api/datafiles.py)."""
         db, tbl = split_table_name(table_name)
         d = m.DataFileRow
 
@@ -105,7 +103,6 @@ class SqlDataFiles:
     def mark_data_files_lost(
         self, table_name: str, files: Iterable[tuple[str, str]], note: str
     ) -> int:
-        """SQL side of ``Catalog.mark_data_files_lost`` (contract in catalog/api/datafiles.py)."""
         db, tbl = split_table_name(table_name)
         wanted = sorted(set(files))
         d = m.DataFileRow
@@ -128,3 +125,24 @@ class SqlDataFiles:
             return n
 
         return self.db.run(fn)
+
+    def forget_data_files(self, table_name: str, directories: Iterable[tuple[str, str]]) -> int:
+        db, tbl = split_table_name(table_name)
+        wanted = sorted(set(directories))
+        d = m.DataFileRow
+
+        def fn(conn: sa.Connection) -> int:
+            shared.table_row(conn, db, tbl)
+            n = 0
+            for part, directory in wanted:
+                n += conn.execute(
+                    sa.delete(d).where(
+                        d.db_name == db,
+                        d.tbl_name == tbl,
+                        d.part_path == part,
+                        d.file_path.startswith(f"{directory}/", autoescape=True),
+                    )
+                ).rowcount
+            return n
+
+        return self.db.run(fn) if wanted else 0
