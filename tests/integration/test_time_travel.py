@@ -4,6 +4,7 @@ right after W's commit, ``as_of_timestamp=T`` the one after the last commit at o
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import timedelta
 
@@ -93,6 +94,16 @@ def test_interleaved_commits_show_only_states_that_existed(catalog):
     naive = (tb + (td - tb) / 2).replace(tzinfo=None)
     assert ids_as_of(catalog, as_of_timestamp=naive) == [2]
     assert history.write_id_at(catalog, NAME, ta) == 1
+    # the command line: cat --as-of-timestamp (UTC)
+    from typer.testing import CliRunner
+
+    from acidflow.cli.app import app
+
+    res = CliRunner().invoke(
+        app, ["cat", NAME, "--as-of-timestamp", naive.strftime("%Y-%m-%dT%H:%M:%S.%f")]
+    )
+    assert res.exit_code == 0, res.output
+    assert [json.loads(line)["id"] for line in res.output.splitlines()] == [2]
 
     # incremental reads go by the states: from B's state to A's, A and D came in
     changes = reads.read_incremental(None, catalog, NAME, 2, 1)

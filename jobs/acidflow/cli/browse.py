@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional
 
@@ -82,7 +83,15 @@ def cat(
     ctx: typer.Context,
     target: str = typer.Argument(..., help="table name or table/partition directory"),
     as_of: Optional[int] = typer.Option(
-        None, "--as-of", help="time travel: snapshot at this write id (catalog tables)"
+        None,
+        "--as-of",
+        help="time travel: the committed state right after this write id's commit (catalog tables)",
+    ),
+    as_of_timestamp: Optional[datetime] = typer.Option(
+        None,
+        "--as-of-timestamp",
+        formats=["%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%d"],
+        help="time travel: the state after the last commit at or before this UTC time",
     ),
     hwm: Optional[int] = typer.Option(None, "--hwm", help="high watermark for a bare directory"),
     open_ids: Optional[str] = typer.Option(None, "--open", help="open write ids, comma-separated"),
@@ -111,16 +120,26 @@ def cat(
     if fmt not in OUTPUT_FORMATS:
         raise typer.BadParameter(f"unknown format {fmt!r} ({', '.join(OUTPUT_FORMATS)})")
     if incremental is not None:
-        if as_of is not None or hwm is not None or open_ids or aborted_ids or read_optimized:
+        if (
+            as_of is not None
+            or as_of_timestamp is not None
+            or hwm is not None
+            or open_ids
+            or aborted_ids
+            or read_optimized
+        ):
             raise typer.BadParameter(
-                "--incremental takes no --as-of/--hwm/--open/--aborted/--read-optimized"
+                "--incremental takes no --as-of/--as-of-timestamp/--hwm/--open/--aborted/"
+                "--read-optimized"
             )
         changes = incremental_rows(cli_context(ctx).catalog(), target, incremental, row_id=row_id)
         emit_rows(changes.to_pylist(), changes.column_names, fmt)
         return
     if Path(target).exists() or "://" in target:
-        if as_of is not None:
-            raise typer.BadParameter("--as-of needs a catalog table; use --hwm for a directory")
+        if as_of is not None or as_of_timestamp is not None:
+            raise typer.BadParameter(
+                "--as-of/--as-of-timestamp need a catalog table; use --hwm for a directory"
+            )
         plan = reads.plan_path(
             target,
             high_watermark=hwm,
@@ -133,8 +152,16 @@ def cat(
             raise typer.BadParameter(
                 "--hwm/--open/--aborted apply to directories; use --as-of for a catalog table"
             )
+        if as_of is not None and as_of_timestamp is not None:
+            raise typer.BadParameter("give --as-of or --as-of-timestamp, not both")
         plan = reads.plan_table(
-            cli_context(ctx).catalog(), target, as_of_write_id=as_of, read_optimized=read_optimized
+            cli_context(ctx).catalog(),
+            target,
+            as_of_write_id=as_of,
+            as_of_timestamp=as_of_timestamp.replace(tzinfo=timezone.utc)
+            if as_of_timestamp is not None
+            else None,
+            read_optimized=read_optimized,
         )
     table = reads.run_plan(None, plan, row_id=row_id)
     emit_rows(table.to_pylist(), table.column_names, fmt)

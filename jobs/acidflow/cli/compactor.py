@@ -141,6 +141,9 @@ def clean(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) -> 
         console.print(f"{name}: an aborted schema change's columns reverted")
     for where, names in rep.aborted.items():
         console.print(f"{where}: removed aborted {', '.join(names)}")
+    purged = {k: n for k, n in sorted(rep.purged.items()) if n}
+    if purged:
+        console.print("catalog history purged: " + ", ".join(f"{n} {k}" for k, n in purged.items()))
     if not (rep.cleaned or rep.waiting or rep.aborted):
         console.print("nothing to clean")
     if rep.errors:
