@@ -530,9 +530,7 @@ def start_kafka(
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
         )
-    server = KafkaServer(
-        "127.0.0.1", port, controller_port, cluster_id, work_dir, log, arts, proc
-    )
+    server = KafkaServer("127.0.0.1", port, controller_port, cluster_id, work_dir, log, arts, proc)
     deadline = time.monotonic() + timeout_s
     while True:
         if proc.poll() is not None:
@@ -781,7 +779,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"Kafka Connect REST API: {connect.url}  (Debezium {DEBEZIUM_VERSION}"
                     f" PostgreSQL connector; started in {time.monotonic() - started:.1f}s)\n"
                     f"  add a connector: curl -X POST -H 'Content-Type: application/json'"
-                    f" {connect.url}/connectors -d '{{\"name\": ..., \"config\": {{...}}}}'\n"
+                    f' {connect.url}/connectors -d \'{{"name": ..., "config": {{...}}}}\'\n'
                     f"  log: {connect.log}   (Ctrl-C stops both)",
                     flush=True,
                 )
