@@ -4,7 +4,8 @@
   ``hive_metastore`` fixture);
 * :mod:`devservers.trino`: a Trino server on such a metastore (the Trino tests);
 * :mod:`devservers.kafka`: a Kafka broker (KRaft) and Kafka Connect with Debezium's PostgreSQL
-  connector (``make kafka``, the tests' ``kafka`` and ``kafka_connect`` fixtures);
+  connector (``make kafka``, the tests' ``kafka`` and ``kafka_connect`` fixtures), with
+  :mod:`devservers.kafka_wire` (a Kafka protocol Metadata request for its readiness check);
 * :mod:`devservers.process`: what they share (a free port, a log's tail, stopping a server,
   serving in the foreground until Ctrl-C).
 

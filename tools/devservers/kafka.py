@@ -15,8 +15,8 @@ once, as Kafka's quickstart does: ``kafka.tools.StorageTool format`` (``kafka-st
 format``) with a fresh cluster id, then ``kafka.Kafka server.properties`` with the PLAINTEXT
 listener and the CONTROLLER listener on free ports, topics created on first use
 (``auto.create.topics.enable=true``) and every internal topic at replication factor 1. It is
-ready when a Kafka protocol ``Metadata`` request (:func:`metadata`, written here on a plain
-socket: no Python Kafka client is needed) lists the broker.
+ready when a Kafka protocol ``Metadata`` request (:func:`devservers.kafka_wire.metadata`, on a
+plain socket: no Python Kafka client is needed) lists the broker.
 
 :func:`start_connect` runs a standalone Connect worker (``ConnectStandalone``) on that broker:
 ``JsonConverter`` with schemas for keys and values (each record is ``{"schema": ...,
@@ -40,7 +40,6 @@ import argparse
 import base64
 import os
 import shutil
-import socket
 import struct
 import subprocess
 import sys
@@ -55,6 +54,7 @@ from typing import Any
 
 import requests
 
+from devservers.kafka_wire import metadata
 from devservers.process import cache_dir, free_port, serve_foreground, stop_process, tail
 
 __all__ = [
@@ -69,7 +69,6 @@ __all__ = [
     "broker_properties",
     "default_cache_dir",
     "main",
-    "metadata",
     "start_connect",
     "start_kafka",
     "worker_properties",
@@ -280,66 +279,6 @@ def _java_command(artifacts: KafkaArtifacts, log4j: Path, main_class: str) -> li
         artifacts.classpath(),
         main_class,
     ]
-
-
-# --- a Kafka protocol Metadata request on a plain socket (readiness, no client library) ----
-
-
-def _string(buf: bytes, at: int) -> tuple[str | None, int]:
-    (n,) = struct.unpack_from(">h", buf, at)
-    at += 2
-    if n < 0:
-        return None, at
-    return buf[at : at + n].decode(), at + n
-
-
-def metadata(host: str, port: int, timeout_s: float = 5.0) -> tuple[str | None, list[str]]:
-    """Send one Kafka protocol ``Metadata`` request (version 4, no topics) to ``host:port``
-    and read the answer.
-
-    Returns:
-        The cluster id and the brokers the answer lists, as ``host:port`` strings (empty while
-        the node has not registered itself as a broker).
-
-    Raises:
-        OSError: the connection failed, was closed, or timed out.
-    """
-    client_id = b"acidflow-devservers"
-    # request header v1: api_key=3 (Metadata), api_version=4, correlation id, client id; then
-    # the body: topics = an empty array (no topic; -1, null, would ask for all of them) and
-    # allow_auto_topic_creation = false
-    body = struct.pack(">hhih", 3, 4, 7, len(client_id)) + client_id
-    body += struct.pack(">i?", 0, False)
-    with socket.create_connection((host, port), timeout=timeout_s) as sock:
-        sock.sendall(struct.pack(">i", len(body)) + body)
-        head = _recv(sock, 4)
-        (size,) = struct.unpack(">i", head)
-        buf = _recv(sock, size)
-    # response: correlation id, throttle_time_ms, brokers [node_id, host, port, rack],
-    # cluster_id, controller_id, topics
-    at = 8
-    (count,) = struct.unpack_from(">i", buf, at)
-    at += 4
-    brokers = []
-    for _ in range(count):
-        at += 4  # node id
-        bhost, at = _string(buf, at)
-        (bport,) = struct.unpack_from(">i", buf, at)
-        at += 4
-        _rack, at = _string(buf, at)
-        brokers.append(f"{bhost}:{bport}")
-    cluster_id, at = _string(buf, at)
-    return cluster_id, brokers
-
-
-def _recv(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("the broker closed the connection mid-answer")
-        data += chunk
-    return data
 
 
 def new_cluster_id() -> str:
