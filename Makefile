@@ -10,14 +10,14 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: format stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven hive-jars hadoop-aws trino-server hms lint test test-fast demo demo-hms lock clean bench bench-report bench-write-paths sample-data
+.PHONY: format stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven hive-jars hadoop-aws trino-server kafka-jars hms kafka lint test test-fast demo demo-hms lock clean bench bench-report bench-write-paths sample-data
 
 # PostgreSQL 15 server binaries, as tests/support/postgres.py finds them ($$ACIDFLOW_PG_BINDIR).
 PG_BINDIR ?= $(or $(ACIDFLOW_PG_BINDIR),/usr/lib/postgresql/15/bin)
 WAL2JSON_SO := $(abspath $(PG_BINDIR)/../lib/wal2json.so)
 WAL2JSON_PKG := postgresql-15-wal2json
 
-setup: system-deps $(VENV)/.installed hive-jars hadoop-aws trino-server
+setup: system-deps $(VENV)/.installed hive-jars hadoop-aws trino-server kafka-jars
 
 # System packages: the wal2json logical decoding output plugin (CDC source side, tests and
 # 'make sample-data'), Chromium (headless screenshots of the Airflow UI page in the e2e test) and
@@ -52,7 +52,7 @@ system-deps-docker-compose:
 	$(call apt_install,command -v docker-compose >/dev/null,docker-compose,the docker-compose.yml validation test)
 
 system-deps-maven:
-	$(call apt_install,command -v mvn >/dev/null,maven,'make hive-jars' (the Hive Metastore tests and 'make hms'))
+	$(call apt_install,command -v mvn >/dev/null,maven,'make hive-jars' and 'make kafka-jars' (the Hive Metastore and Kafka tests; 'make hms' and 'make kafka'))
 
 # Hive 3.1.3's standalone metastore, hive-exec and the Hadoop jars they need, pinned in
 # tools/hive/pom.xml, fetched from Maven Central into .cache/hive/ (layout: the pom's header).
@@ -168,6 +168,36 @@ $(TRINO_STAMP): tools/trino/pom.xml
 	  echo "WARNING: $$msg; the Trino tests will skip (see $(TRINO_CACHE)/mvn.log)" >&2; \
 	fi
 
+# Apache Kafka 4.3.0 (the KRaft broker, its tools, Kafka Connect with JsonConverter) and Debezium
+# 3.6.1.Final's PostgreSQL connector plugin, pinned in tools/kafka/pom.xml, fetched from Maven
+# Central into .cache/kafka/ (layout: the pom's header; ~80 MB, a few seconds with a warm Maven
+# repository). Idempotent: a stamp file, re-fetched only when the pom changes. A failed fetch
+# fails the target when CI=true; elsewhere it warns and the Kafka tests skip
+# (tests/integration/test_kafka_debezium.py).
+KAFKA_CACHE := $(CURDIR)/.cache/kafka
+KAFKA_STAMP := $(KAFKA_CACHE)/.fetched
+kafka-jars: $(KAFKA_STAMP)
+
+$(KAFKA_STAMP): tools/kafka/pom.xml
+	@rm -rf $(KAFKA_CACHE); mkdir -p $(KAFKA_CACHE); \
+	start=$$(date +%s); \
+	if command -v mvn >/dev/null \
+	   && mvn -q -B -f tools/kafka/pom.xml -Dkafka.cache=$(KAFKA_CACHE) \
+	        dependency:copy-dependencies@server dependency:unpack@debezium-postgres \
+	        >$(KAFKA_CACHE)/mvn.log 2>&1 \
+	   && test -s "$$(ls $(KAFKA_CACHE)/server/kafka_2.13-*.jar | head -n1)" \
+	   && test -s "$$(ls $(KAFKA_CACHE)/plugins/debezium-connector-postgres/debezium-connector-postgres-*.jar | head -n1)"; then \
+	  touch $@; \
+	  echo "kafka-jars: Kafka and Debezium artifacts in $(KAFKA_CACHE)" \
+	       "($$(du -sh $(KAFKA_CACHE) | cut -f1), $$(( $$(date +%s) - start ))s)"; \
+	else \
+	  msg="kafka-jars: could not fetch the Kafka / Debezium artifacts of tools/kafka/pom.xml with Maven"; \
+	  command -v mvn >/dev/null || msg="$$msg (mvn is not installed: apt-get install maven)"; \
+	  [ -f $(KAFKA_CACHE)/mvn.log ] && tail -n 20 $(KAFKA_CACHE)/mvn.log >&2; \
+	  if [ "$$CI" = true ]; then echo "$$msg; CI=true: failing" >&2; exit 1; fi; \
+	  echo "WARNING: $$msg; the Kafka tests will skip (see $(KAFKA_CACHE)/mvn.log)" >&2; \
+	fi
+
 # A Hive 3.1.3 metastore (thrift, DbTxnManager settings, Hive's compactor off) for a person, in
 # the foreground until Ctrl-C: prints its thrift:// URL. Options: make hms HMS_ARGS="--port 9083"
 # The servers are development tools (tools/devservers/, not part of the shipped package): tools/
@@ -175,6 +205,13 @@ $(TRINO_STAMP): tools/trino/pom.xml
 DEVSERVERS := PYTHONPATH=$(CURDIR)/tools$${PYTHONPATH:+:$$PYTHONPATH}
 hms: setup
 	$(DEVSERVERS) $(PY) -m devservers.hms $(HMS_ARGS)
+
+# A Kafka 4.3.0 broker (KRaft, one node) and a Kafka Connect worker with Debezium's PostgreSQL
+# connector (JsonConverter with schemas; connectors added through its REST API) for a person, in
+# the foreground until Ctrl-C: prints the bootstrap servers and the Connect REST URL.
+# Options: make kafka KAFKA_ARGS="--port 9092 --connect-port 8083"
+kafka: setup
+	$(DEVSERVERS) $(PY) -m devservers.kafka $(KAFKA_ARGS)
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

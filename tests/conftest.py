@@ -113,6 +113,40 @@ def trino_server(hive_metastore, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def kafka(tmp_path_factory):
+    """A Kafka 4.3.0 broker on 127.0.0.1 for the whole session (one KRaft node, broker and
+    controller; topics created on first use; see ``devservers.kafka``): an object with
+    ``.bootstrap_servers``, ``.log`` and ``.consume(topic, max_messages=...)``. Started only
+    when a test asks for it; skips without the ``make kafka-jars`` artifacts, fails instead when
+    ``CI=true``. Stopped at the end of the session."""
+    from devservers.kafka import start_kafka
+    from tests.support.kafka import require_kafka_artifacts
+
+    artifacts = require_kafka_artifacts()
+    server = start_kafka(tmp_path_factory.mktemp("kafka"), artifacts=artifacts)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_connect(kafka, tmp_path_factory):
+    """A standalone Kafka Connect worker on the ``kafka`` fixture's broker for the whole
+    session, with Debezium 3.6.1's PostgreSQL connector on its plugin path and JsonConverter
+    (schemas on) for keys and values: ``.url`` (the REST API), ``.create_connector(name,
+    config)``, ``.wait_running(name)``, ``.delete_connector(name)``. No connector runs until a
+    test adds one. Stopped at the end of the session."""
+    from devservers.kafka import start_connect
+
+    server = start_connect(kafka, tmp_path_factory.mktemp("kafka-connect"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
 def s3_server():
     """One local S3 server (moto in server mode on 127.0.0.1, free port) for the test session:
     a :class:`tests.support.s3.S3Server` with ``endpoint``, ``env`` (the AWS variables pointing

@@ -3,7 +3,10 @@
 * :mod:`devservers.hms`: a Hive 3.1.3 metastore (``make hms``, ``make demo-hms``, the tests'
   ``hive_metastore`` fixture);
 * :mod:`devservers.trino`: a Trino server on such a metastore (the Trino tests);
-* :mod:`devservers.process`: what both share (a free port, a log's tail, stopping a server,
+* :mod:`devservers.kafka`: a Kafka broker (KRaft) and Kafka Connect with Debezium's PostgreSQL
+  connector (``make kafka``, the tests' ``kafka`` and ``kafka_connect`` fixtures), with
+  :mod:`devservers.kafka_wire` (a Kafka protocol Metadata request for its readiness check);
+* :mod:`devservers.process`: what they share (a free port, a log's tail, stopping a server,
   serving in the foreground until Ctrl-C).
 
 They live in ``tools/devservers/`` and import from ``tools/`` on ``sys.path`` (the Makefile and

@@ -1,4 +1,4 @@
-"""What the metastore and Trino servers share: the repository's cache folder, a free TCP port,
+"""What the metastore, Trino and Kafka servers share: the repository's cache folder, a free TCP port,
 the tail of a log, stopping a server process, and serving one in the foreground until Ctrl-C
 (or SIGTERM)."""
 
@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
@@ -56,20 +57,33 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def serve_foreground(process: "subprocess.Popen[bytes]", log: Path, name: str) -> int:
-    """Wait while the started server ``process`` runs, until Ctrl-C or SIGTERM (both stop the
-    wait). The caller stops the server afterwards.
+def serve_foreground(
+    process: "subprocess.Popen[bytes]",
+    log: Path,
+    name: str,
+    companions: Sequence[tuple["subprocess.Popen[bytes]", Path, str]] = (),
+) -> int:
+    """Wait while the started server ``process`` (and every ``(process, log, name)`` of
+    ``companions``, e.g. the broker under a Kafka Connect worker) runs, until Ctrl-C or SIGTERM
+    (both stop the wait). The caller stops the servers afterwards.
 
     Returns:
-        0 after Ctrl-C / SIGTERM; 1 when the server exited by itself (its exit status and the
-        tail of ``log`` are printed to stderr).
+        0 after Ctrl-C / SIGTERM; 1 when a server exited by itself (its exit status and the
+        tail of its log are printed to stderr).
     """
     signal.signal(signal.SIGTERM, _interrupt)
+    watched = [(process, log, name), *companions]
     try:
-        while process.poll() is None:
+        while True:
+            for proc, proc_log, proc_name in watched:
+                if proc.poll() is not None:
+                    print(
+                        f"error: {proc_name} exited ({proc.returncode});"
+                        f" {proc_log}:\n{tail(proc_log)}",
+                        file=sys.stderr,
+                    )
+                    return 1
             time.sleep(0.5)
-        print(f"error: {name} exited ({process.returncode}); {log}:\n{tail(log)}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         print(f"stopping {name}", flush=True)
         return 0
