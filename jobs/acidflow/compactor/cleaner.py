@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from acidflow.catalog import Catalog, CatalogError, TableDef
-from acidflow.catalog.records import CompactionState
+from acidflow.catalog.records import CommitRecord, CompactionState
 from acidflow.format.layout import NotEnoughHistoryError, ValidWriteIdList
 from acidflow.maintenance.compaction import TMP_PREFIX
 from acidflow.read import history
@@ -347,6 +347,22 @@ def run_cleaner(
     return report
 
 
+def timeline_cut(records: list[CommitRecord], oldest_retained: int, keep: int) -> int:
+    """The write id from whose commit on a table's commit records stay (0: all stay): the older,
+    in commit order, of the oldest retained state's commit and the ``keep``-th newest record
+    (:func:`acidflow.storage.retention.timeline_keep_commits`)."""
+    if not oldest_retained or len(records) <= keep:
+        return 0
+    ordered = sorted(records, key=lambda r: r.commit_id)
+    if keep == 0:
+        return oldest_retained
+    cut = ordered[-keep]
+    retained = next((r for r in ordered if r.write_id == oldest_retained), None)
+    if retained is not None and retained.commit_id < cut.commit_id:
+        return retained.write_id
+    return cut.write_id
+
+
 def purge_history(catalog: Catalog, *, reader_timeout_s: float | None = None) -> dict[str, int]:
     """Keep the catalog's history bounded (every cleaner pass): write sets no open transaction
     can hit, commit records of commits before each table's oldest retained state (history
@@ -359,12 +375,15 @@ def purge_history(catalog: Catalog, *, reader_timeout_s: float | None = None) ->
     for tdef in catalog.list_tables():
         try:
             oldest = history.retained_range(catalog, tdef.name, table=tdef).oldest
+            keep = retention.timeline_keep_commits(tdef.name, tdef.properties)
         except ValueError as exc:  # a bad retention property: keep the table's records
             log.warning("cleaner: commit records of %s kept: %s", tdef.name, exc)
             continue
-        records += catalog.purge_commit_records(
-            tdef.name, oldest, reader_timeout_s=reader_timeout_s
-        )
+        keep_from = timeline_cut(catalog.commit_records(tdef.name), oldest, keep)
+        if keep_from:
+            records += catalog.purge_commit_records(
+                tdef.name, keep_from, reader_timeout_s=reader_timeout_s
+            )
     out["commit_records"] = records
     out["completed_txn_components"] = catalog.purge_completed_components()
     out["cdc_tombstones"] = catalog.purge_tombstones()

@@ -37,6 +37,12 @@ state only keeps more. Removing other directories never changes what a retained 
 
 Defaults can be changed per deployment with ``ACIDFLOW_HISTORY_RETAIN_COMMITS`` /
 ``ACIDFLOW_HISTORY_RETAIN_HOURS``; a table property wins over the environment.
+
+**The timeline.** The commit records (``acidflow commits``, the UI's history, restore's and
+rollback's choice of a commit) outlive the readable snapshots: the cleaner deletes a record only
+when it is older than both the oldest retained state and the newest
+``acidflow.timeline.keep.commits`` records (default 100; ``ACIDFLOW_TIMELINE_KEEP_COMMITS``), as
+Hudi archives its timeline beyond ``hoodie.keep.max.commits`` (:func:`timeline_keep_commits`).
 """
 
 from __future__ import annotations
@@ -137,6 +143,30 @@ def check_retention_properties(table: str, props: Mapping[str, str]) -> None:
         _parse_commits(table, f"property {RETAIN_COMMITS}", props[RETAIN_COMMITS])
     if RETAIN_HOURS in props:
         _parse_hours(table, f"property {RETAIN_HOURS}", props[RETAIN_HOURS])
+
+
+TIMELINE_KEEP_COMMITS = "acidflow.timeline.keep.commits"
+ENV_TIMELINE_KEEP_COMMITS = "ACIDFLOW_TIMELINE_KEEP_COMMITS"
+DEFAULT_TIMELINE_KEEP_COMMITS = 100
+
+
+def timeline_keep_commits(
+    table: str, props: Mapping[str, str], env: Mapping[str, str] | None = None
+) -> int:
+    """How many of a table's newest commit records the cleaner always keeps (module doc, "The
+    timeline"): the property ``acidflow.timeline.keep.commits``, else
+    ``ACIDFLOW_TIMELINE_KEEP_COMMITS``, else 100.
+
+    Raises:
+        ValueError: a bad property or environment value (table, key and value named).
+    """
+    env = os.environ if env is None else env
+    if TIMELINE_KEEP_COMMITS in props:
+        where, value = f"property {TIMELINE_KEEP_COMMITS}", props[TIMELINE_KEEP_COMMITS]
+        return _parse_commits(table, where, value)
+    if ENV_TIMELINE_KEEP_COMMITS in env:
+        return _parse_commits(table, ENV_TIMELINE_KEEP_COMMITS, env[ENV_TIMELINE_KEEP_COMMITS])
+    return DEFAULT_TIMELINE_KEEP_COMMITS
 
 
 def retention_policy(
