@@ -44,12 +44,11 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from xml.sax.saxutils import escape
 
 from sqlalchemy.engine import make_url
 
-from devservers.process import cache_dir, free_port, serve_foreground, stop_process, tail
+from devservers.process import JvmServer, cache_dir, free_port, serve_foreground, tail
 
 __all__ = [
     "HIVE_VERSION",
@@ -315,7 +314,7 @@ def _java() -> str:
 
 
 @dataclass
-class HiveMetastore:
+class HiveMetastore(JvmServer):
     """A running metastore thrift server (from :func:`start_metastore`); a context manager that
     stops it on exit."""
 
@@ -331,26 +330,6 @@ class HiveMetastore:
     def url(self) -> str:
         """``thrift://127.0.0.1:<port>``: what ``hive.metastore.uris`` would be set to."""
         return f"thrift://{self.host}:{self.port}"
-
-    def running(self) -> bool:
-        """True while the JVM has not exited."""
-        return self.process.poll() is None
-
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """SIGTERM the JVM (its shutdown hook closes the thrift server), SIGKILL after
-        ``timeout_s`` seconds. Idempotent."""
-        stop_process(self.process, timeout_s)
-
-    def __enter__(self) -> "HiveMetastore":
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def _home_dir(workdir: Path, artifacts: HiveArtifacts, db_type: str) -> Path:

@@ -49,13 +49,12 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import requests
 
 from devservers.kafka_wire import metadata
-from devservers.process import cache_dir, free_port, serve_foreground, stop_process, tail
+from devservers.process import JvmServer, cache_dir, free_port, serve_foreground, tail
 
 __all__ = [
     "DEBEZIUM_VERSION",
@@ -288,7 +287,7 @@ def new_cluster_id() -> str:
 
 
 @dataclass
-class KafkaServer:
+class KafkaServer(JvmServer):
     """A running single-node KRaft broker+controller (from :func:`start_kafka`); a context
     manager that stops it on exit."""
 
@@ -305,15 +304,6 @@ class KafkaServer:
     def bootstrap_servers(self) -> str:
         """``127.0.0.1:<port>``: a client's ``bootstrap.servers``."""
         return f"{self.host}:{self.port}"
-
-    def running(self) -> bool:
-        """True while the JVM has not exited."""
-        return self.process.poll() is None
-
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """SIGTERM the JVM (a controlled shutdown), SIGKILL after ``timeout_s`` seconds.
-        Idempotent."""
-        stop_process(self.process, timeout_s)
 
     def consume(
         self,
@@ -371,17 +361,6 @@ class KafkaServer:
             key, value = line.split(sep, 1)
             records.append((None if key == null else key, None if value == null else value))
         return records
-
-    def __enter__(self) -> "KafkaServer":
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def start_kafka(
@@ -493,7 +472,7 @@ def start_kafka(
 
 
 @dataclass
-class ConnectServer:
+class ConnectServer(JvmServer):
     """A running standalone Kafka Connect worker (from :func:`start_connect`) with its REST
     API; a context manager that stops it on exit."""
 
@@ -508,15 +487,6 @@ class ConnectServer:
     def url(self) -> str:
         """``http://127.0.0.1:<rest port>``: the REST API."""
         return f"http://{self.host}:{self.rest_port}"
-
-    def running(self) -> bool:
-        """True while the JVM has not exited."""
-        return self.process.poll() is None
-
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """SIGTERM the JVM (the connectors stop and commit their offsets), SIGKILL after
-        ``timeout_s`` seconds. Idempotent."""
-        stop_process(self.process, timeout_s)
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
         resp = requests.request(method, f"{self.url}{path}", json=body, timeout=60)
@@ -580,17 +550,6 @@ class ConnectServer:
             f"Kafka Connect connector {name} not running within {timeout_s:.0f}s: {status};"
             f" {self.log}:\n{tail(self.log)}"
         )
-
-    def __enter__(self) -> "ConnectServer":
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def start_connect(

@@ -11,7 +11,8 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
+from types import FrameType, TracebackType
+from typing import Self
 
 #: The repository root (``tools/devservers/process.py`` -> ``tools`` -> the root).
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -87,3 +88,32 @@ def serve_foreground(
     except KeyboardInterrupt:
         print(f"stopping {name}", flush=True)
         return 0
+
+
+class JvmServer:
+    """What every dev server here shares (the metastore, Trino, the Kafka broker, Connect): a
+    ``process`` attribute holding the JVM, :meth:`running`, :meth:`stop` and use as a context
+    manager that stops it on exit. The servers are dataclasses that inherit this."""
+
+    process: "subprocess.Popen[bytes]"
+
+    def running(self) -> bool:
+        """True while the JVM has not exited."""
+        return self.process.poll() is None
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """SIGTERM the JVM (its shutdown hooks run: the metastore closes its thrift server,
+        Trino shuts down gracefully, the broker does a controlled shutdown, Connect commits its
+        connectors' offsets), SIGKILL after ``timeout_s`` seconds. Idempotent."""
+        stop_process(self.process, timeout_s)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

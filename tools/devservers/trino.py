@@ -46,13 +46,12 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 from urllib.parse import urlparse
 
 import requests
 
-from devservers.process import cache_dir, free_port, serve_foreground, stop_process, tail
+from devservers.process import JvmServer, cache_dir, free_port, serve_foreground, tail
 
 TRINO_VERSION = "476"
 TRINO_HOME_ENV = "ACIDFLOW_TRINO_HOME"
@@ -192,7 +191,7 @@ def rss_mib(pid: int) -> float | None:
 
 
 @dataclass
-class TrinoServer:
+class TrinoServer(JvmServer):
     """A running Trino server (from :func:`start_trino`); a context manager that stops it."""
 
     host: str
@@ -208,10 +207,6 @@ class TrinoServer:
     def url(self) -> str:
         """``http://127.0.0.1:<port>``: the coordinator's HTTP endpoint."""
         return f"http://{self.host}:{self.port}"
-
-    def running(self) -> bool:
-        """True while the JVM has not exited."""
-        return self.process.poll() is None
 
     def rss_mib(self) -> float | None:
         """The server JVM's resident memory in MiB (None where /proc is absent)."""
@@ -260,22 +255,6 @@ class TrinoServer:
                 continue
             resp.raise_for_status()
             doc = resp.json()
-
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """SIGTERM the JVM (Trino's graceful shutdown hook), SIGKILL after ``timeout_s``
-        seconds. Idempotent."""
-        stop_process(self.process, timeout_s)
-
-    def __enter__(self) -> "TrinoServer":
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def write_etc(

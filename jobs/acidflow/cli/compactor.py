@@ -22,7 +22,7 @@ import typer
 from rich.table import Table
 
 from acidflow.catalog.records import CompactionState, CompactionType
-from acidflow.cli.console import console, emit_json, emit_json_lines, err
+from acidflow.cli.console import console, emit_json, emit_json_lines, err, time_cell
 from acidflow.cli.context import cli_context
 from acidflow.spark import get_spark
 
@@ -30,14 +30,6 @@ if TYPE_CHECKING:
     from acidflow.compactor.fsck import RepairReport
 
 JSON_LINES = "JSON lines, one object per finding"
-
-
-def _t(v: object) -> str:
-    return (
-        "-"
-        if v is None
-        else (v.strftime("%Y-%m-%d %H:%M:%S") if hasattr(v, "strftime") else str(v))
-    )
 
 
 def compact(
@@ -116,7 +108,9 @@ def initiate(
         return
     t = Table("Table", "Partition", "Decision", "Reason", "Queued")
     for d in report.decisions:
-        t.add_row(d.table, d.partition or "---", d.action or "none", d.reason, _t(d.queued_id))
+        t.add_row(
+            d.table, d.partition or "---", d.action or "none", d.reason, time_cell(d.queued_id)
+        )
     console.print(t)
     console.print(("dry run: nothing queued" if dry_run else f"queued: {report.queued_ids}"))
 

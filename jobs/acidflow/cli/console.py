@@ -77,3 +77,12 @@ def emit_json_lines(docs: Iterable[Any]) -> None:
     out = sys.stdout
     for d in docs:
         out.write(json_line(d) + "\n")
+
+
+def time_cell(v: object) -> str:
+    """A time or number cell of a Rich table (SHOW COMPACTIONS style): ``-`` for None,
+    ``YYYY-MM-DD HH:MM:SS`` for a datetime, else ``str(v)``."""
+    if v is None:
+        return "-"
+    strftime = getattr(v, "strftime", None)
+    return strftime("%Y-%m-%d %H:%M:%S") if strftime else str(v)

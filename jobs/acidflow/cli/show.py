@@ -12,19 +12,11 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from acidflow.cli.console import console, emit_json, emit_json_lines
+from acidflow.cli.console import console, emit_json, emit_json_lines, time_cell
 from acidflow.cli.context import cli_context
 from acidflow.states import TxnState
 
 JSON_HELP = "JSON lines, one object per item"
-
-
-def _t(v: object) -> str:
-    """A time or number cell: ``-`` for None, ``YYYY-MM-DD HH:MM:SS`` for a datetime."""
-    if v is None:
-        return "-"
-    strftime = getattr(v, "strftime", None)
-    return strftime("%Y-%m-%d %H:%M:%S") if strftime else str(v)
 
 
 def tables(
@@ -166,7 +158,9 @@ def show_batches(
     for c in ("batch", "kind", "txn", "state", "registered", "source"):
         t.add_column(c)
     for b in batches:
-        t.add_row(b.batch_id, b.kind, str(b.txn_id), b.state, _t(b.registered_at), b.source or "")
+        t.add_row(
+            b.batch_id, b.kind, str(b.txn_id), b.state, time_cell(b.registered_at), b.source or ""
+        )
     console.print(t)
 
 
@@ -205,11 +199,11 @@ def show_compactions(
             c.state,
             c.requester,
             c.worker_id or "---",
-            _t(c.enqueued_at),
-            _t(c.started_at),
-            _t(c.ended_at),
-            _t(c.highest_write_id),
-            _t(c.txn_id),
+            time_cell(c.enqueued_at),
+            time_cell(c.started_at),
+            time_cell(c.ended_at),
+            time_cell(c.highest_write_id),
+            time_cell(c.txn_id),
             (c.error or "")[:60],
         )
     console.print(t)
