@@ -365,11 +365,13 @@ def timeline_cut(records: list[CommitRecord], oldest_retained: int, keep: int) -
 
 def purge_history(catalog: Catalog, *, reader_timeout_s: float | None = None) -> dict[str, int]:
     """Keep the catalog's history bounded (every cleaner pass): write sets no open transaction
-    can hit, commit records of commits before each table's oldest retained state (history
-    retention, :func:`acidflow.read.history.retained_range`; live readers keep theirs),
-    completed components the initiator no longer reads, superseded CDC tombstones and the
-    batch claims of aborted transactions. Committed batch records and transactions stay (module
-    doc of each purge: ``acidflow.catalog.api``). Returns rows deleted per kind."""
+    can hit, commit records beyond the timeline (older than each table's oldest retained state,
+    :func:`acidflow.read.history.retained_range`, and its newest
+    ``acidflow.timeline.keep.commits`` records; live readers keep theirs), completed components
+    the initiator no longer reads, superseded CDC tombstones, batch records beyond the batch
+    retention (:func:`acidflow.storage.retention.batch_retention`; each source's newest stays)
+    and then the committed transactions none of those need any more. The contract of each purge
+    is on its role (``acidflow.catalog.api``). Returns rows deleted per kind."""
     out = dict(catalog.purge_write_sets())
     records = 0
     for tdef in catalog.list_tables():
@@ -387,5 +389,11 @@ def purge_history(catalog: Catalog, *, reader_timeout_s: float | None = None) ->
     out["commit_records"] = records
     out["completed_txn_components"] = catalog.purge_completed_components()
     out["cdc_tombstones"] = catalog.purge_tombstones()
-    out["batches"] = catalog.purge_batches()
+    try:
+        keep_batches = retention.batch_retention()
+    except ValueError as exc:  # a bad setting: keep every committed batch record
+        log.warning("cleaner: batch records kept: %s", exc)
+        keep_batches = None
+    out["batches"] = catalog.purge_batches(keep_batches)
+    out["transactions"] = catalog.purge_transactions()
     return out

@@ -43,6 +43,15 @@ rollback's choice of a commit) outlive the readable snapshots: the cleaner delet
 when it is older than both the oldest retained state and the newest
 ``acidflow.timeline.keep.commits`` records (default 100; ``ACIDFLOW_TIMELINE_KEEP_COMMITS``), as
 Hudi archives its timeline beyond ``hoodie.keep.max.commits`` (:func:`timeline_keep_commits`).
+Transactions (``txns``, ``txn_to_write_id``) go with the records: once every table a committed
+transaction wrote has archived the records of its commit (``Catalog.purge_transactions``).
+
+**The batch ledger.** A committed batch record (what makes a rerun of an ingest file, a CDC file,
+a Kafka offset range or an idempotent data source write a no-op) is kept for
+``ACIDFLOW_BATCH_RETAIN_HOURS`` (default 720 = 30 days, Delta Lake's
+``delta.setTransactionRetentionDuration`` idea) after it committed; the newest committed record
+of each (kind, source) stays whatever its age, as the source's high-water mark (Kafka end
+offsets, the highest ``txnVersion``) (:func:`batch_retention`).
 """
 
 from __future__ import annotations
@@ -78,6 +87,8 @@ __all__ = [
     "retained_names",
     "readable_at",
     "history_loss",
+    "timeline_keep_commits",
+    "batch_retention",
 ]
 
 RETAIN_COMMITS = "acidflow.history.retain.commits"
@@ -148,6 +159,8 @@ def check_retention_properties(table: str, props: Mapping[str, str]) -> None:
 TIMELINE_KEEP_COMMITS = "acidflow.timeline.keep.commits"
 ENV_TIMELINE_KEEP_COMMITS = "ACIDFLOW_TIMELINE_KEEP_COMMITS"
 DEFAULT_TIMELINE_KEEP_COMMITS = 100
+ENV_BATCH_RETAIN_HOURS = "ACIDFLOW_BATCH_RETAIN_HOURS"
+DEFAULT_BATCH_RETAIN_HOURS = 720.0
 
 
 def timeline_keep_commits(
@@ -167,6 +180,31 @@ def timeline_keep_commits(
     if ENV_TIMELINE_KEEP_COMMITS in env:
         return _parse_commits(table, ENV_TIMELINE_KEEP_COMMITS, env[ENV_TIMELINE_KEEP_COMMITS])
     return DEFAULT_TIMELINE_KEEP_COMMITS
+
+
+def batch_retention(env: Mapping[str, str] | None = None) -> timedelta:
+    """How long the cleaner keeps a committed batch record that is not its source's newest
+    (module doc, "The batch ledger"): ``ACIDFLOW_BATCH_RETAIN_HOURS`` (hours, a finite number
+    >= 0), else 720 hours. A rerun of a batch older than this is applied again: CDC changes are
+    then ignored as late events (their positions are not newer than the stored rows'), inserts
+    into keyed tables are refused as existing keys, inserts into keyless tables are duplicated.
+
+    Raises:
+        ValueError: a bad environment value (key and value named).
+    """
+    env = os.environ if env is None else env
+    value = env.get(ENV_BATCH_RETAIN_HOURS)
+    if value is None:
+        return timedelta(hours=DEFAULT_BATCH_RETAIN_HOURS)
+    try:
+        hours = float(value.strip())
+    except ValueError:
+        hours = -1.0
+    if not math.isfinite(hours) or hours < 0:
+        raise ValueError(
+            f"{ENV_BATCH_RETAIN_HOURS}={value!r} is not a number of hours (a finite number >= 0)"
+        )
+    return timedelta(hours=hours)
 
 
 def retention_policy(

@@ -9,6 +9,7 @@ The contract and its docstrings live here, once; shapes and errors as in
 from __future__ import annotations
 
 import abc
+from datetime import timedelta
 from typing import Any
 
 from acidflow.catalog.records import (
@@ -29,7 +30,10 @@ class BatchLedger(abc.ABC):
         source: str | None = None,
         details: dict[str, Any] | None = None,
     ) -> BatchInfo:
-        """Claim ``batch_id`` for the open transaction ``txn_id``. The claim becomes an
+        """Claim ``batch_id`` for the open transaction ``txn_id``. ``source`` names the stream
+        the batch belongs to (an ingest input path, a CDC landing directory, a Kafka source, a
+        data source application); its newest committed record outlives the batch retention
+        (:meth:`purge_batches`). The claim becomes an
         "applied" record atomically with the transaction's commit; if the transaction aborts,
         the next attempt re-claims the batch and applies it again.
 
@@ -78,12 +82,20 @@ class BatchLedger(abc.ABC):
         """
 
     @abc.abstractmethod
-    def purge_batches(self) -> int:
-        """Delete the batch records whose transaction aborted: such a record means "not
-        applied", as no record does (the next attempt claims the batch again). Kept: every
-        record of a committed transaction -- a rerun of that batch (an Airflow retry or clear,
-        the same CDC file landing again) can arrive at any time and the record is what skips
-        it (exactly-once) -- and of an open one (its claim). The cleaner runs it.
+    def purge_batches(self, retain: timedelta | None = None) -> int:
+        """Delete the batch records that no longer decide anything: those whose transaction
+        aborted (such a record means "not applied", as no record does: the next attempt claims
+        the batch again) and, with ``retain``, the committed ones that committed more than
+        ``retain`` ago and are not the newest committed record of their (kind, source).
+
+        Kept: every record of an open transaction (its claim); every committed record younger
+        than ``retain`` (a rerun of that batch -- an Airflow retry or clear, the same CDC file
+        landing again, a replayed micro-batch -- is skipped by it: exactly once within the
+        window, Delta Lake's ``delta.setTransactionRetentionDuration`` idea); per (kind, source)
+        the newest committed record whatever its age: the source's high-water mark (a Kafka
+        source's end offsets, a data source application's highest ``txnVersion``). ``retain``
+        None keeps every committed record. The cleaner runs it with
+        :func:`acidflow.storage.retention.batch_retention`.
 
         Returns:
             The number of records deleted.

@@ -146,6 +146,27 @@ class TransactionCatalog(abc.ABC):
         """
 
     @abc.abstractmethod
+    def purge_transactions(self) -> int:
+        """Delete committed transactions (their ``txns`` and ``txn_to_write_id`` rows) that no
+        reader, time travel or ledger can need any more (Hive's housekeeper does the same to
+        ``TXN_TO_WRITE_ID`` and ``TXNS``): a missing write id below the rows still listed then
+        counts as committed, as in Hive's ``getValidWriteIds``.
+
+        A committed transaction goes when (1) its commit id is below every open transaction's
+        id (every snapshot taken from now on includes it), (2) for every table it wrote, its
+        commit is older than the table's oldest commit record (:meth:`purge_commit_records`:
+        outside the timeline, so no retained time-travel state, incremental read or restore
+        orders commits by it) and every lower write id of that table goes too (purged write ids
+        are always a table's lowest, so the commit order of the remaining ones is unchanged),
+        and (3) no batch record, CDC tombstone, component or lock refers to it. Tables without
+        commit records keep their transactions; open and aborted transactions are never
+        deleted. The cleaner runs it after the other purges.
+
+        Returns:
+            The number of transactions deleted.
+        """
+
+    @abc.abstractmethod
     def commit_transaction(
         self, txn_id: int, stats: dict[str, dict[str, Any]] | None = None
     ) -> int:

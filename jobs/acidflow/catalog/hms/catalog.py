@@ -351,6 +351,7 @@ class HiveMetastoreCatalog(MetastoreTables):
     add_write_keys = forward("side", SqlCatalog)
     purge_write_sets = forward("side", SqlCatalog)
     purge_commit_records = forward("side", SqlCatalog)
+    purge_transactions = forward("side", SqlCatalog)
 
     def commit_transaction(
         self, txn_id: int, stats: dict[str, dict[str, Any]] | None = None

@@ -281,6 +281,7 @@ class SqlCatalog(Catalog):
     add_write_keys = forward("_txns", SqlTransactions)
     purge_write_sets = forward("_txns", SqlTransactions)
     purge_commit_records = forward("_purge", SqlHistoryPurge)
+    purge_transactions = forward("_purge", SqlHistoryPurge)
     commit_transaction = forward("_txns", SqlTransactions)
     abort_transaction = forward("_txns", SqlTransactions)
     get_transaction = forward("_txns", SqlTransactions)

@@ -75,11 +75,12 @@ class SqlDataFiles:
                     d.lost_at,
                     d.lost_note,
                 )
-                .join(m.Txn, m.Txn.txn_id == d.txn_id)
+                .join(m.Txn, m.Txn.txn_id == d.txn_id, isouter=True)
                 .where(
                     d.db_name == db,
                     d.tbl_name == tbl,
-                    m.Txn.txn_state == TxnState.COMMITTED,
+                    # no txns row: a committed transaction the cleaner purged (purge_transactions)
+                    sa.or_(m.Txn.txn_state == TxnState.COMMITTED, m.Txn.txn_id.is_(None)),
                 )
             )
             if partition is not None:

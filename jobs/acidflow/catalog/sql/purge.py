@@ -1,5 +1,6 @@
 """The history purges of the SQL catalog: commit records beyond history retention, completed
-components the initiator no longer needs, superseded CDC tombstones and aborted batch claims.
+components the initiator no longer needs, superseded CDC tombstones, batch records beyond the
+batch retention and committed transactions whose commit records are gone.
 The cleaner runs them every pass (``acidflow.compactor.cleaner``); the contracts (what is kept
 and why) are on the roles (``acidflow.catalog.api``)."""
 
@@ -133,13 +134,120 @@ class SqlHistoryPurge:
 
         return self.db.run(fn)
 
-    def purge_batches(self) -> int:
+    def purge_batches(self, retain: timedelta | None = None) -> int:
+        now = utcnow()
 
         def fn(conn: sa.Connection) -> int:
             b = m.BatchRow
             aborted = sa.select(m.Txn.txn_id).where(
                 m.Txn.txn_id == b.txn_id, m.Txn.txn_state == TxnState.ABORTED
             )
-            return conn.execute(sa.delete(b).where(aborted.exists())).rowcount or 0
+            n = conn.execute(sa.delete(b).where(aborted.exists())).rowcount or 0
+            if retain is None:
+                return n
+            newer = sa.alias(m.BatchRow.__table__, "newer")
+            newer_txn = sa.alias(m.Txn.__table__, "newer_txn")
+            # a later committed record of the same (kind, source): this one is not the newest
+            superseded = (
+                sa.select(newer.c.batch_id)
+                .join(newer_txn, newer_txn.c.txn_id == newer.c.txn_id)
+                .where(
+                    newer.c.kind == b.kind,
+                    sa.or_(
+                        newer.c.source == b.source,
+                        sa.and_(newer.c.source.is_(None), b.source.is_(None)),
+                    ),
+                    newer_txn.c.txn_state == TxnState.COMMITTED,
+                    newer_txn.c.txn_commit_id > m.Txn.txn_commit_id,
+                )
+                .exists()
+            )
+            old = [
+                r.batch_id
+                for r in conn.execute(
+                    sa.select(b.batch_id)
+                    .join(m.Txn, m.Txn.txn_id == b.txn_id)
+                    .where(
+                        m.Txn.txn_state == TxnState.COMMITTED,
+                        m.Txn.txn_committed < now - retain,
+                        superseded,
+                    )
+                )
+            ]
+            for i in range(0, len(old), 500):
+                n += (
+                    conn.execute(sa.delete(b).where(b.batch_id.in_(old[i : i + 500]))).rowcount or 0
+                )
+            return n
+
+        return self.db.run(fn)
+
+    def purge_transactions(self) -> int:
+
+        def fn(conn: sa.Connection) -> int:
+            t, tw, cr = m.Txn, m.TxnToWriteId, m.CommitRecordRow
+            oldest_open = conn.execute(
+                sa.select(sa.func.min(t.txn_id)).where(t.txn_state == TxnState.OPEN)
+            ).scalar()
+            # every open transaction's snapshot includes a commit below this (Hive's rule for
+            # TXN_TO_WRITE_ID: below the lowest open txn, a missing row means committed)
+            bound: int = (
+                oldest_open
+                if oldest_open is not None
+                else conn.execute(
+                    sa.select(m.NextTxnId.ntxn_next).where(m.NextTxnId.id == 1)
+                ).scalar_one()
+            )
+            purgeable: set[int] = set()
+            blocked: set[int] = set()
+            tables = conn.execute(sa.select(tw.db_name, tw.tbl_name).distinct()).all()
+            for db, tbl in tables:
+                first_record = conn.execute(
+                    sa.select(sa.func.min(cr.commit_id)).where(cr.db_name == db, cr.tbl_name == tbl)
+                ).scalar()
+                # no commit record (no timeline to go by): the table's transactions stay
+                limit = -1 if first_record is None else min(bound, first_record)
+                rows = conn.execute(
+                    sa.select(tw.write_id, tw.txn_id, t.txn_state, t.txn_commit_id)
+                    .join(t, t.txn_id == tw.txn_id)
+                    .where(tw.db_name == db, tw.tbl_name == tbl)
+                    .order_by(tw.write_id)
+                ).all()
+                prefix = True
+                for r in rows:
+                    # the lowest write ids only (module doc): a purged write id counts as
+                    # committed before every write id still listed
+                    prefix = prefix and (
+                        r.txn_state == TxnState.COMMITTED
+                        and r.txn_commit_id is not None
+                        and r.txn_commit_id < limit
+                    )
+                    (purgeable if prefix else blocked).add(r.txn_id)
+            # transactions that wrote no table (compactions, empty ones): committed below bound
+            written = sa.select(tw.txn_id).where(tw.txn_id == t.txn_id).exists()
+            purgeable |= {
+                r.txn_id
+                for r in conn.execute(
+                    sa.select(t.txn_id).where(
+                        t.txn_state == TxnState.COMMITTED, t.txn_commit_id < bound, ~written
+                    )
+                )
+            }
+            ids = sorted(purgeable - blocked)
+            referenced: set[int] = set()
+            for model in (m.BatchRow, m.CdcTombstone, m.TxnComponent, m.HiveLock):
+                for i in range(0, len(ids), 500):
+                    referenced |= {
+                        r.txn_id
+                        for r in conn.execute(
+                            sa.select(model.txn_id).where(model.txn_id.in_(ids[i : i + 500]))
+                        )
+                    }
+            ids = [i for i in ids if i not in referenced]
+            for i in range(0, len(ids), 500):
+                chunk = ids[i : i + 500]
+                conn.execute(sa.delete(tw).where(tw.txn_id.in_(chunk)))
+                conn.execute(sa.delete(t).where(t.txn_id.in_(chunk)))
+            return len(ids)
 
         return self.db.run(fn)
