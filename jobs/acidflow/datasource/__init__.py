@@ -64,12 +64,14 @@ from acidflow.datasource.common import (
     resolve_settings,
 )
 from acidflow.datasource.read import AcidReader, Scan, plan_scan
+from acidflow.datasource.stream import AcidStreamWriter
 from acidflow.datasource.write import AcidWriter, AppliedWriter
 
 __all__ = [
     "AcidDataSource",
     "AcidDataSourceError",
     "AcidReader",
+    "AcidStreamWriter",
     "AcidWriter",
     "NAME",
     "create_temp_view",
@@ -115,6 +117,16 @@ class AcidDataSource(DataSource):
         """Raises: see :meth:`AcidWriter.open`."""
         opts = checked_options(self.options)
         return AcidWriter.open(
+            resolve_settings(self.settings, opts), self.options, schema, overwrite
+        )
+
+    def streamWriter(self, schema: T.StructType, overwrite: bool) -> AcidStreamWriter:  # noqa: N802 - PySpark's name
+        """``df.writeStream.format("acid")``: one transaction per micro-batch, exactly once
+        (:mod:`acidflow.datasource.stream`).
+
+        Raises: see :meth:`AcidStreamWriter.open`."""
+        opts = checked_options(self.options)
+        return AcidStreamWriter.open(
             resolve_settings(self.settings, opts), self.options, schema, overwrite
         )
 
