@@ -17,6 +17,8 @@ from pyspark.errors import StreamingQueryException
 from acidflow import datasource
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.compactor import cleaner
+from acidflow.datasource.common import AGENT
+from acidflow.datasource.stream import sink_agent
 from acidflow.read import table as reads
 from tests.support import history_tables as ht
 
@@ -106,10 +108,18 @@ def test_append_stream_one_transaction_per_micro_batch_and_restart(spark, catalo
     assert len(records) == 3
     assert ledger(catalog) == [(qid, b, "committed") for b in range(3)]
     assert catalog.list_transactions(["open"]) == []
+    # one transaction per micro-batch, none held open across micro-batches
+    txns = [t for t in catalog.list_transactions() if t.agent_info.startswith(AGENT)]
+    assert [t.state for t in txns] == ["committed"] * 3
+    assert len({w for t in txns for w in t.write_ids.values()}) == 3
+    assert all(b.started_at >= a.committed_at for a, b in zip(txns, txns[1:]))
 
+    # a run that died after opening a micro-batch's transaction: the restart aborts it
+    orphan = catalog.open_transaction(agent_info=sink_agent(T, str(feed.ckpt)))
     more = [[(100, "b100"), (101, "b101")], [(102, "b102")]]
     feed.add(*more)
     assert feed.run(spark) == qid
+    assert catalog.get_transaction(orphan).state == "aborted"
     assert rows(catalog) == collections.Counter(r for b in [*first, *more] for r in b)
     assert len(catalog.commit_records(T)) == 5
     assert ledger(catalog) == [(qid, b, "committed") for b in range(5)]
@@ -138,9 +148,7 @@ def test_replayed_batch_id_commits_nothing(spark, catalog, tmp_path):
     aborted = catalog.valid_write_ids(T).aborted_write_ids
     assert len(aborted) == 1
     left = [
-        p
-        for p in Path(catalog.get_table(T).location).rglob("*")
-        if f"_{aborted[0]:07d}" in p.name
+        p for p in Path(catalog.get_table(T).location).rglob("*") if f"_{aborted[0]:07d}" in p.name
     ]
     assert left == []  # the sink removed the replay's files itself
     assert (feed.ckpt / "commits" / "1").exists()  # Spark completed the batch
@@ -182,7 +190,8 @@ def test_failing_micro_batch_leaves_nothing_visible(spark, catalog, tmp_path):
 
 def test_complete_mode_and_batch_options_are_refused(spark, catalog, tmp_path):
     """Complete output mode (Spark's overwrite of every micro-batch) is refused naming the
-    table and the supported mode; txnAppId / txnVersion belong to batch writes."""
+    table and the supported mode, update mode by Spark; txnAppId / txnVersion belong to
+    batch writes."""
     make_table(catalog)
     feed = Feed(tmp_path)
     feed.add([(1, "a"), (1, "b")])
@@ -199,29 +208,52 @@ def test_complete_mode_and_batch_options_are_refused(spark, catalog, tmp_path):
     with pytest.raises(StreamingQueryException, match=r"default\.events.*output mode append"):
         query.awaitTermination(300)
     shutil.rmtree(feed.ckpt)
+    query = (
+        counts.writeStream.format("acid")
+        .option("table", T)
+        .option("checkpointLocation", str(feed.ckpt))
+        .outputMode("update")
+        .trigger(availableNow=True)
+        .start()
+    )
+    with pytest.raises(StreamingQueryException, match="does not support Update mode"):
+        query.awaitTermination(300)  # Spark's own refusal for Python sinks
+    shutil.rmtree(feed.ckpt, ignore_errors=True)
     with pytest.raises(StreamingQueryException, match="txnappid are for batch writes"):
         feed.run(spark, txnAppId="app")
     assert rows(catalog) == collections.Counter()
     assert catalog.list_transactions(["open"]) == []
 
 
-@pytest.mark.slow
-def test_major_compaction_between_micro_batches(spark, catalog, tmp_path):
-    """Micro-batches, a major compaction and the cleaner, more micro-batches from the same
-    checkpoint: the rows are all there once, on top of the new base."""
+def test_major_compaction_between_micro_batches_of_a_running_query(spark, catalog, tmp_path):
+    """A running query (processing-time trigger) idle between micro-batches holds no
+    transaction: a major compaction and the cleaner run then leave the base alone (the
+    deltas are cleaned at once); the next micro-batches land on top of it."""
     make_table(catalog)
     feed = Feed(tmp_path)
     feed.add([(1, "a")], [(2, "b")], [(3, "c")])
-    feed.run(spark)
-    ht.compact(catalog, T, "major")
-    cleaner.run_cleaner(catalog)
-    location = Path(catalog.get_table(T).location)
-    assert [p.name for p in location.iterdir() if p.name.startswith(("base_", "delta_"))] == [
-        "base_0000003_v0000004"
-    ] or any(p.name.startswith("base_0000003") for p in location.iterdir())
-    feed.add([(4, "d")], [(5, "e")])
-    feed.run(spark)
-    assert rows(catalog) == collections.Counter(
-        [(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e")]
+    query = (
+        spark.readStream.schema("id int, v string")
+        .option("maxFilesPerTrigger", 1)
+        .json(str(feed.src))
+        .writeStream.format("acid")
+        .option("table", T)
+        .option("checkpointLocation", str(feed.ckpt))
+        .trigger(processingTime="200 milliseconds")
+        .start()
     )
+    try:
+        query.processAllAvailable()
+        assert catalog.list_transactions(["open"]) == []
+        ht.compact(catalog, T, "major")
+        cleaner.run_cleaner(catalog)
+        location = Path(catalog.get_table(T).location)
+        dirs = [p.name for p in location.iterdir() if p.name.startswith(("base_", "delta_"))]
+        assert dirs == ["base_0000003"]
+        feed.add([(4, "d")], [(5, "e")])
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert rows(catalog) == collections.Counter([(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e")])
+    assert len(catalog.commit_records(T)) >= 5
     assert catalog.list_transactions(["open"]) == []

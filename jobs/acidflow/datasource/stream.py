@@ -78,6 +78,13 @@ class StreamWritten(WriterCommitMessage):
     query_id: str
 
 
+def sink_agent(table: str, checkpoint: str) -> str:
+    """The agent string of the transactions of the streaming query writing ``table`` with
+    checkpoint location ``checkpoint`` (the option's text): the table and a digest of it."""
+    digest = hashlib.sha256(checkpoint.strip().encode()).hexdigest()[:16]
+    return f"{AGENT} stream into {table} checkpoint {digest}"
+
+
 class AcidStreamWriter(DataSourceStreamArrowWriter):
     """The ``acid`` streaming sink (module doc). Built by :meth:`open` in a planning worker
     and in a commit worker for every micro-batch."""
@@ -120,9 +127,9 @@ class AcidStreamWriter(DataSourceStreamArrowWriter):
                 f"acid data source, table {name}: a streaming write needs the option "
                 "checkpointLocation (it tells the query's transactions apart)"
             )
-        plan = WritePlan.checked(settings, open_catalog(settings), opts, schema, False)
-        digest = hashlib.sha256(checkpoint.encode()).hexdigest()[:16]
-        return cls(plan, f"{AGENT} stream into {plan.table.name} checkpoint {digest}")
+        with open_catalog(settings) as catalog:
+            plan = WritePlan.checked(settings, catalog, opts, schema, False)
+        return cls(plan, sink_agent(plan.table.name, checkpoint))
 
     # ------------------------------------------------------------------ planning worker
 
@@ -131,9 +138,9 @@ class AcidStreamWriter(DataSourceStreamArrowWriter):
         micro-batch's transaction now, once per writer (PySpark pickles it twice), and
         heartbeat it from this worker until it ends."""
         if self._writer is None:
-            catalog = open_catalog(self.plan.settings)
-            self._abort_leftovers(catalog, "a later micro-batch of the streaming query began")
-            writer = AcidWriter.begin(catalog, self.plan, agent_info=self.agent_info)
+            with open_catalog(self.plan.settings) as catalog:
+                self._abort_leftovers(catalog, "a later micro-batch of the streaming query began")
+                writer = AcidWriter.begin(catalog, self.plan, agent_info=self.agent_info)
             assert isinstance(writer, AcidWriter)  # no batch claimed: never AppliedWriter
             txn_id = writer.txn_id
             Heartbeat(self.plan.settings, lambda c: beat_txn(c, txn_id)).start()
@@ -169,14 +176,14 @@ class AcidStreamWriter(DataSourceStreamArrowWriter):
             discarded and the query fails).
         """
         done = [m for m in messages if isinstance(m, StreamWritten)]
-        catalog = open_catalog(self.plan.settings)
-        if not done:
-            self._abort_leftovers(catalog, f"micro-batch {batchId} ran no write task")
-            return
-        writer, query_id = done[0].writer, done[0].query_id
-        table = writer.table.name
+        with open_catalog(self.plan.settings) as catalog:
+            if not done:
+                self._abort_leftovers(catalog, f"micro-batch {batchId} ran no write task")
+                return
+            writer, query_id = done[0].writer, done[0].query_id
+            table = writer.table.name
+            last = applied_version(catalog, table, query_id)
         written = [m.written for m in done]
-        last = applied_version(catalog, table, query_id)
         if last is not None and batchId <= last:
             writer.discard(written, f"micro-batch {batchId} already applied")
             log.warning(
@@ -204,7 +211,8 @@ class AcidStreamWriter(DataSourceStreamArrowWriter):
         reason = f"micro-batch {batchId} of the streaming query failed"
         if done:
             done[0].writer.discard([m.written for m in done], reason)
-        self._abort_leftovers(open_catalog(self.plan.settings), reason)
+        with open_catalog(self.plan.settings) as catalog:
+            self._abort_leftovers(catalog, reason)
 
     def _abort_leftovers(self, catalog: Catalog, reason: str) -> None:
         """Abort the open transactions of this query's sink (its agent string): the one a

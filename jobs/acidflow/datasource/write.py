@@ -18,7 +18,13 @@ carries both claims the batch ``datasource:<table>:<txnAppId>:<txnVersion>`` (ki
 most the highest committed version of that application on that table (the same version: a
 retry of a task of an Airflow DAG, a restarted streaming query) writes and commits nothing and
 logs that it was already applied; so does a write that loses the claim to a committed
-transaction.
+transaction. The streaming sink (:mod:`acidflow.datasource.stream`) claims the same records
+at commit (:meth:`AcidWriter.finish`) with the query id and the micro-batch id.
+
+One home for both: :class:`WritePlan` checks a write, :meth:`AcidWriter.begin` opens its
+transaction, :meth:`AcidWriter.write` is the task, :meth:`AcidWriter.finish` the commit and
+:meth:`AcidWriter.discard` the abort (the transaction aborted, then the tasks' statement
+directories removed).
 """
 
 from __future__ import annotations
@@ -166,14 +172,14 @@ class AcidWriter(DataSourceArrowWriter):
                 holds the same batch (the transaction is aborted).
         """
         opts = checked_options(options)
-        catalog = open_catalog(settings)
-        plan = WritePlan.checked(settings, catalog, opts, schema, overwrite)
-        batch = _idempotent_batch(opts, plan.table.name)
-        if batch is not None:
-            last = applied_version(catalog, plan.table.name, batch["app_id"])
-            if last is not None and batch["version"] <= last:
-                return AppliedWriter.skipping(plan.table.name, batch, last)
-        writer = cls.begin(catalog, plan, agent_info=AGENT, batch=batch)
+        with open_catalog(settings) as catalog:
+            plan = WritePlan.checked(settings, catalog, opts, schema, overwrite)
+            batch = _idempotent_batch(opts, plan.table.name)
+            if batch is not None:
+                last = applied_version(catalog, plan.table.name, batch["app_id"])
+                if last is not None and batch["version"] <= last:
+                    return AppliedWriter.skipping(plan.table.name, batch, last)
+            writer = cls.begin(catalog, plan, agent_info=AGENT, batch=batch)
         if isinstance(writer, AcidWriter):
             # the planning worker heartbeats while it lives (the input may take long before
             # the write tasks start); running write tasks heartbeat too
@@ -262,16 +268,17 @@ class AcidWriter(DataSourceArrowWriter):
         aligned = conform.aligned_arrow(rows, self.table)
         hashes, deletes = None, None
         if self.table.primary_key:
-            aligned, deletes = insert_stmt.check_batch_arrow(
-                open_catalog(self.settings),
-                None,  # the latest committed snapshot: W, still open, hides the other tasks
-                self.table,
-                aligned,
-                self.on_existing,
-                statement=STATEMENT,
-                hint=HINT,
-                stored=not self.overwrite,
-            )
+            with open_catalog(self.settings) as catalog:
+                aligned, deletes = insert_stmt.check_batch_arrow(
+                    catalog,
+                    None,  # the latest committed snapshot: W, still open, hides the other tasks
+                    self.table,
+                    aligned,
+                    self.on_existing,
+                    statement=STATEMENT,
+                    hint=HINT,
+                    stored=not self.overwrite,
+                )
             key = list(self.table.primary_key)
             hashes = acid_keys.pack_hashes(
                 acid_keys.key_hashes_of_columns(
@@ -321,26 +328,23 @@ class AcidWriter(DataSourceArrowWriter):
             ExistingKeysError: keys written by two tasks; WriteConflictError;
             BatchInProgressError: another open transaction holds ``batch``.
         """
-        catalog = open_catalog(self.settings)
-        txn = Transaction.resume(catalog, self.handle, agent_info=AGENT)
         done = [m for m in messages if isinstance(m, Written)]
         try:
-            if batch is not None:
-                claim_batch(catalog, self.txn_id, batch)
-            if self.table.primary_key:
-                self._refuse_keys_of_two_tasks(done)
-            deletes = [m.deletes for m in done if m.deletes is not None and m.deletes.num_rows]
-            if deletes:
-                external.end_upsert(
-                    txn,
-                    self.table,
-                    self._written(done),
-                    pa.concat_tables(deletes),
-                    **self.write_opts,
-                )
-            else:
-                external.end_insert(txn, self.table, self._written(done), overwrite=self.overwrite)
-            txn.commit()
+            with open_catalog(self.settings) as catalog:
+                txn = Transaction.resume(catalog, self.handle, agent_info=AGENT)
+                if batch is not None:
+                    claim_batch(catalog, self.txn_id, batch)
+                if self.table.primary_key:
+                    self._refuse_keys_of_two_tasks(done)
+                deletes = [m.deletes for m in done if m.deletes is not None and m.deletes.num_rows]
+                written = self._written(done)
+                if deletes:
+                    external.end_upsert(
+                        txn, self.table, written, pa.concat_tables(deletes), **self.write_opts
+                    )
+                else:
+                    external.end_insert(txn, self.table, written, overwrite=self.overwrite)
+                txn.commit()
         except BatchAlreadyAppliedError:
             self.discard(messages, "batch already applied")
             return False
@@ -400,11 +404,11 @@ class AcidWriter(DataSourceArrowWriter):
         statement directories the tasks' files are in (a failed task removed its own; the
         cleaner removes what a task still running writes later). A transaction found
         committed keeps its files."""
-        catalog = open_catalog(self.settings)
-        if catalog.get_transaction(self.txn_id).state == TxnState.OPEN:
-            Transaction.resume(catalog, self.handle, agent_info=AGENT).abort(reason)
-        if catalog.get_transaction(self.txn_id).state != TxnState.ABORTED:
-            return
+        with open_catalog(self.settings) as catalog:
+            if catalog.get_transaction(self.txn_id).state == TxnState.OPEN:
+                Transaction.resume(catalog, self.handle, agent_info=AGENT).abort(reason)
+            if catalog.get_transaction(self.txn_id).state != TxnState.ABORTED:
+                return
         tfs = TableFS(self.spec.tfs_url)
         for directory in sorted(self._statement_dirs(messages)):
             tfs.delete(directory)
