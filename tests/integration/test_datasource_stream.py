@@ -191,7 +191,7 @@ def test_failing_micro_batch_leaves_nothing_visible(spark, catalog, tmp_path):
 def test_complete_mode_and_batch_options_are_refused(spark, catalog, tmp_path):
     """Complete output mode (Spark's overwrite of every micro-batch) is refused naming the
     table and the supported mode, update mode by Spark; txnAppId / txnVersion belong to
-    batch writes."""
+    batch writes; the sink needs the checkpointLocation option."""
     make_table(catalog)
     feed = Feed(tmp_path)
     feed.add([(1, "a"), (1, "b")])
@@ -221,6 +221,21 @@ def test_complete_mode_and_batch_options_are_refused(spark, catalog, tmp_path):
     shutil.rmtree(feed.ckpt, ignore_errors=True)
     with pytest.raises(StreamingQueryException, match="txnappid are for batch writes"):
         feed.run(spark, txnAppId="app")
+    # a checkpoint from the session's conf only: the sink needs the option
+    spark.conf.set("spark.sql.streaming.checkpointLocation", str(tmp_path / "conf_ckpt"))
+    try:
+        query = (
+            spark.readStream.schema("id int, v string")
+            .json(str(feed.src))
+            .writeStream.format("acid")
+            .option("table", T)
+            .trigger(availableNow=True)
+            .start()
+        )
+        with pytest.raises(StreamingQueryException, match="needs the option checkpointLocation"):
+            query.awaitTermination(300)
+    finally:
+        spark.conf.unset("spark.sql.streaming.checkpointLocation")
     assert rows(catalog) == collections.Counter()
     assert catalog.list_transactions(["open"]) == []
 
