@@ -5,6 +5,8 @@
     spark.read.format("acid").option("asOfWriteId", 7).load("db.accounts")   # time travel
     spark.read.format("acid").option("fromWriteId", 5).load("db.accounts")   # changes after 5
     df.write.format("acid").mode("append").save("db.accounts")               # one transaction
+    (df.writeStream.format("acid").option("table", "db.accounts")           # one transaction
+       .option("checkpointLocation", "/ckpt/q1").start())                   # per micro-batch
 
 Read options: ``asOfWriteId`` (the committed state right after that write id's commit),
 ``asOfTimestamp`` (ISO 8601, UTC unless it names an offset: the state after the last commit at
@@ -45,7 +47,12 @@ property), so no two tasks write one file. An overwrite of a bucketed table stag
 ``commit()`` moves each bucket's files into ``base_W/bucket_N`` (several tasks' files of one
 bucket are concatenated, ROW__IDs kept). ``commit()`` ends the statement
 (``external.end_insert``) and commits: nothing is visible before. ``abort()`` (a task
-failed) aborts: the files stay invisible and the cleaner removes them.
+failed) aborts and removes the files of the tasks that finished (a failed task removed its
+own; the cleaner removes what a task still running writes later).
+
+Streaming writes (``streamWriter()``, :mod:`acidflow.datasource.stream`): the same tasks and
+commit, one transaction per micro-batch, claiming ``(query id, batch id)`` in the batch ledger
+so that a replayed micro-batch commits nothing; output mode append only.
 """
 
 from __future__ import annotations
@@ -64,12 +71,14 @@ from acidflow.datasource.common import (
     resolve_settings,
 )
 from acidflow.datasource.read import AcidReader, Scan, plan_scan
+from acidflow.datasource.stream import AcidStreamWriter
 from acidflow.datasource.write import AcidWriter, AppliedWriter
 
 __all__ = [
     "AcidDataSource",
     "AcidDataSourceError",
     "AcidReader",
+    "AcidStreamWriter",
     "AcidWriter",
     "NAME",
     "create_temp_view",
@@ -115,6 +124,16 @@ class AcidDataSource(DataSource):
         """Raises: see :meth:`AcidWriter.open`."""
         opts = checked_options(self.options)
         return AcidWriter.open(
+            resolve_settings(self.settings, opts), self.options, schema, overwrite
+        )
+
+    def streamWriter(self, schema: T.StructType, overwrite: bool) -> AcidStreamWriter:  # noqa: N802 - PySpark's name
+        """``df.writeStream.format("acid")``: one transaction per micro-batch, exactly once
+        (:mod:`acidflow.datasource.stream`).
+
+        Raises: see :meth:`AcidStreamWriter.open`."""
+        opts = checked_options(self.options)
+        return AcidStreamWriter.open(
             resolve_settings(self.settings, opts), self.options, schema, overwrite
         )
 

@@ -9,12 +9,14 @@ from datetime import datetime, timezone
 from typing import Callable, Mapping
 
 from acidflow.catalog import Catalog
+from acidflow.catalog.records import TxnState
 from acidflow.config import Settings, load_settings
 from acidflow.errors import AcidflowError
 
 NAME = "acid"
 AGENT = "spark data source (acid)"
-#: option keys (lower case): the table and catalog, the read options, the write options -- one
+#: option keys (lower case): the table and catalog, the read options, the write options (with
+#: Spark's ``checkpointLocation`` of a streaming write) -- one
 #: set, since a temporary view's OPTIONS serve both its SELECTs and its INSERTs
 OPTIONS = {
     "path",
@@ -35,6 +37,7 @@ OPTIONS = {
     "onexisting",
     "txnappid",
     "txnversion",
+    "checkpointlocation",
 }
 
 
@@ -154,3 +157,11 @@ class Heartbeat:
 
     def stop(self) -> None:
         self._stop.set()
+
+
+def beat_txn(catalog: Catalog, txn_id: int) -> bool:
+    """Heartbeat an open transaction; False (stop) once it is no longer open."""
+    if catalog.get_transaction(txn_id).state != TxnState.OPEN:
+        return False
+    catalog.heartbeat(txn_id)
+    return True

@@ -18,7 +18,13 @@ carries both claims the batch ``datasource:<table>:<txnAppId>:<txnVersion>`` (ki
 most the highest committed version of that application on that table (the same version: a
 retry of a task of an Airflow DAG, a restarted streaming query) writes and commits nothing and
 logs that it was already applied; so does a write that loses the claim to a committed
-transaction.
+transaction. The streaming sink (:mod:`acidflow.datasource.stream`) claims the same records
+at commit (:meth:`AcidWriter.finish`) with the query id and the micro-batch id.
+
+One home for both: :class:`WritePlan` checks a write, :meth:`AcidWriter.begin` opens its
+transaction, :meth:`AcidWriter.write` is the task, :meth:`AcidWriter.finish` the commit and
+:meth:`AcidWriter.discard` the abort (the transaction aborted, then the tasks' statement
+directories removed).
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from acidflow.datasource.common import (
     AGENT,
     AcidDataSourceError,
     Heartbeat,
+    beat_txn,
     checked_options,
     int_option,
     open_catalog,
@@ -73,7 +80,7 @@ HINT = (
 
 
 @dataclasses.dataclass
-class _Written(WriterCommitMessage):
+class Written(WriterCommitMessage):
     """A write task's result: its Spark partition id, statement id and file rows."""
 
     partition_id: int
@@ -81,6 +88,48 @@ class _Written(WriterCommitMessage):
     files: list[FileRow]
     key_hashes: bytes | None = None
     deletes: pa.Table | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class WritePlan:
+    """A write checked on the planning side, before any transaction: the catalog settings,
+    the table, the input's column names in the table's order, INSERT OVERWRITE or not, the
+    ``onExisting`` rule and the writer options (``compression``, ``stripe_rows``)."""
+
+    settings: Settings
+    table: TableDef
+    names: list[str]
+    overwrite: bool
+    on_existing: str
+    write_opts: dict[str, Any]
+
+    @classmethod
+    def checked(
+        cls,
+        settings: Settings,
+        catalog: Catalog,
+        opts: dict[str, str],
+        schema: T.StructType,
+        overwrite: bool,
+    ) -> "WritePlan":
+        """Check ``schema`` against the table and the write options (``opts``: checked,
+        lower-case keys).
+
+        Raises:
+            SchemaMismatchError; AcidDataSourceError; NoSuchTableError (see
+            :meth:`AcidWriter.open`).
+        """
+        name = table_name(opts)
+        write_opts: dict[str, Any] = {}
+        if "compression" in opts:
+            write_opts["compression"] = opts["compression"]
+        if "striperows" in opts:
+            write_opts["stripe_rows"] = int_option(opts, "striperows", name)
+        tdef = catalog.get_table(name)
+        names = conform.check_schema(schema, tdef)
+        return cls(
+            settings, tdef, names, overwrite, _on_existing(opts, tdef, overwrite), write_opts
+        )
 
 
 class AcidWriter(DataSourceArrowWriter):
@@ -108,7 +157,8 @@ class AcidWriter(DataSourceArrowWriter):
         cls, settings: Settings, options: Mapping[str, str], schema: T.StructType, overwrite: bool
     ) -> "AcidWriter | AppliedWriter":
         """Check the schema and options, open the transaction, claim the idempotent batch
-        (``txnAppId`` / ``txnVersion``), lock, allocate W and the statement.
+        (``txnAppId`` / ``txnVersion``), lock, allocate W and the statement; heartbeat the
+        transaction from this (planning) worker while it lives.
 
         Returns:
             the writer; an :class:`AppliedWriter` (writes nothing) when the batch is already
@@ -122,45 +172,67 @@ class AcidWriter(DataSourceArrowWriter):
                 holds the same batch (the transaction is aborted).
         """
         opts = checked_options(options)
-        name = table_name(opts)
-        write_opts: dict[str, Any] = {}
-        if "compression" in opts:
-            write_opts["compression"] = opts["compression"]
-        if "striperows" in opts:
-            write_opts["stripe_rows"] = int_option(opts, "striperows", name)
-        catalog = open_catalog(settings)
-        tdef = catalog.get_table(name)
-        names = conform.check_schema(schema, tdef)
-        on_existing = _on_existing(opts, tdef, overwrite)
-        batch = _idempotent_batch(opts, tdef.name)
-        if batch is not None:
-            last = applied_version(catalog, tdef.name, batch["app_id"])
-            if last is not None and batch["version"] <= last:
-                return AppliedWriter.skipping(tdef.name, batch, last)
-        txn = Transaction(catalog, agent_info=AGENT, heartbeat_s=0)
+        with open_catalog(settings) as catalog:
+            plan = WritePlan.checked(settings, catalog, opts, schema, overwrite)
+            batch = _idempotent_batch(opts, plan.table.name)
+            if batch is not None:
+                last = applied_version(catalog, plan.table.name, batch["app_id"])
+                if last is not None and batch["version"] <= last:
+                    return AppliedWriter.skipping(plan.table.name, batch, last)
+            writer = cls.begin(catalog, plan, agent_info=AGENT, batch=batch)
+        if isinstance(writer, AcidWriter):
+            # the planning worker heartbeats while it lives (the input may take long before
+            # the write tasks start); running write tasks heartbeat too
+            txn_id = writer.txn_id
+            Heartbeat(settings, lambda c: beat_txn(c, txn_id)).start()
+        return writer
+
+    @classmethod
+    def begin(
+        cls,
+        catalog: Catalog,
+        plan: "WritePlan",
+        *,
+        agent_info: str,
+        batch: dict[str, Any] | None = None,
+    ) -> "AcidWriter | AppliedWriter":
+        """Open the write's transaction (no heartbeat thread: the caller's rule), claim
+        ``batch`` in it when given (:func:`claim_batch`), take the lock, allocate W and the
+        statement (``external.begin_insert``).
+
+        Returns:
+            the writer; an :class:`AppliedWriter` when a committed transaction applied
+            ``batch`` (the transaction is aborted).
+        Raises:
+            NoSuchTableError; LockTimeoutError; BatchInProgressError (the transaction is
+            aborted).
+        """
+        txn = Transaction(catalog, agent_info=agent_info, heartbeat_s=0)
         txn_id = txn.begin()
         try:
             if batch is not None:
-                catalog.register_batch(
-                    txn_id,
-                    batch["batch_id"],
-                    BATCH_KIND,
-                    source=f"acid data source write of {tdef.name}",
-                    details={k: v for k, v in batch.items() if k != "batch_id"},
-                )
-            table, spec = external.begin_insert(txn, name, overwrite=overwrite, **write_opts)
+                claim_batch(catalog, txn_id, batch)
+            table, spec = external.begin_insert(
+                txn, plan.table.name, overwrite=plan.overwrite, **plan.write_opts
+            )
         except BatchAlreadyAppliedError:
             txn.abort("batch already applied")
             assert batch is not None
-            return AppliedWriter.skipping(tdef.name, batch, batch["version"])
+            return AppliedWriter.skipping(plan.table.name, batch, batch["version"])
         except BaseException as exc:
             txn.abort(f"{type(exc).__name__}: {exc}")
             raise
         assert isinstance(table, TableDef)
-        # the planning worker heartbeats while it lives (the input may take long before the
-        # write tasks start); running write tasks heartbeat too
-        Heartbeat(settings, lambda c: _beat_txn(c, txn_id)).start()
-        return cls(settings, table, spec, names, overwrite, txn.handle, on_existing, write_opts)
+        return cls(
+            plan.settings,
+            table,
+            spec,
+            plan.names,
+            plan.overwrite,
+            txn.handle,
+            plan.on_existing,
+            plan.write_opts,
+        )
 
     def _task_spec(self, partition_id: int) -> WriteSpec:
         """The spec a task writes with: the statement's, or (bucketed tables) a statement id
@@ -174,7 +246,7 @@ class AcidWriter(DataSourceArrowWriter):
         )
         return dataclasses.replace(self.spec, statement_id=sid, kind="insert")
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> _Written:
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> Written:
         """Spark task side: buffer the task's rows, align them to the table (names, types:
         ``conform.aligned_arrow``), sort by (partition, bucket) and write event files; a
         failure removes the files this task finished.
@@ -187,7 +259,7 @@ class AcidWriter(DataSourceArrowWriter):
         spec = self._task_spec(pid)
         batches = list(iterator)
         if not batches or not sum(b.num_rows for b in batches):
-            return _Written(pid, spec.statement_id, [])
+            return Written(pid, spec.statement_id, [])
         rows = (
             pa.Table.from_batches(batches)
             .select(self.names)
@@ -196,16 +268,17 @@ class AcidWriter(DataSourceArrowWriter):
         aligned = conform.aligned_arrow(rows, self.table)
         hashes, deletes = None, None
         if self.table.primary_key:
-            aligned, deletes = insert_stmt.check_batch_arrow(
-                open_catalog(self.settings),
-                None,  # the latest committed snapshot: W, still open, hides the other tasks
-                self.table,
-                aligned,
-                self.on_existing,
-                statement=STATEMENT,
-                hint=HINT,
-                stored=not self.overwrite,
-            )
+            with open_catalog(self.settings) as catalog:
+                aligned, deletes = insert_stmt.check_batch_arrow(
+                    catalog,
+                    None,  # the latest committed snapshot: W, still open, hides the other tasks
+                    self.table,
+                    aligned,
+                    self.on_existing,
+                    statement=STATEMENT,
+                    hint=HINT,
+                    stored=not self.overwrite,
+                )
             key = list(self.table.primary_key)
             hashes = acid_keys.pack_hashes(
                 acid_keys.key_hashes_of_columns(
@@ -213,9 +286,9 @@ class AcidWriter(DataSourceArrowWriter):
                 )
             )
         if not aligned.num_rows:
-            return _Written(pid, spec.statement_id, [], hashes, deletes)
+            return Written(pid, spec.statement_id, [], hashes, deletes)
         laid = layout_inserts_local(aligned, self.table)
-        beat = Heartbeat(self.settings, lambda c: _beat_txn(c, self.txn_id)).start()
+        beat = Heartbeat(self.settings, lambda c: beat_txn(c, self.txn_id)).start()
         try:
             files = write_local(laid, spec)
         except BaseException:
@@ -223,7 +296,7 @@ class AcidWriter(DataSourceArrowWriter):
             raise
         finally:
             beat.stop()
-        return _Written(pid, spec.statement_id, files, hashes, deletes)
+        return Written(pid, spec.statement_id, files, hashes, deletes)
 
     def _remove_task_files(self, spec: WriteSpec, laid: pa.Table, pid: int) -> None:
         """A failed task's finished files (a retry writes them again): its statement
@@ -237,32 +310,53 @@ class AcidWriter(DataSourceArrowWriter):
             tfs.delete(d if self.bucketed else join(d, format_bucket_file(pid)))
 
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
-        """Driver side, every task succeeded: end the statement(s) with the tasks' file rows
-        and commit (aborting instead when that fails, e.g. ``WriteConflictError``)."""
-        catalog = open_catalog(self.settings)
-        txn = Transaction.resume(catalog, self.handle, agent_info=AGENT)
-        try:
-            done = [m for m in messages if isinstance(m, _Written)]
-            if self.table.primary_key:
-                self._refuse_keys_of_two_tasks(done)
-            deletes = [m.deletes for m in done if m.deletes is not None and m.deletes.num_rows]
-            if deletes:
-                external.end_upsert(
-                    txn,
-                    self.table,
-                    self._written(done),
-                    pa.concat_tables(deletes),
-                    **self.write_opts,
-                )
-            else:
-                external.end_insert(txn, self.table, self._written(done), overwrite=self.overwrite)
-            txn.commit()
-        except BaseException as exc:
-            if txn.state == TxnState.OPEN:
-                txn.abort(f"{type(exc).__name__}: {exc}")
-            raise
+        """Driver side, every task succeeded: :meth:`finish` (the batch was claimed at
+        :meth:`open`)."""
+        self.finish(messages)
 
-    def _refuse_keys_of_two_tasks(self, done: list[_Written]) -> None:
+    def finish(
+        self, messages: Sequence[WriterCommitMessage | None], batch: dict[str, Any] | None = None
+    ) -> bool:
+        """End the statement(s) with the tasks' file rows and commit, claiming ``batch`` in
+        the same transaction when given (:func:`claim_batch`; a streaming micro-batch). A
+        failure aborts the transaction and removes the task files (:meth:`discard`).
+
+        Returns:
+            True when committed; False when a committed transaction already applied
+            ``batch`` (nothing committed, this write discarded).
+        Raises:
+            ExistingKeysError: keys written by two tasks; WriteConflictError;
+            BatchInProgressError: another open transaction holds ``batch``.
+        """
+        done = [m for m in messages if isinstance(m, Written)]
+        try:
+            with open_catalog(self.settings) as catalog:
+                txn = Transaction.resume(catalog, self.handle, agent_info=AGENT)
+                if batch is not None:
+                    claim_batch(catalog, self.txn_id, batch)
+                if self.table.primary_key:
+                    self._refuse_keys_of_two_tasks(done)
+                deletes = [m.deletes for m in done if m.deletes is not None and m.deletes.num_rows]
+                written = self._written(done)
+                if deletes:
+                    external.end_upsert(
+                        txn, self.table, written, pa.concat_tables(deletes), **self.write_opts
+                    )
+                else:
+                    external.end_insert(txn, self.table, written, overwrite=self.overwrite)
+                txn.commit()
+        except BatchAlreadyAppliedError:
+            self.discard(messages, "batch already applied")
+            return False
+        except BaseException as exc:
+            try:
+                self.discard(messages, f"{type(exc).__name__}: {exc}")
+            except Exception:  # noqa: BLE001 - the commit's error is the one to raise
+                log.exception("acid data source, table %s: discarding failed", self.table.name)
+            raise
+        return True
+
+    def _refuse_keys_of_two_tasks(self, done: list[Written]) -> None:
         """Keys written by two tasks (each task refused its own repeats): equal key hashes,
         confirmed on the key values of the files written (a hash collision is no repeat).
 
@@ -302,12 +396,38 @@ class AcidWriter(DataSourceArrowWriter):
             )
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
-        """Driver side, a task failed: abort the transaction if it is still open."""
-        catalog = open_catalog(self.settings)
-        if catalog.get_transaction(self.txn_id).state == TxnState.OPEN:
-            Transaction.resume(catalog, self.handle).abort("a Spark write task failed")
+        """Driver side, a task failed: :meth:`discard`."""
+        self.discard(messages, "a Spark write task failed")
 
-    def _written(self, done: list[_Written]) -> list[tuple[WriteSpec, list[FileRow]]]:
+    def discard(self, messages: Sequence[WriterCommitMessage | None], reason: str) -> None:
+        """Abort the transaction if it is still open; once it is aborted, remove the
+        statement directories the tasks' files are in (a failed task removed its own; the
+        cleaner removes what a task still running writes later). A transaction found
+        committed keeps its files."""
+        with open_catalog(self.settings) as catalog:
+            if catalog.get_transaction(self.txn_id).state == TxnState.OPEN:
+                Transaction.resume(catalog, self.handle, agent_info=AGENT).abort(reason)
+            if catalog.get_transaction(self.txn_id).state != TxnState.ABORTED:
+                return
+        tfs = TableFS(self.spec.tfs_url)
+        for directory in sorted(self._statement_dirs(messages)):
+            tfs.delete(directory)
+
+    def _statement_dirs(self, messages: Sequence[WriterCommitMessage | None]) -> set[str]:
+        """The statement directories holding the files of the tasks' messages."""
+        out: set[str] = set()
+        for m in messages:
+            if not isinstance(m, Written) or not m.files:
+                continue
+            spec = (
+                dataclasses.replace(self.spec, statement_id=m.statement_id, kind="insert")
+                if self.bucketed
+                else self.spec
+            )
+            out.update(spec.directory(f["partition"]) for f in m.files)
+        return out
+
+    def _written(self, done: list[Written]) -> list[tuple[WriteSpec, list[FileRow]]]:
         """(spec, file rows) per statement for ``external.end_insert``."""
         if not self.bucketed:
             return [(self.spec, [f for m in done for f in m.files])]
@@ -396,10 +516,10 @@ class AppliedWriter(DataSourceArrowWriter):
         log.warning("%s", message)
         return cls(message)
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> _Written:
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> Written:
         """Spark task side: nothing to write."""
         ctx = TaskContext.get()
-        return _Written(ctx.partitionId() if ctx is not None else 0, 0, [])
+        return Written(ctx.partitionId() if ctx is not None else 0, 0, [])
 
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         """Nothing to commit; logs that the batch was already applied."""
@@ -431,8 +551,7 @@ def _on_existing(opts: dict[str, str], table: TableDef, overwrite: bool) -> str:
 
 
 def _idempotent_batch(opts: dict[str, str], table: str) -> dict[str, Any] | None:
-    """``{"batch_id", "table", "app_id", "version"}`` of a write with ``txnAppId`` and
-    ``txnVersion`` (the ledger id hashed when longer than its 128 characters), else None.
+    """The :func:`batch_record` of a write with ``txnAppId`` and ``txnVersion``, else None.
 
     Raises:
         AcidDataSourceError: only one of the two options, or a version below 0.
@@ -445,10 +564,36 @@ def _idempotent_batch(opts: dict[str, str], table: str) -> dict[str, Any] | None
             f"acid data source, table {table}: an idempotent write takes both txnAppId (a "
             "non-empty string) and txnVersion (an integer >= 0), as Delta Lake's writer does"
         )
-    bid = f"{BATCH_KIND}:{table}:{app}:{version}"
+    return batch_record(table, app, version)
+
+
+def batch_record(table: str, app_id: str, version: int) -> dict[str, Any]:
+    """``{"batch_id", "table", "app_id", "version"}``: the batch ledger record of version
+    ``version`` of application ``app_id`` writing ``table``; the id is
+    ``datasource:<table>:<app_id>:<version>``, hashed when longer than the ledger's 128
+    characters."""
+    bid = f"{BATCH_KIND}:{table}:{app_id}:{version}"
     if len(bid) > 128:
         bid = f"{BATCH_KIND}:" + hashlib.sha256(bid.encode()).hexdigest()
-    return {"batch_id": bid, "table": table, "app_id": app, "version": version}
+    return {"batch_id": bid, "table": table, "app_id": app_id, "version": version}
+
+
+def claim_batch(catalog: Catalog, txn_id: int, batch: dict[str, Any]) -> None:
+    """Claim ``batch`` (:func:`batch_record`) for the open transaction ``txn_id`` in the
+    batch ledger (kind ``datasource``; source: the table and the application, so the newest
+    record of each application is its own).
+
+    Raises:
+        BatchAlreadyAppliedError: a committed transaction applied it.
+        BatchInProgressError: another open transaction holds it.
+    """
+    catalog.register_batch(
+        txn_id,
+        batch["batch_id"],
+        BATCH_KIND,
+        source=f"acid data source write of {batch['table']} by {batch['app_id']}",
+        details={k: v for k, v in batch.items() if k != "batch_id"},
+    )
 
 
 def applied_version(catalog: Catalog, table: str, app_id: str) -> int | None:
@@ -462,11 +607,3 @@ def applied_version(catalog: Catalog, table: str, app_id: str) -> int | None:
         and b.details.get("app_id") == app_id
     ]
     return max(versions, default=None)
-
-
-def _beat_txn(catalog: Catalog, txn_id: int) -> bool:
-    """Heartbeat an open transaction; False (stop) once it is no longer open."""
-    if catalog.get_transaction(txn_id).state != TxnState.OPEN:
-        return False
-    catalog.heartbeat(txn_id)
-    return True
