@@ -211,9 +211,9 @@ def debezium_record(
 
     after, before = image("after"), image("before")
     kind = ops[op]
-    txn_info = rec.get("transaction")
-    if isinstance(txn_info, dict) and txn_info.get("id") is not None:
-        txns.seen(str(txn_info["id"]), src.get("lsn") if src.get("lsn") is not None else position)
+    txid = transaction_id(rec)
+    if txid is not None:
+        txns.seen(txid, src.get("lsn") if src.get("lsn") is not None else position)
     if kind == "T":
         out.table(table, typed=bool(fields))
         return [Change(table, "T", position, None, None, frozenset(), f"{file_name}:{lineno}")]
