@@ -49,12 +49,15 @@ class StreamRun:
         micro_batches: micro-batches run (including those with nothing to apply).
         skipped: replayed micro-batches skipped by the (query id, batch id) record.
         error: the exception a micro-batch raised (the query stops with it), or None.
+        busy: a micro-batch is running; last_done: ``time.monotonic()`` when the last one ended.
     """
 
     reports: list[BatchReport] = field(default_factory=list)
     micro_batches: int = 0
     skipped: int = 0
     error: BaseException | None = None
+    busy: bool = False
+    last_done: float = field(default_factory=time.monotonic)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
@@ -110,12 +113,13 @@ def start_kafka_stream(
         done = (newest.details or {}).get("stream", {}) if newest is not None else {}
         with state.lock:
             state.micro_batches += 1
-        if done.get("query_id") == query_id and int(done.get("batch_id", -1)) >= batch_id:
-            log.info("stream %s: micro-batch %d already applied: skipped", query_id, batch_id)
-            with state.lock:
-                state.skipped += 1
-            return
+            state.busy = True
         try:
+            if done.get("query_id") == query_id and int(done.get("batch_id", -1)) >= batch_id:
+                log.info("stream %s: micro-batch %d already applied: skipped", query_id, batch_id)
+                with state.lock:
+                    state.skipped += 1
+                return
             reports = drain(
                 spark,
                 catalog,
@@ -123,12 +127,16 @@ def start_kafka_stream(
                 kopts,
                 details={"stream": {"query_id": query_id, "batch_id": batch_id}},
             )
+            with state.lock:
+                state.reports += [r for r in reports if r.status not in ("idle", "waiting")]
         except BaseException as e:
             with state.lock:
                 state.error = e
             raise
-        with state.lock:
-            state.reports += [r for r in reports if r.status not in ("idle", "waiting")]
+        finally:
+            with state.lock:
+                state.busy = False
+                state.last_done = time.monotonic()
 
     query_holder: dict[str, Any] = {}
     query = (
@@ -156,9 +164,10 @@ def run_kafka_stream(
     idle_s: float | None = None,
 ) -> StreamRun:
     """Run the streaming query until ``max_batches`` batches were committed, ``timeout_s``
-    seconds passed, ``idle_s`` seconds passed without a committed batch, or it failed; then
-    stop it (a bounded run: the CLI's ``--max-batches`` / ``--timeout``, the tests). Without
-    any bound it runs until the process is interrupted.
+    seconds passed, ``idle_s`` seconds passed since the last micro-batch ended (after one at
+    least), or it failed; then stop it between micro-batches (a bounded run: the CLI's
+    ``--max-batches`` / ``--timeout``, the tests). Without any bound it runs until the process
+    is interrupted.
 
     Returns:
         the :class:`StreamRun`.
@@ -175,21 +184,19 @@ def run_kafka_stream(
         checkpoint=checkpoint,
         run=run,
     )
-    t0 = last = time.monotonic()
-    seen = 0
+    t0 = time.monotonic()
     try:
         while query.isActive:
             now = time.monotonic()
             with run.lock:
-                n = len(run.reports)
-            if n != seen:
-                seen, last = n, now
-            if max_batches is not None and n >= max_batches:
-                break
-            if timeout_s is not None and now - t0 >= timeout_s:
-                break
-            if idle_s is not None and now - last >= idle_s:
-                break
+                n, busy, ran, last = len(run.reports), run.busy, run.micro_batches, run.last_done
+            if not busy:  # stop between micro-batches only (stop() interrupts a running one)
+                if max_batches is not None and n >= max_batches:
+                    break
+                if timeout_s is not None and now - t0 >= timeout_s:
+                    break
+                if idle_s is not None and ran and now - last >= idle_s:
+                    break
             time.sleep(0.2)
     finally:
         query.stop()
