@@ -10,7 +10,7 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: format stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven hive-jars hadoop-aws trino-server kafka-jars hms kafka lint test test-fast demo demo-hms lock clean bench bench-report bench-write-paths sample-data
+.PHONY: format stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven hive-jars hadoop-aws trino-server kafka-jars kafka-spark-jars hms kafka lint test test-fast demo demo-hms lock clean bench bench-report bench-write-paths sample-data
 
 # PostgreSQL 15 server binaries, as tests/support/postgres.py finds them ($$ACIDFLOW_PG_BINDIR).
 PG_BINDIR ?= $(or $(ACIDFLOW_PG_BINDIR),/usr/lib/postgresql/15/bin)
@@ -176,10 +176,12 @@ $(TRINO_STAMP): tools/trino/pom.xml
 # (tests/integration/test_kafka_debezium.py).
 KAFKA_CACHE := $(CURDIR)/.cache/kafka
 KAFKA_STAMP := $(KAFKA_CACHE)/.fetched
-kafka-jars: $(KAFKA_STAMP)
+kafka-jars: $(KAFKA_STAMP) kafka-spark-jars
 
+# (spark/ is the next target's: kept when the broker's artifacts are fetched again)
 $(KAFKA_STAMP): tools/kafka/pom.xml
-	@rm -rf $(KAFKA_CACHE); mkdir -p $(KAFKA_CACHE); \
+	@rm -rf $(KAFKA_CACHE)/server $(KAFKA_CACHE)/plugins $(KAFKA_CACHE)/target $(KAFKA_CACHE)/mvn.log; \
+	mkdir -p $(KAFKA_CACHE); \
 	start=$$(date +%s); \
 	if command -v mvn >/dev/null \
 	   && mvn -q -B -f tools/kafka/pom.xml -Dkafka.cache=$(KAFKA_CACHE) \
@@ -196,6 +198,31 @@ $(KAFKA_STAMP): tools/kafka/pom.xml
 	  [ -f $(KAFKA_CACHE)/mvn.log ] && tail -n 20 $(KAFKA_CACHE)/mvn.log >&2; \
 	  if [ "$$CI" = true ]; then echo "$$msg; CI=true: failing" >&2; exit 1; fi; \
 	  echo "WARNING: $$msg; the Kafka tests will skip (see $(KAFKA_CACHE)/mvn.log)" >&2; \
+	fi
+
+# Spark's Kafka connector (spark-sql-kafka-0-10_2.13 with kafka-clients, commons-pool2 and the
+# token provider), pinned in tools/kafka/spark/pom.xml, into .cache/kafka/spark/ (acidflow's
+# Kafka CDC, acidflow.spark.kafka_spark_jars). Same rules as above: a stamp, re-fetched when the
+# pom changes; a failed fetch fails when CI=true, elsewhere a warning (the Kafka CDC tests skip).
+KAFKA_SPARK_CACHE := $(KAFKA_CACHE)/spark
+KAFKA_SPARK_STAMP := $(KAFKA_SPARK_CACHE)/.fetched
+kafka-spark-jars: $(KAFKA_SPARK_STAMP)
+
+$(KAFKA_SPARK_STAMP): tools/kafka/spark/pom.xml
+	@rm -rf $(KAFKA_SPARK_CACHE); mkdir -p $(KAFKA_SPARK_CACHE); \
+	if command -v mvn >/dev/null \
+	   && mvn -q -B -f tools/kafka/spark/pom.xml -Dkafka.spark.cache=$(KAFKA_SPARK_CACHE) \
+	        dependency:copy-dependencies@spark >$(KAFKA_SPARK_CACHE)/mvn.log 2>&1 \
+	   && test -s "$$(ls $(KAFKA_SPARK_CACHE)/spark-sql-kafka-0-10_2.13-*.jar | head -n1)" \
+	   && test -s "$$(ls $(KAFKA_SPARK_CACHE)/kafka-clients-*.jar | head -n1)"; then \
+	  touch $@; \
+	  echo "kafka-spark-jars: Spark's Kafka connector in $(KAFKA_SPARK_CACHE)"; \
+	else \
+	  msg="kafka-spark-jars: could not fetch Spark's Kafka connector of tools/kafka/spark/pom.xml with Maven"; \
+	  command -v mvn >/dev/null || msg="$$msg (mvn is not installed: apt-get install maven)"; \
+	  [ -f $(KAFKA_SPARK_CACHE)/mvn.log ] && tail -n 20 $(KAFKA_SPARK_CACHE)/mvn.log >&2; \
+	  if [ "$$CI" = true ]; then echo "$$msg; CI=true: failing" >&2; exit 1; fi; \
+	  echo "WARNING: $$msg; the Kafka CDC tests will skip (see $(KAFKA_SPARK_CACHE)/mvn.log)" >&2; \
 	fi
 
 # A Hive 3.1.3 metastore (thrift, DbTxnManager settings, Hive's compactor off) for a person, in

@@ -9,6 +9,15 @@ gate on each table's staged rows runs before commit and aborts the batch when it
 validate (spark-submit ``validate``: the tables' suites on the committed snapshot plus ACID
 invariants). Safe to retry: batches are idempotent by id, the pull by LSN.
 
+``source: kafka`` reads a Kafka source instead of the landing path (``docs/kafka.md``):
+``cdc_upsert`` applies the source's new offset ranges (from the offsets the catalog recorded
+with the last committed batch to the topics' current ends, at most ``kafka_max_offsets``
+records per batch, ``kafka_max_batches`` batches per run), whole source transactions only,
+each batch with its offsets in one catalog transaction: a retry, a cleared task or a
+backfill never applies an offset twice or skips one. ``pending`` does not look at Kafka (there
+is no Kafka client in Airflow's workers): with ``kafka`` it lets the run go on, and a run with
+nothing new commits nothing.
+
 Schedule ``[acidflow] cdc_schedule`` (default every 5 minutes; seconds, cron, ``@continuous`` or
 ``none``) with ``max_active_runs=1`` and no catchup; the scheduled runs take the params'
 defaults, which ``[acidflow] cdc_params`` (JSON) sets. ``cdc_upsert`` declares the asset alias
@@ -42,6 +51,14 @@ DEFAULTS = param_defaults(
         "quarantine_threshold": 0.01,
         "postgres_conn_id": "",
         "slot": "acidflow",
+        "kafka_bootstrap_servers": "",
+        "kafka_source": "",
+        "kafka_topics": [],
+        "kafka_topic_pattern": "",
+        "kafka_transaction_topic": "",
+        "kafka_starting_offsets": "earliest",
+        "kafka_max_offsets": 0,
+        "kafka_max_batches": 0,
     },
 )
 
@@ -57,9 +74,9 @@ with DAG(
     params={
         "source": Param(
             DEFAULTS["source"],
-            enum=["landing", "postgres"],
+            enum=["landing", "postgres", "kafka"],
             description="landing: apply the files already in input_path; "
-            "postgres: pull from a replication slot first",
+            "postgres: pull from a replication slot first; kafka: read a Kafka source",
         ),
         "format": Param(DEFAULTS["format"], enum=["wal2json", "debezium", "goldengate"]),
         "input_path": Param(
@@ -100,6 +117,46 @@ with DAG(
             description="Airflow connection of the source database",
         ),
         "slot": Param(DEFAULTS["slot"], type="string", pattern="^[a-z0-9_]+$"),
+        "kafka_bootstrap_servers": Param(
+            DEFAULTS["kafka_bootstrap_servers"], type="string", description="host:port,..."
+        ),
+        "kafka_source": Param(
+            DEFAULTS["kafka_source"],
+            type="string",
+            pattern="^[A-Za-z0-9_.-]*$",
+            description="the Kafka source's name: the catalog keeps its offsets",
+        ),
+        "kafka_topics": Param(
+            DEFAULTS["kafka_topics"],
+            type="array",
+            items={"type": "string"},
+            description="change topics (or kafka_topic_pattern)",
+        ),
+        "kafka_topic_pattern": Param(
+            DEFAULTS["kafka_topic_pattern"], type="string", description="regex of change topics"
+        ),
+        "kafka_transaction_topic": Param(
+            DEFAULTS["kafka_transaction_topic"],
+            type="string",
+            description="Debezium's transaction topic (whole source transactions); empty: none",
+        ),
+        "kafka_starting_offsets": Param(
+            DEFAULTS["kafka_starting_offsets"],
+            type="string",
+            description="first batch's start: earliest, latest or Spark's offsets JSON",
+        ),
+        "kafka_max_offsets": Param(
+            DEFAULTS["kafka_max_offsets"],
+            type="integer",
+            minimum=0,
+            description="records per batch (0: no cap)",
+        ),
+        "kafka_max_batches": Param(
+            DEFAULTS["kafka_max_batches"],
+            type="integer",
+            minimum=0,
+            description="batches per run (0: until nothing is left)",
+        ),
     },
     doc_md=__doc__,
 ) as dag:
@@ -111,8 +168,12 @@ with DAG(
 
     @task.short_circuit
     def pending(params: dict[str, Any] | None = None) -> bool:
-        """True when the landing path holds change files (else the run ends: a success)."""
+        """True when the landing path holds change files (else the run ends: a success);
+        always True with ``source: kafka`` (the batch itself finds out)."""
         params = params or {}
+        if params.get("source") == "kafka":
+            print("source is kafka: the cdc_upsert task reads the new offsets")
+            return True
         found = has_change_files(params["input_path"])
         print(f"{params['input_path']}: {'change files to apply' if found else 'no change files'}")
         return found
@@ -122,7 +183,23 @@ with DAG(
         subcommand="cdc-upsert",
         args=[
             "--input",
-            "{{ params.input_path }}",
+            "{{ '' if params.source == 'kafka' else params.input_path }}",
+            "--kafka-bootstrap-servers",
+            "{{ params.kafka_bootstrap_servers if params.source == 'kafka' else '' }}",
+            "--kafka-source",
+            "{{ params.kafka_source }}",
+            "--kafka-topics",
+            "{{ params.kafka_topics | join(',') }}",
+            "--kafka-topic-pattern",
+            "{{ params.kafka_topic_pattern }}",
+            "--kafka-transaction-topic",
+            "{{ params.kafka_transaction_topic }}",
+            "--starting-offsets",
+            "{{ params.kafka_starting_offsets }}",
+            "--max-offsets",
+            "{{ params.kafka_max_offsets }}",
+            "--max-batches",
+            "{{ params.kafka_max_batches }}",
             "--input-format",
             "{{ params.format }}",
             "--tables-config",

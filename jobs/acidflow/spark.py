@@ -13,6 +13,12 @@ matching PySpark's Hadoop, 3.5.0, and the AWS SDK v2 bundle) into ``.cache/hadoo
 and ``s3a://`` map to ``org.apache.hadoop.fs.s3a.S3AFileSystem`` (``spark.hadoop.fs.s3.impl``),
 and the S3A settings come from the same AWS environment s3fs reads (:func:`s3a_settings`), so
 Spark reads landing files and table locations on S3 like the Python paths do.
+
+Kafka: when ``make kafka-jars`` has fetched Spark's Kafka connector (``tools/kafka/spark/pom.xml``)
+into ``.cache/kafka/spark/`` (or ``$ACIDFLOW_KAFKA_SPARK_JARS`` names another folder), its jars go
+on the same class paths, so ``spark.read.format("kafka")`` / ``readStream.format("kafka")`` work
+(``acidflow.cdc.kafka``). Under ``spark-submit`` the JVM already runs: the Airflow operator passes
+them with ``--jars`` (``acidflow_airflow.operator``).
 """
 
 from __future__ import annotations
@@ -46,6 +52,17 @@ def hadoop_aws_jars() -> list[str]:
     """The S3A jars (absolute paths, sorted): ``*.jar`` of ``$ACIDFLOW_HADOOP_AWS_JARS`` or
     :data:`HADOOP_AWS_DIR`; empty when not fetched."""
     folder = Path(os.environ.get("ACIDFLOW_HADOOP_AWS_JARS") or HADOOP_AWS_DIR)
+    return sorted(str(p) for p in folder.glob("*.jar")) if folder.is_dir() else []
+
+
+#: where ``make kafka-jars`` leaves Spark's Kafka connector (repository root/.cache/kafka/spark)
+KAFKA_SPARK_DIR = Path(__file__).resolve().parents[2] / ".cache" / "kafka" / "spark"
+
+
+def kafka_spark_jars() -> list[str]:
+    """Spark's Kafka connector jars (absolute paths, sorted): ``*.jar`` of
+    ``$ACIDFLOW_KAFKA_SPARK_JARS`` or :data:`KAFKA_SPARK_DIR`; empty when not fetched."""
+    folder = Path(os.environ.get("ACIDFLOW_KAFKA_SPARK_JARS") or KAFKA_SPARK_DIR)
     return sorted(str(p) for p in folder.glob("*.jar")) if folder.is_dir() else []
 
 
@@ -132,12 +149,14 @@ def get_spark(app_name: str = "acidflow", master: str | None = None, **conf: str
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": os.environ.get("ACIDFLOW_DRIVER_MEMORY", "4g"),
     }
-    jars = hadoop_aws_jars()
+    aws = hadoop_aws_jars()
+    jars = aws + kafka_spark_jars()
     if jars:
         # on the class path of the driver and executors, not spark.jars: spark.jars would make
         # every executor copy the ~650 MB SDK bundle into its work folder first
         defaults["spark.driver.extraClassPath"] = ":".join(jars)
         defaults["spark.executor.extraClassPath"] = ":".join(jars)
+    if aws:
         defaults.update({f"spark.hadoop.{k}": v for k, v in s3a_settings().items()})
     defaults.update(conf)
     for key, value in defaults.items():

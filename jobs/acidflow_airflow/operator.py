@@ -29,6 +29,7 @@ from airflow.sdk import Asset, AssetAlias, Context, XComArg
 
 from acidflow.jobszip import build_jobs_zip
 from acidflow.lineage import LINEAGE_ENV, read_lineage
+from acidflow.spark import kafka_spark_jars
 from acidflow_airflow.config import job_env, python_bin, repo
 
 #: the asset alias every table-writing task declares as outlet; its asset events name the
@@ -36,6 +37,9 @@ from acidflow_airflow.config import job_env, python_bin, repo
 TABLES_ALIAS = "acidflow-tables"
 #: subcommands that change tables' rows: their tasks declare the alias as outlet
 WRITING_SUBCOMMANDS = ("cdc-upsert", "ingest")
+#: subcommands that may read Kafka (``cdc-upsert`` with a Kafka source): their spark-submit
+#: gets Spark's Kafka connector jars (``acidflow.spark.kafka_spark_jars``) unless ``jars`` is set
+KAFKA_SUBCOMMANDS = ("cdc-upsert",)
 #: Spark settings of every job unless the task passes ``conf``
 DEFAULT_SPARK_CONF = {"spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "4"}
 
@@ -87,6 +91,9 @@ class AcidflowSparkSubmitOperator(SparkSubmitOperator):
         if not args or args[0] != self.subcommand:
             self.application_args = [self.subcommand, *args]
         self.py_files = str(build_jobs_zip())
+        if self.subcommand in KAFKA_SUBCOMMANDS and not self.jars and kafka_spark_jars():
+            # Spark's Kafka connector (make kafka-jars): the JVM of spark-submit starts with it
+            self.jars = ",".join(kafka_spark_jars())
         fd, report = tempfile.mkstemp(prefix=f"acidflow-lineage-{self.task_id}-", suffix=".json")
         os.close(fd)
         self.env_vars = {**job_env(), **(self.env_vars or {}), LINEAGE_ENV: report}

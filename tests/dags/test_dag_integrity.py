@@ -95,7 +95,9 @@ def test_interface_params_and_schedules(parsed):
     dags = parsed["dags"]
     cdc, ingest, comp = dags["acid_cdc"], dags["acid_ingest"], dags["acid_compaction"]
     assert cdc["params"]["format"]["enum"] == ["wal2json", "debezium", "goldengate"]
-    assert cdc["params"]["source"]["enum"] == ["landing", "postgres"]
+    assert cdc["params"]["source"]["enum"] == ["landing", "postgres", "kafka"]
+    assert cdc["params"]["kafka_topics"]["type"] == "array"
+    assert cdc["params"]["kafka_max_offsets"]["minimum"] == 0
     assert cdc["params"]["quarantine_threshold"]["maximum"] == 1
     assert ingest["params"]["tables"]["type"] == "array"
     assert ingest["params"]["mode"]["enum"] == ["overwrite", "append", "upsert"]

@@ -83,3 +83,61 @@ def json_records(
         (None if k is None else json.loads(k), None if v is None else json.loads(v))
         for k, v in records
     ]
+
+
+def require_kafka_spark_jars() -> list[str]:
+    """Spark's Kafka connector jars (``make kafka-jars``: ``.cache/kafka/spark``); without them a
+    skip, or a failure when ``CI=true``."""
+    from acidflow.spark import KAFKA_SPARK_DIR, kafka_spark_jars
+
+    jars = kafka_spark_jars()
+    if not any("spark-sql-kafka" in j for j in jars):
+        msg = f"Spark's Kafka connector is not in {KAFKA_SPARK_DIR}: run 'make kafka-jars'"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and {msg}", pytrace=False)
+        pytest.skip(msg)
+    return jars
+
+
+def produce(spark: Any, bootstrap_servers: str, topic: str, values: Sequence[Any]) -> None:
+    """Write ``values`` to ``topic`` (partition 0 of a new topic) with Spark's Kafka sink: each a
+    JSON document, or ``bytes`` as they are."""
+    rows = [(None, v if isinstance(v, bytes) else json.dumps(v).encode()) for v in values]
+    (
+        spark.createDataFrame(rows, "key binary, value binary")
+        .coalesce(1)
+        .write.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap_servers)
+        .option("topic", topic)
+        .save()
+    )
+
+
+def delete_records(kafka: Any, topic: str, partition: int, before: int) -> None:
+    """Delete the records of ``topic``/``partition`` below offset ``before``, as retention does
+    (Kafka's ``kafka-delete-records.sh``: ``DeleteRecordsCommand`` in a JVM)."""
+    import subprocess
+    import tempfile
+
+    spec = {"partitions": [{"topic": topic, "partition": partition, "offset": before}]}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(spec, f)
+    done = subprocess.run(
+        [
+            "java",
+            "-cp",
+            kafka.artifacts.classpath(),
+            "org.apache.kafka.tools.DeleteRecordsCommand",
+            "--bootstrap-server",
+            kafka.bootstrap_servers,
+            "--offset-json-file",
+            f.name,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    os.unlink(f.name)
+    if done.returncode != 0:
+        raise AssertionError(f"DeleteRecordsCommand failed: {done.stdout}\n{done.stderr}")

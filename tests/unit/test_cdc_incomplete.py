@@ -181,13 +181,17 @@ def test_debezium_transaction_metadata_begin_without_end_is_refused():
     cut = [marker("BEGIN", "572:200"), deb("c", 200, 3, "572:200"), deb("u", 201, 3, "572:200")]
     with pytest.raises(IncompleteTransactionError) as e:
         F.parse_lines("debezium", whole + cut, "d.json")
-    assert (e.value.file, e.value.txid, e.value.position, e.value.line) == (
-        "d.json",
-        "572:200",
-        201,
-        5,
-    )
+    # Debezium PostgreSQL's id is "<txId>:<LSN>": the transaction is its txId part
+    assert (e.value.file, e.value.txid, e.value.position, e.value.line) == ("d.json", "572", 201, 5)
     assert "END" in str(e.value)
+    # BEGIN, events and END carry different LSNs in their ids (Debezium 3.6): one transaction
+    real = [
+        marker("BEGIN", "573:300"),
+        deb("c", 300, 4, "573:300"),
+        deb("c", 301, 5, "573:301"),
+        marker("END", "573:305", 2),
+    ]
+    assert len(F.parse_lines("debezium", real, "d.json").changes) == 2
     # no metadata: each event is its own unit, nothing to wait for
     assert len(F.parse_lines("debezium", [deb("c", 1, 1, "9:9")], "d").changes) == 1
 

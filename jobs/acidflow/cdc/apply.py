@@ -209,6 +209,43 @@ def apply_file(spark: Any, catalog: Any, path: str, options: CdcOptions) -> Batc
     except IncompleteTransactionError as e:  # name the file by its full path
         raise IncompleteTransactionError(path, e.txid, e.position, e.line, e.detail) from None
     batch_id = batch_id_for(options.fmt, stream, content)
+    return apply_stream(spark, catalog, stream, batch_id, path, options, t0=t0)
+
+
+def apply_stream(
+    spark: Any,
+    catalog: Any,
+    stream: ParsedStream,
+    batch_id: str,
+    label: str,
+    options: CdcOptions,
+    *,
+    kind: str = "cdc",
+    source: str | None = None,
+    details: dict[str, Any] | None = None,
+    t0: float | None = None,
+) -> BatchReport:
+    """Apply one parsed change stream as one batch: steps 2-6 of the module docstring (skip
+    when applied, claim, plan, gate, write, quarantine, commit, write-conflict retries). The one
+    home of those steps for every source: change files (:func:`apply_file`) and Kafka offset
+    ranges (``acidflow.cdc.kafka``).
+
+    Args:
+        stream: the batch's changes and bad records.
+        batch_id: the id claimed in the batch ledger (``Catalog.register_batch``).
+        label: what the batch is read from (a file path, a Kafka source), in logs, the report's
+            ``file`` and the commit records' ``source_file``.
+        kind, source: the batch record's kind and source (default ``cdc`` and ``label``).
+        details: more JSON for the batch record's details, committed with the data (Kafka:
+            the offsets).
+        t0: ``time.monotonic()`` when the batch started (default now).
+    Returns:
+        the :class:`BatchReport`.
+    Raises:
+        see :func:`apply_file` (all but the parse errors).
+    """
+    t0 = time.monotonic() if t0 is None else t0
+    path = label
     done = catalog.get_batch(batch_id)
     if done is not None and done.state == TxnState.COMMITTED:
         log.info("batch %s (%s) already applied by txn %s: skipped", batch_id, path, done.txn_id)
@@ -221,11 +258,12 @@ def apply_file(spark: Any, catalog: Any, path: str, options: CdcOptions) -> Batc
         by_table = {
             t: c for t, c in by_table.items() if t in wanted or t.split(".", 1)[-1] in wanted
         }
+    ledger = _Ledger(kind, source or path, dict(details or {}))
     attempts = max(1, MAX_COMMIT_ATTEMPTS)  # a monkeypatched or odd value: at least one
     attempt = 1
     while True:
         try:
-            report = _apply_batch(spark, catalog, path, options, stream, batch_id, by_table)
+            report = _apply_batch(spark, catalog, path, options, stream, batch_id, by_table, ledger)
         except BatchAlreadyAppliedError as exc:
             # a concurrent run of this batch committed it after get_batch (or between our
             # attempts): the claim (register_batch, the attempt's first step) refused it and
@@ -325,6 +363,7 @@ def _apply_batch(
     stream: ParsedStream,
     batch_id: str,
     by_table: dict[str, list[Change]],
+    ledger: _Ledger,
 ) -> BatchReport:
     """One attempt at a batch: one transaction that plans (at its snapshot), gates, writes,
     quarantines and commits (module docstring, steps 3-6).
@@ -337,7 +376,11 @@ def _apply_batch(
     report = BatchReport(batch_id, path, "applied")
     with Transaction(catalog, agent_info=f"acidflow cdc {options.fmt}") as txn:
         catalog.register_batch(
-            txn.txn_id, batch_id, "cdc", source=path, details={"format": options.fmt, "file": path}
+            txn.txn_id,
+            batch_id,
+            ledger.kind,
+            source=ledger.source,
+            details={"format": options.fmt, "file": path, **ledger.details},
         )
         report.txn_id = txn.txn_id
         schema_changes: dict[str, dict[str, Any]] = {}
@@ -382,9 +425,10 @@ def _apply_batch(
         catalog.register_batch(
             txn.txn_id,
             batch_id,
-            "cdc",
-            source=path,
+            ledger.kind,
+            source=ledger.source,
             details={
+                **ledger.details,
                 "format": options.fmt,
                 "file": path,
                 "tables": report.tables,
@@ -395,6 +439,15 @@ def _apply_batch(
             },
         )
     return report
+
+
+@dataclass
+class _Ledger:
+    """How a batch is recorded in the batch ledger: kind, source and extra details."""
+
+    kind: str
+    source: str
+    details: dict[str, Any]
 
 
 @dataclass

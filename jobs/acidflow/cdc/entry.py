@@ -1,6 +1,11 @@
 """spark-submit subcommand ``cdc-upsert`` (see ``jobs/submit.py`` and ``acidflow.entry``:
 ``cdc_upsert_main``).
 
+Two sources: change files (``--input``: :func:`acidflow.cdc.apply.apply_path`) or a Kafka source
+(``--kafka-bootstrap-servers`` and ``--kafka-source``: :func:`acidflow.cdc.kafka.drain`, from
+the offsets the catalog recorded to the topics' current ends, at most ``--max-offsets`` records
+per batch and ``--max-batches`` batches per run).
+
 Prints one JSON summary as its last stdout line (what an Airflow task pushes to XCom) and
 returns 0; errors propagate (non-zero exit, message on stderr) with the transaction aborted.
 """
@@ -14,14 +19,27 @@ import sys
 from acidflow import lineage
 from acidflow.catalog import Catalog
 from acidflow.cdc.apply import apply_path, build_options
+from acidflow.cdc.kafka import drain, kafka_options
 from acidflow.spark import get_spark
 
 
 def _cdc_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="submit.py cdc-upsert", description="Apply change files, one batch per file."
+        prog="submit.py cdc-upsert",
+        description="Apply change files (one batch per file) or a Kafka source's new offsets.",
     )
-    p.add_argument("--input", required=True, help="change file or directory")
+    p.add_argument("--input", default=None, help="change file or directory")
+    k = p.add_argument_group("Kafka source (instead of --input)")
+    k.add_argument("--kafka-bootstrap-servers", default=None)
+    k.add_argument("--kafka-source", default=None, help="the source's name (its offsets)")
+    k.add_argument("--kafka-topics", default="", help="comma-separated change topics")
+    k.add_argument("--kafka-topic-pattern", default="", help="regular expression of topics")
+    k.add_argument("--kafka-transaction-topic", default="", help="Debezium's BEGIN/END topic")
+    k.add_argument(
+        "--starting-offsets", default="earliest", help="first batch: earliest|latest|JSON"
+    )
+    k.add_argument("--max-offsets", type=int, default=0, help="records per batch (0: no cap)")
+    k.add_argument("--max-batches", type=int, default=0, help="batches per run (0: until idle)")
     p.add_argument(
         "--input-format",
         dest="fmt",
@@ -74,13 +92,36 @@ def cdc_upsert_main(argv: list[str]) -> int:
         quarantine_threshold=a.quarantine_threshold,
         tables=(a.table or []) + [t for t in a.tables.split(",") if t.strip()],
     )
+    a.input = a.input or None  # the DAG renders the unused source's option as ''
+    a.kafka_bootstrap_servers = a.kafka_bootstrap_servers or None
+    if (a.input is None) == (a.kafka_bootstrap_servers is None):
+        raise SystemExit("cdc-upsert: give --input or --kafka-bootstrap-servers (one of them)")
     catalog = Catalog.from_settings()
-    reports = apply_path(get_spark("acidflow-cdc-upsert"), catalog, a.input, options)
+    spark = get_spark("acidflow-cdc-upsert")
+    if a.input is not None:
+        reports = apply_path(spark, catalog, a.input, options)
+    else:
+        kopts = kafka_options(
+            a.kafka_source or "",
+            a.kafka_bootstrap_servers,
+            topics=a.kafka_topics,
+            topic_pattern=a.kafka_topic_pattern,
+            transaction_topic=a.kafka_transaction_topic,
+            starting_offsets=a.starting_offsets,
+            max_offsets=a.max_offsets,
+        )
+        reports = drain(spark, catalog, options, kopts, max_batches=a.max_batches or None)
+        reports = [r for r in reports if r.batch_id]
     if reports:  # lineage for the Airflow operator (acidflow.lineage): batch files -> tables
         cid = catalog.catalog_id()
         lineage.report_lineage(
             "cdc-upsert",
-            [lineage.file_dataset(r.file) for r in reports],
+            [lineage.file_dataset(r.file) for r in reports]
+            if a.input is not None
+            else [
+                {"namespace": f"kafka://{a.kafka_bootstrap_servers.split(',')[0]}", "name": t}
+                for t in kopts.topics or [kopts.topic_pattern or ""]
+            ],
             [
                 lineage.table_dataset(cid, t, changed=r.status == "applied")
                 for r in reports

@@ -1,4 +1,4 @@
-"""``acidflow cdc apply`` and ``acidflow show batches`` (Typer + Rich)."""
+"""``acidflow cdc apply``, ``acidflow cdc stream`` and ``acidflow ingest`` (Typer + Rich)."""
 
 from __future__ import annotations
 
@@ -123,6 +123,76 @@ def apply(
     print_reports(reports, as_json)
 
 
+def stream(
+    ctx: typer.Context,
+    bootstrap_servers: str = typer.Option(..., "--bootstrap-servers", help="host:port,..."),
+    source: str = typer.Option(..., "--source", help="the source's name (the catalog's offsets)"),
+    topics: str = typer.Option("", "--topics", help="comma-separated change topics"),
+    topic_pattern: str = typer.Option("", "--topic-pattern", help="regex of change topics"),
+    transaction_topic: str = typer.Option(
+        "", "--transaction-topic", help="Debezium's BEGIN/END topic (whole transactions)"
+    ),
+    fmt: str = typer.Option("debezium", "--input-format", help="debezium | goldengate"),
+    starting_offsets: str = typer.Option(
+        "earliest", "--starting-offsets", help="first batch: earliest | latest | offsets JSON"
+    ),
+    max_offsets: int = typer.Option(0, "--max-offsets", help="records per batch (0: no cap)"),
+    trigger_seconds: float = typer.Option(5.0, "--trigger-seconds", help="trigger interval"),
+    checkpoint: Optional[str] = typer.Option(
+        None, "--checkpoint", help="Spark checkpointLocation (default: a temporary folder)"
+    ),
+    max_batches: int = typer.Option(0, "--max-batches", help="stop after N batches (0: never)"),
+    timeout: float = typer.Option(0, "--timeout", help="stop after N seconds (0: never)"),
+    tables_config: Optional[str] = typer.Option(None, "--tables-config", help="YAML file/dir"),
+    auto_create: bool = typer.Option(False, "--auto-create", help="register unknown tables"),
+    target_db: str = typer.Option("default", "--target-db", help="database of new tables"),
+    schema_drift: str = typer.Option("add", "--schema-drift", help="add | fail"),
+    quarantine_threshold: float = typer.Option(
+        0.01, "--quarantine-threshold", help="largest fraction of bad records"
+    ),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Apply a Kafka CDC source continuously (Structured Streaming, foreachBatch): each batch
+    with its offsets in one catalog transaction, whole source transactions, exactly once."""
+    # deferred: the CDC job imports pyarrow, SQLAlchemy and the Spark writer; --help needs none
+    from acidflow.cdc.apply import build_options
+    from acidflow.cdc.kafka import kafka_options
+    from acidflow.cdc.stream import run_kafka_stream
+
+    options = build_options(
+        fmt,
+        tables_config=tables_config,
+        auto_create=auto_create,
+        target_db=target_db,
+        num_buckets=4,
+        schema_drift=schema_drift,
+        update_missing="insert",
+        insert_existing="update",
+        delete_missing="count",
+        quarantine_threshold=quarantine_threshold,
+    )
+    kopts = kafka_options(
+        source,
+        bootstrap_servers,
+        topics=topics,
+        topic_pattern=topic_pattern,
+        transaction_topic=transaction_topic,
+        starting_offsets=starting_offsets,
+        max_offsets=max_offsets,
+    )
+    run = run_kafka_stream(
+        get_spark("acidflow-cdc-stream"),
+        cli_context(ctx).catalog(),
+        options,
+        kopts,
+        trigger_seconds=trigger_seconds,
+        checkpoint=checkpoint,
+        max_batches=max_batches or None,
+        timeout_s=timeout or None,
+    )
+    print_reports(run.reports, as_json)
+
+
 def quarantine_file(
     ctx: typer.Context,
     path: str = typer.Argument(..., help="the change file to set aside"),
@@ -204,7 +274,9 @@ def ingest_cmd(
 
 
 def register(app: typer.Typer, cdc_app: typer.Typer) -> None:
-    """Add ``ingest`` to ``app`` and ``apply`` / ``quarantine-file`` to the ``cdc`` group."""
+    """Add ``ingest`` to ``app`` and ``apply`` / ``stream`` / ``quarantine-file`` to the ``cdc``
+    group."""
     cdc_app.command("apply")(apply)
+    cdc_app.command("stream")(stream)
     cdc_app.command("quarantine-file")(quarantine_file)
     app.command("ingest")(ingest_cmd)

@@ -16,6 +16,7 @@ whole-transaction rules are :func:`acidflow.sources.formats.parse_lines`'.
 from __future__ import annotations
 
 import base64
+import re
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -35,6 +36,8 @@ _CONNECT_TYPES: dict[str | None, str] = {
     "bytes": "binary",
 }
 _EPOCH = datetime(1970, 1, 1)
+#: Debezium PostgreSQL's transaction id, ``<txId>:<LSN>`` (:func:`transaction_id`)
+_PG_TXN_ID = re.compile(r"^\d+:\d+$")
 
 
 def _debezium_field_type(f: dict) -> str:
@@ -87,15 +90,52 @@ def _debezium_value(f: dict | None, value: Any) -> Any:
     return value
 
 
+def is_transaction_metadata(rec: Any) -> bool:
+    """Whether ``rec`` (an unwrapped payload) is Debezium transaction metadata
+    (``provide.transaction.metadata``): ``{"status": "BEGIN"|"END", "id": ..., "event_count":
+    ..., "data_collections": [{"data_collection", "event_count"}]}``."""
+    return (
+        isinstance(rec, dict)
+        and rec.get("status") in ("BEGIN", "END")
+        and "id" in rec
+        and "op" not in rec
+    )
+
+
+def unwrap(rec: Any) -> Any:
+    """The payload of a JsonConverter record with schemas (``{"schema", "payload"}``), else
+    ``rec`` itself."""
+    if isinstance(rec, dict) and "payload" in rec and "schema" in rec:
+        return rec["payload"]
+    return rec
+
+
+def transaction_id(payload: Any) -> str | None:
+    """The source transaction of a change event (its ``transaction.id``) or of a transaction
+    metadata record (its ``id``), or None. Debezium's PostgreSQL connector writes
+    ``"<txId>:<LSN>"`` with the LSN of the event at hand; the part before the first ``:`` is
+    what stays the same through one source transaction, and is returned for such ids (two
+    decimal parts); any other id (MySQL's GTID ``<server uuid>:<n>``...) is returned whole."""
+    if not isinstance(payload, dict):
+        return None
+    raw = payload.get("id") if is_transaction_metadata(payload) else None
+    if raw is None:
+        block = payload.get("transaction")
+        raw = block.get("id") if isinstance(block, dict) else None
+    if raw is None:
+        return None
+    text = str(raw)
+    return text.split(":", 1)[0] if _PG_TXN_ID.match(text) else text
+
+
 def _debezium_txn_marker(rec: dict, lineno: int, txns: TxnTracker) -> bool:
-    """Debezium transaction metadata (``provide.transaction.metadata``): ``{"status":
-    "BEGIN"|"END", "id": ..., "event_count": ..., "data_collections": ...}``, bare or wrapped
-    like data events. Returns True (and notes the boundary) when ``rec`` is one."""
-    if rec.get("status") in ("BEGIN", "END") and "id" in rec and "op" not in rec:
+    """Debezium transaction metadata (:func:`is_transaction_metadata`), bare or wrapped like
+    data events. Returns True (and notes the boundary) when ``rec`` is one."""
+    if is_transaction_metadata(rec):
         if rec["status"] == "BEGIN":
-            txns.begin(str(rec["id"]), lineno)
+            txns.begin(transaction_id(rec), lineno)
         else:
-            txns.end(str(rec["id"]))
+            txns.end(transaction_id(rec))
         return True
     return False
 
@@ -171,9 +211,9 @@ def debezium_record(
 
     after, before = image("after"), image("before")
     kind = ops[op]
-    txn_info = rec.get("transaction")
-    if isinstance(txn_info, dict) and txn_info.get("id") is not None:
-        txns.seen(str(txn_info["id"]), src.get("lsn") if src.get("lsn") is not None else position)
+    txid = transaction_id(rec)
+    if txid is not None:
+        txns.seen(txid, src.get("lsn") if src.get("lsn") is not None else position)
     if kind == "T":
         out.table(table, typed=bool(fields))
         return [Change(table, "T", position, None, None, frozenset(), f"{file_name}:{lineno}")]

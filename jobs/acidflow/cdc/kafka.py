@@ -1,0 +1,312 @@
+"""Kafka as a CDC source: one offset range per batch, one catalog transaction per batch,
+exactly once (Spark's Kafka source, ``spark.read.format("kafka")``).
+
+:func:`apply_kafka` runs one batch of a source (a name: the batch ledger's ``source`` of its
+batches, kind ``kafka``):
+
+1. the topics (``topics``, or the ones matching ``topic_pattern``, never the transaction topic)
+   and their partitions' available offsets (a Kafka consumer in the driver's JVM, through the
+   Spark session: the connector's own kafka-clients);
+2. the range: from the high-water mark recorded by the newest committed batch of the source to
+   the partitions' ends, at most ``max_offsets`` records (``acidflow.cdc.offsets``: first batch,
+   new partitions, data loss);
+3. the records of the range (``spark.read.format("kafka")`` with ``assign``,
+   ``startingOffsets`` and ``endingOffsets`` JSON, ``failOnDataLoss=true``), decoded on the
+   driver to whole source transactions (``acidflow.sources.kafka.decode_records``: records of a
+   source transaction that is not complete yet are left for the next batch, and the batch's end
+   offsets stop before them). When a capped range holds no complete transaction at all, the cap
+   is doubled until it does (a source transaction larger than the cap is never cut);
+4. the batch is applied by the same plan -> Great Expectations gate -> split-update write ->
+   quarantine -> commit as change files (:func:`acidflow.cdc.apply.apply_stream`), its id
+   ``kafka:<source>:<digest of its start>`` claimed in the batch ledger and its start and end
+   offsets (``details["offsets"]``) committed with its data.
+
+A range with nothing to apply (no new record, or only records of incomplete transactions)
+commits nothing and reports ``status`` ``idle`` (or ``waiting``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from acidflow.cdc import offsets as ofs
+from acidflow.cdc.apply import BatchReport, CdcOptions, apply_stream
+from acidflow.sources.kafka import KAFKA_FORMATS, KafkaBatch, KafkaRecord, Offsets, decode_records
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class KafkaOptions:
+    """Where a Kafka CDC source reads.
+
+    Attributes:
+        source: the source's name (the batch ledger's ``source``; one high-water mark each).
+        bootstrap_servers: ``kafka.bootstrap.servers``.
+        topics: the change topics; or topic_pattern: a regular expression (full match) of them.
+        transaction_topic: Debezium's transaction metadata topic (``<prefix>.transaction``) for
+            whole source transactions; None: every range is applied as it is.
+        starting_offsets: the first batch's start: ``earliest`` (default), ``latest`` or
+            Spark's JSON (``{"topic": {"0": 42}}``).
+        max_offsets: at most this many records per batch (the data topics; Spark's
+            ``maxOffsetsPerTrigger``); None = no cap.
+        kafka: more Kafka client settings (``security.protocol``, ``sasl.*`` ...), for the
+            consumer and for Spark (as ``kafka.<key>``).
+    """
+
+    source: str
+    bootstrap_servers: str
+    topics: list[str] = field(default_factory=list)
+    topic_pattern: str | None = None
+    transaction_topic: str | None = None
+    starting_offsets: str = "earliest"
+    max_offsets: int | None = None
+    kafka: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.source or not re.fullmatch(r"[A-Za-z0-9_.\-]+", self.source):
+            raise ValueError(f"Kafka source name must be [A-Za-z0-9_.-]+, got {self.source!r}")
+        if bool(self.topics) == bool(self.topic_pattern):
+            raise ValueError("give either topics or a topic pattern")
+        if self.max_offsets is not None and self.max_offsets < 1:
+            raise ValueError(f"max_offsets must be at least 1, got {self.max_offsets}")
+
+
+def kafka_options(
+    source: str,
+    bootstrap_servers: str,
+    *,
+    topics: str | list[str] = "",
+    topic_pattern: str = "",
+    transaction_topic: str = "",
+    starting_offsets: str = "earliest",
+    max_offsets: int = 0,
+) -> KafkaOptions:
+    """:class:`KafkaOptions` from command-line values (comma-separated topics, empty strings
+    and 0 for none), shared by the CLI and the spark-submit entry.
+
+    Raises:
+        ValueError: see :class:`KafkaOptions`.
+    """
+    names = topics.split(",") if isinstance(topics, str) else list(topics)
+    return KafkaOptions(
+        source=source,
+        bootstrap_servers=bootstrap_servers,
+        topics=[t.strip() for t in names if t.strip()],
+        topic_pattern=topic_pattern or None,
+        transaction_topic=transaction_topic or None,
+        starting_offsets=starting_offsets or "earliest",
+        max_offsets=max_offsets or None,
+    )
+
+
+class _Consumer:
+    """A Kafka consumer in the driver's JVM (kafka-clients of Spark's Kafka connector) for
+    metadata only: topics, partitions, earliest and latest offsets."""
+
+    def __init__(self, spark: Any, kopts: KafkaOptions) -> None:
+        jvm = spark.sparkContext._jvm
+        props = jvm.java.util.Properties()
+        des = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
+        for k, v in {
+            **kopts.kafka,
+            "bootstrap.servers": kopts.bootstrap_servers,
+            "key.deserializer": des,
+            "value.deserializer": des,
+            "allow.auto.create.topics": "false",
+            "enable.auto.commit": "false",
+        }.items():
+            props.put(k, v)
+        self.jvm = jvm
+        self.consumer = jvm.org.apache.kafka.clients.consumer.KafkaConsumer(props)
+
+    def close(self) -> None:
+        self.consumer.close()
+
+    def topics(self, kopts: KafkaOptions) -> list[str]:
+        if kopts.topics:
+            return list(kopts.topics)
+        names = list(self.consumer.listTopics().keySet())
+        rx = re.compile(kopts.topic_pattern or "")
+        return sorted(
+            str(n)
+            for n in names
+            if rx.fullmatch(str(n))
+            and str(n) != kopts.transaction_topic
+            and not str(n).startswith("__")
+        )
+
+    def offsets(self, topics: list[str]) -> tuple[Offsets, Offsets]:
+        """``(earliest, latest)`` of every partition of ``topics`` (missing topics: none)."""
+        tps = self.jvm.java.util.ArrayList()
+        for t in topics:
+            for info in self.consumer.partitionsFor(t) or []:
+                tps.add(self.jvm.org.apache.kafka.common.TopicPartition(t, info.partition()))
+
+        def as_offsets(m: Any) -> Offsets:
+            out: Offsets = {}
+            for e in m.entrySet():
+                tp = e.getKey()
+                out.setdefault(str(tp.topic()), {})[str(tp.partition())] = int(e.getValue())
+            return out
+
+        if tps.isEmpty():
+            return {}, {}
+        return as_offsets(self.consumer.beginningOffsets(tps)), as_offsets(
+            self.consumer.endOffsets(tps)
+        )
+
+
+def read_range(spark: Any, kopts: KafkaOptions, start: Offsets, end: Offsets) -> list[KafkaRecord]:
+    """The records of ``start``..``end`` (partitions without records are not read), with
+    Spark's Kafka source in batch mode (``failOnDataLoss=true``: a range deleted meanwhile
+    fails the read)."""
+    parts = {
+        t: sorted(int(p) for p, o in ps.items() if o > start.get(t, {}).get(p, o))
+        for t, ps in end.items()
+    }
+    parts = {t: ps for t, ps in parts.items() if ps}
+    if not parts:
+        return []
+    reader = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", kopts.bootstrap_servers)
+        .option("assign", json.dumps(parts))
+        .option("startingOffsets", json.dumps(_only(start, parts)))
+        .option("endingOffsets", json.dumps(_only(end, parts)))
+        .option("failOnDataLoss", "true")
+    )
+    for k, v in kopts.kafka.items():
+        reader = reader.option(f"kafka.{k}", v)
+    rows = reader.load().select("topic", "partition", "offset", "key", "value").collect()
+    return [
+        KafkaRecord(
+            r["topic"],
+            int(r["partition"]),
+            int(r["offset"]),
+            None if r["key"] is None else bytes(r["key"]),
+            None if r["value"] is None else bytes(r["value"]),
+        )
+        for r in rows
+    ]
+
+
+def _only(offsets: Offsets, parts: dict[str, list[int]]) -> Offsets:
+    return {t: {str(p): offsets[t][str(p)] for p in ps} for t, ps in parts.items()}
+
+
+def source_state(catalog: Any, source: str) -> tuple[Offsets | None, Any]:
+    """The high-water mark of ``source`` and the batch record it comes from
+    (:func:`acidflow.cdc.offsets.high_water_mark` over the ledger's Kafka batches)."""
+    return ofs.high_water_mark(catalog.list_batches(kind=ofs.KIND), source)
+
+
+def apply_kafka(
+    spark: Any,
+    catalog: Any,
+    options: CdcOptions,
+    kopts: KafkaOptions,
+    *,
+    details: dict[str, Any] | None = None,
+) -> BatchReport:
+    """Apply the next offset range of a Kafka source as one batch (module docstring).
+
+    Args:
+        options: how changes are applied (``options.fmt``: ``debezium`` or ``goldengate``).
+        kopts: where the source reads.
+        details: more JSON for the batch record (the streaming query's id and batch).
+    Returns:
+        the :class:`~acidflow.cdc.apply.BatchReport` (``file`` = ``kafka:<source>``); status
+        ``idle`` / ``waiting`` when nothing was committed.
+    Raises:
+        KafkaDataLossError: offsets still to apply are gone (retention); nothing applied.
+        ValueError: a format other than debezium/goldengate.
+        Everything :func:`acidflow.cdc.apply.apply_stream` raises (quarantine threshold,
+        quality gate, BatchInProgressError for a concurrent run from the same start...).
+    """
+    if options.fmt not in KAFKA_FORMATS:
+        raise ValueError(f"Kafka sources carry {KAFKA_FORMATS}, not {options.fmt!r}")
+    t0 = time.monotonic()
+    label = f"kafka:{kopts.source}"
+    consumer = _Consumer(spark, kopts)
+    try:
+        topics = consumer.topics(kopts)
+        every = topics + ([kopts.transaction_topic] if kopts.transaction_topic else [])
+        earliest, latest = consumer.offsets(every)
+    finally:
+        consumer.close()
+    committed, _ = source_state(catalog, kopts.source)
+    start = ofs.plan_start(kopts.source, committed, earliest, latest, kopts.starting_offsets)
+    uncapped = frozenset([kopts.transaction_topic] if kopts.transaction_topic else [])
+    cap = kopts.max_offsets
+    while True:
+        end = ofs.plan_end(start, latest, cap, uncapped)
+        batch = decode_records(
+            options.fmt,
+            read_range(spark, kopts, start, end),
+            end_offsets=end,
+            transaction_topic=kopts.transaction_topic,
+        )
+        if ofs.has_records(start, batch.end_offsets) or cap is None or end == latest:
+            break
+        cap *= 2  # the capped range holds no complete source transaction: read more
+        log.info("%s: no whole source transaction in the range; cap raised to %d", label, cap)
+    if not ofs.has_records(start, batch.end_offsets):
+        status = "waiting" if batch.carried else "idle"
+        log.info("%s: %s (%d record(s) wait for their transaction)", label, status, batch.carried)
+        return BatchReport(
+            "", label, status, seconds=time.monotonic() - t0, tables={}, quarantined=0
+        )
+    bid = ofs.batch_id(kopts.source, committed, kopts.starting_offsets)
+    return apply_stream(
+        spark,
+        catalog,
+        batch.stream,
+        bid,
+        label,
+        options,
+        kind=ofs.KIND,
+        source=kopts.source,
+        details={**_details(kopts, topics, start, batch), **(details or {})},
+        t0=t0,
+    )
+
+
+def _details(
+    kopts: KafkaOptions, topics: list[str], start: Offsets, batch: KafkaBatch
+) -> dict[str, Any]:
+    return {
+        "offsets": {"start": start, "end": batch.end_offsets},
+        "topics": topics,
+        "transaction_topic": kopts.transaction_topic,
+        "bootstrap_servers": kopts.bootstrap_servers,
+        "source_transactions": batch.transactions,
+        "carried": batch.carried,
+        "waiting_transactions": batch.waiting[:20],
+    }
+
+
+def drain(
+    spark: Any,
+    catalog: Any,
+    options: CdcOptions,
+    kopts: KafkaOptions,
+    *,
+    details: dict[str, Any] | None = None,
+    max_batches: int | None = None,
+) -> list[BatchReport]:
+    """Apply batches of the source until one has nothing more to apply (``idle``/``waiting``)
+    or ``max_batches`` were committed. Returns the committed batches' reports (or the one idle
+    report when there was nothing)."""
+    out: list[BatchReport] = []
+    while max_batches is None or len(out) < max_batches:
+        r = apply_kafka(spark, catalog, options, kopts, details=details)
+        if r.status in ("idle", "waiting"):
+            return out or [r]
+        out.append(r)
+    return out
