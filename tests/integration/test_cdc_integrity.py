@@ -113,7 +113,8 @@ def test_cut_wal2json_file_is_not_applied_and_can_be_set_aside(spark, catalog, t
     assert str(cut) in msg and "xid 2" in msg and "0/" in msg
     assert "acidflow cdc quarantine-file" in msg
     assert rows(catalog, "src.acc") == [(1, "x"), (2, "x")]  # nothing of file 2 or 3
-    assert [b.source for b in catalog.list_batches("cdc")] == [str(land / "1.jsonl")]
+    assert [b.details["file"] for b in catalog.list_batches("cdc")] == [str(land / "1.jsonl")]
+    assert [b.source for b in catalog.list_batches("cdc")] == [str(land)]
 
     dest, record = quarantine_input_file(catalog.warehouse, "cdc", str(cut), "cut during copy")
     assert not cut.exists() and Path(dest).read_bytes()[:2] == b"\x1f\x8b"

@@ -209,7 +209,10 @@ def apply_file(spark: Any, catalog: Any, path: str, options: CdcOptions) -> Batc
     except IncompleteTransactionError as e:  # name the file by its full path
         raise IncompleteTransactionError(path, e.txid, e.position, e.line, e.detail) from None
     batch_id = batch_id_for(options.fmt, stream, content)
-    return apply_stream(spark, catalog, stream, batch_id, path, options, t0=t0)
+    # the batch record's source is the landing directory (the stream the file belongs to; the
+    # file is in its details): the cleaner keeps each source's newest record past retention
+    landing = str(Path(path).parent)
+    return apply_stream(spark, catalog, stream, batch_id, path, options, source=landing, t0=t0)
 
 
 def apply_stream(
