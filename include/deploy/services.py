@@ -381,7 +381,9 @@ def _exec(cmd: Sequence[str], env: Mapping[str, str] | None = None) -> None:
     os.execve(cmd[0], list(cmd), dict(os.environ if env is None else env))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line; its defaults are the compose network's names, ports and the image's
+    paths (tests/deploy/test_compose.py checks them against docker-compose.yml)."""
     ap = argparse.ArgumentParser(prog="services.py", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="service", required=True)
 
@@ -418,8 +420,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     h.add_argument("--port", type=int, default=9083)
     h.add_argument("--db-host", default="postgres")
     h.add_argument("--db-port", type=int, default=5432)
+    return ap
 
-    args = ap.parse_args(argv)
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     try:
         if args.service == "kafka":
             fmt, server = kafka_commands(

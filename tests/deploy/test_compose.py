@@ -5,6 +5,11 @@
 * structure (PyYAML): the services, healthchecks, one-shot init, the shared warehouse volume in
   every Airflow and Spark container, Airflow on PostgreSQL + LocalExecutor, ``spark_default`` on
   the standalone master (resolved by the Spark provider's own hook);
+* the streaming and metastore services (Kafka, Kafka Connect + the Debezium registration, the
+  Hive metastore): what their entry point ``include/deploy/services.py`` writes for them with the
+  compose file's names, ports and volumes (the broker's KRaft settings, Connect's plugin path
+  and converters, the metastore's ACID settings equal to the tests' metastore's), PostgreSQL
+  with ``wal_level=logical``; the Dockerfile's sources, stages and Maven executions exist;
 * no secret in the file: every password / secret / key value is a required ``${VAR:?...}``
   reference, and ``.env.example`` lists each such variable with an empty value.
 
@@ -14,6 +19,7 @@ with that hint when absent. An empty ``--env-file`` keeps a developer's ``.env``
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -23,11 +29,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from devservers.hms import HiveArtifacts, site_properties
+from devservers.kafka import KafkaArtifacts, worker_properties
 from tests.conftest import REPO
 
 COMPOSE = REPO / "docker-compose.yml"
 ENV_EXAMPLE = REPO / ".env.example"
 DOCKERFILE = REPO / "include" / "deploy" / "Dockerfile"
+SERVICES_PY = REPO / "include" / "deploy" / "services.py"
 
 REQUIRED = [
     "POSTGRES_PASSWORD",
@@ -37,6 +46,8 @@ REQUIRED = [
     "AIRFLOW_FERNET_KEY",
     "AIRFLOW_API_SECRET_KEY",
     "AIRFLOW_JWT_SECRET",
+    "HIVE_METASTORE_DB_PASSWORD",
+    "SOURCE_DB_PASSWORD",
 ]
 AIRFLOW_SERVICES = [
     "airflow-init",
@@ -46,7 +57,9 @@ AIRFLOW_SERVICES = [
     "airflow-triggerer",
 ]
 SPARK_SERVICES = ["spark-master", "spark-worker"]
-LONG_RUNNING = ["postgres", *AIRFLOW_SERVICES[1:], *SPARK_SERVICES]
+STREAM_SERVICES = ["kafka", "kafka-connect", "hive-metastore"]
+ONE_SHOT = ["airflow-init", "debezium-register"]
+LONG_RUNNING = ["postgres", *AIRFLOW_SERVICES[1:], *SPARK_SERVICES, *STREAM_SERVICES]
 SECRET_KEY = re.compile(r"PASSWORD|SECRET|FERNET|TOKEN|_KEY$")
 REQUIRED_REF = re.compile(r"^\$\{(?P<var>[A-Z0-9_]+):\?[^}]+\}$")
 # scheme://user:password@host where user/password are literals or ${...} references
@@ -72,7 +85,10 @@ def _config(
     clean = {
         k: v
         for k, v in os.environ.items()
-        if k not in REQUIRED and not k.startswith(("AIRFLOW_", "ACIDFLOW_", "SPARK_"))
+        if k not in REQUIRED
+        and not k.startswith(
+            ("AIRFLOW_", "ACIDFLOW_", "SPARK_", "KAFKA_", "HIVE_", "SOURCE_DB_", "DEBEZIUM_")
+        )
     }
     clean.update(env)
     return subprocess.run(
@@ -147,9 +163,14 @@ def test_dummy_values_are_interpolated(rendered):
 
 def test_services_present(rendered):
     services = rendered["services"]
-    for name in ["postgres", *AIRFLOW_SERVICES, *SPARK_SERVICES]:
+    for name in ["postgres", *AIRFLOW_SERVICES, *SPARK_SERVICES, *STREAM_SERVICES, *ONE_SHOT]:
         assert name in services, f"service {name} missing; have {sorted(services)}"
     assert services["postgres"]["image"].startswith("postgres:15")
+    # one image for everything else, built from the Dockerfile: no third-party image
+    for name, svc in services.items():
+        if name != "postgres":
+            assert svc["image"] == "acidflow:latest", name
+            assert svc["build"]["dockerfile"] == "include/deploy/Dockerfile", name
 
 
 def test_healthchecks_and_startup_order(rendered):
@@ -169,6 +190,15 @@ def test_healthchecks_and_startup_order(rendered):
         == "service_healthy"
     )
     assert services["spark-worker"]["depends_on"]["spark-master"]["condition"] == "service_healthy"
+    streaming = {
+        "kafka-connect": {"kafka": "service_healthy"},
+        "debezium-register": {"postgres": "service_healthy", "kafka-connect": "service_healthy"},
+        "hive-metastore": {"postgres": "service_healthy"},
+    }
+    for name, deps in streaming.items():
+        got = {d: c["condition"] for d, c in services[name]["depends_on"].items()}
+        assert got == deps, name
+    assert str(services["debezium-register"].get("restart", "no")) == "no"
 
 
 def _mount(m) -> tuple[str, str]:
@@ -284,3 +314,258 @@ def test_env_example_documents_required_variables_without_values():
     for var, value in values.items():
         assert var in REQUIRED or not SECRET_KEY.search(var), var
     assert ".env" in (REPO / ".gitignore").read_text().split()
+
+
+# ------------------------------------------------------------- streaming and metastore services
+
+
+@pytest.fixture(scope="module")
+def services_py():
+    """include/deploy/services.py, the entry point of the kafka, kafka-connect,
+    debezium-register and hive-metastore containers."""
+    spec = importlib.util.spec_from_file_location("acidflow_deploy_services", SERVICES_PY)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _entry_args(services_py, service: dict):
+    """The container's ``services.py`` command line, parsed with its defaults."""
+    cmd = service["command"]
+    assert cmd[:2] == ["python", "/opt/acidflow/include/deploy/services.py"], cmd
+    return services_py.parser().parse_args(cmd[2:])
+
+
+def _fake_home(artifacts) -> None:
+    """Empty stand-ins for the files ``locate`` checks (the real jars: test_services.py)."""
+    for path in artifacts.missing():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+
+
+def _properties(path: Path) -> dict[str, str]:
+    lines = [ln for ln in path.read_text().splitlines() if ln and not ln.startswith("#")]
+    return dict(ln.split("=", 1) for ln in lines)
+
+
+def test_postgres_runs_with_logical_wal(rendered):
+    cmd = rendered["services"]["postgres"]["command"]
+    assert cmd[0] == "postgres"
+    settings = [cmd[i + 1] for i, a in enumerate(cmd) if a == "-c"]
+    assert "wal_level=logical" in settings, cmd
+
+
+def test_stream_services_stay_on_the_compose_network(rendered):
+    for name in [*STREAM_SERVICES, *ONE_SHOT]:
+        assert not rendered["services"][name].get("ports"), f"{name} publishes a port"
+
+
+def test_kafka_broker(rendered, services_py, tmp_path):
+    svc = rendered["services"]["kafka"]
+    args = _entry_args(services_py, svc)
+    # the log directory is on the named volume
+    assert "kafka-data" in rendered["volumes"]
+    mounts = dict(_mount(m) for m in svc["volumes"])
+    assert args.data_dir.is_relative_to(mounts["kafka-data"])
+    assert args.host == svc["hostname"] == "kafka"
+    env = _env(svc)
+    cluster_id = env["KAFKA_CLUSTER_ID"]
+    # a Kafka Uuid: 16 bytes in URL-safe base64 without padding
+    import base64
+
+    assert len(base64.urlsafe_b64decode(cluster_id + "==")) == 16
+    assert "python" in svc["healthcheck"]["test"] and "kafka-ready" in svc["healthcheck"]["test"]
+
+    home = tmp_path / "kafka"
+    _fake_home(KafkaArtifacts(home))
+    fmt, server = services_py.kafka_commands(
+        home=home,
+        data_dir=tmp_path / "data",
+        conf_dir=tmp_path / "conf",
+        cluster_id=cluster_id,
+        host=args.host,
+        port=args.port,
+        controller_port=args.controller_port,
+    )
+    assert fmt[fmt.index("--cluster-id") + 1] == cluster_id
+    assert "format" in fmt and "--ignore-formatted" in fmt  # idempotent on every start
+    assert server[-2] == "kafka.Kafka"
+    props = _properties(Path(server[-1]))
+    assert props["process.roles"] == "broker,controller"
+    assert props["advertised.listeners"] == "PLAINTEXT://kafka:9092"
+    assert props["listeners"] == "PLAINTEXT://:9092,CONTROLLER://:9093"
+    assert props["controller.quorum.voters"] == "1@kafka:9093"
+    assert props["log.dirs"] == str(tmp_path / "data")
+
+
+def test_kafka_connect_worker(rendered, services_py, tmp_path):
+    svc = rendered["services"]["kafka-connect"]
+    args = _entry_args(services_py, svc)
+    assert args.host == svc["hostname"] == "kafka-connect"
+    assert args.bootstrap_servers == "kafka:9092"
+    assert "http://localhost:8083/connectors" in svc["healthcheck"]["test"]
+
+    # the image's Kafka folder (the Dockerfile copies the fetched artifacts there)
+    assert args.home == Path("/opt/kafka")
+    home = tmp_path / "kafka"
+    _fake_home(KafkaArtifacts(home))
+    cmd = services_py.connect_command(
+        home=home,
+        conf_dir=tmp_path / "conf",
+        bootstrap_servers=args.bootstrap_servers,
+        host=args.host,
+        rest_port=args.rest_port,
+    )
+    assert cmd[-2] == "org.apache.kafka.connect.cli.ConnectDistributed"
+    props = _properties(Path(cmd[-1]))
+    assert props["plugin.path"] == str(home / "plugins")
+    json_converter = "org.apache.kafka.connect.json.JsonConverter"
+    for side in ("key", "value"):
+        assert props[f"{side}.converter"] == json_converter
+        assert props[f"{side}.converter.schemas.enable"] == "true"
+    # the tests' worker settings, except the standalone offsets file
+    dev = worker_properties(
+        bootstrap_servers=args.bootstrap_servers,
+        rest_port=args.rest_port,
+        offsets_file=tmp_path / "offsets",
+        plugin_path=home / "plugins",
+        host=args.host,
+    )
+    for key in ("key.converter", "value.converter", "plugin.discovery", "rest.advertised.port"):
+        assert props[key] == dev[key], key
+    assert "offset.storage.file.filename" not in props
+    for key in ("group.id", "config.storage.topic", "offset.storage.topic", "status.storage.topic"):
+        assert props[key], key
+    assert props["rest.advertised.host.name"] == "kafka-connect"
+    assert props["listeners"] == "http://:8083"
+    # the only environment variable a connector config can read
+    assert props["config.providers.env.param.allowlist.pattern"] == "^SOURCE_DB_PASSWORD$"
+    assert _env(svc)["SOURCE_DB_PASSWORD"] == "dummy-source-db-password"
+
+
+def test_debezium_registration(rendered, services_py):
+    svc = rendered["services"]["debezium-register"]
+    args = _entry_args(services_py, svc)
+    assert args.connect_url == "http://kafka-connect:8083"
+    assert (args.db_host, args.db_port) == ("postgres", 5432)
+    env = _env(svc)
+    assert "SOURCE_DB_PASSWORD" not in env  # the worker resolves it, not this one-shot
+    # the same source database and publication postgres-init.sh created
+    pg_env = _env(rendered["services"]["postgres"])
+    for key in ("SOURCE_DB_USER", "SOURCE_DB_NAME", "SOURCE_DB_PUBLICATION"):
+        assert env[key] == pg_env[key], key
+    config = services_py.debezium_config(env, db_host=args.db_host, db_port=args.db_port)
+    assert config["database.hostname"] == "postgres"
+    assert config["database.password"] == "${env:SOURCE_DB_PASSWORD}"
+    assert config["plugin.name"] == "pgoutput"
+    assert config["provide.transaction.metadata"] == "true"
+    assert config["publication.name"] == pg_env["SOURCE_DB_PUBLICATION"]
+    assert config["topic.prefix"] == env["DEBEZIUM_TOPIC_PREFIX"] == "acidflow"
+    assert "table.include.list" not in config  # empty by default: the whole source database
+    narrowed = services_py.debezium_config(
+        {**env, "DEBEZIUM_TABLE_INCLUDE_LIST": "public.orders"}, db_host="postgres", db_port=5432
+    )
+    assert narrowed["table.include.list"] == "public.orders"
+
+
+def test_hive_metastore(rendered, services_py, tmp_path, monkeypatch):
+    svc = rendered["services"]["hive-metastore"]
+    args = _entry_args(services_py, svc)
+    assert args.host == svc["hostname"] == "hive-metastore"
+    assert (args.db_host, args.db_port) == ("postgres", 5432)
+    assert "9083" in " ".join(svc["healthcheck"]["test"])
+    mounts = dict(_mount(m) for m in svc["volumes"])
+    assert mounts["warehouse"] == str(args.warehouse) == "/warehouse"
+    assert args.home == Path("/opt/hive")
+
+    env = _env(svc)
+    pg_env = _env(rendered["services"]["postgres"])
+    for key in ("HIVE_METASTORE_DB_USER", "HIVE_METASTORE_DB_NAME", "HIVE_METASTORE_DB_PASSWORD"):
+        assert env[key] == pg_env[key], key  # the role postgres-init.sh created
+    monkeypatch.setenv("HIVE_METASTORE_DB_PASSWORD", env["HIVE_METASTORE_DB_PASSWORD"])
+    url = services_py.metastore_db_url(env, args.db_host, args.db_port)
+    assert (
+        url == "postgresql+psycopg2://hive:dummy-hive-metastore-db-password@postgres:5432/metastore"
+    )
+
+    home = tmp_path / "hive"
+    _fake_home(HiveArtifacts(home))
+    conf = tmp_path / "conf"
+    init, server, _ = services_py.metastore_commands(
+        home=home,
+        conf_dir=conf,
+        warehouse=args.warehouse,
+        db_url=url,
+        host=args.host,
+        port=args.port,
+    )
+    assert init[-4:] == [
+        "org.apache.hadoop.hive.metastore.tools.MetastoreSchemaTool",
+        "-initSchema",
+        "-dbType",
+        "postgres",
+    ]
+    assert server[-3:] == ["org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", "9083"]
+    from xml.etree import ElementTree
+
+    site = conf / "metastore-site.xml"
+    assert site.stat().st_mode & 0o777 == 0o600  # it holds the database password
+    props = {
+        p.findtext("name"): p.findtext("value")
+        for p in ElementTree.parse(site).getroot().iter("property")
+    }
+    assert props["javax.jdo.option.ConnectionURL"] == "jdbc:postgresql://postgres:5432/metastore"
+    assert props["metastore.warehouse.dir"] == "file:///warehouse"
+    # Hive 3 ACID and the compactor switches: exactly the tests' metastore's (one home)
+    from devservers.hms import backing_db
+
+    dev = site_properties(db=backing_db(None, tmp_path), warehouse=tmp_path, port=1)
+    acid = {k for k in dev if "txn" in k or "concurrency" in k or "compactor" in k}
+    assert {
+        "hive.txn.manager",
+        "hive.support.concurrency",
+        "metastore.compactor.initiator.on",
+    } <= acid
+    assert {k: props[k] for k in acid} == {k: dev[k] for k in acid}
+    assert props["hive.txn.manager"] == "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager"
+
+
+# ------------------------------------------------------------------------------- Dockerfile
+
+
+def _dockerfile_stages(text: str) -> list[str]:
+    return re.findall(r"^FROM\s+\S+(?:\s+AS\s+(\S+))?", text, flags=re.M | re.I)
+
+
+def test_dockerfile_sources_and_maven_executions_exist():
+    text = DOCKERFILE.read_text().replace("\\\n", " ")
+    stages = [s for s in _dockerfile_stages(text) if s]
+    assert {"kafka-jars", "hive-jars"} <= set(stages)
+    assert "ARG MAVEN_IMAGE=maven:3-eclipse-temurin-17" in text
+    for m in re.finditer(r"^COPY\s+(.+)$", text, flags=re.M):
+        parts = m[1].split()
+        flags = [p for p in parts if p.startswith("--")]
+        paths = [p for p in parts if not p.startswith("--")]
+        sources = paths[:-1]
+        frm = [f.split("=", 1)[1] for f in flags if f.startswith("--from=")]
+        if frm:
+            assert frm[0] in stages, f"COPY --from={frm[0]}: no such stage"
+            continue
+        for src in sources:
+            assert (REPO / src).exists(), f"COPY source {src} does not exist"
+    # each mvn run names a pom of the repository and only executions that pom defines (the
+    # versions live in the pom; the Makefile's kafka-jars / hive-jars run the same ones)
+    runs = re.findall(r"mvn\s[^&]*?-f\s+(\S+)\s([^&]*)", text)
+    assert len(runs) == 2, runs
+    for pom_path, goals in runs:
+        rel = pom_path.removeprefix("/build/")
+        pom = REPO / rel
+        assert pom.exists(), pom_path
+        assert f"COPY {rel} {pom_path}" in text
+        ids = set(re.findall(r"<execution>\s*<id>([^<]+)</id>", pom.read_text()))
+        wanted = re.findall(r"dependency:[\w-]+@([\w-]+)", goals)
+        assert wanted and set(wanted) <= ids, (pom_path, wanted, ids)
+    # the final image has the artifacts where services.py looks for them
+    assert "COPY --from=kafka-jars /out/kafka/ /opt/kafka/" in text
+    assert "COPY --from=hive-jars /out/hive/ /opt/hive/" in text
+    assert "COPY tools/devservers/ /opt/acidflow/tools/devservers/" in text

@@ -47,6 +47,13 @@ def _init_env(pg) -> dict[str, str]:
         "ACIDFLOW_DB_USER": "acidflow",
         "ACIDFLOW_DB_PASSWORD": "acid-pw",
         "ACIDFLOW_DB_NAME": "acidflow_catalog",
+        "HIVE_METASTORE_DB_USER": "hive",
+        "HIVE_METASTORE_DB_PASSWORD": "hive-pw",
+        "HIVE_METASTORE_DB_NAME": "metastore",
+        "SOURCE_DB_USER": "cdc",
+        "SOURCE_DB_PASSWORD": "cdc-pw",
+        "SOURCE_DB_NAME": "source",
+        "SOURCE_DB_PUBLICATION": "acidflow_cdc",
     }
 
 
@@ -81,10 +88,22 @@ def test_postgres_init_creates_roles_and_databases(databases):
     rows = dict(
         pg.execute(
             "SELECT d.datname, r.rolname FROM pg_database d JOIN pg_roles r ON r.oid = d.datdba "
-            "WHERE d.datname IN ('airflow', 'acidflow_catalog')"
+            "WHERE d.datname IN ('airflow', 'acidflow_catalog', 'metastore', 'source')"
         )
     )
-    assert rows == {"airflow": "airflow", "acidflow_catalog": "acidflow"}
+    assert rows == {
+        "airflow": "airflow",
+        "acidflow_catalog": "acidflow",
+        "metastore": "hive",
+        "source": "cdc",
+    }
+    # only the CDC source role may replicate (Debezium's logical replication connection), and
+    # the publication Debezium reads covers every table of the source database
+    replicators = {r[0] for r in pg.execute("SELECT rolname FROM pg_roles WHERE rolreplication")}
+    assert replicators - {"postgres"} == {"cdc"}
+    assert pg.execute("SELECT pubname, puballtables FROM pg_publication", "source") == [
+        ("acidflow_cdc", True)
+    ]
     pw = dict(
         pg.execute(
             "SELECT rolname, rolpassword IS NOT NULL FROM pg_authid "
