@@ -533,6 +533,41 @@ def test_hive_metastore(rendered, services_py, tmp_path, monkeypatch):
 # ------------------------------------------------------------------------------- Dockerfile
 
 
+def _dockerignored(rel: str) -> bool:
+    """Whether .dockerignore keeps ``rel`` (or a folder above it) out of the build context:
+    its patterns in order, the last one matching wins, ``!`` re-includes (Docker's rules, for
+    the plain and ``**/`` patterns the file uses)."""
+    from fnmatch import fnmatchcase
+
+    rules = [
+        ln.strip()
+        for ln in (REPO / ".dockerignore").read_text().splitlines()
+        if ln.strip() and not ln.startswith("#")
+    ]
+    parts = Path(rel).parts
+    candidates = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    ignored = False
+    for rule in rules:
+        negate = rule.startswith("!")
+        pattern = rule.lstrip("!").strip("/")
+        patterns = (
+            [pattern, pattern.removeprefix("**/")] if pattern.startswith("**/") else [pattern]
+        )
+        for cand in candidates:
+            names = [cand, cand.rsplit("/", 1)[-1]] if pattern.startswith("**/") else [cand]
+            if any(fnmatchcase(n, p) for n in names for p in patterns):
+                ignored = not negate
+                break
+    return ignored
+
+
+def test_dockerignore_matcher():
+    assert _dockerignored("tests/deploy/test_compose.py")
+    assert _dockerignored("tools/trino/pom.xml")
+    assert _dockerignored("jobs/acidflow/__pycache__/x.pyc")
+    assert not _dockerignored("jobs/acidflow/config.py")
+
+
 def _dockerfile_stages(text: str) -> list[str]:
     return re.findall(r"^FROM\s+\S+(?:\s+AS\s+(\S+))?", text, flags=re.M | re.I)
 
@@ -553,6 +588,11 @@ def test_dockerfile_sources_and_maven_executions_exist():
             continue
         for src in sources:
             assert (REPO / src).exists(), f"COPY source {src} does not exist"
+            assert not _dockerignored(src.rstrip("/")), f"COPY source {src} is in .dockerignore"
+            if (REPO / src).is_dir():
+                for f in (REPO / src).rglob("*.py"):
+                    rel = f.relative_to(REPO).as_posix()
+                    assert not _dockerignored(rel), f"{rel} is in .dockerignore"
     # each mvn run names a pom of the repository and only executions that pom defines (the
     # versions live in the pom; the Makefile's kafka-jars / hive-jars run the same ones)
     runs = re.findall(r"mvn\s[^&]*?-f\s+(\S+)\s([^&]*)", text)
