@@ -316,13 +316,11 @@ def test_kafka_connect_and_debezium_connector(pg, tmp_path):
             status = requests.get(
                 f"{connect_url}/connectors/acidflow-postgres-source/status", timeout=5
             ).json()
+            # a 404 answer (no "connector") until the worker has started it
             tasks = status.get("tasks", [])
             assert not any(t["state"] == "FAILED" for t in tasks), tasks
-            return (
-                status["connector"]["state"] == "RUNNING"
-                and tasks
-                and tasks[0]["state"] == ("RUNNING")
-            )
+            connector = status.get("connector", {}).get("state")
+            return connector == "RUNNING" and tasks and tasks[0]["state"] == "RUNNING"
 
         _wait(running, procs[-1], clog, "the Debezium connector")
         # the slot exists once streaming started
