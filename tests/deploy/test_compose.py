@@ -20,6 +20,7 @@ with that hint when absent. An empty ``--env-file`` keeps a developer's ``.env``
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -443,6 +444,36 @@ def test_kafka_connect_worker(rendered, services_py, tmp_path):
     assert _env(svc)["SOURCE_DB_PASSWORD"] == "dummy-source-db-password"
 
 
+def test_airflow_kafka_settings(rendered, monkeypatch, tmp_path):
+    """The Airflow services find Spark's Kafka connector where the image has it, and acid_cdc's
+    Kafka defaults point at this deployment's broker and Debezium transaction topic."""
+    import importlib
+
+    from acidflow.spark import kafka_spark_jars
+
+    prefix = _env(rendered["services"]["debezium-register"])["DEBEZIUM_TOPIC_PREFIX"]
+    for name in AIRFLOW_SERVICES:
+        env = _env(rendered["services"][name])
+        assert env["ACIDFLOW_KAFKA_SPARK_JARS"] == "/opt/kafka/spark", name
+        params = json.loads(env["AIRFLOW__ACIDFLOW__CDC_PARAMS"])
+        assert params == {
+            "kafka_bootstrap_servers": "kafka:9092",
+            "kafka_transaction_topic": f"{prefix}.transaction",
+        }, name
+    assert params["kafka_bootstrap_servers"] == f"{rendered['services']['kafka']['hostname']}:9092"
+    # the variable is the one acidflow.spark reads for the connector's folder
+    (tmp_path / "spark-sql-kafka.jar").touch()
+    monkeypatch.setenv("ACIDFLOW_KAFKA_SPARK_JARS", str(tmp_path))
+    assert kafka_spark_jars() == [str(tmp_path / "spark-sql-kafka.jar")]
+    # the DAG accepts these defaults (unknown names would fail its import)
+    monkeypatch.setenv("AIRFLOW__ACIDFLOW__CDC_PARAMS", env["AIRFLOW__ACIDFLOW__CDC_PARAMS"])
+    spec = importlib.util.spec_from_file_location("acid_cdc_compose", REPO / "dags" / "acid_cdc.py")
+    dag_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dag_module)
+    assert dag_module.DEFAULTS["kafka_bootstrap_servers"] == "kafka:9092"
+    assert dag_module.DEFAULTS["source"] == "landing"  # the deployment does not switch sources
+
+
 def test_debezium_registration(rendered, services_py):
     svc = rendered["services"]["debezium-register"]
     args = _entry_args(services_py, svc)
@@ -575,7 +606,7 @@ def _dockerfile_stages(text: str) -> list[str]:
 def test_dockerfile_sources_and_maven_executions_exist():
     text = DOCKERFILE.read_text().replace("\\\n", " ")
     stages = [s for s in _dockerfile_stages(text) if s]
-    assert {"kafka-jars", "hive-jars"} <= set(stages)
+    assert {"kafka-jars", "kafka-spark-jars", "hive-jars"} <= set(stages)
     assert "ARG MAVEN_IMAGE=maven:3-eclipse-temurin-17" in text
     for m in re.finditer(r"^COPY\s+(.+)$", text, flags=re.M):
         parts = m[1].split()
@@ -596,7 +627,7 @@ def test_dockerfile_sources_and_maven_executions_exist():
     # each mvn run names a pom of the repository and only executions that pom defines (the
     # versions live in the pom; the Makefile's kafka-jars / hive-jars run the same ones)
     runs = re.findall(r"mvn\s[^&]*?-f\s+(\S+)\s([^&]*)", text)
-    assert len(runs) == 2, runs
+    assert len(runs) == 3, runs
     for pom_path, goals in runs:
         rel = pom_path.removeprefix("/build/")
         pom = REPO / rel
@@ -608,4 +639,5 @@ def test_dockerfile_sources_and_maven_executions_exist():
     # the final image has the artifacts where services.py looks for them
     assert "COPY --from=kafka-jars /out/kafka/ /opt/kafka/" in text
     assert "COPY --from=hive-jars /out/hive/ /opt/hive/" in text
+    assert "COPY --from=kafka-spark-jars /out/kafka-spark/ /opt/kafka/spark/" in text
     assert "COPY tools/devservers/ /opt/acidflow/tools/devservers/" in text
