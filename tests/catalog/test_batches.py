@@ -69,3 +69,23 @@ def test_tombstones_count_once_committed_and_largest_wins(catalog):
     catalog.add_tombstones(t3, "s.t", [("[1]", "0010")])
     catalog.commit_transaction(t3)
     assert catalog.tombstones("s.t", ["[1]"]) == {"[1]": "0010"}
+
+
+def test_newest_batch_is_the_sources_last_commit(catalog):
+    """A source's high-water mark: its newest committed record by commit order (an open or
+    aborted claim, another source or another kind never counts)."""
+    assert catalog.newest_batch("kafka", "orders") is None
+    first, second = catalog.open_transaction(), catalog.open_transaction()
+    catalog.register_batch(first, "k1", "kafka", source="orders", details={"end": 1})
+    catalog.register_batch(second, "k2", "kafka", source="orders", details={"end": 2})
+    catalog.commit_transaction(second)
+    catalog.commit_transaction(first)  # opened first, committed last: the newest
+    for kind, source in (("kafka", "other"), ("cdc", "orders")):
+        t = catalog.open_transaction()
+        catalog.register_batch(t, f"{kind}-{source}", kind, source=source)
+        catalog.commit_transaction(t)
+    late = catalog.open_transaction()
+    catalog.register_batch(late, "k3", "kafka", source="orders")
+    assert catalog.newest_batch("kafka", "orders").batch_id == "k1"
+    catalog.abort_transaction(late, "crash")
+    assert catalog.newest_batch("kafka", "orders").details == {"end": 1}

@@ -202,8 +202,10 @@ def _only(offsets: Offsets, parts: dict[str, list[int]]) -> Offsets:
 
 def source_state(catalog: Any, source: str) -> tuple[Offsets | None, Any]:
     """The high-water mark of ``source`` and the batch record it comes from
-    (:func:`acidflow.cdc.offsets.high_water_mark` over the ledger's Kafka batches)."""
-    return ofs.high_water_mark(catalog.list_batches(kind=ofs.KIND), source)
+    (:func:`acidflow.cdc.offsets.high_water_mark` over the ledger's newest committed Kafka
+    batch of ``source``, ``Catalog.newest_batch``)."""
+    newest = catalog.newest_batch(ofs.KIND, source)
+    return ofs.high_water_mark([] if newest is None else [newest], source)
 
 
 def apply_kafka(

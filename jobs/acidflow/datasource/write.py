@@ -591,14 +591,25 @@ def claim_batch(catalog: Catalog, txn_id: int, batch: dict[str, Any]) -> None:
         txn_id,
         batch["batch_id"],
         BATCH_KIND,
-        source=f"acid data source write of {batch['table']} by {batch['app_id']}",
+        source=ledger_source(batch["table"], batch["app_id"]),
         details={k: v for k, v in batch.items() if k != "batch_id"},
     )
 
 
+def ledger_source(table: str, app_id: str) -> str:
+    """The batch ledger source of application ``app_id`` writing ``table``."""
+    return f"acid data source write of {table} by {app_id}"
+
+
 def applied_version(catalog: Catalog, table: str, app_id: str) -> int | None:
     """The highest ``txnVersion`` of application ``app_id`` committed into ``table`` by an
-    idempotent data source write (the batch ledger, kind ``datasource``), or None."""
+    idempotent data source write, or None: the version of the application's newest committed
+    batch record (``Catalog.newest_batch``; versions only grow, a lower one is never
+    committed after a higher one). Records from before the per-application source (whose
+    source named the table only) are found by a scan of the kind, once nothing newer exists."""
+    newest = catalog.newest_batch(BATCH_KIND, ledger_source(table, app_id))
+    if newest is not None:
+        return int(newest.details["version"])
     versions = [
         int(b.details["version"])
         for b in catalog.list_batches(BATCH_KIND)

@@ -56,6 +56,13 @@ class BatchLedger(abc.ABC):
         """Batch records in registration order, optionally of one ``kind``."""
 
     @abc.abstractmethod
+    def newest_batch(self, kind: str, source: str) -> BatchInfo | None:
+        """The newest committed record of ``(kind, source)`` (largest commit id), or ``None``:
+        the source's high-water mark (a Kafka source's end offsets, a data source
+        application's highest ``txnVersion``), which :meth:`purge_batches` always keeps. One
+        indexed lookup (a stream asks every micro-batch)."""
+
+    @abc.abstractmethod
     def add_tombstones(self, txn_id: int, table_name: str, entries: list[tuple[str, str]]) -> None:
         """Record CDC deletes of the open transaction: ``[(key as canonical JSON, ordering
         value of the delete)]``. They count once the transaction commits.

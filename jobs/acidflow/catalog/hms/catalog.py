@@ -537,6 +537,7 @@ class HiveMetastoreCatalog(MetastoreTables):
 
     get_batch = forward("side", SqlCatalog)
     list_batches = forward("side", SqlCatalog)
+    newest_batch = forward("side", SqlCatalog)
     add_tombstones = forward("side", SqlCatalog)
     tombstones = forward("side", SqlCatalog)
     purge_tombstones = forward("side", SqlCatalog)

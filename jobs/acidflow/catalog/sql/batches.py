@@ -138,6 +138,21 @@ class SqlBatches:
 
         return self.db.run(fn, write=False)
 
+    def newest_batch(self, kind: str, source: str) -> BatchInfo | None:
+
+        def fn(conn: sa.Connection) -> BatchInfo | None:
+            b = m.BatchRow
+            row = conn.execute(
+                sa.select(b.__table__)
+                .join(m.Txn, m.Txn.txn_id == b.txn_id)
+                .where(b.kind == kind, b.source == source, m.Txn.txn_state == TxnState.COMMITTED)
+                .order_by(m.Txn.txn_commit_id.desc())
+                .limit(1)
+            ).first()
+            return None if row is None else _batch_infos(conn, [row])[0]
+
+        return self.db.run(fn, write=False)
+
     # -- CDC tombstones --------------------------------------------------------------------
     def add_tombstones(self, txn_id: int, table_name: str, entries: list[tuple[str, str]]) -> None:
         if not entries:

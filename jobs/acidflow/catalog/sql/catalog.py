@@ -304,6 +304,7 @@ class SqlCatalog(Catalog):
     register_batch = forward("_batches", SqlBatches)
     get_batch = forward("_batches", SqlBatches)
     list_batches = forward("_batches", SqlBatches)
+    newest_batch = forward("_batches", SqlBatches)
     add_tombstones = forward("_batches", SqlBatches)
     tombstones = forward("_batches", SqlBatches)
     purge_tombstones = forward("_purge", SqlHistoryPurge)

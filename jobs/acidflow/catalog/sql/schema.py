@@ -398,6 +398,8 @@ class BatchRow(Base):
     a row pointing at an aborted transaction is replaced by the next attempt."""
 
     __tablename__ = "batches"
+    # revision 0009: the newest record of a (kind, source), every micro-batch of a stream
+    __table_args__ = (sa.Index("ix_batches_kind_source", "kind", "source"),)
 
     batch_id: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
     kind: Mapped[str] = mapped_column(sa.String(32), index=True)
