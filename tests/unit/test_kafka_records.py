@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from acidflow.cdc import offsets as ofs
+from acidflow.cdc.kafka import kafka_threshold
 from acidflow.sources.kafka import KafkaRecord, decode_records
 
 T = "acf.public.items"
@@ -207,3 +208,15 @@ def test_high_water_mark_is_the_newest_committed_batch_of_the_source():
     ]
     assert ofs.high_water_mark(batches, "s")[0] == {T: {"0": 9}}
     assert ofs.high_water_mark(batches, "none") == (None, None)
+
+
+def test_kafka_threshold_refuses_only_from_min_bad_records_on():
+    def refused(bad: int, total: int, min_bad: int = 10, threshold: float = 0.01) -> bool:
+        return bad / total > kafka_threshold(threshold, min_bad, total)
+
+    assert not refused(1, 1)  # a micro-batch holding one poison record alone
+    assert not refused(9, 9)
+    assert refused(10, 10) and refused(10, 100)
+    assert not refused(10, 1000)  # 1 %: the fraction still decides from 10 bad records on
+    assert refused(2, 3, min_bad=2) and not refused(1, 3, min_bad=2)
+    assert kafka_threshold(0.5, 10, 0) == 0.5

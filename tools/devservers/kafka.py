@@ -305,6 +305,57 @@ class KafkaServer(JvmServer):
         """``127.0.0.1:<port>``: a client's ``bootstrap.servers``."""
         return f"{self.host}:{self.port}"
 
+    def wait_ready(self, timeout_s: float = 120.0) -> None:
+        """Wait until a Metadata request on the client port answers with this cluster's id and
+        lists this broker.
+
+        Raises:
+            KafkaStartError: the JVM exited, or no such answer within ``timeout_s`` (the broker
+                is stopped then); the message names the log and carries its tail.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if self.process.poll() is not None:
+                raise KafkaStartError(
+                    f"the Kafka broker on port {self.port} exited with"
+                    f" {self.process.returncode} before it was ready; {self.log}:\n{tail(self.log)}"
+                )
+            try:
+                answered_id, brokers = metadata(self.host, self.port, timeout_s=2.0)
+                if answered_id == self.cluster_id and self.bootstrap_servers in brokers:
+                    return
+            except (OSError, struct.error):
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise KafkaStartError(
+                    f"the Kafka broker on {self.bootstrap_servers} did not answer a Metadata"
+                    f" request listing itself within {timeout_s:.0f}s; {self.log}:\n"
+                    f"{tail(self.log)}"
+                )
+            time.sleep(0.25)
+
+    def restart(self, *, down_s: float = 0.0, kill: bool = False, timeout_s: float = 120.0) -> None:
+        """Stop the broker and start the same node again: the same ports, log directory and
+        cluster id, so its topics and their records survive (a broker restart as clients see
+        it: connections drop, then the same ``bootstrap.servers`` answers again).
+
+        Args:
+            down_s: seconds to stay down between the stop and the start.
+            kill: SIGKILL instead of a controlled shutdown (SIGTERM).
+            timeout_s: how long the start may take (:meth:`wait_ready`).
+        Raises:
+            KafkaStartError: the broker did not come back.
+        """
+        if kill:
+            self.process.kill()
+            self.process.wait(timeout=30)
+        else:
+            self.stop()
+        time.sleep(down_s)
+        self.process = _launch_broker(self.artifacts, self.workdir, self.log)
+        self.wait_ready(timeout_s)
+
     def consume(
         self,
         topic: str,
@@ -440,35 +491,34 @@ def start_kafka(
         )
 
     log = work_dir / "kafka.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [*_java_command(arts, log4j, BROKER_MAIN), str(props_file)],
+    server = KafkaServer(
+        "127.0.0.1",
+        port,
+        controller_port,
+        cluster_id,
+        work_dir,
+        log,
+        arts,
+        _launch_broker(arts, work_dir, log),
+    )
+    server.wait_ready(timeout_s)
+    return server
+
+
+def _launch_broker(arts: KafkaArtifacts, work_dir: Path, log: Path) -> "subprocess.Popen[bytes]":
+    """Start the broker JVM on ``work_dir``'s ``server.properties`` (a formatted log
+    directory), appending its output to ``log``."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [
+                *_java_command(arts, work_dir / "log4j2.properties", BROKER_MAIN),
+                str(work_dir / "server.properties"),
+            ],
             cwd=work_dir,
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
         )
-    server = KafkaServer("127.0.0.1", port, controller_port, cluster_id, work_dir, log, arts, proc)
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if proc.poll() is not None:
-            raise KafkaStartError(
-                f"the Kafka broker on port {port} exited with {proc.returncode} before it was"
-                f" ready; {log}:\n{tail(log)}"
-            )
-        try:
-            answered_id, brokers = metadata(server.host, port, timeout_s=2.0)
-            if answered_id == cluster_id and server.bootstrap_servers in brokers:
-                return server
-        except (OSError, struct.error):
-            pass
-        if time.monotonic() > deadline:
-            server.stop()
-            raise KafkaStartError(
-                f"the Kafka broker on {server.bootstrap_servers} did not answer a Metadata"
-                f" request listing itself within {timeout_s:.0f}s; {log}:\n{tail(log)}"
-            )
-        time.sleep(0.25)
 
 
 @dataclass

@@ -27,10 +27,12 @@ commits nothing and reports ``status`` ``idle`` (or ``waiting``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +41,9 @@ from acidflow.cdc.apply import BatchReport, CdcOptions, apply_stream
 from acidflow.sources.kafka import KAFKA_FORMATS, KafkaBatch, KafkaRecord, Offsets, decode_records
 
 log = logging.getLogger(__name__)
+
+#: a Kafka batch with fewer bad records than this is never refused by the quarantine threshold
+DEFAULT_MIN_BAD_RECORDS = 10
 
 
 @dataclass
@@ -57,6 +62,10 @@ class KafkaOptions:
             ``maxOffsetsPerTrigger``); None = no cap.
         kafka: more Kafka client settings (``security.protocol``, ``sasl.*`` ...), for the
             consumer and for Spark (as ``kafka.<key>``).
+        min_bad_records: the quarantine threshold (``CdcOptions.quarantine_threshold``, a
+            fraction of the batch's records) refuses a batch only when it holds at least this
+            many bad records (default 10): a small micro-batch holding one poison message is
+            quarantined and applied, not refused (:func:`kafka_threshold`).
     """
 
     source: str
@@ -67,6 +76,7 @@ class KafkaOptions:
     starting_offsets: str = "earliest"
     max_offsets: int | None = None
     kafka: dict[str, str] = field(default_factory=dict)
+    min_bad_records: int = DEFAULT_MIN_BAD_RECORDS
 
     def __post_init__(self) -> None:
         if not self.source or not re.fullmatch(r"[A-Za-z0-9_.\-]+", self.source):
@@ -75,6 +85,19 @@ class KafkaOptions:
             raise ValueError("give either topics or a topic pattern")
         if self.max_offsets is not None and self.max_offsets < 1:
             raise ValueError(f"max_offsets must be at least 1, got {self.max_offsets}")
+        if self.min_bad_records < 1:
+            raise ValueError(f"min_bad_records must be at least 1, got {self.min_bad_records}")
+
+
+def kafka_threshold(threshold: float, min_bad_records: int, total: int) -> float:
+    """The quarantine threshold of a Kafka batch of ``total`` records (changes and bad ones):
+    ``max(threshold, (min_bad_records - 1) / total)``, at most 1. ``bad / total`` exceeds it
+    exactly when the batch holds at least ``min_bad_records`` bad records and more than
+    ``threshold`` of its records are bad; a batch with fewer bad records is never refused
+    (they are quarantined and the rest applied)."""
+    if total <= 0:
+        return threshold
+    return min(1.0, max(threshold, (min_bad_records - 1) / total))
 
 
 def kafka_options(
@@ -86,6 +109,7 @@ def kafka_options(
     transaction_topic: str = "",
     starting_offsets: str = "earliest",
     max_offsets: int = 0,
+    min_bad_records: int = DEFAULT_MIN_BAD_RECORDS,
 ) -> KafkaOptions:
     """:class:`KafkaOptions` from command-line values (comma-separated topics, empty strings
     and 0 for none), shared by the CLI and the spark-submit entry.
@@ -102,6 +126,7 @@ def kafka_options(
         transaction_topic=transaction_topic or None,
         starting_offsets=starting_offsets or "earliest",
         max_offsets=max_offsets or None,
+        min_bad_records=min_bad_records,
     )
 
 
@@ -265,13 +290,15 @@ def apply_kafka(
             "", label, status, seconds=time.monotonic() - t0, tables={}, quarantined=0
         )
     bid = ofs.batch_id(kopts.source, committed, kopts.starting_offsets)
+    total = len(batch.stream.changes) + len(batch.stream.bad)
+    threshold = kafka_threshold(options.quarantine_threshold, kopts.min_bad_records, total)
     return apply_stream(
         spark,
         catalog,
         batch.stream,
         bid,
         label,
-        options,
+        dataclasses.replace(options, quarantine_threshold=threshold),
         kind=ofs.KIND,
         source=kopts.source,
         details={**_details(kopts, topics, start, batch), **(details or {})},
@@ -301,14 +328,18 @@ def drain(
     *,
     details: dict[str, Any] | None = None,
     max_batches: int | None = None,
+    on_commit: Callable[[BatchReport], None] | None = None,
 ) -> list[BatchReport]:
     """Apply batches of the source until one has nothing more to apply (``idle``/``waiting``)
     or ``max_batches`` were committed. Returns the committed batches' reports (or the one idle
-    report when there was nothing)."""
+    report when there was nothing). ``on_commit`` is called with each batch's report right
+    after its catalog commit."""
     out: list[BatchReport] = []
     while max_batches is None or len(out) < max_batches:
         r = apply_kafka(spark, catalog, options, kopts, details=details)
         if r.status in ("idle", "waiting"):
             return out or [r]
         out.append(r)
+        if on_commit is not None:
+            on_commit(r)
     return out

@@ -15,8 +15,9 @@ offsets recorded by the newest committed batch of the source. Why:
   a restart from an old checkpoint or from none (a lost checkpoint: the query starts from the
   earliest offsets again) finds the range applied and applies nothing twice. Each batch record
   also carries the query's id and the micro-batch id (``details["stream"]``); a replayed
-  micro-batch of the same query whose id the newest batch already recorded is skipped without
-  reading Kafka.
+  micro-batch of the same query whose id the newest batch already recorded is counted
+  (``StreamRun.skipped``) and drains on from the catalog's offsets: the crash may have come
+  between two batches of its drain, and Spark will not trigger the rest of its range again.
 
 The query subscribes to the data topics and the transaction topic, so any arrival (a late END
 too) triggers a micro-batch; its own offsets live in ``checkpointLocation`` and only decide
@@ -26,6 +27,8 @@ when micro-batches run. Trigger interval: ``trigger_seconds`` (default 5 s).
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import tempfile
 import threading
 import time
@@ -39,6 +42,27 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TRIGGER_SECONDS = 5.0
 
+#: test hook: the stream process SIGKILLs itself right after its N-th catalog commit (before
+#: the micro-batch returns, so before Spark writes the micro-batch's ``commits/<id>``)
+KILL_AFTER_COMMITS_ENV = "ACIDFLOW_TEST_KILL_AFTER_COMMITS"
+
+_commits = 0
+
+
+def _fault_point(report: BatchReport) -> None:
+    """The crash window of exactly once, for the fault tests: with
+    ``ACIDFLOW_TEST_KILL_AFTER_COMMITS=N`` in the environment, ``kill -9`` of this process
+    right after the N-th Kafka batch it committed to the catalog, before Spark's checkpoint
+    records the micro-batch. Without it, nothing."""
+    global _commits
+    limit = os.environ.get(KILL_AFTER_COMMITS_ENV)
+    if not limit:
+        return
+    _commits += 1
+    if _commits >= int(limit):
+        log.warning("%s=%s: kill -9 after batch %s", KILL_AFTER_COMMITS_ENV, limit, report.batch_id)
+        os.kill(os.getpid(), signal.SIGKILL)
+
 
 @dataclass
 class StreamRun:
@@ -47,7 +71,8 @@ class StreamRun:
     Attributes:
         reports: the committed batches' reports, in order.
         micro_batches: micro-batches run (including those with nothing to apply).
-        skipped: replayed micro-batches skipped by the (query id, batch id) record.
+        skipped: replayed micro-batches recognised by the (query id, batch id) record (they
+            apply only what their first run had not committed).
         error: the exception a micro-batch raised (the query stops with it), or None.
         busy: a micro-batch is running; last_done: ``time.monotonic()`` when the last one ended.
     """
@@ -116,16 +141,23 @@ def start_kafka_stream(
             state.busy = True
         try:
             if done.get("query_id") == query_id and int(done.get("batch_id", -1)) >= batch_id:
-                log.info("stream %s: micro-batch %d already applied: skipped", query_id, batch_id)
+                # a replay after a crash between the catalog commit and Spark's checkpoint: the
+                # crash may have come between two batches of the micro-batch's drain, so drain
+                # on from the catalog's offsets (what was applied is not read again)
+                log.info(
+                    "stream %s: micro-batch %d replayed (applied up to the catalog's offsets)",
+                    query_id,
+                    batch_id,
+                )
                 with state.lock:
                     state.skipped += 1
-                return
             reports = drain(
                 spark,
                 catalog,
                 options,
                 kopts,
                 details={"stream": {"query_id": query_id, "batch_id": batch_id}},
+                on_commit=_fault_point,
             )
             with state.lock:
                 state.reports += [r for r in reports if r.status not in ("idle", "waiting")]

@@ -150,6 +150,9 @@ def stream(
     quarantine_threshold: float = typer.Option(
         0.01, "--quarantine-threshold", help="largest fraction of bad records"
     ),
+    min_bad_records: int = typer.Option(
+        10, "--min-bad-records", help="a batch with fewer bad records is never refused"
+    ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Apply a Kafka CDC source continuously (Structured Streaming, foreachBatch): each batch
@@ -179,6 +182,7 @@ def stream(
         transaction_topic=transaction_topic,
         starting_offsets=starting_offsets,
         max_offsets=max_offsets,
+        min_bad_records=min_bad_records,
     )
     run = run_kafka_stream(
         get_spark("acidflow-cdc-stream"),
