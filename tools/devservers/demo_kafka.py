@@ -13,6 +13,7 @@ package; the demo itself (stream, DAG run, reconciliation) is ``acidflow.demo.ka
 from __future__ import annotations
 
 import argparse
+import logging
 import shutil
 import signal
 import sys
@@ -47,6 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = KafkaDemoSettings(
         workload_s=a.workload_seconds, stream_s=a.stream_seconds, rate=a.rate, accounts=a.accounts
     )
+    logging.basicConfig(format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stdout)
+    logging.getLogger("acidflow.demo.kafka").setLevel(logging.INFO)
     signal.signal(signal.SIGTERM, _terminate)
     t0 = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="acidflow-demo-kafka-"))

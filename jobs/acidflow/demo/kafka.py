@@ -37,6 +37,7 @@ Kafka broker, a Kafka Connect worker with Debezium's PostgreSQL connector: start
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -59,6 +60,8 @@ from acidflow.tables_config import load_tables_config
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parents[3]
 TABLES_YAML = REPO / "include" / "demo" / "kafka_pgbench.yaml"
@@ -597,6 +600,7 @@ def run_kafka_demo(
     for tdef in tables.values():
         catalog.create_table(with_position_column(tdef), if_not_exists=True)
     prepare_pgbench(pg, s)
+    log.info("pgbench tables created (%d accounts); registering Debezium's connector", s.accounts)
     name = f"{CONNECTOR}-{prefix}"
     connect_worker.create_connector(name, connector_config(url, prefix, slot))
     try:
@@ -610,6 +614,10 @@ def run_kafka_demo(
         )
         options = CdcOptions(fmt="debezium", tables=tables, target_db=db, quarantine_threshold=0.0)
         workload = start_workload(pg, s, work_dir / "pgbench")
+        log.info(
+            "pgbench runs %.0f s at %d tx/s; the stream runs %.0f s (%.0f s trigger)",
+            s.workload_s, s.rate, s.stream_s, s.trigger_s,
+        )  # fmt: skip
         t_work = time.monotonic()
         try:
             t = time.monotonic()
@@ -621,6 +629,7 @@ def run_kafka_demo(
                 trigger_seconds=s.trigger_s,
                 checkpoint=str(work_dir / "checkpoint"),
                 timeout_s=s.stream_s,
+                batches_per_trigger=1,
             )
             out.stream.update(
                 batches=len(run.reports),
@@ -628,6 +637,7 @@ def run_kafka_demo(
                 seconds=time.monotonic() - t,
                 apply_seconds=sum(r.seconds for r in run.reports),
             )
+            log.info("stream stopped: %d batches committed; waiting for pgbench", len(run.reports))
             out.workload = _workload_report(workload, s.workload_s + 120, t_work)
         finally:
             if workload.poll() is None:
@@ -635,6 +645,7 @@ def run_kafka_demo(
                 workload.wait()
         end_lsn = _execute(url, "SELECT pg_current_wal_lsn()::text")[0][0]
         out.debezium_lag_s = wait_slot_lag_zero(url, slot, end_lsn, s.lag_timeout_s)
+        log.info("Debezium's lag is 0; airflow dags test acid_cdc (source: kafka)")
         seconds, reports = run_batch_dag(catalog, kopts, work_dir / "airflow", db)
         applied = [r for r in reports if getattr(r, "status", "") in ("applied", "empty")]
         out.batch.update(
@@ -642,6 +653,7 @@ def run_kafka_demo(
             seconds=seconds,
             apply_seconds=sum(float(getattr(r, "seconds", 0.0)) for r in applied),
         )
+        log.info("DAG run done (%.0f s); measuring and reconciling with PostgreSQL", seconds)
         measure(spark, catalog, kopts, out)
         out.tables = reconcile_with_postgres(spark, catalog, url, tables)
     finally:
