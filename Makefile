@@ -300,7 +300,7 @@ demo-hms: setup
 # (source: kafka) picks up the rest; every table reconciled row for row with PostgreSQL; prints
 # events/s and latency. PostgreSQL, Kafka, Connect and the warehouse live in a fresh temp folder,
 # removed at the end (also on Ctrl-C). About 2-3 minutes. Options:
-# make demo-kafka DEMO_KAFKA_ARGS="--workload-seconds 60 --stream-seconds 45 --rate 40"
+# make demo-kafka DEMO_KAFKA_ARGS="--workload-seconds 45 --stream-seconds 30 --rate 40"
 demo-kafka: setup
 	$(DEVSERVERS) $(PY) -m devservers.demo_kafka $(DEMO_KAFKA_ARGS)
 

@@ -153,8 +153,8 @@ class KafkaDemoSettings:
             catch up after the workload.
     """
 
-    workload_s: float = 60.0
-    stream_s: float = 45.0
+    workload_s: float = 45.0
+    stream_s: float = 30.0
     rate: int = 40
     clients: int = 2
     scale: int = 1
