@@ -10,9 +10,9 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: format stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven hive-jars hadoop-aws trino-server kafka-jars kafka-spark-jars hms kafka lint test test-fast demo demo-hms lock clean bench bench-report bench-write-paths sample-data
+.PHONY: format stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven hive-jars hadoop-aws trino-server kafka-jars kafka-spark-jars hms kafka lint test test-fast demo demo-hms demo-kafka lock clean bench bench-report bench-write-paths sample-data
 
-# PostgreSQL 15 server binaries, as tests/support/postgres.py finds them ($$ACIDFLOW_PG_BINDIR).
+# PostgreSQL 15 server binaries, as tools/devservers/postgres.py finds them ($$ACIDFLOW_PG_BINDIR).
 PG_BINDIR ?= $(or $(ACIDFLOW_PG_BINDIR),/usr/lib/postgresql/15/bin)
 WAL2JSON_SO := $(abspath $(PG_BINDIR)/../lib/wal2json.so)
 WAL2JSON_PKG := postgresql-15-wal2json
@@ -294,6 +294,15 @@ demo-hms: setup
 	export ACIDFLOW_CATALOG_URL=$$url ACIDFLOW_WAREHOUSE=$$dir/warehouse; \
 	$(VENV)/bin/acidflow demo; \
 	$(PY) -c "from acidflow.catalog import load_catalog; print(*load_catalog().describe(), sep=chr(10))"
+
+# The Kafka CDC demo (docs/kafka.md): a private PostgreSQL 15 under a pgbench workload ->
+# Debezium -> Kafka -> acidflow's stream for a bounded time, then an acid_cdc Airflow run
+# (source: kafka) picks up the rest; every table reconciled row for row with PostgreSQL; prints
+# events/s and latency. PostgreSQL, Kafka, Connect and the warehouse live in a fresh temp folder,
+# removed at the end (also on Ctrl-C). About 2-3 minutes. Options:
+# make demo-kafka DEMO_KAFKA_ARGS="--workload-seconds 45 --stream-seconds 30 --rate 40"
+demo-kafka: setup
+	$(DEVSERVERS) $(PY) -m devservers.demo_kafka $(DEMO_KAFKA_ARGS)
 
 # Real wal2json change data from a private PostgreSQL 15 (pgbench), about a minute.
 sample-data: setup

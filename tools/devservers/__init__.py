@@ -6,6 +6,10 @@
 * :mod:`devservers.kafka`: a Kafka broker (KRaft) and Kafka Connect with Debezium's PostgreSQL
   connector (``make kafka``, the tests' ``kafka`` and ``kafka_connect`` fixtures), with
   :mod:`devservers.kafka_wire` (a Kafka protocol Metadata request for its readiness check);
+* :mod:`devservers.postgres`: a private PostgreSQL 15 cluster (the tests' ``postgres_url``
+  fixture, ``make sample-data``, ``make demo-kafka``);
+* :mod:`devservers.demo_kafka`: ``make demo-kafka`` (PostgreSQL, Kafka, Connect started here,
+  the demo itself in ``acidflow.demo.kafka``);
 * :mod:`devservers.process`: what they share (a free port, a log's tail, stopping a server,
   serving in the foreground until Ctrl-C).
 

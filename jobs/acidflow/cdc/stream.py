@@ -95,6 +95,7 @@ def start_kafka_stream(
     trigger_seconds: float = DEFAULT_TRIGGER_SECONDS,
     checkpoint: str | None = None,
     run: StreamRun | None = None,
+    batches_per_trigger: int | None = None,
 ) -> Any:
     """Start the streaming query of a Kafka CDC source (module docstring).
 
@@ -105,6 +106,8 @@ def start_kafka_stream(
         checkpoint: Spark's ``checkpointLocation`` (default a new temporary folder: the
             catalog's offsets make the checkpoint optional for correctness).
         run: a :class:`StreamRun` to collect the micro-batches' outcome into.
+        batches_per_trigger: at most this many batches per micro-batch (None: until idle; a
+            bound keeps micro-batches short under a steady load, so a bounded run stops on time).
     Returns:
         the running ``pyspark.sql.streaming.StreamingQuery``.
     """
@@ -158,6 +161,7 @@ def start_kafka_stream(
                 kopts,
                 details={"stream": {"query_id": query_id, "batch_id": batch_id}},
                 on_commit=_fault_point,
+                max_batches=batches_per_trigger,
             )
             with state.lock:
                 state.reports += [r for r in reports if r.status not in ("idle", "waiting")]
@@ -194,12 +198,13 @@ def run_kafka_stream(
     max_batches: int | None = None,
     timeout_s: float | None = None,
     idle_s: float | None = None,
+    batches_per_trigger: int | None = None,
 ) -> StreamRun:
     """Run the streaming query until ``max_batches`` batches were committed, ``timeout_s``
     seconds passed, ``idle_s`` seconds passed since the last micro-batch ended (after one at
     least), or it failed; then stop it between micro-batches (a bounded run: the CLI's
     ``--max-batches`` / ``--timeout``, the tests). Without any bound it runs until the process
-    is interrupted.
+    is interrupted. ``batches_per_trigger``: as :func:`start_kafka_stream`.
 
     Returns:
         the :class:`StreamRun`.
@@ -215,6 +220,7 @@ def run_kafka_stream(
         trigger_seconds=trigger_seconds,
         checkpoint=checkpoint,
         run=run,
+        batches_per_trigger=batches_per_trigger,
     )
     t0 = time.monotonic()
     try:
