@@ -31,11 +31,14 @@ from acidflow.cdc.stream import (
     run_kafka_stream,
     start_kafka_stream,
 )
+from acidflow.compactor import cleaner
 from acidflow.quarantine import QuarantineThresholdError
 from acidflow.read.table import read_table
+from acidflow.storage.retention import RETAIN_COMMITS, RETAIN_HOURS
 from devservers.kafka import KafkaServer, start_kafka
 from tests.integration import test_kafka_cdc
 from tests.integration.test_kafka_cdc import _pg_rows, _table_rows, _tx
+from tests.support import history_tables as ht
 from tests.support.kafka import (
     delete_records,
     produce,
@@ -434,3 +437,55 @@ def test_column_added_at_the_source(spark, catalog, kafka, debezium_connector):
     assert any(row[3] is None for row in _pg_notes(conn).values())  # older rows: NULL
     batches = _ledger(catalog, "drift")
     assert len(batches) > n
+
+
+# -- compaction beside a running stream -----------------------------------------------------
+
+
+def _emp_eager(catalog) -> dict[int, str]:
+    """``_emp`` with pyarrow: an eager read unregisters at once (a lazy Spark read's
+    registration holds the cleaner until it expires, as documented in acidflow.read.table)."""
+    if not catalog.table_exists("hr.emp"):
+        return {}
+    t = read_table(None, catalog, "hr.emp").select(["id", "name"]).to_pylist()
+    return {r["id"]: r["name"] for r in t}
+
+
+def test_compaction_and_cleaner_beside_a_running_stream(spark, catalog, kafka, tmp_path):
+    """A running stream holds no transaction open between micro-batches, so the initiator,
+    a major compaction and the cleaner run beside it as Hive's rules allow (only a reader's
+    or writer's open transaction holds the cleaner back), and later micro-batches add on top
+    of the new base."""
+    require_kafka_spark_jars()
+    topic = _topic()
+    options = CdcOptions(**GG)
+    kopts = KafkaOptions(source="beside", bootstrap_servers=kafka.bootstrap_servers, topics=[topic])
+    run = StreamRun()
+    # the topic exists before the query starts (Spark's Kafka source fails the query on an
+    # unknown topic: docs/kafka.md)
+    produce(spark, kafka.bootstrap_servers, topic, [_gg(1, 1)])
+    query = start_kafka_stream(
+        spark, catalog, options, kopts, trigger_seconds=1, checkpoint=str(tmp_path / "ck"), run=run
+    )
+    try:
+        for i in range(1, 4):  # three micro-batches, three deltas
+            if i > 1:
+                produce(spark, kafka.bootstrap_servers, topic, [_gg(i, i)])
+            _wait(lambda i=i: run.error or len(_emp_eager(catalog)) == i, 90, f"row {i}")
+            assert run.error is None
+        _wait(lambda: not run.busy, 30, "the stream to go idle")
+        assert catalog.list_transactions(states=[TxnState.OPEN]) == []
+        # Hive's behaviour (no history kept): the cleaner removes what the base replaced
+        catalog.set_table_properties("hr.emp", {RETAIN_COMMITS: "0", RETAIN_HOURS: "0"})
+        ht.compact(catalog, "hr.emp", "major")
+        rep = cleaner.run_cleaner(catalog)
+        assert rep.cleaned and not rep.waiting
+        names = sorted(p.name for p in Path(catalog.get_table("hr.emp").location).iterdir())
+        assert [n for n in names if not n.startswith((".", "_"))] == ["base_0000003"]
+        produce(spark, kafka.bootstrap_servers, topic, [_gg(4, 4), _gg(5, 2, "two", "U")])
+        _wait(lambda: _emp_eager(catalog).get(4) == "e4", 90, "row 4")
+    finally:
+        _stop(query, run)
+    assert run.error is None
+    assert _emp_eager(catalog) == {1: "e1", 2: "two", 3: "e3", 4: "e4"}
+    assert len(_ledger(catalog, "beside")) >= 4

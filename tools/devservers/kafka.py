@@ -282,8 +282,13 @@ def _java_command(artifacts: KafkaArtifacts, log4j: Path, main_class: str) -> li
 
 def new_cluster_id() -> str:
     """A fresh KRaft cluster id: 16 random bytes in URL-safe base64 without padding (Kafka's
-    ``Uuid.toString``, what ``kafka-storage.sh random-uuid`` prints)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    ``Uuid.toString``, what ``kafka-storage.sh random-uuid`` prints). Like Kafka's
+    ``Uuid.randomUuid``, an id starting with ``-`` is drawn again: the storage tool would read
+    it as an option (``--cluster-id -x...``: "expected one argument", 1 draw in 32)."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cid.startswith("-"):
+            return cid
 
 
 @dataclass
