@@ -10,14 +10,14 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: format stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven hive-jars hadoop-aws trino-server kafka-jars kafka-spark-jars hms kafka lint test test-fast demo demo-hms demo-kafka lock clean bench bench-report bench-write-paths sample-data
+.PHONY: format stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven hive-jars hadoop-aws trino-server kafka-jars kafka-spark-jars apicurio-jars hms kafka lint test test-fast demo demo-hms demo-kafka lock clean bench bench-report bench-write-paths sample-data
 
 # PostgreSQL 15 server binaries, as tools/devservers/postgres.py finds them ($$ACIDFLOW_PG_BINDIR).
 PG_BINDIR ?= $(or $(ACIDFLOW_PG_BINDIR),/usr/lib/postgresql/15/bin)
 WAL2JSON_SO := $(abspath $(PG_BINDIR)/../lib/wal2json.so)
 WAL2JSON_PKG := postgresql-15-wal2json
 
-setup: system-deps $(VENV)/.installed hive-jars hadoop-aws trino-server kafka-jars
+setup: system-deps $(VENV)/.installed hive-jars hadoop-aws trino-server kafka-jars apicurio-jars
 
 # System packages: the wal2json logical decoding output plugin (CDC source side, tests and
 # 'make sample-data'), Chromium (headless screenshots of the Airflow UI page in the e2e test) and
@@ -223,6 +223,42 @@ $(KAFKA_SPARK_STAMP): tools/kafka/spark/pom.xml
 	  [ -f $(KAFKA_SPARK_CACHE)/mvn.log ] && tail -n 20 $(KAFKA_SPARK_CACHE)/mvn.log >&2; \
 	  if [ "$$CI" = true ]; then echo "$$msg; CI=true: failing" >&2; exit 1; fi; \
 	  echo "WARNING: $$msg; the Kafka CDC tests will skip (see $(KAFKA_SPARK_CACHE)/mvn.log)" >&2; \
+	fi
+
+# Apicurio Registry 2.4.2.Final (a schema registry for Avro, in-memory storage) built from Maven
+# Central by tools/apicurio/pom.xml (a Quarkus app from Apicurio's published app jar; why 2.4.2
+# and not 3.x: that pom's header), and Apicurio's Kafka Connect AvroConverter as a plugin folder
+# (tools/apicurio/converter/pom.xml), into .cache/apicurio/ (devservers.apicurio,
+# tests/integration/test_apicurio.py). Same rules as kafka-jars: a stamp, rebuilt when a pom or
+# the app's stand-in sources change; a failure fails when CI=true, elsewhere a warning (the
+# Avro test skips). -DskipExternalRepos=true: Central only (Apicurio's parent POM adds others).
+APICURIO_CACHE := $(CURDIR)/.cache/apicurio
+APICURIO_STAMP := $(APICURIO_CACHE)/.built
+APICURIO_SRC := tools/apicurio/pom.xml tools/apicurio/converter/pom.xml \
+	$(wildcard tools/apicurio/src/main/java/io/acidflow/tools/apicurio/*.java) \
+	tools/apicurio/src/main/resources/application.properties
+apicurio-jars: $(APICURIO_STAMP)
+
+$(APICURIO_STAMP): $(APICURIO_SRC)
+	@rm -rf $(APICURIO_CACHE); mkdir -p $(APICURIO_CACHE); \
+	start=$$(date +%s); \
+	if command -v mvn >/dev/null \
+	   && mvn -q -B -f tools/apicurio/pom.xml -DskipExternalRepos=true \
+	        -Dapicurio.cache=$(APICURIO_CACHE) package >$(APICURIO_CACHE)/mvn.log 2>&1 \
+	   && mvn -q -B -f tools/apicurio/converter/pom.xml -DskipExternalRepos=true \
+	        -Dapicurio.cache=$(APICURIO_CACHE) dependency:copy-dependencies@plugin \
+	        >>$(APICURIO_CACHE)/mvn.log 2>&1 \
+	   && test -s $(APICURIO_CACHE)/target/acidflow-apicurio-registry-1-runner.jar \
+	   && test -s "$$(ls $(APICURIO_CACHE)/plugins/apicurio-converter/apicurio-registry-utils-converter-*.jar | head -n1)"; then \
+	  touch $@; \
+	  echo "apicurio-jars: Apicurio Registry and its Connect converter in $(APICURIO_CACHE)" \
+	       "($$(du -sh $(APICURIO_CACHE) | cut -f1), $$(( $$(date +%s) - start ))s)"; \
+	else \
+	  msg="apicurio-jars: could not build Apicurio Registry / its converter (tools/apicurio) with Maven"; \
+	  command -v mvn >/dev/null || msg="$$msg (mvn is not installed: apt-get install maven)"; \
+	  [ -f $(APICURIO_CACHE)/mvn.log ] && tail -n 20 $(APICURIO_CACHE)/mvn.log >&2; \
+	  if [ "$$CI" = true ]; then echo "$$msg; CI=true: failing" >&2; exit 1; fi; \
+	  echo "WARNING: $$msg; the Avro / schema registry test will skip (see $(APICURIO_CACHE)/mvn.log)" >&2; \
 	fi
 
 # A Hive 3.1.3 metastore (thrift, DbTxnManager settings, Hive's compactor off) for a person, in
