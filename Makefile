@@ -348,6 +348,8 @@ sample-data: setup
 # 90 minutes on 2 cores: every phase at N=1M/K=10k and N=10M/K=100k, the growth series of the
 # K=10k upsert at N=1M, 3M, 10M, the initial load at 10M, S3 (moto) vs local disk at 1M/10k.
 # Sizes as options, e.g. make bench BENCH_ARGS="--sizes 1000000:10000 --runs 3".
+# Kafka phase (file path vs Kafka path, streaming latency; needs make kafka-jars):
+# make bench BENCH_ARGS="--sizes --kafka 100000".
 # Results: bench/results/*.json; then `make bench-report` writes bench/RESULTS.md.
 BENCH_ARGS ?= --sizes 1000000:10000 3000000:10000 10000000:10000 10000000:100000 \
 	--upsert-only 3000000:10000 10000000:10000 --load 10000000 --s3 1000000:10000 --runs 3

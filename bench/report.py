@@ -32,6 +32,8 @@ LOAD_MAX = 1.5
 DELTA_MAX = 0.5
 DUCKDB_MAX = 0.7
 S3_MAX = 2.0
+KAFKA_MAX = 1.2  # Kafka batch path apply time / file path apply time, the same events
+KAFKA_P95_MAX = 20.0  # seconds, streaming at 1,000 events/s offered, 5 s trigger
 
 
 def med(values: list[float]) -> float:
@@ -148,6 +150,94 @@ def size_section(d: dict) -> list[str]:
         ]
     out.append("")
     return out
+
+
+def load_kafka(results: Path) -> list[dict]:
+    """The Kafka phase's documents (``kafka_e*.json``, :mod:`bench.kafka`) by event count."""
+    docs = [json.loads(p.read_text()) for p in sorted(results.glob("kafka_e*.json"))]
+    return sorted(docs, key=lambda d: d["events"])
+
+
+def kafka_targets(kafka: list[dict]) -> list[str]:
+    """The Kafka rows of the targets table."""
+    rows = []
+    for d in kafka:
+        f, k, s = d["file"], d["kafka"], d["stream"]
+        ratio = k["work"] / f["work"]
+        rows.append(
+            f"| Kafka path ≤ {KAFKA_MAX}× file path apply time ({d['events']:,} Debezium "
+            f"events, batches of {d['meta']['per_file']:,}) | {k['work']:.1f} s vs "
+            f"{f['work']:.1f} s = {ratio:.2f}× | {'yes' if ratio <= KAFKA_MAX else 'no'} |"
+        )
+        rows.append(
+            f"| p95 latency at {d['rate']:,.0f} events/s offered ≤ {KAFKA_P95_MAX:g} s "
+            f"({d['trigger']:g} s trigger, {d['duration']:g} s) | p95 "
+            f"{s['latency_p95']:.1f} s (p50 {s['latency_p50']:.1f} s) | "
+            f"{'yes' if s['latency_p95'] <= KAFKA_P95_MAX else 'no'} |"
+        )
+    return rows
+
+
+def kafka_section(kafka: list[dict]) -> list[str]:
+    """The Kafka phase: file path vs Kafka path on the same events, streaming latency, decode
+    rates."""
+    if not kafka:
+        return []
+    out = [
+        "### Kafka phase",
+        "",
+        "`bench/kafka.py`: pgbench-like source transactions over the four pgbench tables "
+        "(mostly update account + teller + branch and insert history; some account inserts "
+        "and deletes), encoded once as Debezium PostgreSQL records (transaction metadata, "
+        "schemaless JSON, tombstones) and written both as change files and into a Kafka "
+        "4.3.0 broker. *Apply* is from the first read to the last commit, JVM start apart; "
+        "both paths start from the same base and are checked against the generator's final "
+        "state. Latency: commit time of the batch that applied an event (batch ledger) minus "
+        "its produce time (`source.ts_ms`).",
+        "",
+        "| events | path | apply s | events/s | batches | JVM start s | peak MB | correct |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for d in kafka:
+        for name, label in (("file", "file path (`apply_path`)"), ("kafka", "Kafka (`drain`)")):
+            r = d[name]
+            out.append(
+                f"| {d['events']:,} | {label} | {r['work']:.1f} | {r['events_per_s']:,.0f} | "
+                f"{r['batches']} | {r.get('jvm_start', 0):.1f} | {r['peak_rss_mb'] or 0:.0f} | "
+                f"{'yes' if r['check'].get('correct') else '**NO**'} |"
+            )
+    out += [
+        "",
+        "| offered events/s | offered for s | trigger s | latency p50 s | p95 s | max s | "
+        "sustained events/s | apply capacity events/s | micro-batches | peak MB | correct |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for d in kafka:
+        s = d["stream"]
+        out.append(
+            f"| {s['achieved_offered_rate']:,.0f} (asked {d['rate']:,.0f}) | "
+            f"{s['produce_seconds']:.0f} | {d['trigger']:g} | {s['latency_p50']:.1f} | "
+            f"{s['latency_p95']:.1f} | {s['latency_max']:.1f} | "
+            f"{s['sustained_events_per_s']:,.0f} | {s['apply_capacity_events_per_s']:,.0f} | "
+            f"{s['micro_batches']} | {s['peak_rss_mb'] or 0:.0f} | "
+            f"{'yes' if s['check'].get('correct') else '**NO**'} |"
+        )
+    out += [
+        "",
+        "Sustained: events applied / (last commit − first produce); apply capacity: events / "
+        "the batches' own apply seconds (what the stream could take with no idle time).",
+        "",
+        "| events | Kafka decoder (`decode_records`) events/s | file parser (`parse_lines`) "
+        "events/s |",
+        "|---|---|---|",
+    ]
+    for d in kafka:
+        p = d["parse"]
+        out.append(
+            f"| {d['events']:,} | {p['kafka_decode_events_per_s']:,.0f} | "
+            f"{p['file_parse_events_per_s']:,.0f} |"
+        )
+    return out + [""]
 
 
 def targets(docs: list[dict], loads: list[dict] = (), s3: list[dict] = ()) -> list[str]:
@@ -314,10 +404,16 @@ def s3_section(s3: list[dict]) -> list[str]:
     return out + [""]
 
 
-def render(docs: list[dict], notes: str = "", loads: list[dict] = (), s3: list[dict] = ()) -> str:
-    if not docs and not loads and not s3:
+def render(
+    docs: list[dict],
+    notes: str = "",
+    loads: list[dict] = (),
+    s3: list[dict] = (),
+    kafka: list[dict] = (),
+) -> str:
+    if not docs and not loads and not s3 and not kafka:
         return "# Benchmark results\n\nNo results yet: run `make bench`.\n"
-    first = (docs or list(loads) or list(s3))[0]
+    first = (docs or list(loads) or list(s3) or list(kafka))[0]
     m, v = first["machine"], first["versions"]
     out = [
         "# Benchmark results",
@@ -337,10 +433,13 @@ def render(docs: list[dict], notes: str = "", loads: list[dict] = (), s3: list[d
         "",
     ]
     out += list(
-        dict.fromkeys(f"- `{d['command']}`" for d in [*docs, *loads, *s3] if d.get("command"))
+        dict.fromkeys(
+            f"- `{d['command']}`" for d in [*docs, *loads, *s3, *kafka] if d.get("command")
+        )
     )
-    out += ["", "## Targets", ""] + targets(docs, loads, s3) + ["", "## Runs", ""]
-    out += growth_section(docs) + load_section(loads) + s3_section(s3)
+    out += ["", "## Targets", ""] + targets(docs, loads, s3) + kafka_targets(kafka)
+    out += ["", "## Runs", ""]
+    out += growth_section(docs) + load_section(loads) + s3_section(s3) + kafka_section(kafka)
     for d in docs:
         out += size_section(d)
     if notes:
@@ -361,6 +460,7 @@ def main(argv: list[str] | None = None) -> None:
             notes,
             load_extra(a.results, "load_n*.json"),
             load_extra(a.results, "s3_n*_k*.json"),
+            load_kafka(a.results),
         )
     )
     print(f"wrote {a.out}")

@@ -16,7 +16,9 @@ Apart from the sizes (``--load N ...``): ``runs`` times, acidflow's initial load
 rows into a fresh table next to a plain Spark ORC write of the same rows
 (``bench/results/load_n<N>.json``); (``--s3 N:K ...``) acidflow's upsert of batch 1 and a
 snapshot read with the warehouse on S3 (a moto server on loopback) next to local disk
-(``bench/results/s3_n<N>_k<K>.json``).
+(``bench/results/s3_n<N>_k<K>.json``); (``--kafka E ...``) the Kafka phase, :mod:`bench.kafka`:
+the same E Debezium change events through the file path and the Kafka path, and the streaming
+latency at a steady offered load (``bench/results/kafka_e<E>.json``).
 
 Results are checked against the expected table in the first run of each step and after
 acidflow's batches 1 and B (the later runs repeat the same input with the same tool).
@@ -48,6 +50,7 @@ import psutil
 
 from bench import tools as bench_tools
 from bench.generate import generate
+from bench.kafka import bench_kafka
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
@@ -552,6 +555,18 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N:K",
         help="upsert and read with the warehouse on S3 (moto) vs local disk",
     )
+    ap.add_argument(
+        "--kafka",
+        type=int,
+        nargs="*",
+        default=[],
+        metavar="E",
+        help="Kafka phase with E change events: file path vs Kafka path, streaming latency "
+        "(bench/kafka.py)",
+    )
+    ap.add_argument("--kafka-per-file", type=int, default=10_000, help="events per change file")
+    ap.add_argument("--kafka-rate", type=float, default=1000.0, help="offered events/s (stream)")
+    ap.add_argument("--kafka-duration", type=float, default=60.0, help="seconds offered (stream)")
     a = ap.parse_args(argv)
     upsert_only = {tuple(int(x) for x in spec.split(":")) for spec in a.upsert_only}
     a.results.mkdir(parents=True, exist_ok=True)
@@ -596,6 +611,20 @@ def main(argv: list[str] | None = None) -> int:
         doc = bench_load(n, runs=a.runs, seed=a.seed, work=a.work)
         doc.update(env)
         out = a.results / f"load_n{n}.json"
+        out.write_text(json.dumps(doc, indent=1, default=str))
+        print(f"wrote {out}")
+
+    for e in a.kafka:
+        doc = bench_kafka(
+            e,
+            work=a.work,
+            seed=a.seed,
+            per_file=a.kafka_per_file,
+            rate=a.kafka_rate,
+            duration=a.kafka_duration,
+        )
+        doc.update(env)
+        out = a.results / f"kafka_e{e}.json"
         out.write_text(json.dumps(doc, indent=1, default=str))
         print(f"wrote {out}")
 

@@ -1,0 +1,168 @@
+"""Where the Kafka phase's batch time goes (bench/NOTES.md, "Kafka phase"): one process, one
+SparkSession, on the data of a Kafka phase run (``build/bench/kafka_e<E>_s<seed>/data``).
+
+``decode``: cProfile of the Kafka decoder on the first capped batch's records (the data records
+under ``max_offsets`` plus the whole transaction topic, as ``apply_kafka``'s first batch reads
+them), then the same decode with the waiting transactions' partition looked up in a dict instead
+of ``_marker_partition``'s scan of every marker (this process only: what a fix would give).
+
+``batches``: a broker of its own, the records produced, then the Kafka batches one by one with
+the time of each part (consumer, ``read_range``, ``decode_records``, ``apply_stream``), then the
+file path's batches on the same data. ``--fixed``: with the dict lookup above.
+
+Run: ``PYTHONPATH=. python -m bench.kafka_profile decode DATA`` or
+``PYTHONPATH=. python -m bench.kafka_profile batches DATA WORK [--fixed]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import shutil
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from acidflow.cdc import kafka as ck
+from acidflow.cdc import offsets as ofs
+from acidflow.cdc.apply import apply_file, apply_path
+from acidflow.cdc.files import change_files
+from acidflow.sources import kafka as sk
+from bench import kafka as bk
+
+
+def _records(data: Path) -> list[sk.KafkaRecord]:
+    offsets: Counter[str] = Counter()
+    out = []
+    for line in (data / "produce.tsv").read_text().splitlines():
+        topic, key, value = line.split("\t", 2)
+        out.append(
+            sk.KafkaRecord(topic, 0, offsets[topic], key.encode() or None, value.encode() or None)
+        )
+        offsets[topic] += 1
+    return out
+
+
+def _dict_lookup() -> None:
+    """Replace ``_marker_partition`` (a scan of every marker per waiting transaction) by one
+    dict per markers list."""
+    cache: dict[int, dict] = {}
+
+    def lookup(markers, txid):
+        if id(markers) not in cache:
+            cache.clear()
+            cache[id(markers)] = {
+                sk.transaction_id(p): rec.partition for rec, p in reversed(markers)
+            }
+        return cache[id(markers)].get(txid, 0)
+
+    sk._marker_partition = lookup
+
+
+def decode(data: Path) -> None:
+    meta = json.loads((data / "meta.json").read_text())
+    records = _records(data)
+    counts = Counter(r.topic for r in records)
+    txn_topic = f"{bk.BATCH_PREFIX}.transaction"
+    end = ofs.plan_end(
+        {t: {"0": 0} for t in counts},
+        {t: {"0": n} for t, n in counts.items()},
+        meta["per_file"],
+        frozenset([txn_topic]),
+    )
+    first = [r for r in records if r.offset < end[r.topic]["0"]]
+    prof = cProfile.Profile()
+    t0 = time.perf_counter()
+    prof.enable()
+    b = sk.decode_records("debezium", first, end_offsets=end, transaction_topic=txn_topic)
+    prof.disable()
+    print(
+        f"first batch: {len(first)} records, {len(b.stream.changes)} changes, "
+        f"{len(b.waiting)} waiting transactions; decode {time.perf_counter() - t0:.2f} s "
+        "(under cProfile)"
+    )
+    pstats.Stats(prof).sort_stats("cumulative").print_stats(8)
+    _dict_lookup()
+    t0 = time.perf_counter()
+    b2 = sk.decode_records("debezium", first, end_offsets=end, transaction_topic=txn_topic)
+    print(
+        f"with a dict lookup: decode {time.perf_counter() - t0:.2f} s; same end offsets "
+        f"{b2.end_offsets == b.end_offsets}, same changes {len(b2.stream.changes)}"
+    )
+
+
+def batches(data: Path, work: Path, fixed: bool) -> None:
+    if fixed:
+        _dict_lookup()
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    timing: dict[str, float] = defaultdict(float)
+
+    def timed(name, fn):
+        def wrapper(*a, **k):
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                timing[name] += time.perf_counter() - t0
+
+        return wrapper
+
+    ck.read_range = timed("read_range", ck.read_range)
+    ck.decode_records = timed("decode_records", ck.decode_records)
+    ck.apply_stream = timed("apply_stream", ck.apply_stream)
+    ck._Consumer.offsets = timed("consumer_offsets", ck._Consumer.offsets)
+    meta = json.loads((data / "meta.json").read_text())
+    artifacts = bk.KafkaArtifacts.locate()
+    broker = bk.start_kafka(work / "broker", artifacts=artifacts)
+    try:
+        bk.produce_file(data / "produce.tsv", broker.bootstrap_servers, artifacts, work / "p.log")
+        spark, _ = bk._spark()
+        for name in ("file", "kafka"):
+            apply_path(spark, bk._catalog(work, name), str(data / "snapshot"), bk._options())
+        catalog = bk._catalog(work, "kafka")
+        kopts = bk._kopts(bk.BATCH_PREFIX, broker.bootstrap_servers, meta["per_file"])
+        per = []
+        t0 = time.perf_counter()
+        while True:
+            before, b0 = dict(timing), time.perf_counter()
+            r = ck.apply_kafka(spark, catalog, bk._options(), kopts)
+            if r.status in ("idle", "waiting"):
+                break
+            per.append(
+                {"total": round(time.perf_counter() - b0, 2)}
+                | {"events": sum(s.get("events", 0) for s in r.tables.values())}
+                | {k: round(v - before.get(k, 0), 2) for k, v in timing.items()}
+            )
+        kafka_s = time.perf_counter() - t0
+        fcat, fper = bk._catalog(work, "file"), []
+        t0 = time.perf_counter()
+        for f in change_files(str(data / "files")):
+            b0 = time.perf_counter()
+            apply_file(spark, fcat, f, bk._options())
+            fper.append(round(time.perf_counter() - b0, 2))
+        file_s = time.perf_counter() - t0
+        out = {"fixed": fixed, "kafka_s": kafka_s, "file_s": file_s}
+        print(json.dumps(out | {"kafka_batches": per, "file_batches": fper}, indent=1))
+    finally:
+        broker.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("what", choices=["decode", "batches"])
+    ap.add_argument("data", type=Path)
+    ap.add_argument("work", type=Path, nargs="?", default=Path("build/bench/kafka_profile"))
+    ap.add_argument("--fixed", action="store_true")
+    a = ap.parse_args()
+    if a.what == "decode":
+        decode(a.data)
+    else:
+        batches(a.data, a.work, a.fixed)
+
+
+if __name__ == "__main__":
+    main()
