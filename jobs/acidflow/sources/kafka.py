@@ -185,10 +185,17 @@ def decode_records(
         if d.txid is not None and d.txid in excluded:
             _lower(cut, d.record)
     waiting = sorted((t for t in excluded if t in txns), key=lambda t: txns[t].order)
+    # each waiting transaction's marker partition, found once (a scan of the markers per
+    # transaction was quadratic in the backlog: bench/NOTES.md, "Kafka phase")
+    marker_partition: dict[str, int] = {}
+    for rec, payload in markers:
+        marker_txid = transaction_id(payload)
+        if marker_txid is not None:
+            marker_partition.setdefault(marker_txid, rec.partition)
     for txid in waiting:
         first = txns[txid].begin if txns[txid].begin is not None else txns[txid].end
         if first is not None and transaction_topic:
-            _lower(cut, KafkaRecord(transaction_topic, _marker_partition(markers, txid), first))
+            _lower(cut, KafkaRecord(transaction_topic, marker_partition.get(txid, 0), first))
     out = ParsedStream(tables=scratch.tables)
     carried = 0
     for d in data:
@@ -384,10 +391,3 @@ def _lower(cut: Offsets, rec: KafkaRecord) -> None:
     parts = cut.setdefault(rec.topic, {})
     key = str(rec.partition)
     parts[key] = min(parts.get(key, rec.offset), rec.offset)
-
-
-def _marker_partition(markers: list[tuple[KafkaRecord, dict[str, Any]]], txid: str) -> int:
-    for rec, payload in markers:
-        if transaction_id(payload) == txid:
-            return rec.partition
-    return 0
