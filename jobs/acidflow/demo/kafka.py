@@ -48,6 +48,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pyspark.sql import functions as F
+from sqlalchemy.engine import make_url
 
 from acidflow.catalog import Catalog, SqlCatalog
 from acidflow.cdc.apply import CdcOptions
@@ -262,8 +263,6 @@ def connector_config(url: str, prefix: str = TOPIC_PREFIX, slot: str = SLOT) -> 
     the tables' rows first (``snapshot.mode=initial``) then streaming, tombstones after deletes,
     a heartbeat every second (the slot's confirmed position follows the WAL, so its lag
     reaches 0 once everything was sent)."""
-    from sqlalchemy.engine import make_url
-
     u = make_url(url)
     return {
         "connector.class": DEBEZIUM_POSTGRES_CONNECTOR,
