@@ -178,6 +178,13 @@ def test_offsets_start_end_and_batch_id():
     assert ofs.plan_start("s", {T: {"0": 7}}, earliest, latest) == {T: {"0": 7, "1": 5}}
     assert ofs.plan_end({T: {"0": 0, "1": 5}}, latest, 4) == {T: {"0": 4, "1": 5}}
     assert ofs.plan_end({T: {"0": 0}}, latest) == {T: {"0": 10, "1": 5}}
+    # the transaction topic: capped apart, per partition, never beyond the planned end
+    ends = {T: {"0": 4}, "tx": {"0": 100}}
+    assert ofs.cap_topic(ends, {T: {"0": 0}, "tx": {"0": 30}}, "tx", 8) == {
+        T: {"0": 4},
+        "tx": {"0": 38},
+    }
+    assert ofs.cap_topic(ends, {"tx": {"0": 95}}, "tx", 8)["tx"] == {"0": 100}
     a = ofs.batch_id("s", {T: {"0": 7}}, "earliest")
     assert a == ofs.batch_id("s", {T: {"0": 7}}, "latest") and a.startswith("kafka:s:")
     assert a != ofs.batch_id("s", {T: {"0": 8}}, "earliest")

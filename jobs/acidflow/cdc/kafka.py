@@ -273,6 +273,8 @@ def apply_kafka(
     cap = kopts.max_offsets
     while True:
         end = ofs.plan_end(start, latest, cap, uncapped)
+        if cap is not None and kopts.transaction_topic:
+            end = ofs.cap_topic(end, start, kopts.transaction_topic, 2 * cap)
         batch = decode_records(
             options.fmt,
             read_range(spark, kopts, start, end),

@@ -19,7 +19,11 @@ again) is an error naming topic, partition and the missing range -- never a sile
 
 End offsets (:func:`plan_end`): the partitions' current ends, at most ``max_offsets`` records in
 all when capped (shared in proportion to what each partition has, as Spark's
-``maxOffsetsPerTrigger`` does); uncapped topics (the transaction topic) always read to the end.
+``maxOffsetsPerTrigger`` does). The transaction topic is capped apart (:func:`cap_topic`, twice
+the data cap: a BEGIN and an END per transaction): its records beyond the cap are only read by
+a later batch, so the transactions they close wait (their change events stay for that batch)
+and every batch stops re-reading the whole rest of the topic; a range whose capped markers
+complete no transaction is read again with the cap doubled.
 """
 
 from __future__ import annotations
@@ -173,6 +177,17 @@ def plan_end(
             take = max(1, n * max_offsets // total)
         end.setdefault(t, {})[p] = start.get(t, {}).get(p, latest[t][p]) + take
     return end
+
+
+def cap_topic(end: Offsets, start: Offsets, topic: str, max_records: int) -> Offsets:
+    """``end`` with each partition of ``topic`` at most ``max_records`` records after its
+    ``start`` (other topics unchanged; a partition ``start`` does not name is left as is)."""
+    out = {t: dict(ps) for t, ps in end.items()}
+    for p, o in out.get(topic, {}).items():
+        first = start.get(topic, {}).get(p)
+        if first is not None:
+            out[topic][p] = min(o, first + max(0, max_records))
+    return out
 
 
 def has_records(start: Offsets, end: Offsets) -> bool:
