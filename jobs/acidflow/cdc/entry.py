@@ -19,7 +19,7 @@ import sys
 from acidflow import lineage
 from acidflow.catalog import Catalog
 from acidflow.cdc.apply import apply_path, build_options
-from acidflow.cdc.kafka import drain, kafka_options
+from acidflow.cdc.kafka import DEFAULT_MIN_BAD_RECORDS, drain, kafka_options
 from acidflow.spark import get_spark
 
 
@@ -40,6 +40,12 @@ def _cdc_parser() -> argparse.ArgumentParser:
     )
     k.add_argument("--max-offsets", type=int, default=0, help="records per batch (0: no cap)")
     k.add_argument("--max-batches", type=int, default=0, help="batches per run (0: until idle)")
+    k.add_argument(
+        "--min-bad-records",
+        type=int,
+        default=DEFAULT_MIN_BAD_RECORDS,
+        help="a batch with fewer bad records is never refused by the quarantine threshold",
+    )
     p.add_argument(
         "--input-format",
         dest="fmt",
@@ -109,6 +115,7 @@ def cdc_upsert_main(argv: list[str]) -> int:
             transaction_topic=a.kafka_transaction_topic,
             starting_offsets=a.starting_offsets,
             max_offsets=a.max_offsets,
+            min_bad_records=a.min_bad_records,
         )
         reports = drain(spark, catalog, options, kopts, max_batches=a.max_batches or None)
         reports = [r for r in reports if r.batch_id]
