@@ -21,7 +21,7 @@ from sqlalchemy.engine import make_url
 
 from tests.support.avro_binary import decode
 from tests.support.kafka import debezium_postgres_config
-from tests.support.postgres import create_database, drop_database
+from tests.support.postgres import create_database, drop_database, drop_replication_slot
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -172,20 +172,7 @@ def test_debezium_avro_through_apicurio_decodes_to_the_row(
         admin.autocommit = True
         try:
             with admin.cursor() as cur:
-                deadline = time.monotonic() + 30
-                while time.monotonic() < deadline:
-                    cur.execute(
-                        "SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot,)
-                    )
-                    row = cur.fetchone()
-                    if row is None or not row[0]:
-                        break
-                    time.sleep(0.25)
-                cur.execute(
-                    "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
-                    " WHERE slot_name = %s",
-                    (slot,),
-                )
+                drop_replication_slot(cur, slot)
         finally:
             admin.close()
         drop_database(postgres_url, dbname)

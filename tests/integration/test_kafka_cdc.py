@@ -26,7 +26,7 @@ from tests.support.kafka import (
     produce,
     require_kafka_spark_jars,
 )
-from tests.support.postgres import create_database, drop_database
+from tests.support.postgres import create_database, drop_database, drop_replication_slot
 
 pytestmark = pytest.mark.postgres
 
@@ -82,17 +82,7 @@ def debezium(postgres_url, kafka, kafka_connect):
         admin = _connect(postgres_url)
         admin.autocommit = True
         with admin.cursor() as cur:
-            for _ in range(120):
-                cur.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot,))
-                row = cur.fetchone()
-                if row is None or not row[0]:
-                    break
-                time.sleep(0.25)
-            cur.execute(
-                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
-                " WHERE slot_name = %s",
-                (slot,),
-            )
+            drop_replication_slot(cur, slot)
         admin.close()
         drop_database(postgres_url, dbname)
 

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from tests.support.kafka import debezium_postgres_config, json_records
-from tests.support.postgres import create_database, drop_database
+from tests.support.postgres import create_database, drop_database, drop_replication_slot
 
 pytestmark = pytest.mark.postgres
 
@@ -68,18 +68,7 @@ def cdc_source(postgres_url):
     admin.autocommit = True
     try:
         with admin.cursor() as cur:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                cur.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot,))
-                row = cur.fetchone()
-                if row is None or not row[0]:
-                    break
-                time.sleep(0.25)
-            cur.execute(
-                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
-                " WHERE slot_name = %s",
-                (slot,),
-            )
+            drop_replication_slot(cur, slot)
     finally:
         admin.close()
     drop_database(postgres_url, dbname)

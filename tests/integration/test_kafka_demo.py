@@ -5,7 +5,6 @@ acidflow's stream for a few seconds, then the ``acid_cdc`` DAG (``source: kafka`
 
 from __future__ import annotations
 
-import time
 import uuid
 from dataclasses import dataclass
 
@@ -15,7 +14,12 @@ from sqlalchemy.engine import make_url
 from acidflow.demo.kafka import KafkaDemoSettings, run_kafka_demo
 from acidflow.sources.postgres.connection import connect
 from tests.support.kafka import require_kafka_spark_jars
-from tests.support.postgres import bindir, create_database, drop_database
+from tests.support.postgres import (
+    bindir,
+    create_database,
+    drop_database,
+    drop_replication_slot,
+)
 
 pytestmark = pytest.mark.postgres
 
@@ -42,17 +46,7 @@ def _drop_slot(url: str, slot: str) -> None:
     conn.autocommit = True
     try:
         with conn.cursor() as cur:
-            for _ in range(120):  # the deleted connector lets go of its slot
-                cur.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot,))
-                row = cur.fetchone()
-                if row is None or not row[0]:
-                    break
-                time.sleep(0.25)
-            cur.execute(
-                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
-                " WHERE slot_name = %s",
-                (slot,),
-            )
+            drop_replication_slot(cur, slot)
     finally:
         conn.close()
 

@@ -3,6 +3,9 @@ demos can start one too), re-exported under its old name, plus the pytest skips.
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 from devservers.postgres import (
     DEFAULT_BINDIR,
     FAST_SETTINGS,
@@ -30,6 +33,7 @@ __all__ = [
     "_conf_value",
     "bindir",
     "create_database",
+    "drop_replication_slot",
     "drop_database",
     "free_port",
     "quote_ident",
@@ -56,3 +60,20 @@ def require_postgres() -> None:
         import pytest
 
         pytest.skip(reason)
+
+
+def drop_replication_slot(cur: Any, slot: str, timeout_s: float = 30.0) -> None:
+    """Drop the logical replication slot ``slot`` (if it exists) with the cursor ``cur`` of an
+    autocommit connection, first waiting up to ``timeout_s`` seconds for its consumer (a deleted
+    Debezium connector) to let go of it: PostgreSQL refuses to drop an active slot."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        cur.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot,))
+        row = cur.fetchone()
+        if row is None or not row[0]:
+            break
+        time.sleep(0.25)
+    cur.execute(
+        "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
+        (slot,),
+    )

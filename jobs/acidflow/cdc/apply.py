@@ -33,7 +33,7 @@ Catalog changes and the batch's transaction: auto-creating a table and appending
 (schema drift ``add``) are catalog changes made during the attempt, before the batch's commit;
 they are idempotent (``if_not_exists``, only missing columns are added) and harmless when the
 batch then aborts (an empty table, NULL columns), so a retry or rerun simply finds them done.
-A primary key the stream newly names for a keyless auto-created table (:func:`_learn_primary_key`)
+A primary key the stream newly names for a keyless auto-created table (:func:`acidflow.cdc.drift.learn_primary_key`)
 is different -- it changes how every later batch treats the table -- so it is applied only once
 the batch has committed (the commit record carries it as ``schema_change``).
 """
@@ -43,7 +43,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,6 @@ import pyarrow as pa
 
 from acidflow.catalog import (
     BatchAlreadyAppliedError,
-    Column,
     TableDef,
     WriteConflictError,
     normalize_table_name,
@@ -59,12 +58,17 @@ from acidflow.catalog import (
 from acidflow.catalog.records import TxnState
 from acidflow.cdc import changes as chg
 from acidflow.cdc import columnar, stored
+from acidflow.cdc.drift import (  # the errors are part of this job's interface too
+    PrimaryKeyError,
+    SchemaDriftError,
+    add_new_columns,
+    learn_primary_key,
+    take_learned_keys,
+)
 from acidflow.cdc.files import batch_id_for, change_files, read_lines
 from acidflow.cdc.tables import table_from_stream, with_position_column
 from acidflow.cdc.write import delete_rows, write_arrow
-from acidflow.engine import lookup
 from acidflow.engine.transaction import Transaction
-from acidflow.errors import AcidflowError
 from acidflow.format.keys import key_json  # the catalog's tombstone key (one rule)
 from acidflow.format.partitions import parse_partition_path
 from acidflow.quality.gx import gate_staged
@@ -79,6 +83,17 @@ from acidflow.storage.fs import TableFS
 from acidflow.storage.tablepaths import split_partitions
 from acidflow.tables_config import load_tables_config
 
+__all__ = [
+    "BatchReport",
+    "CdcOptions",
+    "PrimaryKeyError",
+    "SchemaDriftError",
+    "apply_file",
+    "apply_path",
+    "apply_stream",
+    "build_options",
+]
+
 log = logging.getLogger(__name__)
 
 SCHEMA_DRIFT = ("add", "fail")
@@ -89,10 +104,6 @@ SCHEMA_DRIFT = ("add", "fail")
 #: at most this many times in all (``ACIDFLOW_CDC_COMMIT_ATTEMPTS``).
 #: Values below 1 count as 1 (one transaction, no retry).
 MAX_COMMIT_ATTEMPTS = max(1, int(os.environ.get("ACIDFLOW_CDC_COMMIT_ATTEMPTS", "3")))
-
-
-class SchemaDriftError(AcidflowError, RuntimeError):
-    """New source columns under schema drift policy ``fail``; the batch was not applied."""
 
 
 @dataclass
@@ -305,7 +316,7 @@ def apply_stream(
             )
             attempt += 1
             continue
-        _take_learned_keys(catalog, report.tables, path)
+        take_learned_keys(catalog, report.tables, path)
         report.attempts = attempt
         report.seconds = time.monotonic() - t0
         return report
@@ -316,9 +327,9 @@ def _skipped(
 ) -> BatchReport:
     """The report of a batch a committed transaction already applied (``details``: its batch
     ledger record). A primary key that batch took but did not get to set (a crash between its
-    commit and :func:`_take_learned_keys`) is set now, from the ledger."""
+    commit and :func:`acidflow.cdc.drift.take_learned_keys`) is set now, from the ledger."""
     tables = details.get("tables", {}) or {}
-    _take_learned_keys(catalog, tables, path)
+    take_learned_keys(catalog, tables, path)
     return BatchReport(
         batch_id,
         path,
@@ -328,34 +339,6 @@ def _skipped(
         quarantined=details.get("quarantined", 0),
         seconds=time.monotonic() - t0,
     )
-
-
-def _take_learned_keys(catalog: Any, tables: dict[str, dict[str, Any]], path: str) -> None:
-    """Set the primary keys a committed batch took (``schema_change`` of its table stats, see
-    :func:`_learn_primary_key`) in the catalog, each in its own catalog transaction right after
-    the batch's commit. Idempotent: a table that already has the key is left alone, and so is
-    one whose key changed otherwise since (its key is no longer the change's previous key)."""
-    for name, stats in tables.items():
-        change = stats.get("schema_change") if isinstance(stats, dict) else None
-        if not change or "primary_key" not in change:
-            continue
-        key = list(change["primary_key"])
-        current = list(catalog.get_table(name).primary_key)
-        if current == key:
-            continue
-        if current != list(change.get("previous_primary_key") or []):
-            log.warning(
-                "%s: %s has primary key (%s) now, not the (%s) the batch took: left as it is",
-                path,
-                name,
-                ", ".join(current),
-                ", ".join(key),
-            )
-            continue
-        catalog.set_primary_key(name, key)
-        log.warning(
-            "%s: %s takes the primary key (%s) its source now names", path, name, ", ".join(key)
-        )
 
 
 def _apply_batch(
@@ -397,9 +380,11 @@ def _apply_batch(
             if isinstance(resolved, str):
                 bad += [chg.bad_record(c, resolved) for c in table_changes]
                 continue
-            table = _handle_drift(catalog, resolved, table_changes, stream, options, path)
-            table, change = _learn_primary_key(
-                spark, catalog, txn, table, stream, source_name, options, path
+            table = add_new_columns(
+                catalog, resolved, table_changes, stream, options.schema_drift, path
+            )
+            table, change = learn_primary_key(
+                spark, catalog, txn, table, stream, source_name, options.schema_drift, path
             )
             if change:
                 schema_changes[table.name] = change
@@ -510,141 +495,6 @@ def _resolve_table(
     except ValueError as e:  # invalid column names / types: TableDef.validate
         return f"cannot auto-create {name} for source table {source_name}: {e}"
     return catalog.get_table(name)
-
-
-class PrimaryKeyError(AcidflowError, RuntimeError):
-    """A keyless auto-created table cannot take the primary key its source now names: stored
-    rows repeat a key (or hold NULL in it). The batch was not applied.
-
-    Attributes:
-        table: the table; key: the key columns; duplicates: ``[(key values, count)]`` (at most
-            10 shown).
-    """
-
-    def __init__(
-        self, table: str, key: list[str], duplicates: list[tuple[tuple, int]], source: str
-    ) -> None:
-        self.table, self.key, self.duplicates = table, key, duplicates
-        shown = ", ".join(f"{dict(zip(key, k))} x{n}" for k, n in duplicates[:10])
-        super().__init__(
-            f"{source}: {table} has no primary key and its source now names ({', '.join(key)}), "
-            f"but the stored rows repeat or lack it: {shown}; nothing was applied. Remove the "
-            "duplicates (or recreate the table) and run again"
-        )
-
-
-def _learn_primary_key(
-    spark: Any,
-    catalog: Any,
-    txn: Any,
-    table: TableDef,
-    stream: ParsedStream,
-    source_name: str,
-    options: CdcOptions,
-    path: str,
-) -> tuple[TableDef, dict[str, Any] | None]:
-    """Follow the source when a keyless auto-created table's stream now names a primary key
-    (``pg_restore`` / ``pgbench -i`` load the rows first and add the key afterwards).
-
-    Under schema drift ``add`` the stored rows (at the transaction's snapshot) are checked for
-    repeated or NULL keys; the batch is then planned with the key (a copy of the definition
-    that has it) and the change is returned for the commit record (``schema_change``). The
-    catalog is not changed here: the key is set only after the batch commits
-    (:func:`_take_learned_keys`, :meth:`acidflow.catalog.base.Catalog.set_primary_key`), so a
-    batch that aborts (quarantine threshold, quality gate, write conflict, crash) leaves the
-    table keyless and every retry or rerun takes -- and records -- the key again. Under
-    ``fail`` the batch stops.
-
-    Remaining window: the key is set in its own catalog transaction just after the batch's
-    commit. A crash in between leaves the batch applied and the table keyless; a rerun of the
-    batch (reported as skipped) sets the key from the batch ledger, and the next batch that
-    names the key would take it anyway. The learning batch writes the table while the catalog
-    still calls it keyless, so its inserted keys are not in the key-level write set: a second
-    run of *another* batch of the same table, racing it before the key is set, is not checked
-    against them (two concurrent runs over one source stream break its order anyway).
-
-    Returns:
-        ``(table definition -- with the key when it is taken, schema change or None)``.
-    Raises:
-        SchemaDriftError: schema drift policy ``fail`` (names the table and the new key), or a
-            key column the table does not have.
-        PrimaryKeyError: the stored rows repeat the key.
-    """
-    source = stream.tables.get(source_name)
-    key = list(source.primary_key) if source else []
-    if table.primary_key or not key or "acidflow.cdc.source" not in table.properties:
-        return table, None
-    if options.schema_drift == "fail":
-        raise SchemaDriftError(
-            f"{path}: source table {source_name} now has primary key ({', '.join(key)}) but "
-            f"{table.name} has none; rerun with schema drift policy 'add' to take the key"
-        )
-    names = set(table.column_names()) | set(table.partition_column_names())
-    missing = [k for k in key if k not in names]
-    if missing:
-        raise SchemaDriftError(
-            f"{path}: primary key ({', '.join(key)}) of {source_name} names "
-            f"column(s) {missing} that {table.name} does not have"
-        )
-    from pyspark.sql import (
-        functions as F,  # deferred: pyspark is heavy; the CLI imports this
-    )
-
-    current = lookup.current_rows(spark, catalog, table, txn, row_id=False, project=key)
-    null_key = F.col(key[0]).isNull()
-    for k in key[1:]:
-        null_key = null_key | F.col(k).isNull()
-    dups = (
-        current.groupBy(*key)
-        .count()
-        .where((F.col("count") > 1) | null_key)
-        .orderBy(F.col("count").desc())
-        .limit(10)
-        .collect()
-    )
-    if dups:
-        raise PrimaryKeyError(
-            table.name, key, [(tuple(r[k] for k in key), r["count"]) for r in dups], path
-        )
-    log.info(
-        "%s: %s will take the primary key (%s) its source now names once the batch commits",
-        path,
-        table.name,
-        ", ".join(key),
-    )
-    # planned with the key; the catalog keeps the table keyless until the batch commits
-    keyed = replace(table, primary_key=list(key))
-    return keyed, {
-        "primary_key": key,
-        "previous_primary_key": list(table.primary_key),
-        "source": source_name,
-    }
-
-
-def _handle_drift(
-    catalog: Any,
-    table: TableDef,
-    changes_: list[Change],
-    stream: ParsedStream,
-    options: CdcOptions,
-    path: str,
-) -> TableDef:
-    known = set(table.column_names()) | set(table.partition_column_names())
-    new = chg.new_columns(changes_, known)
-    if not new:
-        return table
-    if options.schema_drift == "fail":
-        raise SchemaDriftError(
-            f"{path}: source table {changes_[0].table} has new column(s) {', '.join(new)} not "
-            f"in {table.name}; rerun with schema drift policy 'add' to append them, or add "
-            "them to the table first"
-        )
-    src = stream.tables.get(changes_[0].table)
-    cols = [Column(n, (src.columns.get(n) if src else None) or "string") for n in new]
-    log.warning(
-        "schema drift: adding %s to %s", [f"{c.name} {c.hive_type}" for c in cols], table.name
-    )
-    return catalog.add_columns(table.name, cols)
 
 
 def _apply_table(

@@ -471,20 +471,25 @@ def run_batch_dag(
     return seconds, [SimpleNamespace(**b) for b in summary["batches"]]
 
 
-def _change_records(
-    spark: SparkSession, kopts: KafkaOptions
-) -> list[tuple[str, int, int, str, int]]:
-    """``(topic, partition, offset, op, source.ts_ms)`` of every change record of the topics
-    (tombstones left out), extracted by Spark (``get_json_object``) from the JSON values."""
-    df = (
+def _topics_now(spark: SparkSession, kopts: KafkaOptions) -> Any:
+    """Every record of the change topics up to their current ends (Spark's Kafka source in
+    batch mode, a DataFrame of its columns: topic, partition, offset, key, value, ...)."""
+    return (
         spark.read.format("kafka")
         .option("kafka.bootstrap.servers", kopts.bootstrap_servers)
         .option("subscribe", ",".join(kopts.topics))
         .option("startingOffsets", "earliest")
         .option("endingOffsets", "latest")
         .load()
-        .where(F.col("value").isNotNull())
     )
+
+
+def _change_records(
+    spark: SparkSession, kopts: KafkaOptions
+) -> list[tuple[str, int, int, str, int]]:
+    """``(topic, partition, offset, op, source.ts_ms)`` of every change record of the topics
+    (tombstones left out), extracted by Spark (``get_json_object``) from the JSON values."""
+    df = _topics_now(spark, kopts).where(F.col("value").isNotNull())
     v = F.col("value").cast("string")
     rows = df.select(
         "topic",
@@ -500,12 +505,7 @@ def _end_offsets(spark: SparkSession, kopts: KafkaOptions) -> dict[str, dict[str
     """Every partition's end offset (``max(offset) + 1``) of the change topics, tombstones
     included."""
     rows = (
-        spark.read.format("kafka")
-        .option("kafka.bootstrap.servers", kopts.bootstrap_servers)
-        .option("subscribe", ",".join(kopts.topics))
-        .option("startingOffsets", "earliest")
-        .option("endingOffsets", "latest")
-        .load()
+        _topics_now(spark, kopts)
         .groupBy("topic", "partition")
         .agg(F.max("offset").alias("last"))
         .collect()
