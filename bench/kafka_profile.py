@@ -2,16 +2,15 @@
 SparkSession, on the data of a Kafka phase run (``build/bench/kafka_e<E>_s<seed>/data``).
 
 ``decode``: cProfile of the Kafka decoder on the first capped batch's records (the data records
-under ``max_offsets`` plus the whole transaction topic, as ``apply_kafka``'s first batch reads
-them), then the same decode with the waiting transactions' partition looked up in a dict instead
-of ``_marker_partition``'s scan of every marker (this process only: what a fix would give).
+under ``max_offsets`` plus the transaction topic as far as ``apply_kafka``'s first batch reads it).
 
-``batches``: a broker of its own, the records produced, then the Kafka batches one by one with
-the time of each part (consumer, ``read_range``, ``decode_records``, ``apply_stream``), then the
-file path's batches on the same data. ``--fixed``: with the dict lookup above.
+``batches``: a broker of its own, the records produced, then ``drain`` with the time of each
+batch's parts (consumer, the read-ahead and the batches' own reads, ``decode_records``,
+``apply_stream``), then the file path's batches on the same data (a warm JVM: compare the
+steady batches, not the first).
 
 Run: ``PYTHONPATH=. python -m bench.kafka_profile decode DATA`` or
-``PYTHONPATH=. python -m bench.kafka_profile batches DATA WORK [--fixed]``.
+``PYTHONPATH=. python -m bench.kafka_profile batches DATA WORK``.
 """
 
 from __future__ import annotations
@@ -45,33 +44,16 @@ def _records(data: Path) -> list[sk.KafkaRecord]:
     return out
 
 
-def _dict_lookup() -> None:
-    """Replace ``_marker_partition`` (a scan of every marker per waiting transaction) by one
-    dict per markers list."""
-    cache: dict[int, dict] = {}
-
-    def lookup(markers, txid):
-        if id(markers) not in cache:
-            cache.clear()
-            cache[id(markers)] = {
-                sk.transaction_id(p): rec.partition for rec, p in reversed(markers)
-            }
-        return cache[id(markers)].get(txid, 0)
-
-    sk._marker_partition = lookup
-
-
 def decode(data: Path) -> None:
     meta = json.loads((data / "meta.json").read_text())
     records = _records(data)
     counts = Counter(r.topic for r in records)
     txn_topic = f"{bk.BATCH_PREFIX}.transaction"
+    start = {t: {"0": 0} for t in counts}
     end = ofs.plan_end(
-        {t: {"0": 0} for t in counts},
-        {t: {"0": n} for t, n in counts.items()},
-        meta["per_file"],
-        frozenset([txn_topic]),
+        start, {t: {"0": n} for t, n in counts.items()}, meta["per_file"], frozenset([txn_topic])
     )
+    end = ofs.cap_topic(end, start, txn_topic, 2 * meta["per_file"])
     first = [r for r in records if r.offset < end[r.topic]["0"]]
     prof = cProfile.Profile()
     t0 = time.perf_counter()
@@ -84,18 +66,9 @@ def decode(data: Path) -> None:
         "(under cProfile)"
     )
     pstats.Stats(prof).sort_stats("cumulative").print_stats(8)
-    _dict_lookup()
-    t0 = time.perf_counter()
-    b2 = sk.decode_records("debezium", first, end_offsets=end, transaction_topic=txn_topic)
-    print(
-        f"with a dict lookup: decode {time.perf_counter() - t0:.2f} s; same end offsets "
-        f"{b2.end_offsets == b.end_offsets}, same changes {len(b2.stream.changes)}"
-    )
 
 
-def batches(data: Path, work: Path, fixed: bool) -> None:
-    if fixed:
-        _dict_lookup()
+def batches(data: Path, work: Path) -> None:
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
@@ -115,6 +88,7 @@ def batches(data: Path, work: Path, fixed: bool) -> None:
     ck.decode_records = timed("decode_records", ck.decode_records)
     ck.apply_stream = timed("apply_stream", ck.apply_stream)
     ck._Consumer.offsets = timed("consumer_offsets", ck._Consumer.offsets)
+    ck._Window.read = classmethod(timed("read_ahead", ck._Window.read.__func__))
     meta = json.loads((data / "meta.json").read_text())
     artifacts = bk.KafkaArtifacts.locate()
     broker = bk.start_kafka(work / "broker", artifacts=artifacts)
@@ -125,18 +99,20 @@ def batches(data: Path, work: Path, fixed: bool) -> None:
             apply_path(spark, bk._catalog(work, name), str(data / "snapshot"), bk._options())
         catalog = bk._catalog(work, "kafka")
         kopts = bk._kopts(bk.BATCH_PREFIX, broker.bootstrap_servers, meta["per_file"])
-        per = []
-        t0 = time.perf_counter()
-        while True:
-            before, b0 = dict(timing), time.perf_counter()
-            r = ck.apply_kafka(spark, catalog, bk._options(), kopts)
-            if r.status in ("idle", "waiting"):
-                break
+        per: list[dict] = []
+        mark = {"t": time.perf_counter(), "timing": dict(timing)}
+
+        def on_commit(r):
+            now, before = time.perf_counter(), mark["timing"]
             per.append(
-                {"total": round(time.perf_counter() - b0, 2)}
+                {"total": round(now - mark["t"], 2)}
                 | {"events": sum(s.get("events", 0) for s in r.tables.values())}
                 | {k: round(v - before.get(k, 0), 2) for k, v in timing.items()}
             )
+            mark.update(t=now, timing=dict(timing))
+
+        t0 = time.perf_counter()
+        ck.drain(spark, catalog, bk._options(), kopts, on_commit=on_commit)
         kafka_s = time.perf_counter() - t0
         fcat, fper = bk._catalog(work, "file"), []
         t0 = time.perf_counter()
@@ -145,7 +121,7 @@ def batches(data: Path, work: Path, fixed: bool) -> None:
             apply_file(spark, fcat, f, bk._options())
             fper.append(round(time.perf_counter() - b0, 2))
         file_s = time.perf_counter() - t0
-        out = {"fixed": fixed, "kafka_s": kafka_s, "file_s": file_s}
+        out = {"kafka_s": kafka_s, "file_s": file_s}
         print(json.dumps(out | {"kafka_batches": per, "file_batches": fper}, indent=1))
     finally:
         broker.stop()
@@ -156,12 +132,11 @@ def main() -> None:
     ap.add_argument("what", choices=["decode", "batches"])
     ap.add_argument("data", type=Path)
     ap.add_argument("work", type=Path, nargs="?", default=Path("build/bench/kafka_profile"))
-    ap.add_argument("--fixed", action="store_true")
     a = ap.parse_args()
     if a.what == "decode":
         decode(a.data)
     else:
-        batches(a.data, a.work, a.fixed)
+        batches(a.data, a.work)
 
 
 if __name__ == "__main__":

@@ -4,13 +4,15 @@ the pure rules, without a broker."""
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future
 from types import SimpleNamespace
 
 import pytest
 
 from acidflow.cdc import offsets as ofs
-from acidflow.cdc.kafka import kafka_threshold
-from acidflow.sources.kafka import KafkaRecord, decode_records
+from acidflow.cdc.kafka import _Window, kafka_threshold
+from acidflow.sources.kafka import KafkaRecord, _Marker, decode_records
+from acidflow.sources.records import BadRecord
 
 T = "acf.public.items"
 TX = "acf.transaction"
@@ -227,3 +229,82 @@ def test_kafka_threshold_refuses_only_from_min_bad_records_on():
     assert not refused(10, 1000)  # 1 %: the fraction still decides from 10 bad records on
     assert refused(2, 3, min_bad=2) and not refused(1, 3, min_bad=2)
     assert kafka_threshold(0.5, 10, 0) == 0.5
+
+
+def _two_event_txns(n: int) -> list[KafkaRecord]:
+    """``n`` source transactions of two events each, markers on TX (plus a bad marker)."""
+    recs, off = [], 0
+    for i in range(n):
+        txid, lsn = 100 + i, 1000 + 10 * i
+        recs.append(_rec(TX, 2 * i, _marker("BEGIN", txid, lsn)))
+        recs.append(_rec(TX, 2 * i + 1, _marker("END", txid, lsn + 2, 2)))
+        for j in range(2):
+            after = {"id": i * 2 + j, "name": f"n{i}"}
+            recs.append(_rec(T, off, _ev("c", lsn + j, after=after, txid=txid), {"id": 1}))
+            off += 1
+    recs.append(KafkaRecord(TX, 0, 2 * n, None, b"not json"))
+    return recs
+
+
+def test_markers_seen_decodes_the_transaction_topic_once_with_the_same_result():
+    """A drain's read-ahead decodes overlapping ranges of the transaction topic: the markers
+    kept between them give the same batches as decoding afresh, and a marker already kept is
+    not decoded again."""
+    recs = _two_event_txns(6)
+    seen: dict = {}
+    start = {T: {"0": 0}, TX: {"0": 0}}
+    for end in ({T: {"0": 5}, TX: {"0": 13}}, {T: {"0": 12}, TX: {"0": 13}}):
+        rng = [r for r in recs if start[r.topic]["0"] <= r.offset < end[r.topic]["0"]]
+        fresh = decode_records("debezium", rng, end_offsets=end, transaction_topic=TX)
+        kept = decode_records(
+            "debezium", rng, end_offsets=end, transaction_topic=TX, markers_seen=seen
+        )
+        assert kept.end_offsets == fresh.end_offsets
+        assert [c.source for c in kept.stream.changes] == [c.source for c in fresh.stream.changes]
+        assert [b.reason for b in kept.stream.bad] == [b.reason for b in fresh.stream.bad]
+        assert (kept.transactions, kept.waiting) == (fresh.transactions, fresh.waiting)
+        start = kept.end_offsets
+    # every marker of the two ranges decoded once, the bad one kept as bad
+    assert len(seen) == 13 and sum(isinstance(v, BadRecord) for v in seen.values()) == 1
+    seen[(0, 0)] = _Marker("999", begin=True)  # a kept marker is used as kept
+    again = decode_records(
+        "debezium",
+        [r for r in recs if r.offset < 2 or r.topic == T and r.offset < 2],
+        end_offsets={T: {"0": 2}, TX: {"0": 2}},
+        transaction_topic=TX,
+        markers_seen=seen,
+    )
+    assert again.waiting == ["999", "100"]
+
+
+def test_read_ahead_window_gives_a_range_only_when_it_holds_all_of_it():
+    recs = _two_event_txns(3)
+    w = _Window({T: {"0": 0}, TX: {"0": 0}}, {T: {"0": 6}, TX: {"0": 5}})
+    for r in recs:
+        if r.offset < w.end[r.topic]["0"]:
+            w.records.setdefault((r.topic, "0"), []).append(r)
+    got = w.take({T: {"0": 2}, TX: {"0": 1}}, {T: {"0": 5}, TX: {"0": 5}})
+    assert got is not None
+    assert [(r.topic, r.offset) for r in got] == [(T, 2), (T, 3), (T, 4)] + [
+        (TX, o) for o in range(1, 5)
+    ]
+    assert w.take({T: {"0": 6}, TX: {"0": 5}}, {T: {"0": 6}, TX: {"0": 5}}) == []  # empty
+    assert w.take({T: {"0": 2}}, {T: {"0": 7}}) is None  # past the window's end
+    assert w.take({T: {"0": 0}, "other": {"0": 0}}, {"other": {"0": 1}}) is None  # not read
+
+
+def test_read_ahead_window_waits_for_its_pending_read_when_a_range_goes_past_it():
+    recs = _two_event_txns(3)
+    w = _Window({T: {"0": 0}}, {T: {"0": 0}})
+    w.add([r for r in recs if r.topic == T and r.offset < 2], {T: {"0": 2}})
+    pending: Future = Future()
+    pending.set_result(({T: {"0": 6}}, [r for r in recs if r.topic == T and r.offset >= 2]))
+    w.pending = pending
+    assert [r.offset for r in w.take({T: {"0": 0}}, {T: {"0": 2}}) or []] == [0, 1]
+    assert w.pending is pending  # not needed yet
+    assert [r.offset for r in w.take({T: {"0": 1}}, {T: {"0": 4}}) or []] == [1, 2, 3]
+    assert w.pending is None and w.end == {T: {"0": 6}}
+    failed: Future = Future()
+    failed.set_exception(RuntimeError("offsets gone"))
+    w.pending = failed  # a failed read-ahead: the batch reads its range itself
+    assert w.take({T: {"0": 4}}, {T: {"0": 7}}) is None and w.pending is None

@@ -27,12 +27,14 @@ commits nothing and reports ``status`` ``idle`` (or ``waiting``).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 import logging
 import re
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +46,12 @@ log = logging.getLogger(__name__)
 
 #: a Kafka batch with fewer bad records than this is never refused by the quarantine threshold
 DEFAULT_MIN_BAD_RECORDS = 10
+
+#: ``fetch.max.wait.ms`` of the consumers of a bounded range read (:func:`read_range`)
+BATCH_FETCH_MAX_WAIT_MS = "10"
+
+#: a drain reads the records of this many capped batches at once (:func:`drain`)
+READ_AHEAD_BATCHES = 8
 
 
 @dataclass
@@ -190,7 +198,14 @@ class _Consumer:
 def read_range(spark: Any, kopts: KafkaOptions, start: Offsets, end: Offsets) -> list[KafkaRecord]:
     """The records of ``start``..``end`` (partitions without records are not read), with
     Spark's Kafka source in batch mode (``failOnDataLoss=true``: a range deleted meanwhile
-    fails the read)."""
+    fails the read), in (topic, partition, offset) order.
+
+    The rows come to the driver as Arrow batches (``DataFrame.toArrow``, not a ``Row`` per
+    record), and the consumers' ``fetch.max.wait.ms`` is :data:`BATCH_FETCH_MAX_WAIT_MS` unless
+    ``kopts.kafka`` sets it: a bounded range is on the broker already, while Kafka's default
+    (500 ms) makes every partition read up to its log end wait that long for records that are
+    not asked for (measured: 1.5-2.4 s per range against 0.3 s, bench/NOTES.md "Kafka phase").
+    """
     parts = {
         t: sorted(int(p) for p, o in ps.items() if o > start.get(t, {}).get(p, o))
         for t, ps in end.items()
@@ -206,19 +221,83 @@ def read_range(spark: Any, kopts: KafkaOptions, start: Offsets, end: Offsets) ->
         .option("endingOffsets", json.dumps(_only(end, parts)))
         .option("failOnDataLoss", "true")
     )
-    for k, v in kopts.kafka.items():
+    settings = {"fetch.max.wait.ms": BATCH_FETCH_MAX_WAIT_MS, **kopts.kafka}
+    for k, v in settings.items():
         reader = reader.option(f"kafka.{k}", v)
-    rows = reader.load().select("topic", "partition", "offset", "key", "value").collect()
-    return [
-        KafkaRecord(
-            r["topic"],
-            int(r["partition"]),
-            int(r["offset"]),
-            None if r["key"] is None else bytes(r["key"]),
-            None if r["value"] is None else bytes(r["value"]),
-        )
-        for r in rows
-    ]
+    table = reader.load().select("topic", "partition", "offset", "key", "value").toArrow()
+    cols = [table.column(c).to_pylist() for c in ("topic", "partition", "offset", "key", "value")]
+    records = [KafkaRecord(t, p, o, k, v) for t, p, o, k, v in zip(*cols, strict=True)]
+    records.sort(key=_position)
+    return records
+
+
+def _position(r: KafkaRecord) -> tuple[str, int, int]:
+    return (r.topic, r.partition, r.offset)
+
+
+def _offset(r: KafkaRecord) -> int:
+    return r.offset
+
+
+@dataclass
+class _Window:
+    """Records read ahead for the next batches of a drain: ``start``..``end`` of every
+    partition, each partition's records in offset order, and maybe a read of the records
+    after ``end`` still running (``pending``: its end offsets and records)."""
+
+    start: Offsets
+    end: Offsets
+    records: dict[tuple[str, str], list[KafkaRecord]] = field(default_factory=dict)
+    #: the transaction topic's records decoded once for all the window's batches
+    markers_seen: dict[tuple[int, int], Any] = field(default_factory=dict)
+    pending: Future[tuple[Offsets, list[KafkaRecord]]] | None = None
+
+    @classmethod
+    def read(cls, spark: Any, kopts: KafkaOptions, start: Offsets, end: Offsets) -> "_Window":
+        w = cls(start, end)
+        w.add(read_range(spark, kopts, start, end), end)
+        return w
+
+    def add(self, records: list[KafkaRecord], end: Offsets) -> None:
+        """Append the records that follow the window, up to ``end``."""
+        for r in records:
+            self.records.setdefault((r.topic, str(r.partition)), []).append(r)
+        merged = {t: dict(ps) for t, ps in self.end.items()}
+        for t, ps in end.items():
+            merged.setdefault(t, {}).update(ps)
+        self.end = merged
+
+    def take(self, start: Offsets, end: Offsets) -> list[KafkaRecord] | None:
+        """The records of ``start``..``end`` when the window holds all of them (waiting for
+        the pending read when it does not yet), else None: the caller reads the range itself
+        (and fails as that read does when its offsets are gone)."""
+        got = self._take(start, end)
+        if got is None and self.pending is not None:
+            pending, self.pending = self.pending, None
+            try:
+                more_end, more = pending.result()
+            except Exception as e:  # the batch's own read reports it
+                log.warning("Kafka read-ahead failed (%s); the batch reads its own range", e)
+                return None
+            self.add(more, more_end)
+            got = self._take(start, end)
+        return got
+
+    def _take(self, start: Offsets, end: Offsets) -> list[KafkaRecord] | None:
+        out: list[KafkaRecord] = []
+        for t, ps in end.items():
+            for p, high in ps.items():
+                low = start.get(t, {}).get(p, high)
+                if high <= low:
+                    continue
+                w_low = self.start.get(t, {}).get(p)
+                w_high = self.end.get(t, {}).get(p)
+                if w_low is None or w_high is None or low < w_low or high > w_high:
+                    return None
+                recs = self.records.get((t, p), [])
+                first = bisect.bisect_left(recs, low, key=_offset)
+                out += recs[first : bisect.bisect_left(recs, high, key=_offset)]
+        return out
 
 
 def _only(offsets: Offsets, parts: dict[str, list[int]]) -> Offsets:
@@ -231,6 +310,52 @@ def source_state(catalog: Any, source: str) -> tuple[Offsets | None, Any]:
     batch of ``source``, ``Catalog.newest_batch``)."""
     newest = catalog.newest_batch(ofs.KIND, source)
     return ofs.high_water_mark([] if newest is None else [newest], source)
+
+
+@dataclass
+class _Look:
+    """One look at a source's topics: their names, the partitions' available offsets and,
+    in a drain, records read ahead."""
+
+    topics: list[str]
+    earliest: Offsets
+    latest: Offsets
+    window: _Window | None = None
+
+    @classmethod
+    def take(cls, spark: Any, kopts: KafkaOptions) -> "_Look":
+        consumer = _Consumer(spark, kopts)
+        try:
+            topics = consumer.topics(kopts)
+            every = topics + ([kopts.transaction_topic] if kopts.transaction_topic else [])
+            return cls(topics, *consumer.offsets(every))
+        finally:
+            consumer.close()
+
+    def records(
+        self, spark: Any, kopts: KafkaOptions, start: Offsets, end: Offsets
+    ) -> list[KafkaRecord]:
+        got = None if self.window is None else self.window.take(start, end)
+        return read_range(spark, kopts, start, end) if got is None else got
+
+
+def _start(catalog: Any, kopts: KafkaOptions, look: _Look) -> tuple[Offsets | None, Offsets]:
+    """The source's high-water mark and the next batch's start offsets."""
+    committed, _ = source_state(catalog, kopts.source)
+    start = ofs.plan_start(
+        kopts.source, committed, look.earliest, look.latest, kopts.starting_offsets
+    )
+    return committed, start
+
+
+def _end(kopts: KafkaOptions, start: Offsets, latest: Offsets, cap: int | None) -> Offsets:
+    """The end offsets of a range of at most ``cap`` data records from ``start`` (the
+    transaction topic: at most twice that many markers)."""
+    uncapped = frozenset([kopts.transaction_topic] if kopts.transaction_topic else [])
+    end = ofs.plan_end(start, latest, cap, uncapped)
+    if cap is not None and kopts.transaction_topic:
+        end = ofs.cap_topic(end, start, kopts.transaction_topic, 2 * cap)
+    return end
 
 
 def apply_kafka(
@@ -259,29 +384,32 @@ def apply_kafka(
     if options.fmt not in KAFKA_FORMATS:
         raise ValueError(f"Kafka sources carry {KAFKA_FORMATS}, not {options.fmt!r}")
     t0 = time.monotonic()
+    return _apply_next(spark, catalog, options, kopts, _Look.take(spark, kopts), details, t0)
+
+
+def _apply_next(
+    spark: Any,
+    catalog: Any,
+    options: CdcOptions,
+    kopts: KafkaOptions,
+    look: _Look,
+    details: dict[str, Any] | None,
+    t0: float,
+) -> BatchReport:
+    """:func:`apply_kafka` within one look at the source's offsets."""
     label = f"kafka:{kopts.source}"
-    consumer = _Consumer(spark, kopts)
-    try:
-        topics = consumer.topics(kopts)
-        every = topics + ([kopts.transaction_topic] if kopts.transaction_topic else [])
-        earliest, latest = consumer.offsets(every)
-    finally:
-        consumer.close()
-    committed, _ = source_state(catalog, kopts.source)
-    start = ofs.plan_start(kopts.source, committed, earliest, latest, kopts.starting_offsets)
-    uncapped = frozenset([kopts.transaction_topic] if kopts.transaction_topic else [])
+    committed, start = _start(catalog, kopts, look)
     cap = kopts.max_offsets
     while True:
-        end = ofs.plan_end(start, latest, cap, uncapped)
-        if cap is not None and kopts.transaction_topic:
-            end = ofs.cap_topic(end, start, kopts.transaction_topic, 2 * cap)
+        end = _end(kopts, start, look.latest, cap)
         batch = decode_records(
             options.fmt,
-            read_range(spark, kopts, start, end),
+            look.records(spark, kopts, start, end),
             end_offsets=end,
             transaction_topic=kopts.transaction_topic,
+            markers_seen=None if look.window is None else look.window.markers_seen,
         )
-        if ofs.has_records(start, batch.end_offsets) or cap is None or end == latest:
+        if ofs.has_records(start, batch.end_offsets) or cap is None or end == look.latest:
             break
         cap *= 2  # the capped range holds no complete source transaction: read more
         log.info("%s: no whole source transaction in the range; cap raised to %d", label, cap)
@@ -303,7 +431,7 @@ def apply_kafka(
         dataclasses.replace(options, quarantine_threshold=threshold),
         kind=ofs.KIND,
         source=kopts.source,
-        details={**_details(kopts, topics, start, batch), **(details or {})},
+        details={**_details(kopts, look.topics, start, batch), **(details or {})},
         t0=t0,
     )
 
@@ -335,13 +463,71 @@ def drain(
     """Apply batches of the source until one has nothing more to apply (``idle``/``waiting``)
     or ``max_batches`` were committed. Returns the committed batches' reports (or the one idle
     report when there was nothing). ``on_commit`` is called with each batch's report right
-    after its catalog commit."""
+    after its catalog commit.
+
+    Each look at the partitions' offsets reads ahead the records of up to
+    :data:`READ_AHEAD_BATCHES` capped batches (``max_offsets`` each, and not more than
+    ``max_batches`` still allow): the first batch's range at once, the rest in a second Spark
+    job on a thread of its own while the first batch is applied (Spark runs jobs of several
+    threads side by side); the batches are then cut from those records one by one as
+    :func:`apply_kafka` cuts them (each batch still commits its own start and end offsets
+    with its data, from the catalog's high-water mark). A batch that needs records beyond
+    the window (a source transaction larger than the cap) reads them itself. When the
+    window's offsets are used up the source is looked at again. Memory: the window's record
+    bytes (about ``READ_AHEAD_BATCHES * max_offsets`` records).
+
+    Raises:
+        What :func:`apply_kafka` raises; batches committed before the error stay committed.
+    """
+    if options.fmt not in KAFKA_FORMATS:
+        raise ValueError(f"Kafka sources carry {KAFKA_FORMATS}, not {options.fmt!r}")
     out: list[BatchReport] = []
-    while max_batches is None or len(out) < max_batches:
-        r = apply_kafka(spark, catalog, options, kopts, details=details)
-        if r.status in ("idle", "waiting"):
-            return out or [r]
-        out.append(r)
-        if on_commit is not None:
-            on_commit(r)
+    with ThreadPoolExecutor(1, thread_name_prefix="acidflow-kafka-read-ahead") as reader:
+        while max_batches is None or len(out) < max_batches:
+            t0 = time.monotonic()
+            look = _Look.take(spark, kopts)
+            left = READ_AHEAD_BATCHES
+            if max_batches is not None:
+                left = min(left, max_batches - len(out))
+            if kopts.max_offsets is not None:
+                look.window = _read_ahead(spark, catalog, kopts, look, left, reader)
+            committed = 0
+            while committed < left:
+                r = _apply_next(spark, catalog, options, kopts, look, details, t0)
+                t0 = time.monotonic()
+                if r.status in ("idle", "waiting"):
+                    if not out:
+                        return [r]
+                    break
+                out.append(r)
+                committed += 1
+                if on_commit is not None:
+                    on_commit(r)
+            if not committed:
+                break
     return out
+
+
+def _read_ahead(
+    spark: Any,
+    catalog: Any,
+    kopts: KafkaOptions,
+    look: _Look,
+    batches: int,
+    reader: ThreadPoolExecutor,
+) -> _Window | None:
+    """The window of a drain's look (:func:`drain`): the first batch's range read now, the
+    rest of ``batches`` capped batches read by ``reader`` while the first is applied."""
+    assert kopts.max_offsets is not None
+    _, start = _start(catalog, kopts, look)
+    first = _end(kopts, start, look.latest, kopts.max_offsets)
+    if not ofs.has_records(start, first):
+        return None
+    window = _Window.read(spark, kopts, start, first)
+    ahead = _end(kopts, start, look.latest, kopts.max_offsets * batches)
+    ahead = {
+        t: {p: max(o, first.get(t, {}).get(p, o)) for p, o in ps.items()} for t, ps in ahead.items()
+    }
+    if batches > 1 and ofs.has_records(first, ahead):
+        window.pending = reader.submit(lambda: (ahead, read_range(spark, kopts, first, ahead)))
+    return window

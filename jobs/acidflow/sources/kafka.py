@@ -125,6 +125,16 @@ class _Decoded:
     collection: str | None
 
 
+@dataclass(frozen=True)
+class _Marker:
+    """A BEGIN/END record of the transaction topic, decoded."""
+
+    txid: str | None
+    begin: bool
+    total: int | None = None  # END: events of the transaction
+    counts: dict[str, int] | None = None  # END: events per collection (None: total only)
+
+
 @dataclass
 class _Txn:
     order: int  # offset of its first record on the transaction topic
@@ -140,6 +150,7 @@ def decode_records(
     *,
     end_offsets: Offsets,
     transaction_topic: str | None = None,
+    markers_seen: dict[tuple[int, int], Any] | None = None,
 ) -> KafkaBatch:
     """Decode one offset range of Kafka records (module docstring).
 
@@ -150,6 +161,9 @@ def decode_records(
             without records keep theirs.
         transaction_topic: Debezium's transaction metadata topic (``<prefix>.transaction``),
             None for none.
+        markers_seen: the transaction topic's decoded records by (partition, offset), kept by
+            a caller that decodes overlapping ranges (a drain's read-ahead: each batch reads
+            the transaction topic past the markers it uses); filled here.
     Returns:
         :class:`KafkaBatch`.
     Raises:
@@ -162,17 +176,19 @@ def decode_records(
     ordered = sorted(records, key=lambda r: (r.topic, r.partition, r.offset))
     scratch = ParsedStream()  # tables learnt from every decoded record
     data: list[_Decoded] = []
-    markers: list[tuple[KafkaRecord, dict[str, Any]]] = []
+    markers: list[tuple[KafkaRecord, _Marker]] = []
     bad_markers: list[tuple[KafkaRecord, BadRecord]] = []
     for rec in ordered:
         if rec.topic == transaction_topic:
-            try:
-                payload = unwrap(_json(rec))
-                if not is_transaction_metadata(payload):
-                    raise RecordError("not a Debezium transaction BEGIN/END record")
-                markers.append((rec, payload))
-            except RecordError as e:
-                bad_markers.append((rec, _bad(rec, str(e), None)))
+            marker = None if markers_seen is None else markers_seen.get((rec.partition, rec.offset))
+            if marker is None:
+                marker = _marker(rec)
+                if markers_seen is not None:
+                    markers_seen[(rec.partition, rec.offset)] = marker
+            if isinstance(marker, BadRecord):
+                bad_markers.append((rec, marker))
+            else:
+                markers.append((rec, marker))
             continue
         data.append(_decode(fmt, rec, scratch))
     topics = {r.topic for r in ordered if r.topic != transaction_topic} | {
@@ -188,10 +204,9 @@ def decode_records(
     # each waiting transaction's marker partition, found once (a scan of the markers per
     # transaction was quadratic in the backlog: bench/NOTES.md, "Kafka phase")
     marker_partition: dict[str, int] = {}
-    for rec, payload in markers:
-        marker_txid = transaction_id(payload)
-        if marker_txid is not None:
-            marker_partition.setdefault(marker_txid, rec.partition)
+    for rec, marker in markers:
+        if marker.txid is not None:
+            marker_partition.setdefault(marker.txid, rec.partition)
     for txid in waiting:
         first = txns[txid].begin if txns[txid].begin is not None else txns[txid].end
         if first is not None and transaction_topic:
@@ -220,6 +235,28 @@ def decode_records(
             carried += 1
     applied = sum(1 for t in txns if t not in excluded)
     return KafkaBatch(out, cut, carried, applied, waiting)
+
+
+def _marker(rec: KafkaRecord) -> _Marker | BadRecord:
+    """A transaction topic record decoded, or the bad record it is."""
+    try:
+        payload = unwrap(_json(rec))
+        if not is_transaction_metadata(payload):
+            raise RecordError("not a Debezium transaction BEGIN/END record")
+    except RecordError as e:
+        return _bad(rec, str(e), None)
+    txid = transaction_id(payload)
+    if payload["status"] == "BEGIN":
+        return _Marker(txid, True)
+    cols = payload.get("data_collections")
+    counts = None
+    if isinstance(cols, list):
+        counts = {
+            str(c.get("data_collection")).lower(): _int(c.get("event_count")) or 0
+            for c in cols
+            if isinstance(c, dict)
+        }
+    return _Marker(txid, False, _int(payload.get("event_count")), counts)
 
 
 def _json(rec: KafkaRecord) -> Any:
@@ -307,26 +344,19 @@ def _with_topic_table(payload: Any, topic: str) -> str | None:
     return f"{ns}.{src['table']}".lower()
 
 
-def _transactions(markers: list[tuple[KafkaRecord, dict[str, Any]]]) -> dict[str, _Txn]:
+def _transactions(markers: list[tuple[KafkaRecord, _Marker]]) -> dict[str, _Txn]:
     """The transactions of the batch's BEGIN/END records, by id, in transaction-topic order."""
     txns: dict[str, _Txn] = {}
-    for rec, payload in sorted(markers, key=lambda m: (m[0].partition, m[0].offset)):
-        txid = transaction_id(payload)
-        if txid is None:
+    for rec, m in sorted(markers, key=lambda m: (m[0].partition, m[0].offset)):
+        if m.txid is None:
             continue
-        t = txns.setdefault(txid, _Txn(rec.offset))
-        if payload["status"] == "BEGIN":
+        t = txns.get(m.txid)
+        if t is None:
+            t = txns[m.txid] = _Txn(rec.offset)
+        if m.begin:
             t.begin = rec.offset
         else:
-            t.end = rec.offset
-            t.total = _int(payload.get("event_count"))
-            cols = payload.get("data_collections")
-            if isinstance(cols, list):
-                t.counts = {
-                    str(c.get("data_collection")).lower(): _int(c.get("event_count")) or 0
-                    for c in cols
-                    if isinstance(c, dict)
-                }
+            t.end, t.total, t.counts = rec.offset, m.total, m.counts
     return txns
 
 
