@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import fastavro
 import pytest
 
+from acidflow.cdc.entry import _cdc_parser
 from acidflow.cdc.kafka import KafkaOptions, kafka_options
 from acidflow.sources.avro import (
     ApicurioRegistry,
@@ -31,6 +32,7 @@ from acidflow.sources.avro import (
 )
 from acidflow.sources.kafka import KafkaRecord, decode_records
 from acidflow.sources.records import RecordError
+from tests.unit.test_cli_conventions import leaf_commands, options
 
 T = "acf.public.items"
 TX = "acf.transaction"
@@ -505,3 +507,16 @@ def test_avro_settings():
         KafkaOptions("s", "b:9092", topics=["t"], value_format="protobuf")
     with pytest.raises(ValueError, match="debezium only"):
         decode_records("goldengate", [], end_offsets={}, decoder=_decoder("http://h"))
+
+
+def test_the_commands_take_the_value_format_and_the_registry():
+    a = _cdc_parser().parse_args(
+        ["--kafka-value-format", "avro", "--schema-registry-url", f"http://h:8080{API}"]
+    )
+    assert (a.kafka_value_format, a.schema_registry_url) == ("avro", f"http://h:8080{API}")
+    assert _cdc_parser().parse_args([]).kafka_value_format == "json"
+    with pytest.raises(SystemExit):
+        _cdc_parser().parse_args(["--kafka-value-format", "protobuf"])
+    stream = options(leaf_commands()["cdc stream"])
+    assert stream["--value-format"].default == "json"
+    assert stream["--schema-registry-url"].default == ""
