@@ -345,7 +345,7 @@ def _has_bytes(s: Any, seen: set[int] | None = None) -> bool:
     kind = s.get("type")
     if kind in ("bytes", "fixed"):
         return True
-    parts = [kind] if isinstance(kind, (list, dict)) else []
+    parts: list[Any] = [kind] if isinstance(kind, (list, dict)) else []
     parts += [f.get("type") for f in s.get("fields") or []]
     parts += [s.get("items"), s.get("values")]
     return any(_has_bytes(p, seen) for p in parts if p is not None)
