@@ -165,7 +165,40 @@ TXN = {
     ],
     "connect.name": "io.debezium.connector.common.TransactionMetadataValue",
 }
-KEY_ID, ENV_ID, SRC_ID, TXN_ID = 1, 2, 3, 4
+VSD = {
+    "type": "record",
+    "name": "VariableScaleDecimal",
+    "namespace": "io.debezium.data",
+    "fields": [{"name": "scale", "type": "int"}, {"name": "value", "type": "bytes"}],
+    "connect.doc": "Variable scaled decimal",
+    "connect.version": 1,
+    "connect.name": "io.debezium.data.VariableScaleDecimal",
+}
+AMOUNTS = {  # Debezium's envelope of a table with a numeric column without precision
+    **ENVELOPE,
+    "namespace": "acf.public.amounts",
+    "connect.name": "acf.public.amounts.Envelope",
+    "fields": [
+        {
+            "name": "before",
+            "type": [
+                "null",
+                {
+                    "type": "record",
+                    "name": "Value",
+                    "fields": [
+                        {"name": "id", "type": "int"},
+                        {"name": "amount", "type": ["null", VSD], "default": None},
+                    ],
+                    "connect.name": "acf.public.amounts.Value",
+                },
+            ],
+            "default": None,
+        },
+        *ENVELOPE["fields"][1:],
+    ],
+}
+KEY_ID, ENV_ID, SRC_ID, TXN_ID, AMOUNTS_ID = 1, 2, 3, 4, 5
 REF = {"groupId": None, "artifactId": "acf.Source", "version": "1", "name": SOURCE["name"]}
 
 
@@ -206,6 +239,8 @@ def registry():
         f"{API}/ids/globalIds/{SRC_ID}": SOURCE,
         f"{API}/ids/globalIds/{TXN_ID}": TXN,
         f"{API}/ids/globalIds/{TXN_ID}/references": [],
+        f"{API}/ids/globalIds/{AMOUNTS_ID}": AMOUNTS,
+        f"{API}/ids/globalIds/{AMOUNTS_ID}/references": [REF],
         art: SOURCE,
         f"{art}/references": [],
     }
@@ -225,7 +260,7 @@ def _framed(global_id: int, schema: dict, datum, *, id_bytes: int = 8) -> bytes:
     """What Apicurio's converter writes: magic byte 0, the global id, the Avro datum."""
     if id(schema) not in _PARSED:
         named: dict = {}
-        if schema is ENVELOPE:
+        if schema is ENVELOPE or schema is AMOUNTS:
             fastavro.parse_schema(SOURCE, named)
         _PARSED[id(schema)] = fastavro.parse_schema(schema, named)
     buf = io.BytesIO()
@@ -520,3 +555,28 @@ def test_the_commands_take_the_value_format_and_the_registry():
     stream = options(leaf_commands()["cdc stream"])
     assert stream["--value-format"].default == "json"
     assert stream["--schema-registry-url"].default == ""
+
+
+def test_variable_scale_decimals_keep_their_digits(registry):
+    _, url = registry
+    amount = {"scale": 3, "value": (-123456).to_bytes(3, "big", signed=True)}
+    ev = _event("c", 11, after={"id": 1, "amount": amount})
+    ev["source"]["table"] = "amounts"
+    recs = [
+        _rec(0, _framed(AMOUNTS_ID, AMOUNTS, ev), 1, topic="acf.public.amounts"),
+        _rec(
+            1,
+            _framed(AMOUNTS_ID, AMOUNTS, {**ev, "after": {"id": 2, "amount": None}}),
+            2,
+            topic="acf.public.amounts",
+        ),
+    ]
+    b = decode_records(
+        "debezium", recs, end_offsets={"acf.public.amounts": {"0": 2}}, decoder=_decoder(url)
+    )
+    assert not b.stream.bad
+    assert [c.after for c in b.stream.changes] == [
+        {"id": 1, "amount": "-123.456"},
+        {"id": 2, "amount": None},
+    ]
+    assert b.stream.tables["public.amounts"].columns == {"id": "int", "amount": "string"}
