@@ -14,7 +14,9 @@ invariants). Safe to retry: batches are idempotent by id, the pull by LSN.
 with the last committed batch to the topics' current ends, at most ``kafka_max_offsets``
 records per batch, ``kafka_max_batches`` batches per run), whole source transactions only,
 each batch with its offsets in one catalog transaction: a retry, a cleared task or a
-backfill never applies an offset twice or skips one. ``pending`` does not look at Kafka (there
+backfill never applies an offset twice or skips one. Values are JsonConverter's
+(``kafka_value_format: json``) or Debezium's Avro through a schema registry (``avro``, with
+``kafka_schema_registry_url``, Apicurio's ``apicurio.registry.url``). ``pending`` does not look at Kafka (there
 is no Kafka client in Airflow's workers): with ``kafka`` it lets the run go on, and a run with
 nothing new commits nothing.
 
@@ -58,6 +60,8 @@ DEFAULTS = param_defaults(
         "kafka_transaction_topic": "",
         "kafka_starting_offsets": "earliest",
         "kafka_min_bad_records": 10,
+        "kafka_value_format": "json",
+        "kafka_schema_registry_url": "",
         "kafka_max_offsets": 0,
         "kafka_max_batches": 0,
     },
@@ -158,6 +162,17 @@ with DAG(
             minimum=1,
             description="a Kafka batch with fewer bad records is never refused by the threshold",
         ),
+        "kafka_value_format": Param(
+            DEFAULTS["kafka_value_format"],
+            type="string",
+            enum=["json", "avro"],
+            description="json: JsonConverter; avro: through a schema registry (Debezium)",
+        ),
+        "kafka_schema_registry_url": Param(
+            DEFAULTS["kafka_schema_registry_url"],
+            type="string",
+            description="with avro: apicurio.registry.url (http://host:8080/apis/registry/v2)",
+        ),
         "kafka_max_batches": Param(
             DEFAULTS["kafka_max_batches"],
             type="integer",
@@ -209,6 +224,10 @@ with DAG(
             "{{ params.kafka_max_batches }}",
             "--min-bad-records",
             "{{ params.kafka_min_bad_records }}",
+            "--kafka-value-format",
+            "{{ params.kafka_value_format }}",
+            "--schema-registry-url",
+            "{{ params.kafka_schema_registry_url }}",
             "--input-format",
             "{{ params.format }}",
             "--tables-config",

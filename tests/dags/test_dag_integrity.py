@@ -99,6 +99,7 @@ def test_interface_params_and_schedules(parsed):
     assert cdc["params"]["kafka_topics"]["type"] == "array"
     assert cdc["params"]["kafka_max_offsets"]["minimum"] == 0
     assert cdc["params"]["kafka_min_bad_records"]["minimum"] == 1
+    assert cdc["params"]["kafka_value_format"]["enum"] == ["json", "avro"]
     assert cdc["params"]["quarantine_threshold"]["maximum"] == 1
     assert ingest["params"]["tables"]["type"] == "array"
     assert ingest["params"]["mode"]["enum"] == ["overwrite", "append", "upsert"]

@@ -5,7 +5,9 @@ Connect 4.3.0 worker whose key and value converter is Apicurio's AvroConverter
 table, the session's Kafka 4.3.0 broker. Each record's value is Apicurio's frame (magic byte 0,
 8-byte global id) around Avro binary; the id's schema comes from the registry's REST API and the
 datum decodes (tests/support/avro_binary.py) to Debezium's envelope with the row, once the
-schemas it references (Debezium's ``Source`` record, an artifact of its own) are fetched too."""
+schemas it references (Debezium's ``Source`` record, an artifact of its own) are fetched too.
+acidflow's Kafka source reads such topics (value format ``avro``, ``acidflow.sources.avro``):
+Debezium's changes of a PostgreSQL table applied by ``drain`` leave an acid table equal to it."""
 
 from __future__ import annotations
 
@@ -17,10 +19,14 @@ from pathlib import Path
 
 import psycopg2
 import pytest
+from pyspark.sql import functions as F
 from sqlalchemy.engine import make_url
 
+from acidflow.cdc.apply import CdcOptions
+from acidflow.cdc.kafka import KafkaOptions, drain
+from acidflow.read.table import read_table
 from tests.support.avro_binary import decode
-from tests.support.kafka import debezium_postgres_config
+from tests.support.kafka import debezium_postgres_config, require_kafka_spark_jars
 from tests.support.postgres import create_database, drop_database, drop_replication_slot
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -114,11 +120,28 @@ def apicurio(tmp_path: Path):
         reg.stop()
 
 
+def _avro_connect(kafka, apicurio, work_dir: Path):
+    """A Kafka Connect worker on ``kafka`` whose key and value converter is Apicurio's
+    AvroConverter writing to ``apicurio``."""
+    from devservers.apicurio import avro_converter_properties
+    from devservers.kafka import start_connect
+
+    return start_connect(
+        kafka,
+        work_dir,
+        extra_conf={
+            "plugin.path": f"{kafka.artifacts.plugins_dir},{apicurio.artifacts.plugins_dir}",
+            # Apicurio 2.4's converter jar has no ServiceLoader manifest: scan for it
+            "plugin.discovery": "hybrid_warn",
+            **avro_converter_properties(apicurio),
+        },
+    )
+
+
 def test_debezium_avro_through_apicurio_decodes_to_the_row(
     kafka, apicurio, postgres_url, tmp_path: Path
 ):
-    from devservers.apicurio import APICURIO_VERSION, avro_converter_properties, split_wire
-    from devservers.kafka import start_connect
+    from devservers.apicurio import APICURIO_VERSION, split_wire
 
     info = apicurio.system_info()
     assert info["version"] == APICURIO_VERSION
@@ -127,16 +150,7 @@ def test_debezium_avro_through_apicurio_decodes_to_the_row(
     suffix = uuid.uuid4().hex[:8]
     dbname, slot, prefix = f"avro_cdc_{suffix}", f"dbz_{suffix}", f"acf{suffix}"
     url = create_database(postgres_url, dbname)
-    connect = start_connect(
-        kafka,
-        tmp_path / "connect",
-        extra_conf={
-            "plugin.path": f"{kafka.artifacts.plugins_dir},{apicurio.artifacts.plugins_dir}",
-            # Apicurio 2.4's converter jar has no ServiceLoader manifest: scan for it
-            "plugin.discovery": "hybrid_warn",
-            **avro_converter_properties(apicurio),
-        },
-    )
+    connect = _avro_connect(kafka, apicurio, tmp_path / "connect")
     conn = _connect(url)
     try:
         with conn.cursor() as cur:
@@ -197,3 +211,156 @@ def test_debezium_avro_through_apicurio_decodes_to_the_row(
     assert v1["source"]["schema"] == "public" and v1["source"]["table"] == "items"
     assert isinstance(v1["source"]["lsn"], int) and isinstance(v1["source"]["txId"], int)
     assert v1["transaction"]["id"]
+
+
+def _wait_slot(conn, slot: str, timeout_s: float = 90.0) -> None:
+    """Until Debezium streams from its replication slot (the snapshot is done)."""
+    deadline = time.monotonic() + timeout_s
+    with conn.cursor() as cur:
+        while time.monotonic() < deadline:
+            cur.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot,))
+            row = cur.fetchone()
+            conn.commit()
+            if row and row[0]:
+                return
+            time.sleep(0.25)
+    raise AssertionError(f"replication slot {slot} not active within {timeout_s}s")
+
+
+def _pg_items(conn) -> dict[int, tuple]:
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT id, name, price, born, to_char(updated, 'YYYY-MM-DD HH24:MI:SS.US'), data, qty"
+            " FROM public.items"
+        )
+        rows = cur.fetchall()
+    conn.commit()
+    return {r[0]: (*r[:5], None if r[5] is None else bytes(r[5]), r[6]) for r in rows}
+
+
+def _acid_items(spark, catalog) -> dict[int, tuple]:
+    if not catalog.table_exists("default.items"):
+        return {}
+    df = read_table(spark, catalog, "default.items").select(
+        "id",
+        "name",
+        "price",
+        "born",
+        F.date_format("updated", "yyyy-MM-dd HH:mm:ss.SSSSSS").alias("updated"),
+        "data",
+        "qty",
+    )
+    return {
+        r["id"]: (*r[:5], None if r["data"] is None else bytes(r["data"]), r["qty"])
+        for r in df.collect()
+    }
+
+
+def _drain_until_equal(spark, catalog, options, kopts, conn, timeout_s: float = 120.0) -> list:
+    """Drain the source until the acid table equals PostgreSQL's; the committed batches."""
+    reports: list = []
+    deadline = time.monotonic() + timeout_s
+    while True:
+        reports += [r for r in drain(spark, catalog, options, kopts) if r.batch_id]
+        if _acid_items(spark, catalog) == _pg_items(conn):
+            return reports
+        assert time.monotonic() < deadline, (_acid_items(spark, catalog), _pg_items(conn))
+        time.sleep(1)
+
+
+def test_debezium_avro_through_apicurio_applies_to_an_acid_table(
+    spark, catalog, kafka, apicurio, postgres_url, tmp_path: Path
+):
+    """Debezium writes a PostgreSQL table's snapshot and changes (inserts, updates, a key
+    change, deletes; decimals, dates, timestamps, bytea, NULLs; transaction metadata) as Avro
+    through Apicurio; acidflow drains the topics with value format avro and its table ends
+    equal to PostgreSQL's, with nothing quarantined."""
+    require_kafka_spark_jars()
+    suffix = uuid.uuid4().hex[:8]
+    dbname, slot, prefix = f"avro_acid_{suffix}", f"dbz_{suffix}", f"acf{suffix}"
+    url = create_database(postgres_url, dbname)
+    connect = _avro_connect(kafka, apicurio, tmp_path / "connect")
+    conn = _connect(url)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                "CREATE TABLE public.items (id int PRIMARY KEY, name text, price numeric(10,2),"
+                " born date, updated timestamp, data bytea, qty smallint)"
+            )
+            cur.execute("ALTER TABLE public.items REPLICA IDENTITY FULL")
+            cur.execute(
+                "INSERT INTO public.items VALUES (1, 'apple', 1.50, '2024-02-29',"
+                " '2024-03-01 12:34:56.789012', '\\x00ff', 1)"
+            )
+        conn.commit()
+        name = f"pg-{suffix}"
+        connect.create_connector(
+            name,
+            debezium_postgres_config(
+                url,
+                topic_prefix=prefix,
+                tables=["public.items"],
+                slot_name=slot,
+                snapshot_mode="initial",
+            ),
+        )
+        try:
+            connect.wait_running(name)
+            _wait_slot(conn, slot)
+            options = CdcOptions(fmt="debezium", auto_create=True, quarantine_threshold=0.5)
+            kopts = KafkaOptions(
+                source="avro",
+                bootstrap_servers=kafka.bootstrap_servers,
+                topics=[f"{prefix}.public.items"],
+                transaction_topic=f"{prefix}.transaction",
+                value_format="avro",
+                schema_registry_url=apicurio.api_url,
+            )
+            with conn.cursor() as cur:  # one source transaction of three inserts
+                cur.execute(
+                    "INSERT INTO public.items VALUES"
+                    " (2, 'pear', -12345678.99, '1969-12-31', '1960-01-01 00:00:00', NULL, -2),"
+                    " (3, NULL, NULL, NULL, NULL, '\\x', 3),"
+                    " (4, 'plum', 0.01, '2000-01-01', '2038-01-19 03:14:08.5', '\\xdeadbeef', 4)"
+                )
+            conn.commit()
+            inserted = _drain_until_equal(spark, catalog, options, kopts, conn)
+            with conn.cursor() as cur:  # updates and a delete in one transaction
+                cur.execute(
+                    "UPDATE public.items SET price = 2.25, updated = '2024-03-02 00:00:00.000001'"
+                    " WHERE id = 1"
+                )
+                cur.execute("DELETE FROM public.items WHERE id = 2")
+            conn.commit()
+            with conn.cursor() as cur:  # a key change; values set to NULL
+                cur.execute("UPDATE public.items SET id = 30 WHERE id = 3")
+                cur.execute("UPDATE public.items SET name = NULL, data = NULL WHERE id = 4")
+            conn.commit()
+            changed = _drain_until_equal(spark, catalog, options, kopts, conn)
+        finally:
+            connect.delete_connector(name)
+    finally:
+        conn.close()
+        connect.stop()
+        admin = _connect(postgres_url)
+        admin.autocommit = True
+        try:
+            with admin.cursor() as cur:
+                drop_replication_slot(cur, slot)
+        finally:
+            admin.close()
+        drop_database(postgres_url, dbname)
+
+    assert set(_acid_items(spark, catalog)) == {1, 4, 30}
+    reports = inserted + changed
+    print("applied:", [(r.batch_id, r.tables) for r in reports])
+    assert inserted and changed and all(r.status == "applied" for r in reports), reports
+    assert sum(r.quarantined for r in reports) == 0
+    stats = [s for r in changed for s in r.tables.values()]
+    assert sum(s.get("rows_updated", 0) for s in stats) >= 2  # ids 1 and 4
+    assert sum(s.get("rows_deleted", 0) for s in stats) >= 2  # ids 2 and 3 (now 30)
+    schema = read_table(spark, catalog, "default.items").schema
+    types = {f.name: f.dataType.simpleString() for f in schema.fields}
+    assert types["price"] == "decimal(10,2)" and types["born"] == "date"
+    assert types["updated"] == "timestamp_ntz" and types["data"] == "binary"
+    assert types["qty"] == "smallint"

@@ -19,7 +19,7 @@ import sys
 from acidflow import lineage
 from acidflow.catalog import Catalog
 from acidflow.cdc.apply import apply_path, build_options
-from acidflow.cdc.kafka import DEFAULT_MIN_BAD_RECORDS, drain, kafka_options
+from acidflow.cdc.kafka import DEFAULT_MIN_BAD_RECORDS, VALUE_FORMATS, drain, kafka_options
 from acidflow.spark import get_spark
 
 
@@ -45,6 +45,17 @@ def _cdc_parser() -> argparse.ArgumentParser:
         type=int,
         default=DEFAULT_MIN_BAD_RECORDS,
         help="a batch with fewer bad records is never refused by the quarantine threshold",
+    )
+    k.add_argument(
+        "--kafka-value-format",
+        default="json",
+        choices=list(VALUE_FORMATS),
+        help="json (JsonConverter) or avro (through a schema registry)",
+    )
+    k.add_argument(
+        "--schema-registry-url",
+        default="",
+        help="with avro: the registry's apicurio.registry.url (http://host:8080/apis/registry/v2)",
     )
     p.add_argument(
         "--input-format",
@@ -116,6 +127,8 @@ def cdc_upsert_main(argv: list[str]) -> int:
             starting_offsets=a.starting_offsets,
             max_offsets=a.max_offsets,
             min_bad_records=a.min_bad_records,
+            value_format=a.kafka_value_format,
+            schema_registry_url=a.schema_registry_url,
         )
         reports = drain(spark, catalog, options, kopts, max_batches=a.max_batches or None)
         reports = [r for r in reports if r.batch_id]

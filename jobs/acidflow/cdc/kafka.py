@@ -40,12 +40,16 @@ from typing import Any
 
 from acidflow.cdc import offsets as ofs
 from acidflow.cdc.apply import BatchReport, CdcOptions, apply_stream
+from acidflow.sources.avro import avro_decoder
 from acidflow.sources.kafka import KAFKA_FORMATS, KafkaBatch, KafkaRecord, Offsets, decode_records
 
 log = logging.getLogger(__name__)
 
 #: a Kafka batch with fewer bad records than this is never refused by the quarantine threshold
 DEFAULT_MIN_BAD_RECORDS = 10
+#: how record keys and values are written: Kafka Connect's JsonConverter (with or without
+#: schemas), or Avro through a schema registry (Apicurio's AvroConverter: acidflow.sources.avro)
+VALUE_FORMATS = ("json", "avro")
 
 #: ``fetch.max.wait.ms`` of the consumers of a bounded range read (:func:`read_range`)
 BATCH_FETCH_MAX_WAIT_MS = "10"
@@ -74,6 +78,10 @@ class KafkaOptions:
             fraction of the batch's records) refuses a batch only when it holds at least this
             many bad records (default 10): a small micro-batch holding one poison message is
             quarantined and applied, not refused (:func:`kafka_threshold`).
+        value_format: how keys and values are written (:data:`VALUE_FORMATS`): ``json``
+            (default) or ``avro`` (Debezium only).
+        schema_registry_url: with ``avro``, the schema registry the converter wrote to: its
+            ``apicurio.registry.url`` (``http://host:8080/apis/registry/v2``, or the host root).
     """
 
     source: str
@@ -85,6 +93,8 @@ class KafkaOptions:
     max_offsets: int | None = None
     kafka: dict[str, str] = field(default_factory=dict)
     min_bad_records: int = DEFAULT_MIN_BAD_RECORDS
+    value_format: str = "json"
+    schema_registry_url: str | None = None
 
     def __post_init__(self) -> None:
         if not self.source or not re.fullmatch(r"[A-Za-z0-9_.\-]+", self.source):
@@ -95,6 +105,12 @@ class KafkaOptions:
             raise ValueError(f"max_offsets must be at least 1, got {self.max_offsets}")
         if self.min_bad_records < 1:
             raise ValueError(f"min_bad_records must be at least 1, got {self.min_bad_records}")
+        if self.value_format not in VALUE_FORMATS:
+            raise ValueError(
+                f"value format must be one of {VALUE_FORMATS}, got {self.value_format!r}"
+            )
+        if (self.value_format == "avro") != bool(self.schema_registry_url):
+            raise ValueError("a schema registry URL goes with value format avro (and only with it)")
 
 
 def kafka_threshold(threshold: float, min_bad_records: int, total: int) -> float:
@@ -118,6 +134,8 @@ def kafka_options(
     starting_offsets: str = "earliest",
     max_offsets: int = 0,
     min_bad_records: int = DEFAULT_MIN_BAD_RECORDS,
+    value_format: str = "json",
+    schema_registry_url: str = "",
 ) -> KafkaOptions:
     """:class:`KafkaOptions` from command-line values (comma-separated topics, empty strings
     and 0 for none), shared by the CLI and the spark-submit entry.
@@ -135,6 +153,8 @@ def kafka_options(
         starting_offsets=starting_offsets or "earliest",
         max_offsets=max_offsets or None,
         min_bad_records=min_bad_records,
+        value_format=value_format or "json",
+        schema_registry_url=schema_registry_url or None,
     )
 
 
@@ -377,7 +397,9 @@ def apply_kafka(
         ``idle`` / ``waiting`` when nothing was committed.
     Raises:
         KafkaDataLossError: offsets still to apply are gone (retention); nothing applied.
-        ValueError: a format other than debezium/goldengate.
+        ValueError: a format other than debezium/goldengate; Avro values with goldengate.
+        acidflow.sources.avro.SchemaRegistryError: the schema registry of Avro values cannot
+            be reached; nothing applied.
         Everything :func:`acidflow.cdc.apply.apply_stream` raises (quarantine threshold,
         quality gate, BatchInProgressError for a concurrent run from the same start...).
     """
@@ -398,6 +420,9 @@ def _apply_next(
 ) -> BatchReport:
     """:func:`apply_kafka` within one look at the source's offsets."""
     label = f"kafka:{kopts.source}"
+    decoder = (
+        avro_decoder(kopts.schema_registry_url or "") if kopts.value_format == "avro" else None
+    )
     committed, start = _start(catalog, kopts, look)
     cap = kopts.max_offsets
     while True:
@@ -408,6 +433,7 @@ def _apply_next(
             end_offsets=end,
             transaction_topic=kopts.transaction_topic,
             markers_seen=None if look.window is None else look.window.markers_seen,
+            decoder=decoder,
         )
         if ofs.has_records(start, batch.end_offsets) or cap is None or end == look.latest:
             break

@@ -153,6 +153,14 @@ def stream(
     min_bad_records: int = typer.Option(
         10, "--min-bad-records", help="a batch with fewer bad records is never refused"
     ),
+    value_format: str = typer.Option(
+        "json", "--value-format", help="json (JsonConverter) | avro (through a schema registry)"
+    ),
+    schema_registry_url: str = typer.Option(
+        "",
+        "--schema-registry-url",
+        help="with avro: apicurio.registry.url (http://host:8080/apis/registry/v2)",
+    ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Apply a Kafka CDC source continuously (Structured Streaming, foreachBatch): each batch
@@ -183,6 +191,8 @@ def stream(
         starting_offsets=starting_offsets,
         max_offsets=max_offsets,
         min_bad_records=min_bad_records,
+        value_format=value_format,
+        schema_registry_url=schema_registry_url,
     )
     run = run_kafka_stream(
         get_spark("acidflow-cdc-stream"),

@@ -66,7 +66,8 @@ def _debezium_field_type(f: dict) -> str:
 
 def _debezium_value(f: dict | None, value: Any) -> Any:
     """Decode a Debezium logical value (dates as days, timestamps as epoch units, decimals as
-    base64 big-endian unscaled bytes) into a Python value."""
+    base64 big-endian unscaled bytes; a VariableScaleDecimal, ``{"scale", "value"}``, as the
+    decimal's text: its column is a string, the scale varying per value) into a Python value."""
     if value is None or f is None:
         return value
     name = f.get("name") or ""
@@ -75,6 +76,9 @@ def _debezium_value(f: dict | None, value: Any) -> Any:
             scale = int((f.get("parameters") or {}).get("scale", 0))
             unscaled = int.from_bytes(base64.b64decode(value), "big", signed=True)
             return Decimal(unscaled).scaleb(-scale)
+        if name == "io.debezium.data.VariableScaleDecimal" and isinstance(value, dict):
+            unscaled = int.from_bytes(base64.b64decode(value["value"]), "big", signed=True)
+            return str(Decimal(unscaled).scaleb(-int(value["scale"])))
         if name in ("io.debezium.time.Date", "org.apache.kafka.connect.data.Date"):
             return date(1970, 1, 1) + timedelta(days=int(value))
         if name in ("io.debezium.time.Timestamp", "org.apache.kafka.connect.data.Timestamp"):
@@ -85,7 +89,7 @@ def _debezium_value(f: dict | None, value: Any) -> Any:
             return _EPOCH + timedelta(microseconds=int(value) // 1000)
         if f.get("type") == "bytes" and isinstance(value, str):
             return base64.b64decode(value)
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, KeyError) as e:
         raise RecordError(f"bad {name or f.get('type')} value {value!r}: {e}") from e
     return value
 

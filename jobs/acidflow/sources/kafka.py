@@ -18,6 +18,10 @@ without the ``{"schema", "payload"}`` envelope, the key's fields as primary key,
 * a record that cannot be decoded (not UTF-8, not JSON, not an envelope) is a
   :class:`~acidflow.sources.records.BadRecord` whose reason names the topic, partition and
   offset (it goes to quarantine with the batch; nothing is dropped);
+* Avro keys and values written through a schema registry (Debezium with Apicurio's
+  AvroConverter) are turned into the JSON envelope JsonConverter would have written by the
+  decoder :func:`decode_records` is given (:mod:`acidflow.sources.avro`), then read as JSON ones
+  are; their bad records keep the value as ``base64:<bytes>``;
 * :attr:`Change.source <acidflow.sources.records.Change.source>` is ``<topic>/<partition>:<offset>``
   (plus `` lsn <LSN>`` for Debezium), the ``file:line`` of the file path;
 * GoldenGate's ``txind`` transaction indicator is a file-level boundary
@@ -51,6 +55,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from acidflow.sources.avro import AvroDecoder
 from acidflow.sources.debezium import (
     debezium_record,
     is_transaction_metadata,
@@ -151,6 +156,7 @@ def decode_records(
     end_offsets: Offsets,
     transaction_topic: str | None = None,
     markers_seen: dict[tuple[int, int], Any] | None = None,
+    decoder: AvroDecoder | None = None,
 ) -> KafkaBatch:
     """Decode one offset range of Kafka records (module docstring).
 
@@ -164,15 +170,22 @@ def decode_records(
         markers_seen: the transaction topic's decoded records by (partition, offset), kept by
             a caller that decodes overlapping ranges (a drain's read-ahead: each batch reads
             the transaction topic past the markers it uses); filled here.
+        decoder: how keys and values are decoded: None for JSON (Kafka Connect's
+            JsonConverter), an :class:`~acidflow.sources.avro.AvroDecoder` for Avro through a
+            schema registry (Debezium only; the transaction topic too).
     Returns:
         :class:`KafkaBatch`.
     Raises:
-        ValueError: an unknown format, or a transaction topic with GoldenGate.
+        ValueError: an unknown format, or a transaction topic or an Avro decoder with
+            GoldenGate.
+        acidflow.sources.avro.SchemaRegistryError: the schema registry cannot be reached.
     """
     if fmt not in KAFKA_FORMATS:
         raise ValueError(f"unknown Kafka change format {fmt!r}; expected {KAFKA_FORMATS}")
     if transaction_topic and fmt != "debezium":
         raise ValueError("a transaction topic is Debezium's: not with format goldengate")
+    if decoder is not None and fmt != "debezium":
+        raise ValueError("Avro values are read for format debezium only, not goldengate")
     ordered = sorted(records, key=lambda r: (r.topic, r.partition, r.offset))
     scratch = ParsedStream()  # tables learnt from every decoded record
     data: list[_Decoded] = []
@@ -182,7 +195,7 @@ def decode_records(
         if rec.topic == transaction_topic:
             marker = None if markers_seen is None else markers_seen.get((rec.partition, rec.offset))
             if marker is None:
-                marker = _marker(rec)
+                marker = _marker(rec, decoder)
                 if markers_seen is not None:
                     markers_seen[(rec.partition, rec.offset)] = marker
             if isinstance(marker, BadRecord):
@@ -190,7 +203,7 @@ def decode_records(
             else:
                 markers.append((rec, marker))
             continue
-        data.append(_decode(fmt, rec, scratch))
+        data.append(_decode(fmt, rec, scratch, decoder))
     topics = {r.topic for r in ordered if r.topic != transaction_topic} | {
         t for t in end_offsets if t != transaction_topic
     }
@@ -237,14 +250,14 @@ def decode_records(
     return KafkaBatch(out, cut, carried, applied, waiting)
 
 
-def _marker(rec: KafkaRecord) -> _Marker | BadRecord:
+def _marker(rec: KafkaRecord, decoder: AvroDecoder | None) -> _Marker | BadRecord:
     """A transaction topic record decoded, or the bad record it is."""
     try:
-        payload = unwrap(_json(rec))
+        payload = unwrap(_json(rec) if decoder is None else decoder.value(rec))
         if not is_transaction_metadata(payload):
             raise RecordError("not a Debezium transaction BEGIN/END record")
     except RecordError as e:
-        return _bad(rec, str(e), None)
+        return _bad(rec, str(e), None, decoder)
     txid = transaction_id(payload)
     if payload["status"] == "BEGIN":
         return _Marker(txid, True)
@@ -283,8 +296,12 @@ def _key(rec: KafkaRecord) -> Any:
         return None
 
 
-def _bad(rec: KafkaRecord, reason: str, table: str | None) -> BadRecord:
+def _bad(
+    rec: KafkaRecord, reason: str, table: str | None, decoder: AvroDecoder | None = None
+) -> BadRecord:
     raw = "" if rec.value is None else rec.value.decode("utf-8", errors="replace")
+    if decoder is not None:
+        raw = decoder.raw(rec)
     return BadRecord(
         f"{rec.topic}/{rec.partition}:{rec.offset}", f"Kafka {rec.where}: {reason}", raw, table
     )
@@ -296,13 +313,15 @@ def _topic_table(topic: str) -> tuple[str | None, str]:
     return (parts[-2] if len(parts) >= 2 else None), parts[-1]
 
 
-def _decode(fmt: str, rec: KafkaRecord, out: ParsedStream) -> _Decoded:
+def _decode(
+    fmt: str, rec: KafkaRecord, out: ParsedStream, decoder: AvroDecoder | None = None
+) -> _Decoded:
     """Decode one data record with the format's record decoder (module docstring)."""
     name = f"{rec.topic}/{rec.partition}"
     txid: str | None = None
     collection: str | None = None
     try:
-        value = _json(rec)
+        value = _json(rec) if decoder is None else decoder.value(rec)
         if value is None:  # a tombstone (Debezium, after a delete): nothing to apply
             return _Decoded(rec, [], None, None, None)
         if fmt == "debezium":
@@ -310,7 +329,11 @@ def _decode(fmt: str, rec: KafkaRecord, out: ParsedStream) -> _Decoded:
             txid = transaction_id(payload)
             collection = _with_topic_table(payload, rec.topic)
             changes = debezium_record(
-                {"key": _key(rec), "value": value}, name, rec.offset, out, TxnTracker(name)
+                {"key": _key(rec) if decoder is None else decoder.key(rec), "value": value},
+                name,
+                rec.offset,
+                out,
+                TxnTracker(name),
             )
         else:
             if isinstance(value, dict):
@@ -322,7 +345,7 @@ def _decode(fmt: str, rec: KafkaRecord, out: ParsedStream) -> _Decoded:
             collection = changes[0].table
         return _Decoded(rec, changes, None, txid, collection)
     except (RecordError, IncompleteTransactionError) as e:
-        return _Decoded(rec, [], _bad(rec, str(e), collection), txid, collection)
+        return _Decoded(rec, [], _bad(rec, str(e), collection, decoder), txid, collection)
 
 
 def _with_topic_table(payload: Any, topic: str) -> str | None:
