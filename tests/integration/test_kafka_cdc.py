@@ -13,12 +13,14 @@ import uuid
 import psycopg2
 import pytest
 from sqlalchemy.engine import make_url
+from typer.testing import CliRunner
 
 from acidflow.catalog import SqlCatalog
 from acidflow.cdc.apply import CdcOptions
 from acidflow.cdc.kafka import KafkaOptions, apply_kafka, drain, source_state
 from acidflow.cdc.offsets import KafkaDataLossError
 from acidflow.cdc.stream import run_kafka_stream
+from acidflow.cli import app
 from acidflow.read.table import read_table
 from tests.support.kafka import (
     debezium_postgres_config,
@@ -272,3 +274,23 @@ def test_stream_applies_once_across_restarts_and_quarantines_poison(
     assert third.reports == [] and third.micro_batches >= 1
     assert len(catalog.list_batches(kind="kafka")) == n2
     assert _table_rows(spark, catalog) == _pg_rows(conn)
+
+
+@pytest.mark.slow
+def test_cdc_stream_command_applies_then_says_when_nothing_is_new(spark, catalog, kafka):
+    """`acidflow cdc stream` as a user runs it: a GoldenGate topic applied by the first run;
+    a second run from the catalog's offsets finds nothing and says so (not an empty table)."""
+    require_kafka_spark_jars()
+    topic = f"ggcli{uuid.uuid4().hex[:6]}.HR.EMP"
+    produce(spark, kafka.bootstrap_servers, topic, [_gg(i) for i in range(1, 3)])
+    args = ["cdc", "stream", "--bootstrap-servers", kafka.bootstrap_servers, "--source", "ggcli"]
+    args += ["--topics", topic, "--input-format", "goldengate", "--auto-create"]
+    args += ["--target-db", "hr", "--trigger-seconds", "1"]
+    first = CliRunner().invoke(app, [*args, "--max-batches", "1", "--timeout", "120"])
+    assert first.exit_code == 0, first.output
+    assert "hr.emp" in first.output and "applied" in first.output
+    assert sorted(_table_rows_gg(spark, catalog)) == [1, 2]
+    again = CliRunner().invoke(app, [*args, "--timeout", "6"], env={"COLUMNS": "250"})
+    assert again.exit_code == 0, again.output
+    assert "nothing to apply" in again.output and f"on {topic} (source ggcli)" in again.output
+    assert sorted(_table_rows_gg(spark, catalog)) == [1, 2]

@@ -247,3 +247,11 @@ def test_coerce(value, htype, expected):
 def test_coerce_rejects(value, htype):
     with pytest.raises(CoercionError):
         coerce(value, htype)
+
+
+@pytest.mark.parametrize("value", [1790000000001000, 1790000000001.5])
+def test_a_number_for_a_timestamp_names_the_schemaless_converter(value):
+    """Debezium's schemaless JSON sends timestamps as epoch counts whose unit only the schema
+    gives: refused with a reason that says how to fix the connector."""
+    with pytest.raises(CoercionError, match="schemas.enable=true"):
+        coerce(value, "timestamp")

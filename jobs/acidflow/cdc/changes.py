@@ -228,6 +228,14 @@ def coerce(value: Any, hive_type: str) -> Any:
                     )
                 if isinstance(value, date):
                     return datetime(value.year, value.month, value.day)
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    # Debezium's schemaless JSON: an epoch count whose unit (ms, us, ns) only
+                    # its schema says (io.debezium.time.Timestamp / MicroTimestamp / ...)
+                    raise CoercionError(
+                        f"not a timestamp: the number {value!r} (an epoch count of unknown "
+                        "unit: Debezium's JsonConverter without schemas; set "
+                        "value.converter.schemas.enable=true or use Avro)"
+                    )
                 return _parse_timestamp(str(value))
             if name == "binary":
                 if isinstance(value, (bytes, bytearray)):

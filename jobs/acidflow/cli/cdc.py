@@ -204,7 +204,14 @@ def stream(
         max_batches=max_batches or None,
         timeout_s=timeout or None,
     )
-    print_reports(run.reports, as_json)
+    if run.reports or as_json:
+        print_reports(run.reports, as_json)
+    else:
+        console.print(
+            f"nothing to apply: {run.micro_batches} micro-batch(es) found no new whole source "
+            f"transaction on {topics or topic_pattern} (source {source})",
+            soft_wrap=True,
+        )
 
 
 def quarantine_file(
