@@ -7,6 +7,7 @@ own offsets) into a fresh warehouse."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 
@@ -278,15 +279,21 @@ def test_stream_applies_once_across_restarts_and_quarantines_poison(
 
 @pytest.mark.slow
 def test_cdc_stream_command_applies_then_says_when_nothing_is_new(spark, catalog, kafka):
-    """`acidflow cdc stream` as a user runs it: a GoldenGate topic applied by the first run;
-    a second run from the catalog's offsets finds nothing and says so (not an empty table)."""
+    """`acidflow cdc stream` as a user runs it, started before its topic exists (Debezium
+    creates a table's topic with its first change): the records produced a few seconds later
+    are applied; a second run from the catalog's offsets finds nothing and says so (not an
+    empty table)."""
     require_kafka_spark_jars()
     topic = f"ggcli{uuid.uuid4().hex[:6]}.HR.EMP"
-    produce(spark, kafka.bootstrap_servers, topic, [_gg(i) for i in range(1, 3)])
+    later = threading.Timer(
+        4, produce, (spark, kafka.bootstrap_servers, topic, [_gg(i) for i in range(1, 3)])
+    )
+    later.start()
     args = ["cdc", "stream", "--bootstrap-servers", kafka.bootstrap_servers, "--source", "ggcli"]
     args += ["--topics", topic, "--input-format", "goldengate", "--auto-create"]
     args += ["--target-db", "hr", "--trigger-seconds", "1"]
     first = CliRunner().invoke(app, [*args, "--max-batches", "1", "--timeout", "120"])
+    later.join()
     assert first.exit_code == 0, first.output
     assert "hr.emp" in first.output and "applied" in first.output
     assert sorted(_table_rows_gg(spark, catalog)) == [1, 2]

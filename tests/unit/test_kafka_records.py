@@ -4,13 +4,15 @@ the pure rules, without a broker."""
 from __future__ import annotations
 
 import json
+import re
 from concurrent.futures import Future
 from types import SimpleNamespace
 
 import pytest
 
 from acidflow.cdc import offsets as ofs
-from acidflow.cdc.kafka import _Window, kafka_threshold
+from acidflow.cdc.kafka import KafkaOptions, _Window, kafka_threshold
+from acidflow.cdc.stream import trigger_pattern
 from acidflow.sources.kafka import KafkaRecord, _Marker, decode_records
 from acidflow.sources.records import BadRecord
 
@@ -308,3 +310,17 @@ def test_read_ahead_window_waits_for_its_pending_read_when_a_range_goes_past_it(
     failed.set_exception(RuntimeError("offsets gone"))
     w.pending = failed  # a failed read-ahead: the batch reads its range itself
     assert w.take({T: {"0": 4}}, {T: {"0": 7}}) is None and w.pending is None
+
+
+def test_stream_trigger_pattern_names_topics_exactly_and_never_fails_on_a_missing_one():
+    kw = {"source": "s", "bootstrap_servers": "b:9092"}
+    named = trigger_pattern(
+        KafkaOptions(**kw, topics=["pg.public.a-b", "x"], transaction_topic="pg.transaction")
+    )
+    assert re.fullmatch(named, "pg.public.a-b") and re.fullmatch(named, "pg.transaction")
+    assert not re.fullmatch(named, "pgXpublic.a-b") and not re.fullmatch(named, "xy")
+    pat = trigger_pattern(
+        KafkaOptions(**kw, topic_pattern=r"pg\.public\..*", transaction_topic="pg.transaction")
+    )
+    assert re.fullmatch(pat, "pg.public.orders") and re.fullmatch(pat, "pg.transaction")
+    assert not re.fullmatch(pat, "pg.other.orders")

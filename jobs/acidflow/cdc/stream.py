@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import tempfile
 import threading
@@ -86,6 +87,19 @@ class StreamRun:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
+def trigger_pattern(kopts: KafkaOptions) -> str:
+    """The ``subscribePattern`` of the query that triggers micro-batches: the change topics
+    (named ones as exact names, or the source's pattern) and the transaction topic. A pattern,
+    never ``subscribe``: Spark's Kafka source ends a query subscribed to a topic the broker does
+    not have (``UnknownTopicOrPartitionException``), while a pattern picks the topic up when it
+    is created (Debezium creates each table's topic with its first change)."""
+    names = list(kopts.topics) + ([kopts.transaction_topic] if kopts.transaction_topic else [])
+    parts = [re.escape(n) for n in names]
+    if kopts.topic_pattern:
+        parts.insert(0, f"(?:{kopts.topic_pattern})")
+    return "|".join(parts)
+
+
 def start_kafka_stream(
     spark: Any,
     catalog: Any,
@@ -120,14 +134,7 @@ def start_kafka_stream(
         # against the catalog's offsets themselves (acidflow.cdc.offsets)
         .option("failOnDataLoss", "false")
     )
-    extra = [kopts.transaction_topic] if kopts.transaction_topic else []
-    if kopts.topics:
-        reader = reader.option("subscribe", ",".join(kopts.topics + extra))
-    else:
-        pattern = kopts.topic_pattern or ""
-        if extra:
-            pattern = f"(?:{pattern})|{extra[0].replace('.', '[.]')}"
-        reader = reader.option("subscribePattern", pattern)
+    reader = reader.option("subscribePattern", trigger_pattern(kopts))
     for k, v in kopts.kafka.items():
         reader = reader.option(f"kafka.{k}", v)
 
