@@ -127,7 +127,7 @@ class AcidStreamWriter(DataSourceStreamArrowWriter):
                 f"acid data source, table {name}: a streaming write needs the option "
                 "checkpointLocation (it tells the query's transactions apart)"
             )
-        with open_catalog(settings) as catalog:
+        with open_catalog(settings, planning=True) as catalog:
             plan = WritePlan.checked(settings, catalog, opts, schema, False)
         return cls(plan, sink_agent(plan.table.name, checkpoint))
 
