@@ -29,8 +29,8 @@ What it does not do: a table created (in acidflow) after registering has no Spar
 :func:`register_tables` runs again (Spark offers a Python source no lazy table discovery); a
 table whose schema changed after registering refuses reads with a message saying to register
 again (Spark stores the columns given at ``CREATE TABLE`` and hands them to the reader).
-Registering again drops and recreates the Spark tables it made before (recognised by the
-table property ``acidflow.table``) and drops those of tables no longer in the catalog; a
+Registering again drops and recreates the Spark tables it made before (recognised by their
+provider ``acid.db.t``) and drops those of tables no longer in the catalog; a
 Spark table or view of the same name that is not one of these is left alone and logged.
 
 Spark side effects: the session catalog (in memory by default; a Hive metastore when the
@@ -55,7 +55,8 @@ from acidflow.format.hivetypes import HiveTypeError
 
 log = logging.getLogger(__name__)
 
-#: table property marking a Spark table made by :func:`register_tables` (value: the table)
+#: table property of a Spark table made by :func:`register_tables` (value: the table), for
+#: people reading ``SHOW TABLE EXTENDED``
 TABLE_PROPERTY = "acidflow.table"
 #: session configuration key listing the names the last :func:`register_tables` made
 REGISTERED_CONF = "spark.acidflow.registeredTables"
@@ -79,12 +80,19 @@ def _column_ddl(table: TableDef) -> str:
 
 
 def _ours(spark: SparkSession, name: str) -> bool | None:
-    """True: the Spark table ``name`` was made by :func:`register_tables`; False: something
-    else has the name; None: nothing has it."""
+    """True: the Spark table ``name`` was made by :func:`register_tables` (its provider is
+    ``acid.<name>``); False: something else has the name; None: nothing has it.
+
+    ``SHOW TABLE EXTENDED`` is where PySpark 4.3 shows a Python-provider table's provider:
+    ``DESCRIBE`` and ``SHOW TBLPROPERTIES`` describe the source's table, whose properties
+    are empty."""
     if not spark.catalog.tableExists(name):
         return None
-    props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {ident(name)}").collect()}
-    return props.get(TABLE_PROPERTY) == name
+    db, tbl = name.split(".", 1)
+    for row in spark.sql(f"SHOW TABLE EXTENDED IN {ident(db)} LIKE '{tbl}'").collect():
+        if row["tableName"] == tbl:
+            return f"Provider: {NAME}.{name}\n" in row["information"]
+    return False
 
 
 def register_tables(spark: SparkSession, settings: Settings | None = None) -> list[str]:
