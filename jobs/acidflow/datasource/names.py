@@ -114,7 +114,7 @@ def register_tables(spark: SparkSession, settings: Settings | None = None) -> li
     register(spark, settings)
     with open_catalog(settings, planning=True) as catalog:
         tables = {t.name: t for t in catalog.list_tables()}
-    before = [n for n in spark.conf.get(REGISTERED_CONF, "").split(",") if n]
+    before = [n for n in (spark.conf.get(REGISTERED_CONF, "") or "").split(",") if n]
     for name in sorted(set(before) - set(tables)):
         if _ours(spark, name):
             spark.sql(f"DROP TABLE {ident(name)}")
