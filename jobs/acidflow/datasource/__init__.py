@@ -18,9 +18,15 @@ or before it), ``readOptimized`` (base only), ``rowId`` (adds ``ROW__ID``), ``fi
 primary key does with a stored key, ``Transaction.insert``'s ``on_existing``), ``txnAppId`` /
 ``txnVersion`` (an idempotent write, Delta Lake's options: a version at most the last one
 applied for the application on the table commits nothing; :mod:`acidflow.datasource.write`).
-Both:
+Table-definition options of a write into a table the catalog does not have, which creates
+it (checked against an existing table's definition): ``primaryKey``, ``buckets``,
+``clusteredBy``, ``partitionBy``, ``orderingColumn``, ``bucketingVersion``
+(:mod:`acidflow.datasource.create`). Both:
 ``table`` (instead of the load/save path), ``catalog`` / ``warehouse`` (default: the settings
-:func:`register` captured, else the environment, :mod:`acidflow.config`).
+:func:`register` captured, else the environment, :mod:`acidflow.config`). The planning side
+creates and migrates an embedded (SQLite) catalog on first use; a server catalog must be
+initialised (``acidflow catalog init``; the error names its URL). Spark SQL names ``db.t``
+for every table: :func:`acidflow.spark.register` (:mod:`acidflow.datasource.names`).
 
 Where the API runs what: ``schema()``, ``reader()``/``partitions()``, ``writer()`` and
 ``commit()``/``abort()`` run in Python workers that the driver's JVM starts (not in the
