@@ -4,7 +4,8 @@ Sets, when not already set by the caller's environment: ``SPARK_LOCAL_IP=127.0.0
 otherwise binds the external interface), ``PYSPARK_PYTHON`` = this interpreter (workers must see
 our packages) and ``JAVA_HOME`` (derived from ``java`` on PATH). Spark's ORC codec is forced to
 zlib: Spark 4 defaults to zstd, which Hive 3.1's ORC 1.5 readers cannot read. A new session
-has the ``acid`` data source registered (:func:`acidflow.datasource.register`).
+has the ``acid`` data source registered (:func:`acidflow.datasource.register`);
+:func:`register` gives every catalog table its Spark SQL name ``db.t``.
 
 Object storage: when ``make hadoop-aws`` has fetched Hadoop's S3A connector (hadoop-aws
 matching PySpark's Hadoop, 3.5.0, and the AWS SDK v2 bundle) into ``.cache/hadoop-aws/`` (or
@@ -134,7 +135,7 @@ def get_spark(app_name: str = "acidflow", master: str | None = None, **conf: str
     from pyspark.sql import SparkSession
 
     # deferred: the data source module imports pyspark (see above)
-    from acidflow.datasource import register
+    from acidflow.datasource import register as register_source
 
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -165,7 +166,7 @@ def get_spark(app_name: str = "acidflow", master: str | None = None, **conf: str
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    register(spark)  # spark.read.format("acid") / df.write.format("acid")
+    register_source(spark)  # spark.read.format("acid") / df.write.format("acid")
     return spark
 
 

@@ -166,7 +166,7 @@ def test_fresh_sqlite_catalog_initialises_on_first_write(spark, tmp_path):
     wh = tmp_path / "wh"
     assert not (tmp_path / "new").exists()
     df = rows(spark, range(5))
-    write(df, catalog=url, warehouse=str(wh), primaryKey="id")
+    write(df, catalog=url, warehouse=str(wh))
     with load_catalog(url, warehouse=str(wh), migrate=False) as cat:
         assert [t.name for t in cat.list_tables()] == [ACC]
         assert ms(reads.read_table(spark, cat, ACC).collect()) == ms(df.collect())
