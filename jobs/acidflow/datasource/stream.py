@@ -105,7 +105,8 @@ class AcidStreamWriter(DataSourceStreamArrowWriter):
             AcidDataSourceError: complete output mode (Spark itself refuses update mode for
                 Python sinks); no ``checkpointLocation`` option; ``txnAppId`` / ``txnVersion``
                 (the query id and batch id take their place); a bad ``onExisting``.
-            SchemaMismatchError; NoSuchTableError.
+            SchemaMismatchError; TableOptionConflictError (a missing table is created
+                first, :mod:`acidflow.datasource.create`).
         """
         opts = checked_options(options)
         name = table_name(opts)
