@@ -4,7 +4,8 @@ Sets, when not already set by the caller's environment: ``SPARK_LOCAL_IP=127.0.0
 otherwise binds the external interface), ``PYSPARK_PYTHON`` = this interpreter (workers must see
 our packages) and ``JAVA_HOME`` (derived from ``java`` on PATH). Spark's ORC codec is forced to
 zlib: Spark 4 defaults to zstd, which Hive 3.1's ORC 1.5 readers cannot read. A new session
-has the ``acid`` data source registered (:func:`acidflow.datasource.register`).
+has the ``acid`` data source registered (:func:`acidflow.datasource.register`);
+:func:`register` gives every catalog table its Spark SQL name ``db.t``.
 
 Object storage: when ``make hadoop-aws`` has fetched Hadoop's S3A connector (hadoop-aws
 matching PySpark's Hadoop, 3.5.0, and the AWS SDK v2 bundle) into ``.cache/hadoop-aws/`` (or
@@ -28,6 +29,8 @@ import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
+
+from acidflow.config import Settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -132,7 +135,7 @@ def get_spark(app_name: str = "acidflow", master: str | None = None, **conf: str
     from pyspark.sql import SparkSession
 
     # deferred: the data source module imports pyspark (see above)
-    from acidflow.datasource import register
+    from acidflow.datasource import register as register_source
 
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -163,5 +166,38 @@ def get_spark(app_name: str = "acidflow", master: str | None = None, **conf: str
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    register(spark)  # spark.read.format("acid") / df.write.format("acid")
+    register_source(spark)  # spark.read.format("acid") / df.write.format("acid")
     return spark
+
+
+def register(spark: SparkSession, settings: Settings | None = None) -> list[str]:
+    """Make every table of the acidflow catalog reachable by its name in Spark SQL:
+    ``spark.table("db.t")``, ``spark.sql("select ... from db.t")``, ``INSERT INTO db.t``,
+    each query reading the latest committed snapshot through the ``acid`` data source.
+
+    The choice (measured on PySpark 4.3, :mod:`acidflow.datasource.names`): a Spark database
+    per acidflow database and a Spark table ``db.t`` in the session catalog whose provider
+    ``acid.db.t`` is a Python data source bound to that table. Temporary views cannot have
+    two-part names, persistent views cannot select from a Python source, a catalog plugin
+    must be a JVM class, and Spark passes a catalog table no OPTIONS at read time, so the
+    table travels in the provider name. Spark resolves a catalog table again for every query,
+    so no name pins an old snapshot.
+
+    Call it again after creating tables (a table created after the call has no name until
+    then) or changing a table's columns; it also rebinds the ``acid`` format to
+    ``settings``. :func:`get_spark` does not call it: building a session never opens the
+    catalog.
+
+    Args:
+        spark: the session.
+        settings: catalog settings (default :func:`acidflow.config.load_settings` now).
+    Returns:
+        The ``db.t`` names registered, sorted.
+    Raises:
+        acidflow.catalog.errors.CatalogDatabaseError: the catalog cannot be used (names its
+            URL, password masked, and the command that fixes it).
+    """
+    # deferred: the data source modules import pyspark (module doc of get_spark)
+    from acidflow.datasource.names import register_tables
+
+    return register_tables(spark, settings)

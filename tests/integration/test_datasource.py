@@ -153,8 +153,6 @@ def test_bad_options_and_unknown_table(spark, catalog):
     make_table(catalog, PLAIN)
     with pytest.raises(Exception, match="default.nope"):
         acid(spark, "default.nope")
-    with pytest.raises(Exception, match="default.nope"):
-        frame(spark, PLAIN, range(3)).write.format("acid").mode("append").save("default.nope")
     with pytest.raises(Exception, match="unknown option.*asofwriteidd"):
         acid(spark, PLAIN, asOfWriteIdd=1)
     with pytest.raises(Exception, match="toWriteId needs fromWriteId"):

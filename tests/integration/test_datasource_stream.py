@@ -272,3 +272,15 @@ def test_major_compaction_between_micro_batches_of_a_running_query(spark, catalo
     assert rows(catalog) == collections.Counter([(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e")])
     assert len(catalog.commit_records(T)) >= 5
     assert catalog.list_transactions(["open"]) == []
+
+
+def test_stream_creates_a_missing_table(spark, catalog, tmp_path):
+    """A streaming write into a table the catalog does not have creates it from the stream's
+    schema and the table-definition options (acidflow.datasource.create), then upserts."""
+    feed = Feed(tmp_path)
+    feed.add([(1, "a"), (2, "b")], [(2, "c")])
+    feed.run(spark, primaryKey="id", buckets="2", onExisting="upsert")
+    table = catalog.get_table(T)
+    assert [(c.name, c.hive_type) for c in table.columns] == [("id", "int"), ("v", "string")]
+    assert table.primary_key == ["id"] and table.num_buckets == 2
+    assert rows(catalog) == collections.Counter([(1, "a"), (2, "c")])

@@ -86,6 +86,16 @@ def url_scheme(url: str) -> str:
     return head.split("+", 1)[0].strip().lower() if sep else ""
 
 
+def is_embedded(url: str) -> bool:
+    """True for an embedded catalog: a SQLite database (the default, a file in the warehouse,
+    :mod:`acidflow.config`), which the process that opens it creates and migrates on first
+    use (serialised between processes, :meth:`acidflow.catalog.sql.db.Database.upgrade`).
+    A server catalog (PostgreSQL, a Hive metastore) is set up once by ``acidflow catalog
+    init``; code that must not change a shared server's schema behind its owner's back
+    (the Spark data source) opens it without migrating."""
+    return url_scheme(url) == "sqlite"
+
+
 def load_catalog(
     url: str | None = None, *, warehouse: str | None = None, migrate: bool = True, **kwargs: Any
 ) -> Catalog:

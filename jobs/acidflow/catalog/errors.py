@@ -251,6 +251,7 @@ class CatalogDatabaseError(CatalogError):
     Attributes:
         url: the catalog URL, password masked.
         problem: ``"read-only"``, ``"locked"``, ``"corrupt"``, ``"cannot-open"``,
+            ``"not-initialised"`` (no catalog tables: ``acidflow catalog init``),
             ``"foreign"`` or ``"error"``.
     """
 

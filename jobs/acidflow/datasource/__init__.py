@@ -18,9 +18,15 @@ or before it), ``readOptimized`` (base only), ``rowId`` (adds ``ROW__ID``), ``fi
 primary key does with a stored key, ``Transaction.insert``'s ``on_existing``), ``txnAppId`` /
 ``txnVersion`` (an idempotent write, Delta Lake's options: a version at most the last one
 applied for the application on the table commits nothing; :mod:`acidflow.datasource.write`).
-Both:
+Table-definition options of a write into a table the catalog does not have, which creates
+it (checked against an existing table's definition): ``primaryKey``, ``buckets``,
+``clusteredBy``, ``partitionBy``, ``orderingColumn``, ``bucketingVersion``
+(:mod:`acidflow.datasource.create`). Both:
 ``table`` (instead of the load/save path), ``catalog`` / ``warehouse`` (default: the settings
-:func:`register` captured, else the environment, :mod:`acidflow.config`).
+:func:`register` captured, else the environment, :mod:`acidflow.config`). The planning side
+creates and migrates an embedded (SQLite) catalog on first use; a server catalog must be
+initialised (``acidflow catalog init``; the error names its URL). Spark SQL names ``db.t``
+for every table: :func:`acidflow.spark.register` (:mod:`acidflow.datasource.names`).
 
 Where the API runs what: ``schema()``, ``reader()``/``partitions()``, ``writer()`` and
 ``commit()``/``abort()`` run in Python workers that the driver's JVM starts (not in the
@@ -81,6 +87,7 @@ __all__ = [
     "AcidStreamWriter",
     "AcidWriter",
     "NAME",
+    "bound_source",
     "create_temp_view",
     "register",
 ]
@@ -88,18 +95,32 @@ __all__ = [
 
 class AcidDataSource(DataSource):
     """The ``acid`` format (package doc). ``settings``: the catalog settings :func:`register`
-    captured in the driver (None: the environment of the worker)."""
+    captured in the driver (None: the environment of the worker). ``table`` / ``format``:
+    a source bound to one table under its own format name (``acid.db.t``, the provider of
+    the Spark table :func:`acidflow.datasource.names.register_tables` makes), which reads and
+    writes that table when the options name none -- Spark passes a catalog table's reads
+    and INSERTs no options."""
 
     settings: ClassVar[Settings | None] = None
+    table: ClassVar[str | None] = None
+    format: ClassVar[str] = NAME
 
     @classmethod
     def name(cls) -> str:
-        return NAME
+        return cls.format
+
+    def _options(self) -> dict[str, str]:
+        """The options, with ``table`` = the bound table when they name none."""
+        opts = dict(self.options)
+        if self.table is not None and not {str(k).lower() for k in opts} & {"table", "path"}:
+            opts["table"] = self.table
+        return opts
 
     def _plan(self) -> tuple[Scan, list[Any]]:
         if getattr(self, "_planned", None) is None:
-            settings = resolve_settings(self.settings, checked_options(self.options))
-            self._planned = plan_scan(settings, self.options)
+            options = self._options()
+            settings = resolve_settings(self.settings, checked_options(options))
+            self._planned = plan_scan(settings, options)
         return self._planned
 
     def schema(self) -> T.StructType:
@@ -113,18 +134,24 @@ class AcidDataSource(DataSource):
         if [(f.name, f.dataType) for f in schema.fields] != [
             (f.name, f.dataType) for f in scan.spark_schema().fields
         ]:
+            hint = (
+                "the Spark table was registered with an earlier schema: run "
+                "acidflow.spark.register(spark) again"
+                if self.table is not None
+                else "read without .schema()"
+            )
             raise AcidDataSourceError(
                 f"acid data source, table {scan.table}: the schema given "
                 f"({schema.simpleString()}) is not the table's "
-                f"({scan.spark_schema().simpleString()}); read without .schema()"
+                f"({scan.spark_schema().simpleString()}); {hint}"
             )
         return AcidReader(scan, values, schema)
 
     def writer(self, schema: T.StructType, overwrite: bool) -> AcidWriter | AppliedWriter:
         """Raises: see :meth:`AcidWriter.open`."""
-        opts = checked_options(self.options)
+        options = self._options()
         return AcidWriter.open(
-            resolve_settings(self.settings, opts), self.options, schema, overwrite
+            resolve_settings(self.settings, checked_options(options)), options, schema, overwrite
         )
 
     def streamWriter(self, schema: T.StructType, overwrite: bool) -> AcidStreamWriter:  # noqa: N802 - PySpark's name
@@ -132,9 +159,9 @@ class AcidDataSource(DataSource):
         (:mod:`acidflow.datasource.stream`).
 
         Raises: see :meth:`AcidStreamWriter.open`."""
-        opts = checked_options(self.options)
+        options = self._options()
         return AcidStreamWriter.open(
-            resolve_settings(self.settings, opts), self.options, schema, overwrite
+            resolve_settings(self.settings, checked_options(options)), options, schema, overwrite
         )
 
 
@@ -143,13 +170,24 @@ def register(spark: SparkSession, settings: Settings | None = None) -> None:
     ``settings`` (default :func:`acidflow.config.load_settings` now, in the driver): the
     source's workers use that catalog and warehouse unless options say otherwise. Call again
     after changing ``ACIDFLOW_*`` to rebind. ``acidflow.spark.get_spark`` calls it."""
-    bound = type(
-        "AcidDataSourceBound",
-        (AcidDataSource,),
-        {"settings": settings or load_settings(), "__module__": __name__},
-    )
+    spark.dataSource.register(bound_source(settings or load_settings()))
+
+
+def bound_source(settings: Settings, table: str | None = None) -> type[AcidDataSource]:
+    """A subclass of :class:`AcidDataSource` bound to ``settings``, and to ``table`` (its
+    format then ``acid.<db>.<table>``) when given.
+
+    Args:
+        settings: the catalog settings its workers use unless options say otherwise.
+        table: the normalised ``db.table`` it reads and writes when no option names one.
+    Returns:
+        The class, ready for ``spark.dataSource.register``.
+    """
+    attrs: dict[str, Any] = {"settings": settings, "__module__": __name__}
+    if table is not None:
+        attrs.update(table=table, format=f"{NAME}.{table}")
     # a class that is not a module attribute: cloudpickle ships it by value, settings included
-    spark.dataSource.register(bound)
+    return type("AcidDataSourceBound", (AcidDataSource,), attrs)
 
 
 def create_temp_view(
@@ -158,7 +196,8 @@ def create_temp_view(
     """``CREATE OR REPLACE TEMPORARY VIEW <view> USING acid OPTIONS (table ..., ...)``: a Spark
     SQL name for an acidflow table (SELECT, INSERT INTO, INSERT OVERWRITE; ``spark.table``).
     The view reads the snapshot taken when it is created: create it again to see later
-    commits. ``view`` defaults to the table name without its database.
+    commits. ``view`` defaults to the table name without its database. For ``db.table``
+    names that read the latest snapshot on every query, see :func:`acidflow.spark.register`.
 
     Returns:
         The view name.

@@ -1,5 +1,6 @@
 """What the reader and the writer of the ``acid`` data source share: its options (checked
-and lower-cased), the catalog settings its workers use and a lazy heartbeat thread."""
+and lower-cased), the catalog settings its workers use, how they open the catalog and a lazy
+heartbeat thread."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from datetime import datetime, timezone
 from typing import Callable, Mapping
 
 from acidflow.catalog import Catalog
+from acidflow.catalog.base import is_embedded
 from acidflow.catalog.records import TxnState
 from acidflow.config import Settings, load_settings
 from acidflow.errors import AcidflowError
@@ -38,11 +40,38 @@ OPTIONS = {
     "txnappid",
     "txnversion",
     "checkpointlocation",
+    # the definition of a table a write creates (acidflow.datasource.create)
+    "primarykey",
+    "buckets",
+    "clusteredby",
+    "partitionby",
+    "orderingcolumn",
+    "bucketingversion",
 }
 
 
 class AcidDataSourceError(AcidflowError, ValueError):
     """Bad options of the ``acid`` data source (names the option and the table)."""
+
+
+class TableOptionConflictError(AcidDataSourceError):
+    """A write's table-definition option (``primaryKey``, ``buckets``, ``partitionBy``...)
+    differs from the existing table's definition: the write is refused, nothing is changed
+    (Delta Lake refuses a write whose partitioning differs from the table's the same way).
+
+    Attributes:
+        table: the table; option: the option's name as written (camelCase);
+        table_value / given: the table's value and the option's, both as option text.
+    """
+
+    def __init__(self, table: str, option: str, table_value: str, given: str) -> None:
+        self.table, self.option = table, option
+        self.table_value, self.given = table_value, given
+        super().__init__(
+            f"acid data source, table {table}: option {option}={given!r} conflicts with the "
+            f"existing table's {option}={table_value!r}; drop the option (it only applies "
+            "when the write creates the table) or write to a table defined that way"
+        )
 
 
 # ---------------------------------------------------------------------------- options
@@ -126,9 +155,21 @@ def resolve_settings(base: Settings | None, opts: dict[str, str]) -> Settings:
     return settings
 
 
-def open_catalog(settings: Settings) -> Catalog:
-    # the driver created the catalog's schema; workers only use it
-    return Catalog.from_settings(settings, migrate=False)
+def open_catalog(settings: Settings, *, planning: bool = False) -> Catalog:
+    """The catalog of ``settings``.
+
+    Args:
+        planning: opened by the planning side (``schema()``, ``writer()``, ``streamWriter()``,
+            in a Python worker of the driver): an embedded catalog
+            (:func:`acidflow.catalog.base.is_embedded`, the default SQLite file) is created
+            and migrated on first use, as the ``acidflow`` commands do; a server catalog is
+            used as it is. Spark tasks never migrate (planning did).
+    Raises:
+        acidflow.catalog.errors.CatalogDatabaseError: the catalog cannot be used; a server
+            catalog never initialised names its URL (password masked) and ``acidflow
+            catalog init``.
+    """
+    return Catalog.from_settings(settings, migrate=planning and is_embedded(settings.catalog_url))
 
 
 class Heartbeat:

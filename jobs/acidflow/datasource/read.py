@@ -122,7 +122,7 @@ def plan_scan(settings: Settings, options: Mapping[str, str]) -> tuple[Scan, lis
             f"acid data source, table {name}: fromWriteId / fromTimestamp (incremental) "
             "does not go with asOfWriteId, asOfTimestamp or readOptimized"
         )
-    catalog = open_catalog(settings)
+    catalog = open_catalog(settings, planning=True)
     table = catalog.get_table(name)
     # a time is the state after the last commit at or before it: that commit's write id
     if as_of_t is not None:

@@ -105,7 +105,8 @@ class AcidStreamWriter(DataSourceStreamArrowWriter):
             AcidDataSourceError: complete output mode (Spark itself refuses update mode for
                 Python sinks); no ``checkpointLocation`` option; ``txnAppId`` / ``txnVersion``
                 (the query id and batch id take their place); a bad ``onExisting``.
-            SchemaMismatchError; NoSuchTableError.
+            SchemaMismatchError; TableOptionConflictError (a missing table is created
+                first, :mod:`acidflow.datasource.create`).
         """
         opts = checked_options(options)
         name = table_name(opts)
@@ -127,7 +128,7 @@ class AcidStreamWriter(DataSourceStreamArrowWriter):
                 f"acid data source, table {name}: a streaming write needs the option "
                 "checkpointLocation (it tells the query's transactions apart)"
             )
-        with open_catalog(settings) as catalog:
+        with open_catalog(settings, planning=True) as catalog:
             plan = WritePlan.checked(settings, catalog, opts, schema, False)
         return cls(plan, sink_agent(plan.table.name, checkpoint))
 

@@ -54,6 +54,7 @@ from acidflow.datasource.common import (
     open_catalog,
     table_name,
 )
+from acidflow.datasource.create import table_for_write
 from acidflow.engine import conform
 from acidflow.engine.statements import external
 from acidflow.engine.statements import insert as insert_stmt
@@ -113,10 +114,11 @@ class WritePlan:
         overwrite: bool,
     ) -> "WritePlan":
         """Check ``schema`` against the table and the write options (``opts``: checked,
-        lower-case keys).
+        lower-case keys); a table the catalog does not have is created from ``schema`` and
+        the table-definition options first (:func:`acidflow.datasource.create.table_for_write`).
 
         Raises:
-            SchemaMismatchError; AcidDataSourceError; NoSuchTableError (see
+            SchemaMismatchError; AcidDataSourceError; TableOptionConflictError (see
             :meth:`AcidWriter.open`).
         """
         name = table_name(opts)
@@ -125,7 +127,7 @@ class WritePlan:
             write_opts["compression"] = opts["compression"]
         if "striperows" in opts:
             write_opts["stripe_rows"] = int_option(opts, "striperows", name)
-        tdef = catalog.get_table(name)
+        tdef = table_for_write(catalog, name, schema, opts)
         names = conform.check_schema(schema, tdef)
         return cls(
             settings, tdef, names, overwrite, _on_existing(opts, tdef, overwrite), write_opts
@@ -167,12 +169,15 @@ class AcidWriter(DataSourceArrowWriter):
             SchemaMismatchError: missing, extra or uncastable columns (nothing is opened).
             AcidDataSourceError: a bad ``onExisting`` (unknown; other than ``error`` for an
                 overwrite or a table without a primary key), only one of ``txnAppId`` /
-                ``txnVersion``, a version that is no integer >= 0.
-            NoSuchTableError; LockTimeoutError; BatchInProgressError: another open write
-                holds the same batch (the transaction is aborted).
+                ``txnVersion``, a version that is no integer >= 0, table-definition options
+                a missing table cannot be created with (:mod:`acidflow.datasource.create`).
+            TableOptionConflictError: a table-definition option that differs from the
+                existing table's.
+            LockTimeoutError; BatchInProgressError: another open write holds the same
+                batch (the transaction is aborted).
         """
         opts = checked_options(options)
-        with open_catalog(settings) as catalog:
+        with open_catalog(settings, planning=True) as catalog:
             plan = WritePlan.checked(settings, catalog, opts, schema, overwrite)
             batch = _idempotent_batch(opts, plan.table.name)
             if batch is not None:

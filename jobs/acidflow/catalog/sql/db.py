@@ -22,7 +22,8 @@ acidflow catalog (:class:`~acidflow.catalog.errors.ForeignDatabaseError`, unless
 ``acidflow catalog init --force``), and every database error at connect, migrate or run
 becomes a one-line :class:`~acidflow.catalog.errors.CatalogDatabaseError` naming the URL with
 its password masked: read-only, locked beyond the busy timeout, corrupt / not a database,
-cannot be opened (missing or unusable directory).
+cannot be opened (missing or unusable directory, server down), not initialised (no catalog
+tables: ``acidflow catalog init``).
 """
 
 from __future__ import annotations
@@ -131,6 +132,13 @@ def describe_db_error(url: str, exc: BaseException) -> CatalogDatabaseError:
             f"({text}): restore it from a backup, or point ACIDFLOW_CATALOG_URL at the right "
             "file",
         )
+    if _not_initialised(orig, low):
+        return CatalogDatabaseError(
+            url,
+            "not-initialised",
+            f"catalog database {url} is not initialised ({text}): create the catalog's "
+            f"tables with `acidflow catalog init` (ACIDFLOW_CATALOG_URL={url})",
+        )
     if (
         "unable to open database file" in low
         or "could not connect" in low
@@ -142,9 +150,19 @@ def describe_db_error(url: str, exc: BaseException) -> CatalogDatabaseError:
             "cannot-open",
             f"cannot open catalog database {url} ({text}): check that its "
             "directory exists and is writable (or that the server is up and the database "
-            "exists)",
+            "exists), then `acidflow catalog init` creates the catalog's tables",
         )
     return CatalogDatabaseError(url, "error", f"catalog database {url}: {text}")
+
+
+def _not_initialised(orig: BaseException, low: str) -> bool:
+    """A statement refused because a catalog table is missing: SQLite ``no such table``,
+    PostgreSQL ``undefined_table`` (SQLSTATE 42P01, ``relation ... does not exist``)."""
+    return (
+        low.startswith("no such table")
+        or getattr(orig, "pgcode", None) == "42P01"
+        or (low.startswith("relation ") and "does not exist" in low)
+    )
 
 
 def _default_user() -> str | None:
