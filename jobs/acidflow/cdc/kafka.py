@@ -494,13 +494,13 @@ def drain(
     Each look at the partitions' offsets reads ahead the records of up to
     :data:`READ_AHEAD_BATCHES` capped batches (``max_offsets`` each, and not more than
     ``max_batches`` still allow): the first batch's range at once, the rest in a second Spark
-    job on a thread of its own while the first batch is applied (Spark runs jobs of several
-    threads side by side); the batches are then cut from those records one by one as
-    :func:`apply_kafka` cuts them (each batch still commits its own start and end offsets
-    with its data, from the catalog's high-water mark). A batch that needs records beyond
-    the window (a source transaction larger than the cap) reads them itself. When the
-    window's offsets are used up the source is looked at again. Memory: the window's record
-    bytes (about ``READ_AHEAD_BATCHES * max_offsets`` records).
+    job on a thread of its own, started first and running on while the first batch is applied
+    (Spark runs jobs of several threads side by side); the batches are then cut from those
+    records one by one as :func:`apply_kafka` cuts them (each batch still commits its own
+    start and end offsets with its data, from the catalog's high-water mark). A batch that
+    needs records beyond the window (a source transaction larger than the cap) reads them
+    itself. When the window's offsets are used up the source is looked at again. Memory: the
+    window's record bytes (about ``READ_AHEAD_BATCHES * max_offsets`` records).
 
     Raises:
         What :func:`apply_kafka` raises; batches committed before the error stay committed.
@@ -543,17 +543,20 @@ def _read_ahead(
     reader: ThreadPoolExecutor,
 ) -> _Window | None:
     """The window of a drain's look (:func:`drain`): the first batch's range read now, the
-    rest of ``batches`` capped batches read by ``reader`` while the first is applied."""
+    rest of ``batches`` capped batches by ``reader`` meanwhile (started first: the two Spark
+    jobs run side by side, and the second goes on while the first batch is applied)."""
     assert kopts.max_offsets is not None
     _, start = _start(catalog, kopts, look)
     first = _end(kopts, start, look.latest, kopts.max_offsets)
     if not ofs.has_records(start, first):
         return None
-    window = _Window.read(spark, kopts, start, first)
     ahead = _end(kopts, start, look.latest, kopts.max_offsets * batches)
     ahead = {
         t: {p: max(o, first.get(t, {}).get(p, o)) for p, o in ps.items()} for t, ps in ahead.items()
     }
+    pending = None
     if batches > 1 and ofs.has_records(first, ahead):
-        window.pending = reader.submit(lambda: (ahead, read_range(spark, kopts, first, ahead)))
+        pending = reader.submit(lambda: (ahead, read_range(spark, kopts, first, ahead)))
+    window = _Window.read(spark, kopts, start, first)
+    window.pending = pending
     return window
