@@ -29,6 +29,7 @@ HEALTH_OPTIONS = {
     "failed_window_s": "--failed-window",
     "txn_max_age_s": "--txn-max-age",
     "slot_lag_max_bytes": "--slot-lag-max",
+    "unqueued_max_s": "--unqueued-max",
 }
 #: seconds the command may take
 HEALTH_TIMEOUT_S = 600
