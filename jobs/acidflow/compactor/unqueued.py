@@ -141,9 +141,7 @@ def eligible_since(
     """
     since: datetime | None = None
     if write_id is not None:
-        known = sorted(
-            (w, t) for w, t in commit_times.items() if w >= write_id and t is not None
-        )
+        known = sorted((w, t) for w, t in commit_times.items() if w >= write_id and t is not None)
         if known:
             since = _utc(known[0][1])
     ends = [_utc(c.ended_at or c.enqueued_at) for c in history]

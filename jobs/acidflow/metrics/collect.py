@@ -231,7 +231,12 @@ class MetricsSnapshot:
                 hist[(s.metric, tuple(sorted(s.attributes.items())))].append(s.value)
             else:
                 out.append(
-                    {"metric": s.metric, "unit": spec.unit, "attributes": s.attributes, "value": s.value}
+                    {
+                        "metric": s.metric,
+                        "unit": spec.unit,
+                        "attributes": s.attributes,
+                        "value": s.value,
+                    }
                 )
         for (metric, attrs), values in hist.items():
             out.append(
@@ -397,7 +402,9 @@ def collect_metrics(
     names = {t.name for t in tables}
     samples: list[Sample] = []
     for t in tables:
-        samples += commit_samples(t.name, catalog.valid_write_ids(t.name), catalog.commit_records(t.name))
+        samples += commit_samples(
+            t.name, catalog.valid_write_ids(t.name), catalog.commit_records(t.name)
+        )
     samples += duration_samples(catalog.list_transactions([TxnState.COMMITTED]), names)
     for t in tables:
         samples += delta_samples(catalog, t)

@@ -100,8 +100,11 @@ def otlp_endpoint_configured(env: Mapping[str, str] | None = None) -> bool:
     set (non-empty): the condition under which the DAGs push."""
     e = os.environ if env is None else env
     return bool(
-        (e.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") or e.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "")
-        .strip()
+        (
+            e.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+            or e.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+            or ""
+        ).strip()
     )
 
 
