@@ -192,7 +192,7 @@ def unqueued_partitions(
             UnqueuedPartition(
                 table=d.table,
                 partition=d.partition,
-                compaction_type=d.action,
+                compaction_type=str(d.action),
                 reason=d.reason,
                 deltas=d.stats.delta_count - d.stats.delete_delta_count,
                 delete_deltas=d.stats.delete_delta_count,
