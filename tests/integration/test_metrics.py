@@ -12,6 +12,7 @@ from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from airflow.sdk.exceptions import AirflowSkipException
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
     ExportMetricsServiceResponse,
@@ -27,6 +28,7 @@ from acidflow.metrics.export import MetricsExportError, export_metrics
 from acidflow.quality.health import HealthThresholds, check_health
 from acidflow.quarantine import write_quarantine
 from acidflow.sources.records import BadRecord
+from acidflow_airflow.health import run_metrics_push
 from tests.support import acidtables as at
 
 B0 = encode_bucket_property(0, 0)
@@ -334,3 +336,18 @@ def test_metrics_and_health_commands(catalog, otlp_env):
     report = json.loads(res.stdout.splitlines()[-1])
     found = [f for f in report["findings"] if f["kind"] == "compaction-not-queued"]
     assert [f["details"]["partition"] for f in found] == ["ds=a"]
+
+
+def test_acid_health_pushes_the_metrics_only_to_a_configured_endpoint(
+    catalog, otlp_env, monkeypatch
+):
+    build(catalog)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    with pytest.raises(AirflowSkipException, match="OTEL_EXPORTER_OTLP_ENDPOINT"):
+        run_metrics_push({})
+    with Receiver() as rx:
+        otlp_env(rx)
+        pushed = run_metrics_push({})
+    got = rx.points()
+    assert pushed["points"] == len([p for p in collect_metrics(catalog).to_dicts()])
+    assert ({"table": ORDERS, "partition": "ds=a"}, 1) in got["acidflow.partition.delete_deltas"]

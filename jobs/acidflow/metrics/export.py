@@ -95,19 +95,6 @@ def otlp_protocol(env: Mapping[str, str] | None = None) -> str:
     return value
 
 
-def otlp_endpoint_configured(env: Mapping[str, str] | None = None) -> bool:
-    """True when ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_ENDPOINT`` is
-    set (non-empty): the condition under which the DAGs push."""
-    e = os.environ if env is None else env
-    return bool(
-        (
-            e.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
-            or e.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-            or ""
-        ).strip()
-    )
-
-
 def otlp_exporter(env: Mapping[str, str] | None = None) -> MetricExporter:
     """The OTLP metric exporter of :func:`otlp_protocol`, configured by the exporter from the
     ``OTEL_EXPORTER_OTLP_*`` environment (module docstring).
