@@ -6,7 +6,8 @@ a backend that needs more is an extra (``pyproject.toml`` ``[project.optional-de
 
 - ``hms``: the Hive Metastore catalog (``thrift://``): pymetastore, thrift;
 - ``quality``: data quality suites run by Great Expectations: great-expectations, pandas;
-- ``postgres``: PostgreSQL sources (slot pulls, snapshots, slot lag): psycopg2-binary.
+- ``postgres``: PostgreSQL sources (slot pulls, snapshots, slot lag): psycopg2-binary;
+- ``metrics``: ``acidflow metrics --push``: the OpenTelemetry SDK and OTLP exporters.
 
 The lazy import points call :func:`require` before they import the optional package, e.g.::
 

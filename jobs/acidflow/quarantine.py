@@ -10,6 +10,7 @@ The file is written before the batch's transaction commits (a rerun after an abo
 it), so every committed batch's bad records are on disk. It appears whole or not at all
 (``TableFS.put_atomic``: a temporary file and a rename on local disk, one ``PutObject`` on S3). A batch whose share of bad records
 exceeds the threshold (default 1 %) is refused: :class:`QuarantineThresholdError`.
+:func:`quarantined_counts` reads the records back (the ``acidflow.quarantine.records`` metric).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import Counter
 from datetime import datetime, timezone
 
 from acidflow.errors import AcidflowError
@@ -86,6 +88,42 @@ def write_quarantine(warehouse: str, kind: str, batch_id: str, bad: list[BadReco
     tfs.makedirs(join(warehouse, "_quarantine", kind))
     tfs.put_atomic(path, text.encode("utf-8"))  # whole or nothing, also on S3 (one PUT)
     return path
+
+
+def quarantined_counts(warehouse: str) -> dict[tuple[str, str], int]:
+    """Bad records kept under ``<warehouse>/_quarantine/<kind>/*.jsonl`` (module docstring),
+    counted per kind and table. Whole input files set aside by :func:`quarantine_input_file`
+    (``files/``) are not records and are not counted; a line that is not a JSON object counts
+    with table ``""``.
+
+    Args:
+        warehouse: the warehouse root (local path or fsspec URL).
+    Returns:
+        ``{(kind, table): records}``: kind is the folder (``"cdc"``, ``"ingest"``), table the
+        record's ``db.table`` or ``""`` when it names none; empty without a quarantine.
+    Raises:
+        OSError: a quarantine file cannot be read.
+    """
+    tfs = TableFS(warehouse)
+    root = join(warehouse, "_quarantine")
+    counts: Counter[tuple[str, str]] = Counter()
+    for kind, is_dir in tfs.list_dir(root):
+        if not is_dir:
+            continue
+        folder = join(root, kind)
+        for name, sub_dir in tfs.list_dir(folder):
+            if sub_dir or not name.endswith(".jsonl"):
+                continue
+            for line in tfs.read_bytes(join(folder, name)).decode("utf-8").splitlines():
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    record = None
+                table = record.get("table") if isinstance(record, dict) else None
+                counts[(kind, str(table or ""))] += 1
+    return dict(counts)
 
 
 def check_threshold(

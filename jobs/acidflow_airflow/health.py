@@ -1,5 +1,6 @@
-"""``acid_health``'s check: run ``acidflow health --json`` with the jobs' Python and read its
-report.
+"""``acid_health``'s tasks: the check (run ``acidflow health --json`` with the jobs' Python and
+read its report) and the metrics push (``acidflow metrics --push --json`` when an OTLP endpoint is
+configured, :func:`run_metrics_push`).
 
 The command prints its report as one JSON line last on stdout and exits 0 (healthy), 1 (findings)
 or anything else (it could not run). :func:`read_health_report` turns that into the report, an
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow.sdk import BaseHook
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
 from acidflow_airflow.config import job_env, python_bin, repo
 
@@ -29,6 +30,7 @@ HEALTH_OPTIONS = {
     "failed_window_s": "--failed-window",
     "txn_max_age_s": "--txn-max-age",
     "slot_lag_max_bytes": "--slot-lag-max",
+    "unqueued_max_s": "--unqueued-max",
 }
 #: seconds the command may take
 HEALTH_TIMEOUT_S = 600
@@ -133,3 +135,56 @@ def run_health_check(params: Mapping[str, Any]) -> dict[str, Any]:
         timeout=HEALTH_TIMEOUT_S,
     )
     return read_health_report(proc.returncode, proc.stdout, proc.stderr)
+
+
+#: the variables naming an OTLP endpoint (OpenTelemetry's standard ones); one set = push
+OTLP_ENDPOINT_VARS = ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+#: seconds the push may take (the collection lists every candidate partition)
+METRICS_TIMEOUT_S = 600
+
+
+def metrics_argv(params: Mapping[str, Any]) -> list[str]:
+    """``acidflow metrics --push --json`` arguments (the slot lag too when
+    ``postgres_conn_id`` is set)."""
+    argv = ["metrics", "--push", "--json"]
+    if params.get("postgres_conn_id"):
+        argv += ["--slot", ",".join(params.get("slots") or ["acidflow"])]
+    return argv
+
+
+def run_metrics_push(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Push acidflow's metrics once over OTLP: ``acidflow metrics --push --json`` with the jobs'
+    Python and environment, the ``OTEL_*`` variables of the worker passed on.
+
+    Args:
+        params: the DAG run's params (``postgres_conn_id``, ``slots`` for the slot lag).
+    Returns:
+        ``{"points": <metric points pushed>}`` (to XCom).
+    Raises:
+        AirflowSkipException: no OTLP endpoint (:data:`OTLP_ENDPOINT_VARS`) is set.
+        AirflowException: the command failed (collector unreachable or refusing, catalog
+            unreachable): retried.
+    """
+    env = {**os.environ, **job_env()}
+    if not any(env.get(v, "").strip() for v in OTLP_ENDPOINT_VARS):
+        raise AirflowSkipException(
+            "no OTLP endpoint: set OTEL_EXPORTER_OTLP_ENDPOINT to push acidflow's metrics"
+        )
+    if params.get("postgres_conn_id"):
+        env["ACIDFLOW_HEALTH_SLOT_DSN"] = BaseHook.get_connection(
+            params["postgres_conn_id"]
+        ).get_uri()
+    proc = subprocess.run(
+        [python_bin(), "-m", "acidflow.cli", *metrics_argv(params)],
+        cwd=str(repo()),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=METRICS_TIMEOUT_S,
+    )
+    if proc.returncode != 0:
+        raise AirflowException(
+            f"acidflow metrics --push failed (exit {proc.returncode}): "
+            f"{(proc.stderr or proc.stdout).strip()[-2000:]}"
+        )
+    return {"points": len([line for line in proc.stdout.splitlines() if line.startswith("{")])}

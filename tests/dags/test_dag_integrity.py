@@ -125,7 +125,7 @@ def test_schedules_run_one_at_a_time_without_catchup(parsed):
         "ShortCircuitOperator" in str(cdc["operators"])
         or "_ShortCircuitDecoratedOperator" in cdc["operators"]
     )
-    assert health["tasks"] == ["check"]
+    assert health["tasks"] == ["check", "push_metrics"]
     assert {k for k, v in health["defaults"].items() if v is None} == {
         "initiated_max_s",
         "working_max_s",
@@ -133,6 +133,7 @@ def test_schedules_run_one_at_a_time_without_catchup(parsed):
         "failed_window_s",
         "txn_max_age_s",
         "slot_lag_max_bytes",
+        "unqueued_max_s",
     }
 
 

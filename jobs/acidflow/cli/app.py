@@ -22,6 +22,7 @@ from acidflow.cli import demo as demo_cli
 from acidflow.cli import dml as dml_cli
 from acidflow.cli import health as health_cli
 from acidflow.cli import history as history_cli
+from acidflow.cli import metrics as metrics_cli
 from acidflow.cli import pull as pull_cli
 from acidflow.cli import reconcile as reconcile_cli
 from acidflow.cli import show as show_cli
@@ -50,6 +51,7 @@ compactor_cli.register(app)
 catalog_cli.register(app)
 table_cli.register(app)
 health_cli.register(app)
+metrics_cli.register(app)
 timeline_cli.register(app)
 dml_cli.register(app)
 history_cli.register(app)

@@ -1,5 +1,6 @@
 """``acidflow health``: the catalog's operational health check (stuck or failing compactions,
-transactions open past the timeout, replication slots lagging), added by :func:`register`.
+partitions over the initiator's thresholds with nothing queued, transactions open past the
+timeout, replication slots lagging), added by :func:`register`.
 
 Exit codes: 0 healthy, 1 findings (each printed with its reason), 2 the check could not run
 (catalog or source database unreachable). The ``acid_health`` DAG runs this command; the rules
@@ -61,6 +62,13 @@ def health(
         min=0,
         help="WAL bytes a slot may lag [ACIDFLOW_HEALTH_SLOT_LAG_MAX_BYTES; 1 GiB]",
     ),
+    unqueued_max: Optional[float] = typer.Option(
+        None,
+        "--unqueued-max",
+        min=0,
+        help="seconds a partition may stay eligible for compaction with nothing queued "
+        "[ACIDFLOW_HEALTH_UNQUEUED_MAX_S; 3600]",
+    ),
     slot_dsn: Optional[str] = typer.Option(
         None,
         "--slot-dsn",
@@ -75,9 +83,11 @@ def health(
     ),
 ) -> None:
     """Check the catalog: compactions initiated or working too long, failed compactions in
-    a window, open transactions past the heartbeat timeout or too old, replication slots
+    a window, partitions over the initiator's thresholds not queued in time, open transactions past the heartbeat timeout or too old, replication slots
     lagging (with --slot-dsn). Exit 1 when anything is found."""
-    # deferred: acidflow.quality imports the readers (pyarrow); --help needs none of it
+    # deferred: acidflow.quality and the compactor import the readers (pyarrow); --help needs
+    # none of it
+    from acidflow.compactor.unqueued import unqueued_partitions
     from acidflow.quality.health import HealthThresholds, check_health
 
     try:
@@ -88,6 +98,7 @@ def health(
             failed_window_s=failed_window,
             txn_max_age_s=txn_max_age,
             slot_lag_max_bytes=slot_lag_max,
+            unqueued_max_s=unqueued_max,
         )
     except ValueError as exc:
         raise typer.BadParameter(str(exc))
@@ -101,7 +112,12 @@ def health(
             raise typer.Exit(EXIT_ERROR)
     now = datetime.now(timezone.utc)
     cat = cli_context(ctx).catalog()
-    findings = check_health(cat, th, now, slot_lag=lags)
+    try:
+        unqueued = unqueued_partitions(cat)
+    except OSError as exc:
+        err.print(f"[red]health check failed:[/] listing partitions for the initiator: {exc}")
+        raise typer.Exit(EXIT_ERROR)
+    findings = check_health(cat, th, now, slot_lag=lags, unqueued=unqueued)
     if as_json:
         emit_json(
             {
@@ -111,6 +127,7 @@ def health(
                 "thresholds": th.to_dict(),
                 "txn_timeout_s": cat.txn_timeout_s,
                 "slots": lags,
+                "unqueued": [p.to_dict() for p in unqueued],
                 "findings": [f.to_dict() for f in findings],
             },
         )

@@ -39,7 +39,7 @@ from typing import Callable, Sequence
 from acidflow.catalog import Catalog, CompactionInfo, TableDef
 from acidflow.catalog.records import CompactionState, CompactionType
 from acidflow.compactor.config import CompactorConfig, no_auto_compaction
-from acidflow.format.layout import ValidWriteIdList, bucket_files
+from acidflow.format.layout import DirEntry, ValidWriteIdList, bucket_files
 from acidflow.storage.fs import TableFS
 from acidflow.storage.state import acid_state
 from acidflow.storage.tablepaths import partition_dir
@@ -67,6 +67,7 @@ class PartitionStats:
     delta_count: int = 0
     aborted_count: int = 0
     data_file_sizes: tuple[int, ...] = ()
+    delete_delta_count: int = 0
 
 
 @dataclass(frozen=True)
@@ -231,6 +232,8 @@ def partition_stats(
     valid: ValidWriteIdList,
     aborted_count: int,
     txn_state: Callable[[int], str] | None = None,
+    *,
+    entries: list[DirEntry] | None = None,
 ) -> PartitionStats:
     """Gather :class:`PartitionStats` of a partition directory at the compactor's snapshot
     (``valid.for_compactor()``), like Hive's initiator (``getAcidState`` + file lengths).
@@ -240,6 +243,8 @@ def partition_stats(
         valid: the table's ValidWriteIdList (turned into the compactor's here).
         aborted_count: aborted write ids of the partition (from the catalog).
         txn_state: the ``_v<T>`` lookup (``Catalog.visibility_lookup``).
+        entries: the partition directory's recursive listing when the caller has it (paths
+            relative to the partition directory); default: listed here.
     Returns:
         sizes in bytes and current delta counts.
     Raises:
@@ -247,7 +252,8 @@ def partition_stats(
     """
     tfs = TableFS(table.location)
     pdir = partition_dir(table, partition)
-    entries = tfs.list_recursive(pdir)
+    if entries is None:
+        entries = tfs.list_recursive(pdir)
     sizes = {e.path: e.size for e in entries if not e.is_dir}
     state = acid_state(tfs, pdir, valid.for_compactor(), entries=entries, txn_state=txn_state)
     base = 0
@@ -263,7 +269,12 @@ def partition_stats(
             rel for d in state.deltas if not d.is_delete for rel, _ in bucket_files(entries, d.name)
         ]
     return PartitionStats(
-        base, delta, len(state.deltas), aborted_count, tuple(sizes.get(rel, 0) for rel in counted)
+        base,
+        delta,
+        len(state.deltas),
+        aborted_count,
+        tuple(sizes.get(rel, 0) for rel in counted),
+        sum(1 for d in state.deltas if d.is_delete),
     )
 
 

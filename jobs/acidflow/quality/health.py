@@ -16,6 +16,11 @@ compaction-working         an entry is ``working`` for longer than ``working_max
                            (since ``started_at``)
 compactions-failed         at least ``failed_max`` compactions ended ``failed`` within the
                            last ``failed_window_s``
+compaction-not-queued      a partition over the initiator's thresholds has had no compaction
+                           queued for longer than ``unqueued_max_s`` (since the commit of the
+                           delta that made it eligible; measured by the caller with
+                           :func:`acidflow.compactor.unqueued.unqueued_partitions`: Hive's
+                           initiator has skipped eligible tables, HIVE-26487, HIVE-30026)
 txn-timed-out              an ``open`` transaction's last heartbeat is older than the
                            catalog's ``txn_timeout_s`` (Hive ``hive.txn.timeout``): the
                            housekeeper (``AcidHouseKeeperService``) should have aborted it
@@ -29,7 +34,8 @@ slot-missing               a configured replication slot does not exist
 Defaults (:class:`HealthThresholds`): the compaction ages follow Hive 4's error levels of the
 oldest-initiated / oldest-working compaction metrics (2 h); the failure count is Hive's
 ``hive.compactor.initiator.failed.compacts.threshold`` (2) over a day; a transaction open for
-6 h; 1 GiB of WAL retained behind a slot. Each is settable through ``ACIDFLOW_HEALTH_<NAME>``
+6 h; 1 GiB of WAL retained behind a slot; an eligible partition unqueued for 1 h (an hourly
+initiator has had its run). Each is settable through ``ACIDFLOW_HEALTH_<NAME>``
 (:meth:`HealthThresholds.from_env`) or the CLI options.
 """
 
@@ -38,7 +44,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timedelta, timezone
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol, Sequence
 
 from acidflow.catalog import Catalog, CompactionInfo, TxnInfo
 from acidflow.catalog.records import CompactionState, TxnState
@@ -48,6 +54,7 @@ KINDS = (
     "compaction-initiated",
     "compaction-working",
     "compactions-failed",
+    "compaction-not-queued",
     "txn-timed-out",
     "txn-open-too-long",
     "slot-lag",
@@ -68,6 +75,8 @@ class HealthThresholds:
         failed_window_s: the window of that count in seconds (default 86400).
         txn_max_age_s: seconds a transaction may stay open (default 21600).
         slot_lag_max_bytes: WAL bytes a replication slot may lag (default 1 GiB).
+        unqueued_max_s: seconds a partition may stay eligible for compaction (over the
+            initiator's thresholds) with nothing queued for it (default 3600).
     """
 
     initiated_max_s: float = 7200.0
@@ -76,6 +85,7 @@ class HealthThresholds:
     failed_window_s: float = 86400.0
     txn_max_age_s: float = 21600.0
     slot_lag_max_bytes: int = 1 << 30
+    unqueued_max_s: float = 3600.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -230,6 +240,76 @@ def compaction_findings(
     return out
 
 
+class UnqueuedLike(Protocol):
+    """What :func:`unqueued_findings` reads of a partition the initiator would queue
+    (:class:`acidflow.compactor.unqueued.UnqueuedPartition`)."""
+
+    @property
+    def table(self) -> str: ...
+    @property
+    def partition(self) -> str | None: ...
+    @property
+    def compaction_type(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def deltas(self) -> int: ...
+    @property
+    def delete_deltas(self) -> int: ...
+    @property
+    def eligible_write_id(self) -> int | None: ...
+    @property
+    def eligible_since(self) -> datetime | None: ...
+
+
+def unqueued_findings(
+    partitions: Sequence[UnqueuedLike], thresholds: HealthThresholds, now: datetime
+) -> list[HealthFinding]:
+    """Partitions over the initiator's thresholds with nothing queued for longer than
+    ``unqueued_max_s`` (one finding each; a partition whose start is unknown raises none).
+
+    Args:
+        partitions: eligible partitions with no ``initiated`` / ``working`` entry
+            (:func:`acidflow.compactor.unqueued.unqueued_partitions`).
+        now: reference time (aware UTC; naive = UTC).
+    """
+    now = _utc(now)
+    out: list[HealthFinding] = []
+    limit = thresholds.unqueued_max_s
+    for p in partitions:
+        if p.eligible_since is None:
+            continue
+        since = _utc(p.eligible_since)
+        age = (now - since).total_seconds()
+        if age <= limit:
+            continue
+        where = p.table + (f" partition {p.partition}" if p.partition else "")
+        out.append(
+            HealthFinding(
+                "compaction-not-queued",
+                where,
+                age,
+                limit,
+                f"{where} has {p.deltas} deltas and {p.delete_deltas} delete deltas and has been "
+                f"eligible for a {p.compaction_type} compaction for {_dur(age)} (since "
+                f"{since:%Y-%m-%d %H:%M:%S} UTC, write id {p.eligible_write_id}; {p.reason}) "
+                f"with nothing queued (threshold {_dur(limit)}): is the initiator running "
+                "(`acidflow initiate`, the compaction DAG)?",
+                {
+                    "table": p.table,
+                    "partition": p.partition,
+                    "type": p.compaction_type,
+                    "reason": p.reason,
+                    "deltas": p.deltas,
+                    "delete_deltas": p.delete_deltas,
+                    "eligible_write_id": p.eligible_write_id,
+                    "since": since.isoformat(),
+                },
+            )
+        )
+    return out
+
+
 def transaction_findings(
     open_txns: list[TxnInfo], thresholds: HealthThresholds, txn_timeout_s: float, now: datetime
 ) -> list[HealthFinding]:
@@ -330,6 +410,7 @@ def check_health(
     now: datetime | None = None,
     *,
     slot_lag: Mapping[str, int | None] | None = None,
+    unqueued: Sequence[UnqueuedLike] | None = None,
 ) -> list[HealthFinding]:
     """Every rule of this module against ``catalog``.
 
@@ -339,6 +420,8 @@ def check_health(
         now: reference time (aware UTC; naive = UTC); default the current time.
         slot_lag: measured slot lags (slot -> bytes, ``None`` = missing); omitted when no
             PostgreSQL source is configured.
+        unqueued: eligible partitions with nothing queued (measured by the caller,
+            :func:`acidflow.compactor.unqueued.unqueued_partitions`); omitted: rule not run.
     Returns:
         Findings ordered by :data:`KINDS`; empty when healthy.
     """
@@ -348,5 +431,6 @@ def check_health(
     found += transaction_findings(
         catalog.list_transactions([TxnState.OPEN]), th, float(catalog.txn_timeout_s), at
     )
+    found += unqueued_findings(unqueued or (), th, at)
     found += slot_findings(slot_lag or {}, th)
     return sorted(found, key=lambda f: KINDS.index(f.kind))
