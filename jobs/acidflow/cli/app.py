@@ -24,6 +24,7 @@ from acidflow.cli import health as health_cli
 from acidflow.cli import history as history_cli
 from acidflow.cli import pull as pull_cli
 from acidflow.cli import reconcile as reconcile_cli
+from acidflow.cli import savepoint as savepoint_cli
 from acidflow.cli import show as show_cli
 from acidflow.cli import table as table_cli
 from acidflow.cli import timeline as timeline_cli
@@ -53,6 +54,7 @@ health_cli.register(app)
 timeline_cli.register(app)
 dml_cli.register(app)
 history_cli.register(app)
+savepoint_cli.register(app)
 demo_cli.register(app)
 
 

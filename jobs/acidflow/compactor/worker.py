@@ -168,7 +168,10 @@ def run_worker(
             heartbeat=hb.beat,
             tamper=tamper,
             target_file_bytes=cfg.target_file_bytes,
-            record_history=policy.commits > 0 or policy.hours > 0,
+            # a savepoint reads below a new base like a retained snapshot does
+            record_history=policy.commits > 0
+            or policy.hours > 0
+            or bool(catalog.list_savepoints(table.name)),
             visibility_txn_id=entry.txn_id,
             txn_state=catalog.visibility_lookup(),
             # inputs checked against their records; the output recorded under the
