@@ -89,7 +89,7 @@ def test_savepoint_outlives_retention_compaction_and_clean_then_restore_and_dele
     res = restore.restore(catalog, name, savepoint.savepoint_write_id(catalog, name, "before-fix"))
     assert res.to_write_id == 2 and res.write_id == 5
     assert data(at.rows(catalog, name)) == data(pinned)
-    with pytest.raises(restore.RestoreError, match="outside history retention .* no savepoint"):
+    with pytest.raises(restore.RestoreError, match="outside history retention .* savepoint pins"):
         restore.restore(catalog, name, 3)
 
     # deleted: the next clean removes what only it kept

@@ -176,8 +176,8 @@ def check_target(catalog: Catalog, table: TableDef, write_id: int, operation: st
     if not kept.contains(write_id) and write_id not in savepointed_write_ids(catalog, table.name):
         raise RestoreError(
             f"{what}: write id {write_id} is outside history retention "
-            f"({kept.describe()}) and no savepoint pins it; the oldest write id that can be "
-            f"restored is {kept.oldest}"
+            f"({kept.describe()}); the oldest write id that can be restored is {kept.oldest} "
+            "(or one a savepoint pins: acidflow savepoint list)"
         )
     then = [(c.name, c.hive_type) for c in catalog.schema_at(table.name, write_id)]
     now = [(c.name, c.hive_type) for c in table.columns]
