@@ -18,10 +18,15 @@ from acidflow.catalog import Column, TableDef
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
 from acidflow.engine.transaction import Transaction
-from acidflow.format.bucketing import decode_bucket_id, decode_statement_id
+from acidflow.format.bucketing import (
+    decode_bucket_id,
+    decode_statement_id,
+    encode_bucket_property,
+)
 from acidflow.format.orc import files as acid_files
 from acidflow.storage.fs import TableFS
 from tests.compat.hive31 import Hive31Oracle, require_hive31_tools, same_as_acidflow
+from tests.support import acidtables as at
 from tests.support import orcstreams
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -287,3 +292,32 @@ def test_multi_stripe_columnar_delta_and_delete_delta(spark, catalog, hive31):
     assert_key_bloom_filters(catalog, name)
     hive = same_as_acidflow(hive31, catalog, name)
     assert len(hive) == n - len(range(0, n, 3))
+
+
+def test_max_num_delta_slices_read_by_hive31(catalog, hive31):
+    """hive.compactor.max.num.delta = 3 over 8 deltas (an update's insert and delete delta, a
+    delete): Hive 3.1.3 reads the slices' and the final minor compaction's directories
+    (before the clean, all side by side; after it) exactly as acidflow does."""
+    name = "db.slices"
+    bp = encode_bucket_property(0, 0)
+    catalog.create_table(
+        TableDef(
+            name=name,
+            columns=[Column("id", "int"), Column("name", "string")],
+            properties={"compactorthreshold.hive.compactor.max.num.delta": "3"},
+        )
+    )
+    at.write(catalog, name, {0: [(i, f"a{i}") for i in range(4)]})  # w1
+    at.write(catalog, name, {0: [(i, f"a{i}") for i in range(4, 8)]})  # w2
+    at.write(catalog, name, {0: [(1, "u1")]}, [(1, bp, 1)])  # w3 update
+    at.write(catalog, name, {0: [(8, "a8")]})  # w4
+    at.write(catalog, name, deletes=[(2, bp, 0), (1, bp, 2)])  # w5 delete
+    at.write(catalog, name, {0: [(9, "a9")]})  # w6
+    at.write(catalog, name, {0: [(10, "a10")]})  # w7
+    before = same_as_acidflow(hive31, catalog, name, modes=(False,))
+    compact(None, catalog, name, "minor")
+    assert "delta_0000003_0000004" in listing(catalog, name)  # a slice's output
+    assert same_as_acidflow(hive31, catalog, name) == before
+    cleaner.run_cleaner(catalog)
+    assert listing(catalog, name) == ["delete_delta_0000001_0000007", "delta_0000001_0000007"]
+    assert same_as_acidflow(hive31, catalog, name) == before

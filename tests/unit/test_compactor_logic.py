@@ -15,7 +15,9 @@ from acidflow.compactor.initiator import (
     failed_too_often,
 )
 from acidflow.format.layout import DirEntry, ValidWriteIdList, get_acid_state
+from acidflow.format.names import parse_delta
 from acidflow.maintenance.compaction import plan_compaction
+from acidflow.maintenance.slices import plan_slices
 
 CFG = CompactorConfig()
 
@@ -61,6 +63,39 @@ def test_table_overrides_use_hive_prefix():
     assert d.action == "minor" and "threshold 2" in d.reason
     d = decide("db.t", None, {}, active=False, history_states=[], stats=stats, config=CFG)
     assert d.action == "major"  # 0.5 > 0.1 without override
+
+
+def test_max_num_delta_default_table_override_and_env():
+    assert CFG.max_num_delta == 500  # Hive's default
+    props = {"compactorthreshold.hive.compactor.max.num.delta": "3"}
+    assert CFG.with_properties(props, table=True).max_num_delta == 3
+    assert (
+        CFG.with_properties({"hive.compactor.max.num.delta": "3"}, table=True).max_num_delta == 500
+    )
+    env = {"ACIDFLOW_HIVE_COMPACTOR_MAX_NUM_DELTA": "7"}
+    assert CompactorConfig.from_env(env).max_num_delta == 7
+
+
+def _deltas(*names: str):
+    return [parse_delta(n) for n in names]
+
+
+def test_plan_slices_follows_hive_and_keeps_a_write_id_range_whole():
+    five = _deltas(*(f"delta_{i}_{i}" for i in range(1, 6)))
+    assert plan_slices(five, 5) == []  # not more than the limit: one go
+    assert plan_slices(five, 2) == [["delta_1_1", "delta_2_2"], ["delta_3_3", "delta_4_4"]]
+    assert plan_slices(five, 1) == plan_slices(five, 2)  # a slice needs two deltas
+    # the insert and delete delta of write id 3 never go to different slices
+    mixed = _deltas(
+        "delta_1_1", "delta_2_2", "delete_delta_3_3", "delta_3_3", "delta_4_4", "delta_5_5"
+    )
+    assert plan_slices(mixed, 3) == [
+        ["delta_1_1", "delta_2_2"],
+        ["delete_delta_3_3", "delta_3_3", "delta_4_4"],
+    ]
+    # a range alone as a slice is no minor compaction: skipped
+    pairs = _deltas("delete_delta_1_1", "delta_1_1", "delete_delta_2_2", "delta_2_2", "delta_3_3")
+    assert plan_slices(pairs, 2) == []
 
 
 def test_env_config_and_request_properties():

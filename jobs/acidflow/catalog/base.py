@@ -42,6 +42,7 @@ from acidflow.catalog.api import (
     CompactionQueue,
     DataFileRegistry,
     ReaderRegistry,
+    SavepointRegistry,
 )
 from acidflow.catalog.errors import CatalogError, NoSuchTransactionError
 from acidflow.catalog.records import TxnState
@@ -131,7 +132,14 @@ def load_catalog(
     return factory(url, warehouse=warehouse, migrate=migrate, **kwargs)
 
 
-class Catalog(SchemaPolicies, BatchLedger, CompactionQueue, ReaderRegistry, DataFileRegistry):
+class Catalog(
+    SchemaPolicies,
+    BatchLedger,
+    CompactionQueue,
+    ReaderRegistry,
+    DataFileRegistry,
+    SavepointRegistry,
+):
     """A transaction catalog: acidflow's stand-in for the Hive metastore's table and TXN
     tables (Hive ``TxnHandler`` / ``TxnStore``, ``AcidHouseKeeperService``,
     ``CompactionTxnHandler``): the facade over the catalog's roles

@@ -243,6 +243,36 @@ class CompactionStateError(CatalogError):
     compactor sees the same as a missing ``COMPACTION_QUEUE`` row)."""
 
 
+class NoSuchSavepointError(CatalogError, KeyError):
+    """The table has no savepoint of that name.
+
+    Attributes:
+        table: ``db.table``; name: the savepoint asked for.
+    """
+
+    def __init__(self, table: str, name: str):
+        self.table, self.name = table, name
+        super().__init__(f"table {table} has no savepoint {name!r}")
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class SavepointExistsError(CatalogError, ValueError):
+    """A savepoint of that name exists on the table already.
+
+    Attributes:
+        table: ``db.table``; name: the savepoint's name; write_id: the one it pins.
+    """
+
+    def __init__(self, table: str, name: str, write_id: int):
+        self.table, self.name, self.write_id = table, name, write_id
+        super().__init__(
+            f"table {table} has a savepoint {name!r} already (write id {write_id}); "
+            "delete it first or choose another name"
+        )
+
+
 class CatalogDatabaseError(CatalogError):
     """The catalog's database cannot be used: it cannot be opened or created, is read-only,
     locked beyond the busy timeout, corrupt (not a database), or refused a statement. The

@@ -275,6 +275,31 @@ class CompactionInfo:
 
 
 @dataclass(frozen=True)
+class SavepointInfo:
+    """One savepoint (``Catalog.list_savepoints``).
+
+    Attributes:
+        table: ``db.table``; name: the savepoint's name (unique per table).
+        write_id: the state it pins is ``as_of_write_id=write_id``.
+        valid_write_ids: that state's ValidWriteIdList (string form).
+        created_at: UTC time; created_by: who made it (user@host or free text).
+    """
+
+    table: str
+    name: str
+    write_id: int
+    valid_write_ids: str
+    created_at: datetime
+    created_by: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able dict (``created_at`` as an ISO string)."""
+        out: dict[str, Any] = dict(self.__dict__)
+        out["created_at"] = self.created_at.isoformat()
+        return out
+
+
+@dataclass(frozen=True)
 class ReaderInfo:
     """One registered snapshot reader.
 

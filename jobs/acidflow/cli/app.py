@@ -25,6 +25,7 @@ from acidflow.cli import history as history_cli
 from acidflow.cli import metrics as metrics_cli
 from acidflow.cli import pull as pull_cli
 from acidflow.cli import reconcile as reconcile_cli
+from acidflow.cli import savepoint as savepoint_cli
 from acidflow.cli import show as show_cli
 from acidflow.cli import table as table_cli
 from acidflow.cli import timeline as timeline_cli
@@ -55,6 +56,7 @@ metrics_cli.register(app)
 timeline_cli.register(app)
 dml_cli.register(app)
 history_cli.register(app)
+savepoint_cli.register(app)
 demo_cli.register(app)
 
 

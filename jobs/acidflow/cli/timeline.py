@@ -25,13 +25,14 @@ if TYPE_CHECKING:
 
 COMMITS_HELP = """The commit timeline of a table, newest first (Hudi's 'commits show'): one row
 per commit (write id, transaction, commit time UTC, operation, batch id, rows
-inserted/updated/deleted, files, bytes) and per compaction (type, write-id range, its own
+inserted/updated/deleted, files, bytes, the savepoints pinning it) and per compaction (type, write-id range, its own
 transaction = visibility txn id, state), ordered by the catalog's commit sequence.
 
 --json prints JSON lines, one object per entry, newest first, with the keys kind, operation, operations, write_id, txn_id,
 commit_id, time, batch_id, batch_kind, rows_inserted, rows_updated, rows_deleted, files, bytes,
 partitions ({partition: {files, bytes, rows}}) and compaction ({id, type, state, partition,
-min_write_id, max_write_id, visibility_txn_id, inputs, outputs, error} or null)."""
+min_write_id, max_write_id, visibility_txn_id, inputs, outputs, error} or null) and
+savepoints (the names of the savepoints pinning the commit's write id, 'acidflow savepoint')."""
 
 
 def _human_bytes(n: int) -> str:
@@ -64,6 +65,7 @@ def timeline_table(entries: list[TimelineEntry], title: str | None = None) -> Ta
         "files",
         "bytes",
         "partitions",
+        "savepoint",
         title=title,
     )
     for e in entries:
@@ -92,6 +94,7 @@ def timeline_table(entries: list[TimelineEntry], title: str | None = None) -> Ta
             str(e.files),
             _human_bytes(e.bytes),
             str(len(e.partitions)),
+            ", ".join(e.savepoints) or "-",
         )
     return t
 

@@ -17,7 +17,8 @@ snapshot (a time-travel or incremental read at a write id within retention) stil
 entry that kept something stays ``ready for cleaning`` with ``retained`` (the names kept) and
 ``retained_until`` (why) in its details, and every later cleaner pass revisits it; once those
 directories fall out of retention a pass removes them and marks it ``succeeded``. Aborted
-directories are never retained.
+directories are never retained. A savepoint's snapshot (``acidflow.tableops.savepoint``) is
+kept the same way, whatever its age, until the savepoint is deleted.
 
 Directories of aborted write ids are removed in every partition of a table that has aborted
 write ids (no reader ever reads them), and the aborted components are forgotten in the catalog
@@ -55,6 +56,7 @@ from acidflow.storage import retention
 from acidflow.storage.fs import TableFS, join
 from acidflow.storage.state import acid_state, history_floor, write_history_floor
 from acidflow.storage.tablepaths import partition_dir, partition_paths
+from acidflow.tableops.savepoint import savepoint_snapshots
 
 log = logging.getLogger(__name__)
 
@@ -264,6 +266,8 @@ def run_cleaner(
             table = table_of(entry.table)
             valid = catalog.valid_write_ids(table.name)
             kept_range = history.retained_range(catalog, table.name, table=table)
+            # a savepoint's snapshot is kept like a retained one (acidflow.tableops.savepoint)
+            pinned = savepoint_snapshots(catalog, table.name)
             removed, kept = clean_partition_retaining(
                 table,
                 entry.partition,
@@ -271,7 +275,7 @@ def run_cleaner(
                 valid,
                 kept_range.oldest,
                 catalog.visibility_lookup(),
-                kept_range.interleaved,
+                tuple(kept_range.interleaved) + tuple(pinned),
             )
             # the records of the files removed go too (they stay bounded by what the table holds)
             catalog.forget_data_files(table.name, [(entry.partition or "", n) for n in removed])
@@ -282,8 +286,9 @@ def run_cleaner(
                     details={
                         "cleaned": done,
                         "retained": kept,
-                        "retained_until": f"history retention: {kept_range.describe()}; kept "
-                        "until no retained snapshot reads them",
+                        "retained_until": f"history retention: {kept_range.describe()}"
+                        + (f", {len(pinned)} savepoint(s)" if pinned else "")
+                        + "; kept until no retained or savepointed snapshot reads them",
                     },
                 )
                 report.retained[entry.id] = kept

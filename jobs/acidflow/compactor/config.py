@@ -23,6 +23,7 @@ THRESHOLD_PREFIX = "compactorthreshold."
 KEYS = {
     "delta_num_threshold": "hive.compactor.delta.num.threshold",
     "delta_pct_threshold": "hive.compactor.delta.pct.threshold",
+    "max_num_delta": "hive.compactor.max.num.delta",
     "aborted_txn_threshold": "hive.compactor.abortedtxn.threshold",
     "failed_compacts_threshold": "hive.compactor.initiator.failed.compacts.threshold",
     "retention_succeeded": "hive.compactor.history.retention.succeeded",
@@ -40,6 +41,7 @@ KEYS = {
 TABLE_OVERRIDABLE = (
     "delta_num_threshold",
     "delta_pct_threshold",
+    "max_num_delta",
     "aborted_txn_threshold",
     "failed_compacts_threshold",
     "small_file_count",
@@ -59,6 +61,10 @@ class CompactorConfig:
             directories than this -> minor (major when there is no base).
         delta_pct_threshold: ``hive.compactor.delta.pct.threshold`` (0.1): delta bytes / base
             bytes above this -> major.
+        max_num_delta: ``hive.compactor.max.num.delta`` (500): a worker finding more current
+            delta directories than this first compacts them in minor slices of at most this
+            many, then runs the requested compaction over the result (Hive ``CompactorMR``;
+            :mod:`acidflow.maintenance.slices`).
         aborted_txn_threshold: ``hive.compactor.abortedtxn.threshold`` (1000): more aborted
             write ids in the partition than this -> major.
         failed_compacts_threshold: ``hive.compactor.initiator.failed.compacts.threshold`` (2):
@@ -84,6 +90,7 @@ class CompactorConfig:
 
     delta_num_threshold: int = 10
     delta_pct_threshold: float = 0.1
+    max_num_delta: int = 500
     aborted_txn_threshold: int = 1000
     failed_compacts_threshold: int = 2
     retention_succeeded: int = 3

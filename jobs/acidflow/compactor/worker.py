@@ -11,7 +11,9 @@ Steps for one entry:
 3. take the table's ValidWriteIdList and turn it into the compactor's
    (``ValidCompactorWriteIdList``: high watermark = lowest open write id - 1, aborted ids as
    exceptions) and record that high watermark on the entry;
-4. rewrite, verify and publish with :func:`acidflow.maintenance.compaction.compact_partition`:
+4. rewrite, verify and publish with :func:`acidflow.maintenance.compaction.compact_partition`
+   (after minor compactions of slices when the partition has more deltas than
+   ``hive.compactor.max.num.delta``, :mod:`acidflow.maintenance.slices`):
    its inputs are checked against the catalog's file records first (a missing or truncated
    input fails the entry, naming the file; nothing is written), the output's rows against
    what the inputs' records imply, and the output's files are recorded before publishing;
@@ -32,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from acidflow.catalog import Catalog, CompactionStateError
 from acidflow.catalog.records import CompactionState
 from acidflow.compactor.config import CompactorConfig
-from acidflow.maintenance import compaction
+from acidflow.maintenance import compaction, slices
 from acidflow.storage.retention import retention_policy
 
 if TYPE_CHECKING:  # annotations only: the worker runs without Spark when spark is None
@@ -153,18 +155,23 @@ def run_worker(
         txn_id = entry.txn_id
         if txn_id is None:  # pragma: no cover - claim_compaction opens it
             raise compaction.CompactionError(f"compaction {entry.id} has no transaction")
-        result = compaction.compact_partition(
+        # more deltas than hive.compactor.max.num.delta: minor slices first (Hive CompactorMR)
+        result = slices.compact_partition_sliced(
             spark,
             table,
             entry.partition or "",
             entry.type,
             valid,
             cq_id=entry.id,
+            max_num_delta=cfg.max_num_delta,
             target_stripe_bytes=cfg.target_stripe_bytes,
             heartbeat=hb.beat,
             tamper=tamper,
             target_file_bytes=cfg.target_file_bytes,
-            record_history=policy.commits > 0 or policy.hours > 0,
+            # a savepoint reads below a new base like a retained snapshot does
+            record_history=policy.commits > 0
+            or policy.hours > 0
+            or bool(catalog.list_savepoints(table.name)),
             visibility_txn_id=entry.txn_id,
             txn_state=catalog.visibility_lookup(),
             # inputs checked against their records; the output recorded under the

@@ -62,7 +62,7 @@ from __future__ import annotations
 import json
 import posixpath
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -173,6 +173,7 @@ def plan_compaction(
     is_compacted_base: Callable[[str], bool] = lambda name: False,
     visibility_txn_id: int | None = None,
     txn_state: Callable[[int], str] | None = None,
+    only_deltas: Collection[str] | None = None,
 ) -> CompactionPlan:
     """Decide inputs and output names of a compaction from a partition listing (pure).
 
@@ -185,11 +186,13 @@ def plan_compaction(
         visibility_txn_id: the compaction's transaction id T, named in the outputs as
             ``_v<T>`` (object stores, module doc); None = no suffix.
         txn_state: ``_v<T>`` directory lookup (see ``get_acid_state``).
+        only_deltas: minor only: compact just these current deltas (one slice of Hive's
+            ``hive.compactor.max.num.delta`` rule, :mod:`acidflow.maintenance.slices`).
     Returns:
         A :class:`CompactionPlan`; ``skip_reason`` set when there is nothing to do: minor with
         fewer than two distinct delta ranges, major with no delta and no original file.
     Raises:
-        ValueError: unknown kind; CompactionError: an output name already exists as a
+        ValueError: unknown kind, ``only_deltas`` with a major kind; CompactionError: an output name already exists as a
         directory that the snapshot does not read.
     """
     if kind not in (MAJOR, MINOR):
@@ -200,6 +203,10 @@ def plan_compaction(
     vis = visibility_txn_id
     plan = CompactionPlan(kind, partition, cvalid.to_string(), state=state)
     deltas = state.deltas
+    if only_deltas is not None:
+        if kind != MINOR:
+            raise ValueError("only_deltas selects the deltas of a minor compaction")
+        deltas = [d for d in deltas if d.name in only_deltas]
     existing = {e.path.split("/", 1)[0] for e in entries}
     if kind == MINOR:
         ranges = {(d.min_write_id, d.max_write_id, d.statement_id) for d in deltas}
@@ -364,6 +371,7 @@ class CompactionResult:
         plan: the plan; published: output dirs now in place (empty when skipped).
         files: files written (``run_task`` rows, final paths).
         before, after: checksums (None when skipped).
+        slices: the minor compactions of slices run first (:mod:`acidflow.maintenance.slices`).
     """
 
     plan: CompactionPlan
@@ -371,6 +379,7 @@ class CompactionResult:
     files: list[dict] = field(default_factory=list)
     before: Checksum | None = None
     after: Checksum | None = None
+    slices: list["CompactionResult"] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """JSON-able report."""
@@ -388,6 +397,7 @@ class CompactionResult:
             "rows_written": sum(f["rows"] for f in self.files),
             "before": self.before.to_dict() if self.before else None,
             "after": self.after.to_dict() if self.after else None,
+            **({"slices": [s.to_dict() for s in self.slices]} if self.slices else {}),
         }
 
 
@@ -506,6 +516,7 @@ def compact_partition(
     txn_state: Callable[[int], str] | None = None,
     file_records: Sequence[FileRecord] | None = None,
     record_files: Callable[[list[FileRecord]], Any] | None = None,
+    only_deltas: Collection[str] | None = None,
 ) -> CompactionResult:
     """Compact one partition: plan, write into ``.compact_tmp_<cq_id>``, verify, publish by
     rename -- or, on an object store, write under the final ``_v<T>`` names and verify there;
@@ -542,6 +553,7 @@ def compact_partition(
         record_files: called with the output's records (final paths) after verification,
             before publishing (the worker: ``Catalog.record_data_files`` under the
             compaction's transaction).
+        only_deltas: minor only: the deltas of one slice (:func:`plan_compaction`).
     Returns:
         :class:`CompactionResult` (``plan.skip_reason`` set when nothing was done).
     Raises:
@@ -574,6 +586,7 @@ def compact_partition(
         is_compacted_base=compacted_base_check(tfs, pdir),
         visibility_txn_id=visibility_txn_id if direct else None,
         txn_state=txn_state if direct else None,
+        only_deltas=only_deltas,
     )
     result = CompactionResult(plan, published=recovered)
     if plan.nothing_to_do:

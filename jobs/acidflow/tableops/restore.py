@@ -23,7 +23,9 @@ times), so the result is exactly the table as of W. The commit record's stats sa
 travel to write ids before the restore is unchanged).
 
 Refused before anything is written (:class:`RestoreError`): a write id never allocated,
-aborted or not yet committed; W outside history retention (``acidflow.read.history``); W whose
+aborted or not yet committed; W outside history retention (``acidflow.read.history``) unless a
+savepoint pins it (``acidflow.tableops.savepoint``: restore to a savepoint works past
+retention); W whose
 columns differ from today's (a schema change committed after W, ``acidflow.tableops.schema``:
 Delta's RESTORE brings the old schema back, acidflow's keeps it, so the change must be undone
 with ``acidflow table alter`` first); and
@@ -52,6 +54,7 @@ from acidflow.format import partitions as parts
 from acidflow.read import history
 from acidflow.read import table as reads
 from acidflow.read.snapshot import ROW_ID
+from acidflow.tableops.savepoint import savepointed_write_ids
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -148,7 +151,8 @@ class RestoreResult:
 
 def check_target(catalog: Catalog, table: TableDef, write_id: int, operation: str) -> None:
     """Refuse a restore target that is not a committed write id (0 = the empty table before
-    the first write) or lies outside history retention.
+    the first write) or lies outside history retention and is pinned by no savepoint (Hudi's
+    restore to a savepoint).
 
     Raises:
         RestoreError.
@@ -169,11 +173,11 @@ def check_target(catalog: Catalog, table: TableDef, write_id: int, operation: st
             f"{what}: write id {write_id} is not committed yet (its transaction is open)"
         )
     kept = history.retained_range(catalog, table.name, table=table)
-    if not kept.contains(write_id):
+    if not kept.contains(write_id) and write_id not in savepointed_write_ids(catalog, table.name):
         raise RestoreError(
             f"{what}: write id {write_id} is outside history retention "
-            f"({kept.describe()}); the oldest write id that can be restored "
-            f"is {kept.oldest}"
+            f"({kept.describe()}); the oldest write id that can be restored is {kept.oldest} "
+            "(or one a savepoint pins: acidflow savepoint list)"
         )
     then = [(c.name, c.hive_type) for c in catalog.schema_at(table.name, write_id)]
     now = [(c.name, c.hive_type) for c in table.columns]
@@ -509,8 +513,8 @@ def restore(
 
     Args:
         catalog: the table's catalog; table_name: ``db.table``.
-        to_write_id: W, a committed write id within retention (0 = empty the table, when the
-            whole history is retained).
+        to_write_id: W, a committed write id within retention or pinned by a savepoint (0 =
+            empty the table, when the whole history is retained).
         spark: a SparkSession, or None for pyarrow in this process.
         base_fraction: a partition gets a new base instead of events when the rows to delete
             plus insert exceed this fraction of its rows at W.

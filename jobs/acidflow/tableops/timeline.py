@@ -29,7 +29,7 @@ they drop out of ``SHOW COMPACTIONS``; decisions that are no compaction (*did no
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -81,6 +81,8 @@ class TimelineEntry:
         compaction: for a compaction ``{"id", "type", "state", "partition", "min_write_id"
             (``None`` for a major: a base covers every write id up to max), "max_write_id",
             "visibility_txn_id", "inputs", "outputs", "error"}``, else ``None``.
+        savepoints: names of the savepoints pinning the state of this commit's write id
+            (``acidflow.tableops.savepoint``), in name order; empty for a compaction.
     """
 
     kind: str
@@ -99,6 +101,7 @@ class TimelineEntry:
     bytes: int = 0
     partitions: dict[str, dict[str, int]] = field(default_factory=dict)
     compaction: dict[str, Any] | None = None
+    savepoints: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict with the attribute names as keys (``time`` as ISO 8601 UTC)."""
@@ -229,10 +232,15 @@ def timeline(
     batches = {b.txn_id: b for b in catalog.list_batches() if b.state == TxnState.COMMITTED}
     keyed: list[tuple[tuple[int, int, int], TimelineEntry]] = []
     commits = catalog.commit_records(name)
+    pinned: dict[int, list[str]] = {}
+    for sp in catalog.list_savepoints(name):
+        pinned.setdefault(sp.write_id, []).append(sp.name)
     for rec in commits:
-        keyed.append(
-            ((rec.commit_id, 0, rec.write_id), _commit_entry(rec, batches.get(rec.txn_id)))
+        entry = replace(
+            _commit_entry(rec, batches.get(rec.txn_id)),
+            savepoints=sorted(pinned.get(rec.write_id, [])),
         )
+        keyed.append(((rec.commit_id, 0, rec.write_id), entry))
     if include_compactions:
         stamps = sorted((r.committed_at, r.commit_id) for r in commits)
         for c in catalog.list_compactions(name):

@@ -135,7 +135,9 @@ class TransactionCatalog(abc.ABC):
         deleted). Kept: that commit's record and every later one (time travel, incremental
         reads, restore and rollback within retention, and the timeline, read them), and for each
         live reader of the table (heartbeat younger than ``reader_timeout_s``, default the
-        catalog's ``txn_timeout_s``) the newest commit its snapshot includes and every later one.
+        catalog's ``txn_timeout_s``) the newest commit its snapshot includes and every later one,
+        and for each savepoint of the table (:meth:`list_savepoints`) the commit of its write id
+        and every later one (all of them for a savepoint of write id 0).
         Transactions (their states, commit ids and times) are not touched: time travel orders
         commits by them (:meth:`write_id_history`), not by the records. The cleaner runs it.
 

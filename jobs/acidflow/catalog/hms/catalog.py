@@ -83,6 +83,7 @@ from acidflow.catalog.records import (
     CompactionInfo,
     CompactionState,
     ReaderInfo,
+    SavepointInfo,
     TxnInfo,
     TxnState,
 )
@@ -680,6 +681,30 @@ class HiveMetastoreCatalog(MetastoreTables):
     def data_file_records(self, table_name: str, partition: str | None = None) -> list[FileRecord]:
         self.get_table(table_name)
         return self.side.data_file_records(table_name, partition)
+
+    # -- savepoints (side, as the commit records they keep) ----------------------------------
+    def add_savepoint(
+        self,
+        table_name: str,
+        name: str,
+        write_id: int,
+        valid_write_ids: ValidWriteIdList,
+        *,
+        created_by: str | None = None,
+    ) -> SavepointInfo:
+        self.get_table(table_name)
+        return self.side.add_savepoint(
+            table_name, name, write_id, valid_write_ids, created_by=created_by
+        )
+
+    def list_savepoints(self, table_name: str | None = None) -> list[SavepointInfo]:
+        if table_name is not None:
+            self.get_table(table_name)
+        return self.side.list_savepoints(table_name)
+
+    def drop_savepoint(self, table_name: str, name: str) -> SavepointInfo:
+        self.get_table(table_name)
+        return self.side.drop_savepoint(table_name, name)
 
 
 def make_hms_catalog(

@@ -9,7 +9,8 @@ of one part per idea, all sharing one :class:`~acidflow.catalog.sql.db.Database`
 * :class:`~acidflow.catalog.sql.batches.SqlBatches` - batch ledger and CDC tombstones;
 * :class:`~acidflow.catalog.sql.compactions.SqlCompactions` - compaction queue and history;
 * :class:`~acidflow.catalog.sql.readers.SqlReaders` - reader registrations;
-* :class:`~acidflow.catalog.sql.datafiles.SqlDataFiles` - data file records.
+* :class:`~acidflow.catalog.sql.datafiles.SqlDataFiles` - data file records;
+* :class:`~acidflow.catalog.sql.savepoints.SqlSavepoints` - savepoints.
 * :class:`~acidflow.catalog.sql.purge.SqlHistoryPurge` - history purges (commit records,
   completed components, tombstones, aborted batch claims).
 
@@ -45,6 +46,7 @@ from acidflow.catalog.sql.db import Database, utcnow
 from acidflow.catalog.sql.locks import SqlLocks
 from acidflow.catalog.sql.purge import SqlHistoryPurge
 from acidflow.catalog.sql.readers import SqlReaders
+from acidflow.catalog.sql.savepoints import SqlSavepoints
 from acidflow.catalog.sql.schemahistory import SqlSchemaHistory
 from acidflow.catalog.sql.shared import TxnHooks
 from acidflow.catalog.sql.tables import SqlTables
@@ -111,6 +113,7 @@ class SqlCatalog(Catalog):
         self._compactions = SqlCompactions(self.db, self.txn_timeout_s)
         self._readers = SqlReaders(self.db, self.txn_timeout_s)
         self._data_files = SqlDataFiles(self.db)
+        self._savepoints = SqlSavepoints(self.db)
         self._purge = SqlHistoryPurge(self.db, self.txn_timeout_s)
         self._adoption = SqlAdoption(self.db, self._tables)
         self._schema = SqlSchemaHistory(self.db, self.warehouse)  # schema evolution
@@ -309,6 +312,11 @@ class SqlCatalog(Catalog):
     tombstones = forward("_batches", SqlBatches)
     purge_tombstones = forward("_purge", SqlHistoryPurge)
     purge_batches = forward("_purge", SqlHistoryPurge)
+
+    # -- savepoints (sql/savepoints.py) -------------------------------------------------------
+    add_savepoint = forward("_savepoints", SqlSavepoints)
+    list_savepoints = forward("_savepoints", SqlSavepoints)
+    drop_savepoint = forward("_savepoints", SqlSavepoints)
 
     # -- compaction queue and history (sql/compactions.py) -----------------------------------
     enqueue_compaction = forward("_compactions", SqlCompactions)

@@ -1,4 +1,5 @@
-"""The history purges of the SQL catalog: commit records beyond history retention, completed
+"""The history purges of the SQL catalog: commit records beyond history retention (savepoints
+and live readers keep theirs), completed
 components the initiator no longer needs, superseded CDC tombstones, batch records beyond the
 batch retention and committed transactions whose commit records are gone.
 The cleaner runs them every pass (``acidflow.compactor.cleaner``); the contracts (what is kept
@@ -54,6 +55,22 @@ class SqlHistoryPurge:
             ).scalar()
             if horizon is None:
                 return 0
+            # a savepoint keeps the record of its write id's commit and every later one (time
+            # travel and restore to it order the commits by them; their transactions stay too)
+            sp = m.SavepointRow
+            for (w,) in conn.execute(
+                sa.select(sp.write_id).where(sp.db_name == db, sp.tbl_name == tbl)
+            ):
+                pinned = conn.execute(
+                    sa.select(m.Txn.txn_commit_id)
+                    .join(m.TxnToWriteId, m.TxnToWriteId.txn_id == m.Txn.txn_id)
+                    .where(
+                        m.TxnToWriteId.db_name == db,
+                        m.TxnToWriteId.tbl_name == tbl,
+                        m.TxnToWriteId.write_id == w,
+                    )
+                ).scalar()
+                horizon = 0 if w == 0 else min(horizon, pinned if pinned is not None else horizon)
             rr = m.ReaderRegistration
             for (seq,) in conn.execute(
                 sa.select(rr.snapshot_seq).where(

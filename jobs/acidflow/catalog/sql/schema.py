@@ -392,6 +392,22 @@ class DataFileRow(Base):
     lost_note: Mapped[str | None] = mapped_column(sa.Text)
 
 
+class SavepointRow(Base):
+    """A savepoint of a table (revision 0010): a name, the write id whose time-travel state it
+    pins and that state's ValidWriteIdList. The cleaner keeps the directories that state
+    reads, and the purge of commit records keeps the records from its commit on."""
+
+    __tablename__ = "savepoints"
+
+    db_name: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    tbl_name: Mapped[str] = mapped_column(sa.String(256), primary_key=True)
+    sp_name: Mapped[str] = mapped_column(sa.String(256), primary_key=True)
+    write_id: Mapped[int] = mapped_column(sa.BigInteger)
+    valid_write_ids: Mapped[str] = mapped_column(sa.Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    created_by: Mapped[str | None] = mapped_column(sa.String(256))
+
+
 class BatchRow(Base):
     """Idempotence record of an ingest or CDC batch (revision 0002): the batch id and the
     transaction that applies it. The batch is applied exactly when that transaction committed;

@@ -287,6 +287,7 @@ class SqlTables:
                 m.CommitRecordRow,
                 m.SchemaHistoryRow,
                 m.DataFileRow,
+                m.SavepointRow,
             )
             for model in by_name:
                 conn.execute(sa.delete(model).where(model.db_name == db, model.tbl_name == tbl))
