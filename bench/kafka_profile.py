@@ -9,14 +9,21 @@ batch's parts (consumer, the read-ahead and the batches' own reads, ``decode_rec
 ``apply_stream``), then the file path's batches on the same data (a warm JVM: compare the
 steady batches, not the first).
 
-Run: ``PYTHONPATH=. python -m bench.kafka_profile decode DATA`` or
-``PYTHONPATH=. python -m bench.kafka_profile batches DATA WORK``.
+``ranges``: a broker of its own, the records produced, then the whole topics read as five
+consecutive offset ranges by :func:`acidflow.cdc.kafka.read_range`, three times each with
+the consumers' ``fetch.max.wait.ms`` at Kafka's default (500 ms) and at acidflow's (10 ms):
+the last range ends at every partition's log end.
+
+Run: ``PYTHONPATH=. python -m bench.kafka_profile decode DATA``,
+``PYTHONPATH=. python -m bench.kafka_profile batches DATA WORK`` or
+``PYTHONPATH=. python -m bench.kafka_profile ranges DATA WORK``.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import dataclasses
 import json
 import pstats
 import shutil
@@ -127,14 +134,48 @@ def batches(data: Path, work: Path) -> None:
         broker.stop()
 
 
+def ranges(data: Path, work: Path) -> None:
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    meta = json.loads((data / "meta.json").read_text())
+    artifacts = bk.KafkaArtifacts.locate()
+    broker = bk.start_kafka(work / "broker", artifacts=artifacts)
+    try:
+        bk.produce_file(data / "produce.tsv", broker.bootstrap_servers, artifacts, work / "p.log")
+        spark, _ = bk._spark()
+        kopts = bk._kopts(bk.BATCH_PREFIX, broker.bootstrap_servers, meta["per_file"])
+        latest = ck._Look.take(spark, kopts).latest
+
+        def cut(i: int) -> dict:
+            return {t: {p: o * i // 5 for p, o in ps.items()} for t, ps in latest.items()}
+
+        out: dict[str, list[list[float]]] = {}
+        for wait in ("500", ck.BATCH_FETCH_MAX_WAIT_MS, "500", ck.BATCH_FETCH_MAX_WAIT_MS):
+            ko = dataclasses.replace(kopts, kafka={"fetch.max.wait.ms": wait})
+            runs = out.setdefault(f"fetch.max.wait.ms={wait}", [])
+            for _ in range(3):
+                secs = []
+                for i in range(5):
+                    t0 = time.perf_counter()
+                    ck.read_range(spark, ko, cut(i), cut(i + 1))
+                    secs.append(round(time.perf_counter() - t0, 2))
+                runs.append(secs)
+        print(json.dumps(out, indent=1))
+    finally:
+        broker.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=["decode", "batches"])
+    ap.add_argument("what", choices=["decode", "batches", "ranges"])
     ap.add_argument("data", type=Path)
     ap.add_argument("work", type=Path, nargs="?", default=Path("build/bench/kafka_profile"))
     a = ap.parse_args()
     if a.what == "decode":
         decode(a.data)
+    elif a.what == "ranges":
+        ranges(a.data, a.work)
     else:
         batches(a.data, a.work)
 
