@@ -220,11 +220,13 @@ def test_hive_written_fixtures(spark, fixtures_dir, fixture, kw, engine_scan):
     assert_same(spark, plan, file_name=True, expect_engine=engine_scan)
 
 
-def test_runs_as_orc_scans_and_is_read_tables_default(spark, catalog, monkeypatch):
+def test_runs_as_orc_scans_when_read_table_is_set_to_it(spark, catalog, monkeypatch):
     name = "db.scans"
     make(catalog, name, partitioned=False, buckets=0)
     churn(catalog, name, False)
     monkeypatch.delenv(engine.READER_ENV, raising=False)
+    assert engine.reader_setting() == engine.ARROW
+    monkeypatch.setenv(engine.READER_ENV, "engine")
     df = reads.read_table(spark, catalog, name, row_id=True)
     physical = df._jdf.queryExecution().executedPlan().toString()
     assert "FileScan orc" in physical and "BroadcastHashJoin" in physical

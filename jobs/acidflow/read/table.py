@@ -155,8 +155,8 @@ def run_plan(
     """Execute a plan: a Spark DataFrame when ``spark`` is given, else a ``pyarrow.Table``.
 
     With Spark the executor is ``ACIDFLOW_SPARK_READER``'s (:func:`acidflow.read.engine.reader_setting`):
-    Spark's own ORC scans (``engine``, the default: :func:`acidflow.read.engine.read_engine`) or
-    ``mapInArrow`` + pyarrow (``arrow``: :func:`acidflow.read.snapshot.read_spark`).
+    Spark's own ORC scans (``engine``: :func:`acidflow.read.engine.read_engine`) or
+    ``mapInArrow`` + pyarrow (``arrow``, the default: :func:`acidflow.read.snapshot.read_spark`).
 
     Raises:
         acidflow.read.engine.ReaderSettingError: an unknown ``ACIDFLOW_SPARK_READER``.
