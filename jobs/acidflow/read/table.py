@@ -152,11 +152,24 @@ def plan_table(
 def run_plan(
     spark: Any, plan: snapshot.ReadPlan, *, row_id: bool = False, file_name: bool = False
 ) -> Any:
-    """Execute a plan: a Spark DataFrame when ``spark`` is given, else a ``pyarrow.Table``."""
+    """Execute a plan: a Spark DataFrame when ``spark`` is given, else a ``pyarrow.Table``.
+
+    With Spark the executor is ``ACIDFLOW_SPARK_READER``'s (:func:`acidflow.read.engine.reader_setting`):
+    Spark's own ORC scans (``engine``: :func:`acidflow.read.engine.read_engine`) or
+    ``mapInArrow`` + pyarrow (``arrow``, the default: :func:`acidflow.read.snapshot.read_spark`).
+
+    Raises:
+        acidflow.read.engine.ReaderSettingError: an unknown ``ACIDFLOW_SPARK_READER``.
+    """
     if spark is None:
         return snapshot.read_arrow(
             TableFS(plan.table_dir), plan, row_id=row_id, file_name=file_name
         )
+    # deferred: the engine executor imports pyspark; reads without Spark (the CLI) never load it
+    from acidflow.read import engine
+
+    if engine.reader_setting() == engine.ENGINE:
+        return engine.read_engine(spark, plan, row_id=row_id, file_name=file_name)
     return snapshot.read_spark(spark, plan.table_dir, plan, row_id=row_id, file_name=file_name)
 
 
