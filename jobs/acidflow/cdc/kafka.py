@@ -40,6 +40,7 @@ from typing import Any
 
 from acidflow.cdc import offsets as ofs
 from acidflow.cdc.apply import BatchReport, CdcOptions, apply_stream
+from acidflow.quality.gx import prewarm
 from acidflow.sources.avro import avro_decoder
 from acidflow.sources.kafka import KAFKA_FORMATS, KafkaBatch, KafkaRecord, Offsets, decode_records
 
@@ -507,6 +508,8 @@ def drain(
     """
     if options.fmt not in KAFKA_FORMATS:
         raise ValueError(f"Kafka sources carry {KAFKA_FORMATS}, not {options.fmt!r}")
+    if options.quality_gate:
+        prewarm(options.suite_dir)  # while the first range is read in the JVM
     out: list[BatchReport] = []
     with ThreadPoolExecutor(1, thread_name_prefix="acidflow-kafka-read-ahead") as reader:
         while max_batches is None or len(out) < max_batches:

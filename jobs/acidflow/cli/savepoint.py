@@ -17,7 +17,6 @@ from rich.table import Table
 from acidflow.catalog.records import SavepointInfo
 from acidflow.cli.console import console, emit_json, emit_json_lines
 from acidflow.cli.context import cli_context
-from acidflow.tableops import savepoint as savepoints
 
 CREATE_HELP = """Pin the state of TABLE as of write id W (default: its latest committed write
 id) under NAME (default sp-w<W>-<UTC time>): the cleaner keeps every directory that state reads
@@ -54,6 +53,9 @@ def create(
     name: Optional[str] = typer.Option(None, "--name", help="savepoint name (unique per table)"),
     as_json: bool = typer.Option(False, "--json", help="one JSON line"),
 ) -> None:
+    # deferred: the savepoint rules import the readers (pyarrow); --help needs none of it
+    from acidflow.tableops import savepoint as savepoints
+
     sp = savepoints.create_savepoint(
         cli_context(ctx).catalog(), table, write_id=write_id, name=name
     )
@@ -65,6 +67,9 @@ def list_cmd(
     table: str = typer.Argument(..., help="db.table"),
     as_json: bool = typer.Option(False, "--json", help="JSON lines, one per savepoint"),
 ) -> None:
+    # deferred: the savepoint rules import the readers (pyarrow); --help needs none of it
+    from acidflow.tableops import savepoint as savepoints
+
     found = savepoints.list_savepoints(cli_context(ctx).catalog(), table)
     if as_json:
         emit_json_lines(sp.to_dict() for sp in found)
@@ -87,6 +92,9 @@ def delete(
     name: str = typer.Argument(..., help="savepoint name"),
     as_json: bool = typer.Option(False, "--json", help="one JSON line"),
 ) -> None:
+    # deferred: the savepoint rules import the readers (pyarrow); --help needs none of it
+    from acidflow.tableops import savepoint as savepoints
+
     sp = savepoints.delete_savepoint(cli_context(ctx).catalog(), table, name)
     _print_one("deleted", sp, as_json)
 

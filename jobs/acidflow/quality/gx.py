@@ -33,9 +33,13 @@ Importing GX takes seconds: it is imported only when a table has a suite.
 from __future__ import annotations
 
 import datetime as _dt
+import importlib
+import importlib.util
 import json
 import os
 import secrets
+import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -148,6 +152,35 @@ class GateResult:
 def suite_dir_default() -> str:
     """``ACIDFLOW_SUITE_DIR`` when set, else the repository's ``include/expectations``."""
     return os.environ.get(SUITE_DIR_ENV) or str(DEFAULT_SUITE_DIR)
+
+
+def prewarm(suite_dir: str | os.PathLike | None = None) -> threading.Thread | None:
+    """Import Great Expectations on a background thread when ``suite_dir`` holds any suite
+    (GX's import takes 3-6 s on a cold process: bench/NOTES.md, "Kafka phase"), so a job
+    whose first batch waits on I/O anyway (a Kafka range read in the JVM) does not pay it
+    afterwards at its first gate. The import runs once per process; a job that reaches its
+    gate first waits for it on Python's module lock, as for any import. Nothing is started
+    when there is no suite or GX is not installed.
+
+    Returns:
+        the started daemon thread, or None.
+    """
+    d = Path(suite_dir if suite_dir is not None else suite_dir_default())
+    if (
+        "great_expectations" in sys.modules
+        or importlib.util.find_spec("great_expectations") is None
+    ):
+        return None
+    if not d.is_dir() or not any(d.glob("*.json")):
+        return None
+    thread = threading.Thread(
+        target=importlib.import_module,
+        args=("great_expectations",),
+        name="acidflow-gx-import",
+        daemon=True,
+    )
+    thread.start()
+    return thread
 
 
 def suite_path(suite_dir: str | os.PathLike | None, table_name: str) -> Path | None:
