@@ -57,10 +57,13 @@ __all__ = [
     "HiveArtifacts",
     "HiveArtifactsMissing",
     "HiveMetastore",
+    "MetastoreKerberos",
     "MetastoreStartError",
     "backing_db",
     "default_cache_dir",
     "free_port",
+    "kerberos_core_site",
+    "kerberos_site_properties",
     "main",
     "site_properties",
     "start_metastore",
@@ -301,6 +304,69 @@ def write_site_xml(path: Path, props: Mapping[str, str]) -> Path:
     return path
 
 
+@dataclass(frozen=True)
+class MetastoreKerberos:
+    """Hadoop security for the metastore: SASL/GSSAPI on its thrift port.
+
+    Attributes:
+        principal: the metastore's service principal, ``hive/localhost@REALM`` (Hive's
+            ``hive.metastore.kerberos.principal``; a ``_HOST`` in it is replaced by the
+            server's canonical host name, so an explicit host is more predictable here).
+        keytab: the service principal's keytab (``hive.metastore.kerberos.keytab.file``).
+        krb5_conf: the realm's ``krb5.conf`` (``-Djava.security.krb5.conf``).
+        proxy_users: Hadoop proxy-user grants, short service name -> (hosts, groups), written
+            as ``hadoop.proxyuser.<name>.hosts`` / ``.groups`` (``*`` for any).
+    """
+
+    principal: str
+    keytab: Path
+    krb5_conf: Path
+    proxy_users: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+
+    def jvm_options(self) -> list[str]:
+        """The metastore JVM's flags: the realm's ``krb5.conf``, and Java's own Kerberos
+        login allowed to use the keytab the server logs in from (not a JAAS prompt)."""
+        return [
+            f"-Djava.security.krb5.conf={self.krb5_conf}",
+            "-Djavax.security.auth.useSubjectCredsOnly=false",
+        ]
+
+
+def kerberos_core_site(kerberos: MetastoreKerberos) -> dict[str, str]:
+    """The ``core-site.xml`` properties of a secured metastore: ``hadoop.security
+    .authentication=kerberos`` (``UserGroupInformation.isSecurityEnabled()``, which Hive's
+    ``HadoopThriftAuthBridge.Server`` requires), ``hadoop.security.authorization=true`` and the
+    ``hadoop.proxyuser.*`` grants (Hadoop's ``ProxyUsers``, checked on a doAs)."""
+    props = {
+        "hadoop.security.authentication": "kerberos",
+        "hadoop.security.authorization": "true",
+    }
+    for name, (hosts, groups) in kerberos.proxy_users.items():
+        props[f"hadoop.proxyuser.{name}.hosts"] = hosts
+        props[f"hadoop.proxyuser.{name}.groups"] = groups
+    return props
+
+
+def kerberos_site_properties(kerberos: MetastoreKerberos) -> dict[str, str]:
+    """The ``metastore-site.xml`` properties of a secured metastore (both the ``metastore.``
+    and the ``hive.metastore.`` key): SASL on (``hive.metastore.sasl.enabled``), the service
+    principal and keytab, Hadoop security as in :func:`kerberos_core_site`, and
+    ``hive.metastore.execute.setugi`` on (Hive's default: a client's ``set_ugi`` is honoured on
+    unsecured connections; on SASL ones the authenticated user is the caller)."""
+    props = {
+        "metastore.sasl.enabled": "true",
+        "hive.metastore.sasl.enabled": "true",
+        "metastore.kerberos.principal": kerberos.principal,
+        "hive.metastore.kerberos.principal": kerberos.principal,
+        "metastore.kerberos.keytab.file": str(kerberos.keytab),
+        "hive.metastore.kerberos.keytab.file": str(kerberos.keytab),
+        "metastore.execute.setugi": "true",
+        "hive.metastore.execute.setugi": "true",
+    }
+    props.update(kerberos_core_site(kerberos))
+    return props
+
+
 def _java() -> str:
     home = os.environ.get("JAVA_HOME")
     if home and (Path(home) / "bin" / "java").exists():
@@ -350,6 +416,7 @@ def start_metastore(
     backing_db_url: str | None = None,
     artifacts: HiveArtifacts | None = None,
     extra_conf: Mapping[str, str] | None = None,
+    kerberos: MetastoreKerberos | None = None,
     timeout_s: float = 180.0,
 ) -> HiveMetastore:
     """Initialise a backing database with Hive's schematool and start a Hive 3.1.3 metastore
@@ -363,6 +430,8 @@ def start_metastore(
             (:func:`backing_db`).
         artifacts: the Hive artifacts; default :meth:`HiveArtifacts.locate`.
         extra_conf: more ``metastore-site.xml`` properties, applied last.
+        kerberos: Hadoop security on (SASL/GSSAPI, :class:`MetastoreKerberos`); schematool
+            runs before the ``core-site.xml`` that turns it on is written (it needs no login).
         timeout_s: how long schematool and then the server each may take.
 
     Returns:
@@ -381,9 +450,11 @@ def start_metastore(
         d.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     db = backing_db(backing_db_url, workdir)
+    extra = kerberos_site_properties(kerberos) if kerberos else {}
+    extra.update(extra_conf or {})
     write_site_xml(
         conf / "metastore-site.xml",
-        site_properties(db=db, warehouse=warehouse, port=port, extra=extra_conf),
+        site_properties(db=db, warehouse=warehouse, port=port, extra=extra),
     )
     (conf / "metastore-log4j2.properties").write_text(_LOG4J2)
     env = dict(
@@ -416,6 +487,9 @@ def start_metastore(
             f" {done.returncode}); {schema_log}:\n{tail(schema_log)}"
         )
 
+    if kerberos is not None:
+        write_site_xml(conf / "core-site.xml", kerberos_core_site(kerberos))
+        java = [java[0], *kerberos.jvm_options(), *java[1:]]
     log = workdir / "metastore.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
