@@ -112,9 +112,8 @@ class hms_client:  # noqa: N801 - used like a function: ``with hms_client(url) a
 
 def connect_transport(url: str, timeout_ms: int, security: MetastoreSecurity) -> Any:
     """An open thrift transport to the metastore at ``url``: a plain buffered socket, or the
-    SASL/GSSAPI one when ``security.sasl`` (:func:`acidflow.catalog.hms.security
-    .open_transport`); with ``security.proxy_user`` the impersonating one
-    (:func:`acidflow.catalog.hms.security.open_transport`'s doAs).
+    SASL/GSSAPI one when ``security.sasl``; with ``security.proxy_user`` one acting as that
+    user (:func:`acidflow.catalog.hms.security.open_transport`).
 
     Raises:
         MetastoreUnreachableError: the socket cannot be opened (names the URL).

@@ -23,6 +23,19 @@ the user's ``KRB5CCNAME``. Without a keytab the existing ticket cache is used (`
 or the one named by the settings). The realm's configuration is MIT's: ``/etc/krb5.conf`` or
 ``KRB5_CONFIG``.
 
+Proxy user (doAs), as Hive's impersonation over a secured metastore works (HiveServer2, the
+compactor): the authenticated principal calls ``get_delegation_token(owner=<user>,
+renewer=<principal>)``, which the metastore grants only when Hadoop's ``ProxyUsers`` allows the
+principal to impersonate (``hadoop.proxyuser.<principal's short name>.hosts`` / ``.groups`` in
+the metastore's ``core-site.xml``); then a new connection authenticates with that token over
+SASL ``DIGEST-MD5`` (Hive's ``HadoopThriftAuthBridge.Client`` with ``authMethod=DIGEST``: user
+name the base64 token identifier, password the base64 token password, protocol ``null``, server
+``default``), and the metastore runs every call as the token's owner (its audit log says
+``ugi=<user>``). A SASL ``authorizationId`` is no way to do it: Hive's GSSAPI callback refuses an
+authorization id other than the authenticated one. On an unsecured metastore the doAs is Hive's
+``set_ugi(user, groups)`` call (honoured when ``hive.metastore.execute.setugi=true``, Hive's
+default).
+
 Security layer: ``hadoop.rpc.protection=authentication`` (Hadoop's default, QOP ``auth``) only;
 a metastore that offers only ``integrity`` / ``privacy`` is refused with a clear error.
 
@@ -31,6 +44,7 @@ Settings: :class:`acidflow.config.MetastoreSecurity` (``ACIDFLOW_HMS_*``, docs/c
 
 from __future__ import annotations
 
+import base64
 import os
 import socket
 import struct
@@ -38,6 +52,10 @@ from typing import Any
 
 import gssapi
 import gssapi.exceptions
+from puresasl.client import SASLClient
+from pymetastore.hive_metastore import ThriftHiveMetastore
+from pymetastore.hive_metastore.ttypes import MetaException
+from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 from thrift_sasl import TSaslClientTransport
 
@@ -45,10 +63,12 @@ from acidflow.catalog.errors import CatalogError
 from acidflow.config import MetastoreSecurity
 
 __all__ = [
+    "DigestSaslClient",
     "GssapiSaslClient",
     "MetastoreAuthError",
     "client_credentials",
     "open_transport",
+    "parse_delegation_token",
     "service_principal",
 ]
 
@@ -221,11 +241,124 @@ class GssapiSaslClient:
         """Nothing to free (the context goes with the object)."""
 
 
+def _read_vint(data: bytes, pos: int) -> tuple[int, int]:
+    """Hadoop ``WritableUtils.readVInt`` at ``pos``: ``(value, next position)``."""
+    first = data[pos] - 256 if data[pos] >= 0x80 else data[pos]
+    if first >= -112:
+        return first, pos + 1
+    negative = first < -120
+    size = (-119 - first) if negative else (-111 - first)
+    value = int.from_bytes(data[pos + 1 : pos + size], "big")
+    return (~value if negative else value), pos + size
+
+
+def parse_delegation_token(token: str) -> tuple[bytes, bytes]:
+    """``(identifier, password)`` of a metastore delegation token in Hadoop's URL string form
+    (``Token.encodeToUrlString``: URL-safe base64, no padding, of the token's ``Writable``:
+    vint-prefixed identifier, vint-prefixed password, kind, service).
+
+    Raises:
+        ValueError: not such a token.
+    """
+    raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    size, pos = _read_vint(raw, 0)
+    identifier = raw[pos : pos + size]
+    size, pos = _read_vint(raw, pos + size)
+    password = raw[pos : pos + size]
+    if not identifier or len(password) != size:
+        raise ValueError("not a Hadoop delegation token string")
+    return identifier, password
+
+
+class DigestSaslClient:
+    """The SASL ``DIGEST-MD5`` client of a delegation token (pure-sasl's mechanism) in the shape
+    thrift_sasl calls, with Hive's names: user name / password the base64 identifier /
+    password, digest-uri ``null/default`` (Hive's client and server both pass protocol
+    ``null`` and server name ``default``, Hadoop's ``SaslRpcServer.SASL_DEFAULT_REALM``).
+
+    Args:
+        identifier: the token's identifier bytes.
+        password: the token's password bytes.
+    """
+
+    def __init__(self, identifier: bytes, password: bytes) -> None:
+        self._sasl = SASLClient(
+            "default",
+            service="null",
+            mechanism="DIGEST-MD5",
+            username=base64.b64encode(identifier).decode(),
+            password=base64.b64encode(password).decode(),
+        )
+        self._error = ""
+
+    def start(self, mechanism: str) -> tuple[bool, str, bytes]:
+        """Begin: ``(ok, mechanism, b"")`` (DIGEST-MD5 starts with the server's challenge)."""
+        return True, mechanism, self._sasl.process() or b""
+
+    def step(self, challenge: bytes) -> tuple[bool, bytes]:
+        """One server challenge: ``(ok, response)``."""
+        try:
+            return True, self._sasl.process(challenge) or b""
+        except Exception as exc:  # noqa: BLE001 - pure-sasl raises plain exceptions
+            self._error = str(exc)
+            return False, b""
+
+    def encode(self, data: bytes) -> tuple[bool, bytes]:
+        """QOP ``auth``: the data as is."""
+        return True, data
+
+    def decode(self, data: bytes) -> tuple[bool, bytes]:
+        """QOP ``auth``: the data as is."""
+        return True, data
+
+    def getError(self) -> str:  # noqa: N802 - the name thrift_sasl calls
+        """The last failure's reason."""
+        return self._error
+
+    def dispose(self) -> None:
+        """Release pure-sasl's state."""
+        self._sasl.dispose()
+
+
+def _sasl_open(
+    url: str, sock: TSocket.TSocket, sasl: Any, mechanism: str, who: str, service: str
+) -> Any:
+    sock.open()  # an unreachable metastore raises here, before any SASL
+    transport = TSaslClientTransport(lambda: sasl, mechanism, sock)
+    try:
+        transport.open()
+    except TTransport.TTransportException as exc:
+        sock.close()
+        reason = sasl.getError() or exc.message or str(exc)
+        raise MetastoreAuthError(
+            f"Hive metastore {url}: SASL {mechanism} authentication of {who} to {service}"
+            f" failed: {reason}"
+        ) from None
+    except (EOFError, OSError) as exc:
+        sock.close()
+        raise MetastoreAuthError(
+            f"Hive metastore {url}: the SASL {mechanism} handshake of {who} with {service} was"
+            f" cut off ({exc!r}): is the metastore secured (hive.metastore.sasl.enabled=true)?"
+        ) from None
+    return transport
+
+
+def _socket(host: str, port: int, timeout_ms: int) -> TSocket.TSocket:
+    sock = TSocket.TSocket(host, port)
+    sock.setTimeout(timeout_ms)
+    return sock
+
+
+def _client(transport: Any) -> Any:
+    return ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport))
+
+
 def open_transport(
     url: str, host: str, port: int, timeout_ms: int, security: MetastoreSecurity
 ) -> Any:
-    """An open thrift transport to the metastore: buffered plain socket, or, with
-    ``security.sasl``, the SASL/GSSAPI one (module doc).
+    """An open thrift transport to the metastore: a buffered plain socket, or, with
+    ``security.sasl``, the SASL/GSSAPI one; with ``security.proxy_user`` one that acts as that
+    user (module doc: Kerberos, delegation token, ``set_ugi``).
 
     Args:
         url: the metastore URL (messages).
@@ -236,15 +369,22 @@ def open_transport(
     Returns:
         The open transport (``TBufferedTransport`` or ``TSaslClientTransport``).
     Raises:
-        MetastoreAuthError: Kerberos credentials or the SASL handshake failed (names the URL,
-            principals and reason).
+        MetastoreAuthError: Kerberos credentials, the SASL handshake or the impersonation
+            failed (names the URL, the principals and the reason).
         TTransport.TTransportException: the socket could not be opened (the caller maps it).
     """
-    sock = TSocket.TSocket(host, port)
-    sock.setTimeout(timeout_ms)
     if not security.sasl:
-        transport = TTransport.TBufferedTransport(sock)
+        transport = TTransport.TBufferedTransport(_socket(host, port, timeout_ms))
         transport.open()
+        if security.proxy_user:
+            try:
+                _client(transport).set_ugi(security.proxy_user, [])
+            except MetaException as exc:
+                transport.close()
+                raise MetastoreAuthError(
+                    f"Hive metastore {url}: set_ugi({security.proxy_user!r}) refused"
+                    f" (hive.metastore.execute.setugi): {exc.message}"
+                ) from None
         return transport
     if not security.service_principal:
         raise MetastoreAuthError(
@@ -255,22 +395,32 @@ def open_transport(
     service = service_principal(security.service_principal, host)
     creds = client_credentials(security, url)
     who = str(creds.name)
-    sasl = GssapiSaslClient(service, creds)
-    sock.open()  # an unreachable metastore raises here, before any SASL
-    transport = TSaslClientTransport(lambda: sasl, "GSSAPI", sock)
+    kerberos = _sasl_open(
+        url,
+        _socket(host, port, timeout_ms),
+        GssapiSaslClient(service, creds),
+        "GSSAPI",
+        who,
+        f"service principal {service}",
+    )
+    if not security.proxy_user:
+        return kerberos
     try:
-        transport.open()
-    except TTransport.TTransportException as exc:
-        sock.close()
-        reason = sasl.getError() or exc.message or str(exc)
+        token = _client(kerberos).get_delegation_token(security.proxy_user, who)
+    except MetaException as exc:
         raise MetastoreAuthError(
-            f"Hive metastore {url}: Kerberos (SASL GSSAPI) authentication of {who} to service"
-            f" principal {service} failed: {reason}"
+            f"Hive metastore {url}: {who} may not act as {security.proxy_user!r} (a delegation"
+            f" token for it was refused; the metastore's hadoop.proxyuser.<{who}'s short"
+            f" name>.hosts/.groups must allow it): {exc.message}"
         ) from None
-    except (EOFError, OSError) as exc:
-        sock.close()
-        raise MetastoreAuthError(
-            f"Hive metastore {url}: the SASL GSSAPI handshake of {who} with {service} was cut"
-            f" off ({exc!r}): is the metastore secured (hive.metastore.sasl.enabled=true)?"
-        ) from None
-    return transport
+    finally:
+        kerberos.close()
+    identifier, password = parse_delegation_token(token)
+    return _sasl_open(
+        url,
+        _socket(host, port, timeout_ms),
+        DigestSaslClient(identifier, password),
+        "DIGEST-MD5",
+        f"{security.proxy_user!r} (delegation token of {who})",
+        f"service principal {service}",
+    )
