@@ -25,8 +25,18 @@ Java: Hive 3.1.3 is built for Java 8; on Java 17 the metastore and schematool ne
 locks, compaction requests): :data:`JAVA_OPTIONS` is empty on purpose and is where such a flag
 would go.
 
-``python -m devservers.hms`` (``make hms``, with ``tools/`` on ``sys.path``) runs one in the
-foreground until Ctrl-C and prints its ``thrift://`` URL; the test suite's ``hive_metastore``
+Kerberos (``kerberos=`` :class:`MetastoreKerberos`): Hadoop security on
+(``hadoop.security.authentication=kerberos`` in a ``core-site.xml`` on the classpath, written
+after schematool ran), ``hive.metastore.sasl.enabled=true``, the service principal and keytab,
+``-Djava.security.krb5.conf`` and the ``hadoop.proxyuser.*`` grants: the metastore logs
+``Starting DB backed MetaStore Server in Secure Mode`` and speaks SASL (GSSAPI, and DIGEST-MD5
+for delegation tokens) on its port. The port probe of :func:`start_metastore` is not a SASL
+client: the log's ``TSaslTransportException: No data or no sasl data in the stream`` right after
+start is that probe.
+
+``python -m devservers.hms`` (``make hms``, with ``tools/`` on ``sys.path``; ``--kerberos`` for a
+secured one with its own KDC) runs one in the foreground until Ctrl-C and prints its
+``thrift://`` URL; the test suite's ``hive_metastore``
 fixture (``tests/conftest.py``) starts one per test session. A development tool: not part of the
 shipped ``acidflow`` package.
 """
@@ -48,6 +58,7 @@ from xml.sax.saxutils import escape
 
 from sqlalchemy.engine import make_url
 
+from devservers.kdc import Kdc, KdcStartError, KerberosToolsMissing, start_kdc
 from devservers.process import JvmServer, cache_dir, free_port, serve_foreground, tail
 
 __all__ = [
@@ -546,6 +557,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="an empty PostgreSQL database (postgresql://user@host:port/db);"
         " default: embedded Derby in the work folder",
     )
+    ap.add_argument(
+        "--kerberos",
+        action="store_true",
+        help="secure it: start an MIT KDC (devservers.kdc) and run the metastore with SASL/GSSAPI"
+        " (principal hive/localhost), printing the ACIDFLOW_HMS_* settings of a client",
+    )
     args = ap.parse_args(argv)
     tmp = None if args.dir else tempfile.mkdtemp(prefix="acidflow-hms-")
     workdir = args.dir or Path(tmp or ".")
@@ -553,23 +570,56 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {workdir} already holds a metastore; pick an empty --dir", file=sys.stderr)
         return 2
     started = time.monotonic()
+    kdc: Kdc | None = None
+    client_env = ""
     try:
-        hms = start_metastore(workdir, port=args.port, backing_db_url=args.backing_db)
-    except (HiveArtifactsMissing, MetastoreStartError, ValueError) as exc:
+        kerberos = None
+        if args.kerberos:
+            kdc = start_kdc(workdir / "kdc")
+            service = kdc.add_principal("hive/localhost")
+            user = kdc.add_principal("acidflow")
+            kerberos = MetastoreKerberos(
+                service, kdc.keytab(service), kdc.krb5_conf, {"acidflow": ("*", "*")}
+            )
+            client_env = (
+                f"\n  Kerberos realm {kdc.realm}, KDC 127.0.0.1:{kdc.port}; a client (URL host"
+                f" localhost):\n    export KRB5_CONFIG={kdc.krb5_conf}"
+                " ACIDFLOW_HMS_SASL_ENABLED=true"
+                f" ACIDFLOW_HMS_KERBEROS_PRINCIPAL=hive/_HOST@{kdc.realm}"
+                f" ACIDFLOW_HMS_CLIENT_PRINCIPAL={user}"
+                f" ACIDFLOW_HMS_CLIENT_KEYTAB={kdc.keytab(user)}"
+            )
+        hms = start_metastore(
+            workdir, port=args.port, backing_db_url=args.backing_db, kerberos=kerberos
+        )
+    except (
+        HiveArtifactsMissing,
+        MetastoreStartError,
+        ValueError,
+        KerberosToolsMissing,
+        KdcStartError,
+    ) as exc:
+        if kdc is not None:
+            kdc.stop()
         print(f"error: {exc}", file=sys.stderr)
         return 1
 
+    # a Kerberos client names the host of the principal hive/localhost
+    client_url = f"thrift://localhost:{hms.port}" if kdc else hms.url
     print(
         f"Hive {HIVE_VERSION} metastore: {hms.url}  (started in"
         f" {time.monotonic() - started:.1f}s)\n"
         f"  warehouse: {hms.warehouse}\n  backing db: {hms.db.display}\n  log: {hms.log}\n"
-        f"  clients: hive.metastore.uris={hms.url}   (Ctrl-C stops it)",
+        f"  clients: hive.metastore.uris={client_url}{client_env}   (Ctrl-C stops it)",
         flush=True,
     )
+    companions = [(kdc.process, kdc.log, "the KDC")] if kdc else []
     try:
-        return serve_foreground(hms.process, hms.log, "the metastore")
+        return serve_foreground(hms.process, hms.log, "the metastore", companions)
     finally:
         hms.stop()
+        if kdc is not None:
+            kdc.stop()
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
 
