@@ -126,7 +126,7 @@ def client_credentials(security: MetastoreSecurity, url: str) -> gssapi.Credenti
         if security.client_principal
         else None
     )
-    store: dict[str, str] = {}
+    store: dict[bytes | str, bytes | str] = {}
     if security.keytab:
         if not security.client_principal:
             raise MetastoreAuthError(
