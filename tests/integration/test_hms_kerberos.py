@@ -53,14 +53,15 @@ def orders() -> TableDef:
     )
 
 
-def _audit(secured, text: str) -> list[str]:
+def _audit(server, text: str) -> list[str]:
     """The metastore's audit lines (``HiveMetaStore.audit: ugi=<user> ... cmd=...``) with
-    ``text``, after the log caught up."""
+    ``text``, after the log caught up (``server``: a metastore, or the secured fixture)."""
+    log = getattr(server, "hms", server).log
     deadline = time.monotonic() + 10
     while True:
         lines = [
             ln
-            for ln in secured.hms.log.read_text(errors="replace").splitlines()
+            for ln in log.read_text(errors="replace").splitlines()
             if "HiveMetaStore.audit" in ln and text in ln
         ]
         if lines or time.monotonic() > deadline:
@@ -275,3 +276,22 @@ def test_proxy_user_without_a_grant_is_refused(secured, tmp_path):
     msg = str(info.value)
     assert secured.url in msg and carol in msg and "'bob'" in msg
     assert "not allowed to impersonate" in msg
+
+
+def test_proxy_user_on_an_unsecured_metastore_is_set_ugi(hive_metastore, tmp_path):
+    """Without SASL the doAs is Hive's ``set_ugi`` (``hive.metastore.execute.setugi=true``, the
+    default): the plain metastore runs the calls as the user."""
+    reset_metastore(hive_metastore.url, MetastoreSecurity())
+    with hms_client(hive_metastore.url, security=MetastoreSecurity(proxy_user="dora")) as client:
+        client.create_database(
+            Database(
+                name="doradb",
+                description="",
+                locationUri=(tmp_path / "doradb").as_uri(),
+                parameters={},
+            )
+        )
+    assert _audit(
+        hive_metastore,
+        "ugi=dora\tip=127.0.0.1\tcmd=source:127.0.0.1 create_database: Database(name:doradb",
+    )
