@@ -10,7 +10,7 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: format stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven hive-jars hadoop-aws trino-server kafka-jars kafka-spark-jars apicurio-jars hms kafka lint test test-fast demo demo-hms demo-kafka lock clean bench bench-report bench-write-paths sample-data
+.PHONY: format stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven system-deps-kerberos hive-jars hadoop-aws trino-server kafka-jars kafka-spark-jars apicurio-jars hms kdc kafka lint test test-fast demo demo-hms demo-kafka lock clean bench bench-report bench-write-paths sample-data
 
 # PostgreSQL 15 server binaries, as tools/devservers/postgres.py finds them ($$ACIDFLOW_PG_BINDIR).
 PG_BINDIR ?= $(or $(ACIDFLOW_PG_BINDIR),/usr/lib/postgresql/15/bin)
@@ -21,9 +21,11 @@ setup: system-deps $(VENV)/.installed hive-jars hadoop-aws trino-server kafka-ja
 
 # System packages: the wal2json logical decoding output plugin (CDC source side, tests and
 # 'make sample-data'), Chromium (headless screenshots of the Airflow UI page in the e2e test) and
-# docker-compose (offline validation of docker-compose.yml in tests/deploy; no engine needed).
+# docker-compose (offline validation of docker-compose.yml in tests/deploy; no engine needed) and
+# MIT Kerberos (the KDC of the Kerberos-secured metastore tests, 'make kdc'; libkrb5-dev for the
+# gssapi package of requirements.txt, built from source: so before the venv).
 # Idempotent: a file/command test when installed; apt-get only when missing and we are root.
-system-deps: system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven
+system-deps: system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven system-deps-kerberos
 
 # $(call apt_install,<test that succeeds when installed>,<Debian package>,<who needs it>)
 define apt_install
@@ -50,6 +52,10 @@ system-deps-chromium:
 
 system-deps-docker-compose:
 	$(call apt_install,command -v docker-compose >/dev/null,docker-compose,the docker-compose.yml validation test)
+
+KRB5_CHECK := test -x /usr/sbin/krb5kdc && test -x /usr/sbin/kdb5_util && test -x /usr/sbin/kadmin.local && command -v kinit >/dev/null && command -v krb5-config >/dev/null
+system-deps-kerberos:
+	$(call apt_install,$(KRB5_CHECK),krb5-kdc krb5-admin-server krb5-user libkrb5-dev,the Kerberos metastore tests (tests/integration/test_hms_kerberos.py) and the gssapi build)
 
 system-deps-maven:
 	$(call apt_install,command -v mvn >/dev/null,maven,'make hive-jars' and 'make kafka-jars' (the Hive Metastore and Kafka tests; 'make hms' and 'make kafka'))
@@ -268,6 +274,12 @@ $(APICURIO_STAMP): $(APICURIO_SRC)
 DEVSERVERS := PYTHONPATH=$(CURDIR)/tools$${PYTHONPATH:+:$$PYTHONPATH}
 hms: setup
 	$(DEVSERVERS) $(PY) -m devservers.hms $(HMS_ARGS)
+
+# An MIT Kerberos KDC (realm ACIDFLOW.TEST, a user principal 'acidflow' and hive/localhost with
+# keytabs) for a person, in the foreground until Ctrl-C: prints the KRB5_CONFIG and keytabs.
+# Options: make kdc KDC_ARGS="--port 8888 --dir /tmp/kdc"
+kdc: setup
+	$(DEVSERVERS) $(PY) -m devservers.kdc $(KDC_ARGS)
 
 # A Kafka 4.3.0 broker (KRaft, one node) and a Kafka Connect worker with Debezium's PostgreSQL
 # connector (JsonConverter with schemas; connectors added through its REST API) for a person, in

@@ -102,6 +102,48 @@ def hive_metastore(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def kdc(tmp_path_factory):
+    """An MIT Kerberos KDC for realm ``ACIDFLOW.TEST`` on 127.0.0.1 for the whole session
+    (``devservers.kdc``), with ``KRB5_CONFIG`` pointing at its ``krb5.conf`` for the session
+    (the Kerberos library of this process reads it). Skips without the MIT programs, fails
+    instead when ``CI=true``."""
+    from devservers.kdc import start_kdc
+    from tests.support.kerberos import require_kdc_tools
+
+    require_kdc_tools()
+    with start_kdc(tmp_path_factory.mktemp("kdc")) as server, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KRB5_CONFIG", str(server.krb5_conf))
+        yield server
+
+
+@pytest.fixture(scope="session")
+def kerberos_metastore(kdc, tmp_path_factory):
+    """A Kerberos-secured Hive 3.1.3 metastore for the session (``devservers.hms`` with
+    :class:`devservers.hms.MetastoreKerberos`: ``hadoop.security.authentication=kerberos``,
+    ``hive.metastore.sasl.enabled=true``, principal ``hive/localhost@ACIDFLOW.TEST`` with its
+    keytab, ``hadoop.proxyuser.acidflow.hosts/groups=*``) and a client principal
+    ``acidflow@ACIDFLOW.TEST`` with a keytab: a
+    :class:`tests.support.kerberos.KerberosMetastore`."""
+    from devservers.hms import MetastoreKerberos, start_metastore
+    from tests.support.hms import require_hive_artifacts
+    from tests.support.kerberos import KerberosMetastore
+
+    artifacts = require_hive_artifacts()
+    service = kdc.add_principal("hive/localhost")
+    client = kdc.add_principal("acidflow")
+    kerberos = MetastoreKerberos(
+        service, kdc.keytab(service), kdc.krb5_conf, {"acidflow": ("*", "*")}
+    )
+    hms = start_metastore(
+        tmp_path_factory.mktemp("hive-metastore-kerberos"), artifacts=artifacts, kerberos=kerberos
+    )
+    try:
+        yield KerberosMetastore(hms, kdc, client, kdc.keytab(client))
+    finally:
+        hms.stop()
+
+
+@pytest.fixture(scope="session")
 def trino_server(hive_metastore, tmp_path_factory):
     """A Trino 476 server on 127.0.0.1 for the whole session, its ``hive`` catalog on the
     ``hive_metastore`` fixture's metastore (``devservers.trino``; ``.url``, ``.execute(sql)``).

@@ -4,7 +4,8 @@ one-line error naming the extra that installs it.
 acidflow's core (``pip install acidflow``) runs the SQL catalog, the readers and the Spark jobs;
 a backend that needs more is an extra (``pyproject.toml`` ``[project.optional-dependencies]``):
 
-- ``hms``: the Hive Metastore catalog (``thrift://``): pymetastore, thrift;
+- ``hms``: the Hive Metastore catalog (``thrift://``), also Kerberos-secured: pymetastore,
+  thrift, thrift-sasl, pure-sasl, gssapi;
 - ``quality``: data quality suites run by Great Expectations: great-expectations, pandas;
 - ``postgres``: PostgreSQL sources (slot pulls, snapshots, slot lag): psycopg2-binary;
 - ``metrics``: ``acidflow metrics --push``: the OpenTelemetry SDK and OTLP exporters.

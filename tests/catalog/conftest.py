@@ -1,7 +1,10 @@
 """Fixtures for the catalog suite: every behavioural test runs against SQLite (a temp file),
 PostgreSQL (a fresh database per test on the session's private cluster) and the Hive 3.1.3
 metastore (``hms``: the session's metastore, emptied before each test, with a SQLite side
-catalog copied from the template). Tests of SQL-only behaviour use ``sql_only``."""
+catalog copied from the template). Tests of SQL-only behaviour use ``sql_only``. The
+``hms-kerberos`` backend (the Kerberos-secured metastore, SASL/GSSAPI with a keytab login) is
+not in :data:`BACKENDS`: ``test_kerberos_backend.py`` runs a representative part of the suite on
+it."""
 
 from __future__ import annotations
 
@@ -20,6 +23,10 @@ BACKENDS = [
 ]
 
 
+#: The metastore backends.
+HMS = ("hms", "hms-kerberos")
+
+
 def sql_only(reason: str) -> pytest.MarkDecorator:
     """Mark a test of SQL-backend specifics: its ``hms`` parameter is skipped with ``reason``."""
     return pytest.mark.sql_only(reason=reason)
@@ -34,7 +41,7 @@ def pytest_collection_modifyitems(items) -> None:
     for item in items:
         mark = item.get_closest_marker("sql_only")
         callspec = getattr(item, "callspec", None)
-        if mark is not None and callspec is not None and callspec.params.get("backend") == "hms":
+        if mark is not None and callspec is not None and callspec.params.get("backend") in HMS:
             item.add_marker(pytest.mark.skip(reason=f"SQL backends only: {mark.kwargs['reason']}"))
 
 
@@ -102,7 +109,12 @@ def catalog_url(backend, request, tmp_path):
         from tests.support.hms import reset_metastore
 
         reset_metastore(request.getfixturevalue("hive_metastore").url)
-    if backend in ("sqlite", "hms"):
+    if backend == "hms-kerberos":
+        from tests.support.hms import reset_metastore
+
+        secured = request.getfixturevalue("kerberos_metastore")
+        reset_metastore(secured.url, secured.security())
+    if backend in ("sqlite", *HMS):
         path = tmp_path / "catalog.db"
         shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
         yield f"sqlite:///{path}"
@@ -115,7 +127,7 @@ def catalog_url(backend, request, tmp_path):
 @pytest.fixture
 def empty_url(backend, request, tmp_path):
     """URL of a fresh, never migrated database."""
-    if backend in ("sqlite", "hms"):
+    if backend in ("sqlite", *HMS):
         yield f"sqlite:///{tmp_path / 'empty.db'}"
         return
     from tests.support.postgres import drop_database
@@ -132,10 +144,17 @@ def make_catalog(catalog_url, backend, request, tmp_path):
     side catalog."""
     made: list[Catalog] = []
     hms_url = request.getfixturevalue("hive_metastore").url if backend == "hms" else None
+    if backend == "hms-kerberos":
+        secured = request.getfixturevalue("kerberos_metastore")
+        hms_url = secured.url
+        kwargs_security = {"security": secured.security(tmp_path / "krb5cc")}
+    else:
+        kwargs_security = {}
 
     def make(**kwargs) -> Catalog:
         kwargs.setdefault("warehouse", str(tmp_path / "warehouse"))
         if hms_url is not None:
+            kwargs = {**kwargs_security, **kwargs}
             cat: Catalog = HiveMetastoreCatalog(hms_url, side_url=catalog_url, **kwargs)
         else:
             cat = SqlCatalog(catalog_url, **kwargs)

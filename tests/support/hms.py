@@ -63,17 +63,18 @@ def transactional_orc_table(
     )
 
 
-def reset_metastore(url: str) -> None:
+def reset_metastore(url: str, security=None) -> None:
     """Give the next test an empty metastore name space, cheaply (no restart): abort every
     open transaction, drop every database but ``default`` (cascade) and every table of
     ``default``. Dropping a table also removes its write-id state (Hive's
     ``AcidEventListener`` -> ``TxnHandler.cleanupRecords``), so a table made again starts at
-    write id 1; transaction ids keep growing (one global sequence, as in Hive)."""
+    write id 1; transaction ids keep growing (one global sequence, as in Hive). ``security``:
+    the connection's SASL/Kerberos settings (a secured metastore), default the environment's."""
     from pymetastore.hive_metastore.ttypes import AbortTxnsRequest
 
     from acidflow.catalog.hms.client import hms_client
 
-    with hms_client(url) as client:
+    with hms_client(url, security=security) as client:
         resp = client.get_open_txns()
         bits = int.from_bytes(resp.abortedBits or b"", "little")
         opened = [t for i, t in enumerate(resp.open_txns) if not bits >> i & 1]

@@ -25,8 +25,18 @@ Java: Hive 3.1.3 is built for Java 8; on Java 17 the metastore and schematool ne
 locks, compaction requests): :data:`JAVA_OPTIONS` is empty on purpose and is where such a flag
 would go.
 
-``python -m devservers.hms`` (``make hms``, with ``tools/`` on ``sys.path``) runs one in the
-foreground until Ctrl-C and prints its ``thrift://`` URL; the test suite's ``hive_metastore``
+Kerberos (``kerberos=`` :class:`MetastoreKerberos`): Hadoop security on
+(``hadoop.security.authentication=kerberos`` in a ``core-site.xml`` on the classpath, written
+after schematool ran), ``hive.metastore.sasl.enabled=true``, the service principal and keytab,
+``-Djava.security.krb5.conf`` and the ``hadoop.proxyuser.*`` grants: the metastore logs
+``Starting DB backed MetaStore Server in Secure Mode`` and speaks SASL (GSSAPI, and DIGEST-MD5
+for delegation tokens) on its port. The port probe of :func:`start_metastore` is not a SASL
+client: the log's ``TSaslTransportException: No data or no sasl data in the stream`` right after
+start is that probe.
+
+``python -m devservers.hms`` (``make hms``, with ``tools/`` on ``sys.path``; ``--kerberos`` for a
+secured one with its own KDC) runs one in the foreground until Ctrl-C and prints its
+``thrift://`` URL; the test suite's ``hive_metastore``
 fixture (``tests/conftest.py``) starts one per test session. A development tool: not part of the
 shipped ``acidflow`` package.
 """
@@ -48,6 +58,7 @@ from xml.sax.saxutils import escape
 
 from sqlalchemy.engine import make_url
 
+from devservers.kdc import Kdc, KdcStartError, KerberosToolsMissing, start_kdc
 from devservers.process import JvmServer, cache_dir, free_port, serve_foreground, tail
 
 __all__ = [
@@ -57,10 +68,13 @@ __all__ = [
     "HiveArtifacts",
     "HiveArtifactsMissing",
     "HiveMetastore",
+    "MetastoreKerberos",
     "MetastoreStartError",
     "backing_db",
     "default_cache_dir",
     "free_port",
+    "kerberos_core_site",
+    "kerberos_site_properties",
     "main",
     "site_properties",
     "start_metastore",
@@ -301,6 +315,69 @@ def write_site_xml(path: Path, props: Mapping[str, str]) -> Path:
     return path
 
 
+@dataclass(frozen=True)
+class MetastoreKerberos:
+    """Hadoop security for the metastore: SASL/GSSAPI on its thrift port.
+
+    Attributes:
+        principal: the metastore's service principal, ``hive/localhost@REALM`` (Hive's
+            ``hive.metastore.kerberos.principal``; a ``_HOST`` in it is replaced by the
+            server's canonical host name, so an explicit host is more predictable here).
+        keytab: the service principal's keytab (``hive.metastore.kerberos.keytab.file``).
+        krb5_conf: the realm's ``krb5.conf`` (``-Djava.security.krb5.conf``).
+        proxy_users: Hadoop proxy-user grants, short service name -> (hosts, groups), written
+            as ``hadoop.proxyuser.<name>.hosts`` / ``.groups`` (``*`` for any).
+    """
+
+    principal: str
+    keytab: Path
+    krb5_conf: Path
+    proxy_users: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+
+    def jvm_options(self) -> list[str]:
+        """The metastore JVM's flags: the realm's ``krb5.conf``, and Java's own Kerberos
+        login allowed to use the keytab the server logs in from (not a JAAS prompt)."""
+        return [
+            f"-Djava.security.krb5.conf={self.krb5_conf}",
+            "-Djavax.security.auth.useSubjectCredsOnly=false",
+        ]
+
+
+def kerberos_core_site(kerberos: MetastoreKerberos) -> dict[str, str]:
+    """The ``core-site.xml`` properties of a secured metastore: ``hadoop.security
+    .authentication=kerberos`` (``UserGroupInformation.isSecurityEnabled()``, which Hive's
+    ``HadoopThriftAuthBridge.Server`` requires), ``hadoop.security.authorization=true`` and the
+    ``hadoop.proxyuser.*`` grants (Hadoop's ``ProxyUsers``, checked on a doAs)."""
+    props = {
+        "hadoop.security.authentication": "kerberos",
+        "hadoop.security.authorization": "true",
+    }
+    for name, (hosts, groups) in kerberos.proxy_users.items():
+        props[f"hadoop.proxyuser.{name}.hosts"] = hosts
+        props[f"hadoop.proxyuser.{name}.groups"] = groups
+    return props
+
+
+def kerberos_site_properties(kerberos: MetastoreKerberos) -> dict[str, str]:
+    """The ``metastore-site.xml`` properties of a secured metastore (both the ``metastore.``
+    and the ``hive.metastore.`` key): SASL on (``hive.metastore.sasl.enabled``), the service
+    principal and keytab, Hadoop security as in :func:`kerberos_core_site`, and
+    ``hive.metastore.execute.setugi`` on (Hive's default: a client's ``set_ugi`` is honoured on
+    unsecured connections; on SASL ones the authenticated user is the caller)."""
+    props = {
+        "metastore.sasl.enabled": "true",
+        "hive.metastore.sasl.enabled": "true",
+        "metastore.kerberos.principal": kerberos.principal,
+        "hive.metastore.kerberos.principal": kerberos.principal,
+        "metastore.kerberos.keytab.file": str(kerberos.keytab),
+        "hive.metastore.kerberos.keytab.file": str(kerberos.keytab),
+        "metastore.execute.setugi": "true",
+        "hive.metastore.execute.setugi": "true",
+    }
+    props.update(kerberos_core_site(kerberos))
+    return props
+
+
 def _java() -> str:
     home = os.environ.get("JAVA_HOME")
     if home and (Path(home) / "bin" / "java").exists():
@@ -350,6 +427,7 @@ def start_metastore(
     backing_db_url: str | None = None,
     artifacts: HiveArtifacts | None = None,
     extra_conf: Mapping[str, str] | None = None,
+    kerberos: MetastoreKerberos | None = None,
     timeout_s: float = 180.0,
 ) -> HiveMetastore:
     """Initialise a backing database with Hive's schematool and start a Hive 3.1.3 metastore
@@ -363,6 +441,8 @@ def start_metastore(
             (:func:`backing_db`).
         artifacts: the Hive artifacts; default :meth:`HiveArtifacts.locate`.
         extra_conf: more ``metastore-site.xml`` properties, applied last.
+        kerberos: Hadoop security on (SASL/GSSAPI, :class:`MetastoreKerberos`); schematool
+            runs before the ``core-site.xml`` that turns it on is written (it needs no login).
         timeout_s: how long schematool and then the server each may take.
 
     Returns:
@@ -381,9 +461,11 @@ def start_metastore(
         d.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     db = backing_db(backing_db_url, workdir)
+    extra = kerberos_site_properties(kerberos) if kerberos else {}
+    extra.update(extra_conf or {})
     write_site_xml(
         conf / "metastore-site.xml",
-        site_properties(db=db, warehouse=warehouse, port=port, extra=extra_conf),
+        site_properties(db=db, warehouse=warehouse, port=port, extra=extra),
     )
     (conf / "metastore-log4j2.properties").write_text(_LOG4J2)
     env = dict(
@@ -416,6 +498,9 @@ def start_metastore(
             f" {done.returncode}); {schema_log}:\n{tail(schema_log)}"
         )
 
+    if kerberos is not None:
+        write_site_xml(conf / "core-site.xml", kerberos_core_site(kerberos))
+        java = [java[0], *kerberos.jvm_options(), *java[1:]]
     log = workdir / "metastore.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
@@ -472,6 +557,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="an empty PostgreSQL database (postgresql://user@host:port/db);"
         " default: embedded Derby in the work folder",
     )
+    ap.add_argument(
+        "--kerberos",
+        action="store_true",
+        help="secure it: start an MIT KDC (devservers.kdc) and run the metastore with SASL/GSSAPI"
+        " (principal hive/localhost), printing the ACIDFLOW_HMS_* settings of a client",
+    )
     args = ap.parse_args(argv)
     tmp = None if args.dir else tempfile.mkdtemp(prefix="acidflow-hms-")
     workdir = args.dir or Path(tmp or ".")
@@ -479,23 +570,56 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {workdir} already holds a metastore; pick an empty --dir", file=sys.stderr)
         return 2
     started = time.monotonic()
+    kdc: Kdc | None = None
+    client_env = ""
     try:
-        hms = start_metastore(workdir, port=args.port, backing_db_url=args.backing_db)
-    except (HiveArtifactsMissing, MetastoreStartError, ValueError) as exc:
+        kerberos = None
+        if args.kerberos:
+            kdc = start_kdc(workdir / "kdc")
+            service = kdc.add_principal("hive/localhost")
+            user = kdc.add_principal("acidflow")
+            kerberos = MetastoreKerberos(
+                service, kdc.keytab(service), kdc.krb5_conf, {"acidflow": ("*", "*")}
+            )
+            client_env = (
+                f"\n  Kerberos realm {kdc.realm}, KDC 127.0.0.1:{kdc.port}; a client (URL host"
+                f" localhost):\n    export KRB5_CONFIG={kdc.krb5_conf}"
+                " ACIDFLOW_HMS_SASL_ENABLED=true"
+                f" ACIDFLOW_HMS_KERBEROS_PRINCIPAL=hive/_HOST@{kdc.realm}"
+                f" ACIDFLOW_HMS_CLIENT_PRINCIPAL={user}"
+                f" ACIDFLOW_HMS_CLIENT_KEYTAB={kdc.keytab(user)}"
+            )
+        hms = start_metastore(
+            workdir, port=args.port, backing_db_url=args.backing_db, kerberos=kerberos
+        )
+    except (
+        HiveArtifactsMissing,
+        MetastoreStartError,
+        ValueError,
+        KerberosToolsMissing,
+        KdcStartError,
+    ) as exc:
+        if kdc is not None:
+            kdc.stop()
         print(f"error: {exc}", file=sys.stderr)
         return 1
 
+    # a Kerberos client names the host of the principal hive/localhost
+    client_url = f"thrift://localhost:{hms.port}" if kdc else hms.url
     print(
         f"Hive {HIVE_VERSION} metastore: {hms.url}  (started in"
         f" {time.monotonic() - started:.1f}s)\n"
         f"  warehouse: {hms.warehouse}\n  backing db: {hms.db.display}\n  log: {hms.log}\n"
-        f"  clients: hive.metastore.uris={hms.url}   (Ctrl-C stops it)",
+        f"  clients: hive.metastore.uris={client_url}{client_env}   (Ctrl-C stops it)",
         flush=True,
     )
+    companions = [(kdc.process, kdc.log, "the KDC")] if kdc else []
     try:
-        return serve_foreground(hms.process, hms.log, "the metastore")
+        return serve_foreground(hms.process, hms.log, "the metastore", companions)
     finally:
         hms.stop()
+        if kdc is not None:
+            kdc.stop()
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
 

@@ -9,3 +9,5 @@ from acidflow._extras import require
 # Without the 'hms' extra, any import of this package fails with one line naming it.
 require("thrift", "hms", "the Hive Metastore catalog (thrift://)")
 require("pymetastore", "hms", "the Hive Metastore catalog (thrift://)")
+require("thrift_sasl", "hms", "the Hive Metastore catalog's SASL/Kerberos transport")
+require("gssapi", "hms", "the Hive Metastore catalog's Kerberos (GSSAPI) login")

@@ -94,7 +94,7 @@ from acidflow.catalog.tabledef import (
     parse_partition_spec,
 )
 from acidflow.catalog.warehouse import warehouse_root
-from acidflow.config import load_settings
+from acidflow.config import MetastoreSecurity, load_settings
 from acidflow.format.filerecords import FileRecord
 from acidflow.format.layout import ValidWriteIdList
 from acidflow.format.timetravel import WriteIdHistory, snapshot_as_of
@@ -136,10 +136,15 @@ class HiveMetastoreCatalog(MetastoreTables):
         migrate: migrate the side catalog's schema.
         side_url: the side catalog's SQLAlchemy URL (overrides the query parameter).
         timeout_ms: thrift socket timeout per call.
+        security: SASL/Kerberos settings of the thrift connection (Hive
+            ``hive.metastore.sasl.enabled`` ...); default the ``ACIDFLOW_HMS_*`` environment
+            (:func:`acidflow.config.load_metastore_security`).
 
     Raises:
         MetastoreUnreachableError: the metastore does not answer (names the URL) - raised by
             the constructor, before anything is written.
+        MetastoreAuthError: Kerberos authentication failed (names the URL, the principals and
+            the reason), also from the constructor.
         CatalogError: not a ``thrift://host:port`` URL.
     """
 
@@ -152,6 +157,7 @@ class HiveMetastoreCatalog(MetastoreTables):
         migrate: bool = True,
         side_url: str | None = None,
         timeout_ms: int = 60_000,
+        security: MetastoreSecurity | None = None,
     ) -> None:
         if warehouse is None:
             warehouse = load_settings().warehouse
@@ -159,7 +165,7 @@ class HiveMetastoreCatalog(MetastoreTables):
         self.txn_timeout_s = int(txn_timeout_s)
         parsed = urlparse(url)
         self.url = f"thrift://{parsed.hostname}:{parsed.port}" if parsed.port else url
-        self.conn = MetastoreConnection(self.url, timeout_ms)  # connects: fails fast
+        self.conn = MetastoreConnection(self.url, timeout_ms, security)  # connects: fails fast
         self.hooks = MetastoreTxnHooks(self.conn)
         self.side = SqlCatalog(
             side_url_of(url, self.warehouse, side_url),

@@ -4,7 +4,8 @@ The client is ``pymetastore``'s generated ``ThriftHiveMetastore.Client`` (Hive's
 ``hive_metastore.thrift``, ACID calls included: ``open_txns``, ``commit_txn``,
 ``allocate_table_write_ids``, ``get_valid_write_ids``, ``lock`` ...) over a buffered socket
 transport and the binary protocol, as Hive's own ``HiveMetaStoreClient`` talks to a metastore
-without SASL (``hive.metastore.sasl.enabled=false``).
+without SASL (``hive.metastore.sasl.enabled=false``), or over SASL/GSSAPI (Kerberos) when the
+settings say so (:mod:`acidflow.catalog.hms.security`, ``ACIDFLOW_HMS_*``).
 
 Shapes: a metastore URL is ``thrift://host:port``; Hive's ``ValidTxnList`` string is
 ``<hwm>:<minOpenTxn>:<open ids>:<aborted ids>`` (``ValidReadTxnList.writeToString``).
@@ -24,9 +25,11 @@ from pymetastore.hive_metastore.ttypes import (
     TableValidWriteIds,
 )
 from thrift.protocol import TBinaryProtocol
-from thrift.transport import TSocket, TTransport
+from thrift.transport import TTransport
 
 from acidflow.catalog.errors import CatalogError
+from acidflow.catalog.hms.security import open_transport
+from acidflow.config import MetastoreSecurity, load_metastore_security
 from acidflow.format.writeids import ValidWriteIdList
 
 #: Java's Long.MAX_VALUE: ValidReadTxnList's minOpenTxn when no transaction is open.
@@ -74,28 +77,28 @@ class hms_client:  # noqa: N801 - used like a function: ``with hms_client(url) a
     Args:
         url: the metastore URL (Hive ``hive.metastore.uris``, one URI).
         timeout_ms: socket timeout of every call, in milliseconds.
+        security: SASL/Kerberos settings; default :func:`acidflow.config
+            .load_metastore_security` (the ``ACIDFLOW_HMS_*`` environment).
     Raises:
         MetastoreUnreachableError: on enter, the connection is refused or times out (names
             the URL).
+        MetastoreAuthError: on enter, Kerberos authentication failed (names the URL, the
+            principals and the reason).
         CatalogError: not a thrift URL.
     """
 
-    def __init__(self, url: str, timeout_ms: int = 60_000) -> None:
-        host, port = parse_metastore_url(url)
+    def __init__(
+        self, url: str, timeout_ms: int = 60_000, security: MetastoreSecurity | None = None
+    ) -> None:
+        self.host, self.port = parse_metastore_url(url)
         self.url = url
-        sock = TSocket.TSocket(host, port)
-        sock.setTimeout(timeout_ms)
-        self._transport = TTransport.TBufferedTransport(sock)
-        self._client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(self._transport))
+        self.timeout_ms = timeout_ms
+        self.security = security or load_metastore_security()
+        self._transport: Any = None
 
     def __enter__(self) -> Any:
-        try:
-            self._transport.open()
-        except TTransport.TTransportException as exc:
-            raise MetastoreUnreachableError(
-                f"Hive metastore {self.url} is unreachable: {exc}"
-            ) from exc
-        return self._client
+        self._transport = connect_transport(self.url, self.timeout_ms, self.security)
+        return ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(self._transport))
 
     def __exit__(
         self,
@@ -103,7 +106,25 @@ class hms_client:  # noqa: N801 - used like a function: ``with hms_client(url) a
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._transport.close()
+        if self._transport is not None:
+            self._transport.close()
+
+
+def connect_transport(url: str, timeout_ms: int, security: MetastoreSecurity) -> Any:
+    """An open thrift transport to the metastore at ``url``: a plain buffered socket, or the
+    SASL/GSSAPI one when ``security.sasl``; with ``security.proxy_user`` one acting as that
+    user (:func:`acidflow.catalog.hms.security.open_transport`).
+
+    Raises:
+        MetastoreUnreachableError: the socket cannot be opened (names the URL).
+        MetastoreAuthError: Kerberos authentication failed.
+        CatalogError: not a thrift URL.
+    """
+    host, port = parse_metastore_url(url)
+    try:
+        return open_transport(url, host, port, timeout_ms, security)
+    except TTransport.TTransportException as exc:
+        raise MetastoreUnreachableError(f"Hive metastore {url} is unreachable: {exc}") from exc
 
 
 def valid_txn_list(open_txns: GetOpenTxnsResponse, current_txn: int | None = None) -> str:
@@ -156,30 +177,27 @@ class MetastoreConnection:
     Args:
         url: ``thrift://host:port`` (Hive ``hive.metastore.uris``, one URI).
         timeout_ms: socket timeout of every call, in milliseconds.
+        security: SASL/Kerberos settings; default the ``ACIDFLOW_HMS_*`` environment.
     Raises:
         MetastoreUnreachableError: at construction or on a call whose reconnect fails (names
             the URL).
+        MetastoreAuthError: Kerberos authentication failed (at construction or reconnect).
     """
 
-    def __init__(self, url: str, timeout_ms: int = 60_000) -> None:
+    def __init__(
+        self, url: str, timeout_ms: int = 60_000, security: MetastoreSecurity | None = None
+    ) -> None:
         self.url = url
         self.host, self.port = parse_metastore_url(url)
         self.timeout_ms = timeout_ms
+        self.security = security or load_metastore_security()
         self._lock = threading.RLock()
         self._transport: Any = None
         self._client: Any = None
         self._connect()
 
     def _connect(self) -> None:
-        sock = TSocket.TSocket(self.host, self.port)
-        sock.setTimeout(self.timeout_ms)
-        transport = TTransport.TBufferedTransport(sock)
-        try:
-            transport.open()
-        except TTransport.TTransportException as exc:
-            raise MetastoreUnreachableError(
-                f"Hive metastore {self.url} is unreachable: {exc}"
-            ) from exc
+        transport = connect_transport(self.url, self.timeout_ms, self.security)
         self._transport = transport
         self._client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport))
 
