@@ -83,8 +83,9 @@ def health(
     ),
 ) -> None:
     """Check the catalog: compactions initiated or working too long, failed compactions in
-    a window, partitions over the initiator's thresholds not queued in time, open transactions past the heartbeat timeout or too old, replication slots
-    lagging (with --slot-dsn). Exit 1 when anything is found."""
+    a window, partitions over the initiator's thresholds not queued in time, open
+    transactions past the heartbeat timeout or too old, replication slots lagging (with
+    --slot-dsn). Exit 1 when anything is found."""
     # deferred: acidflow.quality and the compactor import the readers (pyarrow); --help needs
     # none of it
     from acidflow.compactor.unqueued import unqueued_partitions

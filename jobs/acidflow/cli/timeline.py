@@ -25,11 +25,13 @@ if TYPE_CHECKING:
 
 COMMITS_HELP = """The commit timeline of a table, newest first (Hudi's 'commits show'): one row
 per commit (write id, transaction, commit time UTC, operation, batch id, rows
-inserted/updated/deleted, files, bytes, the savepoints pinning it) and per compaction (type, write-id range, its own
-transaction = visibility txn id, state), ordered by the catalog's commit sequence.
+inserted/updated/deleted, files, bytes, the savepoints pinning it) and per compaction (type,
+write-id range, its own transaction = visibility txn id, state), ordered by the catalog's
+commit sequence.
 
---json prints JSON lines, one object per entry, newest first, with the keys kind, operation, operations, write_id, txn_id,
-commit_id, time, batch_id, batch_kind, rows_inserted, rows_updated, rows_deleted, files, bytes,
+--json prints JSON lines, one object per entry, newest first, with the keys kind, operation,
+operations, write_id, txn_id, commit_id, time, batch_id, batch_kind, rows_inserted,
+rows_updated, rows_deleted, files, bytes,
 partitions ({partition: {files, bytes, rows}}) and compaction ({id, type, state, partition,
 min_write_id, max_write_id, visibility_txn_id, inputs, outputs, error} or null) and
 savepoints (the names of the savepoints pinning the commit's write id, 'acidflow savepoint')."""

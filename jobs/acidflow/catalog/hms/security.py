@@ -164,7 +164,27 @@ def client_credentials(security: MetastoreSecurity, url: str) -> gssapi.Credenti
     return creds
 
 
-class GssapiSaslClient:
+class _NoLayerSaslClient:
+    """What thrift_sasl's ``TSaslClientTransport`` calls besides ``start``/``step``/``dispose``
+    for a mechanism without a security layer (Hadoop's ``hadoop.rpc.protection=authentication``,
+    QOP ``auth``): data passes as is, and the last failure's reason is kept in ``_error``."""
+
+    _error = ""
+
+    def encode(self, data: bytes) -> tuple[bool, bytes]:
+        """No security layer: the data as is."""
+        return True, data
+
+    def decode(self, data: bytes) -> tuple[bool, bytes]:
+        """No security layer: the data as is."""
+        return True, data
+
+    def getError(self) -> str:  # noqa: N802 - the name thrift_sasl calls
+        """The last failure's reason."""
+        return self._error
+
+
+class GssapiSaslClient(_NoLayerSaslClient):
     """The client side of the SASL ``GSSAPI`` mechanism (RFC 4752) in the shape thrift_sasl's
     ``TSaslClientTransport`` calls (``start``, ``step``, ``encode``, ``decode``, ``getError``,
     ``dispose``), as Java's ``GssKrb5Client`` talks to Hive's ``GssKrb5Server``: context
@@ -225,18 +245,6 @@ class GssapiSaslClient:
             self._error = _reason(exc)
             return False, b""
 
-    def encode(self, data: bytes) -> tuple[bool, bytes]:
-        """No security layer: the data as is."""
-        return True, data
-
-    def decode(self, data: bytes) -> tuple[bool, bytes]:
-        """No security layer: the data as is."""
-        return True, data
-
-    def getError(self) -> str:  # noqa: N802 - the name thrift_sasl calls
-        """The last failure's reason."""
-        return self._error
-
     def dispose(self) -> None:
         """Nothing to free (the context goes with the object)."""
 
@@ -270,7 +278,7 @@ def parse_delegation_token(token: str) -> tuple[bytes, bytes]:
     return identifier, password
 
 
-class DigestSaslClient:
+class DigestSaslClient(_NoLayerSaslClient):
     """The SASL ``DIGEST-MD5`` client of a delegation token (pure-sasl's mechanism) in the shape
     thrift_sasl calls, with Hive's names: user name / password the base64 identifier /
     password, digest-uri ``null/default`` (Hive's client and server both pass protocol
@@ -302,18 +310,6 @@ class DigestSaslClient:
         except Exception as exc:  # noqa: BLE001 - pure-sasl raises plain exceptions
             self._error = str(exc)
             return False, b""
-
-    def encode(self, data: bytes) -> tuple[bool, bytes]:
-        """QOP ``auth``: the data as is."""
-        return True, data
-
-    def decode(self, data: bytes) -> tuple[bool, bytes]:
-        """QOP ``auth``: the data as is."""
-        return True, data
-
-    def getError(self) -> str:  # noqa: N802 - the name thrift_sasl calls
-        """The last failure's reason."""
-        return self._error
 
     def dispose(self) -> None:
         """Release pure-sasl's state."""
