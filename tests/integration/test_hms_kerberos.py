@@ -53,6 +53,16 @@ def orders() -> TableDef:
     )
 
 
+def _token_requests(server) -> list[str]:
+    """The metastore's audit lines of delegation tokens asked for by acidflow's principal."""
+    log = getattr(server, "hms", server).log
+    return [
+        ln
+        for ln in log.read_text(errors="replace").splitlines()
+        if "HiveMetaStore.audit: ugi=acidflow@" in ln and "cmd=get_delegation_token" in ln
+    ]
+
+
 def _audit(server, text: str) -> list[str]:
     """The metastore's audit lines (``HiveMetaStore.audit: ugi=<user> ... cmd=...``) with
     ``text``, after the log caught up (``server``: a metastore, or the secured fixture)."""
@@ -241,6 +251,7 @@ def test_proxy_user_acts_through_a_delegation_token(secured, tmp_path):
     """doAs: ``acidflow`` (granted ``hadoop.proxyuser.acidflow.*``) acts as ``bob``; the
     metastore runs the calls as bob (its audit log), the catalog works as usual."""
     as_bob = secured.security(tmp_path / "cc", proxy_user="bob")
+    tokens_before = len(_token_requests(secured))
     with hms_client(secured.url, security=as_bob) as client:
         client.create_database(
             Database(
@@ -260,6 +271,9 @@ def test_proxy_user_acts_through_a_delegation_token(secured, tmp_path):
     finally:
         cat.close()
     assert _audit(secured, "ugi=bob\tip=127.0.0.1\tcmd=create_table: Table(tableName:orders")
+    # one delegation token for both connections (not one per connection: the metastore keeps
+    # each in its token store until its maximum lifetime)
+    assert len(_token_requests(secured)) - tokens_before == 1
 
 
 def test_proxy_user_without_a_grant_is_refused(secured, tmp_path):

@@ -3,8 +3,11 @@ compaction plan (names, inputs, nothing-to-do), the cleaner's capped list and fs
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import pytest
 
+from acidflow.catalog.records import CompactionInfo
 from acidflow.compactor.cleaner import capped_list
 from acidflow.compactor.config import CompactorConfig, no_auto_compaction
 from acidflow.compactor.fsck import check_layout, duplicate_row_ids
@@ -14,6 +17,7 @@ from acidflow.compactor.initiator import (
     determine_compaction_type,
     failed_too_often,
 )
+from acidflow.compactor.unqueued import eligible_since
 from acidflow.format.layout import DirEntry, ValidWriteIdList, get_acid_state
 from acidflow.format.names import parse_delta
 from acidflow.maintenance.compaction import plan_compaction
@@ -96,6 +100,20 @@ def test_plan_slices_follows_hive_and_keeps_a_write_id_range_whole():
     # a range alone as a slice is no minor compaction: skipped
     pairs = _deltas("delete_delta_1_1", "delta_1_1", "delete_delta_2_2", "delta_2_2", "delta_3_3")
     assert plan_slices(pairs, 2) == []
+    # the statements of one write id (delta_W_W_S) stay together too: delta_1_2 would cover
+    # write id 2 and hide a delta_2_2_0001 left to the next slice
+    stmts = sorted(
+        _deltas(
+            "delta_1_1_0000",
+            "delete_delta_1_1_0000",
+            "delta_2_2_0000",
+            "delta_2_2_0001",
+            "delta_3_3_0000",
+            "delta_4_4_0000",
+        )
+    )
+    # write id 1's two directories alone are one range (no slice); 2's two statements + 3
+    assert plan_slices(stmts, 3) == [["delta_2_2_0000", "delta_2_2_0001", "delta_3_3_0000"]]
 
 
 def test_env_config_and_request_properties():
@@ -233,3 +251,33 @@ def test_fsck_layout_findings():
     assert duplicate_row_ids("", [(1, 2, 3), (1, 2, 3), (1, 2, 4)])[0].detail.startswith(
         "ROW__ID (1, 2, 3)"
     )
+
+
+def test_eligible_since_without_a_write_id_is_the_newest_compaction_end():
+    """A partition eligible through original files only (no delta write id) has been eligible
+    since its newest finished compaction (none: unknown)."""
+    t1 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    t2 = datetime(2026, 1, 2, tzinfo=timezone.utc)
+    done = [
+        CompactionInfo(
+            id=i,
+            table="db.t",
+            partition=None,
+            type="major",
+            state="succeeded",
+            requester="initiator",
+            worker_id=None,
+            enqueued_at=t,
+            started_at=t,
+            ended_at=t,
+            heartbeat=None,
+            error=None,
+            highest_write_id=1,
+            txn_id=None,
+            commit_id=None,
+        )  # fmt: skip
+        for i, t in ((1, t1), (2, t2))
+    ]
+    assert eligible_since(None, {}, done) == t2
+    assert eligible_since(None, {}, []) is None
+    assert eligible_since(3, {3: t1}, done) == t2  # a later end moves the start

@@ -145,8 +145,8 @@ def eligible_since(
         if known:
             since = _utc(known[0][1])
     ends = [_utc(c.ended_at or c.enqueued_at) for c in history]
-    if ends and since is not None:
-        since = max(since, max(ends))
+    if ends:  # eligible through original files only (no write id): the newest end
+        since = max(ends) if since is None else max(since, max(ends))
     return since
 
 

@@ -63,7 +63,10 @@ def plan_slices(deltas: Sequence[ParsedDelta], max_num_delta: int) -> list[list[
     groups = [
         list(g)
         for _, g in itertools.groupby(
-            deltas, key=lambda d: (d.min_write_id, d.max_write_id, d.statement_id)
+            # a write id's directories together: its insert and delete deltas, and those of
+            # each of its statements (delta_W_W_S): a slice's output delta_x_y covers W
+            deltas,
+            key=lambda d: (d.min_write_id, d.max_write_id),
         )
     ]
     slices: list[list[str]] = []

@@ -159,8 +159,9 @@ def prewarm(suite_dir: str | os.PathLike | None = None) -> threading.Thread | No
     (GX's import takes 3-6 s on a cold process: bench/NOTES.md, "Kafka phase"), so a job
     whose first batch waits on I/O anyway (a Kafka range read in the JVM) does not pay it
     afterwards at its first gate. The import runs once per process; a job that reaches its
-    gate first waits for it on Python's module lock, as for any import. Nothing is started
-    when there is no suite or GX is not installed.
+    gate first waits for it on Python's module lock, as for any import. pandas is imported on
+    the calling thread first (see the code). Nothing is started when there is no suite or GX
+    is not installed.
 
     Returns:
         the started daemon thread, or None.
@@ -173,6 +174,10 @@ def prewarm(suite_dir: str | os.PathLike | None = None) -> threading.Thread | No
         return None
     if not d.is_dir() or not any(d.glob("*.json")):
         return None
+    # the packages this thread and the job's own thread both import (pandas, and numpy under
+    # it) are imported here first: two threads entering one package's circular imports from
+    # different modules can find each other's half-initialised modules
+    importlib.import_module("pandas")
     thread = threading.Thread(
         target=importlib.import_module,
         args=("great_expectations",),

@@ -48,6 +48,8 @@ import base64
 import os
 import socket
 import struct
+import threading
+import time
 from typing import Any
 
 import gssapi
@@ -339,6 +341,15 @@ def _sasl_open(
     return transport
 
 
+#: a delegation token taken for a proxy user is reused by this process's connections for this
+#: long (Hive's hive.cluster.delegation.token.renew-interval defaults to a day): one token per
+#: (metastore, principal, proxy user) instead of one per connection, which the metastore would
+#: keep in its token store until their maximum lifetime (7 days by default)
+TOKEN_REUSE_SECONDS = 3600.0
+_TOKENS: dict[tuple[str, str, str], tuple[str, float]] = {}
+_TOKENS_LOCK = threading.Lock()
+
+
 def _socket(host: str, port: int, timeout_ms: int) -> TSocket.TSocket:
     sock = TSocket.TSocket(host, port)
     sock.setTimeout(timeout_ms)
@@ -391,32 +402,61 @@ def open_transport(
     service = service_principal(security.service_principal, host)
     creds = client_credentials(security, url)
     who = str(creds.name)
+    gssapi_client = GssapiSaslClient(service, creds)
+    if not security.proxy_user:
+        return _sasl_open(
+            url,
+            _socket(host, port, timeout_ms),
+            gssapi_client,
+            "GSSAPI",
+            who,
+            f"service principal {service}",
+        )
+    proxy = security.proxy_user
+
+    def as_proxy(token: str) -> Any:
+        try:
+            identifier, password = parse_delegation_token(token)
+        except ValueError as exc:
+            raise MetastoreAuthError(
+                f"Hive metastore {url}: the delegation token for {proxy!r} does not parse: {exc}"
+            ) from None
+        return _sasl_open(
+            url,
+            _socket(host, port, timeout_ms),
+            DigestSaslClient(identifier, password),
+            "DIGEST-MD5",
+            f"{proxy!r} (delegation token of {who})",
+            f"service principal {service}",
+        )
+
+    key = (url, who, proxy)
+    with _TOKENS_LOCK:
+        cached = _TOKENS.get(key)
+    if cached is not None and time.monotonic() - cached[1] < TOKEN_REUSE_SECONDS:
+        try:
+            return as_proxy(cached[0])
+        except MetastoreAuthError:  # expired or cancelled meanwhile: take a new one
+            with _TOKENS_LOCK:
+                _TOKENS.pop(key, None)
     kerberos = _sasl_open(
         url,
         _socket(host, port, timeout_ms),
-        GssapiSaslClient(service, creds),
+        gssapi_client,
         "GSSAPI",
         who,
         f"service principal {service}",
     )
-    if not security.proxy_user:
-        return kerberos
     try:
-        token = _client(kerberos).get_delegation_token(security.proxy_user, who)
+        token = _client(kerberos).get_delegation_token(proxy, who)
     except MetaException as exc:
         raise MetastoreAuthError(
-            f"Hive metastore {url}: {who} may not act as {security.proxy_user!r} (a delegation"
-            f" token for it was refused; the metastore's hadoop.proxyuser.<{who}'s short"
-            f" name>.hosts/.groups must allow it): {exc.message}"
+            f"Hive metastore {url}: {who} may not act as {proxy!r} (a delegation token for it"
+            f" was refused; the metastore's hadoop.proxyuser.<{who}'s short name>.hosts/.groups"
+            f" must allow it): {exc.message}"
         ) from None
     finally:
         kerberos.close()
-    identifier, password = parse_delegation_token(token)
-    return _sasl_open(
-        url,
-        _socket(host, port, timeout_ms),
-        DigestSaslClient(identifier, password),
-        "DIGEST-MD5",
-        f"{security.proxy_user!r} (delegation token of {who})",
-        f"service principal {service}",
-    )
+    with _TOKENS_LOCK:
+        _TOKENS[key] = (token, time.monotonic())
+    return as_proxy(token)

@@ -70,7 +70,8 @@ class SqlHistoryPurge:
                         m.TxnToWriteId.write_id == w,
                     )
                 ).scalar()
-                horizon = 0 if w == 0 else min(horizon, pinned if pinned is not None else horizon)
+                # a pin whose commit cannot be found keeps every record (err toward keeping)
+                horizon = 0 if w == 0 or pinned is None else min(horizon, pinned)
             rr = m.ReaderRegistration
             for (seq,) in conn.execute(
                 sa.select(rr.snapshot_seq).where(
