@@ -159,7 +159,7 @@ def run_metrics_push(params: Mapping[str, Any]) -> dict[str, Any]:
     Args:
         params: the DAG run's params (``postgres_conn_id``, ``slots`` for the slot lag).
     Returns:
-        ``{"points": <metric points pushed>}`` (to XCom).
+        ``{"samples": <measured values pushed: one per metric and attribute set>}`` (to XCom).
     Raises:
         AirflowSkipException: no OTLP endpoint (:data:`OTLP_ENDPOINT_VARS`) is set.
         AirflowException: the command failed (collector unreachable or refusing, catalog
@@ -187,4 +187,4 @@ def run_metrics_push(params: Mapping[str, Any]) -> dict[str, Any]:
             f"acidflow metrics --push failed (exit {proc.returncode}): "
             f"{(proc.stderr or proc.stdout).strip()[-2000:]}"
         )
-    return {"points": len([line for line in proc.stdout.splitlines() if line.startswith("{")])}
+    return {"samples": len([line for line in proc.stdout.splitlines() if line.startswith("{")])}

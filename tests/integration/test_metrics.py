@@ -349,5 +349,5 @@ def test_acid_health_pushes_the_metrics_only_to_a_configured_endpoint(
         otlp_env(rx)
         pushed = run_metrics_push({})
     got = rx.points()
-    assert pushed["points"] == len([p for p in collect_metrics(catalog).to_dicts()])
+    assert pushed["samples"] == len([p for p in collect_metrics(catalog).to_dicts()])
     assert ({"table": ORDERS, "partition": "ds=a"}, 1) in got["acidflow.partition.delete_deltas"]

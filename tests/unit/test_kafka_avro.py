@@ -27,6 +27,7 @@ from acidflow.sources.avro import (
     AvroDecoder,
     SchemaRegistryError,
     connect_schema,
+    masked_url,
     registry_api_url,
     split_frame,
 )
@@ -467,6 +468,33 @@ def test_each_global_id_is_fetched_once(registry):
     assert server.hits[f"{API}/ids/globalIds/{ENV_ID}"] == 1
     assert server.hits[f"{API}/ids/globalIds/{KEY_ID}"] == 1
     assert server.hits[f"{API}/groups/default/artifacts/acf.Source/versions/1"] == 1
+
+
+def test_an_id_the_registry_does_not_know_yet_is_asked_again(registry):
+    """A 404 quarantines the record but is not kept: once the registry knows the id (a replica
+    caught up, a restart), the next batch decodes it."""
+    server, url = registry
+    dec = _decoder(url)
+    new_id = 4242
+    rec = _rec(0, _framed(new_id, ENVELOPE, _event("c", 1, after=_row(1))), 1)
+    first = decode_records("debezium", [rec], end_offsets={T: {"0": 1}}, decoder=dec)
+    assert len(first.stream.bad) == 1 and "global id 4242" in first.stream.bad[0].reason
+    server.paths[f"{API}/ids/globalIds/{new_id}"] = ENVELOPE
+    server.paths[f"{API}/ids/globalIds/{new_id}/references"] = [REF]
+    again = decode_records("debezium", [rec], end_offsets={T: {"0": 1}}, decoder=dec)
+    assert not again.stream.bad and len(again.stream.changes) == 1
+    assert server.hits[f"{API}/ids/globalIds/{new_id}"] == 2
+
+
+def test_registry_messages_mask_a_password_in_the_url():
+    assert masked_url("http://u:s3cret@h:8080/apis/registry/v2") == (
+        "http://u:***@h:8080/apis/registry/v2"
+    )
+    assert masked_url("http://h:8080/apis/registry/v2") == "http://h:8080/apis/registry/v2"
+    reg = ApicurioRegistry("http://u:s3cret@127.0.0.1:9/apis/registry/v2", timeout=0.5)
+    with pytest.raises(SchemaRegistryError) as info:
+        reg.writer_schema(1)
+    assert "s3cret" not in str(info.value) and "u:***@127.0.0.1:9" in str(info.value)
 
 
 def test_avro_transaction_topic_keeps_whole_transactions(registry):

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from acidflow.cdc import offsets as ofs
-from acidflow.cdc.kafka import KafkaOptions, _Window, kafka_threshold
+from acidflow.cdc.kafka import KafkaOptions, KafkaOptionsError, _Window, kafka_threshold
 from acidflow.cdc.stream import trigger_pattern
 from acidflow.sources.kafka import KafkaRecord, _Marker, decode_records
 from acidflow.sources.records import BadRecord
@@ -324,3 +324,11 @@ def test_stream_trigger_pattern_names_topics_exactly_and_never_fails_on_a_missin
     )
     assert re.fullmatch(pat, "pg.public.orders") and re.fullmatch(pat, "pg.transaction")
     assert not re.fullmatch(pat, "pg.other.orders")
+
+
+def test_kafka_options_errors_name_the_source():
+    kw = {"bootstrap_servers": "b:9092"}
+    with pytest.raises(KafkaOptionsError, match="Kafka source 'orders': give either topics"):
+        KafkaOptions(source="orders", **kw)
+    with pytest.raises(ValueError, match="max_offsets must be at least 1"):  # a ValueError too
+        KafkaOptions(source="orders", topics=["t"], max_offsets=0, **kw)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -133,7 +134,8 @@ class Kdc(JvmServer):
         out = done.stdout + done.stderr
         # kadmin.local exits 0 on a failed query; MIT's messages read "<op>: <reason> while ..."
         if done.returncode != 0 or " while " in done.stderr:
-            raise KdcStartError(f"kadmin.local -q {query!r} failed ({done.returncode}): {out}")
+            shown = re.sub(r"(-pw\s+)\S+", r"\1***", query)  # never print a password
+            raise KdcStartError(f"kadmin.local -q {shown!r} failed ({done.returncode}): {out}")
         return out
 
     def add_principal(self, name: str, password: str | None = None) -> str:

@@ -40,6 +40,7 @@ from typing import Any
 
 from acidflow.cdc import offsets as ofs
 from acidflow.cdc.apply import BatchReport, CdcOptions, apply_stream
+from acidflow.errors import AcidflowError
 from acidflow.quality.gx import prewarm
 from acidflow.sources.avro import avro_decoder
 from acidflow.sources.kafka import KAFKA_FORMATS, KafkaBatch, KafkaRecord, Offsets, decode_records
@@ -99,19 +100,37 @@ class KafkaOptions:
 
     def __post_init__(self) -> None:
         if not self.source or not re.fullmatch(r"[A-Za-z0-9_.\-]+", self.source):
-            raise ValueError(f"Kafka source name must be [A-Za-z0-9_.-]+, got {self.source!r}")
+            raise KafkaOptionsError(
+                self.source, f"the name must be [A-Za-z0-9_.-]+, got {self.source!r}"
+            )
         if bool(self.topics) == bool(self.topic_pattern):
-            raise ValueError("give either topics or a topic pattern")
+            raise KafkaOptionsError(self.source, "give either topics or a topic pattern")
         if self.max_offsets is not None and self.max_offsets < 1:
-            raise ValueError(f"max_offsets must be at least 1, got {self.max_offsets}")
+            raise KafkaOptionsError(
+                self.source, f"max_offsets must be at least 1, got {self.max_offsets}"
+            )
         if self.min_bad_records < 1:
-            raise ValueError(f"min_bad_records must be at least 1, got {self.min_bad_records}")
+            raise KafkaOptionsError(
+                self.source, f"min_bad_records must be at least 1, got {self.min_bad_records}"
+            )
         if self.value_format not in VALUE_FORMATS:
-            raise ValueError(
-                f"value format must be one of {VALUE_FORMATS}, got {self.value_format!r}"
+            raise KafkaOptionsError(
+                self.source,
+                f"value format must be one of {VALUE_FORMATS}, got {self.value_format!r}",
             )
         if (self.value_format == "avro") != bool(self.schema_registry_url):
-            raise ValueError("a schema registry URL goes with value format avro (and only with it)")
+            raise KafkaOptionsError(
+                self.source,
+                "a schema registry URL goes with value format avro (and only with it)",
+            )
+
+
+class KafkaOptionsError(AcidflowError, ValueError):
+    """A Kafka source's settings do not fit together (names the source and the reason)."""
+
+    def __init__(self, source: str, reason: str) -> None:
+        super().__init__(f"Kafka source {source!r}: {reason}")
+        self.source = source
 
 
 def kafka_threshold(threshold: float, min_bad_records: int, total: int) -> float:
@@ -515,23 +534,28 @@ def drain(
         while max_batches is None or len(out) < max_batches:
             t0 = time.monotonic()
             look = _Look.take(spark, kopts)
-            left = READ_AHEAD_BATCHES
+            # without a cap a batch reads to the look's end: one batch per look
+            left = READ_AHEAD_BATCHES if kopts.max_offsets is not None else 1
             if max_batches is not None:
                 left = min(left, max_batches - len(out))
             if kopts.max_offsets is not None:
                 look.window = _read_ahead(spark, catalog, kopts, look, left, reader)
             committed = 0
-            while committed < left:
-                r = _apply_next(spark, catalog, options, kopts, look, details, t0)
-                t0 = time.monotonic()
-                if r.status in ("idle", "waiting"):
-                    if not out:
-                        return [r]
-                    break
-                out.append(r)
-                committed += 1
-                if on_commit is not None:
-                    on_commit(r)
+            try:
+                while committed < left:
+                    r = _apply_next(spark, catalog, options, kopts, look, details, t0)
+                    t0 = time.monotonic()
+                    if r.status in ("idle", "waiting"):
+                        if not out:
+                            return [r]
+                        break
+                    out.append(r)
+                    committed += 1
+                    if on_commit is not None:
+                        on_commit(r)
+            finally:
+                if look.window is not None and look.window.pending is not None:
+                    look.window.pending.cancel()  # not started yet: not read at all
             if not committed:
                 break
     return out

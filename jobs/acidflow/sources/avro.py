@@ -59,7 +59,7 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import fastavro
 import requests
@@ -73,10 +73,12 @@ __all__ = [
     "AvroDecoder",
     "FramedRecord",
     "SchemaRegistryError",
+    "UnknownSchemaError",
     "WriterSchema",
     "avro_decoder",
     "connect_payload",
     "connect_schema",
+    "masked_url",
     "registry_api_url",
     "split_frame",
     "writer_schema",
@@ -377,6 +379,20 @@ def writer_schema(global_id: int, schema: Any, references: Sequence[Any] = ()) -
     return WriterSchema(global_id, parsed, connect, has)
 
 
+class UnknownSchemaError(RecordError):
+    """The registry does not know a global id or artifact (HTTP 404): the record is
+    quarantined, and the answer is not kept (a registry replica or a restart may know it)."""
+
+
+def masked_url(url: str) -> str:
+    """``url`` with the password of its user info (``http://user:secret@host``) masked."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
 def registry_api_url(url: str) -> str:
     """Apicurio's REST API v2 root of ``url``: the converters' ``apicurio.registry.url``
     (``http://host:8080/apis/registry/v2``) as it is, a bare ``http://host:8080`` with
@@ -387,7 +403,8 @@ def registry_api_url(url: str) -> str:
 
 class ApicurioRegistry:
     """Writer schemas by global id from Apicurio Registry 2.x's REST API (module docstring),
-    each fetched once (a schema, an unknown id or a schema that does not parse is kept).
+    each fetched once (a schema, or a schema that does not parse, is kept; an id the registry
+    does not know is asked again next time).
 
     Args:
         url: the registry (``apicurio.registry.url``, or its host root).
@@ -399,6 +416,8 @@ class ApicurioRegistry:
         self, url: str, *, timeout: float = 10.0, session: requests.Session | None = None
     ) -> None:
         self.url = registry_api_url(url)
+        #: the URL as messages show it (a password in it masked)
+        self.shown = masked_url(self.url)
         self.timeout = timeout
         self.session = session or requests.Session()
         self._schemas: dict[int, WriterSchema | RecordError] = {}
@@ -425,6 +444,8 @@ class ApicurioRegistry:
                     f"/ids/globalIds/{global_id}/references", where, "", missing_ok=True
                 )
                 got = writer_schema(global_id, schema, self._references(refs or [], where))
+            except UnknownSchemaError:
+                raise  # not kept: a registry replica or a restart may know it soon
             except RecordError as e:
                 got = e
             self._schemas[global_id] = got
@@ -440,7 +461,9 @@ class ApicurioRegistry:
 
         def visit(ref: Any, path: tuple[tuple[str, str, str], ...]) -> None:
             if not isinstance(ref, dict) or "artifactId" not in ref:
-                raise RecordError(f"schema registry {self.url}: not an artifact reference {ref!r}")
+                raise RecordError(
+                    f"schema registry {self.shown}: not an artifact reference {ref!r}"
+                )
             key = (
                 str(ref.get("groupId") or "default"),
                 str(ref["artifactId"]),
@@ -471,28 +494,28 @@ class ApicurioRegistry:
     def _get(self, path: str, where: str, what: str, *, missing_ok: bool = False) -> Any:
         """``GET`` ``path`` of the API as JSON; 404: None when ``missing_ok``, else a
         RecordError naming ``what``."""
-        url = self.url + path
+        url, shown = self.url + path, self.shown + path
         at = f" (decoding Kafka {where})" if where else ""
         try:
             resp = self.session.get(url, timeout=self.timeout)
         except requests.RequestException as e:
             raise SchemaRegistryError(
-                f"schema registry {self.url} cannot be reached{at}: GET {url}: {e}"
+                f"schema registry {self.shown} cannot be reached{at}: GET {shown}: {e}"
             ) from e
         if resp.status_code == 404:
             if missing_ok:
                 return None
-            raise RecordError(f"{what} is not in schema registry {self.url} (HTTP 404)")
+            raise UnknownSchemaError(f"{what} is not in schema registry {self.shown} (HTTP 404)")
         if resp.status_code != 200:
             raise SchemaRegistryError(
-                f"schema registry {self.url} answered HTTP {resp.status_code}{at}: GET {url}:"
+                f"schema registry {self.shown} answered HTTP {resp.status_code}{at}: GET {shown}:"
                 f" {resp.text[:200]}"
             )
         try:
             return resp.json()
         except ValueError:
             raise RecordError(
-                f"{what or path} in schema registry {self.url} is not JSON: {resp.text[:100]!r}"
+                f"{what or path} in schema registry {self.shown} is not JSON: {resp.text[:100]!r}"
             ) from None
 
 
