@@ -43,6 +43,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,7 +74,8 @@ from acidflow.format.keys import key_json  # the catalog's tombstone key (one ru
 from acidflow.format.partitions import parse_partition_path
 from acidflow.quality.gx import gate_staged
 from acidflow.quarantine import DEFAULT_THRESHOLD, check_threshold, write_quarantine
-from acidflow.sources import formats
+from acidflow.sources import fastparse, formats
+from acidflow.sources.columns import ColumnStream, TableChanges
 from acidflow.sources.records import (
     Change,
     IncompleteTransactionError,
@@ -216,7 +218,7 @@ def apply_file(spark: Any, catalog: Any, path: str, options: CdcOptions) -> Batc
     t0 = time.monotonic()
     lines, content = read_lines(path)
     try:
-        stream = formats.parse_lines(options.fmt, lines, Path(path).name)
+        stream = parse_file(options, lines, Path(path).name)
     except IncompleteTransactionError as e:  # name the file by its full path
         raise IncompleteTransactionError(path, e.txid, e.position, e.line, e.detail) from None
     batch_id = batch_id_for(options.fmt, stream, content)
@@ -224,6 +226,22 @@ def apply_file(spark: Any, catalog: Any, path: str, options: CdcOptions) -> Batc
     # file is in its details): the cleaner keeps each source's newest record past retention
     landing = str(Path(path).parent)
     return apply_stream(spark, catalog, stream, batch_id, path, options, source=landing, t0=t0)
+
+
+def parse_file(options: CdcOptions, lines: list[str], file_name: str) -> ParsedStream:
+    """The change file's lines parsed: into columns
+    (:func:`acidflow.sources.fastparse.parse_columns`) when the columnar fast path is on
+    (``CdcOptions.columnar``) and the file is one it takes, else by
+    :func:`acidflow.sources.formats.parse_lines`; the batch comes out the same either way.
+
+    Raises:
+        IncompleteTransactionError: see :func:`acidflow.sources.formats.parse_lines`.
+    """
+    if columnar.enabled(options.columnar):
+        fast = fastparse.parse_columns(options.fmt, lines, file_name)
+        if fast is not None:
+            return fast
+    return formats.parse_lines(options.fmt, lines, file_name)
 
 
 def apply_stream(
@@ -264,9 +282,13 @@ def apply_stream(
     if done is not None and done.state == TxnState.COMMITTED:
         log.info("batch %s (%s) already applied by txn %s: skipped", batch_id, path, done.txn_id)
         return _skipped(catalog, batch_id, path, done.txn_id, done.details, t0)
-    by_table: dict[str, list[Change]] = {}
-    for ch in stream.changes:
-        by_table.setdefault(ch.table, []).append(ch)
+    by_table: dict[str, Sequence[Change]]
+    if isinstance(stream, ColumnStream):  # the columns, no Change objects
+        by_table = dict(stream.by_table())
+    else:
+        by_table = {}
+        for ch in stream.changes:
+            by_table.setdefault(ch.table, []).append(ch)  # type: ignore[attr-defined]
     if options.include_tables is not None:
         wanted = {t.lower() for t in options.include_tables}
         by_table = {
@@ -348,7 +370,7 @@ def _apply_batch(
     options: CdcOptions,
     stream: ParsedStream,
     batch_id: str,
-    by_table: dict[str, list[Change]],
+    by_table: dict[str, Sequence[Change]],
     ledger: _Ledger,
 ) -> BatchReport:
     """One attempt at a batch: one transaction that plans (at its snapshot), gates, writes,
@@ -357,7 +379,9 @@ def _apply_batch(
     Raises:
         acidflow.catalog.WriteConflictError: lost a write-set race at commit (aborted).
     """
-    total = len(stream.changes) + len(stream.bad)
+    total = (stream.count if isinstance(stream, ColumnStream) else len(stream.changes)) + len(
+        stream.bad
+    )
     bad = list(stream.bad)
     report = BatchReport(batch_id, path, "applied")
     with Transaction(catalog, agent_info=f"acidflow cdc {options.fmt}") as txn:
@@ -502,21 +526,27 @@ def _apply_table(
     catalog: Any,
     txn: Transaction,
     table: TableDef,
-    changes_: list[Change],
+    table_changes: Sequence[Change],
     options: CdcOptions,
     bad: list,
 ) -> dict[str, Any]:
     columns = stored.all_columns(table)
     key = list(table.primary_key)
-    changes_, truncated = chg.after_last_truncate(changes_)
+    # a table parsed into columns (never a TRUNCATE in it) is planned from them; when the
+    # fast path declines, the row path reads the reference parser's changes
+    from_columns = isinstance(table_changes, TableChanges) and bool(key)
+    fast = (
+        _plan_columnar(spark, catalog, txn, table, table_changes, options) if from_columns else None
+    )
+    changes_: list[Change] = []
+    truncated = False
+    if fast is None:
+        changes_, truncated = chg.after_last_truncate(list(table_changes))
     inserts: pa.Table | None = None
     deletes: pa.Table | None = None
     if key:
-        fast = (
-            None
-            if truncated or not columnar.enabled(options.columnar)
-            else _plan_columnar(spark, catalog, txn, table, changes_, options)
-        )
+        if fast is None and not (truncated or from_columns) and columnar.enabled(options.columnar):
+            fast = _plan_columnar(spark, catalog, txn, table, changes_, options)
         if fast is not None:
             plan, inserts, deletes = fast.plan, fast.inserts, fast.deletes
         else:
@@ -597,14 +627,20 @@ def _plan_columnar(
     catalog: Any,
     txn: Transaction,
     table: TableDef,
-    changes_: list[Change],
+    changes_: Sequence[Change],
     options: CdcOptions,
 ) -> columnar.ColumnarPlan | None:
     """The columnar fast path (``acidflow.cdc.columnar``), or None when the batch is not one
-    it takes (then :func:`_plan_rows`)."""
+    it takes (then :func:`_plan_rows`). Changes parsed into columns
+    (:class:`acidflow.sources.columns.TableChanges`) go to ``column_frame``, others to
+    ``event_frame``."""
     columns = stored.all_columns(table)
     key = list(table.primary_key)
-    frame = columnar.event_frame(changes_, columns, key)
+    frame = (
+        columnar.column_frame(changes_.columns, columns, key)
+        if isinstance(changes_, TableChanges)
+        else columnar.event_frame(list(changes_), columns, key)
+    )
     if frame is None or not frame.ops:
         return None
     groups = columnar.key_groups(frame)

@@ -39,6 +39,7 @@ Environment: ``ACIDFLOW_CDC_COLUMNAR=0`` forces the row path (as ``CdcOptions(co
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import and_, attrgetter, eq, is_not, not_
@@ -52,6 +53,7 @@ from acidflow.cdc import changes as chg
 from acidflow.engine import ordering
 from acidflow.format import types as htypes
 from acidflow.read.snapshot import ROW_ID
+from acidflow.sources.columns import ABSENT, EventChanges, TableColumns
 from acidflow.sources.records import Change
 
 #: ``ACIDFLOW_CDC_COLUMNAR=0`` sends every batch the row path (equivalence tests, triage).
@@ -76,9 +78,12 @@ class EventFrame:
     """The coerced events of one table's batch (one per change, in input order).
 
     Attributes:
-        changes: the changes (``changes[i]`` is event i: bad records are made from it).
+        changes: the changes (``changes[i]`` is event i: bad records are made from it; for a
+            frame of columns, :class:`acidflow.sources.columns.EventChanges` makes each when
+            asked for).
         ops: op code per event (``I``/``U``/``D``).
         positions: ordering value per event.
+        seqs: ``Change.seq`` per event (input order).
         rows: the after images of the ``I``/``U`` events (in input order), every table column
             (``columns`` order, Hive-typed Arrow arrays; NULL for columns an insert does not
             carry).
@@ -87,9 +92,10 @@ class EventFrame:
         row_of: event index -> its row in ``rows`` (-1 for ``D`` events).
     """
 
-    changes: list[Change]
+    changes: Sequence[Change]
     ops: list[str]
     positions: list[str]
+    seqs: list[int]
     rows: pa.Table
     keys: pa.Table
     row_of: np.ndarray
@@ -208,11 +214,105 @@ def event_frame(
             coerce_column(_column(befores, n), types[n])
     except chg.CoercionError:
         return None
+    return _assemble(
+        list(changes),
+        ops,
+        list(map(attrgetter("position"), changes)),
+        list(map(attrgetter("seq"), changes)),
+        columns,
+        key_cols,
+        rows,
+        del_keys,
+        is_write,
+        is_delete,
+    )
+
+
+def column_frame(
+    tc: TableColumns, columns: list[tuple[str, str]], key_cols: list[str]
+) -> EventFrame | None:
+    """:func:`event_frame` of a table's changes held as columns
+    (``acidflow.sources.fastparse.parse_columns``): the same conditions (module docstring) on
+    the same values, the same frame or the same None; no :class:`Change` is made (``changes``
+    makes one when a bad record needs it)."""
+    types = dict(columns)
+    if not key_cols or any(types.get(k) in _NO_KEY_TYPES or k not in types for k in key_cols):
+        return None
+    ops = tc.ops
+    if not set(ops) <= {"I", "U", "D"}:
+        return None
+    after, before = tc.after, tc.before
+    is_delete = list(map(eq, ops, repeat("D")))
+    is_write = list(map(not_, is_delete))
+    if not all(compress(after.present, is_write)) or not all(compress(before.present, is_delete)):
+        return None
+    data_names = [c for c, _ in columns if c != chg.POSITION_COLUMN]
+    is_update = list(map(eq, ops, repeat("U")))
+    if any(is_update):  # complete after images
+        for n in data_names:
+            col = after.values.get(n)
+            if col is None or any(v is ABSENT for v in compress(col, is_update)):
+                return None
+    with_before = list(map(and_, is_update, before.present))
+    absent = [ABSENT] * len(ops)
+    for k in key_cols:  # a key change (or a key the row path might see as one): row path
+        old = list(compress(before.values.get(k, absent), with_before))
+        new = [
+            None if v is ABSENT else v for v in compress(after.values.get(k, absent), with_before)
+        ]
+        if old != new and any(o is not ABSENT and o != n for o, n in zip(old, new)):
+            return None
+    nonempty = [False] * len(ops)
+    for col in before.values.values():
+        nonempty = [e or v is not ABSENT for e, v in zip(nonempty, col)]
+
+    def values(img: Any, name: str, mask: list[bool]) -> list[Any]:
+        col = img.values.get(name)
+        if col is None:
+            return [None] * sum(mask)
+        return [None if v is ABSENT else v for v in compress(col, mask)]
+
+    try:
+        rows = {n: coerce_column(values(after, n, is_write), types[n]) for n in data_names}
+        del_keys = {k: coerce_column(values(before, k, is_delete), types[k]) for k in key_cols}
+        for n in before.values.keys() & types.keys():  # the row path quarantines these errors
+            if any(v is not ABSENT for v in before.values[n]):
+                coerce_column(values(before, n, nonempty), types[n])
+    except chg.CoercionError:
+        return None
+    return _assemble(
+        EventChanges(tc),
+        ops,
+        tc.positions,
+        tc.seqs,
+        columns,
+        key_cols,
+        rows,
+        del_keys,
+        is_write,
+        is_delete,
+    )
+
+
+def _assemble(
+    changes: Sequence[Change],
+    ops: list[str],
+    positions: list[str],
+    seqs: list[int],
+    columns: list[tuple[str, str]],
+    key_cols: list[str],
+    rows: dict[str, pa.Array],
+    del_keys: dict[str, pa.Array],
+    is_write: list[bool],
+    is_delete: list[bool],
+) -> EventFrame | None:
+    """The :class:`EventFrame` of coerced write rows and delete keys (None: a NULL key)."""
     if any(rows[k].null_count or del_keys[k].null_count for k in key_cols):
         return None
+    n_writes = sum(is_write)
     schema = htypes.arrow_schema(columns)
     table = pa.Table.from_arrays(
-        [rows[f.name] if f.name in rows else pa.nulls(len(afters), f.type) for f in schema],
+        [rows[f.name] if f.name in rows else pa.nulls(n_writes, f.type) for f in schema],
         schema=schema,
     )
     # events in input order: writes then deletes, put back in place by one take
@@ -226,9 +326,7 @@ def event_frame(
     )
     row_of = np.full(len(ops), -1, dtype=np.int64)
     row_of[writes] = np.arange(len(writes))
-    return EventFrame(
-        list(changes), ops, list(map(attrgetter("position"), changes)), table, keys, row_of
-    )
+    return EventFrame(changes, ops, positions, seqs, table, keys, row_of)
 
 
 # ----------------------------------------------------------------------------- fold
@@ -258,7 +356,7 @@ def key_groups(frame: EventFrame) -> KeyGroups:
         return KeyGroups(frame.keys, [], [], [])
     sortable = frame.keys.append_column(
         "_pos", pa.array(frame.positions, pa.string())
-    ).append_column("_seq", pa.array([ch.seq for ch in frame.changes], pa.int64()))
+    ).append_column("_seq", pa.array(frame.seqs, pa.int64()))
     order = pc.sort_indices(sortable, [(c, "ascending") for c in sortable.column_names])
     ordered = frame.keys.take(order)
     new = np.zeros(n, dtype=bool)

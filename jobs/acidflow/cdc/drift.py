@@ -6,6 +6,7 @@ or ``fail``) and a primary key the source newly names for a keyless auto-created
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -13,6 +14,7 @@ from acidflow.catalog import Column, TableDef
 from acidflow.cdc import changes as chg
 from acidflow.engine import lookup
 from acidflow.errors import AcidflowError
+from acidflow.sources.columns import TableChanges
 from acidflow.sources.records import Change, ParsedStream
 
 log = logging.getLogger(__name__)
@@ -25,7 +27,7 @@ class SchemaDriftError(AcidflowError, RuntimeError):
 def add_new_columns(
     catalog: Any,
     table: TableDef,
-    changes_: list[Change],
+    changes_: Sequence[Change],
     stream: ParsedStream,
     schema_drift: str,
     path: str,
@@ -40,7 +42,10 @@ def add_new_columns(
         SchemaDriftError: new columns under ``fail`` (table and columns named).
     """
     known = set(table.column_names()) | set(table.partition_column_names())
-    new = chg.new_columns(changes_, known)
+    if isinstance(changes_, TableChanges):  # parsed into columns: the names are at hand
+        if changes_.columns.image_names() <= known | {chg.POSITION_COLUMN}:
+            return table
+    new = chg.new_columns(list(changes_), known)
     if not new:
         return table
     if schema_drift == "fail":

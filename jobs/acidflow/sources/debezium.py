@@ -64,10 +64,15 @@ def _debezium_field_type(f: dict) -> str:
     return _CONNECT_TYPES.get(f.get("type"), "string")
 
 
-def _debezium_value(f: dict | None, value: Any) -> Any:
+def debezium_value(f: dict | None, value: Any) -> Any:
     """Decode a Debezium logical value (dates as days, timestamps as epoch units, decimals as
     base64 big-endian unscaled bytes; a VariableScaleDecimal, ``{"scale", "value"}``, as the
-    decimal's text: its column is a string, the scale varying per value) into a Python value."""
+    decimal's text: its column is a string, the scale varying per value) into a Python value;
+    ``value`` itself for a plain field or without a schema (``f`` None).
+
+    Raises:
+        RecordError: a logical value that does not decode.
+    """
     if value is None or f is None:
         return value
     name = f.get("name") or ""
@@ -144,6 +149,18 @@ def _debezium_txn_marker(rec: dict, lineno: int, txns: TxnTracker) -> bool:
     return False
 
 
+def schema_fields(schema: Any) -> dict[str, dict]:
+    """The image columns of an envelope's schema (JsonConverter's ``schema``: the ``after`` and
+    ``before`` structs' fields), ``{column (lower case): field}``; empty without a schema."""
+    fields: dict[str, dict] = {}
+    if isinstance(schema, dict):
+        for part in schema.get("fields") or []:
+            if part.get("field") in ("after", "before"):
+                for f in part.get("fields") or []:
+                    fields[str(f.get("field")).lower()] = f
+    return fields
+
+
 def debezium_record(
     rec: Any, file_name: str, lineno: int, out: ParsedStream, txns: TxnTracker
 ) -> list[Change]:
@@ -188,12 +205,7 @@ def debezium_record(
         raise RecordError("no source.table")
     ns = src.get("schema") or src.get("db") or "default"
     table = f"{ns}.{src['table']}".lower()
-    fields: dict[str, dict] = {}
-    if isinstance(schema, dict):
-        for part in schema.get("fields") or []:
-            if part.get("field") in ("after", "before"):
-                for f in part.get("fields") or []:
-                    fields[str(f.get("field")).lower()] = f
+    fields = schema_fields(schema)
     if src.get("lsn") is not None:
         position = f"{int(src['lsn']):020d}"
     elif src.get("pos") is not None:
@@ -210,7 +222,7 @@ def debezium_record(
         if not isinstance(img, dict):
             raise RecordError(f"'{name}' is not an object")
         return {
-            str(k).lower(): _debezium_value(fields.get(str(k).lower()), v) for k, v in img.items()
+            str(k).lower(): debezium_value(fields.get(str(k).lower()), v) for k, v in img.items()
         }
 
     after, before = image("after"), image("before")

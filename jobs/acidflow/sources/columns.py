@@ -1,0 +1,371 @@
+"""Change records as columns: what the columnar parsers give (pure: no Spark, no catalog, no I/O).
+
+:func:`acidflow.sources.fastparse.parse_columns` reads a change file straight into per-table
+columns (:class:`TableColumns`: op, position, seq and source per event, the after and before
+images column by column) instead of one :class:`~acidflow.sources.records.Change` with two
+dicts per event. The columnar CDC fold (``acidflow.cdc.columnar.column_frame``) takes these
+columns as they are; everything else reads the stream as a
+:class:`~acidflow.sources.records.ParsedStream` and gets exactly what
+:func:`acidflow.sources.formats.parse_lines` gives: :class:`ColumnStream` runs that reference
+parser the first time its ``changes`` are asked for (a table that takes the row path, a keyless
+table, new columns), so the row path keeps its one definition of the rules.
+
+Also here: the per-table decoding of images with msgspec Structs (:func:`decode_images`: one
+Struct type per table, built from the image keys, no dict per image) and the exact replay of
+the reference parser's table learning (:func:`learn_tables`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from itertools import repeat
+from operator import is_not
+from typing import Any, Callable, overload
+
+from acidflow.sources.records import Change, ParsedStream, SourceTable
+
+try:
+    import msgspec
+
+    #: a column the image does not carry (JSON has no such key; ``None`` is JSON ``null``)
+    ABSENT: Any = msgspec.UNSET
+except ImportError:  # pragma: no cover - msgspec comes with Airflow
+    msgspec = None  # type: ignore[assignment]
+    ABSENT = object()
+
+#: most distinct image keys a table's Struct type grows to before the reference parser is used
+MAX_IMAGE_KEYS = 1024
+_UNKNOWN_FIELD = re.compile(r"^Object contains unknown field `(.*)` - at `[^`]*`$", re.S)
+
+
+def available() -> bool:
+    """Whether the columnar parsers can run (msgspec is installed)."""
+    return msgspec is not None
+
+
+@dataclass
+class ImageColumns:
+    """One image (after or before) of a table's events, column by column.
+
+    Attributes:
+        present: per event, whether the event carries the image (False: the row path's
+            ``None``).
+        values: ``{column (lower case): value per event}``; :data:`ABSENT` where the image
+            does not carry the column or the event has no image. Values are what
+            :func:`acidflow.sources.lines.loads` gives (ints, ``Decimal``, str, bool, None,
+            lists, dicts) or the format's decoded logical values.
+    """
+
+    present: list[bool]
+    values: dict[str, list[Any]]
+
+    def column(self, name: str) -> list[Any]:
+        """The values of ``name`` per event, ``None`` where absent (the row path's
+        ``image.get(name)``)."""
+        col = self.values.get(name)
+        if col is None:
+            return [None] * len(self.present)
+        return [None if v is ABSENT else v for v in col]
+
+    def image(self, i: int) -> dict[str, Any] | None:
+        """Event ``i``'s image as the row path's dict (None when it has none)."""
+        if not self.present[i]:
+            return None
+        return {n: col[i] for n, col in self.values.items() if col[i] is not ABSENT}
+
+
+@dataclass
+class TableColumns:
+    """One source table's changes of a stream, as columns (event i = the table's i-th change
+    in stream order).
+
+    Attributes:
+        table: source table ``schema.table`` (lower case).
+        ops: ``I``/``U``/``D`` per event (no ``T``, no ``missing`` columns: such streams are
+            parsed by the reference parser).
+        positions: the ordering value per event (``Change.position``).
+        seqs: the event's index in the whole stream (``Change.seq``).
+        file_name, lines: ``Change.source`` is ``file_name:line`` ...
+        suffixes: ... followed by this per event (`` lsn N``), when given.
+        after, before: the images (:class:`ImageColumns`).
+    """
+
+    table: str
+    ops: list[str]
+    positions: list[str]
+    seqs: list[int]
+    file_name: str
+    lines: list[int]
+    suffixes: list[str] | None
+    after: ImageColumns
+    before: ImageColumns
+
+    def source(self, i: int) -> str:
+        """``Change.source`` of event ``i``."""
+        suffix = self.suffixes[i] if self.suffixes is not None else ""
+        return f"{self.file_name}:{self.lines[i]}{suffix}"
+
+    def change(self, i: int) -> Change:
+        """Event ``i`` as the :class:`Change` the reference parser makes of it."""
+        return Change(
+            self.table,
+            self.ops[i],
+            self.positions[i],
+            self.after.image(i),
+            self.before.image(i),
+            frozenset(),
+            self.source(i),
+            self.seqs[i],
+        )
+
+    def image_names(self) -> set[str]:
+        """Every column some image of the table carries."""
+        return {
+            n
+            for img in (self.after, self.before)
+            for n, col in img.values.items()
+            if any(v is not ABSENT for v in col)
+        }
+
+
+class EventChanges(Sequence[Change]):
+    """The events of a :class:`TableColumns` as :class:`Change` objects, each made when asked
+    for (``acidflow.cdc.columnar``'s bad records)."""
+
+    def __init__(self, columns: TableColumns) -> None:
+        self.columns = columns
+
+    def __len__(self) -> int:
+        return len(self.columns.ops)
+
+    @overload
+    def __getitem__(self, i: int) -> Change: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Change]: ...
+    def __getitem__(self, i: int | slice) -> Change | Sequence[Change]:
+        if isinstance(i, slice):
+            return [self.columns.change(j) for j in range(len(self))[i]]
+        return self.columns.change(range(len(self))[i])
+
+
+class ColumnStream(ParsedStream):
+    """A :class:`ParsedStream` whose changes are held as columns per table.
+
+    ``tables``, ``bad`` (always empty: a stream with a bad record is parsed by the reference
+    parser), ``ignored``, ``first_position`` and ``last_position`` are the reference parser's
+    values; ``changes`` runs the reference parser (once) and returns its changes, so every
+    reader of a ``ParsedStream`` sees exactly what it would have seen. :meth:`by_table` gives
+    the columns without doing so.
+
+    Attributes:
+        frames: ``{source table: TableColumns}`` in first-seen order.
+        count: number of changes.
+    """
+
+    def __init__(
+        self,
+        frames: dict[str, TableColumns],
+        reference: Callable[[], ParsedStream],
+        tables: dict[str, SourceTable],
+        *,
+        ignored: int = 0,
+        first_position: str | None = None,
+        last_position: str | None = None,
+    ) -> None:
+        self.frames = frames
+        self.count = sum(len(f.ops) for f in frames.values())
+        self._reference = reference
+        self._materialized: ParsedStream | None = None
+        self.bad = []
+        self.tables = tables
+        self.ignored = ignored
+        self.first_position = first_position
+        self.last_position = last_position
+
+    def materialized(self) -> ParsedStream:
+        """The reference parser's stream (parsed on the first call)."""
+        if self._materialized is None:
+            self._materialized = self._reference()
+        return self._materialized
+
+    @property  # type: ignore[override]
+    def changes(self) -> list[Change]:
+        """The reference parser's changes (see the class docstring)."""
+        return self.materialized().changes
+
+    @changes.setter
+    def changes(self, value: list[Change]) -> None:
+        self.materialized().changes = value
+
+    def by_table(self) -> dict[str, TableChanges]:
+        """``{source table: its changes}`` (:class:`TableChanges`), first-seen order."""
+        return {t: TableChanges(self, f) for t, f in self.frames.items()}
+
+
+class TableChanges(Sequence[Change]):
+    """One table's changes of a :class:`ColumnStream`: the columns (``columns``) and, read as a
+    sequence, the reference parser's :class:`Change` objects of the table."""
+
+    def __init__(self, stream: ColumnStream, columns: TableColumns) -> None:
+        self.stream = stream
+        self.columns = columns
+        self._changes: list[Change] | None = None
+
+    def _list(self) -> list[Change]:
+        if self._changes is None:
+            table = self.columns.table
+            self._changes = [c for c in self.stream.changes if c.table == table]
+        return self._changes
+
+    def __len__(self) -> int:
+        return len(self.columns.ops)
+
+    @overload
+    def __getitem__(self, i: int) -> Change: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Change]: ...
+    def __getitem__(self, i: int | slice) -> Change | Sequence[Change]:
+        return self._list()[i]
+
+    def __iter__(self) -> Iterator[Change]:
+        return iter(self._list())
+
+
+def by_table(table_of: list[str]) -> dict[str, list[int]]:
+    """Record indexes per table, tables in first-seen order."""
+    if len(set(table_of)) == 1:
+        return {table_of[0]: list(range(len(table_of)))}
+    out: dict[str, list[int]] = {}
+    for i, t in enumerate(table_of):
+        out.setdefault(t, []).append(i)
+    return out
+
+
+def take(values: list[Any], idx: list[int]) -> list[Any]:
+    """``values`` at ``idx``."""
+    return list(map(values.__getitem__, idx))
+
+
+def position_range(positions: list[str]) -> tuple[str | None, str | None]:
+    """Smallest and largest position (None, None when there is none)."""
+    return (min(positions), max(positions)) if positions else (None, None)
+
+
+def carried(img: ImageColumns, ops: list[str], need: tuple[str, ...]) -> bool:
+    """Every event whose op is in ``need`` carries the image."""
+    return all(p for p, op in zip(img.present, ops) if op in need)
+
+
+# ----------------------------------------------------------------------------- images
+
+
+def decode_images(raws: list[Any]) -> ImageColumns | None:
+    """The images ``raws`` (JSON texts as bytes or ``msgspec.Raw``: an object or ``null``
+    each) column by column, keys lower-cased as the formats' parsers do; one msgspec Struct type
+    with every key seen (grown on each unknown key), values decoded as
+    :func:`acidflow.sources.lines.loads` does (``Decimal`` for fractions).
+
+    Returns:
+        :class:`ImageColumns`; None when the images cannot be taken (not JSON objects, a value
+        msgspec refuses such as ``NaN``, two keys equal but for case, too many keys): the
+        reference parser then reads the stream.
+    """
+    if msgspec is None:
+        return None
+    keys: list[str] = []  # raw keys; field i is named f"f{i}", encoded as keys[i]
+    lower: set[str] = set()
+    text = b"[" + b",".join(raws) + b"]"
+    while True:
+        fields = [(f"f{i}", Any, ABSENT) for i in range(len(keys))]
+        image = msgspec.defstruct(
+            "Image",
+            fields,
+            rename={f"f{i}": k for i, k in enumerate(keys)},
+            forbid_unknown_fields=True,
+        )
+        decoder = msgspec.json.Decoder(list[image | None], float_hook=Decimal)  # type: ignore[valid-type]
+        try:
+            decoded = decoder.decode(text)
+            break
+        except msgspec.ValidationError as e:
+            m = _UNKNOWN_FIELD.match(str(e))
+            if m is None or len(keys) >= MAX_IMAGE_KEYS:
+                return None
+            key = m.group(1)
+            if key in keys or key.lower() in lower:
+                return None
+            keys.append(key)
+            lower.add(key.lower())
+        except msgspec.DecodeError:
+            return None
+    values = {
+        k.lower(): list(map(getattr, decoded, repeat(f"f{i}"), repeat(ABSENT)))
+        for i, k in enumerate(keys)
+    }
+    return ImageColumns(list(map(is_not, decoded, repeat(None))), values)
+
+
+def image_rows(rows: list[tuple[tuple[Any, ...], list[Any]] | None]) -> ImageColumns | None:
+    """Images given per event as ``(names, values)`` (wal2json's column lists; None: no
+    image) column by column, names lower-cased (``str(name).lower()``).
+
+    Returns:
+        :class:`ImageColumns`; None when an image names a column twice (but for case).
+    """
+    n = len(rows)
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, r in enumerate(rows):
+        if r is not None:
+            groups.setdefault(r[0], []).append(i)
+    values: dict[str, list[Any]] = {}
+    for names, idx in groups.items():
+        lowered = [str(x).lower() for x in names]
+        if len(set(lowered)) != len(lowered):
+            return None
+        for j, name in enumerate(lowered):
+            col = values.get(name)
+            if col is None:
+                col = values[name] = [ABSENT] * n
+            for i in idx:
+                col[i] = rows[i][1][j]  # type: ignore[index]
+    return ImageColumns([r is not None for r in rows], values)
+
+
+def learn_tables(
+    table_of: list[str],
+    settled: Callable[[SourceTable, str], bool],
+    learn: Callable[[int, ParsedStream], None],
+    budget: int = 2000,
+) -> dict[str, SourceTable] | None:
+    """The reference parser's ``tables`` (columns, types, primary key, in its order), learnt by
+    running the reference record function (``learn(i, stream)``) on the records of each table
+    until the table is ``settled`` (no later record can teach it anything: see the callers);
+    the other records are not looked at.
+
+    Args:
+        table_of: the table of each change record, in stream order.
+        settled: ``f(source table, name)`` -- no later record of the table changes it.
+        learn: runs the reference record function on record ``i`` into ``stream``.
+        budget: most records learnt from before giving up.
+    Returns:
+        the tables; None when more than ``budget`` records were needed (the caller falls back
+        to the reference parser).
+    """
+    scratch = ParsedStream()
+    pending = set(table_of)
+    used = 0
+    for i, t in enumerate(table_of):
+        if not pending:
+            break
+        if t not in pending:
+            continue
+        learn(i, scratch)
+        used += 1
+        if settled(scratch.tables[t], t):
+            pending.discard(t)
+        elif used > budget:
+            return None
+    return scratch.tables

@@ -1,0 +1,213 @@
+"""Change files parsed straight into columns (pure: no Spark, no catalog, no I/O).
+
+:func:`parse_columns` reads the lines of a change file the way
+:func:`acidflow.sources.formats.parse_lines` does (the reference: the same changes, positions,
+sources, tables, LSN range and errors) but into a :class:`~acidflow.sources.columns.ColumnStream`:
+each line is decoded by msgspec into a typed Struct of the format's envelope (the images kept as
+raw JSON), then each table's images are decoded in one call into a Struct type of their keys
+(:func:`acidflow.sources.columns.decode_images`). No ``dict`` and no ``Change`` is made per
+event; ``acidflow.cdc.columnar.column_frame`` turns the columns into the columnar fold's
+``EventFrame``.
+
+It takes the common streams only and answers None -- the caller then runs the reference
+parser, whose outcome (bad records with their file, line and reason; the
+``IncompleteTransactionError`` of a cut file) is therefore never different -- for everything
+else: a line that is not JSON or not the format's envelope of a change, a value msgspec refuses
+(``NaN``), a field of an unexpected type, an op the reference parser quarantines, a TRUNCATE,
+GoldenGate ``_isMissing`` flags or ``txind``, an unclosed Debezium transaction, wal2json
+logical messages, etc. What is taken, per format:
+
+* ``goldengate``: ``table``, ``op_type`` I/U/D, ``op_ts`` (:func:`~acidflow.sources.goldengate.
+  gg_timestamp`), ``pos``, ``primary_keys``, ``before``/``after`` objects; the position is
+  ``op_ts|pos``, the source ``file:line``.
+* ``debezium``: the envelope bare, as ``{"schema", "payload"}`` or as ``{"key", "value"}``
+  (a null value: Kafka's tombstone, no change), ops c/r/u/d, ``source.lsn`` / ``file``+``pos``
+  / ``ts_ms`` ordering; transaction BEGIN/END records (bare or wrapped) close as the reference
+  requires (an unclosed one: None); with a schema, the logical values are decoded by
+  :func:`acidflow.sources.debezium.debezium_value`'s rules, column by column.
+* ``wal2json``: format-version 2 (``B``/``C``, ``I``/``U``/``D``: ``columns`` and ``identity``
+  lists of ``{name, type, value}``) and format-version 1 documents (``columnnames`` /
+  ``columntypes`` / ``columnvalues``, ``oldkeys``), positions from the commit LSN.
+
+Environment: ``ACIDFLOW_CDC_FASTPARSE=0`` turns it off (every file goes the reference parser).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from decimal import Decimal
+from itertools import repeat
+from operator import attrgetter, itemgetter
+from typing import Any, Callable, Iterable
+
+from acidflow.sources import columns as cols
+from acidflow.sources import fastdebezium, fastwal2json
+from acidflow.sources.formats import parse_lines
+from acidflow.sources.goldengate import gg_timestamp, goldengate_record
+from acidflow.sources.lines import TxnTracker, loads, numbered_lines
+from acidflow.sources.records import ParsedStream, RecordError, SourceTable
+
+try:
+    import msgspec
+except ImportError:  # pragma: no cover - msgspec comes with Airflow
+    msgspec = None  # type: ignore[assignment]
+
+#: ``ACIDFLOW_CDC_FASTPARSE=0`` sends every change file through the reference parser
+ENABLED = os.environ.get("ACIDFLOW_CDC_FASTPARSE", "1") not in ("0", "false", "no")
+
+_NULL = b"null"
+
+
+def parse_columns(fmt: str, lines: Iterable[str], file_name: str) -> cols.ColumnStream | None:
+    """The change file's lines as columns (module docstring), or None when the reference
+    parser (:func:`acidflow.sources.formats.parse_lines`) must read them.
+
+    Args:
+        fmt: ``wal2json``, ``debezium`` or ``goldengate``.
+        lines: the file's text lines.
+        file_name: as in :attr:`Change.source`.
+    Returns:
+        a :class:`~acidflow.sources.columns.ColumnStream` whose ``tables``, positions and
+        changes (``changes`` re-parses with the reference parser when asked for) are the
+        reference parser's; its :meth:`~acidflow.sources.columns.ColumnStream.by_table`
+        columns hold the same values. None: see the module docstring.
+    """
+    if not ENABLED or not cols.available():
+        return None
+    numbered = list(numbered_lines(lines))
+    if not numbered:
+        return None
+    parser = _PARSERS.get(fmt)
+    if parser is None:
+        return None
+    try:
+        return parser(numbered, file_name, _reference(fmt, numbered, file_name))
+    except (msgspec.ValidationError, msgspec.DecodeError, RecordError, ValueError, TypeError):
+        return None
+
+
+def _reference(
+    fmt: str, numbered: list[tuple[int, str]], file_name: str
+) -> Callable[[], ParsedStream]:
+    """The reference parse of the same lines (blank lines put back for the line numbers)."""
+
+    def run() -> ParsedStream:
+        lines: list[str] = []
+        for lineno, raw in numbered:
+            lines.extend(repeat("", lineno - 1 - len(lines)))
+            lines.append(raw)
+        return parse_lines(fmt, lines, file_name)
+
+    return run
+
+
+# ----------------------------------------------------------------------------- GoldenGate
+
+if msgspec is not None:
+
+    class _GGRecord(msgspec.Struct):
+        """A GoldenGate record's envelope (images as raw JSON)."""
+
+        table: str
+        op_type: str
+        pos: Any = None
+        op_ts: Any = None
+        primary_keys: Any = None
+        before: msgspec.Raw = msgspec.Raw(_NULL)
+        after: msgspec.Raw = msgspec.Raw(_NULL)
+        txind: Any = cols.ABSENT
+        tx_ind: Any = cols.ABSENT
+
+    _GG_DECODER = msgspec.json.Decoder(_GGRecord, float_hook=Decimal)
+
+
+def _gg_positions(recs: list[Any]) -> list[str]:
+    """``op_ts|pos`` per record (:func:`~acidflow.sources.goldengate.gg_timestamp`); canonical
+    timestamps checked by one match over all of them."""
+    op_ts = list(map(attrgetter("op_ts"), recs))
+    pos = list(map(attrgetter("pos"), recs))
+    if None in pos:
+        raise RecordError("no 'pos'")
+    if set(map(type, op_ts)) != {str} or not _GG_ALL_CANONICAL.fullmatch("\n".join(op_ts) + "\n"):
+        op_ts = list(map(gg_timestamp, op_ts))
+    return list(map("{}|{}".format, op_ts, pos))
+
+
+_GG_ALL_CANONICAL = re.compile(r"(?:\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6}\n)*")
+
+
+def _parse_goldengate(
+    numbered: list[tuple[int, str]], file_name: str, reference: Callable[[], ParsedStream]
+) -> cols.ColumnStream | None:
+    recs: list[_GGRecord] = list(map(_GG_DECODER.decode, map(itemgetter(1), numbered)))
+    if any(r.txind is not cols.ABSENT or r.tx_ind is not cols.ABSENT for r in recs):
+        return None  # transaction indicators: the reference parser tracks them
+    ops = list(map(attrgetter("op_type"), recs))
+    if not set(ops) <= {"I", "U", "D"}:
+        return None
+    tables = list(map(attrgetter("table"), recs))
+    if not all(map(str.__contains__, tables, repeat("."))):
+        return None
+    positions = _gg_positions(recs)
+    pks = list(map(attrgetter("primary_keys"), recs))
+    if not all(pk is None or isinstance(pk, list) or not pk for pk in pks):
+        return None
+    afters = list(map(attrgetter("after"), recs))
+    befores = list(map(attrgetter("before"), recs))
+    table_of = list(map(str.lower, tables))
+    lines = list(map(itemgetter(0), numbered))
+    frames: dict[str, cols.TableColumns] = {}
+    names: dict[str, set[str]] = {}
+    for t, idx in cols.by_table(table_of).items():
+        t_ops = cols.take(ops, idx)
+        after = cols.decode_images(cols.take(afters, idx))
+        before = cols.decode_images(cols.take(befores, idx))
+        if after is None or before is None:
+            return None
+        if not cols.carried(after, t_ops, ("I", "U")) or not cols.carried(before, t_ops, ("D",)):
+            return None
+        seen = set(after.values) | set(before.values)
+        if any(k.endswith("_ismissing") for k in seen):
+            return None  # _isMissing flags: the reference parser's rules
+        names[t] = seen
+        frames[t] = cols.TableColumns(
+            t,
+            t_ops,
+            cols.take(positions, idx),
+            idx,
+            file_name,
+            cols.take(lines, idx),
+            None,
+            after,
+            before,
+        )
+
+    def settled(st: SourceTable, t: str) -> bool:
+        return bool(st.primary_key) and st.columns.keys() >= names[t]
+
+    def learn(i: int, out: ParsedStream) -> None:
+        lineno, raw = numbered[i]
+        goldengate_record(loads(raw), file_name, lineno, out, TxnTracker(file_name))
+
+    learnt = cols.learn_tables(table_of, settled, learn)
+    if learnt is None:
+        return None
+    first, last = cols.position_range(positions)
+    return cols.ColumnStream(
+        frames,
+        reference,
+        learnt,
+        first_position=first,
+        last_position=last,
+    )
+
+
+_PARSERS: dict[
+    str,
+    Callable[[list[tuple[int, str]], str, Callable[[], ParsedStream]], cols.ColumnStream | None],
+] = {
+    "goldengate": _parse_goldengate,
+    "debezium": fastdebezium.parse_debezium,
+    "wal2json": fastwal2json.parse_wal2json,
+}
