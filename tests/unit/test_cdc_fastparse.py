@@ -25,6 +25,7 @@ from acidflow.read.snapshot import ROW_ID
 from acidflow.sources import fastparse
 from acidflow.sources.columns import ColumnStream
 from acidflow.sources.formats import parse_lines
+from acidflow.sources.kafka import KafkaRecord, decode_records
 from acidflow.sources.records import IncompleteTransactionError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,7 +52,11 @@ def _fold(frame: columnar.EventFrame, key: list[str], policies: chg.Policies) ->
     n = stored.num_rows
     middle = sorted(frame.positions)[len(frame.positions) // 2]
     rid = pa.StructArray.from_arrays(
-        [pa.array([1] * n, pa.int64()), pa.array([0] * n, pa.int32()), pa.array(range(n), pa.int64())],
+        [
+            pa.array([1] * n, pa.int64()),
+            pa.array([0] * n, pa.int32()),
+            pa.array(range(n), pa.int64()),
+        ],
         ["writeid", "bucketid", "rowid"],
     )
     found = stored.append_column(chg.POSITION_COLUMN, pa.array([middle] * n, pa.string()))
@@ -124,10 +129,17 @@ def gg(op: str, i: int, **extra: Any) -> str:
         "before": None if op == "I" else {"ID": i % 7},
         "after": None
         if op == "D"
-        else {"ID": i % 7, "NAME": f"n\u00fc\"\\{i}", "AMT": Decimal(f"{i}.25"), "DAY": "2024-03-01"},
+        else {
+            "ID": i % 7,
+            "NAME": f'n\u00fc"\\{i}',
+            "AMT": Decimal(f"{i}.25"),
+            "DAY": "2024-03-01",
+        },
     }
     rec.update(extra)
-    return json.dumps(rec, default=str).replace('"AMT": "', '"AMT": ').replace('", "DAY"', ', "DAY"')
+    return (
+        json.dumps(rec, default=str).replace('"AMT": "', '"AMT": ').replace('", "DAY"', ', "DAY"')
+    )
 
 
 GG = [gg("IUD"[i % 3], i) for i in range(30)]
@@ -208,13 +220,23 @@ def w2j_v2(xid: int, lsn: int, ops: str) -> list[str]:
                 {"name": "aid", "type": "integer", "value": j % 4},
                 {"name": "bal", "type": "numeric(12,2)", "value": Decimal(f"{j}.5")},
                 {"name": "note", "type": "text", "value": "\u2603\n\t" if j % 2 else None},
-                {"name": "at", "type": "timestamp without time zone", "value": "2024-01-02 03:04:05"},
+                {
+                    "name": "at",
+                    "type": "timestamp without time zone",
+                    "value": "2024-01-02 03:04:05",
+                },
             ]
         if op in "UD":
             rec["identity"] = [{"name": "aid", "type": "integer", "value": j % 4}]
-        out.append(json.dumps(rec, default=str).replace('"value": "' + f"{j}.5" + '"', f'"value": {j}.5'))
+        out.append(
+            json.dumps(rec, default=str).replace('"value": "' + f"{j}.5" + '"', f'"value": {j}.5')
+        )
     out.append(json.dumps({"action": "M", "lsn": f"0/{lsn:X}", "prefix": "p", "content": "c"}))
-    out.append(json.dumps({"action": "C", "xid": xid, "lsn": f"0/{lsn + 99:X}", "nextlsn": f"0/{lsn + 100:X}"}))
+    out.append(
+        json.dumps(
+            {"action": "C", "xid": xid, "lsn": f"0/{lsn + 99:X}", "nextlsn": f"0/{lsn + 100:X}"}
+        )
+    )
     return out
 
 
@@ -283,7 +305,9 @@ def test_wal2json_v2_and_v1_columns_equal_the_reference():
     fast = check("wal2json", W2J_V1)
     assert fast is not None and set(fast.frames) == {"public.t1", "public.t2"}
     # changes outside a transaction: ordered by their own LSN
-    check("wal2json", [line for line in W2J_V2 if '"action": "B"' not in line and '"C"' not in line])
+    check(
+        "wal2json", [line for line in W2J_V2 if '"action": "B"' not in line and '"C"' not in line]
+    )
 
 
 @pytest.mark.parametrize("path", SAMPLE, ids=lambda p: p.name)
@@ -441,12 +465,15 @@ HIVE_VALUES: dict[str, st.SearchStrategy[Any]] = {
     | st.decimals(-(10**9), 10**9, places=2, allow_nan=False),
     "double": st.floats(allow_nan=True, allow_infinity=False) | st.integers(-5, 5),
     "date": st.dates().map(str) | TEXT,
-    "timestamp": st.datetimes().map(lambda d: d.isoformat(sep=" ")) | st.just("2024-01-02:03:04:05"),
+    "timestamp": st.datetimes().map(lambda d: d.isoformat(sep=" "))
+    | st.just("2024-01-02:03:04:05"),
     "boolean": st.booleans(),
 }
 TYPES = list(HIVE_VALUES)
 ROW = st.fixed_dictionaries({t: st.none() | HIVE_VALUES[t] for t in TYPES})
-EVENTS = st.lists(st.tuples(st.sampled_from("IUD"), st.integers(0, 6), ROW), min_size=1, max_size=12)
+EVENTS = st.lists(
+    st.tuples(st.sampled_from("IUD"), st.integers(0, 6), ROW), min_size=1, max_size=12
+)
 
 
 def _json_value(v: Any) -> str:
@@ -458,9 +485,13 @@ def _json_value(v: Any) -> str:
 
 
 def _image(cols: dict[str, Any], upper: bool = False) -> str:
-    return "{" + ", ".join(
-        f"{json.dumps(k.upper() if upper else k)}: {_json_value(v)}" for k, v in cols.items()
-    ) + "}"
+    return (
+        "{"
+        + ", ".join(
+            f"{json.dumps(k.upper() if upper else k)}: {_json_value(v)}" for k, v in cols.items()
+        )
+        + "}"
+    )
 
 
 def _lines(fmt: str, events: list[tuple[str, int, dict[str, Any]]]) -> list[str]:
@@ -510,3 +541,102 @@ def test_hypothesis_random_values_of_every_hive_type(fmt, events):
         assert nan or ref.bad
         return
     check(fmt, lines, columns={"s.t": cols})
+
+
+# ----------------------------------------------------------------------------- Kafka values
+
+TOPIC = "acf.public.orders"
+TXT = "acf.transaction"
+
+
+def check_kafka(records: list[KafkaRecord], *, taken: bool = True, **kw: Any) -> None:
+    """``decode_records(columns=True)`` equals the record-by-record decoder: offsets, carried
+    records, transactions, tables, positions, bad records, changes and frames."""
+    ref = decode_records("debezium", records, **kw)
+    got = decode_records("debezium", records, columns=True, **kw)
+    assert isinstance(got.stream, ColumnStream) == taken
+    assert (got.end_offsets, got.carried, got.transactions, got.waiting) == (
+        ref.end_offsets,
+        ref.carried,
+        ref.transactions,
+        ref.waiting,
+    )
+    fast, slow = got.stream, ref.stream
+    assert fast.bad == slow.bad and fast.tables == slow.tables
+    assert (fast.first_position, fast.last_position) == (slow.first_position, slow.last_position)
+    if isinstance(fast, ColumnStream):
+        mine = [tc.change(i) for tc in fast.frames.values() for i in range(len(tc.ops))]
+        assert sorted(mine, key=lambda c: c.seq) == slow.changes
+        for t, tc in fast.frames.items():
+            src = slow.tables[t]
+            cols = [*src.columns.items(), (chg.POSITION_COLUMN, "string")]
+            key = list(src.primary_key) or [cols[0][0]]
+            theirs = [c for c in slow.changes if c.table == t]
+            _frames_equal(
+                columnar.column_frame(tc, cols, key), columnar.event_frame(theirs, cols, key)
+            )
+    assert fast.changes == slow.changes
+
+
+def _kafka_value(line: str) -> tuple[bytes | None, bytes | None]:
+    rec = json.loads(line)
+    if "value" in rec:
+        return (
+            None if rec["value"] is None else json.dumps(rec["value"]).encode(),
+            json.dumps(rec.get("key")).encode(),
+        )
+    return line.encode(), None
+
+
+def _kafka_records(lines: list[str], partitions: int = 2) -> list[KafkaRecord]:
+    out = []
+    for i, line in enumerate(lines):
+        value, key = _kafka_value(line)
+        out.append(KafkaRecord(TOPIC, i % partitions, i // partitions, key, value))
+    return out
+
+
+def test_kafka_debezium_values_equal_the_record_decoder():
+    data = [line for line in DBZ if line and '"status"' not in line]
+    records = _kafka_records(data)
+    end = {TOPIC: {"0": (len(data) + 1) // 2, "1": len(data) // 2}}
+    check_kafka(records, end_offsets=end)
+    check_kafka(list(reversed(records)), end_offsets=end)  # any order
+    # a value without a table takes it from the topic
+    bare = json.dumps({"op": "c", "after": {"id": 1}, "source": {"lsn": 5}})
+    check_kafka(_kafka_records([bare], 1), end_offsets={TOPIC: {"0": 1}})
+
+
+def test_kafka_transactions_whole_or_carried_as_the_record_decoder():
+    events = [dbz("cu"[i % 2], i, txid=f"{500 + i // 3}:{1000 + i}") for i in range(12)]
+    records = _kafka_records(events)
+    markers = []
+    for n, tx in enumerate(range(500, 504)):
+        markers.append(json.dumps({"status": "BEGIN", "id": f"{tx}:1"}))
+        if tx < 503:  # the last transaction has not ended: its records are carried
+            end = {"status": "END", "id": f"{tx}:2", "event_count": 3}
+            end["data_collections"] = [{"data_collection": "public.orders", "event_count": 3}]
+            markers.append(json.dumps(end))
+    txn = [KafkaRecord(TXT, 0, i, None, m.encode()) for i, m in enumerate(markers)]
+    end = {TOPIC: {"0": 6, "1": 6}, TXT: {"0": len(markers)}}
+    check_kafka(records + txn, end_offsets=end, transaction_topic=TXT)
+    bad = KafkaRecord(TOPIC, 0, 6, None, b"{not json")
+    check_kafka(
+        [*records, bad, *txn],
+        taken=False,
+        end_offsets={**end, TOPIC: {"0": 7, "1": 6}},
+        transaction_topic=TXT,
+    )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=EVENTS, partitions=st.integers(1, 3), cut=st.integers(0, 4))
+def test_hypothesis_kafka_values_of_every_hive_type(events, partitions, cut):
+    records = _kafka_records(_lines("debezium", events), partitions)
+    end: dict[str, dict[str, int]] = {TOPIC: {}}
+    for r in records:
+        end[TOPIC][str(r.partition)] = max(end[TOPIC].get(str(r.partition), 0), r.offset + 1)
+    end[TOPIC]["0"] = max(0, end[TOPIC]["0"] - cut)
+    nan = any(isinstance(v, float) and math.isnan(v) for _, _, row in events for v in row.values())
+    ref = decode_records("debezium", records, end_offsets=end)
+    check_kafka(records, end_offsets=end, taken=not (nan or ref.stream.bad))

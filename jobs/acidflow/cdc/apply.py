@@ -534,7 +534,9 @@ def _apply_table(
     key = list(table.primary_key)
     # a table parsed into columns (never a TRUNCATE in it) is planned from them; when the
     # fast path declines, the row path reads the reference parser's changes
-    from_columns = isinstance(table_changes, TableChanges) and bool(key)
+    from_columns = (
+        isinstance(table_changes, TableChanges) and bool(key) and columnar.enabled(options.columnar)
+    )
     fast = (
         _plan_columnar(spark, catalog, txn, table, table_changes, options) if from_columns else None
     )

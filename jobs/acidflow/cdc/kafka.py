@@ -38,6 +38,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from acidflow.cdc import columnar
 from acidflow.cdc import offsets as ofs
 from acidflow.cdc.apply import BatchReport, CdcOptions, apply_stream
 from acidflow.errors import AcidflowError
@@ -454,6 +455,7 @@ def _apply_next(
             transaction_topic=kopts.transaction_topic,
             markers_seen=None if look.window is None else look.window.markers_seen,
             decoder=decoder,
+            columns=columnar.enabled(options.columnar),
         )
         if ofs.has_records(start, batch.end_offsets) or cap is None or end == look.latest:
             break

@@ -70,6 +70,12 @@ class ImageColumns:
             return [None] * len(self.present)
         return [None if v is ABSENT else v for v in col]
 
+    def take(self, idx: list[int]) -> ImageColumns:
+        """The events ``idx`` only."""
+        return ImageColumns(
+            take(self.present, idx), {n: take(c, idx) for n, c in self.values.items()}
+        )
+
     def image(self, i: int) -> dict[str, Any] | None:
         """Event ``i``'s image as the row path's dict (None when it has none)."""
         if not self.present[i]:
@@ -88,7 +94,8 @@ class TableColumns:
             parsed by the reference parser).
         positions: the ordering value per event (``Change.position``).
         seqs: the event's index in the whole stream (``Change.seq``).
-        file_name, lines: ``Change.source`` is ``file_name:line`` ...
+        file_name, lines: ``Change.source`` is ``file_name:line`` ... (``file_name[i]`` when
+            a list: Kafka's ``topic/partition``, the line being the offset) ...
         suffixes: ... followed by this per event (`` lsn N``), when given.
         after, before: the images (:class:`ImageColumns`).
     """
@@ -97,7 +104,7 @@ class TableColumns:
     ops: list[str]
     positions: list[str]
     seqs: list[int]
-    file_name: str
+    file_name: str | list[str]
     lines: list[int]
     suffixes: list[str] | None
     after: ImageColumns
@@ -106,7 +113,8 @@ class TableColumns:
     def source(self, i: int) -> str:
         """``Change.source`` of event ``i``."""
         suffix = self.suffixes[i] if self.suffixes is not None else ""
-        return f"{self.file_name}:{self.lines[i]}{suffix}"
+        name = self.file_name if isinstance(self.file_name, str) else self.file_name[i]
+        return f"{name}:{self.lines[i]}{suffix}"
 
     def change(self, i: int) -> Change:
         """Event ``i`` as the :class:`Change` the reference parser makes of it."""
@@ -191,7 +199,7 @@ class ColumnStream(ParsedStream):
             self._materialized = self._reference()
         return self._materialized
 
-    @property  # type: ignore[override]
+    @property
     def changes(self) -> list[Change]:
         """The reference parser's changes (see the class docstring)."""
         return self.materialized().changes

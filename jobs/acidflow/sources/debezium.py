@@ -131,8 +131,12 @@ def transaction_id(payload: Any) -> str | None:
     if raw is None:
         block = payload.get("transaction")
         raw = block.get("id") if isinstance(block, dict) else None
-    if raw is None:
-        return None
+    return None if raw is None else transaction_id_text(raw)
+
+
+def transaction_id_text(raw: Any) -> str:
+    """A transaction id as :func:`transaction_id` returns it (``raw``: the id as sent, not
+    None): PostgreSQL's ``<txId>:<LSN>`` cut to ``<txId>``, any other id whole."""
     text = str(raw)
     return text.split(":", 1)[0] if _PG_TXN_ID.match(text) else text
 

@@ -1,6 +1,8 @@
 """Debezium records parsed straight into columns (pure: no Spark, no catalog, no I/O): change
-files (:func:`parse_debezium`, for :func:`acidflow.sources.fastparse.parse_columns`). See
-:mod:`acidflow.sources.fastparse` for what is taken and what goes to the reference parser.
+files (:func:`parse_debezium`, for :func:`acidflow.sources.fastparse.parse_columns`) and Kafka
+record values (:func:`kafka_event`, :func:`kafka_stream`, for
+:func:`acidflow.sources.kafka.decode_records`). See :mod:`acidflow.sources.fastparse` for what
+is taken and what goes to the reference parser (``debezium_record``).
 """
 
 from __future__ import annotations
@@ -10,7 +12,13 @@ from operator import attrgetter
 from typing import Any, Callable
 
 from acidflow.sources import columns as cols
-from acidflow.sources.debezium import debezium_record, debezium_value, schema_fields, transaction_id
+from acidflow.sources.debezium import (
+    debezium_record,
+    debezium_value,
+    schema_fields,
+    transaction_id,
+    transaction_id_text,
+)
 from acidflow.sources.lines import TxnTracker, loads
 from acidflow.sources.records import ParsedStream, RecordError, SourceTable
 
@@ -33,6 +41,11 @@ if msgspec is not None:
         file: Any = None
         pos: Any = None
 
+    class _DbzTxn(msgspec.Struct):
+        """``transaction`` of a Debezium envelope."""
+
+        id: Any = None
+
     class _DbzRecord(msgspec.Struct):
         """Any level of a Debezium record: the envelope, ``{"schema", "payload"}``,
         ``{"key", "value"}`` or a transaction BEGIN/END record (raw JSON where nested)."""
@@ -48,6 +61,7 @@ if msgspec is not None:
         payload: msgspec.Raw = msgspec.Raw()
         key: msgspec.Raw = msgspec.Raw()
         value: msgspec.Raw = msgspec.Raw()
+        transaction: _DbzTxn | None = None
 
     _DBZ_DECODER = msgspec.json.Decoder(_DbzRecord, float_hook=Decimal)
 
@@ -142,6 +156,28 @@ def parse_debezium(
         keyed.append(has_key)
     if txns.open or not envs:
         return None  # an unclosed transaction: the reference parser raises
+
+    def learn(i: int, out: ParsedStream) -> None:
+        lineno, raw = numbered[at[i]]
+        debezium_record(loads(raw), file_name, lineno, out, TxnTracker(file_name))
+
+    lines = [numbered[i][0] for i in at]
+    return _stream(envs, schemas, keyed, file_name, lines, None, learn, reference)
+
+
+def _stream(
+    envs: list[Any],
+    schemas: list[Any],
+    keyed: list[bool],
+    file_name: str | list[str],
+    lines: list[int],
+    kept: list[int] | None,
+    learn: Callable[[int, ParsedStream], None],
+    reference: Callable[[], ParsedStream],
+) -> cols.ColumnStream | None:
+    """The :class:`~acidflow.sources.columns.ColumnStream` of Debezium envelopes (one change
+    each, in stream order): ``kept`` (indexes; None: all) are the stream's changes, every
+    envelope teaches the tables (``learn(i, stream)``: the reference record decoder)."""
     srcs = list(map(attrgetter("source"), envs))
     table_of = [f"{s.schema or s.db or 'default'}.{s.table}".lower() for s in srcs]
     positions = list(map(_dbz_position, srcs, map(attrgetter("ts_ms"), envs)))
@@ -149,7 +185,12 @@ def parse_debezium(
     ops = [_DBZ_OPS[op] for op in map(attrgetter("op"), envs)]
     afters = list(map(attrgetter("after"), envs))
     befores = list(map(attrgetter("before"), envs))
-    lines = [numbered[i][0] for i in at]
+    is_kept = [True] * len(envs) if kept is None else [False] * len(envs)
+    for i in kept or ():
+        is_kept[i] = True
+    seq_of = list(range(len(envs))) if kept is None else [-1] * len(envs)
+    for seq, i in enumerate(kept or ()):
+        seq_of[i] = seq
     frames: dict[str, cols.TableColumns] = {}
     names: dict[str, set[str]] = {}
     any_key: dict[str, bool] = {}
@@ -157,8 +198,8 @@ def parse_debezium(
         t_ops = cols.take(ops, idx)
         t_schemas = cols.take(schemas, idx)
         if not all(map(t_schemas[0].__eq__, t_schemas)):
-            return None  # the schema changes within the file: the reference parser
-        fields = schema_fields(loads(bytes(t_schemas[0]))) if len(t_schemas[0]) else {}
+            return None  # the schema changes within the stream: the reference parser
+        fields = schema_fields(loads(bytes(t_schemas[0]).decode())) if len(t_schemas[0]) else {}
         after = cols.decode_images(cols.take(afters, idx))
         before = cols.decode_images(cols.take(befores, idx))
         if after is None or before is None:
@@ -172,14 +213,20 @@ def parse_debezium(
                     img.values[n] = [v if v is cols.ABSENT else debezium_value(f, v) for v in col]
         names[t] = set(fields) if fields else set(after.values) | set(before.values)
         any_key[t] = any(cols.take(keyed, idx))
+        mine = [j for j, i in enumerate(idx) if is_kept[i]]
+        if not mine:
+            continue
+        if len(mine) < len(idx):
+            after, before = after.take(mine), before.take(mine)
+        rows = cols.take(idx, mine)
         frames[t] = cols.TableColumns(
             t,
-            t_ops,
-            cols.take(positions, idx),
-            idx,
-            file_name,
-            cols.take(lines, idx),
-            cols.take(suffixes, idx),
+            cols.take(ops, rows),
+            cols.take(positions, rows),
+            cols.take(seq_of, rows),
+            file_name if isinstance(file_name, str) else cols.take(file_name, rows),
+            cols.take(lines, rows),
+            cols.take(suffixes, rows),
             after,
             before,
         )
@@ -187,18 +234,108 @@ def parse_debezium(
     def settled(st: SourceTable, t: str) -> bool:
         return st.columns.keys() >= names[t] and (bool(st.primary_key) or not any_key[t])
 
-    def learn(i: int, out: ParsedStream) -> None:
-        lineno, raw = numbered[at[i]]
-        debezium_record(loads(raw), file_name, lineno, out, TxnTracker(file_name))
-
     learnt = cols.learn_tables(table_of, settled, learn)
     if learnt is None:
         return None
-    first, last = cols.position_range(positions)
+    first, last = cols.position_range(positions if kept is None else cols.take(positions, kept))
     return cols.ColumnStream(
         frames,
         reference,
         learnt,
         first_position=first,
         last_position=last,
+    )
+
+
+# ----------------------------------------------------------------------------- Kafka values
+
+
+class KafkaEvent:
+    """A Kafka record's Debezium value, decoded as far as ``decode_records`` needs before it
+    knows which records the batch keeps (a slotted record, not a dict).
+
+    Attributes:
+        txid: the source transaction (``transaction_id``), None without one.
+        collection: the change's table ``schema.table`` (None: no change).
+        env, schema, keyed: the envelope, its schema (raw JSON) and whether the record has a
+            key; ``env`` None for a record without a change (a tombstone, a BEGIN/END record).
+    """
+
+    __slots__ = ("collection", "env", "keyed", "schema", "txid")
+
+    def __init__(
+        self, txid: Any, collection: str | None, env: Any, schema: Any, keyed: bool
+    ) -> None:
+        self.txid, self.collection, self.env = txid, collection, env
+        self.schema, self.keyed = schema, keyed
+
+
+def kafka_event(
+    value: bytes | None, keyed: bool, topic_table: tuple[str | None, str]
+) -> KafkaEvent:
+    """One Kafka record's JSON value (``acidflow.sources.kafka._decode``'s reading of it:
+    ``{"schema", "payload"}`` unwrapped, a table the envelope does not name taken from the
+    topic, ``topic_table`` = ``(schema, table)``).
+
+    Raises:
+        RecordError, msgspec.ValidationError, msgspec.DecodeError, ValueError: a value the
+            reference decoder quarantines or reads with rules not kept here (the caller
+            decodes the range with it).
+    """
+    if value is None:
+        return KafkaEvent(None, None, None, _NO_SCHEMA, keyed)
+    r = _DBZ_DECODER.decode(value)
+    schema = _NO_SCHEMA
+    if len(r.payload) and len(r.schema):
+        schema = r.schema
+        r = _object(r.payload)
+    if r.status in ("BEGIN", "END") and r.id is not cols.ABSENT and r.op is cols.ABSENT:
+        raw = r.id if r.id is not None else (r.transaction.id if r.transaction else None)
+        return KafkaEvent(
+            None if raw is None else transaction_id_text(raw), None, None, schema, keyed
+        )
+    if r.op not in _DBZ_OPS:
+        raise RecordError("TRUNCATE or an unknown op")
+    src = r.source
+    if src is None:
+        src = r.source = _DbzSource()
+    if not src.table:
+        src.table = topic_table[1]
+        if topic_table[0]:
+            src.schema = topic_table[0]
+    if src.lsn is None and src.pos is None and r.ts_ms is None:
+        raise RecordError("no ordering value")
+    txid = r.transaction.id if r.transaction is not None else None
+    collection = f"{src.schema or src.db or 'default'}.{src.table}".lower()
+    return KafkaEvent(
+        None if txid is None else transaction_id_text(txid), collection, r, schema, keyed
+    )
+
+
+def kafka_stream(
+    events: list[KafkaEvent],
+    names: list[str],
+    offsets: list[int],
+    kept: list[bool],
+    learn: Callable[[int, ParsedStream], None],
+    reference: Callable[[], ParsedStream],
+) -> cols.ColumnStream | None:
+    """The :class:`~acidflow.sources.columns.ColumnStream` of a Kafka range's data records
+    (``events``, ``names`` = ``topic/partition``, ``offsets``, in ``decode_records``' order);
+    ``kept``: the records the batch keeps. ``learn(i, stream)`` runs the reference decoder on
+    record i. None: the reference decoder must read the range."""
+    at = [i for i, e in enumerate(events) if e.env is not None]
+    envs = [events[i].env for i in at]
+    if not envs:
+        return None
+    kept_changes = [j for j, i in enumerate(at) if kept[i]]
+    return _stream(
+        envs,
+        [events[i].schema for i in at],
+        [events[i].keyed for i in at],
+        [names[i] for i in at],
+        [offsets[i] for i in at],
+        kept_changes,
+        lambda j, out: learn(at[j], out),
+        reference,
     )

@@ -18,8 +18,6 @@ try:
 except ImportError:  # pragma: no cover - msgspec comes with Airflow
     msgspec = None  # type: ignore[assignment]
 
-_NULL = b"null"
-
 if msgspec is not None:
 
     class _W2JColumn(msgspec.Struct):
@@ -257,9 +255,9 @@ def parse_wal2json(
             flush(commit, pending)
             begin_lsn, open_txn = None, False
         elif action in ("I", "U", "D"):
-            ch = _w2j_v2_change(rec, lineno)
-            has_pk[ch.table] = has_pk.get(ch.table, False) or bool(rec.pk)
-            pending.append(ch)
+            change = _w2j_v2_change(rec, lineno)
+            has_pk[change.table] = has_pk.get(change.table, False) or bool(rec.pk)
+            pending.append(change)
             _widen(scratch, lsn)
         elif action == "M":
             scratch.ignored += 1

@@ -56,12 +56,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acidflow.sources.avro import AvroDecoder
+from acidflow.sources.columns import available
 from acidflow.sources.debezium import (
     debezium_record,
     is_transaction_metadata,
     transaction_id,
     unwrap,
 )
+from acidflow.sources.fastdebezium import KafkaEvent, kafka_event, kafka_stream
 from acidflow.sources.goldengate import goldengate_record
 from acidflow.sources.lines import TxnTracker, loads
 from acidflow.sources.records import (
@@ -157,6 +159,7 @@ def decode_records(
     transaction_topic: str | None = None,
     markers_seen: dict[tuple[int, int], Any] | None = None,
     decoder: AvroDecoder | None = None,
+    columns: bool = False,
 ) -> KafkaBatch:
     """Decode one offset range of Kafka records (module docstring).
 
@@ -173,6 +176,10 @@ def decode_records(
         decoder: how keys and values are decoded: None for JSON (Kafka Connect's
             JsonConverter), an :class:`~acidflow.sources.avro.AvroDecoder` for Avro through a
             schema registry (Debezium only; the transaction topic too).
+        columns: decode Debezium JSON values straight into columns
+            (:func:`acidflow.sources.fastdebezium.kafka_stream`: the stream is then a
+            :class:`~acidflow.sources.columns.ColumnStream`, equal to the one this function
+            gives without it); ranges it cannot take are decoded record by record as without.
     Returns:
         :class:`KafkaBatch`.
     Raises:
@@ -187,6 +194,11 @@ def decode_records(
     if decoder is not None and fmt != "debezium":
         raise ValueError("Avro values are read for format debezium only, not goldengate")
     ordered = sorted(records, key=lambda r: (r.topic, r.partition, r.offset))
+    events = (
+        _events(ordered, transaction_topic)
+        if columns and fmt == "debezium" and decoder is None
+        else None
+    )
     scratch = ParsedStream()  # tables learnt from every decoded record
     data: list[_Decoded] = []
     markers: list[tuple[KafkaRecord, _Marker]] = []
@@ -203,7 +215,11 @@ def decode_records(
             else:
                 markers.append((rec, marker))
             continue
-        data.append(_decode(fmt, rec, scratch, decoder))
+        if events is None:
+            data.append(_decode(fmt, rec, scratch, decoder))
+        else:
+            event = events[len(data)]
+            data.append(_Decoded(rec, [], None, event.txid, event.collection))
     topics = {r.topic for r in ordered if r.topic != transaction_topic} | {
         t for t in end_offsets if t != transaction_topic
     }
@@ -224,6 +240,40 @@ def decode_records(
         first = txns[txid].begin if txns[txid].begin is not None else txns[txid].end
         if first is not None and transaction_topic:
             _lower(cut, KafkaRecord(transaction_topic, marker_partition.get(txid, 0), first))
+    if events is not None:
+        kept = [d.record.offset < _end(cut, d.record) for d in data]
+        stream = None
+        if not any(rec.offset < _end(cut, rec) for rec, _ in bad_markers):
+            try:
+                stream = kafka_stream(
+                    events,
+                    [f"{d.record.topic}/{d.record.partition}" for d in data],
+                    [d.record.offset for d in data],
+                    kept,
+                    lambda i, into: _learn(fmt, data[i].record, into),
+                    lambda: (
+                        decode_records(
+                            fmt,
+                            ordered,
+                            end_offsets=end_offsets,
+                            transaction_topic=transaction_topic,
+                        ).stream
+                    ),
+                )
+            except (RecordError, ValueError, TypeError):
+                stream = None
+        if stream is None:  # the reference decoder reads the range
+            return decode_records(
+                fmt,
+                ordered,
+                end_offsets=end_offsets,
+                transaction_topic=transaction_topic,
+                markers_seen=markers_seen,
+            )
+        carried = kept.count(False) + sum(rec.offset >= _end(cut, rec) for rec, _ in markers)
+        carried += sum(rec.offset >= _end(cut, rec) for rec, _ in bad_markers)
+        applied = sum(1 for t in txns if t not in excluded)
+        return KafkaBatch(stream, cut, carried, applied, waiting)
     out = ParsedStream(tables=scratch.tables)
     carried = 0
     for d in data:
@@ -248,6 +298,26 @@ def decode_records(
             carried += 1
     applied = sum(1 for t in txns if t not in excluded)
     return KafkaBatch(out, cut, carried, applied, waiting)
+
+
+def _events(ordered: list[KafkaRecord], transaction_topic: str | None) -> list[KafkaEvent] | None:
+    """The data records' Debezium JSON values (:func:`acidflow.sources.fastdebezium.kafka_event`),
+    None when one is not taken (the range is then decoded record by record)."""
+    if not available():
+        return None
+    try:
+        return [
+            kafka_event(rec.value, rec.key is not None, _topic_table(rec.topic))
+            for rec in ordered
+            if rec.topic != transaction_topic
+        ]
+    except (RecordError, ValueError, TypeError):  # msgspec's errors are ValueErrors
+        return None
+
+
+def _learn(fmt: str, rec: KafkaRecord, out: ParsedStream) -> None:
+    """What the reference decoder learns from ``rec`` (its tables) into ``out``."""
+    _decode(fmt, rec, out)
 
 
 def _marker(rec: KafkaRecord, decoder: AvroDecoder | None) -> _Marker | BadRecord:
