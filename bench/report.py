@@ -404,12 +404,44 @@ def s3_section(s3: list[dict]) -> list[str]:
     return out + [""]
 
 
+def load_parse(results: Path) -> dict | None:
+    """``parse.json`` of :mod:`bench.parse`, if there is one."""
+    path = results / "parse.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def parse_section(parse: dict | None) -> list[str]:
+    """Events per second into the columnar fold's Arrow frame, per format, old and new."""
+    if not parse:
+        return []
+    out = [
+        "### Change records into Arrow (`python -m bench.parse`)",
+        "",
+        f"{parse['when']}, load average {parse['machine'].get('load_average')}; best of the "
+        "runs; parse + `event_frame` (old) against the columnar parser + `column_frame` (new); "
+        f"Kafka: {parse['kafka_source']}.",
+        "",
+        "| format | events | old events/s | new events/s | speed-up | frames equal |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in parse["formats"]:
+        out.append(
+            f"| {r['format']} | {r['events']:,} | {r['old_events_per_s']:,.0f} | "
+            f"{r['new_events_per_s']:,.0f} | {r['speedup']:.2f}× | "
+            f"{'yes' if r['frames_equal'] else '**NO**'} |"
+        )
+    out += ["", "GoldenGate parse alone, per candidate:", ""]
+    out += [f"- {name}: {rate:,.0f} events/s" for name, rate in parse["candidates"].items()]
+    return out + [""]
+
+
 def render(
     docs: list[dict],
     notes: str = "",
     loads: list[dict] = (),
     s3: list[dict] = (),
     kafka: list[dict] = (),
+    parse: dict | None = None,
 ) -> str:
     if not docs and not loads and not s3 and not kafka:
         return "# Benchmark results\n\nNo results yet: run `make bench`.\n"
@@ -434,12 +466,15 @@ def render(
     ]
     out += list(
         dict.fromkeys(
-            f"- `{d['command']}`" for d in [*docs, *loads, *s3, *kafka] if d.get("command")
+            f"- `{d['command']}`"
+            for d in [*docs, *loads, *s3, *kafka, *([parse] if parse else [])]
+            if d.get("command")
         )
     )
     out += ["", "## Targets", ""] + targets(docs, loads, s3) + kafka_targets(kafka)
     out += ["", "## Runs", ""]
     out += growth_section(docs) + load_section(loads) + s3_section(s3) + kafka_section(kafka)
+    out += parse_section(parse)
     for d in docs:
         out += size_section(d)
     if notes:
@@ -461,6 +496,7 @@ def main(argv: list[str] | None = None) -> None:
             load_extra(a.results, "load_n*.json"),
             load_extra(a.results, "s3_n*_k*.json"),
             load_kafka(a.results),
+            load_parse(a.results),
         )
     )
     print(f"wrote {a.out}")

@@ -103,3 +103,26 @@ def test_s3_phase_runs_and_is_correct(tmp_path, in_process):
     text = report.render([], "", [], [doc])
     assert "### Object storage" in text and "upsert on S3 (moto)" in text
     assert "**NO**" not in text
+
+
+def test_parse_phase_runs_and_the_frames_are_equal(tmp_path):
+    """``python -m bench.parse`` at a tiny size: every format (and the Kafka values) taken by
+    the columnar parser, its frames equal to today's parser's, the report section rendered."""
+    from bench import parse
+
+    out = tmp_path / "parse.json"
+    parse.main(
+        ["--events", "300", "--runs", "1", "--kafka-data", str(tmp_path / "none"),
+         "--work", str(tmp_path), "--out", str(out)]
+    )  # fmt: skip
+    doc = json.loads(out.read_text())
+    assert [r["format"] for r in doc["formats"]] == [
+        "goldengate",
+        "wal2json-v2",
+        "wal2json-v1",
+        "debezium",
+        "debezium-kafka",
+    ]
+    assert all(r["frames_equal"] and r["events"] == 300 for r in doc["formats"])
+    text = "\n".join(report.parse_section(doc))
+    assert "Change records into Arrow" in text and "**NO**" not in text

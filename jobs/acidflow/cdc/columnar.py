@@ -21,6 +21,10 @@ every change of the table is
   (:func:`coerce_column`, which agrees with :func:`acidflow.cdc.changes.coerce` value for value;
   a value that does not convert is a bad record of the row path, so the batch goes there).
 
+Changes parsed straight into columns (``acidflow.sources.fastparse``: no ``Change`` per event)
+are taken by :func:`column_frame`, which checks the same conditions on the columns and gives the
+same frame (or the same "no").
+
 Key columns of type float/double (NaN, -0.0) are left to the row path. All three policies
 (:class:`acidflow.cdc.changes.Policies`), default or not, are honoured here.
 

@@ -76,6 +76,15 @@ class ImageColumns:
             take(self.present, idx), {n: take(c, idx) for n, c in self.values.items()}
         )
 
+    def valued(self) -> set[str]:
+        """The columns some image gives a value (not null) -- the ones a format without types
+        can infer a type from."""
+        return {
+            n
+            for n, col in self.values.items()
+            if any(v is not None and v is not ABSENT for v in col)
+        }
+
     def image(self, i: int) -> dict[str, Any] | None:
         """Event ``i``'s image as the row path's dict (None when it has none)."""
         if not self.present[i]:

@@ -211,7 +211,7 @@ def _stream(
                 f = fields.get(n)
                 if f is not None and (f.get("name") or f.get("type") == "bytes"):
                     img.values[n] = [v if v is cols.ABSENT else debezium_value(f, v) for v in col]
-        names[t] = set(fields) if fields else set(after.values) | set(before.values)
+        names[t] = set(fields) if fields else after.valued() | before.valued()
         any_key[t] = any(cols.take(keyed, idx))
         mine = [j for j, i in enumerate(idx) if is_kept[i]]
         if not mine:

@@ -75,7 +75,7 @@ def parse_columns(fmt: str, lines: Iterable[str], file_name: str) -> cols.Column
     """
     if not ENABLED or not cols.available():
         return None
-    numbered = list(numbered_lines(lines))
+    numbered = _numbered(lines)
     if not numbered:
         return None
     parser = _PARSERS.get(fmt)
@@ -85,6 +85,19 @@ def parse_columns(fmt: str, lines: Iterable[str], file_name: str) -> cols.Column
         return parser(numbered, file_name, _reference(fmt, numbered, file_name))
     except (msgspec.ValidationError, msgspec.DecodeError, RecordError, ValueError, TypeError):
         return None
+
+
+_BLANK_LINE = re.compile(r"^\s*$", re.M)
+
+
+def _numbered(lines: Iterable[str]) -> list[tuple[int, str]]:
+    """:func:`acidflow.sources.lines.numbered_lines` as a list; a list of lines without
+    ``\r`` and blank lines (a file's ``splitlines``, the common case) is numbered at C speed."""
+    if isinstance(lines, list):
+        text = "\n".join(lines)
+        if "\r" not in text and not _BLANK_LINE.search(text):
+            return list(enumerate(lines, start=1))
+    return list(numbered_lines(lines))
 
 
 def _reference(
@@ -170,7 +183,7 @@ def _parse_goldengate(
         seen = set(after.values) | set(before.values)
         if any(k.endswith("_ismissing") for k in seen):
             return None  # _isMissing flags: the reference parser's rules
-        names[t] = seen
+        names[t] = after.valued() | before.valued()  # what types can be inferred from
         frames[t] = cols.TableColumns(
             t,
             t_ops,

@@ -74,7 +74,7 @@ _Image = tuple[tuple[Any, ...], list[Any]]
 class _W2JChange:
     """One change on its way to the columns (a slotted record, not a dict)."""
 
-    __slots__ = ("after", "before", "line", "lsn", "names", "op", "position", "src", "table")
+    __slots__ = ("after", "before", "line", "lsn", "op", "position", "src", "table")
 
     def __init__(
         self,
@@ -89,7 +89,13 @@ class _W2JChange:
         self.table, self.op, self.line, self.lsn = table, op, line, lsn
         self.after, self.before, self.src = after, before, src
         self.position = ""
-        self.names: set[str] = set()
+
+    def pk_names(self) -> list[str]:
+        """The primary key columns the record names (lower case)."""
+        src = self.src
+        if isinstance(src, _V1Change):
+            return [str(n).lower() for n in (src.pk.pknames or [])] if src.pk else []
+        return [str(p.name).lower() for p in src.pk or []]
 
     def learn(self, out: ParsedStream) -> None:
         """What ``_wal2json_change`` learns from the change's record into ``out``: the column
@@ -161,8 +167,6 @@ def _w2j_v2_change(rec: Any, line: int) -> _W2JChange:
         before,
         rec,
     )
-    ch.names = {str(c.name).lower() for c in (rec.columns or []) + (rec.identity or [])}
-    ch.names |= {str(p.name).lower() for p in rec.pk or []}
     return ch
 
 
@@ -194,9 +198,6 @@ def _w2j_v1_change(ch: Any, nextlsn: Any, line: int) -> _W2JChange:
     out = _W2JChange(
         f"{ch.schema or 'public'}.{ch.table}".lower(), op, line, nextlsn, after, before, ch
     )
-    out.names = {str(x).lower() for img in (after, before) if img for x in img[0]}
-    if ch.pk is not None:
-        out.names |= {str(x).lower() for x in ch.pk.pknames or []}
     return out
 
 
@@ -211,10 +212,13 @@ def parse_wal2json(
     begin_lsn: int | None = None
     open_txn = False
     has_pk: dict[str, bool] = {}
+    owns: list[int] = []  # the changes' own LSNs: the reference widens the range with them
 
     def flush(commit: int | None, batch: list[_W2JChange]) -> None:
         for idx, ch in enumerate(batch):
             own = _lsn(ch.lsn) if ch.lsn is not None else None
+            if own is not None:
+                owns.append(own)
             order = commit if commit is not None else own
             if order is None:
                 raise RecordError("no LSN")
@@ -257,8 +261,7 @@ def parse_wal2json(
         elif action in ("I", "U", "D"):
             change = _w2j_v2_change(rec, lineno)
             has_pk[change.table] = has_pk.get(change.table, False) or bool(rec.pk)
-            pending.append(change)
-            _widen(scratch, lsn)
+            pending.append(change)  # its LSN widens the range when flushed
         elif action == "M":
             scratch.ignored += 1
         else:
@@ -268,6 +271,9 @@ def parse_wal2json(
     flush(None, pending)
     if not changes:
         return None
+    if owns:
+        _widen(scratch, min(owns))
+        _widen(scratch, max(owns))
     table_of = [ch.table for ch in changes]
     frames: dict[str, cols.TableColumns] = {}
     names: dict[str, set[str]] = {}
@@ -277,7 +283,12 @@ def parse_wal2json(
         before = cols.image_rows([ch.before for ch in mine])
         if after is None or before is None:
             return None
-        names[t] = set().union(*(ch.names for ch in mine))
+        names[t] = set(after.values) | set(before.values)
+        pks: list[Any] = []  # the distinct primary key lists the table's records name
+        for ch in mine:
+            if ch.src.pk and ch.src.pk not in pks:
+                pks.append(ch.src.pk)
+                names[t].update(ch.pk_names())
         frames[t] = cols.TableColumns(
             t,
             [ch.op for ch in mine],
