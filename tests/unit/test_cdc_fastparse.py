@@ -31,6 +31,7 @@ from acidflow.sources.records import IncompleteTransactionError
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = sorted((REPO / "include/sample_data/pgbench/landing").glob("wal2json_*.jsonl.gz"))
 QUARANTINE = chg.Policies("quarantine", "quarantine", "quarantine")
+ALL = ("goldengate", "debezium", "wal2json")  # wal2json too (off by default: FORMATS)
 
 
 def _frames_equal(a: columnar.EventFrame | None, b: columnar.EventFrame | None) -> None:
@@ -85,7 +86,7 @@ def check(
     False), and so do the frames and folds of every table (``columns``: the table's Hive
     columns, default the stream's own)."""
     ref = parse_lines(fmt, lines, "f.jsonl")
-    fast = fastparse.parse_columns(fmt, lines, "f.jsonl")
+    fast = fastparse.parse_columns(fmt, lines, "f.jsonl", ALL)
     assert (fast is not None) == taken
     if fast is None:
         return None
@@ -111,7 +112,9 @@ def check(
         if a is not None and b is not None:
             for policies in (chg.Policies(), QUARANTINE):
                 assert _fold(a, key, policies) == _fold(b, key, policies)
-    assert fast.changes == ref.changes  # the reference, when a reader asks for Change objects
+    # nothing above parsed the file again; a reader of ``changes`` gets the reference's
+    assert fast._materialized is None and fast.change_count() == len(ref.changes)
+    assert fast.changes == ref.changes
     return fast
 
 
@@ -417,7 +420,7 @@ def test_records_the_columns_cannot_take_go_to_the_reference(fmt, bad):
     good = GOOD[fmt]
     lines = [*good[:3], bad, *good[3:]] if fmt != "wal2json" else [bad, *good]
     ref = parse_lines(fmt, lines, "f.jsonl")
-    assert fastparse.parse_columns(fmt, lines, "f.jsonl") is None
+    assert fastparse.parse_columns(fmt, lines, "f.jsonl", ALL) is None
     stream = parse_file(CdcOptions(fmt=fmt), lines, "f.jsonl")
     assert not isinstance(stream, ColumnStream)
     assert stream.bad == ref.bad and stream.changes == ref.changes
@@ -434,7 +437,7 @@ def test_cut_files_raise_the_reference_error(fmt):
     assert str(got.value) == str(ref.value)
     if fmt != "goldengate":  # an open transaction at the end of the file
         opened = good[: len(good) // 2]
-        assert fastparse.parse_columns(fmt, opened, "f.jsonl") is None
+        assert fastparse.parse_columns(fmt, opened, "f.jsonl", ALL) is None
 
 
 def test_values_that_do_not_coerce_send_the_table_to_the_row_path():
@@ -450,6 +453,9 @@ def test_parse_file_takes_the_columns_behind_the_columnar_switch(monkeypatch):
     stream = parse_file(CdcOptions(fmt="goldengate", columnar=False), GG, "f")
     assert not isinstance(stream, ColumnStream)
     assert stream.changes == parse_lines("goldengate", GG, "f").changes
+    assert not isinstance(parse_file(CdcOptions(fmt="wal2json"), W2J_V2, "f"), ColumnStream)
+    monkeypatch.setattr(fastparse, "FORMATS", ALL)
+    assert isinstance(parse_file(CdcOptions(fmt="wal2json"), W2J_V2, "f"), ColumnStream)
     monkeypatch.setattr(fastparse, "ENABLED", False)
     assert not isinstance(parse_file(CdcOptions(fmt="goldengate"), GG, "f"), ColumnStream)
 
@@ -536,7 +542,7 @@ def test_hypothesis_random_values_of_every_hive_type(fmt, events):
     cols = [("k", "bigint"), *((f"c_{t[:4]}", t) for t in TYPES), (chg.POSITION_COLUMN, "string")]
     nan = any(isinstance(v, float) and math.isnan(v) for _, _, row in events for v in row.values())
     ref = parse_lines(fmt, lines, "f.jsonl")
-    fast = fastparse.parse_columns(fmt, lines, "f.jsonl")
+    fast = fastparse.parse_columns(fmt, lines, "f.jsonl", ALL)
     if fast is None:  # the reference takes it: NaN (msgspec refuses it), a bad record
         assert nan or ref.bad
         return
@@ -575,6 +581,8 @@ def check_kafka(records: list[KafkaRecord], *, taken: bool = True, **kw: Any) ->
             _frames_equal(
                 columnar.column_frame(tc, cols, key), columnar.event_frame(theirs, cols, key)
             )
+    if isinstance(fast, ColumnStream):
+        assert fast._materialized is None and fast.change_count() == len(slow.changes)
     assert fast.changes == slow.changes
 
 

@@ -379,9 +379,7 @@ def _apply_batch(
     Raises:
         acidflow.catalog.WriteConflictError: lost a write-set race at commit (aborted).
     """
-    total = (stream.count if isinstance(stream, ColumnStream) else len(stream.changes)) + len(
-        stream.bad
-    )
+    total = stream.change_count() + len(stream.bad)
     bad = list(stream.bad)
     report = BatchReport(batch_id, path, "applied")
     with Transaction(catalog, agent_info=f"acidflow cdc {options.fmt}") as txn:

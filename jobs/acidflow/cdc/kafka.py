@@ -468,7 +468,7 @@ def _apply_next(
             "", label, status, seconds=time.monotonic() - t0, tables={}, quarantined=0
         )
     bid = ofs.batch_id(kopts.source, committed, kopts.starting_offsets)
-    total = len(batch.stream.changes) + len(batch.stream.bad)
+    total = batch.stream.change_count() + len(batch.stream.bad)
     threshold = kafka_threshold(options.quarantine_threshold, kopts.min_bad_records, total)
     return apply_stream(
         spark,

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from itertools import repeat
-from operator import is_not
+from operator import is_not, itemgetter
 from typing import Any, Callable, overload
 
 from acidflow.sources.records import Change, ParsedStream, SourceTable
@@ -202,6 +202,10 @@ class ColumnStream(ParsedStream):
         self.first_position = first_position
         self.last_position = last_position
 
+    def change_count(self) -> int:
+        """Number of changes, without parsing them (:attr:`count`)."""
+        return self.count
+
     def materialized(self) -> ParsedStream:
         """The reference parser's stream (parsed on the first call)."""
         if self._materialized is None:
@@ -302,6 +306,7 @@ def decode_images(raws: list[Any]) -> ImageColumns | None:
             fields,
             rename={f"f{i}": k for i, k in enumerate(keys)},
             forbid_unknown_fields=True,
+            gc=False,  # JSON values only: no reference cycles, nothing for the collector
         )
         decoder = msgspec.json.Decoder(list[image | None], float_hook=Decimal)  # type: ignore[valid-type]
         try:
@@ -333,6 +338,14 @@ def image_rows(rows: list[tuple[tuple[Any, ...], list[Any]] | None]) -> ImageCol
         :class:`ImageColumns`; None when an image names a column twice (but for case).
     """
     n = len(rows)
+    if n and None not in rows:
+        names = rows[0][0]  # type: ignore[index]
+        if list(map(itemgetter(0), rows)).count(names) == n:  # one shape: transposed at C speed
+            lowered = [str(x).lower() for x in names]
+            if len(set(lowered)) != len(lowered):
+                return None
+            by_column = zip(*map(itemgetter(1), rows)) if names else ()
+            return ImageColumns([True] * n, dict(zip(lowered, map(list, by_column))))
     groups: dict[tuple[Any, ...], list[int]] = {}
     for i, r in enumerate(rows):
         if r is not None:

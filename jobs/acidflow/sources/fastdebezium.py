@@ -31,7 +31,7 @@ _NULL = b"null"
 
 if msgspec is not None:
 
-    class _DbzSource(msgspec.Struct):
+    class _DbzSource(msgspec.Struct, gc=False):
         """``source`` of a Debezium envelope (the fields the position and table come from)."""
 
         table: Any = None
@@ -41,12 +41,12 @@ if msgspec is not None:
         file: Any = None
         pos: Any = None
 
-    class _DbzTxn(msgspec.Struct):
+    class _DbzTxn(msgspec.Struct, gc=False):
         """``transaction`` of a Debezium envelope."""
 
         id: Any = None
 
-    class _DbzRecord(msgspec.Struct):
+    class _DbzRecord(msgspec.Struct, gc=False):
         """Any level of a Debezium record: the envelope, ``{"schema", "payload"}``,
         ``{"key", "value"}`` or a transaction BEGIN/END record (raw JSON where nested)."""
 

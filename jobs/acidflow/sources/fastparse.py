@@ -29,7 +29,9 @@ logical messages, etc. What is taken, per format:
   lists of ``{name, type, value}``) and format-version 1 documents (``columnnames`` /
   ``columntypes`` / ``columnvalues``, ``oldkeys``), positions from the commit LSN.
 
-Environment: ``ACIDFLOW_CDC_FASTPARSE=0`` turns it off (every file goes the reference parser).
+Environment: ``ACIDFLOW_CDC_FASTPARSE=0`` turns it off (every file goes the reference parser);
+wal2json is parsed into columns only with ``ACIDFLOW_CDC_FASTPARSE=all`` (:data:`FORMATS`: it
+measured slower than the reference parser, bench/NOTES.md).
 """
 
 from __future__ import annotations
@@ -55,11 +57,21 @@ except ImportError:  # pragma: no cover - msgspec comes with Airflow
 
 #: ``ACIDFLOW_CDC_FASTPARSE=0`` sends every change file through the reference parser
 ENABLED = os.environ.get("ACIDFLOW_CDC_FASTPARSE", "1") not in ("0", "false", "no")
+#: the formats parsed into columns by default: wal2json's columns are lists of one object per
+#: value, whose Structs cost more than the reference parser's dicts (bench/NOTES.md, "Change
+#: records straight into columns"); ``ACIDFLOW_CDC_FASTPARSE=all`` takes wal2json too
+FORMATS = (
+    ("goldengate", "debezium", "wal2json")
+    if os.environ.get("ACIDFLOW_CDC_FASTPARSE") == "all"
+    else ("goldengate", "debezium")
+)
 
 _NULL = b"null"
 
 
-def parse_columns(fmt: str, lines: Iterable[str], file_name: str) -> cols.ColumnStream | None:
+def parse_columns(
+    fmt: str, lines: Iterable[str], file_name: str, formats: tuple[str, ...] | None = None
+) -> cols.ColumnStream | None:
     """The change file's lines as columns (module docstring), or None when the reference
     parser (:func:`acidflow.sources.formats.parse_lines`) must read them.
 
@@ -67,6 +79,7 @@ def parse_columns(fmt: str, lines: Iterable[str], file_name: str) -> cols.Column
         fmt: ``wal2json``, ``debezium`` or ``goldengate``.
         lines: the file's text lines.
         file_name: as in :attr:`Change.source`.
+        formats: the formats taken (default :data:`FORMATS`); others answer None.
     Returns:
         a :class:`~acidflow.sources.columns.ColumnStream` whose ``tables``, positions and
         changes (``changes`` re-parses with the reference parser when asked for) are the
@@ -78,7 +91,7 @@ def parse_columns(fmt: str, lines: Iterable[str], file_name: str) -> cols.Column
     numbered = _numbered(lines)
     if not numbered:
         return None
-    parser = _PARSERS.get(fmt)
+    parser = _PARSERS.get(fmt) if fmt in (FORMATS if formats is None else formats) else None
     if parser is None:
         return None
     try:
@@ -119,7 +132,7 @@ def _reference(
 
 if msgspec is not None:
 
-    class _GGRecord(msgspec.Struct):
+    class _GGRecord(msgspec.Struct, gc=False):
         """A GoldenGate record's envelope (images as raw JSON)."""
 
         table: str

@@ -7,6 +7,7 @@ what is taken and what goes to the reference parser.
 from __future__ import annotations
 
 from decimal import Decimal
+from operator import attrgetter
 from typing import Any, Callable
 
 from acidflow.sources import columns as cols
@@ -20,27 +21,27 @@ except ImportError:  # pragma: no cover - msgspec comes with Airflow
 
 if msgspec is not None:
 
-    class _W2JColumn(msgspec.Struct):
+    class _W2JColumn(msgspec.Struct, gc=False):
         """One ``{name, type, value}`` of a wal2json v2 ``columns`` / ``identity`` list."""
 
         name: Any
         type: Any = cols.ABSENT
         value: Any = None
 
-    class _V1Keys(msgspec.Struct):
+    class _V1Keys(msgspec.Struct, gc=False):
         """``oldkeys`` of a format-version 1 change."""
 
         keynames: Any = None
         keytypes: Any = None
         keyvalues: Any = None
 
-    class _V1Pk(msgspec.Struct):
+    class _V1Pk(msgspec.Struct, gc=False):
         """``pk`` of a format-version 1 change."""
 
         pknames: Any = None
         pktypes: Any = None
 
-    class _V1Change(msgspec.Struct):
+    class _V1Change(msgspec.Struct, gc=False):
         """One change of a format-version 1 document."""
 
         kind: Any = None
@@ -52,7 +53,7 @@ if msgspec is not None:
         oldkeys: _V1Keys | None = None
         pk: _V1Pk | None = None
 
-    class _W2JRecord(msgspec.Struct):
+    class _W2JRecord(msgspec.Struct, gc=False):
         """A format-version 2 record or a format-version 1 document."""
 
         action: Any = cols.ABSENT
@@ -136,8 +137,12 @@ class _W2JChange:
         )
 
 
+_NAME = attrgetter("name")
+_VALUE = attrgetter("value")
+
+
 def _w2j_image(items: list[Any]) -> _Image:
-    return tuple(c.name for c in items), [c.value for c in items]
+    return tuple(map(_NAME, items)), list(map(_VALUE, items))
 
 
 def _w2j_v2_change(rec: Any, line: int) -> _W2JChange:

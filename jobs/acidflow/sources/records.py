@@ -116,6 +116,11 @@ class ParsedStream:
     first_position: str | None = None
     last_position: str | None = None
 
+    def change_count(self) -> int:
+        """Number of changes (``len(changes)``; a stream held as columns counts them without
+        making ``Change`` objects)."""
+        return len(self.changes)
+
     def table(self, name: str, typed: bool = True) -> SourceTable:
         """The :class:`SourceTable` of ``name``, created (with ``typed``) on first sight."""
         t = self.tables.get(name)
