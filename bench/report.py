@@ -418,7 +418,8 @@ def parse_section(parse: dict | None) -> list[str]:
         "### Change records into Arrow (`python -m bench.parse`)",
         "",
         f"{parse['when']}, load average {parse['machine'].get('load_average')}; best of the "
-        "runs; parse + `event_frame` (old) against the columnar parser + `column_frame` (new); "
+        "runs, CPU time; parse + `event_frame` (old) against the columnar parser + `column_frame` "
+        "(new; wal2json's is off by default, bench/NOTES.md); "
         f"Kafka: {parse['kafka_source']}.",
         "",
         "| format | events | old events/s | new events/s | speed-up | frames equal |",

@@ -295,6 +295,13 @@ def test_goldengate_columns_equal_the_reference():
     check("goldengate", [*GG, ts], columns=GG_COLUMNS)
 
 
+def test_goldengate_transaction_indicators_go_to_the_reference():
+    lines = [gg("I", i, txind="W", xid=str(i)) for i in range(4)]
+    assert fastparse.parse_columns("goldengate", lines, "f") is None
+    stream = parse_file(CdcOptions(fmt="goldengate"), lines, "f")
+    assert stream.changes == parse_lines("goldengate", lines, "f").changes
+
+
 def test_debezium_columns_equal_the_reference():
     fast = check("debezium", DBZ)
     assert fast is not None and set(fast.frames) == {"public.orders", "shop.items"}

@@ -335,16 +335,19 @@ def image_rows(rows: list[tuple[tuple[Any, ...], list[Any]] | None]) -> ImageCol
     image) column by column, names lower-cased (``str(name).lower()``).
 
     Returns:
-        :class:`ImageColumns`; None when an image names a column twice (but for case).
+        :class:`ImageColumns`; None when an image names a column twice (but for case) or by
+        something else than a string.
     """
     n = len(rows)
     if n and None not in rows:
-        names = rows[0][0]  # type: ignore[index]
-        if list(map(itemgetter(0), rows)).count(names) == n:  # one shape: transposed at C speed
+        whole: list[Any] = rows  # every event has the image
+        names = whole[0][0]
+        if _all_str(names) and list(map(itemgetter(0), whole)).count(names) == n:
+            # one shape (names compared as strings): transposed at C speed
             lowered = [str(x).lower() for x in names]
             if len(set(lowered)) != len(lowered):
                 return None
-            by_column = zip(*map(itemgetter(1), rows)) if names else ()
+            by_column = zip(*map(itemgetter(1), whole)) if names else ()
             return ImageColumns([True] * n, dict(zip(lowered, map(list, by_column))))
     groups: dict[tuple[Any, ...], list[int]] = {}
     for i, r in enumerate(rows):
@@ -352,6 +355,8 @@ def image_rows(rows: list[tuple[tuple[Any, ...], list[Any]] | None]) -> ImageCol
             groups.setdefault(r[0], []).append(i)
     values: dict[str, list[Any]] = {}
     for names, idx in groups.items():
+        if not _all_str(names):  # 1 and true would share a group: the reference parser
+            return None
         lowered = [str(x).lower() for x in names]
         if len(set(lowered)) != len(lowered):
             return None
@@ -362,6 +367,10 @@ def image_rows(rows: list[tuple[tuple[Any, ...], list[Any]] | None]) -> ImageCol
             for i in idx:
                 col[i] = rows[i][1][j]  # type: ignore[index]
     return ImageColumns([r is not None for r in rows], values)
+
+
+def _all_str(names: tuple[Any, ...]) -> bool:
+    return all(type(x) is str for x in names)
 
 
 def learn_tables(
