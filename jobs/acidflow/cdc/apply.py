@@ -286,9 +286,10 @@ def apply_stream(
     if isinstance(stream, ColumnStream):  # the columns, no Change objects
         by_table = dict(stream.by_table())
     else:
-        by_table = {}
+        grouped: dict[str, list[Change]] = {}
         for ch in stream.changes:
-            by_table.setdefault(ch.table, []).append(ch)  # type: ignore[attr-defined]
+            grouped.setdefault(ch.table, []).append(ch)
+        by_table = dict(grouped)
     if options.include_tables is not None:
         wanted = {t.lower() for t in options.include_tables}
         by_table = {
