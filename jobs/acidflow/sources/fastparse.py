@@ -14,8 +14,11 @@ parser, whose outcome (bad records with their file, line and reason; the
 ``IncompleteTransactionError`` of a cut file) is therefore never different -- for everything
 else: a line that is not JSON or not the format's envelope of a change, a value msgspec refuses
 (``NaN``), a field of an unexpected type, an op the reference parser quarantines, a TRUNCATE,
-GoldenGate ``_isMissing`` flags or ``txind``, an unclosed Debezium transaction, wal2json
-logical messages, etc. What is taken, per format:
+GoldenGate ``_isMissing`` flags or ``txind``, an unclosed Debezium transaction, a Debezium
+schema that changes within the file, two image keys equal but for case, a table whose columns
+and key the reference would still be learning after 2,000 records (a keyless table: the
+tables' learning is replayed with the reference's own record functions until nothing more can
+be learnt, :func:`acidflow.sources.columns.learn_tables`). What is taken, per format:
 
 * ``goldengate``: ``table``, ``op_type`` I/U/D, ``op_ts`` (:func:`~acidflow.sources.goldengate.
   gg_timestamp`), ``pos``, ``primary_keys``, ``before``/``after`` objects; the position is
@@ -28,6 +31,9 @@ logical messages, etc. What is taken, per format:
 * ``wal2json``: format-version 2 (``B``/``C``, ``I``/``U``/``D``: ``columns`` and ``identity``
   lists of ``{name, type, value}``) and format-version 1 documents (``columnnames`` /
   ``columntypes`` / ``columnvalues``, ``oldkeys``), positions from the commit LSN.
+
+Kafka's Debezium JSON values take the same envelope Structs
+(:func:`acidflow.sources.fastdebezium.kafka_event`, ``decode_records(columns=True)``).
 
 Environment: ``ACIDFLOW_CDC_FASTPARSE=0`` turns it off (every file goes the reference parser);
 wal2json is parsed into columns only with ``ACIDFLOW_CDC_FASTPARSE=all`` (:data:`FORMATS`: it
