@@ -655,3 +655,29 @@ def test_hypothesis_kafka_values_of_every_hive_type(events, partitions, cut):
     nan = any(isinstance(v, float) and math.isnan(v) for _, _, row in events for v in row.values())
     ref = decode_records("debezium", records, end_offsets=end)
     check_kafka(records, end_offsets=end, taken=not (nan or ref.stream.bad))
+
+
+def test_the_garbage_collector_is_paused_during_the_parse_only():
+    import gc
+
+    seen = []
+    real = fastparse._PARSERS["goldengate"]
+
+    def spy(*a: Any) -> Any:
+        seen.append(gc.isenabled())
+        return real(*a)
+
+    assert gc.isenabled()
+    fastparse._PARSERS["goldengate"] = spy
+    try:
+        assert fastparse.parse_columns("goldengate", GG, "f") is not None
+        assert fastparse.parse_columns("goldengate", [*GG, "{not json"], "f") is None
+    finally:
+        fastparse._PARSERS["goldengate"] = real
+    assert seen == [False, False] and gc.isenabled()
+    gc.disable()
+    try:  # left off when it was off
+        fastparse.parse_columns("goldengate", GG, "f")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -17,8 +17,10 @@ the reference parser's table learning (:func:`learn_tables`).
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from itertools import repeat
@@ -39,6 +41,21 @@ except ImportError:  # pragma: no cover - msgspec comes with Airflow
 #: most distinct image keys a table's Struct type grows to before the reference parser is used
 MAX_IMAGE_KEYS = 1024
 _UNKNOWN_FIELD = re.compile(r"^Object contains unknown field `(.*)` - at `[^`]*`$", re.S)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while a stream is parsed into columns: the
+    parse makes many small containers and no reference cycle, and the collector's passes over
+    them cost as much as the parse itself (bench/NOTES.md); it is resumed (when it was on)
+    whatever happens."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def available() -> bool:

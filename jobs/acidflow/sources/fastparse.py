@@ -101,7 +101,8 @@ def parse_columns(
     if parser is None:
         return None
     try:
-        return parser(numbered, file_name, _reference(fmt, numbered, file_name))
+        with cols.collector_paused():
+            return parser(numbered, file_name, _reference(fmt, numbered, file_name))
     except (msgspec.ValidationError, msgspec.DecodeError, RecordError, ValueError, TypeError):
         return None
 

@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acidflow.sources.avro import AvroDecoder
-from acidflow.sources.columns import available
+from acidflow.sources.columns import available, collector_paused
 from acidflow.sources.debezium import (
     debezium_record,
     is_transaction_metadata,
@@ -194,11 +194,32 @@ def decode_records(
     if decoder is not None and fmt != "debezium":
         raise ValueError("Avro values are read for format debezium only, not goldengate")
     ordered = sorted(records, key=lambda r: (r.topic, r.partition, r.offset))
-    events = (
-        _events(ordered, transaction_topic)
-        if columns and fmt == "debezium" and decoder is None
-        else None
+    if columns and fmt == "debezium" and decoder is None:
+        with collector_paused():
+            return _decode_columns(
+                fmt,
+                ordered,
+                end_offsets,
+                transaction_topic,
+                markers_seen,
+                _events(ordered, transaction_topic),
+            )
+    return _decode_columns(
+        fmt, ordered, end_offsets, transaction_topic, markers_seen, None, decoder
     )
+
+
+def _decode_columns(
+    fmt: str,
+    ordered: list[KafkaRecord],
+    end_offsets: Offsets,
+    transaction_topic: str | None,
+    markers_seen: dict[tuple[int, int], Any] | None,
+    events: list[KafkaEvent] | None,
+    decoder: AvroDecoder | None = None,
+) -> KafkaBatch:
+    """:func:`decode_records` of the sorted records: ``events`` (the data records' values,
+    :func:`_events`) decoded into columns, or None to decode record by record."""
     scratch = ParsedStream()  # tables learnt from every decoded record
     data: list[_Decoded] = []
     markers: list[tuple[KafkaRecord, _Marker]] = []
