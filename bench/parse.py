@@ -49,7 +49,7 @@ from acidflow.sources.lines import loads
 from bench.generate import State, plan_batch, write_batch
 
 REPO = Path(__file__).resolve().parents[1]
-ALL = ("goldengate", "debezium", "wal2json")  # wal2json measured too (off by default)
+ALL = ("goldengate", "debezium", "wal2json")
 RESULTS = REPO / "bench" / "results"
 KAFKA_DATA = REPO / "build" / "bench" / "kafka_e40000_s42" / "data"
 COLUMNS = [

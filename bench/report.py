@@ -419,7 +419,7 @@ def parse_section(parse: dict | None) -> list[str]:
         "",
         f"{parse['when']}, load average {parse['machine'].get('load_average')}; best of the "
         "runs, CPU time; parse + `event_frame` (old) against the columnar parser + `column_frame` "
-        "(new; wal2json's is off by default, bench/NOTES.md); "
+        "(new); "
         f"Kafka: {parse['kafka_source']}.",
         "",
         "| format | events | old events/s | new events/s | speed-up | frames equal |",

@@ -35,9 +35,11 @@ be learnt, :func:`acidflow.sources.columns.learn_tables`). What is taken, per fo
 Kafka's Debezium JSON values take the same envelope Structs
 (:func:`acidflow.sources.fastdebezium.kafka_event`, ``decode_records(columns=True)``).
 
-Environment: ``ACIDFLOW_CDC_FASTPARSE=0`` turns it off (every file goes the reference parser);
-wal2json is parsed into columns only with ``ACIDFLOW_CDC_FASTPARSE=all`` (:data:`FORMATS`: it
-measured slower than the reference parser, bench/NOTES.md).
+The parse runs with Python's cyclic garbage collector paused
+(:func:`acidflow.sources.columns.collector_paused`): it makes no reference cycle, and the
+collector's passes over the many small containers cost as much as the parse (bench/NOTES.md).
+
+Environment: ``ACIDFLOW_CDC_FASTPARSE=0`` turns it off (every file goes the reference parser).
 """
 
 from __future__ import annotations
@@ -63,14 +65,8 @@ except ImportError:  # pragma: no cover - msgspec comes with Airflow
 
 #: ``ACIDFLOW_CDC_FASTPARSE=0`` sends every change file through the reference parser
 ENABLED = os.environ.get("ACIDFLOW_CDC_FASTPARSE", "1") not in ("0", "false", "no")
-#: the formats parsed into columns by default: wal2json's columns are lists of one object per
-#: value, whose Structs cost more than the reference parser's dicts (bench/NOTES.md, "Change
-#: records straight into columns"); ``ACIDFLOW_CDC_FASTPARSE=all`` takes wal2json too
-FORMATS = (
-    ("goldengate", "debezium", "wal2json")
-    if os.environ.get("ACIDFLOW_CDC_FASTPARSE") == "all"
-    else ("goldengate", "debezium")
-)
+#: the formats parsed into columns
+FORMATS = ("goldengate", "debezium", "wal2json")
 
 _NULL = b"null"
 
