@@ -64,9 +64,7 @@ def _tables(upper: bool) -> tuple[sa.TableClause, sa.TableClause]:
     def name(n: str) -> str:
         return n.upper() if upper else n
 
-    queue = sa.table(
-        name("compaction_queue"), *(sa.column(name(f"cq_{c}")) for c in _COLUMNS)
-    )
+    queue = sa.table(name("compaction_queue"), *(sa.column(name(f"cq_{c}")) for c in _COLUMNS))
     done = sa.table(
         name("completed_compactions"),
         *(sa.column(name(f"cc_{c}")) for c in (*_COLUMNS, "end")),
@@ -133,7 +131,9 @@ class HiveQueueDatabase:
         stmt = (
             sa.update(self.queue)
             .where(q["cq_id"] == cq_id, q["cq_state"] == "i")
-            .values({q["cq_state"]: "w", q["cq_worker_id"]: worker_id[:128], q["cq_start"]: now_ms()})
+            .values(
+                {q["cq_state"]: "w", q["cq_worker_id"]: worker_id[:128], q["cq_start"]: now_ms()}
+            )
         )
         return self._run(cq_id, "claim", stmt) == 1
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from urllib.parse import parse_qs, urlparse
 
 from pymetastore.hive_metastore.ttypes import CompactionRequest, ShowCompactRequest
 
@@ -51,7 +52,7 @@ from acidflow.catalog.tabledef import split_table_name
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MetastoreQueueLink", "NO_METASTORE_DB"]
+__all__ = ["NO_METASTORE_DB", "MetastoreQueueLink", "metastore_db_param"]
 
 #: Why a Hive request waits on a catalog without the metastore's database.
 NO_METASTORE_DB = (
@@ -59,6 +60,16 @@ NO_METASTORE_DB = (
     "the metastore's database, as Hive 3.1's worker does; set ?metastore_db=<SQLAlchemy URL> "
     "or ACIDFLOW_HMS_METASTORE_DB) and Hive's own compactor should be off"
 )
+
+
+def metastore_db_param(url: str, metastore_db: str | None) -> str | None:
+    """The metastore database's SQLAlchemy URL given with the catalog (``metastore_db``, else
+    the thrift URL's ``metastore_db`` query parameter), ``None`` when neither is set (the
+    catalog then reads ``ACIDFLOW_HMS_METASTORE_DB``, :func:`acidflow.config.load_metastore_db`)."""
+    if metastore_db:
+        return metastore_db
+    found = parse_qs(urlparse(url).query).get("metastore_db")
+    return found[0] if found else None
 
 
 class MetastoreQueueLink:
@@ -164,7 +175,9 @@ class MetastoreQueueLink:
         )
         return False
 
-    def _quietly(self, cq_id: int, what: str, fn: Callable[[HiveQueueDatabase, int], object]) -> None:
+    def _quietly(
+        self, cq_id: int, what: str, fn: Callable[[HiveQueueDatabase, int], object]
+    ) -> None:
         if self.db is None:
             return
         info = self.side.get_compaction(cq_id)
@@ -178,7 +191,9 @@ class MetastoreQueueLink:
     def highest_write_id(self, cq_id: int, highest_write_id: int) -> None:
         """``CQ_HIGHEST_WRITE_ID`` of the linked entry."""
         self._quietly(
-            cq_id, "its highest write id", lambda db, h: db.set_highest_write_id(h, highest_write_id)
+            cq_id,
+            "its highest write id",
+            lambda db, h: db.set_highest_write_id(h, highest_write_id),
         )
 
     def ready_for_cleaning(self, cq_id: int, highest_write_id: int) -> None:
