@@ -19,9 +19,9 @@ from pymetastore.hive_metastore.ttypes import (
 )
 
 from acidflow.catalog import Column, TableDef, load_catalog
+from acidflow.catalog.hms.client import hms_client
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
-from acidflow.catalog.hms.client import hms_client
 from tests.support import acidtables as at
 from tests.support.hms import reset_metastore
 
@@ -165,3 +165,26 @@ def test_without_metastore_db_hive_request_is_reported_waiting(hms, tmp_path):
         assert report.queued_ids == []
         assert worker.run_queue(None, cat, config=CFG) == []
         assert _shown(hms, hive_id).state == "initiated"
+
+
+def test_entry_hive_worker_claimed_first_is_left_to_it(catalog, hms):
+    """Both claim with Hive's conditional UPDATE: when Hive's own worker took an adopted entry
+    first, acidflow's worker fails its side entry (naming the CQ_ID) and leaves Hive's alone."""
+    _table(catalog, "hq.race")
+    hive_id = _compact2(hms, "hq", "race")
+    (queued,) = initiator.run_initiator(catalog, config=CFG).queued_ids
+    engine = sa.create_engine(hms.metastore_db, poolclass=sa.pool.NullPool)
+    with engine.begin() as conn:  # Hive 3.1's findNextToCompact, run by Hive's worker
+        conn.execute(
+            sa.text(
+                "UPDATE compaction_queue SET cq_state = 'w', cq_worker_id = 'hive-worker-0' "
+                "WHERE cq_id = :i AND cq_state = 'i'"
+            ),
+            {"i": hive_id},
+        )
+    engine.dispose()
+    assert worker.run_worker(None, catalog, cq_id=queued, config=CFG) is None
+    entry = catalog.get_compaction(queued)
+    assert entry.state == "failed" and f"CQ_ID {hive_id}" in entry.error
+    shown = _shown(hms, hive_id)
+    assert (shown.state, shown.workerid) == ("working", "hive-worker-0")
