@@ -50,11 +50,21 @@ def catalog(hms, tmp_path):
     cat.close()
 
 
-def _table(catalog, name: str) -> Path:
-    catalog.create_table(TableDef(name=name, columns=[Column("id", "int"), Column("v", "string")]))
-    at.write(catalog, name, {0: [(1, "a"), (2, "b")]})
-    at.write(catalog, name, {0: [(3, "c")]})
-    return Path(catalog.get_table(name).location)
+def _table(catalog, name: str, partition: str | None = None) -> Path:
+    """Two deltas in ``name`` (partitioned by ``ds`` when ``partition`` is given); returns the
+    directory that holds them."""
+    parts = [Column("ds", "string")] if partition else []
+    catalog.create_table(
+        TableDef(
+            name=name,
+            columns=[Column("id", "int"), Column("v", "string")],
+            partition_columns=parts,
+        )
+    )
+    at.write(catalog, name, {0: [(1, "a"), (2, "b")]}, partition=partition)
+    at.write(catalog, name, {0: [(3, "c")]}, partition=partition)
+    loc = Path(catalog.get_table(name).location)
+    return loc / partition if partition else loc
 
 
 def _shown(hms, cq_id: int):
@@ -65,11 +75,18 @@ def _shown(hms, cq_id: int):
     return found[0]
 
 
-def _compact2(hms, db: str, tbl: str, user: str = "bob") -> int:
-    """What Hive's ``ALTER TABLE db.tbl COMPACT 'major'`` sends: ``compact2`` run as the user."""
+def _compact2(hms, db: str, tbl: str, partition: str | None = None, user: str = "bob") -> int:
+    """What Hive's ``ALTER TABLE db.tbl [PARTITION (...)] COMPACT 'major'`` sends: ``compact2``
+    run as the user."""
     with hms_client(hms.url) as client:
         resp = client.compact2(
-            CompactionRequest(dbname=db, tablename=tbl, type=CompactionType.MAJOR, runas=user)
+            CompactionRequest(
+                dbname=db,
+                tablename=tbl,
+                partitionname=partition,
+                type=CompactionType.MAJOR,
+                runas=user,
+            )
         )
     assert resp.accepted and resp.state == "initiated"
     return resp.id
@@ -79,9 +96,9 @@ def test_hive_request_is_run_by_acidflow_and_shown_in_hive(catalog, hms):
     """compact2 -> the initiator queues it (linked to Hive's CQ_ID, run as the user), one
     worker run compacts it (base on disk, rows equal) and Hive shows it 'ready for cleaning'
     with acidflow's entry as the job id, then 'succeeded' after the cleaner."""
-    loc = _table(catalog, "hq.req")
+    loc = _table(catalog, "hq.req", "ds=1")
     before = at.rows(catalog, "hq.req")
-    hive_id = _compact2(hms, "hq", "req")
+    hive_id = _compact2(hms, "hq", "req", "ds=1")
     assert _shown(hms, hive_id).state == "initiated"
 
     report = initiator.run_initiator(catalog, config=CFG)
@@ -89,7 +106,13 @@ def test_hive_request_is_run_by_acidflow_and_shown_in_hive(catalog, hms):
     assert decision.action == "major" and f"CQ_ID {hive_id}" in decision.reason
     assert report.queued_ids == [decision.queued_id]
     entry = catalog.get_compaction(decision.queued_id)
-    assert (entry.metastore_cq_id, entry.requester, entry.state) == (hive_id, "bob", "initiated")
+    assert (entry.metastore_cq_id, entry.requester, entry.state, entry.partition, entry.type) == (
+        hive_id,
+        "bob",
+        "initiated",
+        "ds=1",
+        "major",
+    )
 
     (out,) = worker.run_queue(None, catalog, config=CFG)
     assert out.state == "ready for cleaning", out.report
@@ -114,6 +137,9 @@ def test_acidflow_compaction_is_listed_by_show_compact(catalog, hms):
     info = initiator.request_compaction(catalog, "hq.own", None, "major")
     assert info.metastore_cq_id is not None
     assert _shown(hms, info.metastore_cq_id).state == "initiated"
+    with load_catalog(catalog.job_url(), warehouse=catalog.warehouse) as again:
+        assert again.get_compaction(info.id).metastore_cq_id == info.metastore_cq_id
+        assert again.queue.db is not None
     seen = []
 
     def look(_tmp):  # while the worker runs, before it publishes
