@@ -27,10 +27,13 @@ import numpy as np
 
 from acidflow.format.orc.files import ACID_VERSION, ACID_VERSION_KEY, OPERATION_DELETE
 
-#: What the user is told to do with a table or partition holding v1 files next to v2 ones.
+#: What the user is told about a partition holding v1 files next to v2 ones.
 UPGRADE_HINT = (
-    "run `acidflow table upgrade` to rewrite the v1 files into a Hive 3 (v2) base, or a major "
-    "compaction with the Hive 2 that wrote them"
+    "a partition must be rewritten out of the v1 layout before a Hive 3 writer adds to it: "
+    "`acidflow table upgrade` does that for a table whose partitions are all v1 (a major "
+    "compaction into a v2 base); for this partition restore the v1 state (remove the v2 "
+    "directories written since) and run it, or run a major compaction with the Hive 2 that "
+    "wrote the v1 files"
 )
 
 

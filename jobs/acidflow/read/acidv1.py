@@ -21,7 +21,7 @@ written again without the major compaction Hive's upgrade demands) is refused wi
 from __future__ import annotations
 
 import posixpath
-from typing import Iterator
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -29,12 +29,13 @@ import pyarrow.compute as pc
 
 from acidflow.format import acidv1 as rules
 from acidflow.format import types as htypes
-from acidflow.format.layout import parse_delta
+from acidflow.format.layout import DELETE_DELTA_PREFIX, DirEntry, bucket_files, parse_delta
 from acidflow.format.orc import files as acid_files
 from acidflow.format.orc import timestamps as orc_timestamps
 from acidflow.format.schemaevolution import read_as
 from acidflow.format.writeids import ValidWriteIdList
-from acidflow.storage.fs import TableFS
+from acidflow.storage.fs import TableFS, join
+from acidflow.storage.state import acid_state
 
 # snapshot imports this module for its hook; the names below are snapshot's rules reused here
 # (one home each), imported from the module object at call time to avoid a circular import.
@@ -95,6 +96,37 @@ def task_is_v1(
             f"{rules.UPGRADE_HINT}"
         )
     return bool(v1)
+
+
+def partition_is_v1(
+    tfs: TableFS,
+    pdir: str,
+    entries: Iterable[DirEntry],
+    valid: ValidWriteIdList,
+    *,
+    txn_state: Callable[[int], str] | None = None,
+) -> bool:
+    """Whether a snapshot of a partition reads ACID v1 files.
+
+    Args:
+        tfs: the table's file system; pdir: the partition directory;
+        entries: its recursive listing (``TableFS.list_recursive``);
+        valid: the snapshot (the directories it reads are checked, not obsolete ones that
+            wait for the cleaner); txn_state: ``_v<T>`` lookup (``get_acid_state``).
+    Returns:
+        True when the base or a delta the snapshot reads has an event file with no ACID
+        version 2 mark (``acidflow.format.acidv1.is_v2``; one footer per directory).
+    """
+    entries = list(entries)
+    state = acid_state(tfs, pdir, valid, entries=entries, txn_state=txn_state)
+    cache: dict[str, bool | None] = {}
+    for name in state.current_dirs:
+        if name.startswith(DELETE_DELTA_PREFIX):
+            continue
+        files = bucket_files(entries, name)
+        if files and _dir_is_v2(tfs, join(pdir, files[0][0]), cache) is False:
+            return True
+    return False
 
 
 def _statement_id(path: str) -> int:
