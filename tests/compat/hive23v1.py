@@ -268,7 +268,10 @@ def read_v1(
         open_write_ids=open_txns,
         aborted_write_ids=aborted_txns,
         num_buckets=num_buckets,
-        conf_overrides={"transactional_properties": "legacy", "hive.txn.operational.properties": "0"},
+        conf_overrides={
+            "transactional_properties": "legacy",
+            "hive.txn.operational.properties": "0",
+        },
     )
     text = _call(spark, _helper(spark).read, conf, os.path.abspath(part_dir), 2)
     return sorted(((r[0], r[1], r[2]), (r[3], r[4])) for r in json.loads(text))

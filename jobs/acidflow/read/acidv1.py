@@ -34,12 +34,9 @@ from acidflow.format.orc import files as acid_files
 from acidflow.format.orc import timestamps as orc_timestamps
 from acidflow.format.schemaevolution import read_as
 from acidflow.format.writeids import ValidWriteIdList
+from acidflow.read import snapshot as _snapshot  # circular (its hook): names used at call time
 from acidflow.storage.fs import TableFS, join
 from acidflow.storage.state import acid_state
-
-# snapshot imports this module for its hook; the names below are snapshot's rules reused here
-# (one home each), imported from the module object at call time to avoid a circular import.
-from acidflow.read import snapshot as _snapshot
 
 
 class MixedAcidVersionError(acid_files.AcidFileError):
