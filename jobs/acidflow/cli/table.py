@@ -1,5 +1,5 @@
-"""``acidflow table ddl | adopt | convert``: acidflow's tables seen from Hive, and Hive's tables
-taken into acidflow (``acidflow.tableops``).
+"""``acidflow table ddl | adopt | convert | upgrade``: acidflow's tables seen from Hive, and Hive's
+tables taken into acidflow (``acidflow.tableops``; ``upgrade``: ``acidflow.compactor.upgrade``).
 
 ``acidflow.cli.app`` calls :func:`register` with its top-level app.
 Errors go up to ``acidflow.cli.app.main`` (one line naming the table / file / URL, exit 1).
