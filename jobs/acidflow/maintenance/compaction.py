@@ -90,7 +90,7 @@ from acidflow.maintenance.rewrite import (
     run_task,
 )
 from acidflow.maintenance.verify import Checksum, checksum_task
-from acidflow.read import snapshot
+from acidflow.read import acidv1, snapshot
 from acidflow.storage.fs import DirectoryClaimedError, TableFS, join
 from acidflow.storage.state import (
     compacted_base_check,
@@ -174,6 +174,7 @@ def plan_compaction(
     visibility_txn_id: int | None = None,
     txn_state: Callable[[int], str] | None = None,
     only_deltas: Collection[str] | None = None,
+    upgrade_v1: bool = False,
 ) -> CompactionPlan:
     """Decide inputs and output names of a compaction from a partition listing (pure).
 
@@ -188,6 +189,10 @@ def plan_compaction(
         txn_state: ``_v<T>`` directory lookup (see ``get_acid_state``).
         only_deltas: minor only: compact just these current deltas (one slice of Hive's
             ``hive.compactor.max.num.delta`` rule, :mod:`acidflow.maintenance.slices`).
+        upgrade_v1: major only: the partition holds ACID v1 (Hive 0.14-2.x) directories
+            (``acidflow.read.acidv1.partition_is_v1``): a lone base is rewritten too, and the
+            new base is ``base_<high watermark>`` (a write id above the v1 base's, so that its
+            name never clashes with it: ``acidflow table upgrade`` commits one first).
     Returns:
         A :class:`CompactionPlan`; ``skip_reason`` set when there is nothing to do: minor with
         fewer than two distinct delta ranges, major with no delta and no original file.
@@ -229,7 +234,7 @@ def plan_compaction(
             outs.append(format_delta(plan.min_write_id, plan.max_write_id, visibility_txn_id=vis))
         plan.outputs = outs
     else:
-        if not deltas and not state.original_files:
+        if not deltas and not state.original_files and not upgrade_v1:
             plan.skip_reason = "major compaction: no deltas and no original files"
             return plan
         plan.base = state.base_dir
@@ -239,6 +244,8 @@ def plan_compaction(
         if state.base is not None:
             ids.append(state.base.write_id)
         plan.max_write_id = max(ids) if ids else 0
+        if upgrade_v1:
+            plan.max_write_id = max(plan.max_write_id, cvalid.high_watermark)
         plan.min_write_id = 0
         plan.outputs = [format_base(plan.max_write_id, vis)]
     clash = [o for o in plan.outputs if o in existing]
@@ -587,6 +594,10 @@ def compact_partition(
         visibility_txn_id=visibility_txn_id if direct else None,
         txn_state=txn_state if direct else None,
         only_deltas=only_deltas,
+        upgrade_v1=kind == MAJOR
+        and acidv1.partition_is_v1(
+            tfs, pdir, entries, cvalid, txn_state=txn_state if direct else None
+        ),
     )
     result = CompactionResult(plan, published=recovered)
     if plan.nothing_to_do:

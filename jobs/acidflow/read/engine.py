@@ -68,6 +68,7 @@ from acidflow.format import partitions as parts
 from acidflow.format import types as htypes
 from acidflow.format.layout import ValidWriteIdList
 from acidflow.format.orc import files as acid_files
+from acidflow.read import acidv1
 from acidflow.read.snapshot import (
     INPUT_FILE_NAME,
     ROW_ID,
@@ -338,6 +339,11 @@ def read_engine(
             return arrow_part
         return read_spark(spark, url, plan, row_id=row_id, file_name=file_name, project=project)
     tfs = TableFS(url)
+    v1_dirs: dict[str, bool | None] = {}
+    if any(acidv1.task_is_v1(tfs, t, v1_dirs) for t in events.tasks):  # Hive 2.3's merge
+        return read_spark(
+            spark, url, plan, row_id=row_id, file_name=file_name, project=project, keys=keys
+        )
     data_paths = sorted({f.path for t in events.tasks for f in t.data_files})
     delete_paths = sorted({p for t in events.tasks for p in t.delete_files})
     infos = _file_infos(tfs, sorted(set(data_paths) | set(delete_paths)))

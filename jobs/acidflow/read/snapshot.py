@@ -53,6 +53,7 @@ from acidflow.format.orc import files as acid_files
 from acidflow.format.orc import orcindex
 from acidflow.format.orc import timestamps as orc_timestamps
 from acidflow.format.schemaevolution import read_as
+from acidflow.read import acidv1
 from acidflow.storage.fs import TableFS, join
 from acidflow.storage.state import acid_state
 from acidflow.storage.tablepaths import split_partitions
@@ -452,6 +453,12 @@ def read_task(
     Raises:
         acidflow.format.orc.files.AcidFileError: a file that is not readable ORC (names the file).
     """
+    if acidv1.task_is_v1(tfs, task):  # Hive 0.14-2.x files: Hive 2.3's merge (read/acidv1.py)
+        yield from acidv1.read_task_v1(
+            tfs, task, columns, partition_columns, valid, row_id=row_id,
+            file_name=file_name, project=project, keys=keys,
+        )  # fmt: skip
+        return
     deletes = load_delete_keys(tfs, task.delete_files, valid)
     names = [n for n, _ in columns]
     wanted = [i for i, n in enumerate(names) if project is None or n in project]
