@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.orc as paorc
 import pytest
 from typer.testing import CliRunner
@@ -17,10 +18,13 @@ from acidflow import datasource
 from acidflow.catalog import Column, TableDef
 from acidflow.cli.app import app
 from acidflow.compactor.upgrade import upgrade_table
+from acidflow.engine.transaction import Transaction
+from acidflow.format.acidv1 import ACID_VERSION_PROPERTY, AcidV1WriteError
 from acidflow.format.orc import files as acid_files
 from acidflow.format.writeids import ValidWriteIdList
 from acidflow.read import table as reads
 from acidflow.read.acidv1 import MixedAcidVersionError
+from acidflow.tableops.adopt import adopt
 from tests.compat.hive23v1 import COLUMNS, read_v1, write_bucket
 from tests.compat.hive23v1 import Event as E
 
@@ -146,7 +150,12 @@ def test_upgrade_then_hive31_reads_what_hive23_read(spark, v1_table, catalog, wa
         bucket_columns=["id"],
     )
     # v1 txn ids are the write ids (Hive 3's upgrade starts the table's write ids above them)
-    catalog.adopt_table(td, ValidWriteIdList("legacy.t", HWM, aborted_write_ids=ABORTED))
+    adopted = adopt(catalog, td, ValidWriteIdList("legacy.t", HWM, aborted_write_ids=ABORTED))
+    assert adopted.properties[ACID_VERSION_PROPERTY] == "1"
+    row = pa.table({"id": pa.array([99], pa.int64()), "name": pa.array(["new"], pa.string())})
+    with pytest.raises(AcidV1WriteError, match="acidflow table upgrade legacy.t"):
+        with Transaction(catalog) as txn:  # v2 events beside v1 ones: refused, nothing written
+            txn.insert("legacy.t", row)
     assert ours(reads.read_table(None, catalog, "legacy.t", row_id=True).to_pylist()) == before
     datasource.register(spark)  # bind format("acid") to this test's warehouse
     acid = spark.read.format("acid").option("rowid", "true").load("legacy.t")
@@ -169,3 +178,10 @@ def test_upgrade_then_hive31_reads_what_hive23_read(spark, v1_table, catalog, wa
     out = CliRunner().invoke(app, ["table", "upgrade", "legacy.t"])
     assert out.exit_code == 0, out.output
     assert "nothing to do" in out.output
+
+    # upgraded: writable again, and the new row reads beside the upgraded ones
+    assert catalog.get_table("legacy.t").properties[ACID_VERSION_PROPERTY] == "2"
+    with Transaction(catalog) as txn:
+        txn.insert("legacy.t", row)
+    after = reads.read_table(None, catalog, "legacy.t").to_pylist()
+    assert len(after) == len(before) + 1

@@ -41,11 +41,10 @@ from acidflow.compactor.initiator import request_compaction
 from acidflow.compactor.worker import run_worker
 from acidflow.engine.transaction import Transaction
 from acidflow.errors import AcidflowError
+from acidflow.format import acidv1 as acidv1_rules
 from acidflow.maintenance.verify import Checksum, checksum_batches
 from acidflow.read import acidv1
 from acidflow.read.table import read_table
-from acidflow.storage.fs import TableFS, join
-from acidflow.storage.tablepaths import split_partitions
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -87,21 +86,15 @@ class UpgradeReport:
         }
 
 
-def v1_partitions(catalog: Catalog, name: str) -> list[str]:
-    """Relative paths of the table's partitions holding ACID v1 directories ('' for an
-    unpartitioned table), sorted."""
+def _v1_partitions(catalog: Catalog, name: str) -> list[str]:
+    """:func:`acidflow.read.acidv1.v1_partitions` of a catalog table at its latest snapshot."""
     td = catalog.get_table(name)
-    tfs = TableFS(td.location)
-    valid = catalog.valid_write_ids(td.name)
-    grouped = split_partitions(tfs.list_recursive(td.location), len(td.partition_columns))
-    out = []
-    for ppath in sorted(grouped):
-        pdir = join(td.location, ppath) if ppath else td.location
-        if acidv1.partition_is_v1(
-            tfs, pdir, grouped[ppath], valid, txn_state=catalog.visibility_lookup()
-        ):
-            out.append(ppath)
-    return out
+    return acidv1.v1_partitions(
+        td.location,
+        len(td.partition_columns),
+        catalog.valid_write_ids(td.name),
+        txn_state=catalog.visibility_lookup(),
+    )
 
 
 def table_checksum(catalog: Catalog, name: str) -> Checksum:
@@ -131,7 +124,7 @@ def upgrade_table(
     """
     td = catalog.get_table(name)
     report = UpgradeReport(td.name)
-    report.partitions = v1_partitions(catalog, td.name)
+    report.partitions = _v1_partitions(catalog, td.name)
     if not report.partitions:
         report.nothing_to_do = "no ACID v1 directory: the table is in the Hive 3 (v2) layout"
         return report
@@ -160,7 +153,9 @@ def upgrade_table(
             f"table {td.name}: rows differ after the upgrade: before {report.before.to_dict()}, "
             f"after {report.after.to_dict()} (the old directories are kept until the cleaner)"
         )
-    left = v1_partitions(catalog, td.name)
+    left = _v1_partitions(catalog, td.name)
     if left:
         raise UpgradeError(f"table {td.name}: partitions {left} still read ACID v1 directories")
+    if td.properties.get(acidv1_rules.ACID_VERSION_PROPERTY) == "1":
+        catalog.set_table_properties(td.name, {acidv1_rules.ACID_VERSION_PROPERTY: "2"})  # writable
     return report

@@ -23,8 +23,11 @@ delete gives nothing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
+from acidflow.errors import AcidflowError
 from acidflow.format.orc.files import ACID_VERSION, ACID_VERSION_KEY, OPERATION_DELETE
 
 #: What the user is told about a partition holding v1 files next to v2 ones.
@@ -35,6 +38,30 @@ UPGRADE_HINT = (
     "directories written since) and run it, or run a major compaction with the Hive 2 that "
     "wrote the v1 files"
 )
+
+#: table property marking an adopted table whose partitions hold ACID v1 directories: "1" until
+#: ``acidflow table upgrade`` rewrote them (then "2"); writers refuse a table marked "1"
+ACID_VERSION_PROPERTY = "acidflow.acid.version"
+
+
+class AcidV1WriteError(AcidflowError, ValueError):
+    """A write into a table marked as holding ACID v1 directories (:data:`ACID_VERSION_PROPERTY`):
+    its Hive 3 events would sit beside v1 ones, which no reader merges (names the table and the
+    command that makes it writable)."""
+
+
+def check_writable(table_name: str, properties: Mapping[str, str]) -> None:
+    """Refuse writing into a table still marked as ACID v1 (:data:`ACID_VERSION_PROPERTY`).
+
+    Raises:
+        AcidV1WriteError: the table is marked "1".
+    """
+    if properties.get(ACID_VERSION_PROPERTY) == "1":
+        raise AcidV1WriteError(
+            f"table {table_name}: its partitions hold ACID v1 (Hive 0.14-2.x) directories and "
+            "acidflow writes Hive 3 (v2) events, which no reader merges with v1 ones; run "
+            f"`acidflow table upgrade {table_name}` first; nothing was written"
+        )
 
 
 def is_v2(dir_version: int, footer: dict[str, bytes]) -> bool:

@@ -21,7 +21,7 @@ written again without the major compaction Hive's upgrade demands) is refused wi
 from __future__ import annotations
 
 import posixpath
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -34,9 +34,41 @@ from acidflow.format.orc import files as acid_files
 from acidflow.format.orc import timestamps as orc_timestamps
 from acidflow.format.schemaevolution import read_as
 from acidflow.format.writeids import ValidWriteIdList
-from acidflow.read import snapshot as _snapshot  # circular (its hook): names used at call time
+from acidflow.read.rows import (
+    ROW_ID_TYPE,
+    map_columns,
+    output_schema,
+    partition_arrays,
+    valid_mask,
+)
 from acidflow.storage.fs import TableFS, join
 from acidflow.storage.state import acid_state
+from acidflow.storage.tablepaths import split_partitions
+
+
+class _DataFile(Protocol):
+    """What this module reads of a :class:`acidflow.read.snapshot.DataFile` (snapshot calls this
+    module, its ACID v1 hook, so the type is described here rather than imported)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def bucket_id(self) -> int: ...
+    @property
+    def row_offset(self) -> int: ...
+
+
+class ReadTask(Protocol):
+    """What this module reads of a :class:`acidflow.read.snapshot.ReadTask`."""
+
+    @property
+    def partition(self) -> str: ...
+    @property
+    def data_files(self) -> Sequence[_DataFile]: ...
+    @property
+    def delete_files(self) -> Sequence[str]: ...
 
 
 class MixedAcidVersionError(acid_files.AcidFileError):
@@ -58,9 +90,7 @@ def _dir_is_v2(tfs: TableFS, path: str, cache: dict[str, bool | None]) -> bool |
     return cache[directory]
 
 
-def task_is_v1(
-    tfs: TableFS, task: "_snapshot.ReadTask", cache: dict[str, bool | None] | None = None
-) -> bool:
+def task_is_v1(tfs: TableFS, task: "ReadTask", cache: dict[str, bool | None] | None = None) -> bool:
     """Whether a read task's base/delta files are ACID v1 (read by :func:`read_task_v1`).
 
     Args:
@@ -132,7 +162,7 @@ def _statement_id(path: str) -> int:
 
 
 def task_events(
-    tfs: TableFS, task: "_snapshot.ReadTask", columns: list[tuple[str, str]]
+    tfs: TableFS, task: "ReadTask", columns: list[tuple[str, str]]
 ) -> tuple[pa.Table, list[str]]:
     """All events of a v1 task's files in one table.
 
@@ -172,7 +202,7 @@ def task_events(
             keys = [table.column(i) for i in range(5)]
             stmt = _statement_id(df.path)
             positional = True
-        mapping = _snapshot._map_columns(src_names, names, positional=positional)
+        mapping = map_columns(src_names, names, positional=positional)
         cols: list[pa.Array | pa.ChunkedArray] = list(keys)
         cols += [pa.array(np.full(n, stmt, np.int32)), pa.array(np.full(n, idx, np.int32))]
         for target, src in zip(targets, mapping):
@@ -190,7 +220,7 @@ def task_events(
 
 def read_task_v1(
     tfs: TableFS,
-    task: "_snapshot.ReadTask",
+    task: "ReadTask",
     columns: list[tuple[str, str]],
     partition_columns: list[tuple[str, str]],
     valid: ValidWriteIdList,
@@ -215,9 +245,7 @@ def read_task_v1(
         return
     col = {n: events.column(n).to_numpy(zero_copy_only=False) for n in acid_files.EVENT_FIELDS[:5]}
     valid_np = np.asarray(
-        _snapshot.valid_mask(events.column("currentTransaction"), valid).to_numpy(
-            zero_copy_only=False
-        ),
+        valid_mask(events.column("currentTransaction"), valid).to_numpy(zero_copy_only=False),
         dtype=bool,
     )
     win = rules.winning_events(
@@ -240,13 +268,11 @@ def read_task_v1(
     m = rows.num_rows
     if m == 0:
         return
-    schema = _snapshot.ReadPlan("", columns, partition_columns, valid, [], {}).output_schema(
-        row_id, file_name, project
-    )
+    schema = output_schema(columns, partition_columns, row_id, file_name, project)
     arrays: list[pa.Array] = [
         rows.column(n).combine_chunks() for n, _ in columns if project is None or n in project
     ]
-    arrays += _snapshot._partition_arrays(partition_columns, task.partition, m)
+    arrays += partition_arrays(partition_columns, task.partition, m)
     if row_id:
         arrays.append(
             pa.StructArray.from_arrays(
@@ -255,9 +281,36 @@ def read_task_v1(
                     rows.column("bucket").combine_chunks(),
                     rows.column("rowId").combine_chunks(),
                 ],
-                fields=list(_snapshot.ROW_ID_TYPE),
+                fields=list(ROW_ID_TYPE),
             )
         )
     if file_name:
         arrays.append(pc.take(pa.array(paths, pa.string()), rows.column("file")).combine_chunks())
     yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def v1_partitions(
+    location: str,
+    partition_depth: int,
+    valid: ValidWriteIdList,
+    *,
+    txn_state: Callable[[int], str] | None = None,
+) -> list[str]:
+    """Relative paths of a table's partitions whose snapshot reads ACID v1 directories ('' for
+    an unpartitioned table), sorted.
+
+    Args:
+        location: the table directory; partition_depth: its number of partition columns;
+        valid: the snapshot (a catalog's ``valid_write_ids``); txn_state: ``_v<T>`` lookup
+            (a catalog's ``visibility_lookup()``).
+    Raises:
+        MixedAcidVersionError: not here (:func:`partition_is_v1` judges directories only).
+    """
+    tfs = TableFS(location)
+    grouped = split_partitions(tfs.list_recursive(location), partition_depth)
+    out = []
+    for ppath in sorted(grouped):
+        pdir = join(location, ppath) if ppath else location
+        if partition_is_v1(tfs, pdir, grouped[ppath], valid, txn_state=txn_state):
+            out.append(ppath)
+    return out

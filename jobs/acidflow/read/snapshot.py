@@ -37,7 +37,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from acidflow.format import partitions as parts
 from acidflow.format import types as htypes
 from acidflow.format.bucketing import encode_bucket_property
 from acidflow.format.filecheck import FileProblem, check_files, raise_for
@@ -54,6 +53,15 @@ from acidflow.format.orc import orcindex
 from acidflow.format.orc import timestamps as orc_timestamps
 from acidflow.format.schemaevolution import read_as
 from acidflow.read import acidv1
+from acidflow.read.rows import (
+    INPUT_FILE_NAME,
+    ROW_ID,
+    ROW_ID_TYPE,
+    map_columns,
+    output_schema,
+    partition_arrays,
+    valid_mask,
+)
 from acidflow.storage.fs import TableFS, join
 from acidflow.storage.state import acid_state
 from acidflow.storage.tablepaths import split_partitions
@@ -61,9 +69,6 @@ from acidflow.storage.tablepaths import split_partitions
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-ROW_ID = "ROW__ID"
-INPUT_FILE_NAME = "INPUT__FILE__NAME"
-ROW_ID_TYPE = pa.struct([("writeid", pa.int64()), ("bucketid", pa.int32()), ("rowid", pa.int64())])
 _KEYS = list(acid_files.KEY_FIELDS)
 
 
@@ -135,18 +140,8 @@ class ReadPlan:
         self, row_id: bool = False, file_name: bool = False, project: list[str] | None = None
     ) -> pa.Schema:
         """Arrow schema of the rows :func:`read_task` yields (data columns restricted to
-        ``project`` when given, in table order)."""
-        fields = [
-            pa.field(n, htypes.arrow_type(t))
-            for n, t in self.columns
-            if project is None or n in project
-        ]
-        fields += [pa.field(n, htypes.arrow_type(t)) for n, t in self.partition_columns]
-        if row_id:
-            fields.append(pa.field(ROW_ID, ROW_ID_TYPE))
-        if file_name:
-            fields.append(pa.field(INPUT_FILE_NAME, pa.string()))
-        return pa.schema(fields)
+        ``project`` when given, in table order): :func:`acidflow.read.rows.output_schema`."""
+        return output_schema(self.columns, self.partition_columns, row_id, file_name, project)
 
 
 def plan_read(
@@ -281,25 +276,6 @@ def original_files(tfs: TableFS, pdir: str, rel_paths: list[str]) -> list[DataFi
     return out
 
 
-def valid_mask(write_ids: pa.Array, valid: ValidWriteIdList) -> pa.Array:
-    """Which write ids a ValidWriteIdList sees, element by element.
-
-    Hive's ``ValidReaderWriteIdList.isWriteIdValid``: a write id is valid when it is at most the
-    high watermark and is not one of the open or aborted exceptions.
-
-    Args:
-        write_ids: int64 write ids (an event file's ``currentTransaction`` column).
-        valid: the snapshot's ValidWriteIdList.
-    Returns:
-        A boolean Arrow array of the same length (NULL where the write id is NULL).
-    """
-    mask = pc.less_equal(write_ids, pa.scalar(valid.high_watermark, pa.int64()))
-    exceptions = list(valid.open_write_ids) + list(valid.aborted_write_ids)
-    if exceptions:
-        mask = pc.and_(mask, pc.invert(pc.is_in(write_ids, pa.array(exceptions, pa.int64()))))
-    return mask
-
-
 def load_delete_keys(tfs: TableFS, paths: list[str], valid: ValidWriteIdList) -> pa.Table | None:
     """Delete events (originalTransaction, bucket, rowId) of the given files whose
     currentTransaction is valid, de-duplicated; ``None`` when there are none. Files whose
@@ -337,39 +313,13 @@ def _surviving(batch_keys: pa.Table, deletes: pa.Table | None) -> pa.Array | Non
     return pc.take(pos, pc.sort_indices(pos))
 
 
-def _map_columns(
-    file_names: list[str], table_cols: list[str], positional: bool
-) -> list[int | None]:
-    """For each table column, the index of its source column in the file (None = missing, read
-    as NULL: a column added after the file was written). ACID files map by position (ORC
-    ``SchemaEvolution`` does positional evolution for ACID files); original files by name
-    (case-insensitive) when every name is found, else by position."""
-    if not positional:
-        lower = {n.lower(): i for i, n in enumerate(file_names)}
-        if all(c.lower() in lower for c in table_cols):
-            return [lower[c.lower()] for c in table_cols]
-    return [i if i < len(file_names) else None for i in range(len(table_cols))]
-
-
 def source_positions(
     info: "acid_files.FileInfo", table_cols: list[str], wanted: list[str]
 ) -> list[int | None]:
     """Positions of the table columns ``wanted`` among a data file's data columns (the ``row``
     struct's fields of an ACID file), by :func:`read_task`'s mapping rule; None = missing."""
-    mapping = _map_columns(info.row_schema.names, table_cols, positional=info.is_acid)
+    mapping = map_columns(info.row_schema.names, table_cols, positional=info.is_acid)
     return [mapping[table_cols.index(c)] for c in wanted]
-
-
-def _partition_arrays(plan_pcols: list[tuple[str, str]], ppath: str, n: int) -> list[pa.Array]:
-    if not plan_pcols:
-        return []
-    values = dict(parts.parse_partition_path(ppath)) if ppath else {}
-    out = []
-    for name, hive_type in plan_pcols:
-        target = htypes.arrow_type(hive_type)
-        v = values.get(name)
-        out.append(pa.array([v] * n, pa.string()).cast(target))
-    return out
 
 
 def check_acid_version(
@@ -479,7 +429,7 @@ def read_task(
             check_acid_version(tfs, info, dir_versions)
         acid = info.is_acid
         src_names = info.row_schema.names
-        full_mapping = _map_columns(src_names, names, positional=acid)
+        full_mapping = map_columns(src_names, names, positional=acid)
         mapping = [full_mapping[i] for i in wanted]
         # ORC column projection: read only the source columns needed (by name; the row struct's
         # children as "row.<name>"); positions below index the projected columns
@@ -580,7 +530,7 @@ def read_task(
                     else:
                         col = acid_files.normalize_timestamps(data[src])
                         arrays.append(read_as(col, target))  # Hive's conversions
-                arrays += _partition_arrays(partition_columns, task.partition, m)
+                arrays += partition_arrays(partition_columns, task.partition, m)
                 if row_id:
                     arrays.append(
                         pa.StructArray.from_arrays(
