@@ -92,6 +92,9 @@ __all__ = [
     "register",
 ]
 
+#: the Spark SQL setting that lets Python data sources receive filters (``pushFilters``)
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
 
 class AcidDataSource(DataSource):
     """The ``acid`` format (package doc). ``settings``: the catalog settings :func:`register`
@@ -169,7 +172,12 @@ def register(spark: SparkSession, settings: Settings | None = None) -> None:
     """Register the ``acid`` format in ``spark`` (``spark.dataSource.register``), bound to
     ``settings`` (default :func:`acidflow.config.load_settings` now, in the driver): the
     source's workers use that catalog and warehouse unless options say otherwise. Call again
-    after changing ``ACIDFLOW_*`` to rebind. ``acidflow.spark.get_spark`` calls it."""
+    after changing ``ACIDFLOW_*`` to rebind. ``acidflow.spark.get_spark`` calls it.
+
+    Also sets ``spark.sql.python.filterPushdown.enabled=true`` (default false in Spark 4.x):
+    the reader implements ``pushFilters``, and PySpark refuses to plan a reader that does
+    while the setting is off (``DATA_SOURCE_PUSHDOWN_DISABLED``)."""
+    spark.conf.set(PUSHDOWN_CONF, "true")
     spark.dataSource.register(bound_source(settings or load_settings()))
 
 
