@@ -6,6 +6,14 @@ Translated (on a top-level column of the table, literal values): ``EqualTo`` (``
 ``LessThanOrEqual``, ``In``, ``IsNull``, ``IsNotNull``. Not pushed (Spark evaluates them):
 ``EqualNullSafe``, other ``Not`` s, ``StringStartsWith`` / ``EndsWith`` / ``Contains``,
 nested column paths, literals that do not compare with the column's type.
+
+A pushed filter is applied exactly by the scan (``read_task(where=)``); it is *consumed*
+(not returned to Spark, and listed as ``PushedFilters`` by ``df.explain("formatted")``) when
+the column's type compares the same in Arrow as in Spark: partition columns, and data
+columns of the types in :data:`EXACT_TYPES` (integers, ``string``, ``decimal``, ``date``,
+``timestamp``, ``boolean``). Filters on ``float`` / ``double`` (NaN orders differently),
+``char`` / ``varchar`` (padding, length semantics) and ``binary`` columns are pushed for
+stripe skipping and still returned, so Spark evaluates them too.
 """
 
 from __future__ import annotations
@@ -25,7 +33,11 @@ from pyspark.sql.datasource import (
     Not,
 )
 
+from acidflow.format import types as htypes
 from acidflow.read import predicates
+
+#: Hive types whose comparisons Arrow (the scan) and Spark evaluate alike (module doc)
+EXACT_TYPES = ("tinyint", "smallint", "int", "bigint", "string", "date", "timestamp", "boolean")
 
 _OPS: dict[type, str] = {
     EqualTo: "=",
@@ -64,10 +76,10 @@ def pushed_predicates(
     Returns:
         ``(pushed, still for Spark)``: the row filter the scan applies (checked with
         :func:`~acidflow.read.predicates.parse_where`), and the filters Spark must still
-        evaluate -- the ones not pushed and the ones on data columns (the scan skips work
-        and filters exactly, Spark re-checks them); pushed filters on partition columns are
-        consumed (the scan applies them exactly).
+        evaluate -- the ones not pushed and those on columns whose type Spark compares
+        otherwise (module doc); the others are consumed.
     """
+    types = dict([*columns, *partition_columns])
     pnames = {n for n, _ in partition_columns}
     pushed: list[predicates.Predicate] = []
     rest: list[Filter] = []
@@ -82,6 +94,12 @@ def pushed_predicates(
             rest.append(f)
             continue
         pushed.append(checked)
-        if checked.column not in pnames:
+        if checked.column not in pnames and not exact(types[checked.column]):
             rest.append(f)
     return pushed, rest
+
+
+def exact(hive_type: str) -> bool:
+    """Whether a filter on a data column of this Hive type may be consumed (module doc)."""
+    t = htypes.normalize(hive_type)
+    return t in EXACT_TYPES or t.startswith("decimal(")

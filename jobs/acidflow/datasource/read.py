@@ -230,12 +230,13 @@ class AcidReader(DataSourceReader):
     def pushFilters(self, filters: list[Filter]) -> list[Filter]:  # noqa: N802 - PySpark's name
         """Predicate pushdown (``spark.sql.python.filterPushdown.enabled``, which
         :func:`acidflow.datasource.register` sets): the filters of the supported form
-        (:func:`acidflow.datasource.pushdown.pushed_predicates`) become the scan's row filter
-        (``read_task(where=)``: partition pruning, stripe skipping, then exact on the rows).
-        Returns the filters Spark must still evaluate: those not pushed and those on data
-        columns (re-checked by Spark; cheap, and Spark's own semantics stay the reference);
-        filters on partition columns are applied exactly here and consumed (the read
-        tasks of other partitions are dropped). Incremental reads push nothing."""
+        (:mod:`acidflow.datasource.pushdown`) become the scan's row filter
+        (``read_task(where=)``: partition pruning -- read tasks of other partitions are
+        dropped --, stripe skipping, then exact on the rows). Returns the filters Spark must
+        still evaluate: those not pushed, and those on columns whose type Spark compares
+        otherwise (float, double, char, varchar, binary); ``df.explain("formatted")`` lists
+        the consumed ones as ``PushedFilters`` of the ``BatchScan acid`` node. Incremental
+        reads push nothing."""
         if self.scan.changes is not None:
             return list(filters)
         pushed, rest = pushed_predicates(filters, self.scan.columns, self.scan.partition_columns)
