@@ -11,7 +11,7 @@
 Read options: ``asOfWriteId`` (the committed state right after that write id's commit),
 ``asOfTimestamp`` (ISO 8601, UTC unless it names an offset: the state after the last commit at
 or before it), ``readOptimized`` (base only), ``rowId`` (adds ``ROW__ID``), ``fileName`` (adds
-``INPUT__FILE__NAME``), ``fromWriteId`` / ``toWriteId`` or ``fromTimestamp`` /
+``INPUT__FILE__NAME``), ``columns`` (the output columns, comma-separated), ``fromWriteId`` / ``toWriteId`` or ``fromTimestamp`` /
 ``toTimestamp`` (the rows and columns of :func:`acidflow.read.table.read_incremental`: ``op``,
 ``write_id``, the columns, ``ROW__ID``). Write options: ``compression``, ``stripeRows``,
 ``onExisting`` (``error`` | ``upsert`` | ``ignore``: what an append into a table with a
@@ -38,8 +38,11 @@ snapshot, its schema version, the read tasks) and registers the snapshot as a re
 cleaner (expiring after the catalog's heartbeat timeout unless read tasks are running: they
 heartbeat it); the DataFrame keeps that snapshot (Spark plans a Python source once per
 DataFrame or view). One Spark partition per read task; tasks only read files
-(:func:`acidflow.read.snapshot.read_task`). The API has no column pruning: Spark drops unused
-columns after the scan.
+(:func:`acidflow.read.snapshot.read_task`). Filters are pushed (``AcidReader.pushFilters``:
+partition pruning, stripe skipping, exact filters consumed -- ``explain("formatted")`` lists
+them as ``PushedFilters``). The API has no column pruning hook: the ``columns`` read option
+(comma-separated) names the columns decoded; without it Spark drops unused columns after the
+scan.
 
 Writes (Hive INSERT INTO / INSERT OVERWRITE, the rules of ``Transaction.insert`` /
 ``insert_overwrite``): ``writer()`` checks the schema (``SchemaMismatchError`` naming the table

@@ -54,16 +54,21 @@ _OPS: dict[type, str] = {
 def to_predicate(f: Filter) -> predicates.Predicate | None:
     """One Spark filter as a :class:`~acidflow.read.predicates.Predicate` (unchecked against
     the table), or None when its form is not pushed (module doc)."""
-    op = _OPS.get(type(f))
-    negated = isinstance(f, Not) and type(f.child) is EqualTo
-    target = f.child if negated else f
-    if op is None and not negated:
-        return None
-    path = getattr(target, "attribute", ())
+    target: Filter = f
+    if isinstance(f, Not):
+        if type(f.child) is not EqualTo:
+            return None
+        target, op = f.child, "!="
+    else:
+        found = _OPS.get(type(f))
+        if found is None:
+            return None
+        op = found
+    path: tuple[str, ...] = getattr(target, "attribute", ())
     if len(path) != 1:
         return None
     value = getattr(target, "value", None)
-    return predicates.Predicate(path[0], "!=" if negated else str(op), value)
+    return predicates.Predicate(path[0], op, value)
 
 
 def pushed_predicates(

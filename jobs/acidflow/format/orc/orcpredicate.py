@@ -181,7 +181,7 @@ def stripes_matching(
     n = len(tail.stripes)
     rows = [s.rows for s in tail.stripes]
     verdict = StripeVerdict([True] * n, rows, indexed=False)
-    usable: list[tuple[int | None, ColumnCondition, str | None, list[Any]]] = []
+    usable: list[tuple[int, ColumnCondition, str, list[Any]]] = []
     for col, cond in zip(columns, conditions):
         if col is None:
             if cond.op != "is null":  # every row reads NULL: nothing else matches
@@ -213,8 +213,7 @@ def stripes_matching(
         streams = None
         for col, cond, domain, _ in usable:
             if (
-                col is None
-                or col in no_blooms
+                col in no_blooms
                 or cond.op not in ("=", "in")
                 or domain not in _ARROW
                 or len(cond.values) > orcindex.BLOOM_MAX_KEYS
@@ -234,7 +233,7 @@ def stripes_matching(
             if filters is None:
                 no_blooms.add(col)  # writers put bloom filters in every stripe or in none
                 continue
-            kv = KeyValues.of(pa.array(list(cond.values), _ARROW[str(domain)]), str(domain))
+            kv = KeyValues.of(pa.array(list(cond.values), _ARROW[domain]), domain)
             if not orcindex.bloom_mask(filters, kv).any():
                 verdict.keep[s] = False
                 verdict.by_bloom += 1
