@@ -366,8 +366,11 @@ class ReaderSnapshot:
         read_optimized: bool = False,
         row_id: bool = False,
         file_name: bool = False,
+        columns: Sequence[str] | None = None,
+        where: predicates.Where | None = None,
     ) -> Any:
-        """Rows of the pinned snapshot (Spark DataFrame, or pyarrow Table when spark is None)."""
+        """Rows of the pinned snapshot (Spark DataFrame, or pyarrow Table when spark is None);
+        ``columns`` / ``where`` as in :func:`read_table`."""
         return read_table(
             spark,
             self.catalog,
@@ -376,6 +379,8 @@ class ReaderSnapshot:
             row_id=row_id,
             file_name=file_name,
             snapshot=self,
+            columns=columns,
+            where=where,
         )
 
     def close(self) -> None:
