@@ -119,6 +119,10 @@ def test_v1_read_equals_hive23(spark, v1_table, hwm, aborted):
         ]
         spark_rows = reads.run_plan(spark, plan, row_id=True).toPandas().to_dict("records")
         assert ours(spark_rows) == hive
+        # a row filter and columns on v1 files: applied to the merged rows
+        some = reads.run_plan(None, plan, columns=["name"], where=[("id", ">=", 4)])
+        assert some.column_names == ["name"]
+        assert sorted(some.column("name").to_pylist()) == ["d6", "e4", "g"]
 
 
 def test_mixed_v1_v2_directory_is_refused(v1_table, tmp_path):

@@ -30,6 +30,7 @@ OPTIONS = {
     "readoptimized",
     "rowid",
     "filename",
+    "columns",
     "fromwriteid",
     "towriteid",
     "fromtimestamp",

@@ -9,7 +9,7 @@ from typing import Any, Iterator, Mapping
 
 import pyarrow as pa
 from pyspark.sql import types as T
-from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from acidflow import sparktypes
@@ -25,9 +25,11 @@ from acidflow.datasource.common import (
     table_name,
     timestamp_option,
 )
+from acidflow.datasource.pushdown import pushed_predicates
 from acidflow.format.layout import ValidWriteIdList
-from acidflow.read import history, snapshot
+from acidflow.read import history, predicates, snapshot
 from acidflow.read import table as reads
+from acidflow.read.selection import UnknownColumnError, output_columns
 from acidflow.storage.fs import TableFS
 
 
@@ -69,6 +71,19 @@ class Scan:
     file_name: bool
     reader_ids: list[int]
     changes: Changes | None = None
+    output: list[str] | None = None
+    where: list[predicates.Predicate] = dataclasses.field(default_factory=list)
+
+    def selection(self) -> tuple[list[str] | None, list[str] | None]:
+        """``(data columns decoded, output columns in order)`` of the ``columns`` option
+        (None, None without it)."""
+        if self.output is None:
+            return None, None
+        plan = snapshot.ReadPlan(
+            self.table_dir, self.columns, self.partition_columns, self.valid, [], {}
+        )
+        project, _, _, order = output_columns(plan, self.output, self.row_id, self.file_name)
+        return project, order
 
     def spark_schema(self) -> T.StructType:
         """Spark schema of the rows: ``[op, write_id,]`` columns, partition columns,
@@ -81,6 +96,10 @@ class Scan:
             fields.append((snapshot.INPUT_FILE_NAME, "string"))
         if self.changes is not None:
             fields = [("op", "string"), ("write_id", "bigint"), *fields]
+        order = self.selection()[1]
+        if order is not None:
+            types = dict(fields)
+            fields = [(n, types[n]) for n in order]
         return T.StructType([T.StructField(n, _spark_type(t)) for n, t in fields])
 
 
@@ -165,6 +184,13 @@ def plan_scan(settings: Settings, options: Mapping[str, str]) -> tuple[Scan, lis
         for rid in ids:
             catalog.unregister_reader(rid)
         raise
+    output = (
+        [c.strip() for c in opts["columns"].split(",") if c.strip()] if "columns" in opts else None
+    )
+    if output is not None and start is not None:
+        raise AcidDataSourceError(
+            f"acid data source, table {name}: columns does not go with an incremental read"
+        )
     scan = Scan(
         settings,
         table.name,
@@ -176,7 +202,15 @@ def plan_scan(settings: Settings, options: Mapping[str, str]) -> tuple[Scan, lis
         bool_option(opts, "filename", name),
         ids,
         changes,
+        output,
     )
+    if output is not None:
+        try:
+            scan.selection()
+        except UnknownColumnError as exc:
+            for rid in ids:
+                catalog.unregister_reader(rid)
+            raise AcidDataSourceError(f"acid data source, table {name}: {exc}") from None
     return scan, values
 
 
@@ -192,6 +226,31 @@ class AcidReader(DataSourceReader):
         # Spark pickles the reader into every task's command: the partition values (one per
         # task) travel on their own, so they stay out of it
         return {**self.__dict__, "_values": []}
+
+    def pushFilters(self, filters: list[Filter]) -> list[Filter]:  # noqa: N802 - PySpark's name
+        """Predicate pushdown (``spark.sql.python.filterPushdown.enabled``, which
+        :func:`acidflow.datasource.register` sets): the filters of the supported form
+        (:mod:`acidflow.datasource.pushdown`) become the scan's row filter
+        (``read_task(where=)``: partition pruning -- read tasks of other partitions are
+        dropped --, stripe skipping, then exact on the rows). Returns the filters Spark must
+        still evaluate: those not pushed, and those on columns whose type Spark compares
+        otherwise (float, double, char, varchar, binary); ``df.explain("formatted")`` lists
+        the consumed ones as ``PushedFilters`` of the ``BatchScan acid`` node. Incremental
+        reads push nothing."""
+        if self.scan.changes is not None:
+            return list(filters)
+        pushed, rest = pushed_predicates(filters, self.scan.columns, self.scan.partition_columns)
+        if pushed:
+            self.scan = dataclasses.replace(self.scan, where=pushed)
+            pcols = self.scan.partition_columns
+            self._values = [
+                v
+                for v in self._values
+                if predicates.partition_matches(
+                    pushed, pcols, snapshot.ReadTask.from_json(v[1]).partition
+                )
+            ]
+        return rest
 
     def partitions(self) -> list[InputPartition]:
         """One Spark partition per read task (incremental: per (partition, bucket))."""
@@ -224,7 +283,8 @@ class AcidReader(DataSourceReader):
     def _batches(self, tfs: TableFS, value: Any) -> Iterator[pa.RecordBatch]:
         s = self.scan
         if value[0] == "read":
-            yield from snapshot.read_task(
+            project, order = s.selection()
+            for b in snapshot.read_task(
                 tfs,
                 snapshot.ReadTask.from_json(value[1]),
                 s.columns,
@@ -232,7 +292,10 @@ class AcidReader(DataSourceReader):
                 s.valid,
                 row_id=s.row_id,
                 file_name=s.file_name,
-            )
+                project=project,
+                where=s.where or None,
+            ):
+                yield b if order is None else b.select(order)
             return
         assert s.changes is not None
         ch = s.changes

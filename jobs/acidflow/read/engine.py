@@ -20,7 +20,7 @@ Spark column expressions (Hive ``VectorizedOrcAcidRowBatchReader``, Trino ``OrcD
   as :func:`acidflow.read.snapshot.load_delete_keys`) remove rows by a left-anti join (broadcast
   up to 10M delete events) on ``(scope, originalTransaction, bucket, rowId)``; a scope is a
   partition (:func:`_scopes`: a ROW__ID names one row of its partition);
-* partition columns are literals per scope (the partition path parsed as ``_partition_arrays``
+* partition columns are literals per scope (the partition path parsed as ``acidflow.read.rows.partition_arrays``
   does: Hive's unescaping, ``__HIVE_DEFAULT_PARTITION__`` -> NULL).
 
 Two traps of Spark's ORC reader on ACID event files are avoided by construction:
@@ -270,7 +270,7 @@ def _scopes(plan: ReadPlan) -> list[_Scope]:
 
 
 def _partition_literals(plan: ReadPlan, ppath: str) -> list[Column]:
-    """Partition columns of one partition as literals, valued as ``_partition_arrays`` values
+    """Partition columns of one partition as literals, valued as ``acidflow.read.rows.partition_arrays`` values
     them (the path's string cast to the column's Arrow type)."""
     values = dict(parts.parse_partition_path(ppath)) if ppath else {}
     out = []

@@ -13,6 +13,8 @@ import pyarrow.compute as pc
 from acidflow.format import partitions as parts
 from acidflow.format import types as htypes
 from acidflow.format.layout import ValidWriteIdList
+from acidflow.format.orc import files as acid_files
+from acidflow.format.schemaevolution import read_as
 
 ROW_ID = "ROW__ID"
 INPUT_FILE_NAME = "INPUT__FILE__NAME"
@@ -85,3 +87,14 @@ def partition_arrays(plan_pcols: list[tuple[str, str]], ppath: str, n: int) -> l
         v = values.get(name)
         out.append(pa.array([v] * n, pa.string()).cast(target))
     return out
+
+
+def table_column(data: list[pa.Array], src: int | None, target: pa.DataType, n: int) -> pa.Array:
+    """A data column of a batch as the table's type: ``data[src]`` with its timestamps
+    normalised (:func:`acidflow.format.orc.files.normalize_timestamps`) and Hive's type
+    conversions applied (:func:`acidflow.format.schemaevolution.read_as`,
+    ``ConvertTreeReaderFactory``); ``n`` NULLs when the file lacks the column (``src`` None or
+    past the file's columns: a column added after the file was written)."""
+    if src is None or src >= len(data):
+        return pa.nulls(n, target)
+    return read_as(acid_files.normalize_timestamps(data[src]), target)

@@ -49,10 +49,9 @@ from acidflow.format.layout import (
     parse_original_bucket_id,
 )
 from acidflow.format.orc import files as acid_files
-from acidflow.format.orc import orcindex
+from acidflow.format.orc import orcindex, orcpredicate
 from acidflow.format.orc import timestamps as orc_timestamps
-from acidflow.format.schemaevolution import read_as
-from acidflow.read import acidv1
+from acidflow.read import acidv1, predicates
 from acidflow.read.rows import (
     INPUT_FILE_NAME,
     ROW_ID,
@@ -60,6 +59,7 @@ from acidflow.read.rows import (
     map_columns,
     output_schema,
     partition_arrays,
+    table_column,
     valid_mask,
 )
 from acidflow.storage.fs import TableFS, join
@@ -158,6 +158,7 @@ def plan_read(
     txn_state: Callable[[int], str] | None = None,
     file_records: Iterable[FileRecord] | None = None,
     table_name: str | None = None,
+    partition_filter: Callable[[str], bool] | None = None,
 ) -> ReadPlan:
     """Plan a snapshot read of a table directory.
 
@@ -177,6 +178,9 @@ def plan_read(
             (:func:`acidflow.format.filecheck.check_files`); None = no check (a bare
             directory). Files acknowledged lost are left out (``ReadPlan.lost``).
         table_name: names the table in errors (default ``table_dir``).
+        partition_filter: only the partition paths for which it is true (partition pruning,
+            :func:`acidflow.read.predicates.partition_matches`): the others are neither
+            resolved nor checked nor read.
     Returns:
         A :class:`ReadPlan`.
     Raises:
@@ -196,6 +200,8 @@ def plan_read(
     lost: list[FileRecord] = []
     for ppath in sorted(grouped):
         if wanted_parts is not None and ppath not in wanted_parts:
+            continue
+        if partition_filter is not None and not partition_filter(ppath):
             continue
         pdir = join(table_dir, ppath) if ppath else table_dir
         entries = grouped[ppath]
@@ -387,6 +393,7 @@ def read_task(
     keys: pa.Table | None = None,
     prune: bool | None = None,
     pruned: list[tuple[str, orcindex.StripeVerdict]] | None = None,
+    where: list[predicates.Predicate] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Visible rows of one task as Arrow record batches (schema: ``ReadPlan.output_schema``).
 
@@ -400,13 +407,33 @@ def read_task(
             stream of a skipped stripe is read). None (default): on unless the environment
             sets ``ACIDFLOW_KEY_INDEX=0``.
         pruned: when given, ``(path, verdict)`` of every pruned file is appended (measurement).
+        where: keep only the rows every predicate keeps (:mod:`acidflow.read.predicates`,
+            applied exactly to the rows after the delete events); a task whose partition
+            fails is not read, and (unless ``prune`` is False or ``ACIDFLOW_KEY_INDEX=0``)
+            stripes that statistics / bloom filters prove free of matches are skipped
+            (:mod:`acidflow.format.orc.orcpredicate`; safe with delete events: they live in
+            delete deltas, read whole, and a skipped stripe holds no matching row at all).
     Raises:
         acidflow.format.orc.files.AcidFileError: a file that is not readable ORC (names the file).
     """
+    if where and not predicates.partition_matches(where, partition_columns, task.partition):
+        return
+    data_where = predicates.split(where or [], partition_columns)[1]
     if acidv1.task_is_v1(tfs, task):  # Hive 0.14-2.x files: Hive 2.3's merge (read/acidv1.py)
-        yield from acidv1.read_task_v1(
-            tfs, task, columns, partition_columns, valid, row_id=row_id,
-            file_name=file_name, project=project, keys=keys,
+        # no stripe skipping there: the row filter is applied to its rows
+        wide = (
+            project
+            if project is None or not data_where
+            else [*project, *(p.column for p in data_where)]
+        )
+        yield from predicates.filter_batches(
+            acidv1.read_task_v1(
+                tfs, task, columns, partition_columns, valid, row_id=row_id,
+                file_name=file_name, project=wide, keys=keys,
+            ),
+            data_where,
+            ReadPlan("", columns, partition_columns, valid, [], {})
+            .output_schema(row_id, file_name, project).names,
         )  # fmt: skip
         return
     deletes = load_delete_keys(tfs, task.delete_files, valid)
@@ -417,6 +444,7 @@ def read_task(
         if missing:
             raise ValueError(f"key filter columns {missing} are not table columns")
         wanted = sorted(set(wanted) | {names.index(k) for k in keys.column_names})
+    wanted = sorted(set(wanted) | {names.index(p.column) for p in data_where})
     targets = [htypes.arrow_type(columns[i][1]) for i in wanted]
     out_idx = [j for j, i in enumerate(wanted) if project is None or names[i] in project]
     out_schema = ReadPlan("", columns, partition_columns, valid, [], {}).output_schema(
@@ -458,15 +486,26 @@ def read_task(
         offset = df.row_offset
         with tfs.open(df.path, "rb") as fh:
             verdict = None
-            if keys is not None and (
+            use_index = (
                 prune if prune is not None else os.environ.get("ACIDFLOW_KEY_INDEX", "1") != "0"
-            ):
+            )
+            if keys is not None and use_index:
                 verdict = orcindex.file_stripes_to_read(
                     fh,
                     acid=acid,
                     positions=[full_mapping[names.index(k)] for k in keys.column_names],
                     keys=keys,
                 )
+            if data_where and use_index:
+                verdict = orcpredicate.both(
+                    verdict,
+                    orcpredicate.file_stripes_matching(
+                        fh,
+                        acid=acid,
+                        conditions=predicates.conditions(data_where, columns, full_mapping),
+                    ),
+                )
+            if verdict is not None:
                 if pruned is not None:
                     pruned.append((df.path, verdict))
                 if verdict.keep and not any(verdict.keep):
@@ -515,6 +554,17 @@ def read_task(
                 if keep_idx is not None:
                     keys_tbl = keys_tbl.take(keep_idx)
                     data = [c.take(keep_idx) for c in data]
+                if data_where:
+                    values = {
+                        names[i]: table_column(data, mapping[j], targets[j], keys_tbl.num_rows)
+                        for j, i in enumerate(wanted)
+                        if any(p.column == names[i] for p in data_where)
+                    }
+                    hit = pc.indices_nonzero(
+                        predicates.row_mask(values, data_where, keys_tbl.num_rows)
+                    )
+                    keys_tbl = keys_tbl.take(hit)
+                    data = [c.take(hit) for c in data]
                 survivors = _surviving(keys_tbl, deletes)
                 if survivors is not None:
                     keys_tbl = keys_tbl.take(survivors)
@@ -524,12 +574,7 @@ def read_task(
                     continue
                 arrays = []
                 for j in out_idx:
-                    target, src = targets[j], mapping[j]
-                    if src is None or src >= len(data):
-                        arrays.append(pa.nulls(m, target))
-                    else:
-                        col = acid_files.normalize_timestamps(data[src])
-                        arrays.append(read_as(col, target))  # Hive's conversions
+                    arrays.append(table_column(data, mapping[j], targets[j], m))
                 arrays += partition_arrays(partition_columns, task.partition, m)
                 if row_id:
                     arrays.append(
@@ -558,9 +603,10 @@ def read_arrow(
     file_name: bool = False,
     project: list[str] | None = None,
     keys: pa.Table | None = None,
+    where: list[predicates.Predicate] | None = None,
 ) -> pa.Table:
     """Run every task of a plan in this process and return one Arrow table (no Spark);
-    ``project`` and ``keys`` as in :func:`read_task`."""
+    ``project``, ``keys`` and ``where`` as in :func:`read_task`."""
     schema = plan.output_schema(row_id, file_name, project)
     batches = [
         b
@@ -575,6 +621,7 @@ def read_arrow(
             file_name=file_name,
             project=project,
             keys=keys,
+            where=where,
         )
     ]
     return pa.Table.from_batches(batches, schema=schema)
@@ -654,6 +701,7 @@ def read_spark(
     file_name: bool = False,
     project: list[str] | None = None,
     keys: pa.Table | None = None,
+    where: list[predicates.Predicate] | None = None,
 ) -> "DataFrame":
     """Run a plan as a Spark job: one Spark partition per task, ``mapInArrow`` + pyarrow ORC.
 
@@ -661,7 +709,7 @@ def read_spark(
         spark: SparkSession.
         tfs_url: any path/URL of the table's filesystem (rebuilt inside each task).
         plan: from :func:`plan_read`.
-        project, keys: as in :func:`read_task` (``keys`` is shipped to every task).
+        project, keys, where: as in :func:`read_task` (``keys`` is shipped to every task).
     Returns:
         A DataFrame with the columns of ``plan.output_schema`` (Spark types from
         ``acidflow.format.types``; timestamps as ``TimestampNTZType``).
@@ -711,6 +759,7 @@ def read_spark(
                     file_name=file_name,
                     project=project,
                     keys=keys,
+                    where=where,
                 )
 
     payload = [(t.to_json(),) for t in plan.tasks]
