@@ -354,13 +354,13 @@ def split_task(tfs: TableFS, task: "ReadTask", target: int) -> list["ReadTask"]:
         return [task]
     out = []
     for g in groups:
-        ranges = [r for _, r in g]
+        ranges = [r for _, r in g if r is not None]
         out.append(
             dataclasses.replace(
                 task,
                 data_files=[f for f, _ in g],
                 delete_files=list(task.delete_files),
-                key_ranges=None if any(r is None for r in ranges) else ranges,
+                key_ranges=ranges if len(ranges) == len(g) else None,
             )
         )
     return out
