@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import zlib
 from typing import TYPE_CHECKING, Sequence, TypeVar
 
 import pyarrow as pa
@@ -147,6 +148,7 @@ def file_key_range(
     end: int,
     nstripes: int,
     key_index: Sequence[tuple[int, int, int]] | None = None,
+    first_key: Key | None = None,
     write_id: int = 0,
     bucket_property: int = 0,
     first_row: int = 0,
@@ -157,8 +159,9 @@ def file_key_range(
     ACID event file: its events are sorted by ``(originalTransaction, bucket, rowId)`` and
     ``hive.acid.key.index`` holds each stripe's last key (Hive ``OrcRecordUpdater``), so the
     range is ``[key of stripe first-1, key of stripe end-1]`` (the low end inclusive, one key
-    more than needed; unbounded below for the first stripe) -- Hive
-    ``OrcRawRecordMerger.discoverKeyBounds``. Original file: ``[(write_id, bucket_property,
+    more than needed; for the first stripe ``first_key``, a lower bound from its statistics,
+    else unbounded) -- Hive ``OrcRawRecordMerger.discoverKeyBounds`` and
+    ``VectorizedOrcAcidRowBatchReader.findMinMaxKeys``. Original file: ``[(write_id, bucket_property,
     first_row), (write_id, bucket_property, first_row + rows - 1)]`` exactly (Hive
     ``discoverOriginalKeyBounds``).
 
@@ -167,6 +170,7 @@ def file_key_range(
         first, end: the stripe range (end exclusive); nstripes: the file's stripe count.
         key_index: the parsed key index (ACID files; None or a count other than ``nstripes``:
             no range).
+        first_key: a lower bound of the file's first key (:func:`first_key_bound`), or None.
         write_id, bucket_property, first_row, rows: the synthetic ROW__IDs of an original
             file's range (``rows`` in the range, ``first_row`` the first one's rowId).
     Returns:
@@ -182,8 +186,29 @@ def file_key_range(
         ]
     if key_index is None or len(key_index) != nstripes or not 0 <= first < end <= nstripes:
         return None
-    low = list(key_index[first - 1]) if first > 0 else None
+    low = list(key_index[first - 1]) if first > 0 else first_key
     return [low, list(key_index[end - 1])]
+
+
+def first_key_bound(tail: orcindex.OrcTailIndex) -> Key | None:
+    """A lower bound of the first ``(originalTransaction, bucket, rowId)`` of an ACID event
+    file: the three columns' minima in its first stripe's statistics (each component is at
+    most the first key's, so the tuple is lexicographically at most every key).
+
+    Args:
+        tail: the file's parsed tail (:func:`acidflow.format.orc.orcindex.read_tail_index`).
+    Returns:
+        ``[owid, bucket, rowId]``, or None when the statistics do not give all three.
+    """
+    if not tail.types or len(tail.types[0].subtypes) != 6 or not tail.stripes:
+        return None
+    out = []
+    for column in tail.types[0].subtypes[1:4]:
+        stats = tail.column_stats(0, column)
+        if stats is None or not isinstance(stats.minimum, int):
+            return None
+        out.append(stats.minimum)
+    return out
 
 
 def _le(a: Sequence[int], b: Sequence[int]) -> bool:
@@ -278,14 +303,22 @@ def _pieces(
         except (acid_files.AcidFileError, ValueError):
             key_index = None
     bucket_property = encode_bucket_property(df.bucket_id, df.statement_id)
-    stripes: list[orcindex.StripeInfo] = []
-    if size > target and info.stripes > 1:
+    tail = None
+    if acid or (size > target and info.stripes > 1):
         with tfs.open(df.path, "rb") as fh:
             try:
                 tail = orcindex.read_tail_index(fh, size, path=df.path)
-                stripes = tail.stripes if len(tail.stripes) == info.stripes else []
-            except orcindex.OrcIndexError:
-                stripes = []  # a codec or tail the index cannot parse: the file stays whole
+            except (orcindex.OrcIndexError, IndexError, ValueError, zlib.error):
+                tail = None  # a tail the index cannot parse: no bound, the file stays whole
+    first_key = None
+    if acid and tail is not None:
+        try:
+            first_key = first_key_bound(tail)
+        except (orcindex.OrcIndexError, IndexError, ValueError, zlib.error):
+            first_key = None
+    stripes: list[orcindex.StripeInfo] = []
+    if tail is not None and size > target and len(tail.stripes) == info.stripes > 1:
+        stripes = tail.stripes
     if not stripes:
         rng = file_key_range(
             acid=acid,
@@ -293,6 +326,7 @@ def _pieces(
             end=info.stripes,
             nstripes=info.stripes,
             key_index=key_index,
+            first_key=first_key,
             write_id=df.write_id,
             bucket_property=bucket_property,
             first_row=df.row_offset,
@@ -316,6 +350,7 @@ def _pieces(
             end=end,
             nstripes=len(stripes),
             key_index=key_index,
+            first_key=first_key,
             write_id=df.write_id,
             bucket_property=bucket_property,
             first_row=piece.row_offset,
