@@ -68,6 +68,14 @@ def _same_rows_split_or_not(tfs, plan, targets=(1, 20_000, 70_000)) -> pa.Table:
     return whole
 
 
+@pytest.fixture(autouse=True)
+def _no_unsorted_file(caplog):
+    """Every file here is sorted by ROW__ID: no split falls back to every delete event."""
+    yield
+    calls = caplog.get_records("call")
+    assert not [r for r in calls if "outside the split's key ranges" in r.getMessage()]
+
+
 def _narrowed(tfs, plan, target=1) -> None:
     """Every split of the plan loads fewer delete events than its bucket has (no split loses
     one that hits its rows: checked by the equal reads)."""

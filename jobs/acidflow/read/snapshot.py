@@ -27,6 +27,7 @@ columns, then optionally ``ROW__ID struct<writeid:bigint,bucketid:int,rowid:bigi
 from __future__ import annotations
 
 import json
+import logging
 import os
 import posixpath
 from concurrent.futures import ThreadPoolExecutor
@@ -68,6 +69,7 @@ ROW_ID = "ROW__ID"
 INPUT_FILE_NAME = "INPUT__FILE__NAME"
 ROW_ID_TYPE = pa.struct([("writeid", pa.int64()), ("bucketid", pa.int32()), ("rowid", pa.int64())])
 _KEYS = list(acid_files.KEY_FIELDS)
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -522,6 +524,13 @@ def read_task(
                 if ranges is not None and not pc.all(splits.in_ranges(keys_tbl, ranges)).as_py():
                     # a row outside the split's key ranges (a file not sorted by ROW__ID):
                     # every delete event of the bucket applies from here on
+                    _log.warning(
+                        "%s stripe %d: a ROW__ID outside the split's key ranges %s (file not "
+                        "sorted by ROW__ID?); this split loads every delete event",
+                        df.path,
+                        s,
+                        ranges,
+                    )
                     ranges = None
                     deletes = load_delete_keys(tfs, task.delete_files, valid)
                 if keep_mask is not None and not pc.all(keep_mask).as_py():
