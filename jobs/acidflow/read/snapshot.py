@@ -406,6 +406,11 @@ def read_task(
 ) -> Iterator[pa.RecordBatch]:
     """Visible rows of one task as Arrow record batches (schema: ``ReadPlan.output_schema``).
 
+    A split (``acidflow.read.splits``) reads only its files' stripe ranges
+    (``DataFile.stripes``; an original file's synthetic rowIds start at its ``row_offset``)
+    and loads only the delete events in its ``key_ranges``; a row outside them (a file not
+    sorted by ROW__ID) logs a warning and makes the split load every delete event.
+
     Args:
         project: read only these data columns (ORC column projection: the other columns'
             streams are not read); None = all. Output keeps table order.
