@@ -28,6 +28,7 @@ OPTIONS = {
     "asofwriteid",
     "asoftimestamp",
     "readoptimized",
+    "splitbytes",
     "rowid",
     "filename",
     "columns",

@@ -27,7 +27,7 @@ from acidflow.datasource.common import (
 )
 from acidflow.datasource.pushdown import pushed_predicates
 from acidflow.format.layout import ValidWriteIdList
-from acidflow.read import history, predicates, snapshot
+from acidflow.read import history, predicates, snapshot, splits
 from acidflow.read import table as reads
 from acidflow.read.selection import UnknownColumnError, output_columns
 from acidflow.storage.fs import TableFS
@@ -105,7 +105,9 @@ class Scan:
 
 def plan_scan(settings: Settings, options: Mapping[str, str]) -> tuple[Scan, list[Any]]:
     """Plan a read of the ``acid`` source (driver side): the scan and one partition value per
-    read task (``("read", task json)``, or ``("changes", start task json | None, end task
+    read split (``("read", task json)``: a (partition, bucket) task, cut into stripe ranges
+    when its files exceed option ``splitBytes`` or ``ACIDFLOW_READ_SPLIT_BYTES``,
+    :func:`acidflow.read.splits.split_tasks`), or ``("changes", start task json | None, end task
     json | None)`` per (partition, bucket) of an incremental read).
 
     Raises:
@@ -121,6 +123,7 @@ def plan_scan(settings: Settings, options: Mapping[str, str]) -> tuple[Scan, lis
     start_t = timestamp_option(opts, "fromtimestamp", name)
     end_t = timestamp_option(opts, "totimestamp", name)
     read_optimized = bool_option(opts, "readoptimized", name)
+    split_bytes = splits.split_target(int_option(opts, "splitbytes", name))
     for a, b, an, bn in (
         (as_of, as_of_t, "asOfWriteId", "asOfTimestamp"),
         (start, start_t, "fromWriteId", "fromTimestamp"),
@@ -164,7 +167,8 @@ def plan_scan(settings: Settings, options: Mapping[str, str]) -> tuple[Scan, lis
     try:
         if start is None:
             now = plan(as_of)
-            values: list[Any] = [("read", t.to_json()) for t in now.tasks]
+            cut = splits.split_tasks(TableFS(now.table_dir), now.tasks, split_bytes)
+            values: list[Any] = [("read", t.to_json()) for t in cut]
             changes = None
         else:
             end = reads.incremental_end(catalog, table.name, start, end)
@@ -253,7 +257,8 @@ class AcidReader(DataSourceReader):
         return rest
 
     def partitions(self) -> list[InputPartition]:
-        """One Spark partition per read task (incremental: per (partition, bucket))."""
+        """One Spark partition per read split (several per bucket when its files exceed the
+        split target; incremental: one per (partition, bucket))."""
         return [InputPartition(v) for v in self._values]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -21,7 +21,7 @@ written again without the major compaction Hive's upgrade demands) is refused wi
 from __future__ import annotations
 
 import posixpath
-from typing import Callable, Iterable, Iterator, Protocol, Sequence
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -41,34 +41,10 @@ from acidflow.read.rows import (
     partition_arrays,
     valid_mask,
 )
+from acidflow.read.tasks import ReadTask
 from acidflow.storage.fs import TableFS, join
 from acidflow.storage.state import acid_state
 from acidflow.storage.tablepaths import split_partitions
-
-
-class _DataFile(Protocol):
-    """What this module reads of a :class:`acidflow.read.snapshot.DataFile` (snapshot calls this
-    module, its ACID v1 hook, so the type is described here rather than imported)."""
-
-    @property
-    def path(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def bucket_id(self) -> int: ...
-    @property
-    def row_offset(self) -> int: ...
-
-
-class ReadTask(Protocol):
-    """What this module reads of a :class:`acidflow.read.snapshot.ReadTask`."""
-
-    @property
-    def partition(self) -> str: ...
-    @property
-    def data_files(self) -> Sequence[_DataFile]: ...
-    @property
-    def delete_files(self) -> Sequence[str]: ...
 
 
 class MixedAcidVersionError(acid_files.AcidFileError):

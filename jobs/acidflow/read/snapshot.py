@@ -26,11 +26,10 @@ columns, then optionally ``ROW__ID struct<writeid:bigint,bucketid:int,rowid:bigi
 
 from __future__ import annotations
 
-import json
+import logging
 import os
 import posixpath
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import numpy as np
@@ -51,17 +50,21 @@ from acidflow.format.layout import (
 from acidflow.format.orc import files as acid_files
 from acidflow.format.orc import orcindex, orcpredicate
 from acidflow.format.orc import timestamps as orc_timestamps
-from acidflow.read import acidv1, predicates
+from acidflow.read import acidv1, predicates, splits
+from acidflow.read.deletes import load_delete_keys as load_delete_keys
+from acidflow.read.deletes import surviving as _surviving
 from acidflow.read.rows import (
     INPUT_FILE_NAME,
     ROW_ID,
     ROW_ID_TYPE,
     map_columns,
-    output_schema,
     partition_arrays,
     table_column,
     valid_mask,
 )
+from acidflow.read.tasks import DataFile as DataFile
+from acidflow.read.tasks import ReadPlan as ReadPlan
+from acidflow.read.tasks import ReadTask as ReadTask
 from acidflow.storage.fs import TableFS, join
 from acidflow.storage.state import acid_state
 from acidflow.storage.tablepaths import split_partitions
@@ -70,78 +73,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 _KEYS = list(acid_files.KEY_FIELDS)
-
-
-@dataclass
-class DataFile:
-    """An insert-side file of a read task.
-
-    Attributes:
-        path: full path.
-        kind: ``base``, ``delta`` (insert delta) or ``original`` (pre-ACID layout file).
-        bucket_id: bucket (or writer) id from the file name.
-        write_id: synthetic write id for original files (0 at the partition root).
-        statement_id: statement id for the synthetic bucket property of original files.
-        row_offset: rows of the earlier original files of the same bucket (synthetic rowId base).
-    """
-
-    path: str
-    kind: str
-    bucket_id: int
-    write_id: int = 0
-    statement_id: int = 0
-    row_offset: int = 0
-
-
-@dataclass
-class ReadTask:
-    """Work of one reader: insert-side files of one (partition, bucket) and the delete delta
-    files that apply to them. ``partition`` is the relative partition path ('' if none)."""
-
-    partition: str
-    bucket_id: int
-    data_files: list[DataFile] = field(default_factory=list)
-    delete_files: list[str] = field(default_factory=list)
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, text: str) -> "ReadTask":
-        d = json.loads(text)
-        d["data_files"] = [DataFile(**f) for f in d["data_files"]]
-        return cls(**d)
-
-
-@dataclass
-class ReadPlan:
-    """Everything needed to read a snapshot.
-
-    Attributes:
-        table_dir: table root.
-        columns: table columns ``[(name, hive_type)]``.
-        partition_columns: ``[(name, hive_type)]`` (empty when unpartitioned).
-        valid_write_ids: the snapshot.
-        tasks: the read tasks.
-        states: ``AcidState`` per partition path ('' when unpartitioned).
-        lost: records of files the snapshot would read that a repair acknowledged lost (left
-            out of the tasks: their rows are gone).
-    """
-
-    table_dir: str
-    columns: list[tuple[str, str]]
-    partition_columns: list[tuple[str, str]]
-    valid_write_ids: ValidWriteIdList
-    tasks: list[ReadTask]
-    states: dict[str, AcidState]
-    lost: list[FileRecord] = field(default_factory=list)
-
-    def output_schema(
-        self, row_id: bool = False, file_name: bool = False, project: list[str] | None = None
-    ) -> pa.Schema:
-        """Arrow schema of the rows :func:`read_task` yields (data columns restricted to
-        ``project`` when given, in table order): :func:`acidflow.read.rows.output_schema`."""
-        return output_schema(self.columns, self.partition_columns, row_id, file_name, project)
+_log = logging.getLogger(__name__)
 
 
 def plan_read(
@@ -218,6 +150,7 @@ def plan_read(
             skip = check.skip
         data: list[DataFile] = []
         deletes: list[tuple[str, int]] = []
+        sizes = {join(pdir, e.path): e.size for e in entries if not e.is_dir}
         if state.base is not None:
             for rel, b in bucket_files(entries, state.base.name):
                 if rel not in skip:
@@ -240,6 +173,8 @@ def plan_read(
             task = by_bucket.setdefault(f.bucket_id, ReadTask(ppath, f.bucket_id))
             task.data_files.append(f)
         for task in by_bucket.values():
+            for f in task.data_files:
+                f.size = sizes.get(f.path, 0)
             task.delete_files = [p for p, b in deletes if not bucketed or b == task.bucket_id]
         tasks.extend(by_bucket[b] for b in sorted(by_bucket))
     raise_for(table_name or table_dir, failures)
@@ -280,43 +215,6 @@ def original_files(tfs: TableFS, pdir: str, rel_paths: list[str]) -> list[DataFi
         out.append(DataFile(path, "original", bucket, 0, 0, offsets.get(bucket, 0)))
         offsets[bucket] = offsets.get(bucket, 0) + rows
     return out
-
-
-def load_delete_keys(tfs: TableFS, paths: list[str], valid: ValidWriteIdList) -> pa.Table | None:
-    """Delete events (originalTransaction, bucket, rowId) of the given files whose
-    currentTransaction is valid, de-duplicated; ``None`` when there are none. Files whose
-    ``hive.acid.stats`` say 0 deletes are skipped, as Hive's reader does."""
-    tables = []
-    for p in paths:
-        info = acid_files.file_info(tfs, p)
-        stats = info.metadata.get(acid_files.ACID_STATS_KEY)
-        if stats is not None and acid_files.parse_acid_stats(stats)[2] == 0:
-            continue
-        ev = acid_files.read_events(tfs, p, keys_only=True)
-        ev = ev.filter(
-            pc.and_(
-                valid_mask(ev.column("currentTransaction"), valid),
-                pc.equal(ev.column("operation"), acid_files.OPERATION_DELETE),
-            )
-        )
-        if ev.num_rows:
-            tables.append(ev.select(_KEYS))
-    if not tables:
-        return None
-    keys = pa.concat_tables(tables)
-    return keys.group_by(_KEYS).aggregate([]) if len(tables) > 1 else keys
-
-
-def _surviving(batch_keys: pa.Table, deletes: pa.Table | None) -> pa.Array | None:
-    """Positions (ascending) of rows not matched by a delete event; None = all survive."""
-    if deletes is None or batch_keys.num_rows == 0:
-        return None
-    idx = batch_keys.append_column("__pos", pa.array(range(batch_keys.num_rows), pa.int64()))
-    kept = idx.join(deletes, keys=_KEYS, join_type="left anti", use_threads=False)
-    if kept.num_rows == batch_keys.num_rows:
-        return None
-    pos = kept.column("__pos").combine_chunks()
-    return pc.take(pos, pc.sort_indices(pos))
 
 
 def source_positions(
@@ -397,6 +295,11 @@ def read_task(
 ) -> Iterator[pa.RecordBatch]:
     """Visible rows of one task as Arrow record batches (schema: ``ReadPlan.output_schema``).
 
+    A split (``acidflow.read.splits``) reads only its files' stripe ranges
+    (``DataFile.stripes``; an original file's synthetic rowIds start at its ``row_offset``)
+    and loads only the delete events in its ``key_ranges``; a row outside them (a file not
+    sorted by ROW__ID) logs a warning and makes the split load every delete event.
+
     Args:
         project: read only these data columns (ORC column projection: the other columns'
             streams are not read); None = all. Output keeps table order.
@@ -436,7 +339,8 @@ def read_task(
             .output_schema(row_id, file_name, project).names,
         )  # fmt: skip
         return
-    deletes = load_delete_keys(tfs, task.delete_files, valid)
+    ranges = task.key_ranges
+    deletes = load_delete_keys(tfs, task.delete_files, valid, ranges)
     names = [n for n, _ in columns]
     wanted = [i for i, n in enumerate(names) if project is None or n in project]
     if keys is not None:
@@ -508,10 +412,12 @@ def read_task(
             if verdict is not None:
                 if pruned is not None:
                     pruned.append((df.path, verdict))
-                if verdict.keep and not any(verdict.keep):
+                span = verdict.keep[slice(*df.stripes)] if df.stripes else verdict.keep
+                if verdict.keep and not any(span):
                     continue  # no stripe may hold a key: not even the reader's tail is read
             orc = orc_timestamps.OrcReader(fh)  # pyarrow, timestamps of any year
-            for s in range(orc.nstripes):
+            first, end = df.stripes if df.stripes is not None else (0, orc.nstripes)
+            for s in range(first, min(end, orc.nstripes)):
                 if verdict is not None and not verdict.reads(s):
                     offset += verdict.rows[s]  # original files: synthetic rowIds go on
                     continue
@@ -547,6 +453,18 @@ def read_task(
                     km = _key_filter_mask(data, key_pos, keys, key_types)
                     keep_mask = km if keep_mask is None else pc.and_(keep_mask, km)
                 keys_tbl = pa.table([owid, bucket, rid], names=_KEYS)
+                if ranges is not None and not pc.all(splits.in_ranges(keys_tbl, ranges)).as_py():
+                    # a row outside the split's key ranges (a file not sorted by ROW__ID):
+                    # every delete event of the bucket applies from here on
+                    _log.warning(
+                        "%s stripe %d: a ROW__ID outside the split's key ranges %s (file not "
+                        "sorted by ROW__ID?); this split loads every delete event",
+                        df.path,
+                        s,
+                        ranges,
+                    )
+                    ranges = None
+                    deletes = load_delete_keys(tfs, task.delete_files, valid)
                 if keep_mask is not None and not pc.all(keep_mask).as_py():
                     keep_idx = pc.indices_nonzero(keep_mask)
                 else:
@@ -604,13 +522,16 @@ def read_arrow(
     project: list[str] | None = None,
     keys: pa.Table | None = None,
     where: list[predicates.Predicate] | None = None,
+    split_bytes: int | None = None,
 ) -> pa.Table:
     """Run every task of a plan in this process and return one Arrow table (no Spark);
-    ``project``, ``keys`` and ``where`` as in :func:`read_task`."""
+    ``project``, ``keys`` and ``where`` as in :func:`read_task`; buckets larger than
+    ``split_bytes`` (None = the ``ACIDFLOW_READ_SPLIT_BYTES`` setting) are read split by split
+    (:func:`acidflow.read.splits.split_tasks`: a split holds only its delete events)."""
     schema = plan.output_schema(row_id, file_name, project)
     batches = [
         b
-        for t in plan.tasks
+        for t in splits.split_tasks(tfs, plan.tasks, split_bytes)
         for b in read_task(
             tfs,
             t,
@@ -628,13 +549,19 @@ def read_arrow(
 
 
 def read_arrow_parallel(
-    tfs: TableFS, plan: ReadPlan, *, threads: int = 2, **kwargs: Any
+    tfs: TableFS,
+    plan: ReadPlan,
+    *,
+    threads: int = 2,
+    split_bytes: int | None = None,
+    **kwargs: Any,
 ) -> pa.Table:
     """:func:`read_arrow` with the plan's tasks spread over ``threads`` threads of this process
     (pyarrow's ORC decoding releases the GIL). For small, selective reads -- a merge's key
     lookup -- this is much cheaper than a Spark job (no task scheduling, no Python workers, no
-    Arrow stream to the JVM and back). ``kwargs``: ``row_id``, ``file_name``, ``project``,
-    ``keys`` as in :func:`read_task`."""
+    Arrow stream to the JVM and back). Buckets larger than ``split_bytes`` are cut into
+    splits (as :func:`read_arrow`), so threads share a big bucket. ``kwargs``: ``row_id``,
+    ``file_name``, ``project``, ``keys`` as in :func:`read_task`."""
     schema = plan.output_schema(
         kwargs.get("row_id", False), kwargs.get("file_name", False), kwargs.get("project")
     )
@@ -647,7 +574,7 @@ def read_arrow_parallel(
         )
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        parts_ = list(pool.map(one, plan.tasks))
+        parts_ = list(pool.map(one, splits.split_tasks(tfs, plan.tasks, split_bytes)))
     return pa.Table.from_batches([b for p in parts_ for b in p], schema=schema)
 
 
@@ -702,14 +629,18 @@ def read_spark(
     project: list[str] | None = None,
     keys: pa.Table | None = None,
     where: list[predicates.Predicate] | None = None,
+    split_bytes: int | None = None,
 ) -> "DataFrame":
-    """Run a plan as a Spark job: one Spark partition per task, ``mapInArrow`` + pyarrow ORC.
+    """Run a plan as a Spark job: one Spark partition per split, ``mapInArrow`` + pyarrow ORC.
 
     Args:
         spark: SparkSession.
         tfs_url: any path/URL of the table's filesystem (rebuilt inside each task).
         plan: from :func:`plan_read`.
         project, keys, where: as in :func:`read_task` (``keys`` is shipped to every task).
+        split_bytes: buckets larger than this are cut into splits (stripe ranges,
+            :func:`acidflow.read.splits.split_tasks`; planned here, on the driver); None = the
+            ``ACIDFLOW_READ_SPLIT_BYTES`` setting.
     Returns:
         A DataFrame with the columns of ``plan.output_schema`` (Spark types from
         ``acidflow.format.types``; timestamps as ``TimestampNTZType``).
@@ -762,7 +693,9 @@ def read_spark(
                     where=where,
                 )
 
-    payload = [(t.to_json(),) for t in plan.tasks]
+    payload = [
+        (t.to_json(),) for t in splits.split_tasks(TableFS(tfs_url), plan.tasks, split_bytes)
+    ]
     rdd = spark.sparkContext.parallelize(payload, numSlices=len(payload))
     tasks_df = spark.createDataFrame(rdd, "task string")
     return tasks_df.mapInArrow(run, schema)
