@@ -90,7 +90,7 @@ from acidflow.maintenance.rewrite import (
     run_task,
 )
 from acidflow.maintenance.verify import Checksum, checksum_task
-from acidflow.read import snapshot
+from acidflow.read import keyindex, snapshot
 from acidflow.storage.fs import DirectoryClaimedError, TableFS, join
 from acidflow.storage.state import (
     compacted_base_check,
@@ -749,6 +749,8 @@ def compact_partition(
             f"holds {after.rows} rows, the inputs' records imply at least {expected_rows} "
             "(inserted minus deleted events); nothing published"
         )
+    if "base" in out_dirs:  # the sidecar key index (derived: never fails the compaction)
+        keyindex.try_write_base_index(tfs, out_dirs["base"], columns, list(table.primary_key))
     beat()
     if record_files is not None:
         record_files(
