@@ -13,6 +13,9 @@ import random
 from typing import Any
 
 import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acidflow.catalog import Column, SqlCatalog, TableDef
 from acidflow.compactor import fsck, initiator, worker
@@ -290,3 +293,27 @@ def test_stale_missing_corrupt_sidecar_falls_back_and_fsck_rebuilds_it(warehouse
     assert not [f for f in fsck.fsck_table(cat, name) if rules.INDEX_FILE in f.path]
     assert reads.read_table(None, cat, name).num_rows == N
     cat.close()
+
+
+@pytest.fixture(scope="module")
+def indexed_table(tmp_path_factory):
+    """A table with a base (and its sidecar), deletes and updates after it: built once."""
+    wh = tmp_path_factory.mktemp("sidecar")
+    cat = SqlCatalog(f"sqlite:///{wh / '_acidflow_catalog.db'}", warehouse=str(wh))
+    _table(cat, "db.kh", buckets=3)
+    _upsert(cat, "db.kh", _rows(range(N), "a"))
+    _compact(cat, "db.kh", "major")
+    _delete(cat, "db.kh", range(0, N, 7))
+    _upsert(cat, "db.kh", _rows(range(0, N, 14), "r"))  # half the deleted keys come back
+    _upsert(cat, "db.kh", _rows(range(N - 100, N + 100), "u"))
+    yield cat
+    cat.close()
+
+
+@settings(max_examples=30, deadline=None)
+@given(ids=st.lists(st.integers(-20, N + 120), max_size=60), extra=st.booleans())
+def test_random_key_sets_match_the_plain_lookup(indexed_table, ids, extra):
+    rows, _, info = _check(indexed_table, "db.kh", ids, project=("k", "v") if extra else ("k",))
+    live = {i for i in set(ids) if 0 <= i < N + 100 and (i % 7 or i % 14 == 0 or i >= N - 100)}
+    assert len(rows) == len(live)
+    assert not ids or info.answered
