@@ -68,10 +68,6 @@ def data_key_columns(
     return [types[k.lower()] for k in primary_key if k.lower() in types]
 
 
-def _hashes(cols: list[pa.Array], n: int) -> np.ndarray:
-    return key_hashes_of_columns(cols, n)
-
-
 def build_base_index(
     tfs: TableFS, base_dir: str, columns: list[tuple[str, str]], key_columns: list[tuple[str, str]]
 ) -> tuple[pa.Table, rules.Coverage]:
@@ -113,7 +109,7 @@ def build_base_index(
         keys = [got.column(k).combine_chunks() for k in key_names]
         parts.append(
             pa.table(
-                [pa.array(_hashes(keys, n), pa.uint64()), *keys]
+                [pa.array(key_hashes_of_columns(keys, n), pa.uint64()), *keys]
                 + [
                     pa.array([name] * n, pa.string()),
                     rid.field("writeid"),
@@ -275,7 +271,9 @@ def lookup_indexed(
         for f in t.data_files:
             if f.kind == "base":
                 by_base[posixpath.dirname(f.path)].append(f)
-    query = rules.query_hashes(_hashes([c.combine_chunks() for c in typed.columns], typed.num_rows))
+    query = rules.query_hashes(
+        key_hashes_of_columns([c.combine_chunks() for c in typed.columns], typed.num_rows)
+    )
     answered: dict[str, pa.Table] = {}  # data file path -> its candidate rows
     for base_dir, files in sorted(by_base.items()):
         sizes = {posixpath.basename(f.path): tfs.size(f.path) for f in files}
