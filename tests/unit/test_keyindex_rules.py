@@ -5,10 +5,12 @@ record round-trips and tells a stale sidecar."""
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acidflow.format import keyindex as rules
+from acidflow.format import keys
 from acidflow.format.names import is_hidden
 
 HASHES = st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 40), max_size=200)
@@ -40,3 +42,25 @@ def test_coverage_round_trip_and_stale_reasons():
     assert "not covered" in rules.stale_reason(back, {"bucket_00001": 100}, [("k", "string")])
     assert "key columns" in rules.stale_reason(back, {"bucket_00000": 100}, [("k", "bigint")])
     assert is_hidden(rules.INDEX_FILE)  # Hive's and Trino's listings skip it
+
+
+TEXT = st.text(st.sampled_from(list('aZ~ "\\/<\x00\x1f\x7fé€\u2028\U0001f600')), max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.lists(st.tuples(st.integers(-(2**63), 2**63 - 1), TEXT), min_size=1, max_size=20),
+    const=TEXT,
+)
+def test_column_hashes_equal_the_key_rule_for_strings(rows, const):
+    """The Arrow-built JSON of string keys (the sidecar's and the lookup's hashes) equals
+    ``key_hash64`` of each key tuple, escapes (quote, backslash, control, non-ASCII) included."""
+    ints = pa.array([i for i, _ in rows], pa.int64())
+    texts = pa.array([s for _, s in rows], pa.string())
+    n = len(rows)
+    assert keys.key_hashes_of_columns([texts], n).tolist() == [
+        keys.key_hash64((s,)) for _, s in rows
+    ]
+    assert keys.key_hashes_of_columns([ints, texts, const], n).tolist() == [
+        keys.key_hash64((i, s, const)) for i, s in rows
+    ]
