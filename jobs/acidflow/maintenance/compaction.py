@@ -10,7 +10,8 @@ What a compaction writes (Hive 3.1 ``CompactorMR``, names from ``AcidUtils``):
 * **major** -- base (or original files) + current deltas become ``base_<W>`` holding only the
   live rows as insert events, ROW__ID preserved, ``currentTransaction = originalTransaction``;
   original files get their synthetic ROW__IDs written for good. ``_orc_acid_version`` and
-  ``_metadata_acid`` (``dataFormat: compacted``) are written.
+  ``_metadata_acid`` (``dataFormat: compacted``) are written, and after verification the
+  hidden sidecar key index ``_acidflow_key_index.parquet`` (``acidflow.read.keyindex``).
 
 Both read with the compactor's ``ValidCompactorWriteIdList`` (high watermark below the lowest
 open write id, aborted ids as exceptions), so an open write id is never covered and data of

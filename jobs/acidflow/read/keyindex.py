@@ -195,8 +195,8 @@ def _candidates(
         if not tfs.exists(path):
             _fallback(out, base_dir, "no index")
             return None
-        with tfs.open(path, "rb") as fh:
-            pf = pq.ParquetFile(io.BytesIO(fh.read()))
+        with tfs.open(path, "rb") as fh:  # footer + the row groups a key may be in, no more
+            pf = pq.ParquetFile(fh)
             raw = (pf.schema_arrow.metadata or {}).get(rules.COVERAGE_KEY)
             if raw is None:
                 _fallback(out, base_dir, "index without coverage record")
@@ -206,7 +206,9 @@ def _candidates(
                 _fallback(out, base_dir, f"stale: {why}")
                 return None
             meta = pf.metadata
-            hcol = pf.schema_arrow.get_field_index(rules.HASH_COL)
+            schema = pf.schema_arrow.remove_metadata()
+            hcol = schema.get_field_index(rules.HASH_COL)
+            others = [n for n in schema.names if n != rules.HASH_COL]
             bounds = []
             for i in range(meta.num_row_groups):
                 st = meta.row_group(i).column(hcol).statistics
@@ -215,16 +217,16 @@ def _candidates(
                     if st is not None and st.has_min_max
                     else (0, 2**64 - 1)
                 )
-            parts = []
+            parts = [schema.empty_table()]
             for rg in rules.row_groups_for(bounds, query):
                 hashes = pf.read_row_group(rg, columns=[rules.HASH_COL]).column(0)
                 out.index_rows += len(hashes)
-                pos = rules.match_positions(hashes.to_numpy(), query)
+                pos = pa.array(rules.match_positions(hashes.to_numpy(), query))
                 if len(pos):
-                    parts.append(pf.read_row_group(rg).take(pa.array(pos)))
-            return (
-                pa.concat_tables(parts) if parts else pf.schema_arrow.empty_table()
-            ).replace_schema_metadata(None)
+                    rest = pf.read_row_group(rg, columns=others).take(pos)
+                    rest = rest.add_column(0, rules.HASH_COL, hashes.take(pos))
+                    parts.append(rest.select(schema.names).cast(schema))
+            return pa.concat_tables(parts)
     except (OSError, ValueError, pa.ArrowException) as exc:
         _fallback(out, base_dir, f"unreadable: {type(exc).__name__}: {exc}")
         return None
