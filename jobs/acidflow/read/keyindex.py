@@ -263,10 +263,13 @@ def lookup_indexed(
         return nothing
     # the wanted keys with the table's types, in the order the sidecars hash them
     order = [n for n, _ in key_columns]
-    typed = pa.table(
-        [keys.column(n).cast(htypes.arrow_type(t)).combine_chunks() for n, t in key_columns],
-        names=order,
-    )
+    try:
+        typed = pa.table(
+            [keys.column(n).cast(htypes.arrow_type(t)).combine_chunks() for n, t in key_columns],
+            names=order,
+        )
+    except pa.ArrowException:  # keys not castable to the table's types: the readers decide
+        return nothing
     out = IndexedLookup(schema.empty_table(), plan)
     by_base: dict[str, list[snapshot.DataFile]] = defaultdict(list)
     for t in plan.tasks:
