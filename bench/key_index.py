@@ -19,7 +19,8 @@ per size, a table of random string keys (``uid``) written and major-compacted (s
 carries ``_acidflow_key_index.parquet``), then the key lookup of a K-key upsert
 (``lookup.existing_rows_arrow``, best of three) and the whole upsert (``Transaction.upsert``
 of K random existing keys, once) with and without the sidecar (``ACIDFLOW_KEY_SIDECAR``), and
-the growth of each from the smallest to the largest size.
+the bytes the lookup reads (data files and sidecar), and the growth of each from the smallest
+to the largest size.
 """
 
 from __future__ import annotations
@@ -211,6 +212,12 @@ def _upsert_times(n: int, k: int, seed: int) -> dict[str, float]:
                 best = min(best, time.perf_counter() - t0)
             assert found.num_rows == k, (mode, found.num_rows)
             out[f"lookup {mode}"] = best
+            cur = lookup.plan_current(cat, table, None)
+            counting: Any = _CountingFS(cur.tfs)
+            lookup.lookup_rows(
+                None, lookup.CurrentPlan(counting, cur.table_dir, cur.plan), keys, project=["uid"]
+            )
+            out[f"MB read {mode}"] = counting.counts["bytes"] / 2**20
             rows = pa.table({"uid": keys.column(0), "v": pa.array([f"v-{mode}"] * k)})
             t0 = time.perf_counter()
             with Transaction(cat) as txn:

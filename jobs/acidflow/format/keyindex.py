@@ -49,7 +49,7 @@ FORMAT_VERSION = 1
 COVERAGE_KEY = b"acidflow.key_index"
 
 #: Rows per Parquet row group: a lookup reads the row groups whose hash range holds a key.
-ROW_GROUP_ROWS = 16384
+ROW_GROUP_ROWS = 4096
 
 HASH_COL = "hash"
 FILE_COL = "file"

@@ -217,16 +217,28 @@ def _candidates(
                     if st is not None and st.has_min_max
                     else (0, 2**64 - 1)
                 )
-            parts = [schema.empty_table()]
-            for rg in rules.row_groups_for(bounds, query):
-                hashes = pf.read_row_group(rg, columns=[rules.HASH_COL]).column(0)
-                out.index_rows += len(hashes)
-                pos = pa.array(rules.match_positions(hashes.to_numpy(), query))
-                if len(pos):
-                    rest = pf.read_row_group(rg, columns=others).take(pos)
-                    rest = rest.add_column(0, rules.HASH_COL, hashes.take(pos))
-                    parts.append(rest.select(schema.names).cast(schema))
-            return pa.concat_tables(parts)
+            groups = rules.row_groups_for(bounds, query)
+            if not groups:
+                return schema.empty_table()
+            # one read of the hash column of the groups that may hold a key, one read of the
+            # other columns of the groups that do
+            hashes = pf.read_row_groups(groups, columns=[rules.HASH_COL]).column(0)
+            out.index_rows += len(hashes)
+            pos = rules.match_positions(hashes.to_numpy(), query)
+            if not len(pos):
+                return schema.empty_table()
+            sizes = np.array([meta.row_group(g).num_rows for g in groups], dtype=np.int64)
+            starts = np.concatenate([[0], np.cumsum(sizes)])
+            which = np.searchsorted(starts, pos, side="right") - 1  # group of each match
+            hit = np.unique(which)
+            # positions inside the concatenation of the hit groups only
+            hit_starts = np.concatenate([[0], np.cumsum(sizes[hit])])
+            inner = pos - starts[which] + hit_starts[np.searchsorted(hit, which)]
+            rest = pf.read_row_groups([groups[i] for i in hit], columns=others)
+            rest = rest.take(pa.array(inner)).add_column(
+                0, rules.HASH_COL, hashes.take(pa.array(pos))
+            )
+            return rest.select(schema.names).cast(schema)
     except (OSError, ValueError, pa.ArrowException) as exc:
         _fallback(out, base_dir, f"unreadable: {type(exc).__name__}: {exc}")
         return None
