@@ -142,10 +142,10 @@ def stale_reason(
 
 
 def sort_by_hash(index: pa.Table) -> pa.Table:
-    """The sidecar rows sorted by key hash (then file, rowId: a stable order)."""
-    return index.sort_by(
-        [(HASH_COL, "ascending"), (FILE_COL, "ascending"), (ROWID_COL, "ascending")]
-    )
+    """The sidecar rows sorted by key hash; rows of equal hash keep their order (a stable
+    sort: built file by file in row order, they stay in (file, row) order)."""
+    hashes = index.column(HASH_COL).to_numpy()
+    return index.take(pa.array(np.argsort(hashes, kind="stable")))
 
 
 def query_hashes(hashes: np.ndarray) -> np.ndarray:
