@@ -227,12 +227,12 @@ def _candidates(
             pos = rules.match_positions(hashes.to_numpy(), query)
             if not len(pos):
                 return schema.empty_table()
-            sizes = np.array([meta.row_group(g).num_rows for g in groups], dtype=np.int64)
-            starts = np.concatenate([[0], np.cumsum(sizes)])
+            lengths = np.array([meta.row_group(g).num_rows for g in groups], dtype=np.int64)
+            starts = np.concatenate([np.zeros(1, np.int64), np.cumsum(lengths)])
             which = np.searchsorted(starts, pos, side="right") - 1  # group of each match
             hit = np.unique(which)
             # positions inside the concatenation of the hit groups only
-            hit_starts = np.concatenate([[0], np.cumsum(sizes[hit])])
+            hit_starts = np.concatenate([np.zeros(1, np.int64), np.cumsum(lengths[hit])])
             inner = pos - starts[which] + hit_starts[np.searchsorted(hit, which)]
             rest = pf.read_row_groups([groups[i] for i in hit], columns=others)
             rest = rest.take(pa.array(inner)).add_column(
