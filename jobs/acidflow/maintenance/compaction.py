@@ -10,7 +10,8 @@ What a compaction writes (Hive 3.1 ``CompactorMR``, names from ``AcidUtils``):
 * **major** -- base (or original files) + current deltas become ``base_<W>`` holding only the
   live rows as insert events, ROW__ID preserved, ``currentTransaction = originalTransaction``;
   original files get their synthetic ROW__IDs written for good. ``_orc_acid_version`` and
-  ``_metadata_acid`` (``dataFormat: compacted``) are written.
+  ``_metadata_acid`` (``dataFormat: compacted``) are written, and after verification the
+  hidden sidecar key index ``_acidflow_key_index.parquet`` (``acidflow.read.keyindex``).
 
 Both read with the compactor's ``ValidCompactorWriteIdList`` (high watermark below the lowest
 open write id, aborted ids as exceptions), so an open write id is never covered and data of
@@ -90,7 +91,7 @@ from acidflow.maintenance.rewrite import (
     run_task,
 )
 from acidflow.maintenance.verify import Checksum, checksum_task
-from acidflow.read import acidv1, snapshot
+from acidflow.read import acidv1, keyindex, snapshot
 from acidflow.storage.fs import DirectoryClaimedError, TableFS, join
 from acidflow.storage.state import (
     compacted_base_check,
@@ -760,6 +761,8 @@ def compact_partition(
             f"holds {after.rows} rows, the inputs' records imply at least {expected_rows} "
             "(inserted minus deleted events); nothing published"
         )
+    if "base" in out_dirs and keyindex.wanted(table.properties):  # derived: never fails it
+        keyindex.try_write_base_index(tfs, out_dirs["base"], columns, list(table.primary_key))
     beat()
     if record_files is not None:
         record_files(

@@ -256,7 +256,7 @@ def check_acid_version(
         )
 
 
-def _key_filter_mask(
+def key_filter_mask(
     data: list, positions: list[int | None], keys: pa.Table, types: list[pa.DataType]
 ) -> pa.Array:
     """Boolean mask: rows whose key columns (``data[positions[i]]``) are in ``keys``."""
@@ -450,7 +450,7 @@ def read_task(
                     data = list(batch.columns)
                     keep_mask = None
                 if keys is not None and key_pos is not None and key_types is not None:
-                    km = _key_filter_mask(data, key_pos, keys, key_types)
+                    km = key_filter_mask(data, key_pos, keys, key_types)
                     keep_mask = km if keep_mask is None else pc.and_(keep_mask, km)
                 keys_tbl = pa.table([owid, bucket, rid], names=_KEYS)
                 if ranges is not None and not pc.all(splits.in_ranges(keys_tbl, ranges)).as_py():
