@@ -1,13 +1,16 @@
 """Benchmark: a snapshot read through the ``acid`` Spark data source
 (``spark.read.format("acid").load(...)``, PySpark's Python Data Source API) next to
-``acidflow.read.table.read_table(spark, ...)`` (the same read tasks run by ``mapInArrow``).
+``acidflow.read.table.read_table(spark, ...)`` (the same read tasks run by ``mapInArrow``), the
+same ``read_table`` run as Spark's own ORC scans (``ACIDFLOW_SPARK_READER=engine``,
+:mod:`acidflow.read.engine`) and a plain Spark ORC scan of the same rows (written once as plain
+ORC files, 4 files, zlib): the warm-session ratios of the Spark-native read targets.
 
 Table: ``bench.ds_read`` (``id bigint, name string, amount bigint, score double``, 4 buckets on
 id), ``rows`` rows inserted in one statement, then ``deltas`` updates of 1% of the rows each
 (a delete delta and an insert delta per update). Both reads run in the same SparkSession,
 interleaved, ``runs`` times each; each is consumed whole by Spark's ``noop`` writer (every
 column materialised) and timed end to end (planning included). The first run of each is
-checked against the other: row count and the sum of ``xxhash64`` over all columns.
+checked against the others: row count and the sum of ``xxhash64`` over all columns.
 
 Run: ``python -m bench.datasource [--rows 1000000] [--deltas 3] [--runs 3] [--work DIR]``;
 prints the result as JSON (``run()`` returns it for the harness).
@@ -87,14 +90,16 @@ def run(
 
     Returns:
         ``{"rows", "deltas", "runs", "datasource_s": [...], "read_table_s": [...],
-        "datasource_median_s", "read_table_median_s", "ratio"}`` (ratio = data source median /
-        read_table median; seconds of wall time).
+        "engine_s": [...], "plain_orc_s": [...], "<name>_median_s" for each, "ratio"}`` (ratio
+        = data source median / read_table median; ``vs_plain_orc``: each acidflow read's
+        median / the plain ORC scan's; seconds of wall time).
     Raises:
         AssertionError: the two reads disagree (count or hash sum).
     """
     from acidflow import datasource
     from acidflow.catalog import SqlCatalog
     from acidflow.config import Settings
+    from acidflow.read import engine
     from acidflow.read import table as reads
     from acidflow.spark import get_spark
 
@@ -114,22 +119,49 @@ def run(
     def by_read_table() -> Any:
         return reads.read_table(spark, catalog, TABLE)
 
-    a, b = _check(by_source()), _check(by_read_table())
-    assert a == b and a[0] == rows, (a, b)
-    times: dict[str, list[float]] = {"datasource_s": [], "read_table_s": []}
-    for _ in range(runs):  # interleaved: a noisy minute hits both
-        times["datasource_s"].append(_consume(by_source))
-        times["read_table_s"].append(_consume(by_read_table))
-    ds_med = statistics.median(times["datasource_s"])
-    rt_med = statistics.median(times["read_table_s"])
+    def by_engine() -> Any:
+        previous = os.environ.get(engine.READER_ENV)
+        os.environ[engine.READER_ENV] = engine.ENGINE
+        try:
+            return reads.read_table(spark, catalog, TABLE)
+        finally:
+            if previous is None:
+                os.environ.pop(engine.READER_ENV, None)
+            else:
+                os.environ[engine.READER_ENV] = previous
+
+    plain = root / "plain_orc"
+    if not plain.exists():  # the same rows as plain ORC files, written once
+        by_read_table().repartition(4).write.orc(str(plain))
+
+    def by_plain_orc() -> Any:
+        return spark.read.orc(str(plain))
+
+    reads_by = {
+        "datasource_s": by_source,
+        "read_table_s": by_read_table,
+        "engine_s": by_engine,
+        "plain_orc_s": by_plain_orc,
+    }
+    checks = {name: _check(make()) for name, make in reads_by.items()}
+    assert len(set(checks.values())) == 1 and checks["read_table_s"][0] == rows, checks
+    times: dict[str, list[float]] = {name: [] for name in reads_by}
+    for _ in range(runs):  # interleaved: a noisy minute hits all
+        for name, make in reads_by.items():
+            times[name].append(_consume(make))
+    meds = {name: statistics.median(t) for name, t in times.items()}
     return {
         "rows": rows,
         "deltas": deltas,
         "runs": runs,
         **times,
-        "datasource_median_s": round(ds_med, 3),
-        "read_table_median_s": round(rt_med, 3),
-        "ratio": round(ds_med / rt_med, 3),
+        **{f"{name[:-2]}_median_s": round(m, 3) for name, m in meds.items()},
+        "ratio": round(meds["datasource_s"] / meds["read_table_s"], 3),
+        "vs_plain_orc": {
+            name[:-2]: round(m / meds["plain_orc_s"], 3)
+            for name, m in meds.items()
+            if name != "plain_orc_s"
+        },
     }
 
 

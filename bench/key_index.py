@@ -13,11 +13,20 @@ file reads and bytes each lookup makes (every read is a round trip on object sto
 sidecar index could save).
 
 Run: ``python -m bench.key_index --rows 1000000 --keys 10000 --stripe-rows 10000``.
+
+``--upsert 200000,1000000`` instead measures the sidecar key index (``acidflow.read.keyindex``):
+per size, a table of random string keys (``uid``) written and major-compacted (so its base
+carries ``_acidflow_key_index.parquet``), then the key lookup of a K-key upsert
+(``lookup.existing_rows_arrow``, best of three) and the whole upsert (``Transaction.upsert``
+of K random existing keys, once) with and without the sidecar (``ACIDFLOW_KEY_SIDECAR``), and
+the bytes the lookup reads (data files and sidecar), and the growth of each from the smallest
+to the largest size.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import tempfile
 import time
@@ -27,6 +36,8 @@ import numpy as np
 import pyarrow as pa
 
 from acidflow.catalog import Column, SqlCatalog, TableDef
+from acidflow.compactor import initiator, worker
+from acidflow.compactor.config import CompactorConfig
 from acidflow.engine import lookup
 from acidflow.engine.transaction import Transaction
 from acidflow.read import snapshot
@@ -170,13 +181,84 @@ def table_lookup(n: int, k: int, stripe_rows: int, seed: int, key: str) -> None:
         cat.close()
 
 
+def _upsert_times(n: int, k: int, seed: int) -> dict[str, float]:
+    """Seconds of the lookup and of the whole upsert of ``k`` random existing keys in a
+    compacted table of ``n`` random string keys, with (``on``) and without (``off``) the
+    sidecar (module doc)."""
+    rnd = random.Random(seed)
+    uids = pa.array([f"{rnd.getrandbits(128):032x}" for _ in range(n)])
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as wh:
+        cat = SqlCatalog(f"sqlite:///{wh}/_acidflow_catalog.db", warehouse=wh)
+        cat.create_table(
+            TableDef(
+                name="db.t",
+                primary_key=["uid"],
+                columns=[Column("uid", "string"), Column("v", "string")],
+            )
+        )
+        with Transaction(cat) as txn:
+            txn.upsert("db.t", pa.table({"uid": uids, "v": pa.array(["v0"] * n)}))
+        info = initiator.request_compaction(cat, "db.t", None, "major")
+        worker.run_worker(None, cat, cq_id=info.id, config=CompactorConfig(target_file_bytes=0))
+        table = cat.get_table("db.t")
+        for mode in ("on", "off"):
+            os.environ["ACIDFLOW_KEY_SIDECAR"] = "1" if mode == "on" else "0"
+            keys = pa.table({"uid": uids.take(pa.array(rnd.sample(range(n), k)))})
+            best = float("inf")
+            for _ in range(3):
+                t0 = time.perf_counter()
+                found = lookup.existing_rows_arrow(cat, table, None, keys)
+                best = min(best, time.perf_counter() - t0)
+            assert found.num_rows == k, (mode, found.num_rows)
+            out[f"lookup {mode}"] = best
+            cur = lookup.plan_current(cat, table, None)
+            counting: Any = _CountingFS(cur.tfs)
+            lookup.lookup_rows(
+                None, lookup.CurrentPlan(counting, cur.table_dir, cur.plan), keys, project=["uid"]
+            )
+            out[f"MB read {mode}"] = counting.counts["bytes"] / 2**20
+            rows = pa.table({"uid": keys.column(0), "v": pa.array([f"v-{mode}"] * k)})
+            t0 = time.perf_counter()
+            with Transaction(cat) as txn:
+                txn.upsert("db.t", rows)
+            out[f"upsert {mode}"] = time.perf_counter() - t0
+        os.environ.pop("ACIDFLOW_KEY_SIDECAR", None)
+        cat.close()
+    return out
+
+
+def upsert_growth(sizes: list[int], k: int, seed: int) -> None:
+    """Print :func:`_upsert_times` per size and the growth from the first size to the last."""
+    results = {n: _upsert_times(n, k, seed) for n in sizes}
+    cols = list(results[sizes[0]])
+    print(f"\n{k}-key upsert of random string keys into a major-compacted table (seconds)")
+    print(f"{'rows':>10} " + " ".join(f"{c:>11}" for c in cols))
+    for n, r in results.items():
+        print(f"{n:>10} " + " ".join(f"{r[c]:>11.3f}" for c in cols))
+    lo, hi = results[sizes[0]], results[sizes[-1]]
+    print(
+        f"{'growth':>10} "
+        + " ".join(f"{hi[c] / lo[c]:>10.2f}x" for c in cols)
+        + f"  ({sizes[-1]} / {sizes[0]} rows)"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, default=1_000_000)
     p.add_argument("--keys", type=int, default=10_000)
     p.add_argument("--stripe-rows", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=13)
+    p.add_argument(
+        "--upsert",
+        default="",
+        help="comma-separated table sizes: measure the sidecar key index instead (module doc)",
+    )
     a = p.parse_args(argv)
+    if a.upsert:
+        upsert_growth([int(x) for x in a.upsert.split(",")], a.keys, a.seed)
+        return
     for key in ("id", "uid"):
         table_lookup(a.rows, a.keys, a.stripe_rows, a.seed, key)
 

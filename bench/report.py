@@ -34,6 +34,7 @@ DUCKDB_MAX = 0.7
 S3_MAX = 2.0
 KAFKA_MAX = 1.2  # Kafka batch path apply time / file path apply time, the same events
 KAFKA_P95_MAX = 20.0  # seconds, streaming at 1,000 events/s offered, 5 s trigger
+FRESH_DS_MAX = 1.5  # format("acid") in a fresh process / plain Spark ORC scan
 
 
 def med(values: list[float]) -> float:
@@ -175,6 +176,40 @@ def kafka_targets(kafka: list[dict]) -> list[str]:
             f"{s['latency_p95']:.1f} s (p50 {s['latency_p50']:.1f} s) | "
             f"{'yes' if s['latency_p95'] <= KAFKA_P95_MAX else 'no'} |"
         )
+    return rows
+
+
+def spark_native_targets(native: list[dict], docs: list[dict]) -> list[str]:
+    """The Spark-native read rows of the targets table: the warm-session reads of
+    ``spark_native_n*.json`` (:mod:`bench.datasource`) and ``format("acid")`` in a fresh
+    process (the ``read-ds`` steps of the size documents)."""
+    rows = []
+    labels = (
+        ("read_table", "`read_table`"),
+        ("datasource", '`format("acid")`'),
+        ("engine", "`read_table`, engine executor (`ACIDFLOW_SPARK_READER=engine`)"),
+    )
+    for d in native:
+        ratios = d["vs_plain_orc"]
+        plain = d["plain_orc_median_s"]
+        for key, label in labels:
+            ratio = ratios[key]
+            rows.append(
+                f"| snapshot read in a warm session, {d['deltas']} deltas of 1 % churn, "
+                f"N={d['rows']:,}: {label} ≤ {READ_MAX}× Spark ORC scan | "
+                f"{d[key + '_median_s']:.2f} s vs {plain:.2f} s = {ratio:.2f}× | "
+                f"{'yes' if ratio <= READ_MAX else 'no'} |"
+            )
+    for d in docs:
+        r = (d.get("read") or {}).get(str(d["batches"])) or {}
+        if r.get("acidflow-ds") and r.get("spark-orc"):
+            ratio = med(work(r["acidflow-ds"])) / med(work(r["spark-orc"]))
+            rows.append(
+                f"| snapshot read in a fresh process, {d['batches']} deltas of "
+                f"{100 * d['events'] / d['rows']:g} % churn, N={d['rows']:,}: "
+                f'`format("acid")` ≤ {FRESH_DS_MAX}× Spark ORC scan | {ratio:.2f}× | '
+                f"{'yes' if ratio <= FRESH_DS_MAX else 'no'} |"
+            )
     return rows
 
 
@@ -442,11 +477,12 @@ def render(
     loads: list[dict] = (),
     s3: list[dict] = (),
     kafka: list[dict] = (),
+    native: list[dict] = (),
     parse: dict | None = None,
 ) -> str:
-    if not docs and not loads and not s3 and not kafka:
+    if not docs and not loads and not s3 and not kafka and not native:
         return "# Benchmark results\n\nNo results yet: run `make bench`.\n"
-    first = (docs or list(loads) or list(s3) or list(kafka))[0]
+    first = (docs or list(loads) or list(s3) or list(kafka) or list(native))[0]
     m, v = first["machine"], first["versions"]
     out = [
         "# Benchmark results",
@@ -468,11 +504,12 @@ def render(
     out += list(
         dict.fromkeys(
             f"- `{d['command']}`"
-            for d in [*docs, *loads, *s3, *kafka, *([parse] if parse else [])]
+            for d in [*docs, *loads, *s3, *kafka, *native, *([parse] if parse else [])]
             if d.get("command")
         )
     )
     out += ["", "## Targets", ""] + targets(docs, loads, s3) + kafka_targets(kafka)
+    out += spark_native_targets(list(native), docs)
     out += ["", "## Runs", ""]
     out += growth_section(docs) + load_section(loads) + s3_section(s3) + kafka_section(kafka)
     out += parse_section(parse)
@@ -497,6 +534,7 @@ def main(argv: list[str] | None = None) -> None:
             load_extra(a.results, "load_n*.json"),
             load_extra(a.results, "s3_n*_k*.json"),
             load_kafka(a.results),
+            load_extra(a.results, "spark_native_n*.json"),
             load_parse(a.results),
         )
     )

@@ -18,7 +18,10 @@ rows into a fresh table next to a plain Spark ORC write of the same rows
 snapshot read with the warehouse on S3 (a moto server on loopback) next to local disk
 (``bench/results/s3_n<N>_k<K>.json``); (``--kafka E ...``) the Kafka phase, :mod:`bench.kafka`:
 the same E Debezium change events through the file path and the Kafka path, and the streaming
-latency at a steady offered load (``bench/results/kafka_e<E>.json``).
+latency at a steady offered load (``bench/results/kafka_e<E>.json``); (``--spark-native N ...``)
+the warm-session reads of :mod:`bench.datasource` (``read_table``, its engine executor and
+``format("acid")`` next to a plain Spark ORC scan of the same rows, in one SparkSession) on a
+table of N rows after ``--batches`` updates of 1 % (``bench/results/spark_native_n<N>.json``).
 
 Results are checked against the expected table in the first run of each step and after
 acidflow's batches 1 and B (the later runs repeat the same input with the same tool).
@@ -505,6 +508,33 @@ def doc_from_logs(
     return doc
 
 
+def bench_spark_native(rows: int, *, deltas: int, runs: int, work: Path) -> dict:
+    """:mod:`bench.datasource` in its own process on a table of ``rows`` rows after ``deltas``
+    updates of 1 % (built once under ``work/spark_native_n<rows>_d<deltas>``, then reused).
+
+    Returns:
+        :func:`bench.datasource.run`'s document.
+    Raises:
+        subprocess.CalledProcessError: the run failed (its stderr is shown).
+    """
+    table_dir = work / f"spark_native_n{rows}_d{deltas}"
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench.datasource",
+        "--rows",
+        str(rows),
+        "--deltas",
+        str(deltas),
+        "--runs",
+        str(runs),
+        "--work",
+        str(table_dir),
+    ]
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=REPO)
+    return json.loads(done.stdout)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
@@ -564,6 +594,15 @@ def main(argv: list[str] | None = None) -> int:
         help="Kafka phase with E change events: file path vs Kafka path, streaming latency "
         "(bench/kafka.py)",
     )
+    ap.add_argument(
+        "--spark-native",
+        type=int,
+        nargs="*",
+        default=[],
+        metavar="N",
+        help="warm-session reads (read_table, engine executor, format('acid'), plain ORC) "
+        "on N rows (bench/datasource.py)",
+    )
     ap.add_argument("--kafka-per-file", type=int, default=10_000, help="events per change file")
     ap.add_argument("--kafka-rate", type=float, default=1000.0, help="offered events/s (stream)")
     ap.add_argument("--kafka-duration", type=float, default=60.0, help="seconds offered (stream)")
@@ -611,6 +650,13 @@ def main(argv: list[str] | None = None) -> int:
         doc = bench_load(n, runs=a.runs, seed=a.seed, work=a.work)
         doc.update(env)
         out = a.results / f"load_n{n}.json"
+        out.write_text(json.dumps(doc, indent=1, default=str))
+        print(f"wrote {out}")
+
+    for n in a.spark_native:
+        doc = bench_spark_native(n, deltas=a.batches, runs=a.runs, work=a.work)
+        doc.update(env)
+        out = a.results / f"spark_native_n{n}.json"
         out.write_text(json.dumps(doc, indent=1, default=str))
         print(f"wrote {out}")
 

@@ -102,6 +102,31 @@ def hive_metastore(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def hive_metastore_pg(postgres_url, tmp_path_factory):
+    """A Hive 3.1.3 metastore on a PostgreSQL backing database (database
+    ``hive_metastore_queue`` of the ``postgres_url`` cluster) for the whole session, for tests
+    that use the metastore's database as well as its thrift port (the thrift catalog's
+    ``metastore_db``: Hive's ``COMPACTION_QUEUE``), which the ``hive_metastore`` fixture's
+    embedded Derby keeps inside the metastore's JVM. The :class:`devservers.hms.HiveMetastore`
+    with ``.metastore_db``, the backing database's SQLAlchemy URL. Skips as
+    ``hive_metastore`` does."""
+    from devservers.hms import start_metastore
+    from tests.support.hms import require_hive_artifacts
+    from tests.support.postgres import create_database
+
+    artifacts = require_hive_artifacts()
+    url = create_database(postgres_url, "hive_metastore_queue")
+    hms = start_metastore(
+        tmp_path_factory.mktemp("hive-metastore-pg"), backing_db_url=url, artifacts=artifacts
+    )
+    hms.metastore_db = url
+    try:
+        yield hms
+    finally:
+        hms.stop()
+
+
+@pytest.fixture(scope="session")
 def kdc(tmp_path_factory):
     """An MIT Kerberos KDC for realm ``ACIDFLOW.TEST`` on 127.0.0.1 for the whole session
     (``devservers.kdc``), with ``KRB5_CONFIG`` pointing at its ``krb5.conf`` for the session

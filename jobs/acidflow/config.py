@@ -37,6 +37,14 @@ Secured Hive metastore (a ``thrift://`` catalog; :class:`MetastoreSecurity`, rea
   the metastore for a delegation token owned by the user (allowed by the metastore's
   ``hadoop.proxyuser.<principal's short name>.hosts`` / ``.groups``) and then talks as the user
   over SASL ``DIGEST-MD5``.
+
+Hive's compaction queue (a ``thrift://`` catalog; :func:`load_metastore_db`;
+docs/hms-catalog.md "Compaction"):
+
+* ``ACIDFLOW_HMS_METASTORE_DB`` -- SQLAlchemy URL of the metastore's backing database (its
+  ``COMPACTION_QUEUE``); the thrift URL's ``?metastore_db=`` query parameter overrides it. With
+  it acidflow runs the compactions Hive users request and lists its own in ``SHOW
+  COMPACTIONS``; without it Hive's requests are reported as waiting.
 """
 
 from __future__ import annotations
@@ -145,3 +153,12 @@ def load_metastore_security(environ: Mapping[str, str] | None = None) -> Metasto
         ccache=get("ACIDFLOW_HMS_CCACHE"),
         proxy_user=get("ACIDFLOW_HMS_PROXY_USER"),
     )
+
+
+def load_metastore_db(environ: Mapping[str, str] | None = None) -> str | None:
+    """``ACIDFLOW_HMS_METASTORE_DB`` from ``environ`` (default ``os.environ``): the Hive
+    metastore's backing database as a SQLAlchemy URL (Hive's
+    ``javax.jdo.option.ConnectionURL`` database, whose ``COMPACTION_QUEUE`` Hive 3.1's worker
+    uses), or ``None`` when unset or blank."""
+    env = os.environ if environ is None else environ
+    return (env.get("ACIDFLOW_HMS_METASTORE_DB") or "").strip() or None

@@ -149,6 +149,8 @@ def get_spark(app_name: str = "acidflow", master: str | None = None, **conf: str
         "spark.sql.orc.compression.codec": "zlib",
         "spark.sql.shuffle.partitions": "4",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # the acid data source's reader implements pushFilters (acidflow.datasource.register)
+        "spark.sql.python.filterPushdown.enabled": "true",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": os.environ.get("ACIDFLOW_DRIVER_MEMORY", "4g"),
     }

@@ -12,7 +12,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from bench import generate, report, run
+from bench import generate, parse, report, run
 
 pytestmark = [pytest.mark.slow]
 
@@ -105,11 +105,24 @@ def test_s3_phase_runs_and_is_correct(tmp_path, in_process):
     assert "**NO**" not in text
 
 
+def test_spark_native_phase_reads_agree_and_are_reported(tmp_path, spark):
+    from bench import datasource as bench_ds
+
+    doc = bench_ds.run(rows=3000, deltas=2, runs=1, work=str(tmp_path), spark=spark)
+    # every read (data source, read_table, its engine executor, plain ORC) gave the same rows
+    # (run() asserts count and hash sum); each was timed once
+    for name in ("datasource_s", "read_table_s", "engine_s", "plain_orc_s"):
+        assert len(doc[name]) == 1 and doc[name][0] > 0
+    assert set(doc["vs_plain_orc"]) == {"datasource", "read_table", "engine"}
+    doc.update(machine=run.machine(), versions=run.versions(), command="smoke")
+    text = report.render([], "", [], [], [], [doc])
+    assert "snapshot read in a warm session, 2 deltas of 1 % churn, N=3,000" in text
+    assert '`format("acid")` ≤ 1.2× Spark ORC scan' in text
+
+
 def test_parse_phase_runs_and_the_frames_are_equal(tmp_path):
     """``python -m bench.parse`` at a tiny size: every format (and the Kafka values) taken by
     the columnar parser, its frames equal to today's parser's, the report section rendered."""
-    from bench import parse
-
     out = tmp_path / "parse.json"
     parse.main(
         ["--events", "300", "--runs", "1", "--kafka-data", str(tmp_path / "none"),

@@ -23,7 +23,7 @@ def _tables(url: str) -> set[str]:
 
 @sql_only("Alembic migrations of the SQL catalog (the side catalog runs the same)")
 def test_fresh_database_is_migrated_to_head(empty_url, tmp_path):
-    assert head_revision() == "0010"
+    assert head_revision() == "0011"
     with SqlCatalog(empty_url, warehouse=str(tmp_path), migrate=False) as cat:
         assert cat.current_revision() is None
     with SqlCatalog(empty_url, warehouse=str(tmp_path)) as cat:

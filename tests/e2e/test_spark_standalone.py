@@ -32,8 +32,14 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
+from acidflow.catalog import Column, SqlCatalog, TableDef
+from acidflow.engine.transaction import Transaction
+from acidflow.read import snapshot
+from acidflow.read import table as reads
+from acidflow.storage.fs import TableFS
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
@@ -83,11 +89,13 @@ def _get_json(url: str) -> dict:
 
 
 @contextmanager
-def _standalone_cluster(tmp: Path):
-    """Yield ``(master_url, master_json_url, worker_dir)``; kill both process groups on exit."""
+def _standalone_cluster(tmp: Path, workers: int = 1, cores: int = 2, memory: str = "2g"):
+    """Yield ``(master_url, master_json_url, worker_dir)`` (the first worker's dir; worker
+    ``i > 0`` works in ``spark-work-<i>``) once ``workers`` workers of ``cores`` cores and
+    ``memory`` are ALIVE; kill every process group on exit."""
     env = _clean_env(tmp)
     spark_class = str(_spark_home() / "bin" / "spark-class")
-    port, ui, w_port, w_ui = (_free_port() for _ in range(4))
+    port, ui = _free_port(), _free_port()
     master_url = f"spark://127.0.0.1:{port}"
     json_url = f"http://127.0.0.1:{ui}/json"
     work_dir = Path(env["SPARK_WORKER_DIR"])
@@ -126,39 +134,46 @@ def _standalone_cluster(tmp: Path):
                 str(ui),
             ],
         )
-        worker = start(
-            "worker",
-            [
-                "org.apache.spark.deploy.worker.Worker",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(w_port),
-                "--webui-port",
-                str(w_ui),
-                "--cores",
-                "2",
-                "--memory",
-                "2g",
-                "--work-dir",
-                str(work_dir),
-                master_url,
-            ],
-        )
+        started = []
+        for i in range(workers):
+            w_dir = work_dir if i == 0 else tmp / f"spark-work-{i}"
+            w_dir.mkdir(exist_ok=True)
+            w_name = "worker" if i == 0 else f"worker{i}"
+            w = start(
+                w_name,
+                [
+                    "org.apache.spark.deploy.worker.Worker",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(_free_port()),
+                    "--webui-port",
+                    str(_free_port()),
+                    "--cores",
+                    str(cores),
+                    "--memory",
+                    memory,
+                    "--work-dir",
+                    str(w_dir),
+                    master_url,
+                ],
+            )
+            started.append((w, w_name))
         deadline = time.monotonic() + 90
         while True:
-            for p, name in ((master, "master"), (worker, "worker")):
+            for p, name in ((master, "master"), *started):
                 if p.poll() is not None:
                     pytest.fail(f"Spark {name} exited with {p.returncode}:\n{tail(name)}")
             try:
                 state = _get_json(json_url)
-                if any(w.get("state") == "ALIVE" for w in state.get("workers", [])):
+                alive = [w for w in state.get("workers", []) if w.get("state") == "ALIVE"]
+                if len(alive) >= workers:
                     break
             except (OSError, ValueError):  # not up yet, or the UI still answers with HTML
                 pass
             if time.monotonic() > deadline:
                 pytest.fail(
-                    "no ALIVE worker registered with the master within 90 s:\n"
+                    f"{workers} ALIVE worker(s) did not register with the master within 90 s:\n"
                     f"master:\n{tail('master')}\nworker:\n{tail('worker')}"
                 )
             time.sleep(1)
@@ -286,7 +301,6 @@ def _probe(master_url: str, tmp: Path, zip_path: Path) -> list[dict]:
 
 
 def test_acid_cdc_dag_on_standalone_cluster(tmp_path):
-    from acidflow.catalog import SqlCatalog
     from acidflow.cdc.changes import POSITION_COLUMN
     from acidflow.demo.localairflow import airflow_env, dags_test, migrate
     from acidflow.read.table import read_table
@@ -383,3 +397,115 @@ def test_acid_cdc_dag_on_standalone_cluster(tmp_path):
         assert any(a.get("name") == PROBE_NAME for a in _get_json(json_url)["completedapps"])
     lap("cluster down")
     print(f"standalone e2e: {time.monotonic() - t0:.1f} s {timings}")
+
+
+# -------------------------------------------------------------- two workers share one bucket
+
+SPLITS_NAME = "acidflow-standalone-splits"
+SPLITS = textwrap.dedent(f"""
+    import json, os, sys
+    from pyspark.sql import SparkSession
+    from acidflow import datasource
+
+    spark = SparkSession.builder.appName("{SPLITS_NAME}").getOrCreate()
+    datasource.register(spark)  # ACIDFLOW_WAREHOUSE / ACIDFLOW_CATALOG_URL of this driver
+    df = (spark.read.format("acid").option("rowId", "true").option("fileName", "true")
+          .option("splitBytes", sys.argv[2]).load("db.one_bucket"))
+
+    def part(rows):
+        # an executor's Python worker runs in that executor's directory
+        # (<worker dir>/<app id>/<executor id>)
+        yield json.dumps({{"cwd": os.getcwd(),
+                           "rows": [r.asDict(recursive=True) for r in rows]}})
+
+    parts = [json.loads(p) for p in df.rdd.mapPartitions(part).collect()]
+    with open(sys.argv[1], "w") as f:
+        json.dump({{"partitions": df.rdd.getNumPartitions(), "parts": parts}}, f)
+    spark.stop()
+""")
+
+
+def _row_key(r: dict) -> tuple:
+    rid = r[snapshot.ROW_ID]
+    return (r["id"], r["v"], rid["writeid"], rid["bucketid"], rid["rowid"], r["INPUT__FILE__NAME"])
+
+
+def test_two_workers_share_one_buckets_read(tmp_path):
+    """A one-bucket table read through ``format("acid")`` with a small split target on a
+    standalone cluster of two one-core workers: more partitions than buckets, tasks on both
+    executors, and the rows (ROW__IDs, file names) of the unsplit pyarrow read."""
+    wh = tmp_path / "warehouse"
+    wh.mkdir()
+    catalog_url = f"sqlite:///{wh / '_acidflow_catalog.db'}"
+    cat = SqlCatalog(catalog_url, warehouse=str(wh))
+    name = "db.one_bucket"
+    cat.create_table(
+        TableDef(
+            name=name, columns=[Column("id", "bigint"), Column("v", "string")], primary_key=["id"]
+        )
+    )
+    for ids, tag in ((range(6000), "a"), (range(0, 6000, 53), "u")):
+        ids = list(ids)
+        with Transaction(cat) as txn:
+            txn.upsert(
+                name,
+                pa.table({"id": pa.array(ids, pa.int64()), "v": [f"{tag}{i}" for i in ids]}),
+                stripe_rows=1024,
+                compression="none",
+            )
+    plan = reads.plan_table(cat, name)
+    assert len(plan.tasks) == 1
+    want = snapshot.read_arrow(
+        TableFS(plan.table_dir), plan, row_id=True, file_name=True, split_bytes=0
+    ).to_pylist()
+    cat.close()
+    script = tmp_path / "splits.py"
+    script.write_text(SPLITS)
+    out = tmp_path / "splits.json"
+    with _standalone_cluster(tmp_path, workers=2, cores=1, memory="1g") as (master_url, _, _):
+        # the checkout on the path of the driver and the executors (not the jobs zip: the
+        # planning side opens the SQLite catalog, whose migrations alembic cannot read from
+        # a zip)
+        jobs = str(REPO / "jobs")
+        env = dict(os.environ)
+        env.update(
+            {
+                "PYTHONPATH": jobs,
+                "PYSPARK_PYTHON": sys.executable,
+                "PYSPARK_DRIVER_PYTHON": sys.executable,
+                "JAVA_HOME": JAVA_HOME,
+                "SPARK_LOCAL_IP": "127.0.0.1",
+                "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
+                "ACIDFLOW_WAREHOUSE": str(wh),
+                "ACIDFLOW_CATALOG_URL": catalog_url,
+            }
+        )
+        conf = {
+            "spark.ui.enabled": "false",
+            "spark.executor.cores": "1",
+            "spark.executor.memory": "512m",
+            "spark.cores.max": "2",
+            "spark.executorEnv.PYTHONPATH": jobs,
+            # the job starts once both executors registered (Spark's own wait, no sleep)
+            "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+            "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s",
+        }
+        res = subprocess.run(
+            [str(VENV_BIN / "spark-submit"), "--master", master_url, "--name", SPLITS_NAME]
+            + [a for k, v in conf.items() for a in ("--conf", f"{k}={v}")]
+            + [str(script), str(out), "1"],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        errors = "\n".join(ln for ln in res.stderr.splitlines() if " INFO " not in ln)
+        assert res.returncode == 0, f"spark-submit failed:\n{res.stdout[-4000:]}\n{errors[-6000:]}"
+    got = json.loads(out.read_text())
+    assert got["partitions"] > len(plan.tasks), got["partitions"]
+    executors = {p["cwd"] for p in got["parts"] if p["rows"]}
+    assert len(executors) == 2, executors
+    rows = [r for p in got["parts"] for r in p["rows"]]
+    assert sorted(map(_row_key, rows)) == sorted(map(_row_key, want))
+    assert len(rows) == 6000

@@ -11,6 +11,7 @@ import datetime as dt
 import decimal
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
@@ -19,7 +20,9 @@ from acidflow.catalog import Column, SqlCatalog, TableDef, WriteConflictError
 from acidflow.compactor import cleaner
 from acidflow.datasource.common import AGENT
 from acidflow.engine.transaction import Transaction
+from acidflow.read import snapshot
 from acidflow.read import table as reads
+from acidflow.storage.fs import TableFS
 from acidflow.tableops.timeline import timeline
 
 pytestmark = pytest.mark.spark
@@ -486,3 +489,38 @@ def test_hive31_reads_what_the_source_wrote(spark, catalog):
         assert list(Path(catalog.get_table(PB).location).glob("ds=a/base_0000003/bucket_*"))
         rows = same_as_acidflow(oracle, catalog, PB)
         assert len(rows) == 45
+
+
+def test_split_reads_share_one_bucket_between_partitions(spark, catalog):
+    """A one-bucket table read with a small split target: more Spark partitions than buckets
+    (stripe ranges of its files), and exactly the rows of the unsplit pyarrow read -- through
+    the data source (``splitBytes``) and through ``read_spark``."""
+    name = "default.splits"
+    catalog.create_table(
+        TableDef(
+            name=name,
+            columns=[Column("id", "bigint"), Column("v", "string")],
+            primary_key=["id"],
+        )
+    )
+
+    def rows(ids, tag):
+        return pa.table({"id": pa.array(ids, pa.int64()), "v": [f"{tag}{i}" for i in ids]})
+
+    for ids, tag in ((range(4100), "a"), (range(0, 4100, 41), "u")):
+        with Transaction(catalog) as t:
+            t.upsert(name, rows(list(ids), tag), stripe_rows=1024, compression="none")
+    plan = reads.plan_table(catalog, name)
+    assert len(plan.tasks) == 1
+    want = snapshot.read_arrow(
+        TableFS(plan.table_dir), plan, row_id=True, file_name=True, split_bytes=0
+    ).to_pylist()
+    df = acid(spark, name, rowId="true", fileName="true", splitBytes="1")
+    assert df.rdd.getNumPartitions() > len(plan.tasks)
+    assert ms(df.collect()) == ms(want)
+    assert acid(spark, name).rdd.getNumPartitions() == 1  # the default target: one bucket
+    sdf = snapshot.read_spark(
+        spark, plan.table_dir, plan, row_id=True, file_name=True, split_bytes=1
+    )
+    assert sdf.rdd.getNumPartitions() > len(plan.tasks)
+    assert ms(sdf.collect()) == ms(want)

@@ -42,6 +42,7 @@ __all__ = [
     "LockInfo",
     "LockState",
     "LockType",
+    "MetastoreCompactionRequest",
     "ReaderInfo",
     "TxnInfo",
     "TxnState",
@@ -246,6 +247,9 @@ class CompactionInfo:
         txn_id: the compaction's own transaction; commit_id: its commit id.
         properties: request overrides (Hive ``CQ_TBLPROPERTIES``).
         details: the worker's / cleaner's report (JSON).
+        metastore_cq_id: the ``CQ_ID`` of the same entry in the Hive metastore's compaction
+            queue (``thrift://`` catalog with ``metastore_db``; docs/hms-catalog.md), else
+            ``None``.
     """
 
     id: int
@@ -265,6 +269,7 @@ class CompactionInfo:
     commit_id: int | None
     properties: dict[str, Any] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
+    metastore_cq_id: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict (times as ISO strings)."""
@@ -321,3 +326,26 @@ class ReaderInfo:
     user: str | None = None
     host: str | None = None
     agent_info: str | None = None
+
+
+@dataclass(frozen=True)
+class MetastoreCompactionRequest:
+    """A compaction request a Hive user queued in the metastore (``ALTER TABLE ... COMPACT``,
+    thrift ``compact2``), as the ``thrift://`` catalog reports it to the initiator
+    (docs/hms-catalog.md, "Compaction").
+
+    Attributes:
+        metastore_cq_id: Hive's ``CQ_ID``.
+        table: ``db.table``; partition: spec or ``None``; type: ``"major"`` / ``"minor"``.
+        requester: the user Hive runs it as (``CQ_RUN_AS``), else ``"hive"``.
+        queued_id: the side entry acidflow's worker runs it as, ``None`` while it waits.
+        reason: what happened to it, or why it waits (e.g. no ``metastore_db`` configured).
+    """
+
+    metastore_cq_id: int
+    table: str
+    partition: str | None
+    type: str
+    requester: str
+    queued_id: int | None
+    reason: str

@@ -152,10 +152,11 @@ def fsck(
     rebuild_index: bool = typer.Option(
         False,
         "--rebuild-index",
-        help="instead of the checks: report the key index of each data file (min/max "
-        "statistics and bloom filters of the primary key columns per stripe). "
-        "The index lives in the ORC files themselves, so nothing is rewritten; "
-        "files without it are read whole by key lookups until compacted.",
+        help="instead of the checks: (re)build the sidecar key index of each base "
+        "(base_N/_acidflow_key_index.parquet, derived data: lookups fall back to reading the "
+        "base without it) and report the stripe index of each data file (min/max statistics "
+        "and bloom filters of the primary key columns per stripe, in the ORC files "
+        "themselves: files without it are read whole by key lookups until compacted).",
     ),
     repair: bool = typer.Option(
         False,

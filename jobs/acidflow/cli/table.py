@@ -1,5 +1,5 @@
-"""``acidflow table ddl | adopt | convert``: acidflow's tables seen from Hive, and Hive's tables
-taken into acidflow (``acidflow.tableops``).
+"""``acidflow table ddl | adopt | convert | upgrade``: acidflow's tables seen from Hive, and Hive's
+tables taken into acidflow (``acidflow.tableops``; ``upgrade``: ``acidflow.compactor.upgrade``).
 
 ``acidflow.cli.app`` calls :func:`register` with its top-level app.
 Errors go up to ``acidflow.cli.app.main`` (one line naming the table / file / URL, exit 1).
@@ -17,6 +17,7 @@ from acidflow.catalog.tabledef import normalize_table_name
 from acidflow.cli.console import console, emit_json
 from acidflow.cli.context import cli_context
 from acidflow.cli.tablealter import register_alter
+from acidflow.spark import get_spark
 from acidflow.tableops.ddl import hive_ddl, trino_ddl
 
 DDL_HELP = """Print the CREATE TABLE statement of an acidflow table, as Hive's SHOW CREATE TABLE
@@ -206,8 +207,48 @@ def convert_cmd(
     )
 
 
+UPGRADE_HELP = """Rewrite an ACID v1 table (Hive 0.14-2.x: in-place update events, txn ids
+as write ids) into Hive 3 (v2) bases, as the major compaction Hive 3's upgrade demands.
+
+Each partition still reading v1 directories gets a major compaction under a new write id W
+(an empty transaction commits W first): base_W with _orc_acid_version, every ROW__ID kept.
+The rows (ROW__IDs included) are digested before and after and must be equal; the old
+directories stay until the cleaner pass that follows removes them. A table without v1
+directories: nothing to do, said so. A partition holding v1 and v2 directories together is
+refused."""
+
+
+def upgrade_cmd(
+    ctx: typer.Context,
+    table: str = typer.Argument(..., help="db.table"),
+    use_spark: bool = typer.Option(False, "--spark", help="run the compactions in Spark"),
+    as_json: bool = typer.Option(False, "--json", help="print a JSON line"),
+) -> None:
+    # deferred: the compactor imports duckdb, pyarrow and the ORC codec; --help needs none
+    from acidflow.compactor.cleaner import run_cleaner
+    from acidflow.compactor.upgrade import upgrade_table
+
+    cat = cli_context(ctx).catalog()
+    spark = get_spark("acidflow-upgrade") if use_spark else None
+    report = upgrade_table(cat, normalize_table_name(table), spark=spark)
+    if report.nothing_to_do is None:
+        run_cleaner(cat)
+    if as_json:
+        emit_json(report.to_dict())
+        return
+    if report.nothing_to_do is not None:
+        console.print(f"{report.table}: nothing to do: {report.nothing_to_do}")
+        return
+    rows = report.after.rows if report.after else 0
+    console.print(
+        f"upgraded {report.table}: {len(report.partitions)} partition(s) rewritten into "
+        f"base_{report.write_id:07d} (compactions {report.compactions}); {rows} rows, "
+        "digest equal before and after"
+    )
+
+
 def register(app: typer.Typer) -> None:
-    """Add the ``table`` command group (``ddl``, ``adopt``, ``convert``, ``alter``) to
+    """Add the ``table`` command group (``ddl``, ``adopt``, ``convert``, ``upgrade``, ``alter``) to
     ``app``."""
     table_app = typer.Typer(
         help="Tables and Hive: DDL, adopt a Hive ACID table, convert a plain ORC table.",
@@ -218,6 +259,7 @@ def register(app: typer.Typer) -> None:
     table_app.command("ddl", help=_paragraphs(DDL_HELP))(ddl_cmd)
     table_app.command("adopt", help=_paragraphs(ADOPT_HELP))(adopt_cmd)
     table_app.command("convert", help=_paragraphs(CONVERT_HELP))(convert_cmd)
+    table_app.command("upgrade", help=_paragraphs(UPGRADE_HELP))(upgrade_cmd)
 
 
 def _names(text: str) -> list[str]:

@@ -60,6 +60,7 @@ from acidflow.catalog.tabledef import TableDef, as_utc
 from acidflow.format import types as htypes
 from acidflow.format.filecheck import UNEXPECTED, FileCheck, check_files
 from acidflow.format.filerecords import FileRecord, by_partition
+from acidflow.format.keyindex import INDEX_FILE
 from acidflow.format.layout import (
     ACID_VERSION_FILE,
     LONG_MIN_VALUE,
@@ -76,7 +77,7 @@ from acidflow.format.layout import (
 from acidflow.format.orc import files as acid_files
 from acidflow.format.orc import orcindex
 from acidflow.quality.findings import ERROR, INFO, WARNING, Finding
-from acidflow.read import snapshot
+from acidflow.read import keyindex, snapshot
 from acidflow.storage import tablepaths
 from acidflow.storage.fs import TableFS, join
 from acidflow.storage.state import acid_state
@@ -699,12 +700,16 @@ def key_index_report(catalog: Catalog, name: str) -> list[Finding]:
     """``acidflow fsck --rebuild-index``: what the key index of a keyed table's lookups
     (``acidflow.format.orc.orcindex``) finds in each insert-side file of the current snapshot.
 
-    acidflow's key index is derived entirely from the ORC files (stripe statistics and bloom
-    filters of the primary key columns, which Hive writes and reads too); no sidecar file
-    exists, so there is nothing to rebuild: this reports, per file, the stripes whose key
-    columns have min/max statistics and bloom filters. A file with neither for every key
-    column is read whole by lookups (``warning``: rewrite it -- major compaction -- to gain
-    the index); otherwise ``info``. Delete deltas are never pruned and are not listed.
+    Two indexes serve lookups. The stripe index lives in the ORC files (stripe statistics and
+    bloom filters of the primary key columns, which Hive writes and reads too): this reports,
+    per file, the stripes whose key columns have min/max statistics and bloom filters; a file
+    with neither for every key column is read whole by lookups (``warning``: rewrite it --
+    major compaction -- to gain the index); otherwise ``info``. Delete deltas are never pruned
+    and are not listed. The sidecar key index of each base of the current snapshot
+    (``base_N/_acidflow_key_index.parquet``, :mod:`acidflow.read.keyindex`) is derived data and
+    is (re)built here for a table that opted in (``acidflow.key.index.sidecar=true``,
+    :func:`acidflow.read.keyindex.wanted`), one ``info`` finding per base (``warning`` when its
+    files cannot be read: lookups then read the base as without it).
 
     Raises:
         NoSuchTableError; ValueError: the table has no primary key.
@@ -759,6 +764,28 @@ def key_index_report(catalog: Catalog, name: str) -> list[Finding]:
                     WARNING if useless else INFO,
                     rel,
                     f"{info.stripes} stripes; " + "; ".join(parts),
+                )
+            )
+    columns = [(c.name, c.hive_type) for c in table.columns]
+    for part, state in sorted(plan.states.items()):
+        if state.base is None or not keyindex.wanted(table.properties):
+            continue
+        base_dir = join(partition_dir(table, part or None), state.base.name)
+        rel = f"{state.base.name}/{INDEX_FILE}"
+        try:
+            cov = keyindex.write_base_index(tfs, base_dir, columns, list(table.primary_key))
+        except (acid_files.AcidFileError, OSError) as exc:
+            findings.append(Finding(part, "key_index", WARNING, rel, f"sidecar not rebuilt: {exc}"))
+            continue
+        if cov is not None:
+            rows = sum(r for _, r in cov.files.values())
+            findings.append(
+                Finding(
+                    part,
+                    "key_index",
+                    INFO,
+                    rel,
+                    f"sidecar rebuilt: {rows} keys of {len(cov.files)} files",
                 )
             )
     return findings

@@ -7,6 +7,8 @@ Pure decision logic first (:func:`determine_compaction_type`, :func:`failed_too_
 
 Rules, in Hive's order:
 
+0. requests Hive users queued in a metastore's own compaction queue (``thrift://`` catalog,
+   ``Catalog.metastore_compaction_requests``) are queued as they are, or reported as waiting;
 1. candidates: partitions written by a committed transaction (or by an aborted one) after the
    last compaction that covered them (``Catalog.compaction_candidates``);
 2. skip tables with ``NO_AUTO_COMPACTION=true`` and partitions with an ``initiated`` or
@@ -319,6 +321,14 @@ def run_initiator(
     if not dry_run:
         catalog.reclaim_dead_compactions(cfg.worker_timeout_s)
         catalog.purge_compaction_history(cfg.retention())
+    # requests Hive users queued in the metastore (thrift:// catalog): queued or reported
+    for req in catalog.metastore_compaction_requests(adopt=not dry_run):
+        action = req.type if req.queued_id is not None else None
+        report.decisions.append(
+            Decision(req.table, req.partition, action, req.reason, queued_id=req.queued_id)
+        )
+        if req.queued_id is not None:
+            report.queued_ids.append(req.queued_id)
     active = {
         (c.table, c.partition)
         for c in catalog.list_compactions(

@@ -11,7 +11,7 @@
 Read options: ``asOfWriteId`` (the committed state right after that write id's commit),
 ``asOfTimestamp`` (ISO 8601, UTC unless it names an offset: the state after the last commit at
 or before it), ``readOptimized`` (base only), ``rowId`` (adds ``ROW__ID``), ``fileName`` (adds
-``INPUT__FILE__NAME``), ``fromWriteId`` / ``toWriteId`` or ``fromTimestamp`` /
+``INPUT__FILE__NAME``), ``columns`` (the output columns, comma-separated), ``fromWriteId`` / ``toWriteId`` or ``fromTimestamp`` /
 ``toTimestamp`` (the rows and columns of :func:`acidflow.read.table.read_incremental`: ``op``,
 ``write_id``, the columns, ``ROW__ID``). Write options: ``compression``, ``stripeRows``,
 ``onExisting`` (``error`` | ``upsert`` | ``ignore``: what an append into a table with a
@@ -38,8 +38,11 @@ snapshot, its schema version, the read tasks) and registers the snapshot as a re
 cleaner (expiring after the catalog's heartbeat timeout unless read tasks are running: they
 heartbeat it); the DataFrame keeps that snapshot (Spark plans a Python source once per
 DataFrame or view). One Spark partition per read task; tasks only read files
-(:func:`acidflow.read.snapshot.read_task`). The API has no column pruning: Spark drops unused
-columns after the scan.
+(:func:`acidflow.read.snapshot.read_task`). Filters are pushed (``AcidReader.pushFilters``:
+partition pruning, stripe skipping, exact filters consumed -- ``explain("formatted")`` lists
+them as ``PushedFilters``). The API has no column pruning hook: the ``columns`` read option
+(comma-separated) names the columns decoded; without it Spark drops unused columns after the
+scan.
 
 Writes (Hive INSERT INTO / INSERT OVERWRITE, the rules of ``Transaction.insert`` /
 ``insert_overwrite``): ``writer()`` checks the schema (``SchemaMismatchError`` naming the table
@@ -91,6 +94,9 @@ __all__ = [
     "create_temp_view",
     "register",
 ]
+
+#: the Spark SQL setting that lets Python data sources receive filters (``pushFilters``)
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
 class AcidDataSource(DataSource):
@@ -169,7 +175,12 @@ def register(spark: SparkSession, settings: Settings | None = None) -> None:
     """Register the ``acid`` format in ``spark`` (``spark.dataSource.register``), bound to
     ``settings`` (default :func:`acidflow.config.load_settings` now, in the driver): the
     source's workers use that catalog and warehouse unless options say otherwise. Call again
-    after changing ``ACIDFLOW_*`` to rebind. ``acidflow.spark.get_spark`` calls it."""
+    after changing ``ACIDFLOW_*`` to rebind. ``acidflow.spark.get_spark`` calls it.
+
+    Also sets ``spark.sql.python.filterPushdown.enabled=true`` (default false in Spark 4.x):
+    the reader implements ``pushFilters``, and PySpark refuses to plan a reader that does
+    while the setting is off (``DATA_SOURCE_PUSHDOWN_DISABLED``)."""
+    spark.conf.set(PUSHDOWN_CONF, "true")
     spark.dataSource.register(bound_source(settings or load_settings()))
 
 

@@ -9,7 +9,7 @@ from typing import Any, Iterator, Mapping
 
 import pyarrow as pa
 from pyspark.sql import types as T
-from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from acidflow import sparktypes
@@ -25,9 +25,11 @@ from acidflow.datasource.common import (
     table_name,
     timestamp_option,
 )
+from acidflow.datasource.pushdown import pushed_predicates
 from acidflow.format.layout import ValidWriteIdList
-from acidflow.read import history, snapshot
+from acidflow.read import history, predicates, snapshot, splits
 from acidflow.read import table as reads
+from acidflow.read.selection import UnknownColumnError, output_columns
 from acidflow.storage.fs import TableFS
 
 
@@ -69,6 +71,19 @@ class Scan:
     file_name: bool
     reader_ids: list[int]
     changes: Changes | None = None
+    output: list[str] | None = None
+    where: list[predicates.Predicate] = dataclasses.field(default_factory=list)
+
+    def selection(self) -> tuple[list[str] | None, list[str] | None]:
+        """``(data columns decoded, output columns in order)`` of the ``columns`` option
+        (None, None without it)."""
+        if self.output is None:
+            return None, None
+        plan = snapshot.ReadPlan(
+            self.table_dir, self.columns, self.partition_columns, self.valid, [], {}
+        )
+        project, _, _, order = output_columns(plan, self.output, self.row_id, self.file_name)
+        return project, order
 
     def spark_schema(self) -> T.StructType:
         """Spark schema of the rows: ``[op, write_id,]`` columns, partition columns,
@@ -81,12 +96,18 @@ class Scan:
             fields.append((snapshot.INPUT_FILE_NAME, "string"))
         if self.changes is not None:
             fields = [("op", "string"), ("write_id", "bigint"), *fields]
+        order = self.selection()[1]
+        if order is not None:
+            types = dict(fields)
+            fields = [(n, types[n]) for n in order]
         return T.StructType([T.StructField(n, _spark_type(t)) for n, t in fields])
 
 
 def plan_scan(settings: Settings, options: Mapping[str, str]) -> tuple[Scan, list[Any]]:
     """Plan a read of the ``acid`` source (driver side): the scan and one partition value per
-    read task (``("read", task json)``, or ``("changes", start task json | None, end task
+    read split (``("read", task json)``: a (partition, bucket) task, cut into stripe ranges
+    when its files exceed option ``splitBytes`` or ``ACIDFLOW_READ_SPLIT_BYTES``,
+    :func:`acidflow.read.splits.split_tasks`), or ``("changes", start task json | None, end task
     json | None)`` per (partition, bucket) of an incremental read).
 
     Raises:
@@ -102,6 +123,7 @@ def plan_scan(settings: Settings, options: Mapping[str, str]) -> tuple[Scan, lis
     start_t = timestamp_option(opts, "fromtimestamp", name)
     end_t = timestamp_option(opts, "totimestamp", name)
     read_optimized = bool_option(opts, "readoptimized", name)
+    split_bytes = splits.split_target(int_option(opts, "splitbytes", name))
     for a, b, an, bn in (
         (as_of, as_of_t, "asOfWriteId", "asOfTimestamp"),
         (start, start_t, "fromWriteId", "fromTimestamp"),
@@ -145,7 +167,8 @@ def plan_scan(settings: Settings, options: Mapping[str, str]) -> tuple[Scan, lis
     try:
         if start is None:
             now = plan(as_of)
-            values: list[Any] = [("read", t.to_json()) for t in now.tasks]
+            cut = splits.split_tasks(TableFS(now.table_dir), now.tasks, split_bytes)
+            values: list[Any] = [("read", t.to_json()) for t in cut]
             changes = None
         else:
             end = reads.incremental_end(catalog, table.name, start, end)
@@ -165,6 +188,13 @@ def plan_scan(settings: Settings, options: Mapping[str, str]) -> tuple[Scan, lis
         for rid in ids:
             catalog.unregister_reader(rid)
         raise
+    output = (
+        [c.strip() for c in opts["columns"].split(",") if c.strip()] if "columns" in opts else None
+    )
+    if output is not None and start is not None:
+        raise AcidDataSourceError(
+            f"acid data source, table {name}: columns does not go with an incremental read"
+        )
     scan = Scan(
         settings,
         table.name,
@@ -176,7 +206,15 @@ def plan_scan(settings: Settings, options: Mapping[str, str]) -> tuple[Scan, lis
         bool_option(opts, "filename", name),
         ids,
         changes,
+        output,
     )
+    if output is not None:
+        try:
+            scan.selection()
+        except UnknownColumnError as exc:
+            for rid in ids:
+                catalog.unregister_reader(rid)
+            raise AcidDataSourceError(f"acid data source, table {name}: {exc}") from None
     return scan, values
 
 
@@ -193,8 +231,34 @@ class AcidReader(DataSourceReader):
         # task) travel on their own, so they stay out of it
         return {**self.__dict__, "_values": []}
 
+    def pushFilters(self, filters: list[Filter]) -> list[Filter]:  # noqa: N802 - PySpark's name
+        """Predicate pushdown (``spark.sql.python.filterPushdown.enabled``, which
+        :func:`acidflow.datasource.register` sets): the filters of the supported form
+        (:mod:`acidflow.datasource.pushdown`) become the scan's row filter
+        (``read_task(where=)``: partition pruning -- read tasks of other partitions are
+        dropped --, stripe skipping, then exact on the rows). Returns the filters Spark must
+        still evaluate: those not pushed, and those on columns whose type Spark compares
+        otherwise (float, double, char, varchar, binary); ``df.explain("formatted")`` lists
+        the consumed ones as ``PushedFilters`` of the ``BatchScan acid`` node. Incremental
+        reads push nothing."""
+        if self.scan.changes is not None:
+            return list(filters)
+        pushed, rest = pushed_predicates(filters, self.scan.columns, self.scan.partition_columns)
+        if pushed:
+            self.scan = dataclasses.replace(self.scan, where=pushed)
+            pcols = self.scan.partition_columns
+            self._values = [
+                v
+                for v in self._values
+                if predicates.partition_matches(
+                    pushed, pcols, snapshot.ReadTask.from_json(v[1]).partition
+                )
+            ]
+        return rest
+
     def partitions(self) -> list[InputPartition]:
-        """One Spark partition per read task (incremental: per (partition, bucket))."""
+        """One Spark partition per read split (several per bucket when its files exceed the
+        split target; incremental: one per (partition, bucket))."""
         return [InputPartition(v) for v in self._values]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -224,7 +288,8 @@ class AcidReader(DataSourceReader):
     def _batches(self, tfs: TableFS, value: Any) -> Iterator[pa.RecordBatch]:
         s = self.scan
         if value[0] == "read":
-            yield from snapshot.read_task(
+            project, order = s.selection()
+            for b in snapshot.read_task(
                 tfs,
                 snapshot.ReadTask.from_json(value[1]),
                 s.columns,
@@ -232,7 +297,10 @@ class AcidReader(DataSourceReader):
                 s.valid,
                 row_id=s.row_id,
                 file_name=s.file_name,
-            )
+                project=project,
+                where=s.where or None,
+            ):
+                yield b if order is None else b.select(order)
             return
         assert s.changes is not None
         ch = s.changes

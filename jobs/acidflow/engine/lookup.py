@@ -8,7 +8,9 @@ the buckets the keys hash to (when the bucket columns are key columns), only the
 the keys name (when the partition columns are key columns), and in each base/delta file only
 the stripes whose key statistics and bloom filters may hold one of the keys (the key index,
 ``acidflow.format.orc.orcindex``, applied by ``snapshot.read_task``; ``ACIDFLOW_KEY_INDEX=0`` turns it
-off).
+off), and in each base the sidecar key index (the record-level index written by major
+compaction, ``acidflow.read.keyindex``) answers without reading the base's key column
+(``ACIDFLOW_KEY_SIDECAR=0`` turns it off; a missing or stale sidecar falls back to reading).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from acidflow.engine.ports import TableDesc, TxnCatalog, TxnRef
 from acidflow.engine.writer import BUCKET_COL, bucket_ids_arrow, with_buckets
 from acidflow.format import keys
 from acidflow.format import partitions as parts
-from acidflow.read import snapshot
+from acidflow.read import keyindex, snapshot
 from acidflow.storage.fs import TableFS
 
 if TYPE_CHECKING:
@@ -148,19 +150,42 @@ def lookup_rows(
     keys: pa.Table,
     *,
     project: list[str] | None = None,
+    sidecar: bool | None = None,
 ) -> pa.Table:
     """The visible rows (with ROW__ID) of a planned snapshot whose key is among ``keys``, as an
-    Arrow table in the driver: the key filter and the column projection run inside the ORC
-    readers. Read in this process with one thread per core when the planned files are at most
-    :data:`LOCAL_LOOKUP_BYTES` (or with no ``spark``), else as a Spark job."""
-    tfs, plan = current.tfs, current.plan
+    Arrow table in the driver (any row order).
+
+    The bases with a usable sidecar key index are answered by it first
+    (:func:`acidflow.read.keyindex.lookup_indexed`: binary search over the sorted key hashes,
+    the candidates checked against the snapshot's write ids and delete events); the rest --
+    deltas, original files, bases without a usable sidecar -- is read with the key filter and
+    the column projection inside the ORC readers: in this process with one thread per core
+    when those files are at most :data:`LOCAL_LOOKUP_BYTES` (or with no ``spark``), else as a
+    Spark job.
+
+    Args:
+        keys: Arrow table of data key columns in primary key order.
+        project: data columns to return (None: all).
+        sidecar: use the sidecar key indexes (None: unless ``ACIDFLOW_KEY_SIDECAR=0``).
+    Returns:
+        Arrow table with ``current.plan.output_schema(row_id=True, project=project)``.
+    """
+    tfs = current.tfs
+    indexed = keyindex.lookup_indexed(tfs, current.plan, keys, project=project, use=sidecar)
+    plan = indexed.rest
+    if not plan.tasks:
+        return indexed.found
     if spark is None or snapshot.planned_bytes(tfs, plan) <= LOCAL_LOOKUP_BYTES:
-        return snapshot.read_arrow_parallel(
+        rest = snapshot.read_arrow_parallel(
             tfs, plan, threads=os.cpu_count() or 2, row_id=True, project=project, keys=keys
         )
-    return snapshot.read_spark(
-        spark, current.table_dir, plan, row_id=True, project=project, keys=keys
-    ).toArrow()
+    else:
+        rest = snapshot.read_spark(
+            spark, current.table_dir, plan, row_id=True, project=project, keys=keys
+        ).toArrow()
+    if not indexed.found.num_rows:
+        return rest
+    return pa.concat_tables([indexed.found, rest.cast(indexed.found.schema)])
 
 
 def existing_rows_arrow(

@@ -54,6 +54,7 @@ from acidflow.engine.writer import (
     write_delete_events,
     write_insert_events,
 )
+from acidflow.format import acidv1 as acidv1_rules
 from acidflow.format import keys
 from acidflow.format import partitions as parts
 from acidflow.format.bucketing import check_statement_id
@@ -292,7 +293,13 @@ class Transaction:
 
     def begin_statement(self, table: TableDesc, *kinds: str, **options: Any) -> list[WriteSpec]:
         """Take the next statement id of ``table`` (and its write id): one spec per event
-        kind (``"insert"``, ``"delete"``, ``"base"``) written by the statement."""
+        kind (``"insert"``, ``"delete"``, ``"base"``) written by the statement.
+
+        Raises:
+            acidflow.format.acidv1.AcidV1WriteError: the table still holds ACID v1 directories
+                (marked at adoption; ``acidflow table upgrade`` first).
+        """
+        acidv1_rules.check_writable(table.name, table.properties)
         sid = self.next_statement_id(table.name)
         return [
             WriteSpec.for_table(table, kind, self.write_id(table.name), sid, **options)

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -101,6 +102,24 @@ def _blake2b_64_each(texts: pa.Array) -> np.ndarray:
     return np.frombuffer(digests, dtype=HASH_DTYPE)
 
 
+#: Characters ``json.dumps`` (``ensure_ascii``) writes unchanged inside a string: printable
+#: ASCII (space to ``~``) without ``"`` and ``\\``; a string of only these is written
+#: ``"s"``.
+_PLAIN_JSON_STRING = r"^[\x20\x21\x23-\x5b\x5d-\x7e]*$"
+
+
+def _fast_part(p: Any) -> bool:
+    """Whether a key part's JSON text can be built by Arrow kernels (see
+    :func:`key_hashes_of_columns`)."""
+    if isinstance(p, pa.Array):
+        return p.null_count == 0 and (
+            pa.types.is_integer(p.type)
+            or pa.types.is_string(p.type)
+            or pa.types.is_large_string(p.type)
+        )
+    return type(p) is int or (type(p) is str and re.fullmatch(_PLAIN_JSON_STRING, p) is not None)
+
+
 def key_hashes_of_columns(parts: Sequence[Any], n: int) -> np.ndarray:
     """:func:`key_hash64` of ``n`` keys given column by column, in row order (not de-duplicated).
 
@@ -110,32 +129,45 @@ def key_hashes_of_columns(parts: Sequence[Any], n: int) -> np.ndarray:
         n: number of keys.
     Returns:
         ``uint64`` array of ``n`` hashes, equal to ``key_hash64`` of each row's key tuple (the
-        tuple of the arrays' ``to_pylist`` values): keys made of integers only (integer arrays
-        without NULLs, ``int`` values) have their JSON text built by Arrow kernels; others go
-        through :func:`key_hash64` row by row.
+        tuple of the arrays' ``to_pylist`` values): keys made of integers and strings (arrays
+        without NULLs, ``int`` / ``str`` values) have their JSON text built by Arrow kernels
+        (a string holding a character JSON escapes -- quote, backslash, control or non-ASCII
+        -- is redone by :func:`key_hash64`); others go through :func:`key_hash64` row by row.
     """
     if n == 0:
         return np.zeros(0, dtype=HASH_DTYPE)
-    ints = all(
-        (pa.types.is_integer(p.type) and p.null_count == 0)
-        if isinstance(p, pa.Array)
-        else type(p) is int
-        for p in parts
-    )
-    if not ints or not parts:
+    if not parts or not all(_fast_part(p) for p in parts):
         cols = [p.to_pylist() if isinstance(p, pa.Array) else [p] * n for p in parts]
         return np.fromiter(
             (key_hash64(k) for k in zip(*cols)) if cols else (key_hash64(()) for _ in range(n)),
             dtype=HASH_DTYPE,
             count=n,
         )
-    texts = [
-        pc.cast(p, pa.string()) if isinstance(p, pa.Array) else pa.scalar(str(p)) for p in parts
-    ]
+    texts = []
+    escaped = None  # rows with a string JSON escapes
+    for p in parts:
+        if not isinstance(p, pa.Array):
+            texts.append(pa.scalar(f'"{p}"' if type(p) is str else str(p)))
+        elif pa.types.is_integer(p.type):
+            texts.append(pc.cast(p, pa.string()))
+        else:
+            plain = pc.match_substring_regex(p, _PLAIN_JSON_STRING)
+            bad = pc.invert(plain)
+            escaped = bad if escaped is None else pc.or_(escaped, bad)
+            texts.append(pc.binary_join_element_wise('"', p.cast(pa.string()), '"', ""))
     joined = pc.binary_join_element_wise(*texts, ",") if len(texts) > 1 else texts[0]
     if not isinstance(joined, pa.Array):  # every part a constant
         joined = pa.array([joined.as_py()] * n, pa.string())
-    return _blake2b_64_each(pc.binary_join_element_wise("[", joined, "]", ""))
+    out = _blake2b_64_each(pc.binary_join_element_wise("[", joined, "]", ""))
+    if escaped is not None and pc.any(escaped).as_py():
+        out = out.copy()
+        rows = np.flatnonzero(escaped.to_numpy(zero_copy_only=False))
+        cols = [
+            p.take(pa.array(rows)).to_pylist() if isinstance(p, pa.Array) else [p] * len(rows)
+            for p in parts
+        ]
+        out[rows] = [key_hash64(k) for k in zip(*cols)]
+    return out
 
 
 def null_key_reason(columns: Sequence[str]) -> str:

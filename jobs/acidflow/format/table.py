@@ -8,7 +8,7 @@ format's rules read: columns with their Hive type strings, partition keys, bucke
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from typing import Mapping, Protocol, Sequence
 
 
 class ColumnDef(Protocol):
@@ -47,3 +47,8 @@ class TableDesc(Protocol):
 
     @property
     def bucketing_version(self) -> int: ...
+
+    @property
+    def properties(self) -> Mapping[str, str]:
+        """Table properties (Hive ``TBLPROPERTIES``)."""
+        ...

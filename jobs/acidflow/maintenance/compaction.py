@@ -10,7 +10,8 @@ What a compaction writes (Hive 3.1 ``CompactorMR``, names from ``AcidUtils``):
 * **major** -- base (or original files) + current deltas become ``base_<W>`` holding only the
   live rows as insert events, ROW__ID preserved, ``currentTransaction = originalTransaction``;
   original files get their synthetic ROW__IDs written for good. ``_orc_acid_version`` and
-  ``_metadata_acid`` (``dataFormat: compacted``) are written.
+  ``_metadata_acid`` (``dataFormat: compacted``) are written, and after verification the
+  hidden sidecar key index ``_acidflow_key_index.parquet`` (``acidflow.read.keyindex``).
 
 Both read with the compactor's ``ValidCompactorWriteIdList`` (high watermark below the lowest
 open write id, aborted ids as exceptions), so an open write id is never covered and data of
@@ -90,7 +91,7 @@ from acidflow.maintenance.rewrite import (
     run_task,
 )
 from acidflow.maintenance.verify import Checksum, checksum_task
-from acidflow.read import snapshot
+from acidflow.read import acidv1, keyindex, snapshot
 from acidflow.storage.fs import DirectoryClaimedError, TableFS, join
 from acidflow.storage.state import (
     compacted_base_check,
@@ -174,6 +175,7 @@ def plan_compaction(
     visibility_txn_id: int | None = None,
     txn_state: Callable[[int], str] | None = None,
     only_deltas: Collection[str] | None = None,
+    upgrade_v1: bool = False,
 ) -> CompactionPlan:
     """Decide inputs and output names of a compaction from a partition listing (pure).
 
@@ -188,6 +190,10 @@ def plan_compaction(
         txn_state: ``_v<T>`` directory lookup (see ``get_acid_state``).
         only_deltas: minor only: compact just these current deltas (one slice of Hive's
             ``hive.compactor.max.num.delta`` rule, :mod:`acidflow.maintenance.slices`).
+        upgrade_v1: major only: the partition holds ACID v1 (Hive 0.14-2.x) directories
+            (``acidflow.read.acidv1.partition_is_v1``): a lone base is rewritten too, and the
+            new base is ``base_<high watermark>`` (a write id above the v1 base's, so that its
+            name never clashes with it: ``acidflow table upgrade`` commits one first).
     Returns:
         A :class:`CompactionPlan`; ``skip_reason`` set when there is nothing to do: minor with
         fewer than two distinct delta ranges, major with no delta and no original file.
@@ -229,7 +235,7 @@ def plan_compaction(
             outs.append(format_delta(plan.min_write_id, plan.max_write_id, visibility_txn_id=vis))
         plan.outputs = outs
     else:
-        if not deltas and not state.original_files:
+        if not deltas and not state.original_files and not upgrade_v1:
             plan.skip_reason = "major compaction: no deltas and no original files"
             return plan
         plan.base = state.base_dir
@@ -239,6 +245,8 @@ def plan_compaction(
         if state.base is not None:
             ids.append(state.base.write_id)
         plan.max_write_id = max(ids) if ids else 0
+        if upgrade_v1:
+            plan.max_write_id = max(plan.max_write_id, cvalid.high_watermark)
         plan.min_write_id = 0
         plan.outputs = [format_base(plan.max_write_id, vis)]
     clash = [o for o in plan.outputs if o in existing]
@@ -587,6 +595,10 @@ def compact_partition(
         visibility_txn_id=visibility_txn_id if direct else None,
         txn_state=txn_state if direct else None,
         only_deltas=only_deltas,
+        upgrade_v1=kind == MAJOR
+        and acidv1.partition_is_v1(
+            tfs, pdir, entries, cvalid, txn_state=txn_state if direct else None
+        ),
     )
     result = CompactionResult(plan, published=recovered)
     if plan.nothing_to_do:
@@ -749,6 +761,8 @@ def compact_partition(
             f"holds {after.rows} rows, the inputs' records imply at least {expected_rows} "
             "(inserted minus deleted events); nothing published"
         )
+    if "base" in out_dirs and keyindex.wanted(table.properties):  # derived: never fails it
+        keyindex.try_write_base_index(tfs, out_dirs["base"], columns, list(table.primary_key))
     beat()
     if record_files is not None:
         record_files(

@@ -18,9 +18,9 @@ Spark column expressions (Hive ``VectorizedOrcAcidRowBatchReader``, Trino ``OrcD
   their operation is not a delete (:func:`acidflow.read.snapshot.valid_mask`);
 * the delete events of the task's delete deltas (valid ``currentTransaction``, operation delete,
   as :func:`acidflow.read.snapshot.load_delete_keys`) remove rows by a left-anti join (broadcast
-  up to 10M delete events) on ``(scope, originalTransaction, bucket, rowId)``; a scope is a partition and a set of delete
-  files (a task's), so a delete event only meets the rows the plan pairs it with;
-* partition columns are literals per scope (the partition path parsed as ``_partition_arrays``
+  up to 10M delete events) on ``(scope, originalTransaction, bucket, rowId)``; a scope is a
+  partition (:func:`_scopes`: a ROW__ID names one row of its partition);
+* partition columns are literals per scope (the partition path parsed as ``acidflow.read.rows.partition_arrays``
   does: Hive's unescaping, ``__HIVE_DEFAULT_PARTITION__`` -> NULL).
 
 Two traps of Spark's ORC reader on ACID event files are avoided by construction:
@@ -68,6 +68,7 @@ from acidflow.format import partitions as parts
 from acidflow.format import types as htypes
 from acidflow.format.layout import ValidWriteIdList
 from acidflow.format.orc import files as acid_files
+from acidflow.read import acidv1
 from acidflow.read.snapshot import (
     INPUT_FILE_NAME,
     ROW_ID,
@@ -250,18 +251,26 @@ class _Scope:
 
 
 def _scopes(plan: ReadPlan) -> list[_Scope]:
-    """Tasks of one partition with the same delete files share a scope (an unbucketed table:
-    one per partition; a bucketed one: one per task)."""
-    by_key: dict[tuple[str, tuple[str, ...]], _Scope] = {}
+    """One scope per partition: its tasks' insert files and the union of their delete files.
+
+    A ROW__ID (originalTransaction, bucket property, rowId) names one row of a partition (Hive
+    writes a delete event into the bucket file of the row it deletes, and the bucket property
+    carries the bucket id and statement id), so joining a partition's delete events with all
+    of its rows on the whole ROW__ID deletes exactly what the per-bucket pairing of the tasks
+    (Hive ``VectorizedOrcAcidRowBatchReader``, one bucket's delete deltas per split) deletes:
+    one scan per partition and file schema instead of one per bucket."""
+    by_partition: dict[str, _Scope] = {}
     for t in plan.tasks:
-        key = (t.partition, tuple(sorted(t.delete_files)))
-        scope = by_key.setdefault(key, _Scope(t.partition, [], sorted(t.delete_files)))
+        scope = by_partition.setdefault(t.partition, _Scope(t.partition, [], []))
         scope.data.extend(t.data_files)
-    return list(by_key.values())
+        scope.deletes.extend(p for p in t.delete_files if p not in scope.deletes)
+    for scope in by_partition.values():
+        scope.deletes.sort()
+    return list(by_partition.values())
 
 
 def _partition_literals(plan: ReadPlan, ppath: str) -> list[Column]:
-    """Partition columns of one partition as literals, valued as ``_partition_arrays`` values
+    """Partition columns of one partition as literals, valued as ``acidflow.read.rows.partition_arrays`` values
     them (the path's string cast to the column's Arrow type)."""
     values = dict(parts.parse_partition_path(ppath)) if ppath else {}
     out = []
@@ -330,6 +339,11 @@ def read_engine(
             return arrow_part
         return read_spark(spark, url, plan, row_id=row_id, file_name=file_name, project=project)
     tfs = TableFS(url)
+    v1_dirs: dict[str, bool | None] = {}
+    if any(acidv1.task_is_v1(tfs, t, v1_dirs) for t in events.tasks):  # Hive 2.3's merge
+        return read_spark(
+            spark, url, plan, row_id=row_id, file_name=file_name, project=project, keys=keys
+        )
     data_paths = sorted({f.path for t in events.tasks for f in t.data_files})
     delete_paths = sorted({p for t in events.tasks for p in t.delete_files})
     infos = _file_infos(tfs, sorted(set(data_paths) | set(delete_paths)))

@@ -26,18 +26,16 @@ columns, then optionally ``ROW__ID struct<writeid:bigint,bucketid:int,rowid:bigi
 
 from __future__ import annotations
 
-import json
+import logging
 import os
 import posixpath
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from acidflow.format import partitions as parts
 from acidflow.format import types as htypes
 from acidflow.format.bucketing import encode_bucket_property
 from acidflow.format.filecheck import FileProblem, check_files, raise_for
@@ -50,9 +48,23 @@ from acidflow.format.layout import (
     parse_original_bucket_id,
 )
 from acidflow.format.orc import files as acid_files
-from acidflow.format.orc import orcindex
+from acidflow.format.orc import orcindex, orcpredicate
 from acidflow.format.orc import timestamps as orc_timestamps
-from acidflow.format.schemaevolution import read_as
+from acidflow.read import acidv1, predicates, splits
+from acidflow.read.deletes import load_delete_keys as load_delete_keys
+from acidflow.read.deletes import surviving as _surviving
+from acidflow.read.rows import (
+    INPUT_FILE_NAME,
+    ROW_ID,
+    ROW_ID_TYPE,
+    map_columns,
+    partition_arrays,
+    table_column,
+    valid_mask,
+)
+from acidflow.read.tasks import DataFile as DataFile
+from acidflow.read.tasks import ReadPlan as ReadPlan
+from acidflow.read.tasks import ReadTask as ReadTask
 from acidflow.storage.fs import TableFS, join
 from acidflow.storage.state import acid_state
 from acidflow.storage.tablepaths import split_partitions
@@ -60,92 +72,8 @@ from acidflow.storage.tablepaths import split_partitions
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-ROW_ID = "ROW__ID"
-INPUT_FILE_NAME = "INPUT__FILE__NAME"
-ROW_ID_TYPE = pa.struct([("writeid", pa.int64()), ("bucketid", pa.int32()), ("rowid", pa.int64())])
 _KEYS = list(acid_files.KEY_FIELDS)
-
-
-@dataclass
-class DataFile:
-    """An insert-side file of a read task.
-
-    Attributes:
-        path: full path.
-        kind: ``base``, ``delta`` (insert delta) or ``original`` (pre-ACID layout file).
-        bucket_id: bucket (or writer) id from the file name.
-        write_id: synthetic write id for original files (0 at the partition root).
-        statement_id: statement id for the synthetic bucket property of original files.
-        row_offset: rows of the earlier original files of the same bucket (synthetic rowId base).
-    """
-
-    path: str
-    kind: str
-    bucket_id: int
-    write_id: int = 0
-    statement_id: int = 0
-    row_offset: int = 0
-
-
-@dataclass
-class ReadTask:
-    """Work of one reader: insert-side files of one (partition, bucket) and the delete delta
-    files that apply to them. ``partition`` is the relative partition path ('' if none)."""
-
-    partition: str
-    bucket_id: int
-    data_files: list[DataFile] = field(default_factory=list)
-    delete_files: list[str] = field(default_factory=list)
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, text: str) -> "ReadTask":
-        d = json.loads(text)
-        d["data_files"] = [DataFile(**f) for f in d["data_files"]]
-        return cls(**d)
-
-
-@dataclass
-class ReadPlan:
-    """Everything needed to read a snapshot.
-
-    Attributes:
-        table_dir: table root.
-        columns: table columns ``[(name, hive_type)]``.
-        partition_columns: ``[(name, hive_type)]`` (empty when unpartitioned).
-        valid_write_ids: the snapshot.
-        tasks: the read tasks.
-        states: ``AcidState`` per partition path ('' when unpartitioned).
-        lost: records of files the snapshot would read that a repair acknowledged lost (left
-            out of the tasks: their rows are gone).
-    """
-
-    table_dir: str
-    columns: list[tuple[str, str]]
-    partition_columns: list[tuple[str, str]]
-    valid_write_ids: ValidWriteIdList
-    tasks: list[ReadTask]
-    states: dict[str, AcidState]
-    lost: list[FileRecord] = field(default_factory=list)
-
-    def output_schema(
-        self, row_id: bool = False, file_name: bool = False, project: list[str] | None = None
-    ) -> pa.Schema:
-        """Arrow schema of the rows :func:`read_task` yields (data columns restricted to
-        ``project`` when given, in table order)."""
-        fields = [
-            pa.field(n, htypes.arrow_type(t))
-            for n, t in self.columns
-            if project is None or n in project
-        ]
-        fields += [pa.field(n, htypes.arrow_type(t)) for n, t in self.partition_columns]
-        if row_id:
-            fields.append(pa.field(ROW_ID, ROW_ID_TYPE))
-        if file_name:
-            fields.append(pa.field(INPUT_FILE_NAME, pa.string()))
-        return pa.schema(fields)
+_log = logging.getLogger(__name__)
 
 
 def plan_read(
@@ -162,6 +90,7 @@ def plan_read(
     txn_state: Callable[[int], str] | None = None,
     file_records: Iterable[FileRecord] | None = None,
     table_name: str | None = None,
+    partition_filter: Callable[[str], bool] | None = None,
 ) -> ReadPlan:
     """Plan a snapshot read of a table directory.
 
@@ -181,6 +110,9 @@ def plan_read(
             (:func:`acidflow.format.filecheck.check_files`); None = no check (a bare
             directory). Files acknowledged lost are left out (``ReadPlan.lost``).
         table_name: names the table in errors (default ``table_dir``).
+        partition_filter: only the partition paths for which it is true (partition pruning,
+            :func:`acidflow.read.predicates.partition_matches`): the others are neither
+            resolved nor checked nor read.
     Returns:
         A :class:`ReadPlan`.
     Raises:
@@ -201,6 +133,8 @@ def plan_read(
     for ppath in sorted(grouped):
         if wanted_parts is not None and ppath not in wanted_parts:
             continue
+        if partition_filter is not None and not partition_filter(ppath):
+            continue
         pdir = join(table_dir, ppath) if ppath else table_dir
         entries = grouped[ppath]
         state = acid_state(tfs, pdir, valid_write_ids, entries=entries, txn_state=txn_state)
@@ -216,6 +150,7 @@ def plan_read(
             skip = check.skip
         data: list[DataFile] = []
         deletes: list[tuple[str, int]] = []
+        sizes = {join(pdir, e.path): e.size for e in entries if not e.is_dir}
         if state.base is not None:
             for rel, b in bucket_files(entries, state.base.name):
                 if rel not in skip:
@@ -238,6 +173,8 @@ def plan_read(
             task = by_bucket.setdefault(f.bucket_id, ReadTask(ppath, f.bucket_id))
             task.data_files.append(f)
         for task in by_bucket.values():
+            for f in task.data_files:
+                f.size = sizes.get(f.path, 0)
             task.delete_files = [p for p, b in deletes if not bucketed or b == task.bucket_id]
         tasks.extend(by_bucket[b] for b in sorted(by_bucket))
     raise_for(table_name or table_dir, failures)
@@ -280,95 +217,13 @@ def original_files(tfs: TableFS, pdir: str, rel_paths: list[str]) -> list[DataFi
     return out
 
 
-def valid_mask(write_ids: pa.Array, valid: ValidWriteIdList) -> pa.Array:
-    """Which write ids a ValidWriteIdList sees, element by element.
-
-    Hive's ``ValidReaderWriteIdList.isWriteIdValid``: a write id is valid when it is at most the
-    high watermark and is not one of the open or aborted exceptions.
-
-    Args:
-        write_ids: int64 write ids (an event file's ``currentTransaction`` column).
-        valid: the snapshot's ValidWriteIdList.
-    Returns:
-        A boolean Arrow array of the same length (NULL where the write id is NULL).
-    """
-    mask = pc.less_equal(write_ids, pa.scalar(valid.high_watermark, pa.int64()))
-    exceptions = list(valid.open_write_ids) + list(valid.aborted_write_ids)
-    if exceptions:
-        mask = pc.and_(mask, pc.invert(pc.is_in(write_ids, pa.array(exceptions, pa.int64()))))
-    return mask
-
-
-def load_delete_keys(tfs: TableFS, paths: list[str], valid: ValidWriteIdList) -> pa.Table | None:
-    """Delete events (originalTransaction, bucket, rowId) of the given files whose
-    currentTransaction is valid, de-duplicated; ``None`` when there are none. Files whose
-    ``hive.acid.stats`` say 0 deletes are skipped, as Hive's reader does."""
-    tables = []
-    for p in paths:
-        info = acid_files.file_info(tfs, p)
-        stats = info.metadata.get(acid_files.ACID_STATS_KEY)
-        if stats is not None and acid_files.parse_acid_stats(stats)[2] == 0:
-            continue
-        ev = acid_files.read_events(tfs, p, keys_only=True)
-        ev = ev.filter(
-            pc.and_(
-                valid_mask(ev.column("currentTransaction"), valid),
-                pc.equal(ev.column("operation"), acid_files.OPERATION_DELETE),
-            )
-        )
-        if ev.num_rows:
-            tables.append(ev.select(_KEYS))
-    if not tables:
-        return None
-    keys = pa.concat_tables(tables)
-    return keys.group_by(_KEYS).aggregate([]) if len(tables) > 1 else keys
-
-
-def _surviving(batch_keys: pa.Table, deletes: pa.Table | None) -> pa.Array | None:
-    """Positions (ascending) of rows not matched by a delete event; None = all survive."""
-    if deletes is None or batch_keys.num_rows == 0:
-        return None
-    idx = batch_keys.append_column("__pos", pa.array(range(batch_keys.num_rows), pa.int64()))
-    kept = idx.join(deletes, keys=_KEYS, join_type="left anti", use_threads=False)
-    if kept.num_rows == batch_keys.num_rows:
-        return None
-    pos = kept.column("__pos").combine_chunks()
-    return pc.take(pos, pc.sort_indices(pos))
-
-
-def _map_columns(
-    file_names: list[str], table_cols: list[str], positional: bool
-) -> list[int | None]:
-    """For each table column, the index of its source column in the file (None = missing, read
-    as NULL: a column added after the file was written). ACID files map by position (ORC
-    ``SchemaEvolution`` does positional evolution for ACID files); original files by name
-    (case-insensitive) when every name is found, else by position."""
-    if not positional:
-        lower = {n.lower(): i for i, n in enumerate(file_names)}
-        if all(c.lower() in lower for c in table_cols):
-            return [lower[c.lower()] for c in table_cols]
-    return [i if i < len(file_names) else None for i in range(len(table_cols))]
-
-
 def source_positions(
     info: "acid_files.FileInfo", table_cols: list[str], wanted: list[str]
 ) -> list[int | None]:
     """Positions of the table columns ``wanted`` among a data file's data columns (the ``row``
     struct's fields of an ACID file), by :func:`read_task`'s mapping rule; None = missing."""
-    mapping = _map_columns(info.row_schema.names, table_cols, positional=info.is_acid)
+    mapping = map_columns(info.row_schema.names, table_cols, positional=info.is_acid)
     return [mapping[table_cols.index(c)] for c in wanted]
-
-
-def _partition_arrays(plan_pcols: list[tuple[str, str]], ppath: str, n: int) -> list[pa.Array]:
-    if not plan_pcols:
-        return []
-    values = dict(parts.parse_partition_path(ppath)) if ppath else {}
-    out = []
-    for name, hive_type in plan_pcols:
-        target = htypes.arrow_type(hive_type)
-        v = values.get(name)
-        out.append(pa.array([v] * n, pa.string()).cast(target))
-    return out
 
 
 def check_acid_version(
@@ -401,7 +256,7 @@ def check_acid_version(
         )
 
 
-def _key_filter_mask(
+def key_filter_mask(
     data: list, positions: list[int | None], keys: pa.Table, types: list[pa.DataType]
 ) -> pa.Array:
     """Boolean mask: rows whose key columns (``data[positions[i]]``) are in ``keys``."""
@@ -436,8 +291,14 @@ def read_task(
     keys: pa.Table | None = None,
     prune: bool | None = None,
     pruned: list[tuple[str, orcindex.StripeVerdict]] | None = None,
+    where: list[predicates.Predicate] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Visible rows of one task as Arrow record batches (schema: ``ReadPlan.output_schema``).
+
+    A split (``acidflow.read.splits``) reads only its files' stripe ranges
+    (``DataFile.stripes``; an original file's synthetic rowIds start at its ``row_offset``)
+    and loads only the delete events in its ``key_ranges``; a row outside them (a file not
+    sorted by ROW__ID) logs a warning and makes the split load every delete event.
 
     Args:
         project: read only these data columns (ORC column projection: the other columns'
@@ -449,10 +310,37 @@ def read_task(
             stream of a skipped stripe is read). None (default): on unless the environment
             sets ``ACIDFLOW_KEY_INDEX=0``.
         pruned: when given, ``(path, verdict)`` of every pruned file is appended (measurement).
+        where: keep only the rows every predicate keeps (:mod:`acidflow.read.predicates`,
+            applied exactly to the rows after the delete events); a task whose partition
+            fails is not read, and (unless ``prune`` is False or ``ACIDFLOW_KEY_INDEX=0``)
+            stripes that statistics / bloom filters prove free of matches are skipped
+            (:mod:`acidflow.format.orc.orcpredicate`; safe with delete events: they live in
+            delete deltas, read whole, and a skipped stripe holds no matching row at all).
     Raises:
         acidflow.format.orc.files.AcidFileError: a file that is not readable ORC (names the file).
     """
-    deletes = load_delete_keys(tfs, task.delete_files, valid)
+    if where and not predicates.partition_matches(where, partition_columns, task.partition):
+        return
+    data_where = predicates.split(where or [], partition_columns)[1]
+    if acidv1.task_is_v1(tfs, task):  # Hive 0.14-2.x files: Hive 2.3's merge (read/acidv1.py)
+        # no stripe skipping there: the row filter is applied to its rows
+        wide = (
+            project
+            if project is None or not data_where
+            else [*project, *(p.column for p in data_where)]
+        )
+        yield from predicates.filter_batches(
+            acidv1.read_task_v1(
+                tfs, task, columns, partition_columns, valid, row_id=row_id,
+                file_name=file_name, project=wide, keys=keys,
+            ),
+            data_where,
+            ReadPlan("", columns, partition_columns, valid, [], {})
+            .output_schema(row_id, file_name, project).names,
+        )  # fmt: skip
+        return
+    ranges = task.key_ranges
+    deletes = load_delete_keys(tfs, task.delete_files, valid, ranges)
     names = [n for n, _ in columns]
     wanted = [i for i, n in enumerate(names) if project is None or n in project]
     if keys is not None:
@@ -460,6 +348,7 @@ def read_task(
         if missing:
             raise ValueError(f"key filter columns {missing} are not table columns")
         wanted = sorted(set(wanted) | {names.index(k) for k in keys.column_names})
+    wanted = sorted(set(wanted) | {names.index(p.column) for p in data_where})
     targets = [htypes.arrow_type(columns[i][1]) for i in wanted]
     out_idx = [j for j, i in enumerate(wanted) if project is None or names[i] in project]
     out_schema = ReadPlan("", columns, partition_columns, valid, [], {}).output_schema(
@@ -472,7 +361,7 @@ def read_task(
             check_acid_version(tfs, info, dir_versions)
         acid = info.is_acid
         src_names = info.row_schema.names
-        full_mapping = _map_columns(src_names, names, positional=acid)
+        full_mapping = map_columns(src_names, names, positional=acid)
         mapping = [full_mapping[i] for i in wanted]
         # ORC column projection: read only the source columns needed (by name; the row struct's
         # children as "row.<name>"); positions below index the projected columns
@@ -501,21 +390,34 @@ def read_task(
         offset = df.row_offset
         with tfs.open(df.path, "rb") as fh:
             verdict = None
-            if keys is not None and (
+            use_index = (
                 prune if prune is not None else os.environ.get("ACIDFLOW_KEY_INDEX", "1") != "0"
-            ):
+            )
+            if keys is not None and use_index:
                 verdict = orcindex.file_stripes_to_read(
                     fh,
                     acid=acid,
                     positions=[full_mapping[names.index(k)] for k in keys.column_names],
                     keys=keys,
                 )
+            if data_where and use_index:
+                verdict = orcpredicate.both(
+                    verdict,
+                    orcpredicate.file_stripes_matching(
+                        fh,
+                        acid=acid,
+                        conditions=predicates.conditions(data_where, columns, full_mapping),
+                    ),
+                )
+            if verdict is not None:
                 if pruned is not None:
                     pruned.append((df.path, verdict))
-                if verdict.keep and not any(verdict.keep):
+                span = verdict.keep[slice(*df.stripes)] if df.stripes else verdict.keep
+                if verdict.keep and not any(span):
                     continue  # no stripe may hold a key: not even the reader's tail is read
             orc = orc_timestamps.OrcReader(fh)  # pyarrow, timestamps of any year
-            for s in range(orc.nstripes):
+            first, end = df.stripes if df.stripes is not None else (0, orc.nstripes)
+            for s in range(first, min(end, orc.nstripes)):
                 if verdict is not None and not verdict.reads(s):
                     offset += verdict.rows[s]  # original files: synthetic rowIds go on
                     continue
@@ -548,9 +450,21 @@ def read_task(
                     data = list(batch.columns)
                     keep_mask = None
                 if keys is not None and key_pos is not None and key_types is not None:
-                    km = _key_filter_mask(data, key_pos, keys, key_types)
+                    km = key_filter_mask(data, key_pos, keys, key_types)
                     keep_mask = km if keep_mask is None else pc.and_(keep_mask, km)
                 keys_tbl = pa.table([owid, bucket, rid], names=_KEYS)
+                if ranges is not None and not pc.all(splits.in_ranges(keys_tbl, ranges)).as_py():
+                    # a row outside the split's key ranges (a file not sorted by ROW__ID):
+                    # every delete event of the bucket applies from here on
+                    _log.warning(
+                        "%s stripe %d: a ROW__ID outside the split's key ranges %s (file not "
+                        "sorted by ROW__ID?); this split loads every delete event",
+                        df.path,
+                        s,
+                        ranges,
+                    )
+                    ranges = None
+                    deletes = load_delete_keys(tfs, task.delete_files, valid)
                 if keep_mask is not None and not pc.all(keep_mask).as_py():
                     keep_idx = pc.indices_nonzero(keep_mask)
                 else:
@@ -558,6 +472,17 @@ def read_task(
                 if keep_idx is not None:
                     keys_tbl = keys_tbl.take(keep_idx)
                     data = [c.take(keep_idx) for c in data]
+                if data_where:
+                    values = {
+                        names[i]: table_column(data, mapping[j], targets[j], keys_tbl.num_rows)
+                        for j, i in enumerate(wanted)
+                        if any(p.column == names[i] for p in data_where)
+                    }
+                    hit = pc.indices_nonzero(
+                        predicates.row_mask(values, data_where, keys_tbl.num_rows)
+                    )
+                    keys_tbl = keys_tbl.take(hit)
+                    data = [c.take(hit) for c in data]
                 survivors = _surviving(keys_tbl, deletes)
                 if survivors is not None:
                     keys_tbl = keys_tbl.take(survivors)
@@ -567,13 +492,8 @@ def read_task(
                     continue
                 arrays = []
                 for j in out_idx:
-                    target, src = targets[j], mapping[j]
-                    if src is None or src >= len(data):
-                        arrays.append(pa.nulls(m, target))
-                    else:
-                        col = acid_files.normalize_timestamps(data[src])
-                        arrays.append(read_as(col, target))  # Hive's conversions
-                arrays += _partition_arrays(partition_columns, task.partition, m)
+                    arrays.append(table_column(data, mapping[j], targets[j], m))
+                arrays += partition_arrays(partition_columns, task.partition, m)
                 if row_id:
                     arrays.append(
                         pa.StructArray.from_arrays(
@@ -601,13 +521,17 @@ def read_arrow(
     file_name: bool = False,
     project: list[str] | None = None,
     keys: pa.Table | None = None,
+    where: list[predicates.Predicate] | None = None,
+    split_bytes: int | None = None,
 ) -> pa.Table:
     """Run every task of a plan in this process and return one Arrow table (no Spark);
-    ``project`` and ``keys`` as in :func:`read_task`."""
+    ``project``, ``keys`` and ``where`` as in :func:`read_task`; buckets larger than
+    ``split_bytes`` (None = the ``ACIDFLOW_READ_SPLIT_BYTES`` setting) are read split by split
+    (:func:`acidflow.read.splits.split_tasks`: a split holds only its delete events)."""
     schema = plan.output_schema(row_id, file_name, project)
     batches = [
         b
-        for t in plan.tasks
+        for t in splits.split_tasks(tfs, plan.tasks, split_bytes)
         for b in read_task(
             tfs,
             t,
@@ -618,19 +542,26 @@ def read_arrow(
             file_name=file_name,
             project=project,
             keys=keys,
+            where=where,
         )
     ]
     return pa.Table.from_batches(batches, schema=schema)
 
 
 def read_arrow_parallel(
-    tfs: TableFS, plan: ReadPlan, *, threads: int = 2, **kwargs: Any
+    tfs: TableFS,
+    plan: ReadPlan,
+    *,
+    threads: int = 2,
+    split_bytes: int | None = None,
+    **kwargs: Any,
 ) -> pa.Table:
     """:func:`read_arrow` with the plan's tasks spread over ``threads`` threads of this process
     (pyarrow's ORC decoding releases the GIL). For small, selective reads -- a merge's key
     lookup -- this is much cheaper than a Spark job (no task scheduling, no Python workers, no
-    Arrow stream to the JVM and back). ``kwargs``: ``row_id``, ``file_name``, ``project``,
-    ``keys`` as in :func:`read_task`."""
+    Arrow stream to the JVM and back). Buckets larger than ``split_bytes`` are cut into
+    splits (as :func:`read_arrow`), so threads share a big bucket. ``kwargs``: ``row_id``,
+    ``file_name``, ``project``, ``keys`` as in :func:`read_task`."""
     schema = plan.output_schema(
         kwargs.get("row_id", False), kwargs.get("file_name", False), kwargs.get("project")
     )
@@ -643,7 +574,7 @@ def read_arrow_parallel(
         )
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        parts_ = list(pool.map(one, plan.tasks))
+        parts_ = list(pool.map(one, splits.split_tasks(tfs, plan.tasks, split_bytes)))
     return pa.Table.from_batches([b for p in parts_ for b in p], schema=schema)
 
 
@@ -697,14 +628,19 @@ def read_spark(
     file_name: bool = False,
     project: list[str] | None = None,
     keys: pa.Table | None = None,
+    where: list[predicates.Predicate] | None = None,
+    split_bytes: int | None = None,
 ) -> "DataFrame":
-    """Run a plan as a Spark job: one Spark partition per task, ``mapInArrow`` + pyarrow ORC.
+    """Run a plan as a Spark job: one Spark partition per split, ``mapInArrow`` + pyarrow ORC.
 
     Args:
         spark: SparkSession.
         tfs_url: any path/URL of the table's filesystem (rebuilt inside each task).
         plan: from :func:`plan_read`.
-        project, keys: as in :func:`read_task` (``keys`` is shipped to every task).
+        project, keys, where: as in :func:`read_task` (``keys`` is shipped to every task).
+        split_bytes: buckets larger than this are cut into splits (stripe ranges,
+            :func:`acidflow.read.splits.split_tasks`; planned here, on the driver); None = the
+            ``ACIDFLOW_READ_SPLIT_BYTES`` setting.
     Returns:
         A DataFrame with the columns of ``plan.output_schema`` (Spark types from
         ``acidflow.format.types``; timestamps as ``TimestampNTZType``).
@@ -754,9 +690,12 @@ def read_spark(
                     file_name=file_name,
                     project=project,
                     keys=keys,
+                    where=where,
                 )
 
-    payload = [(t.to_json(),) for t in plan.tasks]
+    payload = [
+        (t.to_json(),) for t in splits.split_tasks(TableFS(tfs_url), plan.tasks, split_bytes)
+    ]
     rdd = spark.sparkContext.parallelize(payload, numSlices=len(payload))
     tasks_df = spark.createDataFrame(rdd, "task string")
     return tasks_df.mapInArrow(run, schema)

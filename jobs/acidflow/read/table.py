@@ -33,7 +33,7 @@ import posixpath
 import threading
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -50,7 +50,8 @@ from acidflow.format.layout import (
 )
 from acidflow.format.orc import files as acid_files
 from acidflow.format.schemaevolution import read_as
-from acidflow.read import history, snapshot
+from acidflow.read import history, predicates, snapshot
+from acidflow.read.selection import output_columns, spark_condition
 from acidflow.storage.fs import TableFS, join
 from acidflow.storage.state import acid_state
 
@@ -74,6 +75,7 @@ def plan_table(
     buckets: Iterable[int] | None = None,
     valid: ValidWriteIdList | None = None,
     as_of_timestamp: datetime | None = None,
+    where: predicates.Where | None = None,
 ) -> snapshot.ReadPlan:
     """Plan a snapshot read of a catalog table.
 
@@ -88,6 +90,10 @@ def plan_table(
         txn_id: read inside this transaction (its own writes are visible).
         read_optimized: base only.
         valid: use this ValidWriteIdList (a pinned snapshot) instead of asking the catalog.
+        where: a row filter (:mod:`acidflow.read.predicates`): its predicates on partition
+            columns prune the partitions planned (partition values typed per the column's
+            Hive type; the plan's tasks cover only matching partitions). Predicates on data
+            columns are applied when the plan runs (:func:`run_plan`).
     The plan's columns are the schema version the snapshot sees (``Catalog.schema_for``).
     Every file the snapshot reads is checked against the catalog's record of it
     (``Catalog.data_file_records``, :mod:`acidflow.format.filecheck`); files a repair
@@ -112,6 +118,13 @@ def plan_table(
     # the schema of the snapshot (a time-travel read sees the names and types of its
     # time; a schema change is seen once its transaction committed)
     columns = catalog.schema_for(table, valid)
+    pcols = [(c.name, c.hive_type) for c in table.partition_columns]
+    on_parts, _ = predicates.split(
+        predicates.parse_where(
+            where, [(c.name, c.hive_type) for c in columns], pcols, table=table.name
+        ),
+        pcols,
+    )
     wanted = None if partitions is None else list(partitions)
     only = wanted[0] if wanted is not None and len(wanted) == 1 else None
     try:
@@ -119,7 +132,7 @@ def plan_table(
             tfs,
             table.location,
             [(c.name, c.hive_type) for c in columns],
-            [(c.name, c.hive_type) for c in table.partition_columns],
+            pcols,
             valid,
             bucketed=table.num_buckets > 0,
             read_optimized=read_optimized,
@@ -128,6 +141,11 @@ def plan_table(
             txn_state=catalog.visibility_lookup(),
             file_records=catalog.data_file_records(table.name, only),
             table_name=table.name,
+            partition_filter=(
+                (lambda ppath: predicates.partition_matches(on_parts, pcols, ppath))
+                if on_parts
+                else None
+            ),
         )
     except NotEnoughHistoryError as exc:
         if exc.oldest_readable_write_id is not None:
@@ -150,7 +168,13 @@ def plan_table(
 
 
 def run_plan(
-    spark: Any, plan: snapshot.ReadPlan, *, row_id: bool = False, file_name: bool = False
+    spark: Any,
+    plan: snapshot.ReadPlan,
+    *,
+    row_id: bool = False,
+    file_name: bool = False,
+    columns: Sequence[str] | None = None,
+    where: predicates.Where | None = None,
 ) -> Any:
     """Execute a plan: a Spark DataFrame when ``spark`` is given, else a ``pyarrow.Table``.
 
@@ -158,19 +182,53 @@ def run_plan(
     Spark's own ORC scans (``engine``: :func:`acidflow.read.engine.read_engine`) or
     ``mapInArrow`` + pyarrow (``arrow``, the default: :func:`acidflow.read.snapshot.read_spark`).
 
+    Args:
+        columns: the output columns, in this order (:func:`read_table`); None = all.
+        where: a row filter (:mod:`acidflow.read.predicates`), applied exactly. pyarrow and
+            ``arrow`` executors: inside the read tasks (partition and stripe skipping, then
+            the rows); ``engine``: as a Spark filter on the scans' DataFrame, which Spark's
+            ORC source pushes down itself (``spark.sql.orc.filterPushdown``), and ORC
+            column pruning by Spark's nested schema pruning.
     Raises:
         acidflow.read.engine.ReaderSettingError: an unknown ``ACIDFLOW_SPARK_READER``.
+        UnknownColumnError: ``columns`` names a column the plan does not have.
+        acidflow.read.predicates.PredicateError: a malformed ``where``.
     """
+    preds = predicates.parse_where(where, plan.columns, plan.partition_columns)
+    project, row_id, file_name, order = output_columns(plan, columns, row_id, file_name)
     if spark is None:
-        return snapshot.read_arrow(
-            TableFS(plan.table_dir), plan, row_id=row_id, file_name=file_name
+        t = snapshot.read_arrow(
+            TableFS(plan.table_dir),
+            plan,
+            row_id=row_id,
+            file_name=file_name,
+            project=project,
+            where=preds or None,
         )
+        return t if order is None else t.select(order)
     # deferred: the engine executor imports pyspark; reads without Spark (the CLI) never load it
     from acidflow.read import engine
 
     if engine.reader_setting() == engine.ENGINE:
-        return engine.read_engine(spark, plan, row_id=row_id, file_name=file_name)
-    return snapshot.read_spark(spark, plan.table_dir, plan, row_id=row_id, file_name=file_name)
+        needed = (
+            None
+            if project is None
+            else sorted(set(project) | {p.column for p in preds if p.column in dict(plan.columns)})
+        )
+        df = engine.read_engine(spark, plan, row_id=row_id, file_name=file_name, project=needed)
+        if preds:
+            df = df.filter(spark_condition(preds))
+    else:
+        df = snapshot.read_spark(
+            spark,
+            plan.table_dir,
+            plan,
+            row_id=row_id,
+            file_name=file_name,
+            project=project,
+            where=preds or None,
+        )
+    return df if order is None else df.select(*[f"`{c}`" for c in order])
 
 
 def read_table(
@@ -185,9 +243,24 @@ def read_table(
     txn_id: int | None = None,
     snapshot: ReaderSnapshot | None = None,
     as_of_timestamp: datetime | None = None,
+    columns: Sequence[str] | None = None,
+    where: predicates.Where | None = None,
 ) -> Any:
     """Visible rows of a catalog table (see :func:`plan_table` for the arguments;
     ``as_of_timestamp``: the state after the last commit at or before it).
+
+    ``columns``: the output columns in this order (data columns, partition columns,
+    ``ROW__ID``, ``INPUT__FILE__NAME``; case-insensitive); only the data columns named are
+    decoded (ORC column projection). ``ROW__ID`` / ``INPUT__FILE__NAME`` asked by flag are
+    appended when not named. None = every column.
+
+    ``where``: a row filter, ``[(column, op, value), ...]`` ANDed (:mod:`acidflow.read.predicates`:
+    ``=, !=, <, <=, >, >=, in, is null, is not null``). The result is exactly the rows of
+    the unfiltered read that pass it; pushdown only skips work: partition pruning (predicates
+    on partition columns), and stripes whose ORC statistics (min/max, NULLs) or bloom filters
+    (``=`` / ``in``) prove no row matches (delete events are always applied; a column added
+    after a file was written reads as NULL there). ``ACIDFLOW_SPARK_READER=engine`` hands the
+    filter and the columns to Spark's ORC source, which pushes and prunes natively.
 
     The read is registered with the catalog for the cleaner (module doc): a pyarrow read
     unregisters when done; a Spark read's registration expires after the heartbeat timeout
@@ -200,9 +273,15 @@ def read_table(
     """
     if snapshot is not None:
         plan = plan_table(
-            catalog, name, read_optimized=read_optimized, valid=snapshot.valid_write_ids
+            catalog,
+            name,
+            read_optimized=read_optimized,
+            valid=snapshot.valid_write_ids,
+            where=where,
         )
-        return run_plan(spark, plan, row_id=row_id, file_name=file_name)
+        return run_plan(
+            spark, plan, row_id=row_id, file_name=file_name, columns=columns, where=where
+        )
     reader = catalog.register_reader(name, agent_info="read_table" + (" (spark)" if spark else ""))
     try:
         plan = plan_table(
@@ -212,8 +291,11 @@ def read_table(
             txn_id=txn_id,
             read_optimized=read_optimized,
             as_of_timestamp=as_of_timestamp,
+            where=where,
         )
-        result = run_plan(spark, plan, row_id=row_id, file_name=file_name)
+        result = run_plan(
+            spark, plan, row_id=row_id, file_name=file_name, columns=columns, where=where
+        )
     except BaseException:
         catalog.unregister_reader(reader.reader_id)
         raise
@@ -284,8 +366,11 @@ class ReaderSnapshot:
         read_optimized: bool = False,
         row_id: bool = False,
         file_name: bool = False,
+        columns: Sequence[str] | None = None,
+        where: predicates.Where | None = None,
     ) -> Any:
-        """Rows of the pinned snapshot (Spark DataFrame, or pyarrow Table when spark is None)."""
+        """Rows of the pinned snapshot (Spark DataFrame, or pyarrow Table when spark is None);
+        ``columns`` / ``where`` as in :func:`read_table`."""
         return read_table(
             spark,
             self.catalog,
@@ -294,6 +379,8 @@ class ReaderSnapshot:
             row_id=row_id,
             file_name=file_name,
             snapshot=self,
+            columns=columns,
+            where=where,
         )
 
     def close(self) -> None:

@@ -33,12 +33,14 @@ from acidflow.catalog.base import Catalog
 from acidflow.catalog.tabledef import Column, TableDef, normalize_table_name
 from acidflow.catalog.warehouse import is_inside
 from acidflow.errors import AcidflowError
+from acidflow.format import acidv1 as acidv1_rules
 from acidflow.format import partitions as parts
 from acidflow.format.hivetypes import normalize_hive_type
 from acidflow.format.layout import is_hidden, parse_delta
 from acidflow.format.orc import files as acid_files
 from acidflow.format.types import hive_type_from_arrow
 from acidflow.format.writeids import ValidWriteIdList
+from acidflow.read import acidv1
 from acidflow.storage.fs import TableFS, join
 from acidflow.tableops.ddl import COLUMN_COMMENT_PREFIX
 
@@ -369,9 +371,22 @@ def with_location_rule(table: TableDef, catalog: Catalog) -> TableDef:
 
 
 def adopt(catalog: Catalog, table: TableDef, history: ValidWriteIdList) -> TableDef:
-    """``catalog.adopt_table`` with the location rule of :func:`with_location_rule`.
+    """``catalog.adopt_table`` with the location rule of :func:`with_location_rule`; a table
+    whose partitions hold ACID v1 directories (Hive 0.14-2.x) is marked with
+    :data:`acidflow.format.acidv1.ACID_VERSION_PROPERTY` = "1": readable, refused by writers
+    until ``acidflow table upgrade``.
 
     Raises:
         what :meth:`Catalog.adopt_table` raises.
     """
-    return catalog.adopt_table(with_location_rule(table, catalog), history)
+    adopted = catalog.adopt_table(with_location_rule(table, catalog), history)
+    if acidv1.v1_partitions(
+        adopted.location,
+        len(adopted.partition_columns),
+        catalog.valid_write_ids(adopted.name),
+        txn_state=catalog.visibility_lookup(),
+    ):
+        adopted = catalog.set_table_properties(
+            adopted.name, {acidv1_rules.ACID_VERSION_PROPERTY: "1"}
+        )
+    return adopted

@@ -17,6 +17,7 @@ from typing import Any
 from acidflow.catalog.records import (
     CompactionInfo,
     CompactionState,
+    MetastoreCompactionRequest,
 )
 
 
@@ -56,6 +57,25 @@ class CompactionQueue(abc.ABC):
         Raises:
             ValueError: unknown type/state, bad partition spec; NoSuchTableError.
         """
+
+    def metastore_compaction_requests(
+        self, *, adopt: bool = True
+    ) -> list[MetastoreCompactionRequest]:
+        """Compaction requests queued in a Hive metastore's own queue that acidflow has not
+        taken yet (Hive ``show_compact`` entries in state ``initiated``), each either queued
+        here (``adopt``: a linked ``initiated`` entry the worker runs) or reported as waiting
+        with the reason. The initiator calls it first on every pass.
+
+        The SQL catalog has no foreign queue: ``[]``. The ``thrift://`` catalog: see
+        docs/hms-catalog.md ("Compaction"); without ``metastore_db`` every such request is
+        reported as waiting.
+
+        Args:
+            adopt: queue them (False: only report, e.g. a dry run).
+        Returns:
+            One :class:`MetastoreCompactionRequest` per such request, oldest first.
+        """
+        return []
 
     @abc.abstractmethod
     def get_compaction(self, cq_id: int) -> CompactionInfo:

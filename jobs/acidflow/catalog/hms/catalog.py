@@ -62,6 +62,8 @@ from acidflow.catalog.hms.client import (
     to_valid_write_ids,
     valid_txn_list,
 )
+from acidflow.catalog.hms.hivequeue import HiveQueueDatabase
+from acidflow.catalog.hms.queuelink import MetastoreQueueLink, metastore_db_param
 from acidflow.catalog.hms.snapshots import (
     compactor_txn_list,
     rebuilt_txn_list,
@@ -82,6 +84,7 @@ from acidflow.catalog.records import (
     CommitRecord,
     CompactionInfo,
     CompactionState,
+    MetastoreCompactionRequest,
     ReaderInfo,
     SavepointInfo,
     TxnInfo,
@@ -94,7 +97,7 @@ from acidflow.catalog.tabledef import (
     parse_partition_spec,
 )
 from acidflow.catalog.warehouse import warehouse_root
-from acidflow.config import MetastoreSecurity, load_settings
+from acidflow.config import MetastoreSecurity, load_metastore_db, load_settings
 from acidflow.format.filerecords import FileRecord
 from acidflow.format.layout import ValidWriteIdList
 from acidflow.format.timetravel import WriteIdHistory, snapshot_as_of
@@ -128,7 +131,8 @@ class HiveMetastoreCatalog(MetastoreTables):
     """The catalog on a Hive 3.1 metastore (``thrift://host:port``) plus a SQL side catalog.
 
     Args:
-        url: ``thrift://host:port`` (optionally ``?side=<SQLAlchemy URL>``).
+        url: ``thrift://host:port`` (optionally ``?side=<SQLAlchemy URL>`` and
+            ``&metastore_db=<SQLAlchemy URL>``).
         warehouse: table root (default the settings'); new databases get the metastore
             location ``<warehouse>/<db>.db``.
         txn_timeout_s: the side's housekeeper timeout (keep it at or below the metastore's
@@ -139,6 +143,11 @@ class HiveMetastoreCatalog(MetastoreTables):
         security: SASL/Kerberos settings of the thrift connection (Hive
             ``hive.metastore.sasl.enabled`` ...); default the ``ACIDFLOW_HMS_*`` environment
             (:func:`acidflow.config.load_metastore_security`).
+        metastore_db: the metastore's backing database (SQLAlchemy URL; overrides the query
+            parameter, default ``ACIDFLOW_HMS_METASTORE_DB``): acidflow then claims and moves
+            entries of Hive's ``COMPACTION_QUEUE`` as Hive 3.1's own worker does
+            (docs/hms-catalog.md, "Compaction"); without it Hive's requests are reported as
+            waiting.
 
     Raises:
         MetastoreUnreachableError: the metastore does not answer (names the URL) - raised by
@@ -158,6 +167,7 @@ class HiveMetastoreCatalog(MetastoreTables):
         side_url: str | None = None,
         timeout_ms: int = 60_000,
         security: MetastoreSecurity | None = None,
+        metastore_db: str | None = None,
     ) -> None:
         if warehouse is None:
             warehouse = load_settings().warehouse
@@ -178,12 +188,18 @@ class HiveMetastoreCatalog(MetastoreTables):
         self._owner = getpass.getuser()
         self._known_parts: set[tuple[str, str, str]] = set()
         self._lock = threading.Lock()
+        self._metastore_db = metastore_db_param(url, metastore_db)
+        hive_db = self._metastore_db or load_metastore_db()
+        self.queue = MetastoreQueueLink(
+            self.conn, self.side, HiveQueueDatabase(hive_db) if hive_db else None, self._refusal
+        )
 
     # -- lifetime ----------------------------------------------------------------------------
     def close(self) -> None:
         """Hive: closes the thrift socket and the side catalog's pool."""
         self.conn.close()
         self.side.close()
+        self.queue.close()
 
     def __repr__(self) -> str:
         return f"HiveMetastoreCatalog({self.url!r}, side={self.side.display_url()!r})"
@@ -194,9 +210,14 @@ class HiveMetastoreCatalog(MetastoreTables):
         """The URL that makes the same catalog in another process (``ACIDFLOW_CATALOG_URL`` of
         a spark-submit job or a DAG run): the thrift URL, with ``?side=`` when the side
         catalog is not the default file of the warehouse (its password kept)."""
-        if self._side_url == side_url_of(self.url, self.warehouse, None):
-            return self.url
-        return f"{self.url}?side={quote(self._side_url, safe='')}"
+        params = (
+            []
+            if self._side_url == side_url_of(self.url, self.warehouse, None)
+            else [f"side={quote(self._side_url, safe='')}"]
+        )
+        if self._metastore_db:
+            params.append(f"metastore_db={quote(self._metastore_db, safe='')}")
+        return f"{self.url}?{'&'.join(params)}" if params else self.url
 
     def describe(self) -> list[str]:
         """What Hive sees, one line per table of every database: the table, its partition
@@ -562,8 +583,9 @@ class HiveMetastoreCatalog(MetastoreTables):
         error: str | None = None,
         properties: dict[str, Any] | None = None,
     ) -> CompactionInfo:
+        """Hive: with ``metastore_db`` also queued in the metastore (``compact2``, linked)."""
         self.get_table(table_name)
-        return self.side.enqueue_compaction(
+        info = self.side.enqueue_compaction(
             table_name,
             partition,
             compaction_type,
@@ -572,13 +594,35 @@ class HiveMetastoreCatalog(MetastoreTables):
             error=error,
             properties=properties,
         )
+        return self.queue.enqueued(info)
+
+    def metastore_compaction_requests(
+        self, *, adopt: bool = True
+    ) -> list[MetastoreCompactionRequest]:
+        return self.queue.requests(adopt)
+
+    def _refusal(self, table_name: str) -> str | None:
+        try:
+            self.get_table(table_name)
+        except CatalogError as exc:
+            return str(exc)
+        return None
 
     get_compaction = forward("side", SqlCatalog)
     list_compactions = forward("side", SqlCatalog)
 
     def claim_compaction(self, worker_id: str, cq_id: int | None = None) -> CompactionInfo | None:
+        """Hive: adopts Hive's requests first; a linked entry is claimed in the metastore too,
+        one another worker took there is failed on the side (queuelink.MetastoreQueueLink)."""
         self.check_warehouse_owner()
-        return self.side.claim_compaction(worker_id, cq_id)
+        if self.queue.db is not None:
+            self.queue.requests()
+        while True:
+            entry = self.side.claim_compaction(worker_id, cq_id)
+            if entry is None or self.queue.claimed(entry, worker_id):
+                return entry
+            if cq_id is not None:
+                return None
 
     def heartbeat_compaction(self, cq_id: int) -> None:
         self.side.heartbeat_compaction(cq_id)
@@ -589,11 +633,41 @@ class HiveMetastoreCatalog(MetastoreTables):
             except (TxnAbortedException, NoSuchTxnException):
                 pass  # the side entry decides; a reclaimed worker is told so by the side
 
-    update_compaction = forward("side", SqlCatalog)
-    mark_compaction_ready_for_cleaning = forward("side", SqlCatalog)
-    mark_compaction_succeeded = forward("side", SqlCatalog)
-    mark_compaction_failed = forward("side", SqlCatalog)
-    reclaim_dead_compactions = forward("side", SqlCatalog)
+    def update_compaction(
+        self,
+        cq_id: int,
+        *,
+        highest_write_id: int | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        self.side.update_compaction(cq_id, highest_write_id=highest_write_id, details=details)
+        if highest_write_id is not None:
+            self.queue.highest_write_id(cq_id, highest_write_id)
+
+    def mark_compaction_ready_for_cleaning(
+        self, cq_id: int, highest_write_id: int, details: dict[str, Any] | None = None
+    ) -> int:
+        commit_id = self.side.mark_compaction_ready_for_cleaning(cq_id, highest_write_id, details)
+        self.queue.ready_for_cleaning(cq_id, highest_write_id)
+        return commit_id
+
+    def mark_compaction_succeeded(self, cq_id: int, details: dict[str, Any] | None = None) -> None:
+        self.side.mark_compaction_succeeded(cq_id, details)
+        self.queue.finished(cq_id, CompactionState.SUCCEEDED)
+
+    def mark_compaction_failed(
+        self, cq_id: int, error: str, details: dict[str, Any] | None = None
+    ) -> None:
+        self.side.mark_compaction_failed(cq_id, error, details)
+        self.queue.finished(cq_id, CompactionState.FAILED, error)
+
+    def reclaim_dead_compactions(
+        self, timeout_s: float | None = None, now: datetime | None = None
+    ) -> list[int]:
+        ids = self.side.reclaim_dead_compactions(timeout_s, now)
+        self.queue.reclaimed(ids)
+        return ids
+
     compaction_history = forward("side", SqlCatalog)
     purge_compaction_history = forward("side", SqlCatalog)
     purge_completed_components = forward("side", SqlCatalog)

@@ -333,6 +333,7 @@ class SqlCatalog(Catalog):
     mark_compaction_succeeded = forward("_compactions", SqlCompactions)
     mark_compaction_failed = forward("_compactions", SqlCompactions)
     reclaim_dead_compactions = forward("_compactions", SqlCompactions)
+    link_metastore_compaction = forward("_compactions", SqlCompactions)
     compaction_history = forward("_compactions", SqlCompactions)
     purge_compaction_history = forward("_compactions", SqlCompactions)
     compaction_candidates = forward("_compactions", SqlCompactions)

@@ -57,6 +57,7 @@ def _info(r: shared.Row) -> CompactionInfo:
         commit_id=r.cq_commit_id,
         properties=dict(r.cq_properties or {}),
         details=dict(r.cq_details or {}),
+        metastore_cq_id=r.cq_metastore_id,
     )
 
 
@@ -398,6 +399,26 @@ class SqlCompactions:
                     )
                 )
             return [r.cq_id for r in rows]
+
+        return self.db.run(fn)
+
+    def link_metastore_compaction(self, cq_id: int, metastore_cq_id: int) -> CompactionInfo:
+        """Record that entry ``cq_id`` is the Hive metastore's ``COMPACTION_QUEUE`` entry
+        ``metastore_cq_id`` (the ``thrift://`` catalog's link, docs/hms-catalog.md).
+
+        Returns:
+            The entry with the link.
+        Raises:
+            CatalogError: unknown id.
+        """
+
+        def fn(conn: sa.Connection) -> CompactionInfo:
+            self._entry(conn, cq_id)
+            q = m.CompactionQueueRow
+            conn.execute(
+                sa.update(q).where(q.cq_id == cq_id).values(cq_metastore_id=metastore_cq_id)
+            )
+            return _info(conn.execute(sa.select(q.__table__).where(q.cq_id == cq_id)).one())
 
         return self.db.run(fn)
 

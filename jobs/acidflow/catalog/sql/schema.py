@@ -458,6 +458,8 @@ class CompactionQueueRow(Base):
     cq_commit_id: Mapped[int | None] = mapped_column(sa.BigInteger)
     cq_properties: Mapped[dict] = mapped_column(sa.JSON)
     cq_details: Mapped[dict] = mapped_column(sa.JSON)
+    #: the Hive metastore's ``COMPACTION_QUEUE.CQ_ID`` of the same entry (revision 0011)
+    cq_metastore_id: Mapped[int | None] = mapped_column(sa.BigInteger)
 
 
 class ReaderRegistration(Base):
