@@ -53,6 +53,7 @@ from acidflow.format.orc import files as acid_files
 from acidflow.format.orc import orcindex
 from acidflow.format.orc import timestamps as orc_timestamps
 from acidflow.format.schemaevolution import read_as
+from acidflow.sparkmode import task_frame
 from acidflow.storage.fs import TableFS, join
 from acidflow.storage.state import acid_state
 from acidflow.storage.tablepaths import split_partitions
@@ -756,7 +757,4 @@ def read_spark(
                     keys=keys,
                 )
 
-    payload = [(t.to_json(),) for t in plan.tasks]
-    rdd = spark.sparkContext.parallelize(payload, numSlices=len(payload))
-    tasks_df = spark.createDataFrame(rdd, "task string")
-    return tasks_df.mapInArrow(run, schema)
+    return task_frame(spark, [t.to_json() for t in plan.tasks], "task").mapInArrow(run, schema)
