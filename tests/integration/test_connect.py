@@ -8,9 +8,8 @@ import pytest
 from acidflow import datasource
 from acidflow.catalog import SqlCatalog
 from acidflow.entry import main as entry_main
-from acidflow.read.engine import READER_ENV
 from acidflow.read.table import read_table
-from acidflow.sparkmode import ConnectUnsupportedError
+from acidflow.sparkmode import REMOTE_ENV, ConnectUnsupportedError
 from tests.integration import test_cdc_apply as cdc
 from tests.integration import test_datasource as ds
 from tests.integration.test_cdc_apply import merge_path  # noqa: F401 - a fixture used here
@@ -34,11 +33,12 @@ def test_cdc_wal2json_batches_on_connect(connect_spark, catalog, tmp_path, merge
 
 
 def test_cdc_upsert_job_runs_on_connect_without_spark_context(
-    spark_connect, connect_spark, catalog, tmp_path
+    spark_connect, connect_spark, catalog, tmp_path, monkeypatch
 ):
     """The spark-submit entry's ``cdc-upsert`` with ``--remote``: on a Connect session, where
     ``sparkContext``, ``_jvm`` and RDDs raise, the job applies its batch; the rows read back
     through ``read_table`` and ``format("acid")`` on the same session."""
+    monkeypatch.setenv(REMOTE_ENV, spark_connect.url)  # what --remote sets; undone after
     with pytest.raises(Exception, match="JVM_ATTRIBUTE_NOT_SUPPORTED|NOT_IMPLEMENTED"):
         connect_spark.sparkContext  # noqa: B018 - what a job path must never touch
     land = tmp_path / "landing"
@@ -59,17 +59,19 @@ def test_cdc_upsert_job_runs_on_connect_without_spark_context(
     assert {r["id"]: r["name"] for r in via_source} == got
     assert [b.state for b in catalog.list_batches("cdc")] == ["committed"]
 
+    # the classic-only Kafka source says so by name, before touching Kafka
+    kafka = ["cdc-upsert", "--kafka-bootstrap-servers", "127.0.0.1:9", "--kafka-source", "k"]
+    kafka += ["--kafka-topics", "t"]
+    with pytest.raises(ConnectUnsupportedError, match="Kafka source 'k'.*spark_mode=submit"):
+        entry_main(["--remote", spark_connect.url, *kafka, "--input-format", "debezium"])
 
-@pytest.mark.parametrize("name", [ds.PLAIN])
-def test_acid_source_reads_and_writes_on_connect(connect_spark, catalog, name):
-    ds.test_append_and_overwrite_like_transaction_in_one_commit(connect_spark, catalog, name)
-    ds.test_reads_equal_read_table(connect_spark, catalog, name)
 
-
-def test_engine_reader_is_refused_on_connect_by_name(connect_spark, catalog, monkeypatch):
-    """A classic-only feature on a job's session raises an acidflow error naming it."""
-    ds.make_table(catalog, ds.PLAIN)
-    ds.frame(connect_spark, ds.PLAIN, range(3)).write.format("acid").mode("append").save(ds.PLAIN)
-    monkeypatch.setenv(READER_ENV, "engine")
-    with pytest.raises(ConnectUnsupportedError, match=f"{READER_ENV}=engine"):
-        read_table(connect_spark, catalog, ds.PLAIN).collect()
+@pytest.mark.parametrize(
+    "body",
+    [ds.test_append_and_overwrite_like_transaction_in_one_commit, ds.test_reads_equal_read_table],
+    ids=["write", "read"],
+)
+def test_acid_source_on_connect(connect_spark, catalog, body):
+    """``df.write.format("acid")`` appends/overwrites and ``spark.read.format("acid")`` reads
+    (equal to ``read_table``) through Connect."""
+    body(connect_spark, catalog, ds.PLAIN)

@@ -281,8 +281,8 @@ def _spark_paths(spark: SparkSession, paths: list[str]) -> dict[str, str]:
             qualified paths come from the driver's Hadoop classes)."""
     require_classic(
         spark,
-        f"the engine reader ({READER_ENV}={ENGINE})",
-        f"unset {READER_ENV} (or set it to {ARROW}) for reads over Spark Connect",
+        f"{INPUT_FILE_NAME} with the engine reader ({READER_ENV}={ENGINE})",
+        f"unset {READER_ENV} (the {ARROW} reader gives {INPUT_FILE_NAME} over Spark Connect)",
     )
     jvm = spark.sparkContext._jvm
     assert jvm is not None  # a classic (JVM) session: read_engine runs Spark's own scans
