@@ -41,6 +41,7 @@ def connect_spark(spark_connect, warehouse):
     from acidflow.spark import get_spark
 
     session = get_spark(remote=spark_connect.url)
+    assert type(session).__module__.startswith("pyspark.sql.connect"), type(session)
     yield session
     session.stop()
 
