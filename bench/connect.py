@@ -6,8 +6,8 @@ machine, same table, the two modes interleaved within each run.
   --py-files <acidflow zip> jobs/submit.py cdc-upsert --input <file> ...`` (a new JVM each time);
 * ``connect``: ``python jobs/submit.py --remote sc://... cdc-upsert --input <file> ...`` on a
   Connect server started once (``devservers.sparkconnect``) and warmed by a first, unmeasured
-  batch. A new Python process each time, so interpreter start and imports are counted (the
-  Airflow operator runs the job in the already started task process: a little less).
+  batch. A new Python process each time, so interpreter start and imports are counted: what
+  the Airflow operator runs in ``connect`` mode (``acidflow_airflow.connect``).
 
 Each timed step is the wall time of the whole command. The first batch (which creates the
 table) runs once per mode unmeasured. Prints both series and the ratio of medians; writes

@@ -28,7 +28,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Mapping, cast
 
 from acidflow.config import Settings
 from acidflow.sparkmode import REMOTE_ENV, is_connect
@@ -227,12 +227,16 @@ def _remote_session(url: str, conf: Mapping[str, str]) -> SparkSession:
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
     active = RemoteSession.getActiveSession()
     if active is not None:
-        return active  # type: ignore[return-value]
-    runtime = {k: v for k, v in session_conf(**conf).items() if k.startswith("spark.sql.")}
+        return cast("SparkSession", active)
+    runtime: dict[str, bool | float | int | str | None] = {
+        k: v for k, v in session_conf(**conf).items() if k.startswith("spark.sql.")
+    }
     # the app name is the server's (a Connect session is one of its sessions): not sent
-    spark = RemoteSession.builder.remote(url).config(map=runtime).getOrCreate()
+    remote = RemoteSession.builder.remote(url).config(map=runtime).getOrCreate()
+    # the Connect session offers the classic one's API (pyspark types them apart)
+    spark = cast("SparkSession", remote)
     register_source(spark)  # spark.read.format("acid") / df.write.format("acid")
-    return spark  # type: ignore[return-value]
+    return spark
 
 
 def register(spark: SparkSession, settings: Settings | None = None) -> list[str]:

@@ -7,17 +7,18 @@ this process: ``spark.sparkContext``, ``spark._jvm``, ``spark._jsc`` and RDDs ra
 ``PySparkNotImplementedError`` there. Job code asks :func:`is_connect` instead of touching them,
 and a feature that needs the JVM calls :func:`require_classic` first.
 
-This module imports neither pyspark nor the rest of acidflow (only :mod:`acidflow.errors` and
-pyarrow), so every package that takes a session may import it.
+This module imports neither pyspark, pyarrow nor the rest of acidflow (only
+:mod:`acidflow.errors`), so every package that takes a session may import it, the CLI too.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from acidflow.errors import AcidflowError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Spark's own variable naming a Connect server (``sc://host:port``); ``acidflow.spark.get_spark``
 #: builds a remote session when it is set

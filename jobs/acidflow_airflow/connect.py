@@ -4,10 +4,13 @@ A Spark task runs in one of two modes:
 
 * ``submit`` (the default): ``spark-submit jobs/submit.py <subcommand> ...``, a new JVM per
   task (:class:`acidflow_airflow.operator.AcidflowSparkSubmitOperator`);
-* ``connect``: the same ``acidflow.entry`` job function, in the Airflow worker's process, with
-  a Spark Connect session (``SPARK_REMOTE``, :func:`acidflow.spark.get_spark`) on the server
-  an Airflow connection of type ``spark_connect`` names (``SparkConnectHook`` builds its
-  ``sc://host:port`` URL). No JVM starts in the worker.
+* ``connect``: the same ``jobs/submit.py`` job, run by the worker's Python (no
+  ``spark-submit``, no JVM) with ``--remote``: its session is a Spark Connect one
+  (:func:`acidflow.spark.get_spark`) on the server an Airflow connection of type
+  ``spark_connect`` names (``SparkConnectHook`` builds its ``sc://host:port`` URL). A child
+  process rather than a call in the task's process: ``acidflow_airflow`` never imports the job
+  modules (the import contract ``airflow-package-uses-public-names``), and a job's process-wide
+  state (Spark's Connect mode, the environment) ends with it.
 
 The mode: the DAG run's param ``spark_mode`` (``submit`` / ``connect``; empty: the Airflow
 Variable ``acidflow_spark_mode``, default ``submit``); the connection: the param
@@ -25,13 +28,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+from airflow.providers.standard.hooks.subprocess import SubprocessHook
 from airflow.sdk import Param, Variable
 from airflow.sdk.exceptions import AirflowException
 
 from acidflow.lineage import LINEAGE_ENV, read_lineage
-from acidflow.spark import get_spark
 from acidflow.sparkmode import REMOTE_ENV
-from acidflow_airflow.config import job_env
+from acidflow_airflow.config import job_env, python_bin, repo
 
 #: the DAG params choosing the mode and the Connect server's Airflow connection
 SPARK_MODE_PARAM, CONN_ID_PARAM = "spark_mode", "spark_connect_conn_id"
@@ -78,14 +81,18 @@ def spark_mode(params: Mapping[str, Any]) -> tuple[str, str]:
     return str(mode), str(conn_id)
 
 
-def run_connect_job(subcommand: str, args: Sequence[str], conn_id: str) -> dict[str, Any] | None:
-    """Run ``acidflow.entry``'s ``subcommand`` in this process on the Spark Connect server of
-    the Airflow connection ``conn_id``; the session is stopped afterwards and the process
-    environment restored.
+def connect_command(subcommand: str, args: Sequence[str], url: str) -> list[str]:
+    """``<jobs' Python> <repo>/jobs/submit.py --remote <url> <subcommand> <args>``."""
+    submit_py = str(repo() / "jobs" / "submit.py")
+    return [python_bin(), submit_py, "--remote", url, subcommand, *args]
 
-    The job sees the environment of a spark-submit job (the ``ACIDFLOW_*`` of
-    :func:`acidflow_airflow.config.job_env`), ``SPARK_REMOTE`` = the server's URL and a
-    lineage report file (``acidflow.lineage``).
+
+def run_connect_job(subcommand: str, args: Sequence[str], conn_id: str) -> dict[str, Any] | None:
+    """Run ``jobs/submit.py <subcommand> <args>`` on the Spark Connect server of the Airflow
+    connection ``conn_id`` (:func:`connect_command`, module doc), its output in the task log.
+
+    The job gets a spark-submit job's environment (:func:`acidflow_airflow.config.job_env`)
+    and a lineage report file (``acidflow.lineage``).
 
     Args:
         subcommand: an ``acidflow.entry`` subcommand (``cdc-upsert``, ``validate`` ...).
@@ -94,32 +101,22 @@ def run_connect_job(subcommand: str, args: Sequence[str], conn_id: str) -> dict[
     Returns:
         The job's lineage report, or ``None`` when it wrote none.
     Raises:
-        AirflowException: the job's exit code was not 0.
+        AirflowException: the job's exit status was not 0.
     """
-    # deferred: the job modules load only in a task that runs a job, never at DAG parsing
-    from acidflow.entry import main as run_entry
-
     url = SparkConnectHook(conn_id=conn_id).get_connection_url()
     fd, report = tempfile.mkstemp(prefix=f"acidflow-lineage-{subcommand}-", suffix=".json")
     os.close(fd)
-    env = {k: v for k, v in job_env().items() if k.startswith("ACIDFLOW_")}
-    env.update({LINEAGE_ENV: report, REMOTE_ENV: url})
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
+    env = {**os.environ, **job_env(), LINEAGE_ENV: report}
+    env.pop(REMOTE_ENV, None)  # --remote names the server
+    print(f"acidflow {subcommand} on Spark Connect {url} (connection {conn_id})")
     try:
-        spark = get_spark(remote=url)  # the job's own get_spark() returns this session
-        try:
-            print(f"acidflow {subcommand} on Spark Connect {url} (connection {conn_id})")
-            code = run_entry([subcommand, *args])
-        finally:
-            spark.stop()
-        if code:
-            raise AirflowException(f"acidflow {subcommand} on {url} failed (exit {code})")
+        result = SubprocessHook().run_command(
+            connect_command(subcommand, args, url), env=env, cwd=str(repo())
+        )
+        if result.exit_code != 0:
+            raise AirflowException(
+                f"acidflow {subcommand} on {url} failed (exit {result.exit_code}): {result.output}"
+            )
         return read_lineage(report)
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         os.unlink(report)

@@ -126,15 +126,14 @@ class AcidflowSparkSubmitOperator(_TableLineage, SparkSubmitOperator):
         """Put the subcommand in front of the resolved arguments, build the package zip for
         ``py_files``, set the jobs' environment, then run ``spark-submit``; or, when the run's
         ``spark_mode`` is ``connect`` (:func:`acidflow_airflow.connect.spark_mode`), run the
-        job in this process on the Spark Connect server instead."""
+        job with the worker's Python on the Spark Connect server instead."""
         args = list(self.application_args or [])
         if not args or args[0] != self.subcommand:
-            self.application_args = [self.subcommand, *args]
+            args = [self.subcommand, *args]
+            self.application_args = args
         mode, conn_id = spark_mode(context.get("params") or {})
         if mode == CONNECT:
-            self.lineage = run_connect_job(
-                self.subcommand, [str(a) for a in self.application_args[1:]], conn_id
-            )
+            self.lineage = run_connect_job(self.subcommand, [str(a) for a in args[1:]], conn_id)
             self._emit_asset_events(context)
             return
         self.py_files = str(build_jobs_zip())
@@ -153,8 +152,8 @@ class AcidflowSparkSubmitOperator(_TableLineage, SparkSubmitOperator):
 
 
 class AcidflowSparkConnectOperator(_TableLineage, BaseOperator):
-    """``acidflow.entry``'s ``<subcommand> <args>`` in the worker's process on the Spark Connect
-    server of the Airflow connection ``conn_id`` (type ``spark_connect``), whatever the run's
+    """``jobs/submit.py <subcommand> <args>`` run by the worker's Python (no spark-submit) on the
+    Spark Connect server of the Airflow connection ``conn_id`` (type ``spark_connect``), whatever the run's
     ``spark_mode`` (:func:`acidflow_airflow.connect.run_connect_job`). Lineage as
     :class:`AcidflowSparkSubmitOperator`'s.
 
@@ -171,7 +170,7 @@ class AcidflowSparkConnectOperator(_TableLineage, BaseOperator):
         self,
         *,
         subcommand: str,
-        args: Sequence[str] | XComArg | None = None,
+        args: Sequence[str] | None = None,
         conn_id: str = SparkConnectHook.default_conn_name,
         **kwargs: Any,
     ) -> None:

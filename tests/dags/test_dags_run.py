@@ -116,8 +116,8 @@ def test_acid_cdc_then_acid_compaction(af):
 
 
 def test_acid_cdc_on_spark_connect(spark_connect, tmp_path):
-    """spark_mode=connect: acid_cdc's Spark tasks run in the Airflow task's process on the
-    Connect server of an Airflow connection of type spark_connect, no spark-submit."""
+    """spark_mode=connect: acid_cdc's Spark tasks run jobs/submit.py --remote on the Connect
+    server of an Airflow connection of type spark_connect, no spark-submit."""
     wh = tmp_path / "warehouse"
     env = airflow_env(tmp_path / "airflow", warehouse=str(wh))
     migrate(env)
