@@ -1,4 +1,7 @@
-"""SparkSession construction with the settings acidflow relies on.
+"""SparkSession construction with the settings acidflow relies on: a classic session (a local
+JVM, or spark-submit's), or a Spark Connect one when a server is named (``$SPARK_REMOTE`` /
+``get_spark(remote=...)``; ``docs/spark-connect.md``). The settings live in
+:func:`session_conf`, shared with the Connect server ``devservers.sparkconnect`` starts.
 
 Sets, when not already set by the caller's environment: ``SPARK_LOCAL_IP=127.0.0.1`` (Spark
 otherwise binds the external interface), ``PYSPARK_PYTHON`` = this interpreter (workers must see
