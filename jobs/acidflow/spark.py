@@ -216,7 +216,8 @@ def get_spark(
 
 
 def _remote_session(url: str, conf: Mapping[str, str]) -> SparkSession:
-    """The Spark Connect session on ``url`` (the active one when it is on the same server)."""
+    """A Spark Connect session on ``url``; the active Connect session of this thread when there
+    is one (a job calls get_spark again: it keeps the session it was started with)."""
     # deferred: the Connect client needs grpc; loaded only when a server is named
     from pyspark.sql.connect.session import SparkSession as RemoteSession
 
