@@ -35,15 +35,19 @@ def spark_connect(tmp_path_factory):
 @pytest.fixture
 def connect_spark(spark_connect, warehouse):
     """A Spark Connect session on :func:`spark_connect` for one test (``get_spark(remote=...)``,
-    the ``acid`` source bound to the test's warehouse), stopped after it: its ``stop()`` takes
-    the process out of Connect mode again, so the classic ``spark`` session of other tests is
-    untouched."""
+    the ``acid`` source bound to the test's warehouse), stopped after it. pyspark's Connect
+    mode is process-wide (``SPARK_CONNECT_MODE_ENABLED``, which a Connect session's ``stop()``
+    leaves set): it is undone after the test, so the classic ``spark`` session of later tests
+    and the processes they start see classic mode again."""
     from acidflow.spark import get_spark
 
-    session = get_spark(remote=spark_connect.url)
-    assert type(session).__module__.startswith("pyspark.sql.connect"), type(session)
-    yield session
-    session.stop()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPARK_CONNECT_MODE_ENABLED", "1")  # get_spark sets it; restored on exit
+        mp.delenv("SPARK_REMOTE", raising=False)
+        session = get_spark(remote=spark_connect.url)
+        assert type(session).__module__.startswith("pyspark.sql.connect"), type(session)
+        yield session
+        session.stop()
 
 
 @pytest.fixture(scope="session", autouse=True)

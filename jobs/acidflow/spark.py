@@ -226,8 +226,9 @@ def _remote_session(url: str, conf: Mapping[str, str]) -> SparkSession:
 
     # What SparkSession.builder.remote() sets before it builds a Connect session: pyspark's
     # functions and columns then build Connect plans. Set here because that builder refuses a
-    # remote session while a classic one lives in the process (a test run holds both); the
-    # Connect session's stop() removes it again.
+    # remote session while a classic one lives in the process (a test run holds both). It is
+    # process-wide and stop() leaves it set: a process runs its jobs in one mode (the tests'
+    # connect_spark fixture restores it).
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
     active = RemoteSession.getActiveSession()
     if active is not None:
