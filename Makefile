@@ -10,7 +10,7 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: format stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven system-deps-kerberos hive-jars hadoop-aws trino-server kafka-jars kafka-spark-jars apicurio-jars hms kdc kafka lint test test-fast demo demo-hms demo-kafka lock clean bench bench-report bench-write-paths sample-data
+.PHONY: format stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven system-deps-kerberos hive-jars hadoop-aws trino-server kafka-jars kafka-spark-jars apicurio-jars hms kdc kafka connect lint test test-fast demo demo-hms demo-kafka lock clean bench bench-report bench-write-paths sample-data
 
 # PostgreSQL 15 server binaries, as tools/devservers/postgres.py finds them ($$ACIDFLOW_PG_BINDIR).
 PG_BINDIR ?= $(or $(ACIDFLOW_PG_BINDIR),/usr/lib/postgresql/15/bin)
@@ -288,6 +288,12 @@ kdc: setup
 kafka: setup
 	$(DEVSERVERS) $(PY) -m devservers.kafka $(KAFKA_ARGS)
 
+# A Spark Connect server (PySpark's own jars, acidflow's session settings, its Python workers
+# importing jobs/) on 127.0.0.1 for a person, in the foreground until Ctrl-C: prints its sc://
+# URL (export SPARK_REMOTE=<url>; docs/spark-connect.md). Options: make connect CONNECT_ARGS="--port 15002"
+connect: setup
+	$(DEVSERVERS) $(PY) -m devservers.sparkconnect $(CONNECT_ARGS)
+
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check uv
@@ -324,8 +330,24 @@ test: setup lint
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow"
 
+# make demo SPARK_MODE=connect: the same DAG runs with their Spark tasks on a Spark Connect
+# server (make connect, started here on a free port and stopped at the end) instead of
+# spark-submit. The default (SPARK_MODE empty or submit) is spark-submit.
+SPARK_MODE ?= submit
 demo: setup
+ifeq ($(SPARK_MODE),connect)
+	@set -e; dir=$$(mktemp -d -t acidflow-demo-connect.XXXXXX); \
+	$(DEVSERVERS) $(PY) -m devservers.sparkconnect --dir $$dir > $$dir/connect.out 2>&1 & pid=$$!; \
+	trap 'kill $$pid 2>/dev/null; wait $$pid 2>/dev/null; rm -rf $$dir' EXIT; \
+	for i in $$(seq 240); do grep -q '^Spark Connect server: sc://' $$dir/connect.out && break; \
+	  kill -0 $$pid 2>/dev/null || { cat $$dir/connect.out; exit 1; }; sleep 1; done; \
+	url=$$(sed -n 's/^Spark Connect server: \(sc:[^ ]*\).*/\1/p' $$dir/connect.out); \
+	test -n "$$url" || { cat $$dir/connect.out; exit 1; }; \
+	echo "Spark Connect server: $$url"; \
+	$(VENV)/bin/acidflow demo --spark-remote $$url
+else
 	$(VENV)/bin/acidflow demo
+endif
 
 # make demo on a Hive 3.1.3 metastore (thrift:// catalog, docs/hms-catalog.md): starts one
 # (make hms) on a free port with a fresh warehouse, runs the demo against it, prints what Hive

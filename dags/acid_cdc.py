@@ -35,6 +35,7 @@ from airflow.sdk import DAG, Param, task
 
 from acidflow_airflow.cdc import has_change_files, pull_changes
 from acidflow_airflow.config import include
+from acidflow_airflow.connect import spark_params
 from acidflow_airflow.notifiers import default_args
 from acidflow_airflow.operator import AcidflowSparkSubmitOperator
 from acidflow_airflow.schedules import DEFAULT_CDC_SCHEDULE, param_defaults, schedule
@@ -179,6 +180,7 @@ with DAG(
             minimum=0,
             description="batches per run (0: until nothing is left)",
         ),
+        **spark_params(),  # spark-submit or a Spark Connect server per run
     },
     doc_md=__doc__,
 ) as dag:

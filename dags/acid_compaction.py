@@ -19,6 +19,7 @@ from airflow.sdk import DAG, Param, task
 
 from acidflow_airflow import compaction
 from acidflow_airflow.config import job_env
+from acidflow_airflow.connect import spark_params
 from acidflow_airflow.notifiers import default_args
 from acidflow_airflow.operator import AcidflowSparkSubmitOperator
 from acidflow_airflow.schedules import compaction_schedule
@@ -39,6 +40,7 @@ with DAG(
             description="fnmatch pattern of tables, e.g. 'pgbench.*' (empty: all)",
         ),
         "dry_run": Param(False, type="boolean", description="print the plan, queue nothing"),
+        **spark_params(),  # spark-submit or a Spark Connect server per run
     },
     doc_md=__doc__,
 ) as dag:

@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from airflow.sdk import DAG, AssetAlias, Param, task
 
 from acidflow_airflow.config import include
+from acidflow_airflow.connect import spark_params
 from acidflow_airflow.notifiers import default_args
 from acidflow_airflow.operator import TABLES_ALIAS, AcidflowSparkSubmitOperator
 
@@ -68,6 +69,7 @@ with DAG(
             description="YAML definitions used to create missing tables",
         ),
         "quarantine_threshold": Param(0.01, type="number", minimum=0, maximum=1),
+        **spark_params(),  # spark-submit or a Spark Connect server per run
     },
     doc_md=__doc__,
 ) as dag:

@@ -20,6 +20,36 @@ def spark():
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def spark_connect(tmp_path_factory):
+    """One Spark Connect server for the whole test run, started the first time a test asks
+    for it (``devservers.sparkconnect``: PySpark's own server, acidflow's settings, its Python
+    workers importing this checkout's ``jobs/``): the server object, ``.url`` =
+    ``sc://127.0.0.1:<port>``. Stopped at the end of the session."""
+    from devservers.sparkconnect import start_connect_server
+
+    with start_connect_server(tmp_path_factory.mktemp("spark-connect")) as server:
+        yield server
+
+
+@pytest.fixture
+def connect_spark(spark_connect, warehouse):
+    """A Spark Connect session on :func:`spark_connect` for one test (``get_spark(remote=...)``,
+    the ``acid`` source bound to the test's warehouse), stopped after it. pyspark's Connect
+    mode is process-wide (``SPARK_CONNECT_MODE_ENABLED``, which a Connect session's ``stop()``
+    leaves set): it is undone after the test, so the classic ``spark`` session of later tests
+    and the processes they start see classic mode again."""
+    from acidflow.spark import get_spark
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPARK_CONNECT_MODE_ENABLED", "1")  # get_spark sets it; restored on exit
+        mp.delenv("SPARK_REMOTE", raising=False)
+        session = get_spark(remote=spark_connect.url)
+        assert type(session).__module__.startswith("pyspark.sql.connect"), type(session)
+        yield session
+        session.stop()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _cleaner_without_history_retention():
     """The suite runs the cleaner as Hive's (history retention 0 commits / 0 hours through

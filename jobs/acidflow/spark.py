@@ -1,4 +1,7 @@
-"""SparkSession construction with the settings acidflow relies on.
+"""SparkSession construction with the settings acidflow relies on: a classic session (a local
+JVM, or spark-submit's), or a Spark Connect one when a server is named (``$SPARK_REMOTE`` /
+``get_spark(remote=...)``; ``docs/spark-connect.md``). The settings live in
+:func:`session_conf`, shared with the Connect server ``devservers.sparkconnect`` starts.
 
 Sets, when not already set by the caller's environment: ``SPARK_LOCAL_IP=127.0.0.1`` (Spark
 otherwise binds the external interface), ``PYSPARK_PYTHON`` = this interpreter (workers must see
@@ -28,9 +31,10 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Mapping, cast
 
 from acidflow.config import Settings
+from acidflow.sparkmode import REMOTE_ENV, is_connect
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -110,41 +114,37 @@ def s3a_settings(env: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def apply_s3a_settings(spark: "SparkSession", env: Mapping[str, str] | None = None) -> None:
-    """Set :func:`s3a_settings` on a running session's Hadoop configuration (for an S3
-    environment that appeared after the session was built; file systems opened from then on
-    use it)."""
+    """Set :func:`s3a_settings` on a running session (for an S3 environment that appeared after
+    the session was built; file systems opened from then on use it).
+
+    Classic: the SparkContext's Hadoop configuration. Spark Connect (no JVM here): the same keys
+    as session settings (``spark.conf.set("fs.s3a.endpoint", ...)``), which Spark copies into
+    the Hadoop configuration of that session's queries (``SessionState.newHadoopConf``).
+    """
+    if is_connect(spark):
+        for key, value in s3a_settings(env).items():
+            spark.conf.set(key, value)
+        return
     conf = spark.sparkContext._jsc.hadoopConfiguration()
     for key, value in s3a_settings(env).items():
         conf.set(key, value)
 
 
-def get_spark(app_name: str = "acidflow", master: str | None = None, **conf: str) -> SparkSession:
-    """Return the active SparkSession or build one.
+def session_conf(**conf: str) -> dict[str, str]:
+    """The Spark settings of every acidflow session: the classic session :func:`get_spark`
+    builds, and the Spark Connect server ``devservers.sparkconnect`` starts (one list for both).
+
+    Session time zone UTC, ORC codec zlib (Hive 3.1 cannot read zstd), 4 shuffle partitions,
+    Arrow on, Python data source filter pushdown on, no console progress bar, ``spark.driver.memory`` from ``$ACIDFLOW_DRIVER_MEMORY``
+    (default 4g), and the S3A and Kafka connector jars on the driver's and executors' class
+    path when fetched (module doc), with :func:`s3a_settings` as ``spark.hadoop.*``.
 
     Args:
-        app_name: Spark application name.
-        master: Spark master URL; default ``$ACIDFLOW_SPARK_MASTER`` or ``local[2]``. Ignored when
-            running under spark-submit (the session already exists).
-        **conf: extra Spark configuration (dots written as given, e.g. ``{"spark.ui.enabled": "false"}``).
+        **conf: extra settings, applied last (they win).
     Returns:
-        ``pyspark.sql.SparkSession`` with session time zone UTC and ORC codec zlib, and S3A
-        on ``s3://`` when its jars are fetched (module doc).
+        ``{spark key: value}``.
     """
-    prepare_environment()
-    # deferred: pyspark only when a session is wanted; CLI reads and catalog commands skip it
-    from pyspark.sql import SparkSession
-
-    # deferred: the data source module imports pyspark (see above)
-    from acidflow.datasource import register as register_source
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
-    builder = SparkSession.builder.appName(app_name)
-    # Under spark-submit the JVM gateway already exists (PYSPARK_GATEWAY_PORT) and carries --master.
-    if master or not os.environ.get("PYSPARK_GATEWAY_PORT"):
-        builder = builder.master(master or os.environ.get("ACIDFLOW_SPARK_MASTER", "local[2]"))
-    defaults = {
+    out = {
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.orc.compression.codec": "zlib",
         "spark.sql.shuffle.partitions": "4",
@@ -159,15 +159,89 @@ def get_spark(app_name: str = "acidflow", master: str | None = None, **conf: str
     if jars:
         # on the class path of the driver and executors, not spark.jars: spark.jars would make
         # every executor copy the ~650 MB SDK bundle into its work folder first
-        defaults["spark.driver.extraClassPath"] = ":".join(jars)
-        defaults["spark.executor.extraClassPath"] = ":".join(jars)
+        out["spark.driver.extraClassPath"] = ":".join(jars)
+        out["spark.executor.extraClassPath"] = ":".join(jars)
     if aws:
-        defaults.update({f"spark.hadoop.{k}": v for k, v in s3a_settings().items()})
-    defaults.update(conf)
-    for key, value in defaults.items():
+        out.update({f"spark.hadoop.{k}": v for k, v in s3a_settings().items()})
+    out.update(conf)
+    return out
+
+
+def remote_url(remote: str | None = None) -> str | None:
+    """The Spark Connect server a session should use: ``remote``, else ``$SPARK_REMOTE``
+    (Spark's own variable, :data:`acidflow.sparkmode.REMOTE_ENV`), else ``None`` (classic)."""
+    return remote or os.environ.get(REMOTE_ENV) or None
+
+
+def get_spark(
+    app_name: str = "acidflow", master: str | None = None, remote: str | None = None, **conf: str
+) -> SparkSession:
+    """Return the active SparkSession or build one: classic, or Spark Connect when a server is
+    named (``remote`` or ``$SPARK_REMOTE``, :func:`remote_url`).
+
+    Args:
+        app_name: Spark application name.
+        master: Spark master URL; default ``$ACIDFLOW_SPARK_MASTER`` or ``local[2]``. Ignored when
+            running under spark-submit (the session already exists) or on Connect.
+        remote: a Spark Connect URL ``sc://host:port`` (default ``$SPARK_REMOTE``).
+        **conf: extra Spark configuration (dots written as given, e.g. ``{"spark.ui.enabled": "false"}``).
+    Returns:
+        ``pyspark.sql.SparkSession`` with session time zone UTC and ORC codec zlib, and S3A
+        on ``s3://`` when its jars are fetched (module doc); on Connect a
+        ``pyspark.sql.connect.session.SparkSession`` with the ``spark.sql.*`` ones of
+        :func:`session_conf` set on the session (the server was started with the rest:
+        ``devservers.sparkconnect``). Either has the ``acid`` data source registered.
+    """
+    prepare_environment()
+    url = remote_url(remote)
+    if url:
+        return _remote_session(url, conf)
+    # deferred: pyspark only when a session is wanted; CLI reads and catalog commands skip it
+    from pyspark.sql import SparkSession
+
+    # deferred: the data source module imports pyspark (see above)
+    from acidflow.datasource import register as register_source
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    builder = SparkSession.builder.appName(app_name)
+    # Under spark-submit the JVM gateway already exists (PYSPARK_GATEWAY_PORT) and carries --master.
+    if master or not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        builder = builder.master(master or os.environ.get("ACIDFLOW_SPARK_MASTER", "local[2]"))
+    for key, value in session_conf(**conf).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    register_source(spark)  # spark.read.format("acid") / df.write.format("acid")
+    return spark
+
+
+def _remote_session(url: str, conf: Mapping[str, str]) -> SparkSession:
+    """A Spark Connect session on ``url``; the active Connect session of this thread when there
+    is one (a job calls get_spark again: it keeps the session it was started with)."""
+    # deferred: the Connect client needs grpc; loaded only when a server is named
+    from pyspark.sql.connect.session import SparkSession as RemoteSession
+
+    # deferred: the data source module imports pyspark (see get_spark)
+    from acidflow.datasource import register as register_source
+
+    # What SparkSession.builder.remote() sets before it builds a Connect session: pyspark's
+    # functions and columns then build Connect plans. Set here because that builder refuses a
+    # remote session while a classic one lives in the process (a test run holds both). It is
+    # process-wide and stop() leaves it set: a process runs its jobs in one mode (the tests'
+    # connect_spark fixture restores it).
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    active = RemoteSession.getActiveSession()
+    if active is not None:
+        return cast("SparkSession", active)
+    runtime: dict[str, bool | float | int | str | None] = {
+        k: v for k, v in session_conf(**conf).items() if k.startswith("spark.sql.")
+    }
+    # the app name is the server's (a Connect session is one of its sessions): not sent
+    remote = RemoteSession.builder.remote(url).config(map=runtime).getOrCreate()
+    # the Connect session offers the classic one's API (pyspark types them apart)
+    spark = cast("SparkSession", remote)
     register_source(spark)  # spark.read.format("acid") / df.write.format("acid")
     return spark
 

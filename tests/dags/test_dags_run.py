@@ -53,8 +53,9 @@ def test_acid_ingest_loads_its_data_interval(af):
     assert rec.stats["data_interval"].startswith("2024-01-02T00:00:00")
 
 
-def test_acid_cdc_then_acid_compaction(af):
-    env, cat, root = af
+def run_cdc_dag(env, cat, root, **extra_conf):
+    """Three GoldenGate files through acid_cdc, then the same run again (all skipped); returns
+    the second run's output."""
     land = root / "landing"
     land.mkdir()
     for i in range(3):
@@ -79,9 +80,10 @@ def test_acid_cdc_then_acid_compaction(af):
         "target_db": "shop",
         "auto_create": True,
         "tables_config": str(root / "no-config.yaml"),
+        **extra_conf,
     }
     (root / "no-config.yaml").write_text("tables: []\n")
-    ok(dags_test("acid_cdc", env, conf=conf))
+    first = ok(dags_test("acid_cdc", env, conf=conf))
     got = {r["id"]: r["age"] for r in read_table(None, cat, "shop.cust").to_pylist()}
     assert got == {1: 100, 2: 0, 11: 101, 12: 1, 21: 102, 22: 2}
     assert [b.state for b in cat.list_batches("cdc")] == ["committed"] * 3
@@ -91,6 +93,14 @@ def test_acid_cdc_then_acid_compaction(af):
     text = ok(dags_test("acid_cdc", env, conf=conf))
     assert '"status": "skipped"' in text
     assert cat.valid_write_ids("shop.cust").high_watermark == hwm
+    return first + text
+
+
+def test_acid_cdc_then_acid_compaction(af):
+    env, cat, root = af
+    run_cdc_dag(env, cat, root)
+    hwm = cat.valid_write_ids("shop.cust").high_watermark
+    got = {r["id"]: r["age"] for r in read_table(None, cat, "shop.cust").to_pylist()}
 
     # dry run: plan only
     cat.set_table_properties(
@@ -103,3 +113,21 @@ def test_acid_cdc_then_acid_compaction(af):
     assert (c.state, c.highest_write_id) == ("succeeded", hwm)
     after = {r["id"]: r["age"] for r in read_table(None, cat, "shop.cust").to_pylist()}
     assert after == got
+
+
+def test_acid_cdc_on_spark_connect(spark_connect, tmp_path):
+    """spark_mode=connect: acid_cdc's Spark tasks run jobs/submit.py --remote on the Connect
+    server of an Airflow connection of type spark_connect, no spark-submit."""
+    wh = tmp_path / "warehouse"
+    env = airflow_env(tmp_path / "airflow", warehouse=str(wh))
+    migrate(env)
+    env["AIRFLOW_CONN_ACIDFLOW_CONNECT"] = json.dumps(
+        {"conn_type": "spark_connect", "host": spark_connect.host, "port": spark_connect.port}
+    )
+    cat = SqlCatalog(f"sqlite:///{wh}/_acidflow_catalog.db", warehouse=str(wh))
+    text = run_cdc_dag(
+        env, cat, tmp_path, spark_mode="connect", spark_connect_conn_id="acidflow_connect"
+    )
+    assert f"acidflow cdc-upsert on Spark Connect {spark_connect.url}/" in text
+    assert f"acidflow validate on Spark Connect {spark_connect.url}/" in text
+    assert "Spark-Submit cmd" not in text

@@ -8,6 +8,9 @@
   :mod:`devservers.kafka_wire` (a Kafka protocol Metadata request for its readiness check);
 * :mod:`devservers.postgres`: a private PostgreSQL 15 cluster (the tests' ``postgres_url``
   fixture, ``make sample-data``, ``make demo-kafka``);
+* :mod:`devservers.sparkconnect`: a Spark Connect server with acidflow's settings (``make
+  connect``, ``make demo SPARK_MODE=connect``, the tests' ``spark_connect`` fixture,
+  ``bench.connect``);
 * :mod:`devservers.demo_kafka`: ``make demo-kafka`` (PostgreSQL, Kafka, Connect started here,
   the demo itself in ``acidflow.demo.kafka``);
 * :mod:`devservers.process`: what they share (a free port, a log's tail, stopping a server,

@@ -81,6 +81,7 @@ from acidflow.sources.records import (
     IncompleteTransactionError,
     ParsedStream,
 )
+from acidflow.sparkmode import arrow_frame
 from acidflow.storage.fs import TableFS
 from acidflow.storage.tablepaths import split_partitions
 from acidflow.tables_config import load_tables_config
@@ -573,7 +574,7 @@ def _apply_table(
         # (Hive writes base_W for both); every partition is emptied
         result = txn.insert_overwrite(
             table.name,
-            spark.createDataFrame(inserts),
+            arrow_frame(spark, inserts),
             partitions=_all_partitions(catalog, table) if table.partition_columns else None,
         )
         stats["write_id"], stats["files"] = result.write_id, result.files

@@ -45,6 +45,7 @@ from acidflow.errors import AcidflowError
 from acidflow.quality.gx import prewarm
 from acidflow.sources.avro import avro_decoder
 from acidflow.sources.kafka import KAFKA_FORMATS, KafkaBatch, KafkaRecord, Offsets, decode_records
+from acidflow.sparkmode import require_classic
 
 log = logging.getLogger(__name__)
 
@@ -184,6 +185,13 @@ class _Consumer:
     metadata only: topics, partitions, earliest and latest offsets."""
 
     def __init__(self, spark: Any, kopts: KafkaOptions) -> None:
+        require_classic(
+            spark,
+            f"the Kafka source {kopts.source!r} (its offsets come from a Kafka consumer in the"
+            " driver's JVM)",
+            "run Kafka CDC jobs on a classic session (spark-submit: spark_mode=submit, no"
+            " SPARK_REMOTE)",
+        )
         jvm = spark.sparkContext._jvm
         props = jvm.java.util.Properties()
         des = "org.apache.kafka.common.serialization.ByteArrayDeserializer"

@@ -14,6 +14,7 @@ from acidflow.catalog import TableDef
 from acidflow.cdc import changes as chg
 from acidflow.cdc import stored
 from acidflow.engine.statements import changes
+from acidflow.sparkmode import arrow_frame
 
 #: A batch's merge plan (already in the driver) is written by this process when it has at most
 #: this many insert + delete rows, else by Spark tasks (``ACIDFLOW_LOCAL_WRITE_ROWS``).
@@ -47,7 +48,7 @@ def write_arrow(
     they exceed :data:`LOCAL_WRITE_ROWS` rows. ``stats``: the plan's statistics (the commit
     record's counts)."""
     if inserts.num_rows + deletes.num_rows > LOCAL_WRITE_ROWS:
-        inserts, deletes = spark.createDataFrame(inserts), spark.createDataFrame(deletes)
+        inserts, deletes = arrow_frame(spark, inserts), arrow_frame(spark, deletes)
     counts = {k: stats[k] for k in ("rows_inserted", "rows_updated", "rows_deleted")}
     return changes.apply_row_changes(
         txn, table.name, inserts, deletes, counts=counts, operation="cdc_merge"

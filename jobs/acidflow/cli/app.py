@@ -10,7 +10,9 @@ start); writes and jobs run in Spark. Output conventions (``--json``, ``--format
 
 from __future__ import annotations
 
+import os
 import sys
+from typing import Optional
 
 import typer
 
@@ -31,6 +33,7 @@ from acidflow.cli import table as table_cli
 from acidflow.cli import timeline as timeline_cli
 from acidflow.cli import validate as validate_cli
 from acidflow.cli.console import err
+from acidflow.sparkmode import REMOTE_ENV
 
 app = typer.Typer(
     help="acidflow: Hive 3 full-ACID tables on Spark.",
@@ -41,6 +44,21 @@ cdc_app = typer.Typer(
     help="Change data capture: apply change files, pull from PostgreSQL.", no_args_is_help=True
 )
 app.add_typer(cdc_app, name="cdc")
+
+
+@app.callback()
+def _root(
+    spark_remote: Optional[str] = typer.Option(
+        None,
+        "--spark-remote",
+        help="a Spark Connect server (sc://host:port) for the commands that run Spark; "
+        "default $SPARK_REMOTE, else a local session (docs/spark-connect.md)",
+    ),
+) -> None:
+    """acidflow: Hive 3 full-ACID tables on Spark."""
+    if spark_remote:
+        os.environ[REMOTE_ENV] = spark_remote  # acidflow.spark.get_spark reads it
+
 
 browse_cli.register(app)
 show_cli.register(app)

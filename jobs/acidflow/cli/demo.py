@@ -143,9 +143,15 @@ def demo(
         False, "--direct", help="run the CDC job in this process, without Airflow"
     ),
     airflow_home: Optional[Path] = typer.Option(None, help="AIRFLOW_HOME (default .airflow)"),
+    spark_remote: Optional[str] = typer.Option(
+        None,
+        envvar="SPARK_REMOTE",
+        help="a Spark Connect server (sc://host:port): the DAGs' Spark tasks run on it "
+        "(spark_mode=connect) instead of spark-submit; with --direct, the job's session",
+    ),
 ) -> None:
     """The main job on embedded defaults: the acid_cdc DAG (``airflow dags test``,
-    spark-submit on local[2]) applies the pgbench change data captured from a real
+    spark-submit on local[2], or a Spark Connect server with ``--spark-remote``) applies the pgbench change data captured from a real
     PostgreSQL 15 (wal2json) to the four pgbench tables, the acid_compaction DAG compacts
     them, and every table is reconciled against the source's saved final contents. Prints a
     summary; exits 1 on any mismatch; a second run skips every batch."""
@@ -155,9 +161,16 @@ def demo(
 
     cat_ = cli_context(ctx).catalog()
     if direct:
-        s = run_demo(get_spark("acidflow-demo"), cat_, sample_dir or SAMPLE_DIR)
+        s = run_demo(
+            get_spark("acidflow-demo", remote=spark_remote), cat_, sample_dir or SAMPLE_DIR
+        )
     else:
-        s = run_demo_airflow(cat_, airflow_home=airflow_home, sample_dir=sample_dir or SAMPLE_DIR)
+        s = run_demo_airflow(
+            cat_,
+            airflow_home=airflow_home,
+            sample_dir=sample_dir or SAMPLE_DIR,
+            spark_remote=spark_remote,
+        )
     print_summary(s)
     if not s.ok:
         err.print("[red]MISMATCH[/]: a table does not reconcile with its source")

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, TypeGuard
+from urllib.parse import urlsplit
 
 from acidflow.catalog import Catalog, SqlCatalog, TableDef
 from acidflow.cdc.apply import CdcOptions, apply_path
@@ -149,6 +150,24 @@ def _last_json(text: str, key: str) -> Any:
     return None
 
 
+#: the Airflow connection (type ``spark_connect``) of the demo's Spark Connect server
+CONNECT_CONN_ID = "acidflow_spark_connect"
+
+
+def connect_connection_env(url: str, conn_id: str = CONNECT_CONN_ID) -> dict[str, str]:
+    """``AIRFLOW_CONN_<ID>`` defining an Airflow connection of type ``spark_connect`` for the
+    server at ``url`` (``sc://host:port``), as ``SparkConnectHook`` reads it.
+
+    Raises:
+        ValueError: ``url`` is not ``sc://host:port`` (names it).
+    """
+    parts = urlsplit(url)
+    if parts.scheme != "sc" or not parts.hostname or not parts.port:
+        raise ValueError(f"a Spark Connect URL is sc://host:port, got {url!r}")
+    value = {"conn_type": "spark_connect", "host": parts.hostname, "port": parts.port}
+    return {f"AIRFLOW_CONN_{conn_id.upper()}": json.dumps(value)}
+
+
 def run_demo_airflow(
     catalog: Catalog,
     *,
@@ -156,9 +175,14 @@ def run_demo_airflow(
     sample_dir: Path = SAMPLE_DIR,
     tables_yaml: Path = TABLES_YAML,
     compaction: bool = True,
+    spark_remote: str | None = None,
 ) -> DemoSummary:
     """The demo through Airflow (see module docstring): ``acid_cdc`` then ``acid_compaction``
     with ``airflow dags test``, then reconciliation with pyarrow in this process.
+
+    With ``spark_remote`` (``sc://host:port``) the DAG runs' Spark tasks use that Spark Connect
+    server (``spark_mode=connect``, the Airflow connection :data:`CONNECT_CONN_ID`) instead
+    of spark-submit (:mod:`acidflow_airflow.connect`).
 
     Raises:
         RuntimeError: a DAG run did not succeed (the message holds the end of its output).
@@ -180,6 +204,10 @@ def run_demo_airflow(
         extra={"ACIDFLOW_CATALOG_URL": url},
     )
     migrate(env)
+    spark_conf: dict[str, Any] = {}
+    if spark_remote:
+        env.update(connect_connection_env(spark_remote))
+        spark_conf = {"spark_mode": "connect", "spark_connect_conn_id": CONNECT_CONN_ID}
     out = DemoSummary()
     runs: list[tuple[str, dict[str, Any]]] = [
         (
@@ -197,7 +225,7 @@ def run_demo_airflow(
         runs.append(("acid_compaction", {"table_filter": "pgbench.*", "dry_run": False}))
     for dag_id, conf in runs:
         t = time.monotonic()
-        r = dags_test(dag_id, env, conf=conf)
+        r = dags_test(dag_id, env, conf={**conf, **spark_conf})
         text = r.stdout + r.stderr
         ok = r.returncode == 0 and "state=success" in text
         out.steps.append({"dag_id": dag_id, "ok": ok, "seconds": time.monotonic() - t})

@@ -555,8 +555,8 @@ def write_inserts(df: "DataFrame", table: TableDesc, spec: WriteSpec) -> list[Fi
             df = df.repartition(table.num_buckets, F.element_at(keys, F.col(BUCKET_COL) + F.lit(1)))
         df = df.select(*pcols, BUCKET_COL, *data_cols)
     else:
-        if df.rdd.getNumPartitions() > WRITER_IDS:
-            df = df.coalesce(WRITER_IDS)
+        # at most WRITER_IDS writers; coalesce never adds partitions (no RDD: Spark Connect)
+        df = df.coalesce(WRITER_IDS)
         if pcols:
             df = df.sortWithinPartitions(*pcols)
         df = df.select(*pcols, *data_cols)

@@ -92,6 +92,7 @@ from acidflow.maintenance.rewrite import (
 )
 from acidflow.maintenance.verify import Checksum, checksum_task
 from acidflow.read import acidv1, keyindex, snapshot
+from acidflow.sparkmode import task_frame
 from acidflow.storage.fs import DirectoryClaimedError, TableFS, join
 from acidflow.storage.state import (
     compacted_base_check,
@@ -427,8 +428,7 @@ def _map(
                 if rows:
                     yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
 
-    rdd = spark.sparkContext.parallelize([(p,) for p in payloads], numSlices=len(payloads))
-    df = spark.createDataFrame(rdd, "payload string").mapInArrow(body, schema_ddl)
+    df = task_frame(spark, payloads, "payload").mapInArrow(body, schema_ddl)
     return [r.asDict() for r in df.collect()]
 
 

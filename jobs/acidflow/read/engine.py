@@ -79,6 +79,7 @@ from acidflow.read.snapshot import (
     source_positions,
     split_plan,
 )
+from acidflow.sparkmode import require_classic
 from acidflow.storage.fs import TableFS
 
 #: environment variable choosing the Spark executor of a snapshot read
@@ -282,7 +283,16 @@ def _partition_literals(plan: ReadPlan, ppath: str) -> list[Column]:
 
 
 def _spark_paths(spark: SparkSession, paths: list[str]) -> dict[str, str]:
-    """``input_file_name()``'s string for each path (the qualified Hadoop path's URI)."""
+    """``input_file_name()``'s string for each path (the qualified Hadoop path's URI).
+
+    Raises:
+        acidflow.sparkmode.ConnectUnsupportedError: ``spark`` is a Spark Connect session (the
+            qualified paths come from the driver's Hadoop classes)."""
+    require_classic(
+        spark,
+        f"{INPUT_FILE_NAME} with the engine reader ({READER_ENV}={ENGINE})",
+        f"unset {READER_ENV} (the {ARROW} reader gives {INPUT_FILE_NAME} over Spark Connect)",
+    )
     jvm = spark.sparkContext._jvm
     assert jvm is not None  # a classic (JVM) session: read_engine runs Spark's own scans
     conf = spark.sparkContext._jsc.hadoopConfiguration()

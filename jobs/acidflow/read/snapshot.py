@@ -65,6 +65,7 @@ from acidflow.read.rows import (
 from acidflow.read.tasks import DataFile as DataFile
 from acidflow.read.tasks import ReadPlan as ReadPlan
 from acidflow.read.tasks import ReadTask as ReadTask
+from acidflow.sparkmode import task_frame
 from acidflow.storage.fs import TableFS, join
 from acidflow.storage.state import acid_state
 from acidflow.storage.tablepaths import split_partitions
@@ -693,9 +694,5 @@ def read_spark(
                     where=where,
                 )
 
-    payload = [
-        (t.to_json(),) for t in splits.split_tasks(TableFS(tfs_url), plan.tasks, split_bytes)
-    ]
-    rdd = spark.sparkContext.parallelize(payload, numSlices=len(payload))
-    tasks_df = spark.createDataFrame(rdd, "task string")
-    return tasks_df.mapInArrow(run, schema)
+    tasks = splits.split_tasks(TableFS(tfs_url), plan.tasks, split_bytes)
+    return task_frame(spark, [t.to_json() for t in tasks], "task").mapInArrow(run, schema)
