@@ -22,6 +22,7 @@ import datetime as dt
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 from decimal import Decimal
@@ -186,11 +187,21 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--work", default=os.environ.get("BENCH_WORK"))
     ap.add_argument("--no-spark", action="store_true")
+    ap.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        help="also write the result to RESULTS/pushdown_n<rows>.json (bench/report.py reads it)",
+    )
     args = ap.parse_args()
     doc = run(
         args.rows, args.stripe_rows, args.deltas, args.runs, args.work, with_spark=not args.no_spark
     )
+    doc["command"] = "python -m bench.pushdown " + " ".join(sys.argv[1:])
     print(json.dumps(doc, indent=2))
+    if args.results is not None:
+        args.results.mkdir(parents=True, exist_ok=True)
+        (args.results / f"pushdown_n{args.rows}.json").write_text(json.dumps(doc, indent=2) + "\n")
 
 
 if __name__ == "__main__":

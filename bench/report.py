@@ -35,6 +35,8 @@ S3_MAX = 2.0
 KAFKA_MAX = 1.2  # Kafka batch path apply time / file path apply time, the same events
 KAFKA_P95_MAX = 20.0  # seconds, streaming at 1,000 events/s offered, 5 s trigger
 FRESH_DS_MAX = 1.5  # format("acid") in a fresh process / plain Spark ORC scan
+KEY_PREDICATE_MAX = 0.2  # a read touching 0.1 % of the rows by a key predicate / the full read
+CONNECT_MAX = 0.3  # an acid_cdc task through Spark Connect / the same through spark-submit
 
 
 def med(values: list[float]) -> float:
@@ -210,6 +212,33 @@ def spark_native_targets(native: list[dict], docs: list[dict]) -> list[str]:
                 f'`format("acid")` ≤ {FRESH_DS_MAX}× Spark ORC scan | {ratio:.2f}× | '
                 f"{'yes' if ratio <= FRESH_DS_MAX else 'no'} |"
             )
+    return rows
+
+
+def pushdown_connect_targets(pushdown: list[dict], connect: list[dict]) -> list[str]:
+    """The key-predicate rows (``pushdown_n*.json``, :mod:`bench.pushdown`) and the Spark
+    Connect row (``connect_e*.json``, :mod:`bench.connect`) of the targets table."""
+    rows = []
+    for d in pushdown:
+        for key, label in (("arrow", "`read_table` (pyarrow)"), ("spark", '`format("acid")`')):
+            if key not in d:
+                continue
+            r = d[key]
+            ratio = r["filtered_median_s"] / r["full_median_s"]
+            rows.append(
+                f"| key predicate selecting {d['selected_rows']:,} of {d['rows']:,} rows "
+                f"({d['stripes']} stripes), {label} ≤ {KEY_PREDICATE_MAX}× the full read | "
+                f"{r['filtered_median_s']:.2f} s vs {r['full_median_s']:.2f} s = {ratio:.2f}× | "
+                f"{'yes' if ratio <= KEY_PREDICATE_MAX else 'no'} |"
+            )
+    for d in connect:
+        m = d["median_seconds"]
+        ratio = m["connect"] / m["submit"]
+        rows.append(
+            f"| `acid_cdc` task applying one {d['events_per_file']}-event file through Spark "
+            f"Connect (warm server) ≤ {CONNECT_MAX}× spark-submit | {m['connect']:.2f} s vs "
+            f"{m['submit']:.2f} s = {ratio:.2f}× | {'yes' if ratio <= CONNECT_MAX else 'no'} |"
+        )
     return rows
 
 
@@ -479,6 +508,8 @@ def render(
     kafka: list[dict] = (),
     native: list[dict] = (),
     parse: dict | None = None,
+    pushdown: list[dict] = (),
+    connect: list[dict] = (),
 ) -> str:
     if not docs and not loads and not s3 and not kafka and not native:
         return "# Benchmark results\n\nNo results yet: run `make bench`.\n"
@@ -504,12 +535,22 @@ def render(
     out += list(
         dict.fromkeys(
             f"- `{d['command']}`"
-            for d in [*docs, *loads, *s3, *kafka, *native, *([parse] if parse else [])]
+            for d in [
+                *docs,
+                *loads,
+                *s3,
+                *kafka,
+                *native,
+                *([parse] if parse else []),
+                *pushdown,
+                *connect,
+            ]
             if d.get("command")
         )
     )
     out += ["", "## Targets", ""] + targets(docs, loads, s3) + kafka_targets(kafka)
     out += spark_native_targets(list(native), docs)
+    out += pushdown_connect_targets(list(pushdown), list(connect))
     out += ["", "## Runs", ""]
     out += growth_section(docs) + load_section(loads) + s3_section(s3) + kafka_section(kafka)
     out += parse_section(parse)
@@ -536,6 +577,8 @@ def main(argv: list[str] | None = None) -> None:
             load_kafka(a.results),
             load_extra(a.results, "spark_native_n*.json"),
             load_parse(a.results),
+            [json.loads(p.read_text()) for p in sorted(a.results.glob("pushdown_n*.json"))],
+            [json.loads(p.read_text()) for p in sorted(a.results.glob("connect_e*.json"))],
         )
     )
     print(f"wrote {a.out}")
