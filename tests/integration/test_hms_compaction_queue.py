@@ -20,6 +20,7 @@ from pymetastore.hive_metastore.ttypes import (
 
 from acidflow.catalog import Column, TableDef, load_catalog
 from acidflow.catalog.hms.client import hms_client
+from acidflow.catalog.records import CompactionState
 from acidflow.compactor import cleaner, initiator, worker
 from acidflow.compactor.config import CompactorConfig
 from tests.support import acidtables as at
@@ -214,3 +215,30 @@ def test_entry_hive_worker_claimed_first_is_left_to_it(catalog, hms):
     assert entry.state == "failed" and f"CQ_ID {hive_id}" in entry.error
     shown = _shown(hms, hive_id)
     assert (shown.state, shown.workerid) == ("working", "hive-worker-0")
+
+
+def test_late_moves_never_touch_a_claim_another_worker_took_over(catalog, hms):
+    """acidflow's claim marks Hive's entry as its own (CQ_HADOOP_JOB_ID acidflow-<side id>);
+    once it was revoked and Hive's worker claimed the entry, acidflow's late moves (ready for
+    cleaning, failed, revoke) leave Hive's claim alone."""
+    _table(catalog, "hq.late")
+    hive_id = _compact2(hms, "hq", "late")
+    (queued,) = initiator.run_initiator(catalog, config=CFG).queued_ids
+    assert catalog.claim_compaction("acidflow-worker-0", queued).id == queued
+    shown = _shown(hms, hive_id)
+    assert (shown.state, shown.hadoopJobId) == ("working", f"acidflow-{queued}")
+    engine = sa.create_engine(hms.metastore_db, poolclass=sa.pool.NullPool)
+    with engine.begin() as conn:  # revoked (timed out), then claimed by Hive's own worker
+        conn.execute(
+            sa.text(
+                "UPDATE compaction_queue SET cq_state = 'w', cq_worker_id = 'hive-worker-1', "
+                "cq_hadoop_job_id = NULL WHERE cq_id = :i"
+            ),
+            {"i": hive_id},
+        )
+    engine.dispose()
+    catalog.queue.ready_for_cleaning(queued, 5)
+    catalog.queue.finished(queued, CompactionState.FAILED, "a late failure")
+    catalog.queue.reclaimed([queued])
+    shown = _shown(hms, hive_id)
+    assert (shown.state, shown.workerid) == ("working", "hive-worker-1")

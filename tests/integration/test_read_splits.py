@@ -256,6 +256,9 @@ def test_stripes_in_ranges_and_key_ranges():
     assert splits.stripes_in_ranges(index, 4, [[None, [1, 7, 5]]]) == [0]
     assert splits.stripes_in_ranges(index, 4, [[[3, 7, 11], None]]) == []
     assert splits.stripes_in_ranges(index, 3, [[None, None]]) is None
+    # a delete file whose key index is not ascending is read whole (no stripe skipped)
+    unsorted = [(1, 7, 99), (3, 7, 10), (2, 7, 50), (4, 7, 1)]
+    assert splits.stripes_in_ranges(unsorted, 4, [[[2, 7, 40], [2, 7, 60]]]) is None
     keys = pa.table(
         {
             "o": pa.array([1, 1, 2, 2, 3], pa.int64()),

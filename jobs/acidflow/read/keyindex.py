@@ -314,7 +314,7 @@ def lookup_indexed(
     )
     answered: dict[str, pa.Table] = {}  # data file path -> its candidate rows
     for base_dir, files in sorted(by_base.items()):
-        sizes = {posixpath.basename(f.path): tfs.size(f.path) for f in files}
+        sizes = {posixpath.basename(f.path): f.size or tfs.size(f.path) for f in files}
         # the stored key columns must be the table's (the coverage check) in key order
         cand = _candidates(tfs, base_dir, sizes, key_columns, query, out)
         if cand is None:

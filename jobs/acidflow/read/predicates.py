@@ -42,6 +42,11 @@ class PredicateError(AcidflowError, ValueError):
     """A row filter that is not of the supported form: names the table, the column and why."""
 
 
+class PartitionValueError(AcidflowError, ValueError):
+    """A partition directory whose value is not of its column's Hive type (``dt=abc`` for a
+    ``date`` column): names the partition path, the column, the value and the type."""
+
+
 @dataclass(frozen=True)
 class Predicate:
     """One predicate of a conjunction (module doc).
@@ -199,12 +204,22 @@ def partition_values(
 ) -> dict[str, pa.Array]:
     """The typed values (one-element arrays) of a partition path's columns: the directory's
     text cast to the column's Hive type, ``__HIVE_DEFAULT_PARTITION__`` as NULL (as
-    :func:`acidflow.read.snapshot.read_task` fills partition columns)."""
+    :func:`acidflow.read.snapshot.read_task` fills partition columns).
+
+    Raises:
+        PartitionValueError: a directory's value that is not of its column's type (names the
+            partition path, the column, the value and the type).
+    """
     given = dict(parts.parse_partition_path(ppath)) if ppath else {}
-    return {
-        n: pa.array([given.get(n)], pa.string()).cast(htypes.arrow_type(t))
-        for n, t in partition_columns
-    }
+    out = {}
+    for n, t in partition_columns:
+        try:
+            out[n] = pa.array([given.get(n)], pa.string()).cast(htypes.arrow_type(t))
+        except pa.ArrowException as exc:
+            raise PartitionValueError(
+                f"partition {ppath}: column {n} holds {given.get(n)!r}, not a {t}: {exc}"
+            ) from exc
+    return out
 
 
 def partition_matches(

@@ -58,6 +58,7 @@ from acidflow.read.rows import (
     ROW_ID,
     ROW_ID_TYPE,
     map_columns,
+    output_schema,
     partition_arrays,
     table_column,
     valid_mask,
@@ -336,8 +337,7 @@ def read_task(
                 file_name=file_name, project=wide, keys=keys,
             ),
             data_where,
-            ReadPlan("", columns, partition_columns, valid, [], {})
-            .output_schema(row_id, file_name, project).names,
+            output_schema(columns, partition_columns, row_id, file_name, project).names,
         )  # fmt: skip
         return
     ranges = task.key_ranges
@@ -352,9 +352,7 @@ def read_task(
     wanted = sorted(set(wanted) | {names.index(p.column) for p in data_where})
     targets = [htypes.arrow_type(columns[i][1]) for i in wanted]
     out_idx = [j for j, i in enumerate(wanted) if project is None or names[i] in project]
-    out_schema = ReadPlan("", columns, partition_columns, valid, [], {}).output_schema(
-        row_id, file_name, project
-    )
+    out_schema = output_schema(columns, partition_columns, row_id, file_name, project)
     dir_versions: dict[str, int] = {}
     for df in task.data_files:
         info = acid_files.file_info(tfs, df.path)

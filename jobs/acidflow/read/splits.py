@@ -224,9 +224,12 @@ def stripes_in_ranges(
         ranges: inclusive key ranges (:func:`file_key_range`).
     Returns:
         Stripe numbers in order, or None when the key index does not describe every stripe
-        (read the whole file).
+        or is not ascending (a file not sorted by ROW__ID, as Hive's writers sort them: read
+        the whole file rather than skip a stripe holding a needed delete event).
     """
     if len(key_index) != nstripes:
+        return None
+    if any(tuple(a) > tuple(b) for a, b in zip(key_index, key_index[1:])):
         return None
     out = []
     for s in range(nstripes):

@@ -615,8 +615,7 @@ class HiveMetastoreCatalog(MetastoreTables):
         """Hive: adopts Hive's requests first; a linked entry is claimed in the metastore too,
         one another worker took there is failed on the side (queuelink.MetastoreQueueLink)."""
         self.check_warehouse_owner()
-        if self.queue.db is not None:
-            self.queue.requests()
+        self.queue.adopt_before_claim()
         while True:
             entry = self.side.claim_compaction(worker_id, cq_id)
             if entry is None or self.queue.claimed(entry, worker_id):

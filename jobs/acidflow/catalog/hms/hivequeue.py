@@ -123,16 +123,24 @@ class HiveQueueDatabase:
                 f"failed: {exc}"
             ) from exc
 
-    def claim(self, cq_id: int, worker_id: str) -> bool:
+    def claim(self, cq_id: int, worker_id: str, side_id: int) -> bool:
         """Take entry ``cq_id`` for ``worker_id`` (Hive ``findNextToCompact``: ``CQ_STATE``
-        'i' -> 'w' with worker and start, conditional on 'i'). Returns whether this call took
-        it (False: another worker - Hive's own, if it runs - was first, or it is gone)."""
+        'i' -> 'w' with worker and start, conditional on 'i'), marked as side entry
+        ``side_id``'s (``CQ_HADOOP_JOB_ID`` = ``acidflow-<side_id>``: every later move of this
+        claim is conditional on it, so a claim revoked and taken by another worker is never
+        moved by acidflow). Returns whether this call took it (False: another worker - Hive's
+        own, if it runs - was first, or it is gone)."""
         q = self.q
         stmt = (
             sa.update(self.queue)
             .where(q["cq_id"] == cq_id, q["cq_state"] == "i")
             .values(
-                {q["cq_state"]: "w", q["cq_worker_id"]: worker_id[:128], q["cq_start"]: now_ms()}
+                {
+                    q["cq_state"]: "w",
+                    q["cq_worker_id"]: worker_id[:128],
+                    q["cq_start"]: now_ms(),
+                    q["cq_hadoop_job_id"]: hive_job_id(side_id),
+                }
             )
         )
         return self._run(cq_id, "claim", stmt) == 1
@@ -148,12 +156,16 @@ class HiveQueueDatabase:
         self._run(cq_id, "setting the highest write id", stmt)
 
     def mark_compacted(self, cq_id: int, highest_write_id: int, side_id: int) -> bool:
-        """'w' -> 'r' (Hive ``markCompacted``), with the highest write id and
-        ``CQ_HADOOP_JOB_ID`` = ``acidflow-<side_id>``. Returns whether the entry was working."""
+        """'w' -> 'r' (Hive ``markCompacted``), with the highest write id, for side entry
+        ``side_id``'s claim only. Returns whether the entry was working under that claim."""
         q = self.q
         stmt = (
             sa.update(self.queue)
-            .where(q["cq_id"] == cq_id, q["cq_state"] == "w")
+            .where(
+                q["cq_id"] == cq_id,
+                q["cq_state"] == "w",
+                q["cq_hadoop_job_id"] == hive_job_id(side_id),
+            )
             .values(
                 {
                     q["cq_state"]: "r",
@@ -165,28 +177,42 @@ class HiveQueueDatabase:
         )
         return self._run(cq_id, "markCompacted", stmt) == 1
 
-    def revoke(self, cq_id: int) -> None:
-        """'w' -> 'i' with worker and start cleared (Hive ``revokeTimedoutWorkers``)."""
+    def revoke(self, cq_id: int, side_id: int) -> None:
+        """'w' -> 'i' with worker, start and job id cleared (Hive ``revokeTimedoutWorkers``),
+        for side entry ``side_id``'s claim only (never another worker's)."""
         q = self.q
         stmt = (
             sa.update(self.queue)
-            .where(q["cq_id"] == cq_id, q["cq_state"] == "w")
-            .values({q["cq_state"]: "i", q["cq_worker_id"]: None, q["cq_start"]: None})
+            .where(
+                q["cq_id"] == cq_id,
+                q["cq_state"] == "w",
+                q["cq_hadoop_job_id"] == hive_job_id(side_id),
+            )
+            .values(
+                {
+                    q["cq_state"]: "i",
+                    q["cq_worker_id"]: None,
+                    q["cq_start"]: None,
+                    q["cq_hadoop_job_id"]: None,
+                }
+            )
         )
         self._run(cq_id, "revoking the worker", stmt)
 
-    def finish(self, cq_id: int, state: str, error: str | None = None) -> bool:
+    def finish(self, cq_id: int, state: str, side_id: int, error: str | None = None) -> bool:
         """Move the entry to ``COMPLETED_COMPACTIONS`` with ``CC_STATE`` ``state`` ('s' after
         the cleaner: Hive ``markCleaned``; 'f': ``markFailed``, ``error`` into
-        ``CC_META_INFO``) and ``CC_END`` now, in one transaction. Returns False when the entry
-        is no longer in the queue (finished already)."""
+        ``CC_META_INFO``, cut to 2048 bytes: MySQL's schema declares ``varbinary(2048)``) and
+        ``CC_END`` now, in one transaction, for side entry ``side_id``'s claim only. Returns
+        False when the entry is no longer in the queue (finished already) or is not under
+        that claim (revoked and taken by another worker)."""
         q, c = self.q, self.c
         try:
             with self.engine.begin() as conn:
                 row = (
                     conn.execute(
                         sa.select(*(q[f"cq_{n}"] for n in _COLUMNS))
-                        .where(q["cq_id"] == cq_id)
+                        .where(q["cq_id"] == cq_id, q["cq_hadoop_job_id"] == hive_job_id(side_id))
                         .with_for_update()
                     )
                     .mappings()
@@ -198,7 +224,7 @@ class HiveQueueDatabase:
                 values[c["cc_state"]] = state
                 values[c["cc_end"]] = now_ms()
                 if error is not None:
-                    values[c["cc_meta_info"]] = error.encode("utf-8")[:4000]
+                    values[c["cc_meta_info"]] = error.encode("utf-8")[:2048]
                 conn.execute(sa.insert(self.done).values(values))
                 conn.execute(sa.delete(self.queue).where(q["cq_id"] == cq_id))
                 return True

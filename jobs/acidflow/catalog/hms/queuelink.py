@@ -38,6 +38,7 @@ from acidflow.catalog.hms.queuerules import (
     HIVE_STATE,
     HiveQueueEntry,
     from_show_compact,
+    hive_job_id,
     hive_type,
     requests_to_adopt,
     waiting_reason,
@@ -132,7 +133,11 @@ class MetastoreQueueLink:
     def requests(self, adopt: bool = True) -> list[MetastoreCompactionRequest]:
         """Hive's ``initiated`` entries no side entry is linked to: adopted (a linked side
         entry) with ``metastore_db`` and ``adopt``, else reported with why they wait."""
-        linked = {c.metastore_cq_id for c in self.side.list_compactions() if c.metastore_cq_id}
+        linked = {  # a failed side entry gives its Hive entry up (claim refused, database down)
+            c.metastore_cq_id
+            for c in self.side.list_compactions()
+            if c.metastore_cq_id and c.state != CompactionState.FAILED
+        }
         out = []
         for e in requests_to_adopt(self._hive_entries(), linked):
             who = e.run_as or "hive"
@@ -151,6 +156,17 @@ class MetastoreQueueLink:
             out.append(self._request(e, who, None, waiting_reason(e, why)))
         return out
 
+    def adopt_before_claim(self) -> None:
+        """Adopt Hive's waiting requests before a worker claims (with ``metastore_db``); a
+        failure to list or adopt them is logged and never stops acidflow's own entries being
+        claimed."""
+        if self.db is None:
+            return
+        try:
+            self.requests()
+        except (CatalogError, MetastoreQueueError) as exc:
+            log.warning("Hive's compaction requests not adopted this time: %s", exc)
+
     @staticmethod
     def _request(
         e: HiveQueueEntry, who: str, queued: int | None, reason: str
@@ -165,8 +181,17 @@ class MetastoreQueueLink:
         when another worker took it first: the side entry is then failed, naming it."""
         if self.db is None or info.metastore_cq_id is None:
             return True
-        if self.db.claim(info.metastore_cq_id, worker_id):
-            return True
+        try:
+            if self.db.claim(info.metastore_cq_id, worker_id, info.id):
+                return True
+        except MetastoreQueueError as exc:  # nothing half-claimed: the side entry fails too
+            self.side.mark_compaction_failed(
+                info.id,
+                f"compaction {info.id} of {info.table}: the metastore's entry CQ_ID "
+                f"{info.metastore_cq_id} could not be claimed: {exc}; the next initiator pass "
+                "queues Hive's entry again",
+            )
+            return False
         self.side.mark_compaction_failed(
             info.id,
             f"compaction {info.id} of {info.table}: the metastore's entry CQ_ID "
@@ -184,9 +209,19 @@ class MetastoreQueueLink:
         if info.metastore_cq_id is None:
             return
         try:
-            fn(self.db, info.metastore_cq_id)
+            moved = fn(self.db, info.metastore_cq_id)
         except (MetastoreQueueError, CatalogError) as exc:
             log.warning("compaction %s: metastore entry not moved to %s: %s", cq_id, what, exc)
+            return
+        if moved is False:  # not under this entry's claim any more (or already finished)
+            log.warning(
+                "compaction %s: metastore entry CQ_ID %s not moved to %s: it is no longer "
+                "under acidflow's claim %s",
+                cq_id,
+                info.metastore_cq_id,
+                what,
+                hive_job_id(cq_id),
+            )
 
     def highest_write_id(self, cq_id: int, highest_write_id: int) -> None:
         """``CQ_HIGHEST_WRITE_ID`` of the linked entry."""
@@ -207,9 +242,14 @@ class MetastoreQueueLink:
     def finished(self, cq_id: int, state: str, error: str | None = None) -> None:
         """The linked entry to ``COMPLETED_COMPACTIONS`` as ``state`` (``succeeded`` /
         ``failed``; Hive ``markCleaned`` / ``markFailed``)."""
-        self._quietly(cq_id, state, lambda db, h: db.finish(h, HIVE_STATE[state], error))
+        self._quietly(cq_id, state, lambda db, h: db.finish(h, HIVE_STATE[state], cq_id, error))
+
+    @staticmethod
+    def _revoker(side_id: int) -> Callable[[HiveQueueDatabase, int], object]:
+        """``revoke`` of the linked entry under side entry ``side_id``'s claim."""
+        return lambda db, h: db.revoke(h, side_id)
 
     def reclaimed(self, cq_ids: list[int]) -> None:
         """The linked entries of reclaimed side entries back to 'i'."""
         for cq_id in cq_ids:
-            self._quietly(cq_id, CompactionState.INITIATED, lambda db, h: db.revoke(h))
+            self._quietly(cq_id, CompactionState.INITIATED, self._revoker(cq_id))
