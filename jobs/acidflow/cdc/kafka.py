@@ -38,7 +38,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from acidflow.cdc import columnar
 from acidflow.cdc import offsets as ofs
 from acidflow.cdc.apply import BatchReport, CdcOptions, apply_stream
 from acidflow.errors import AcidflowError
@@ -463,7 +462,10 @@ def _apply_next(
             transaction_topic=kopts.transaction_topic,
             markers_seen=None if look.window is None else look.window.markers_seen,
             decoder=decoder,
-            columns=columnar.enabled(options.columnar),
+            # Kafka values through Change objects (the columnar fold still takes them): the
+            # column decode of Kafka values (decode_records(columns=True)) left a broker-fed
+            # batch with auto-created tables unapplied in the Kafka tests; off until fixed
+            columns=False,
         )
         if ofs.has_records(start, batch.end_offsets) or cap is None or end == look.latest:
             break
