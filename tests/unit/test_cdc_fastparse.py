@@ -562,12 +562,14 @@ TOPIC = "acf.public.orders"
 TXT = "acf.transaction"
 
 
-def check_kafka(records: list[KafkaRecord], *, taken: bool = True, **kw: Any) -> None:
+def check_kafka(records: list[KafkaRecord], *, taken: bool | None = True, **kw: Any) -> None:
     """``decode_records(columns=True)`` equals the record-by-record decoder: offsets, carried
-    records, transactions, tables, positions, bad records, changes and frames."""
+    records, transactions, tables, positions, bad records, changes and frames. ``taken``:
+    whether the column decoder must take the records (None: either; the outcome is checked)."""
     ref = decode_records("debezium", records, **kw)
     got = decode_records("debezium", records, columns=True, **kw)
-    assert isinstance(got.stream, ColumnStream) == taken
+    if taken is not None:
+        assert isinstance(got.stream, ColumnStream) == taken
     assert (got.end_offsets, got.carried, got.transactions, got.waiting) == (
         ref.end_offsets,
         ref.carried,
@@ -654,7 +656,12 @@ def test_hypothesis_kafka_values_of_every_hive_type(events, partitions, cut):
     end[TOPIC]["0"] = max(0, end[TOPIC]["0"] - cut)
     nan = any(isinstance(v, float) and math.isnan(v) for _, _, row in events for v in row.values())
     ref = decode_records("debezium", records, end_offsets=end)
-    check_kafka(records, end_offsets=end, taken=not (nan or ref.stream.bad))
+    # msgspec refuses NaN, so a NaN the column decoder meets makes it decline; whether it meets
+    # one depends on the records the end offsets cut and on the images it decodes (a delete's
+    # before image only for its key): with a NaN either answer is right, the outcome must match
+    check_kafka(
+        records, end_offsets=end, taken=False if ref.stream.bad else (None if nan else True)
+    )
 
 
 def test_the_garbage_collector_is_paused_during_the_parse_only():
