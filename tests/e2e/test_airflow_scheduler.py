@@ -3,7 +3,7 @@
 
 * ``acid_cdc`` triggered through the REST API (what the UI's trigger button calls) with params,
   invalid params refused by the JSON schema, the run's result checked in the tables;
-* ``airflow backfill create`` over three days of ``acid_ingest``: every partition holds exactly
+* ``airflow backfill create`` over two days of ``acid_ingest``: every partition holds exactly
   its day's landing file (what the scheduled run of that day loads), and backfilling the range
   again (``--reprocess-behavior completed``: the same runs cleared and run again) changes
   nothing.
@@ -109,9 +109,16 @@ def test_trigger_acid_cdc_through_the_rest_api(services):
     }
 
 
+#: the backfilled days (two: a backfill is several runs, each two spark-submits; the third
+#: sample day stays unloaded, which the comparison checks too)
+DAYS = ["2024-01-01", "2024-01-02"]
+
+
 def expected_orders():
     out = {}
     for f in sorted((REPO / "include/sample_data/ingest/sales.orders").glob("*/orders.csv")):
+        if f.parent.name not in DAYS:
+            continue
         for r in csv.DictReader(f.open()):
             out[int(r["order_id"])] = (f.parent.name, r["customer"], Decimal(r["amount"]))
     return out
@@ -125,7 +132,7 @@ def snapshot(cat):
 
 
 def backfill(af, *extra):
-    """``airflow backfill create`` for 2024-01-01..03."""
+    """``airflow backfill create`` for :data:`DAYS`."""
     r = subprocess.run(
         [
             str(BIN / "airflow"),
@@ -134,9 +141,9 @@ def backfill(af, *extra):
             "--dag-id",
             "acid_ingest",
             "--from-date",
-            "2024-01-01",
+            DAYS[0],
             "--to-date",
-            "2024-01-03",
+            DAYS[-1],
             *extra,
         ],
         env=af.env,
@@ -170,28 +177,20 @@ def test_backfill_matches_the_daily_runs_and_rerunning_changes_nothing(services)
     status, body = af.request("PATCH", "/api/v2/dags/acid_ingest", {"is_paused": False})
     assert status == 200, body
     backfill(af)
-    runs = af.wait_runs("acid_ingest", count=3, run_type="backfill")
-    assert sorted(r["logical_date"][:10] for r in runs) == [
-        "2024-01-01",
-        "2024-01-02",
-        "2024-01-03",
-    ]
+    runs = af.wait_runs("acid_ingest", count=len(DAYS), run_type="backfill")
+    assert sorted(r["logical_date"][:10] for r in runs) == DAYS
     assert {r["state"] for r in runs} == {"success"}, af.logs()
     first = snapshot(cat)
     assert first == expected_orders()  # each day's partition = that day's file
     commits = cat.commit_records("sales.orders")
-    assert len(commits) == 3
-    assert sorted(c.stats["data_interval"][:10] for c in commits) == [
-        "2024-01-01",
-        "2024-01-02",
-        "2024-01-03",
-    ]
+    assert len(commits) == len(DAYS)
+    assert sorted(c.stats["data_interval"][:10] for c in commits) == DAYS
 
     wait_backfills_done(af)
-    # backfilling the range again re-runs the same three runs (Airflow clears and reruns them)
+    # backfilling the range again re-runs the same runs (Airflow clears and reruns them)
     backfill(af, "--reprocess-behavior", "completed")
     wait_backfills_done(af)
-    runs = af.wait_runs("acid_ingest", count=3, run_type="backfill")
+    runs = af.wait_runs("acid_ingest", count=len(DAYS), run_type="backfill")
     assert {r["state"] for r in runs} == {"success"}, af.logs()
     for r in runs:
         status, body = af.request(
@@ -200,4 +199,4 @@ def test_backfill_matches_the_daily_runs_and_rerunning_changes_nothing(services)
         tis = {t["task_id"]: t for t in json.loads(body)["task_instances"]}
         assert tis["ingest"]["try_number"] >= 2 and tis["ingest"]["state"] == "success"
     assert snapshot(cat) == first
-    assert len(cat.commit_records("sales.orders")) == 3  # every batch was skipped
+    assert len(cat.commit_records("sales.orders")) == len(DAYS)  # every batch was skipped

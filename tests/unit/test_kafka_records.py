@@ -165,6 +165,26 @@ def test_end_arrived_but_not_all_events_waits():
     assert b.stream.changes == [] and b.end_offsets == {T: {"0": 0}, TX: {"0": 0}}
 
 
+@pytest.mark.parametrize("columns", [False, True])
+def test_an_end_read_before_its_topic_exists_waits_for_the_events(columns):
+    # Debezium's producer creates the data topic on its first record: the transaction topic
+    # can hold BEGIN and END before the data topic has a partition (no end offset for it)
+    d, t = _txn_records(9, 300, 2, data_off=0, tx_off=0)
+    early = decode_records(
+        "debezium", t, end_offsets={TX: {"0": 2}}, transaction_topic=TX, topics=[T],
+        columns=columns,
+    )  # fmt: skip
+    assert early.stream.change_count() == 0 and early.waiting == ["9"]
+    assert early.end_offsets == {TX: {"0": 0}} and early.carried == 2
+    # once the events are there, the whole transaction is applied
+    late = decode_records(
+        "debezium", d + t, end_offsets={T: {"0": 2}, TX: {"0": 2}}, transaction_topic=TX,
+        topics=[T], columns=columns,
+    )  # fmt: skip
+    assert [c.after["id"] for c in late.stream.changes] == [900, 901]
+    assert late.end_offsets == {T: {"0": 2}, TX: {"0": 2}} and late.waiting == []
+
+
 def test_without_a_transaction_topic_the_range_is_applied_as_is():
     d, _ = _txn_records(9, 300, 3, data_off=0, tx_off=0, data_n=2)
     b = decode_records("debezium", d, end_offsets={T: {"0": 2}})

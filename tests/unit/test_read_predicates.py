@@ -103,3 +103,54 @@ def test_spark_filters_translated_and_split():
     pushed, rest = pushed_predicates(fs, cols, PCOLS)
     assert [p.column for p in pushed] == ["p", "k", "x", "s"]
     assert rest == [fs[2], fs[4], fs[5]]  # double: Spark re-checks; not pushable forms
+
+
+# ----------------------------------------------------------------------------- text form
+
+TEXT_COLS = [("id", "bigint"), ("name", "string"), ("amount", "decimal(10,2)"),
+             ("day", "date"), ("at", "timestamp"), ("ok", "boolean")]  # fmt: skip
+
+
+def test_where_from_text_types_each_literal_as_its_column():
+    got = P.where_from_text(
+        [
+            "id in (1, 2,3)",
+            "name = 'it''s, here'",
+            "amount >= 10.50",
+            "day < 2024-01-31",
+            "`at` <> '2024-01-31 10:00:00'",
+            "ok = true",
+            "NAME is not null",
+            "region IS NULL",
+        ],
+        TEXT_COLS,
+        [("region", "string")],
+        table="s.t",
+    )
+    assert got == [
+        P.Predicate("id", "in", (1, 2, 3)),
+        P.Predicate("name", "=", "it's, here"),
+        P.Predicate("amount", ">=", Decimal("10.50")),
+        P.Predicate("day", "<", dt.date(2024, 1, 31)),
+        P.Predicate("at", "!=", dt.datetime(2024, 1, 31, 10, 0)),
+        P.Predicate("ok", "=", True),
+        P.Predicate("name", "is not null"),
+        P.Predicate("region", "is null"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("id", "cannot read the filter"),
+        ("id = abc", "id (bigint)"),
+        ("nope = 1", "no column 'nope'"),
+        ("id in 1, 2", "list in parentheses"),
+        ("id = null", "never true"),
+        ("day = 2024-13-01", "day (date)"),
+    ],
+)
+def test_where_from_text_errors_name_the_table_column_and_text(text, says):
+    with pytest.raises(P.PredicateError, match="s.t") as info:
+        P.where_from_text([text], TEXT_COLS, table="s.t")
+    assert says in str(info.value)

@@ -38,6 +38,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from acidflow.cdc import columnar
 from acidflow.cdc import offsets as ofs
 from acidflow.cdc.apply import BatchReport, CdcOptions, apply_stream
 from acidflow.errors import AcidflowError
@@ -462,10 +463,10 @@ def _apply_next(
             transaction_topic=kopts.transaction_topic,
             markers_seen=None if look.window is None else look.window.markers_seen,
             decoder=decoder,
-            # Kafka values through Change objects (the columnar fold still takes them): the
-            # column decode of Kafka values (decode_records(columns=True)) left a broker-fed
-            # batch with auto-created tables unapplied in the Kafka tests; off until fixed
-            columns=False,
+            columns=columnar.enabled(options.columnar),
+            # the configured topics, existing or not: a transaction END may be read before
+            # the first record of a topic Debezium has yet to create
+            topics=kopts.topics or look.topics,
         )
         if ofs.has_records(start, batch.end_offsets) or cap is None or end == look.latest:
             break

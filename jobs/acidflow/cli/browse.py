@@ -109,6 +109,13 @@ def cat(
         "the high watermark): op I/D and write_id columns first; an update is a D of "
         "the old version and an I of the new one",
     ),
+    where: Optional[list[str]] = typer.Option(
+        None,
+        "--where",
+        help='a row filter, SQL-like: "region = \'eu\'", "id in (1, 2)", "closed is null"; '
+        "repeat to AND them. Exact (the rows of the full read that pass it); partitions and "
+        "stripes that cannot match are skipped",
+    ),
 ) -> None:
     """Print the visible rows of a table or a table directory.
 
@@ -116,12 +123,14 @@ def cat(
     --hwm/--open/--aborted say otherwise (Hive ValidWriteIdList semantics)."""
     # deferred: the readers import pyarrow and the ORC codec; --help needs none of it
     from acidflow.read import table as reads
+    from acidflow.read.predicates import PredicateError, where_from_text
 
     if fmt not in OUTPUT_FORMATS:
         raise typer.BadParameter(f"unknown format {fmt!r} ({', '.join(OUTPUT_FORMATS)})")
     if incremental is not None:
         if (
-            as_of is not None
+            where
+            or as_of is not None
             or as_of_timestamp is not None
             or hwm is not None
             or open_ids
@@ -129,8 +138,8 @@ def cat(
             or read_optimized
         ):
             raise typer.BadParameter(
-                "--incremental takes no --as-of/--as-of-timestamp/--hwm/--open/--aborted/"
-                "--read-optimized"
+                "--incremental takes no --where/--as-of/--as-of-timestamp/--hwm/--open/"
+                "--aborted/--read-optimized"
             )
         changes = incremental_rows(cli_context(ctx).catalog(), target, incremental, row_id=row_id)
         emit_rows(changes.to_pylist(), changes.column_names, fmt)
@@ -163,7 +172,11 @@ def cat(
             else None,
             read_optimized=read_optimized,
         )
-    table = reads.run_plan(None, plan, row_id=row_id)
+    try:
+        preds = where_from_text(where or (), plan.columns, plan.partition_columns, table=target)
+    except PredicateError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--where") from None
+    table = reads.run_plan(None, plan, row_id=row_id, where=preds or None)
     emit_rows(table.to_pylist(), table.column_names, fmt)
 
 

@@ -26,6 +26,7 @@ whose statistics or bloom filters prove that no row matches
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -253,6 +254,103 @@ def conditions(
         )
         out.append(ColumnCondition(positions[i], p.op, values, columns[i][1]))
     return out
+
+
+_TEXT = re.compile(
+    r"^\s*(?P<col>`[^`]+`|[^\s=!<>]+)\s*"
+    r"(?:(?P<null>is\s+(?:not\s+)?null)|(?P<op>!=|<>|<=|>=|=|<|>|in\b)\s*(?P<value>.*?))\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _unquote(text: str) -> str | None:
+    """A literal's text: quotes removed (``'a'`` / ``"a"``, a doubled quote inside kept
+    once, SQL's rule); ``NULL`` unquoted is None."""
+    t = text.strip()
+    if len(t) >= 2 and t[0] == t[-1] and t[0] in "'\"":
+        return t[1:-1].replace(t[0] * 2, t[0])
+    return None if t.lower() == "null" else t
+
+
+def where_from_text(
+    texts: Sequence[str],
+    columns: Sequence[tuple[str, str]],
+    partition_columns: Sequence[tuple[str, str]] = (),
+    *,
+    table: str = "",
+) -> list[Predicate]:
+    """Predicates from their SQL text, one per item, ANDed (``acidflow cat --where``)::
+
+        ["region = 'eu'", "amount >= 10.50", "id in (1, 2, 3)", "closed is null"]
+
+    ``column op literal`` with the operators of the module doc (``<>`` = ``!=``); a literal
+    is quoted (``'a b'``, a doubled quote stands for one) or bare, and is read as the
+    column's Hive type by Arrow's cast from text (``2024-01-31`` for a date,
+    ``2024-01-31 10:00:00`` for a timestamp, ``true`` for a boolean), as a partition
+    directory's value is. A column name may be back-quoted.
+
+    Returns:
+        :func:`parse_where` of the typed tuples.
+    Raises:
+        PredicateError: text that is not of this form, an unknown column, or a literal that
+            is not of the column's type (names the table, the text and why).
+    """
+    types = {n.lower(): t for n, t in [*columns, *partition_columns]}
+    items: list[tuple[Any, ...]] = []
+    for text in texts:
+        m = _TEXT.match(text)
+        if m is None:
+            raise PredicateError(
+                f"table {table}: cannot read the filter {text!r}: expected 'column op value' "
+                f"(op one of {', '.join(OPS)}) or 'column is [not] null'"
+            )
+        col = m["col"].strip("`")
+        if m["null"] is not None:
+            items.append((col, " ".join(m["null"].lower().split())))
+            continue
+        op = "!=" if m["op"] == "<>" else m["op"].lower()
+        hive_type = types.get(col.lower())
+        if hive_type is None:  # parse_where names the columns there are
+            items.append((col, op, m["value"]))
+            continue
+        raw = m["value"]
+        if op == "in":
+            inner = raw.strip()
+            if not (inner.startswith("(") and inner.endswith(")")):
+                raise PredicateError(
+                    f"table {table}, column {col}: 'in' takes a list in parentheses: {text!r}"
+                )
+            literals = [_unquote(v) for v in _split_list(inner[1:-1])]
+        else:
+            literals = [_unquote(raw)]
+        try:
+            typed = pa.array(literals, pa.string()).cast(htypes.arrow_type(hive_type)).to_pylist()
+        except (pa.ArrowException, ValueError) as exc:
+            raise PredicateError(
+                f"table {table}, column {col} ({hive_type}): {text!r}: not a {hive_type}: {exc}"
+            ) from None
+        items.append((col, op, typed if op == "in" else typed[0]))
+    return parse_where(items, columns, partition_columns, table=table)
+
+
+def _split_list(text: str) -> list[str]:
+    """``a, 'b,c', d`` -> the three literals (commas inside quotes kept)."""
+    out, cur, quote = [], "", ""
+    for ch in text:
+        if quote:
+            cur += ch
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+            cur += ch
+        elif ch == ",":
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur)
+    return [v for v in out if v.strip()]
 
 
 def describe(where: Sequence[Predicate]) -> str:

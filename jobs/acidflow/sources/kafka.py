@@ -160,6 +160,7 @@ def decode_records(
     markers_seen: dict[tuple[int, int], Any] | None = None,
     decoder: AvroDecoder | None = None,
     columns: bool = False,
+    topics: Iterable[str] = (),
 ) -> KafkaBatch:
     """Decode one offset range of Kafka records (module docstring).
 
@@ -180,6 +181,11 @@ def decode_records(
             (:func:`acidflow.sources.fastdebezium.kafka_stream`: the stream is then a
             :class:`~acidflow.sources.columns.ColumnStream`, equal to the one this function
             gives without it); ranges it cannot take are decoded record by record as without.
+        topics: the source's data topics, also those not created yet: a transaction's END
+            that counts events of a collection whose topic the source reads waits for them
+            even when the topic has no partition yet (Debezium's producer creates a data
+            topic on its first record, which may land after the END on the transaction
+            topic). Topics of ``records`` and ``end_offsets`` count anyway.
     Returns:
         :class:`KafkaBatch`.
     Raises:
@@ -203,9 +209,10 @@ def decode_records(
                 transaction_topic,
                 markers_seen,
                 _events(ordered, transaction_topic),
+                topics=topics,
             )
     return _decode_columns(
-        fmt, ordered, end_offsets, transaction_topic, markers_seen, None, decoder
+        fmt, ordered, end_offsets, transaction_topic, markers_seen, None, decoder, topics
     )
 
 
@@ -217,6 +224,7 @@ def _decode_columns(
     markers_seen: dict[tuple[int, int], Any] | None,
     events: list[KafkaEvent] | None,
     decoder: AvroDecoder | None = None,
+    topics: Iterable[str] = (),
 ) -> KafkaBatch:
     """:func:`decode_records` of the sorted records: ``events`` (the data records' values,
     :func:`_events`) decoded into columns, or None to decode record by record."""
@@ -241,11 +249,11 @@ def _decode_columns(
         else:
             event = events[len(data)]
             data.append(_Decoded(rec, [], None, event.txid, event.collection))
-    topics = {r.topic for r in ordered if r.topic != transaction_topic} | {
-        t for t in end_offsets if t != transaction_topic
+    read_topics = {r.topic for r in ordered if r.topic != transaction_topic} | {
+        t for t in [*end_offsets, *topics] if t != transaction_topic
     }
     txns = _transactions(markers)
-    excluded = _excluded(txns, data, topics) if transaction_topic else set()
+    excluded = _excluded(txns, data, read_topics) if transaction_topic else set()
     cut = {t: dict(ps) for t, ps in end_offsets.items()}
     for d in data:
         if d.txid is not None and d.txid in excluded:
@@ -278,6 +286,7 @@ def _decode_columns(
                             ordered,
                             end_offsets=end_offsets,
                             transaction_topic=transaction_topic,
+                            topics=topics,
                         ).stream
                     ),
                 )
@@ -290,6 +299,7 @@ def _decode_columns(
                 end_offsets=end_offsets,
                 transaction_topic=transaction_topic,
                 markers_seen=markers_seen,
+                topics=topics,
             )
         carried = kept.count(False) + sum(rec.offset >= _end(cut, rec) for rec, _ in markers)
         carried += sum(rec.offset >= _end(cut, rec) for rec, _ in bad_markers)
