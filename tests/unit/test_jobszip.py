@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 from acidflow import jobszip
 
@@ -86,3 +87,34 @@ def test_job_modules_import_from_the_zip_without_the_cli(tmp_path):
         timeout=120,
     )
     assert res.returncode == 0, res.stderr
+
+
+def test_a_sqlite_catalog_initialises_from_the_zip(tmp_path):
+    """Alembic loads scripts from files only: imported from the zip, the catalog copies its
+    migrations out once and creates (migrates) a new SQLite catalog."""
+    zip_path = jobszip.build_jobs_zip(tmp_path / "build")
+    db = tmp_path / "cat.db"
+    code = (
+        "import acidflow\n"
+        f"assert acidflow.__file__.startswith({str(zip_path)!r}), acidflow.__file__\n"
+        "from acidflow.catalog import Column, SqlCatalog, TableDef\n"
+        "from acidflow.catalog.sql import db\n"
+        f"cat = SqlCatalog('sqlite:///{db}', warehouse={str(tmp_path / 'wh')!r})\n"
+        "cat.create_table(TableDef(name='s.t', columns=[Column('k', 'int')]), if_not_exists=True)\n"
+        "print(cat.table_exists('s.t'), db.migrations_dir())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(zip_path)
+    for _ in range(2):  # the second process reuses the first one's copy
+        res = subprocess.run(
+            [sys.executable, "-c", code],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert res.returncode == 0, res.stderr
+        exists, where = res.stdout.split()
+        assert exists == "True" and "acidflow-migrations-" in where
+        assert sorted(p.name for p in (Path(where) / "versions").glob("0001_*.py"))

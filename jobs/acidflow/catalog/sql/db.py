@@ -30,9 +30,14 @@ from __future__ import annotations
 
 import functools
 import getpass
+import hashlib
+import os
 import random
+import shutil
 import socket
+import tempfile
 import time
+import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -49,6 +54,8 @@ from sqlalchemy import event
 from acidflow.catalog.errors import CatalogDatabaseError, ForeignDatabaseError
 from acidflow.catalog.sql.schema import VERSION_TABLE
 
+#: the Alembic scripts beside this module (inside the jobs zip when acidflow is imported from
+#: ``--py-files``: see :func:`migrations_dir`)
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 SQLITE_BUSY_TIMEOUT_S = 30
 _PG_MIGRATION_LOCK_KEY = 0x61636964666C6F77 & 0x7FFFFFFFFFFFFFFF  # "acidflow"
@@ -70,6 +77,50 @@ class Deferred:
         self.error = error
 
 
+@functools.lru_cache(maxsize=1)
+def migrations_dir() -> Path:
+    """The directory of the Alembic scripts, on a file system: :data:`MIGRATIONS_DIR`, or --
+    when acidflow is imported from a zip (``spark-submit --py-files``, ``acidflow.jobszip``),
+    which Alembic cannot load scripts from -- the zip's ``migrations/`` copied once into
+    ``<temp dir>/acidflow-migrations-<digest of the zip's entries>`` (written under a temporary
+    name and renamed, so concurrent processes never see a partial copy).
+
+    Raises:
+        RuntimeError: neither a directory nor a zip holds the migrations.
+    """
+    if MIGRATIONS_DIR.is_dir():
+        return MIGRATIONS_DIR
+    archive, inner = _zip_parts(MIGRATIONS_DIR)
+    if archive is None:
+        raise RuntimeError(f"no catalog migrations found under {migrations_dir()}")
+    with zipfile.ZipFile(archive) as z:
+        members = sorted(n for n in z.namelist() if n.startswith(inner + "/") and n[-1] != "/")
+        digest = hashlib.sha256()
+        for n in members:
+            digest.update(n.encode() + b"\0" + z.read(n))
+        target = Path(tempfile.gettempdir()) / f"acidflow-migrations-{digest.hexdigest()[:16]}"
+        if target.is_dir():
+            return target
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        for n in members:
+            out = tmp / n[len(inner) + 1 :]
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(z.read(n))
+    try:
+        os.rename(tmp, target)
+    except OSError:  # another process renamed its copy first: use it
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _zip_parts(path: Path) -> tuple[Path | None, str]:
+    """``(zip file, member path inside it)`` of a path below a zip, or ``(None, "")``."""
+    for parent in path.parents:
+        if parent.is_file() and zipfile.is_zipfile(parent):
+            return parent, path.relative_to(parent).as_posix()
+    return None, ""
+
+
 def alembic_config(connection: sa.Connection | None = None, url: str | None = None) -> Config:
     """An ``alembic.config.Config`` for the catalog migrations, built in code (no ini file).
 
@@ -79,7 +130,7 @@ def alembic_config(connection: sa.Connection | None = None, url: str | None = No
         url: SQLAlchemy URL, used when no connection is given.
     """
     cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS_DIR).replace("%", "%%"))
+    cfg.set_main_option("script_location", str(migrations_dir()).replace("%", "%%"))
     cfg.set_main_option("path_separator", "os")
     if url is not None:
         cfg.set_main_option("sqlalchemy.url", str(url).replace("%", "%%"))
