@@ -16,6 +16,15 @@ from pathlib import Path
 from acidflow import jobszip
 
 
+def _run_from_zip(zip_path, code: str, cwd) -> subprocess.CompletedProcess:
+    """``python -c code`` with only the zip on PYTHONPATH (the venv's libraries still there)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(zip_path)
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
 def _names(tmp_path) -> list[str]:
     path = jobszip.build_jobs_zip(tmp_path)
     with zipfile.ZipFile(path) as z:
@@ -76,16 +85,7 @@ def test_job_modules_import_from_the_zip_without_the_cli(tmp_path):
         "assert not [m for m in sys.modules if m.startswith(('acidflow.cli', 'acidflow.demo'))]\n"
         "assert 'acidflow.jobszip' not in sys.modules\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["PYTHONPATH"] = str(zip_path)
-    res = subprocess.run(
-        [sys.executable, "-c", code],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    res = _run_from_zip(zip_path, code, tmp_path)
     assert res.returncode == 0, res.stderr
 
 
@@ -103,17 +103,8 @@ def test_a_sqlite_catalog_initialises_from_the_zip(tmp_path):
         "cat.create_table(TableDef(name='s.t', columns=[Column('k', 'int')]), if_not_exists=True)\n"
         "print(cat.table_exists('s.t'), db.migrations_dir())\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["PYTHONPATH"] = str(zip_path)
     for _ in range(2):  # the second process reuses the first one's copy
-        res = subprocess.run(
-            [sys.executable, "-c", code],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        res = _run_from_zip(zip_path, code, tmp_path)
         assert res.returncode == 0, res.stderr
         exists, where = res.stdout.split()
         assert exists == "True" and "acidflow-migrations-" in where
