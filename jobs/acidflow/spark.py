@@ -130,14 +130,26 @@ def apply_s3a_settings(spark: "SparkSession", env: Mapping[str, str] | None = No
         conf.set(key, value)
 
 
+#: where ``make jvm-reader`` leaves acidflow's JVM reader (repository root/.cache/jvm)
+ACID_READER_JAR = Path(__file__).resolve().parents[2] / ".cache" / "jvm" / "acidflow-acid-reader.jar"
+
+
+def acid_reader_jar() -> str | None:
+    """acidflow's JVM snapshot reader (``jvm/acid-reader``, a Spark DataSource V2,
+    :mod:`acidflow.read.jvm`): ``$ACIDFLOW_ACID_READER_JAR`` or :data:`ACID_READER_JAR`, as
+    an absolute path; None when not built."""
+    path = Path(os.environ.get("ACIDFLOW_ACID_READER_JAR") or ACID_READER_JAR)
+    return str(path.resolve()) if path.is_file() else None
+
+
 def session_conf(**conf: str) -> dict[str, str]:
     """The Spark settings of every acidflow session: the classic session :func:`get_spark`
     builds, and the Spark Connect server ``devservers.sparkconnect`` starts (one list for both).
 
     Session time zone UTC, ORC codec zlib (Hive 3.1 cannot read zstd), 4 shuffle partitions,
     Arrow on, Python data source filter pushdown on, no console progress bar, ``spark.driver.memory`` from ``$ACIDFLOW_DRIVER_MEMORY``
-    (default 4g), and the S3A and Kafka connector jars on the driver's and executors' class
-    path when fetched (module doc), with :func:`s3a_settings` as ``spark.hadoop.*``.
+    (default 4g), and the S3A and Kafka connector jars and acidflow's JVM reader
+    (:func:`acid_reader_jar`) on the driver's and executors' class path when fetched / built (module doc), with :func:`s3a_settings` as ``spark.hadoop.*``.
 
     Args:
         **conf: extra settings, applied last (they win).
@@ -155,7 +167,8 @@ def session_conf(**conf: str) -> dict[str, str]:
         "spark.driver.memory": os.environ.get("ACIDFLOW_DRIVER_MEMORY", "4g"),
     }
     aws = hadoop_aws_jars()
-    jars = aws + kafka_spark_jars()
+    reader = acid_reader_jar()
+    jars = aws + kafka_spark_jars() + ([reader] if reader else [])
     if jars:
         # on the class path of the driver and executors, not spark.jars: spark.jars would make
         # every executor copy the ~650 MB SDK bundle into its work folder first
