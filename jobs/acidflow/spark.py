@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, cast
 
 from acidflow.config import Settings
+from acidflow.read.readerjar import acid_reader_jar as acid_reader_jar
 from acidflow.sparkmode import REMOTE_ENV, is_connect
 
 if TYPE_CHECKING:
@@ -128,18 +129,6 @@ def apply_s3a_settings(spark: "SparkSession", env: Mapping[str, str] | None = No
     conf = spark.sparkContext._jsc.hadoopConfiguration()
     for key, value in s3a_settings(env).items():
         conf.set(key, value)
-
-
-#: where ``make jvm-reader`` leaves acidflow's JVM reader (repository root/.cache/jvm)
-ACID_READER_JAR = Path(__file__).resolve().parents[2] / ".cache" / "jvm" / "acidflow-acid-reader.jar"
-
-
-def acid_reader_jar() -> str | None:
-    """acidflow's JVM snapshot reader (``jvm/acid-reader``, a Spark DataSource V2,
-    :mod:`acidflow.read.jvm`): ``$ACIDFLOW_ACID_READER_JAR`` or :data:`ACID_READER_JAR`, as
-    an absolute path; None when not built."""
-    path = Path(os.environ.get("ACIDFLOW_ACID_READER_JAR") or ACID_READER_JAR)
-    return str(path.resolve()) if path.is_file() else None
 
 
 def session_conf(**conf: str) -> dict[str, str]:

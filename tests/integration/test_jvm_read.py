@@ -99,8 +99,10 @@ def test_splits_finer_than_a_bucket(spark, catalog):
     assert len(split) > len(plan.tasks), "no bucket was cut into stripe ranges"
     assert any(t.key_ranges for t in split)
     n = assert_same(spark, plan, split_bytes=1)
-    assert n == assert_same(spark, plan) == 6000 - len(range(0, 6000, 7)) + sum(
-        1 for i in range(0, 6000, 11) if i % 7 == 0
+    assert (
+        n
+        == assert_same(spark, plan)
+        == 6000 - len(range(0, 6000, 7)) + sum(1 for i in range(0, 6000, 11) if i % 7 == 0)
     )
 
 

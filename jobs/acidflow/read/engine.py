@@ -70,6 +70,7 @@ from acidflow.format import types as htypes
 from acidflow.format.layout import ValidWriteIdList
 from acidflow.format.orc import files as acid_files
 from acidflow.read import acidv1
+from acidflow.read.readerjar import acid_reader_jar
 from acidflow.read.snapshot import (
     INPUT_FILE_NAME,
     ROW_ID,
@@ -80,7 +81,6 @@ from acidflow.read.snapshot import (
     source_positions,
     split_plan,
 )
-from acidflow.spark import acid_reader_jar
 from acidflow.sparkmode import require_classic
 from acidflow.storage.fs import TableFS
 
@@ -112,7 +112,7 @@ def reader_setting() -> str:
     * ``arrow``: ``mapInArrow`` + pyarrow, :func:`acidflow.read.snapshot.read_spark`.
 
     Default: ``jvm`` when its jar is built (``make jvm-reader``,
-    :func:`acidflow.spark.acid_reader_jar`), else ``arrow``; measured on a 1M-row table after
+    :func:`acidflow.read.readerjar.acid_reader_jar`), else ``arrow``; measured on a 1M-row table after
     10 deltas of 1 % churn (bench/NOTES.md "Spark-native reads"), ``jvm`` is the fastest.
 
     Returns:

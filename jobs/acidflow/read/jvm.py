@@ -2,7 +2,7 @@
 
 ``jvm/acid-reader`` is a small Spark DataSource V2 in Java (class :data:`SOURCE`, built by
 ``make jvm-reader`` into ``.cache/jvm/acidflow-acid-reader.jar``,
-:func:`acidflow.spark.acid_reader_jar`, put on the session's class path by
+:func:`acidflow.read.readerjar.acid_reader_jar`, put on the session's class path by
 :func:`acidflow.spark.session_conf`). It takes the plan as data -- the JSON of
 :func:`plan_json`: the output schema, the ValidWriteIdList (high watermark and sorted open /
 aborted write ids), and per read task (a bucket, or a split of one:
@@ -34,7 +34,8 @@ from pyspark.sql import DataFrame, SparkSession
 from acidflow import sparktypes
 from acidflow.format.orc import files as acid_files
 from acidflow.read import acidv1, predicates, splits
-from acidflow.read.engine import conversion_ok, column_fallback_reason, file_infos
+from acidflow.read.engine import column_fallback_reason, conversion_ok, file_infos
+from acidflow.read.readerjar import acid_reader_jar
 from acidflow.read.rows import partition_arrays
 from acidflow.read.selection import spark_condition
 from acidflow.read.snapshot import (
@@ -44,7 +45,6 @@ from acidflow.read.snapshot import (
     read_spark,
     source_positions,
 )
-from acidflow.spark import acid_reader_jar
 from acidflow.sparkmode import is_connect
 from acidflow.storage.fs import TableFS
 
@@ -131,9 +131,7 @@ def _json_value(v: object) -> object:
     return v
 
 
-def plan_json(
-    plan: ReadPlan, tasks: list[ReadTask], infos: dict[str, acid_files.FileInfo]
-) -> str:
+def plan_json(plan: ReadPlan, tasks: list[ReadTask], infos: dict[str, acid_files.FileInfo]) -> str:
     """The plan as the JVM reader reads it (format: ``SnapshotPlan`` in ``jvm/acid-reader``).
 
     Args:
@@ -258,5 +256,3 @@ def read_jvm(
     cols = [n for n, _ in plan.columns if project is None or n in project]
     cols += [n for n, _ in plan.partition_columns]
     return df.select(*[f"`{c}`" for c in cols])
-
-
