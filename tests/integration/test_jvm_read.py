@@ -16,10 +16,8 @@ import pytest
 
 from acidflow.catalog import Column, TableDef
 from acidflow.engine.transaction import Transaction
-from acidflow.format.orc import files as acid_files
 from acidflow.read import engine, jvm, predicates, snapshot, splits
 from acidflow.read import table as reads
-from acidflow.read.selection import spark_condition
 from acidflow.spark import acid_reader_jar
 from acidflow.storage.fs import TableFS
 from acidflow.tableops.schema import alter_table
@@ -66,7 +64,10 @@ def test_deltas_deletes_aborted_time_travel_pruning_filters(spark, catalog, part
     make(catalog, name, partitioned=partitioned, buckets=buckets)
     churn(catalog, name, partitioned)
     plan = reads.plan_table(catalog, name)
-    assert jvm.jvm_fallback_reason(plan, {}) is None or partitioned is None
+    paths = {f.path for t in plan.tasks for f in t.data_files}
+    paths |= {p for t in plan.tasks for p in t.delete_files}
+    infos = engine.file_infos(TableFS(plan.table_dir), sorted(paths))
+    assert jvm.jvm_fallback_reason(plan, infos) is None
     if partitioned:
         assert "ds=__HIVE_DEFAULT_PARTITION__" in {t.partition for t in plan.tasks}
     assert plan.tasks and any(t.delete_files for t in plan.tasks)
@@ -190,5 +191,3 @@ def test_read_table_uses_it_by_default_when_built(spark, catalog, monkeypatch):
     monkeypatch.setenv(engine.READER_ENV, "arrow")
     arrow = reads.read_table(spark, catalog, name, columns=["name", "ds"], where=[("id", "<", 30)])
     assert sorted(map(repr, arrow.collect())) == sorted(map(repr, df.collect()))
-    assert spark_condition  # the where filter runs as a Spark filter (read_jvm)
-    assert acid_files.OPERATION_DELETE == 2
