@@ -227,7 +227,8 @@ def read_jvm(
     reason = unavailable_reason(spark) if plan.tasks else "no read tasks"
     infos: dict[str, acid_files.FileInfo] = {}
     if reason is None:
-        v1 = any(acidv1.task_is_v1(tfs, t, {}) for t in plan.tasks)
+        v1_dirs: dict[str, bool | None] = {}
+        v1 = any(acidv1.task_is_v1(tfs, t, v1_dirs) for t in plan.tasks)
         paths = {f.path for t in plan.tasks for f in t.data_files if f.kind != "original"}
         paths |= {p for t in plan.tasks for p in t.delete_files}
         infos = file_infos(tfs, sorted(paths)) if not v1 else {}

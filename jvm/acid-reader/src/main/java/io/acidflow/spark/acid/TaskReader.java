@@ -247,6 +247,19 @@ final class TaskReader implements PartitionReader<ColumnarBatch> {
     LongColumnVector ri = (LongColumnVector) vrb.cols[3];
     LongColumnVector cw = (LongColumnVector) vrb.cols[4];
     boolean keyNulls = !ow.noNulls || !bk.noNulls || !ri.noNulls;
+    // a base or delta batch of one write id and one operation (the usual case): the event rules
+    // are decided once for the batch
+    boolean constant = op.isRepeating && cw.isRepeating;
+    if (constant) {
+      boolean visible = !isNull(cw, 0) && header.isValid(value(cw, 0))
+          && !isNull(op, 0) && value(op, 0) != OPERATION_DELETE;
+      if (!visible) {
+        return 0;
+      }
+      if (deletes.size() == 0 && !rangesActive) {
+        return -1;
+      }
+    }
     int k = 0;
     for (int i = 0; i < n; i++) {
       long o = value(ow, i);
@@ -259,8 +272,8 @@ final class TaskReader implements PartitionReader<ColumnarBatch> {
         rangesActive = false;
         deletes = loadDeletes(false);
       }
-      boolean keep = !isNull(cw, i) && header.isValid(value(cw, i))
-          && !isNull(op, i) && value(op, i) != OPERATION_DELETE
+      boolean keep = (constant || (!isNull(cw, i) && header.isValid(value(cw, i))
+              && !isNull(op, i) && value(op, i) != OPERATION_DELETE))
           && (nullKey || !deletes.contains(o, (int) b, r));
       if (keep) {
         sel[k++] = i;
