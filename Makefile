@@ -10,14 +10,14 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: format stress setup system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven system-deps-kerberos hive-jars hadoop-aws trino-server kafka-jars kafka-spark-jars apicurio-jars hms kdc kafka connect lint test test-fast demo demo-hms demo-kafka lock clean bench bench-report bench-write-paths sample-data
+.PHONY: format stress setup jvm-reader system-deps system-deps-wal2json system-deps-chromium system-deps-docker-compose system-deps-maven system-deps-kerberos hive-jars hadoop-aws trino-server kafka-jars kafka-spark-jars apicurio-jars hms kdc kafka connect lint test test-fast demo demo-hms demo-kafka lock clean bench bench-report bench-write-paths sample-data
 
 # PostgreSQL 15 server binaries, as tools/devservers/postgres.py finds them ($$ACIDFLOW_PG_BINDIR).
 PG_BINDIR ?= $(or $(ACIDFLOW_PG_BINDIR),/usr/lib/postgresql/15/bin)
 WAL2JSON_SO := $(abspath $(PG_BINDIR)/../lib/wal2json.so)
 WAL2JSON_PKG := postgresql-15-wal2json
 
-setup: system-deps $(VENV)/.installed hive-jars hadoop-aws trino-server kafka-jars apicurio-jars
+setup: system-deps $(VENV)/.installed hive-jars hadoop-aws trino-server kafka-jars apicurio-jars jvm-reader
 
 # System packages: the wal2json logical decoding output plugin (CDC source side, tests and
 # 'make sample-data'), Chromium (headless screenshots of the Airflow UI page in the e2e test) and
@@ -107,6 +107,31 @@ $(HIVE_CLASSES_STAMP): $(HIVE_STAMP) $(HIVE_JAVA)
 	  [ -f $(HIVE_CACHE)/javac.log ] && tail -n 20 $(HIVE_CACHE)/javac.log >&2; \
 	  if [ "$$CI" = true ]; then echo "$$msg; CI=true: failing" >&2; exit 1; fi; \
 	  echo "WARNING: $$msg; the Hive 3.1 oracle tests will skip" >&2; \
+	fi
+
+# acidflow's JVM snapshot reader (jvm/acid-reader: a Spark DataSource V2 in Java reading a Python
+# read plan with ORC's Java reader, acidflow.read.jvm), built by Maven against Spark 4.2.0 with
+# every dependency `provided` (PySpark's jars/ hold them) into .cache/jvm/ (acidflow.spark
+# puts it on the driver's and executors' class path). The jar is its own stamp: rebuilt when
+# the pom or a source under jvm/acid-reader/src is newer. A failed build removes the jar (reads
+# fall back to the arrow executor) and fails the target when CI=true; elsewhere a warning.
+JVM_CACHE := $(CURDIR)/.cache/jvm
+JVM_READER_JAR := $(JVM_CACHE)/acidflow-acid-reader.jar
+JVM_READER_SRC := jvm/acid-reader/pom.xml $(shell find jvm/acid-reader/src -type f 2>/dev/null)
+jvm-reader: $(JVM_READER_JAR)
+
+$(JVM_READER_JAR): $(JVM_READER_SRC)
+	@mkdir -p $(JVM_CACHE); rm -f $@; \
+	if command -v mvn >/dev/null \
+	   && mvn -q -B -f jvm/acid-reader/pom.xml package >$(JVM_CACHE)/mvn.log 2>&1 \
+	   && cp jvm/acid-reader/target/acidflow-acid-reader.jar $@.tmp && mv $@.tmp $@; then \
+	  echo "jvm-reader: built $@"; \
+	else \
+	  msg="jvm-reader: could not build jvm/acid-reader with Maven"; \
+	  command -v mvn >/dev/null || msg="$$msg (mvn is not installed: apt-get install maven)"; \
+	  [ -f $(JVM_CACHE)/mvn.log ] && tail -n 20 $(JVM_CACHE)/mvn.log >&2; \
+	  if [ "$$CI" = true ]; then echo "$$msg; CI=true: failing" >&2; exit 1; fi; \
+	  echo "WARNING: $$msg; Spark reads use the arrow executor (see $(JVM_CACHE)/mvn.log)" >&2; \
 	fi
 
 # Hadoop's S3A connector for Spark on s3:// tables: hadoop-aws matching PySpark's Hadoop

@@ -2,7 +2,8 @@
 (``spark.read.format("acid").load(...)``, PySpark's Python Data Source API) next to
 ``acidflow.read.table.read_table(spark, ...)`` (the same read tasks run by ``mapInArrow``), the
 same ``read_table`` run as Spark's own ORC scans (``ACIDFLOW_SPARK_READER=engine``,
-:mod:`acidflow.read.engine`) and a plain Spark ORC scan of the same rows (written once as plain
+:mod:`acidflow.read.engine`), run by acidflow's JVM reader (``ACIDFLOW_SPARK_READER=jvm``,
+:mod:`acidflow.read.jvm`) and a plain Spark ORC scan of the same rows (written once as plain
 ORC files, 4 files, zlib): the warm-session ratios of the Spark-native read targets.
 
 Table: ``bench.ds_read`` (``id bigint, name string, amount bigint, score double``, 4 buckets on
@@ -90,7 +91,9 @@ def run(
 
     Returns:
         ``{"rows", "deltas", "runs", "datasource_s": [...], "read_table_s": [...],
-        "engine_s": [...], "plain_orc_s": [...], "<name>_median_s" for each, "ratio"}`` (ratio
+        "engine_s": [...], "jvm_s": [...], "plain_orc_s": [...], "<name>_median_s" for each,
+        "ratio"}`` (read_table: the arrow executor; jvm: acidflow's JVM reader,
+        ``ACIDFLOW_SPARK_READER=jvm``; ratio
         = data source median / read_table median; ``vs_plain_orc``: each acidflow read's
         median / the plain ORC scan's; seconds of wall time).
     Raises:
@@ -116,12 +119,9 @@ def run(
     def by_source() -> Any:
         return spark.read.format("acid").load(TABLE)
 
-    def by_read_table() -> Any:
-        return reads.read_table(spark, catalog, TABLE)
-
-    def by_engine() -> Any:
+    def with_reader(value: str) -> Any:
         previous = os.environ.get(engine.READER_ENV)
-        os.environ[engine.READER_ENV] = engine.ENGINE
+        os.environ[engine.READER_ENV] = value
         try:
             return reads.read_table(spark, catalog, TABLE)
         finally:
@@ -129,6 +129,15 @@ def run(
                 os.environ.pop(engine.READER_ENV, None)
             else:
                 os.environ[engine.READER_ENV] = previous
+
+    def by_read_table() -> Any:  # the arrow executor (mapInArrow + pyarrow)
+        return with_reader(engine.ARROW)
+
+    def by_engine() -> Any:
+        return with_reader(engine.ENGINE)
+
+    def by_jvm() -> Any:
+        return with_reader(engine.JVM)
 
     plain = root / "plain_orc"
     if not plain.exists():  # the same rows as plain ORC files, written once
@@ -141,6 +150,7 @@ def run(
         "datasource_s": by_source,
         "read_table_s": by_read_table,
         "engine_s": by_engine,
+        "jvm_s": by_jvm,
         "plain_orc_s": by_plain_orc,
     }
     checks = {name: _check(make()) for name, make in reads_by.items()}

@@ -190,11 +190,14 @@ def spark_native_targets(native: list[dict], docs: list[dict]) -> list[str]:
         ("read_table", "`read_table`"),
         ("datasource", '`format("acid")`'),
         ("engine", "`read_table`, engine executor (`ACIDFLOW_SPARK_READER=engine`)"),
+        ("jvm", "`read_table`, JVM reader (`ACIDFLOW_SPARK_READER=jvm`)"),
     )
     for d in native:
         ratios = d["vs_plain_orc"]
         plain = d["plain_orc_median_s"]
         for key, label in labels:
+            if key not in ratios:  # documents of runs before the executor existed
+                continue
             ratio = ratios[key]
             rows.append(
                 f"| snapshot read in a warm session, {d['deltas']} deltas of 1 % churn, "

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, cast
 
 from acidflow.config import Settings
+from acidflow.read.readerjar import acid_reader_jar as acid_reader_jar
 from acidflow.sparkmode import REMOTE_ENV, is_connect
 
 if TYPE_CHECKING:
@@ -136,8 +137,8 @@ def session_conf(**conf: str) -> dict[str, str]:
 
     Session time zone UTC, ORC codec zlib (Hive 3.1 cannot read zstd), 4 shuffle partitions,
     Arrow on, Python data source filter pushdown on, no console progress bar, ``spark.driver.memory`` from ``$ACIDFLOW_DRIVER_MEMORY``
-    (default 4g), and the S3A and Kafka connector jars on the driver's and executors' class
-    path when fetched (module doc), with :func:`s3a_settings` as ``spark.hadoop.*``.
+    (default 4g), and the S3A and Kafka connector jars and acidflow's JVM reader
+    (:func:`acid_reader_jar`) on the driver's and executors' class path when fetched / built (module doc), with :func:`s3a_settings` as ``spark.hadoop.*``.
 
     Args:
         **conf: extra settings, applied last (they win).
@@ -155,7 +156,8 @@ def session_conf(**conf: str) -> dict[str, str]:
         "spark.driver.memory": os.environ.get("ACIDFLOW_DRIVER_MEMORY", "4g"),
     }
     aws = hadoop_aws_jars()
-    jars = aws + kafka_spark_jars()
+    reader = acid_reader_jar()
+    jars = aws + kafka_spark_jars() + ([reader] if reader else [])
     if jars:
         # on the class path of the driver and executors, not spark.jars: spark.jars would make
         # every executor copy the ~650 MB SDK bundle into its work folder first

@@ -32,7 +32,7 @@ from airflow.sdk import Asset, AssetAlias, BaseOperator, Context, XComArg
 
 from acidflow.jobszip import build_jobs_zip
 from acidflow.lineage import LINEAGE_ENV, read_lineage
-from acidflow.spark import kafka_spark_jars
+from acidflow.spark import acid_reader_jar, kafka_spark_jars
 from acidflow_airflow.config import job_env, python_bin, repo
 from acidflow_airflow.connect import CONNECT, run_connect_job, spark_mode
 
@@ -42,7 +42,8 @@ TABLES_ALIAS = "acidflow-tables"
 #: subcommands that change tables' rows: their tasks declare the alias as outlet
 WRITING_SUBCOMMANDS = ("cdc-upsert", "ingest")
 #: subcommands that may read Kafka (``cdc-upsert`` with a Kafka source): their spark-submit
-#: gets Spark's Kafka connector jars (``acidflow.spark.kafka_spark_jars``) unless ``jars`` is set
+#: gets Spark's Kafka connector jars (``acidflow.spark.kafka_spark_jars``) unless ``jars`` is set;
+#: every subcommand gets acidflow's JVM reader (``acidflow.spark.acid_reader_jar``) when built
 KAFKA_SUBCOMMANDS = ("cdc-upsert",)
 #: Spark settings of every job unless the task passes ``conf``
 DEFAULT_SPARK_CONF = {"spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "4"}
@@ -137,9 +138,14 @@ class AcidflowSparkSubmitOperator(_TableLineage, SparkSubmitOperator):
             self._emit_asset_events(context)
             return
         self.py_files = str(build_jobs_zip())
-        if self.subcommand in KAFKA_SUBCOMMANDS and not self.jars and kafka_spark_jars():
-            # Spark's Kafka connector (make kafka-jars): the JVM of spark-submit starts with it
-            self.jars = ",".join(kafka_spark_jars())
+        if not self.jars:
+            # Spark's Kafka connector (make kafka-jars) and acidflow's JVM snapshot reader
+            # (make jvm-reader): the JVM of spark-submit starts with them
+            jars = kafka_spark_jars() if self.subcommand in KAFKA_SUBCOMMANDS else []
+            reader = acid_reader_jar()
+            jars += [reader] if reader else []
+            if jars:
+                self.jars = ",".join(jars)
         fd, report = tempfile.mkstemp(prefix=f"acidflow-lineage-{self.task_id}-", suffix=".json")
         os.close(fd)
         self.env_vars = {**job_env(), **(self.env_vars or {}), LINEAGE_ENV: report}

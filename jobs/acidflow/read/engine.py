@@ -55,6 +55,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import reduce
+from typing import Callable
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -69,6 +70,7 @@ from acidflow.format import types as htypes
 from acidflow.format.layout import ValidWriteIdList
 from acidflow.format.orc import files as acid_files
 from acidflow.read import acidv1
+from acidflow.read.readerjar import acid_reader_jar
 from acidflow.read.snapshot import (
     INPUT_FILE_NAME,
     ROW_ID,
@@ -85,7 +87,7 @@ from acidflow.storage.fs import TableFS
 #: environment variable choosing the Spark executor of a snapshot read
 READER_ENV = "ACIDFLOW_SPARK_READER"
 #: :data:`READER_ENV` values
-ENGINE, ARROW = "engine", "arrow"
+ENGINE, ARROW, JVM = "engine", "arrow", "jvm"
 #: Hive types (of table and partition columns) the engine executor reads; others fall back
 ENGINE_TYPES = frozenset(
     {"boolean", "tinyint", "smallint", "int", "bigint", "float", "double", "string", "date"}
@@ -98,33 +100,40 @@ _BROADCAST_DELETES = 10_000_000  # delete events (hive.acid.stats) up to which t
 
 
 class ReaderSettingError(AcidflowError, ValueError):
-    """``ACIDFLOW_SPARK_READER`` holds something other than ``engine`` or ``arrow``."""
+    """``ACIDFLOW_SPARK_READER`` holds something other than ``jvm``, ``engine`` or ``arrow``."""
 
 
 def reader_setting() -> str:
-    """The Spark executor of snapshot reads: ``ACIDFLOW_SPARK_READER`` (``engine`` = Spark's
-    ORC scans, :func:`read_engine`; ``arrow`` = ``mapInArrow`` + pyarrow,
-    :func:`acidflow.read.snapshot.read_spark`), default ``arrow``: measured on 1M and 5M-row
-    tables after 5 deltas of 1 % the engine executor is still slower (driver-side plan building,
-    one scan and one broadcast join per delete scope).
+    """The Spark executor of snapshot reads: ``ACIDFLOW_SPARK_READER``:
+
+    * ``jvm``: acidflow's Spark DataSource V2 reader in Java (``jvm/acid-reader``, ORC's Java
+      reader, :func:`acidflow.read.jvm.read_jvm`); plans it cannot read go to ``arrow``;
+    * ``engine``: Spark's ORC scans and a broadcast anti-join, :func:`read_engine`;
+    * ``arrow``: ``mapInArrow`` + pyarrow, :func:`acidflow.read.snapshot.read_spark`.
+
+    Default: ``jvm`` when its jar is built (``make jvm-reader``,
+    :func:`acidflow.read.readerjar.acid_reader_jar`), else ``arrow``; measured on a 1M-row table after
+    10 deltas of 1 % churn (bench/NOTES.md "Spark-native reads"), ``jvm`` is the fastest.
 
     Returns:
-        :data:`ENGINE` or :data:`ARROW`.
+        :data:`JVM`, :data:`ENGINE` or :data:`ARROW`.
     Raises:
         ReaderSettingError: any other value.
     """
-    value = os.environ.get(READER_ENV, ARROW).strip().lower() or ARROW
-    if value not in (ENGINE, ARROW):
-        raise ReaderSettingError(f"{READER_ENV}={value!r}: expected {ENGINE!r} or {ARROW!r}")
+    default = JVM if acid_reader_jar() is not None else ARROW
+    value = os.environ.get(READER_ENV, default).strip().lower() or default
+    if value not in (JVM, ENGINE, ARROW):
+        raise ReaderSettingError(
+            f"{READER_ENV}={value!r}: expected {JVM!r}, {ENGINE!r} or {ARROW!r}"
+        )
     return value
 
 
-def _engine_type(hive_type: str) -> bool:
-    t = hivetypes.parse_hive_type(hive_type)
-    return t.name in ENGINE_TYPES or t.name in ENGINE_PARAMETRIC
+def _engine_type(hive_type: str, names: frozenset[str] = ENGINE_TYPES | ENGINE_PARAMETRIC) -> bool:
+    return hivetypes.parse_hive_type(hive_type).name in names
 
 
-def _conversion_ok(file_type: str, table_type: str) -> bool:
+def conversion_ok(file_type: str, table_type: str) -> bool:
     """The engine reads a file column as the table's type with what ``read_as`` gives: the
     same Arrow type (no conversion), integer widening, decimal widening, float -> double,
     char/varchar -> string."""
@@ -164,11 +173,35 @@ def fallback_reason(
     for name, _ in plan.columns + plan.partition_columns:
         if name.lower() in acid_names:
             return f"column {name!r} is named like an ACID event field"
+    return column_fallback_reason(plan, infos)
+
+
+def column_fallback_reason(
+    plan: ReadPlan,
+    infos: dict[str, acid_files.FileInfo],
+    *,
+    types: frozenset[str] = ENGINE_TYPES | ENGINE_PARAMETRIC,
+    conversion: Callable[[str, str], bool] = conversion_ok,
+) -> str | None:
+    """The column rules of :func:`fallback_reason`, shared with the JVM reader
+    (:func:`acidflow.read.jvm.jvm_fallback_reason`): every table and partition column has a
+    type named in ``types``, every file is an ACID event file whose ``row`` names are unique
+    (case-insensitively) and each file column read maps (by position,
+    :func:`acidflow.read.snapshot.source_positions`) from a type in ``types`` that
+    ``conversion(file_type, table_type)`` accepts.
+
+    Args:
+        plan: the plan; infos: footer facts of its event files, by path.
+        types: Hive type names (``decimal``, not ``decimal(10,2)``) the reader reads.
+        conversion: which (file type, table type) pairs the reader converts as ``read_task``.
+    Returns:
+        A short reason, or None.
+    """
     for name, hive_type in plan.columns + plan.partition_columns:
-        if not _engine_type(hive_type):
+        if not _engine_type(hive_type, types):
             return f"column {name!r} has type {hive_type}"
     names = [n for n, _ in plan.columns]
-    types = [t for _, t in plan.columns]
+    table_types = [t for _, t in plan.columns]
     for path, info in infos.items():
         if not info.is_acid:
             return f"{path} is not an ACID event file"
@@ -182,12 +215,14 @@ def fallback_reason(
                 file_type = htypes.hive_type_from_arrow(row.field(src).type)
             except (ValueError, KeyError, hivetypes.HiveTypeError):
                 return f"{path}: column {row.names[src]!r} of an unmapped type"
-            if not _engine_type(file_type) or not _conversion_ok(file_type, types[i]):
-                return f"{path}: {row.names[src]} {file_type} read as {types[i]}"
+            if not _engine_type(file_type, types) or not conversion(file_type, table_types[i]):
+                return f"{path}: {row.names[src]} {file_type} read as {table_types[i]}"
     return None
 
 
-def _file_infos(tfs: TableFS, paths: list[str]) -> dict[str, acid_files.FileInfo]:
+def file_infos(tfs: TableFS, paths: list[str]) -> dict[str, acid_files.FileInfo]:
+    """Footer facts of files (:func:`acidflow.format.orc.files.file_info`), by path, read by 8
+    threads."""
     with ThreadPoolExecutor(max_workers=8) as pool:
         return dict(zip(paths, pool.map(lambda p: acid_files.file_info(tfs, p), paths)))
 
@@ -356,7 +391,7 @@ def read_engine(
         )
     data_paths = sorted({f.path for t in events.tasks for f in t.data_files})
     delete_paths = sorted({p for t in events.tasks for p in t.delete_files})
-    infos = _file_infos(tfs, sorted(set(data_paths) | set(delete_paths)))
+    infos = file_infos(tfs, sorted(set(data_paths) | set(delete_paths)))
     versions: dict[str, int] = {}
     for p in data_paths:
         check_acid_version(tfs, infos[p], versions)

@@ -179,14 +179,16 @@ def run_plan(
     """Execute a plan: a Spark DataFrame when ``spark`` is given, else a ``pyarrow.Table``.
 
     With Spark the executor is ``ACIDFLOW_SPARK_READER``'s (:func:`acidflow.read.engine.reader_setting`):
+    acidflow's JVM reader (``jvm``, the default when its jar is built:
+    :func:`acidflow.read.jvm.read_jvm`, which hands the plans it cannot read to ``arrow``),
     Spark's own ORC scans (``engine``: :func:`acidflow.read.engine.read_engine`) or
-    ``mapInArrow`` + pyarrow (``arrow``, the default: :func:`acidflow.read.snapshot.read_spark`).
+    ``mapInArrow`` + pyarrow (``arrow``: :func:`acidflow.read.snapshot.read_spark`).
 
     Args:
         columns: the output columns, in this order (:func:`read_table`); None = all.
         where: a row filter (:mod:`acidflow.read.predicates`), applied exactly. pyarrow and
             ``arrow`` executors: inside the read tasks (partition and stripe skipping, then
-            the rows); ``engine``: as a Spark filter on the scans' DataFrame, which Spark's
+            the rows); ``jvm``: as a Spark filter on the reader's rows; ``engine``: as a Spark filter on the scans' DataFrame, which Spark's
             ORC source pushes down itself (``spark.sql.orc.filterPushdown``), and ORC
             column pruning by Spark's nested schema pruning.
     Raises:
@@ -206,10 +208,15 @@ def run_plan(
             where=preds or None,
         )
         return t if order is None else t.select(order)
-    # deferred: the engine executor imports pyspark; reads without Spark (the CLI) never load it
-    from acidflow.read import engine
+    # deferred: the Spark executors import pyspark; reads without Spark (the CLI) never load it
+    from acidflow.read import engine, jvm
 
-    if engine.reader_setting() == engine.ENGINE:
+    setting = engine.reader_setting()
+    if setting == engine.JVM:
+        df = jvm.read_jvm(
+            spark, plan, row_id=row_id, file_name=file_name, project=project, where=preds or None
+        )
+    elif setting == engine.ENGINE:
         needed = (
             None
             if project is None
