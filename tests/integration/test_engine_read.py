@@ -19,7 +19,6 @@ from acidflow.compactor.config import CompactorConfig
 from acidflow.engine.transaction import Transaction
 from acidflow.read import engine, snapshot
 from acidflow.read import table as reads
-from acidflow.read.readerjar import acid_reader_jar
 from acidflow.tableops.schema import alter_table
 from tests.support import acidtables
 
@@ -226,7 +225,7 @@ def test_runs_as_orc_scans_when_read_table_is_set_to_it(spark, catalog, monkeypa
     make(catalog, name, partitioned=False, buckets=0)
     churn(catalog, name, False)
     monkeypatch.delenv(engine.READER_ENV, raising=False)
-    assert engine.reader_setting() == (engine.JVM if acid_reader_jar() else engine.ARROW)
+    assert engine.reader_setting() == engine.JVM
     monkeypatch.setenv(engine.READER_ENV, "engine")
     df = reads.read_table(spark, catalog, name, row_id=True)
     physical = df._jdf.queryExecution().executedPlan().toString()

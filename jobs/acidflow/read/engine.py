@@ -70,7 +70,6 @@ from acidflow.format import types as htypes
 from acidflow.format.layout import ValidWriteIdList
 from acidflow.format.orc import files as acid_files
 from acidflow.read import acidv1
-from acidflow.read.readerjar import acid_reader_jar
 from acidflow.read.snapshot import (
     INPUT_FILE_NAME,
     ROW_ID,
@@ -111,17 +110,17 @@ def reader_setting() -> str:
     * ``engine``: Spark's ORC scans and a broadcast anti-join, :func:`read_engine`;
     * ``arrow``: ``mapInArrow`` + pyarrow, :func:`acidflow.read.snapshot.read_spark`.
 
-    Default: ``jvm`` when its jar is built (``make jvm-reader``,
-    :func:`acidflow.read.readerjar.acid_reader_jar`), else ``arrow``; measured on a 1M-row table after
-    10 deltas of 1 % churn (bench/NOTES.md "Spark-native reads"), ``jvm`` is the fastest.
+    Default: ``jvm`` (measured the fastest on a 1M-row table after 10 deltas of 1 % churn,
+    bench/NOTES.md "Spark-native reads"); a session without the reader on its class path (the
+    jar not built: ``make jvm-reader``) reads with ``arrow``
+    (:func:`acidflow.read.jvm.unavailable_reason`).
 
     Returns:
         :data:`JVM`, :data:`ENGINE` or :data:`ARROW`.
     Raises:
         ReaderSettingError: any other value.
     """
-    default = JVM if acid_reader_jar() is not None else ARROW
-    value = os.environ.get(READER_ENV, default).strip().lower() or default
+    value = os.environ.get(READER_ENV, JVM).strip().lower() or JVM
     if value not in (JVM, ENGINE, ARROW):
         raise ReaderSettingError(
             f"{READER_ENV}={value!r}: expected {JVM!r}, {ENGINE!r} or {ARROW!r}"

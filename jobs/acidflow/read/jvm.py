@@ -24,21 +24,25 @@ the reader (:func:`unavailable_reason`) are read by :func:`acidflow.read.snapsho
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import decimal
 import json
 import logging
+from concurrent.futures import ThreadPoolExecutor
 
 from pyspark.sql import DataFrame, SparkSession
 
 from acidflow import sparktypes
 from acidflow.format.orc import files as acid_files
+from acidflow.format.orc import orcindex, orcpredicate
 from acidflow.read import acidv1, predicates, splits
 from acidflow.read.engine import column_fallback_reason, conversion_ok, file_infos
 from acidflow.read.readerjar import acid_reader_jar
 from acidflow.read.rows import partition_arrays
 from acidflow.read.selection import spark_condition
 from acidflow.read.snapshot import (
+    DataFile,
     ReadPlan,
     ReadTask,
     check_acid_version,
@@ -173,13 +177,65 @@ def plan_json(plan: ReadPlan, tasks: list[ReadTask], infos: dict[str, acid_files
     )
 
 
+def prune_stripes(
+    tfs: TableFS,
+    plan: ReadPlan,
+    tasks: list[ReadTask],
+    infos: dict[str, acid_files.FileInfo],
+    where: list[predicates.Predicate],
+) -> list[ReadTask]:
+    """The tasks with each data file cut to the stripes that may hold a row passing ``where``
+    (predicates on data columns): ORC statistics and bloom filters
+    (:func:`acidflow.format.orc.orcpredicate.file_stripes_matching`, the test ``read_task``
+    makes in the workers), decided here on the driver so the JVM reader never opens the
+    skipped stripes. A file becomes one :class:`DataFile` per run of kept stripes (a task's
+    delete events apply by ROW__ID whatever its files' stripe ranges); a file with no stripe
+    left and a task with no file left are dropped. Files whose tail cannot be read keep every
+    stripe (pushdown is never needed for correctness; the Spark filter above is exact).
+
+    Returns:
+        New tasks (the given ones are not changed).
+    """
+    names = [n for n, _ in plan.columns]
+    paths = sorted({f.path for t in tasks for f in t.data_files})
+
+    def verdict(path: str) -> orcindex.StripeVerdict:
+        conds = predicates.conditions(
+            where, plan.columns, source_positions(infos[path], names, names)
+        )
+        with tfs.open(path, "rb") as fh:
+            return orcpredicate.file_stripes_matching(fh, acid=True, conditions=conds)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        verdicts = dict(zip(paths, pool.map(verdict, paths)))
+    out = []
+    for t in tasks:
+        files: list[DataFile] = []
+        for f in t.data_files:
+            keep = verdicts[f.path].keep
+            if not keep:  # not indexed: every stripe
+                files.append(f)
+                continue
+            first, end = f.stripes if f.stripes is not None else (0, len(keep))
+            run: int | None = None
+            for s in range(first, min(end, len(keep)) + 1):
+                if s < min(end, len(keep)) and keep[s]:
+                    run = s if run is None else run
+                elif run is not None:
+                    files.append(dataclasses.replace(f, stripes=[run, s]))
+                    run = None
+        if files:
+            out.append(dataclasses.replace(t, data_files=files))
+    return out
+
+
 def unavailable_reason(spark: SparkSession) -> str | None:
-    """Why ``spark`` cannot run the JVM reader (None = it can): the jar is not built
-    (``make jvm-reader``), the session is a Spark Connect one (the reader is not known to be
-    on the server), or :data:`SOURCE` is not on the session's class path (a session built
-    without :func:`acidflow.spark.session_conf`)."""
-    if acid_reader_jar() is None:
-        return "the JVM reader's jar is not built (make jvm-reader)"
+    """Why ``spark`` cannot run the JVM reader (None = it can): the session is a Spark Connect
+    one (the reader is not known to be on the server), or :data:`SOURCE` is not on the
+    session's class path -- the jar is not built (``make jvm-reader``), or the session was
+    built without :func:`acidflow.spark.session_conf` / spark-submit's ``--jars`` (the
+    Airflow operator passes it). Asked of the session's JVM once (a job shipped as the jobs
+    zip cannot see the jar's path, but its spark-submit has the jar)."""
     if is_connect(spark):
         return "a Spark Connect session"
     known = getattr(spark, "_acidflow_jvm_reader", None)
@@ -188,7 +244,10 @@ def unavailable_reason(spark: SparkSession) -> str | None:
         assert jvm is not None  # a classic session
         known = bool(jvm.org.apache.spark.util.Utils.classIsLoadable(SOURCE))
         spark._acidflow_jvm_reader = known  # type: ignore[attr-defined]
-    return None if known else f"{SOURCE} is not on the session's class path"
+    if known:
+        return None
+    hint = "" if acid_reader_jar() is not None else " (its jar is not built: make jvm-reader)"
+    return f"{SOURCE} is not on the session's class path{hint}"
 
 
 def _log_once(reason: str) -> None:
@@ -251,6 +310,9 @@ def read_jvm(
         for f in t.data_files:
             check_acid_version(tfs, infos[f.path], versions)
     tasks = splits.split_tasks(tfs, plan.tasks, split_bytes)
+    data_where = [p for p in where or () if p.column in {n for n, _ in plan.columns}]
+    if data_where:
+        tasks = prune_stripes(tfs, plan, tasks, infos, data_where)
     df = spark.read.format(SOURCE).option("plan", plan_json(plan, tasks, infos)).load()
     if where:
         df = df.filter(spark_condition(where))

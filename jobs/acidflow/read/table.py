@@ -178,9 +178,10 @@ def run_plan(
 ) -> Any:
     """Execute a plan: a Spark DataFrame when ``spark`` is given, else a ``pyarrow.Table``.
 
-    With Spark the executor is ``ACIDFLOW_SPARK_READER``'s (:func:`acidflow.read.engine.reader_setting`):
-    acidflow's JVM reader (``jvm``, the default when its jar is built:
-    :func:`acidflow.read.jvm.read_jvm`, which hands the plans it cannot read to ``arrow``),
+    With Spark the executor is ``ACIDFLOW_SPARK_READER``'s
+    (:func:`acidflow.read.engine.reader_setting`): acidflow's JVM reader (``jvm``, the default:
+    :func:`acidflow.read.jvm.read_jvm`, which hands the plans it cannot read, and every plan
+    of a session without the reader on its class path, to ``arrow``),
     Spark's own ORC scans (``engine``: :func:`acidflow.read.engine.read_engine`) or
     ``mapInArrow`` + pyarrow (``arrow``: :func:`acidflow.read.snapshot.read_spark`).
 
@@ -188,7 +189,9 @@ def run_plan(
         columns: the output columns, in this order (:func:`read_table`); None = all.
         where: a row filter (:mod:`acidflow.read.predicates`), applied exactly. pyarrow and
             ``arrow`` executors: inside the read tasks (partition and stripe skipping, then
-            the rows); ``jvm``: as a Spark filter on the reader's rows; ``engine``: as a Spark filter on the scans' DataFrame, which Spark's
+            the rows); ``jvm``: stripes cut on the driver
+            (:func:`acidflow.read.jvm.prune_stripes`), then a Spark filter on the reader's
+            rows; ``engine``: as a Spark filter on the scans' DataFrame, which Spark's
             ORC source pushes down itself (``spark.sql.orc.filterPushdown``), and ORC
             column pruning by Spark's nested schema pruning.
     Raises:

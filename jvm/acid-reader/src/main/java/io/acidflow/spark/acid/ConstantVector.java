@@ -21,6 +21,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  */
 final class ConstantVector extends ColumnVector {
   private final boolean isNull;
+  private int rows;
   private final boolean bool;
   private final long longValue;
   private final double doubleValue;
@@ -52,7 +53,12 @@ final class ConstantVector extends ColumnVector {
 
   @Override
   public int numNulls() {
-    throw new UnsupportedOperationException("numNulls");
+    return isNull ? rows : 0;
+  }
+
+  /** The batch's row count (for {@link #numNulls}). */
+  void rows(int rows) {
+    this.rows = rows;
   }
 
   @Override

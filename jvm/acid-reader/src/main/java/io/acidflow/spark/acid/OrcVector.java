@@ -30,6 +30,7 @@ final class OrcVector extends ColumnVector {
   private final BytesColumnVector bytes;
   private final DecimalColumnVector decimals;
   private int[] sel;
+  private int rows;
 
   OrcVector(DataType type, org.apache.hadoop.hive.ql.exec.vector.ColumnVector v) {
     super(type);
@@ -41,8 +42,9 @@ final class OrcVector extends ColumnVector {
   }
 
   /** The rows of ORC's batch this vector shows (null = all, in order). */
-  void select(int[] sel) {
+  void select(int[] sel, int rows) {
     this.sel = sel;
+    this.rows = rows;
   }
 
   private int at(int rowId) {
@@ -59,7 +61,14 @@ final class OrcVector extends ColumnVector {
 
   @Override
   public int numNulls() {
-    throw new UnsupportedOperationException("numNulls");
+    if (v.noNulls) {
+      return 0;
+    }
+    int n = 0;
+    for (int i = 0; i < rows; i++) {
+      n += v.isNull[at(i)] ? 1 : 0;
+    }
+    return n;
   }
 
   @Override

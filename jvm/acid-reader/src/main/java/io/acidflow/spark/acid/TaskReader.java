@@ -90,9 +90,11 @@ final class TaskReader implements PartitionReader<ColumnarBatch> {
   private boolean rangesActive;
   private int nextFile;
   private String path;
+  private Reader reader;
   private RecordReader rows;
   private VectorizedRowBatch vrb;
   private final List<OrcVector> selected = new ArrayList<>();
+  private final List<ConstantVector> constants = new ArrayList<>();
   private ColumnarBatch batch;
   private int[] sel = new int[BATCH_ROWS];
 
@@ -210,18 +212,24 @@ final class TaskReader implements PartitionReader<ColumnarBatch> {
         opts.range(offset, last.getOffset() + last.getLength() - offset);
       }
       rows = r.rows(opts);
+      reader = r;
       path = f.path;
       vrb = s.createRowBatch(BATCH_ROWS);
       StructColumnVector rowVec = (StructColumnVector) vrb.cols[5];
       ColumnVector[] out = new ColumnVector[columns.length];
       selected.clear();
+      constants.clear();
       for (int j = 0; j < columns.length; j++) {
         int c = columns[j];
         DataType t = header.schema.fields()[c].dataType();
         if (c >= header.dataColumns) {
-          out[j] = new ConstantVector(t, task.partitionValues[c - header.dataColumns]);
+          ConstantVector cv = new ConstantVector(t, task.partitionValues[c - header.dataColumns]);
+          constants.add(cv);
+          out[j] = cv;
         } else if (f.positions[c] < 0 || f.positions[c] >= nfields) {
-          out[j] = new ConstantVector(t, null); // a column added after the file was written
+          ConstantVector cv = new ConstantVector(t, null); // a column added after the file was written
+          constants.add(cv);
+          out[j] = cv;
         } else {
           OrcVector v = new OrcVector(t, rowVec.fields[f.positions[c]]);
           selected.add(v);
@@ -289,8 +297,7 @@ final class TaskReader implements PartitionReader<ColumnarBatch> {
         return false;
       }
       if (!rows.nextBatch(vrb)) {
-        rows.close();
-        rows = null;
+        closeFile();
         continue;
       }
       if (vrb.size == 0) {
@@ -300,10 +307,14 @@ final class TaskReader implements PartitionReader<ColumnarBatch> {
       if (k == 0) {
         continue;
       }
+      int rows = k < 0 ? vrb.size : k;
       for (OrcVector v : selected) {
-        v.select(k < 0 ? null : sel);
+        v.select(k < 0 ? null : sel, rows);
       }
-      batch.setNumRows(k < 0 ? vrb.size : k);
+      for (ConstantVector c : constants) {
+        c.rows(rows);
+      }
+      batch.setNumRows(rows);
       return true;
     }
   }
@@ -313,11 +324,23 @@ final class TaskReader implements PartitionReader<ColumnarBatch> {
     return batch;
   }
 
+  /** Closes the current file's record reader and reader. */
+  private void closeFile() throws IOException {
+    try {
+      if (rows != null) {
+        rows.close();
+      }
+    } finally {
+      rows = null;
+      if (reader != null) {
+        reader.close();
+        reader = null;
+      }
+    }
+  }
+
   @Override
   public void close() throws IOException {
-    if (rows != null) {
-      rows.close();
-      rows = null;
-    }
+    closeFile();
   }
 }
