@@ -556,7 +556,8 @@ def write_event_table(
             (:func:`acidflow.format.orc.timestamps.check_range`).
 
     With :func:`acidflow.format.orc.files.columnar_writable` columns the file is written by
-    :class:`ColumnarEventWriter` (ORC C++, file version 0.12, 256 KiB compression blocks);
+    :class:`ColumnarEventWriter` (ORC C++, file version 0.12, 256 KiB compression blocks, string
+    dictionaries up to Java ORC's 0.8 key ratio);
     otherwise, or when a timestamp before 1970 has a fraction of a second
     (:func:`acidflow.format.orc.timestamps.needs_pyorc`), the rows go through pyorc.
     """
