@@ -8,7 +8,15 @@ the event table, the zlib ORC write (with the old writer options, ``dictionary_k
 (``verify.written_checksum``) and, for comparison, the read-back of the new file with its digest
 (``acidflow.compactor.verify=readback``). Process time is what to compare on a shared machine.
 
-Run: ``python -m bench.compaction_parts --root build/bench/n1000000_s42 --runs 3``.
+``--side-by-side R``: then R rounds, in one warm SparkSession (``local[2]``), of the whole major
+compaction (queue entry + worker, Spark tasks) next to the plain Spark ORC rewrite of the same
+rows (``bench.tools``' ``spark-orc rewrite`` of ``expected_<B>``), each with its wall time and
+the CPU time of the whole process tree (driver, JVM, Python workers): CPU ratios hold on a
+loaded machine where wall ratios swing by 2x. Round 0 is a cold session (as ``bench.run``'s
+fresh-process steps); the plain rewrite's JVM code warms up over the later rounds.
+
+Run: ``python -m bench.compaction_parts --root build/bench/n1000000_s42 --runs 3
+--side-by-side 4``.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+import psutil
 import pyarrow as pa
 
 from acidflow.compactor.initiator import request_compaction
@@ -31,7 +40,7 @@ from acidflow.maintenance import compaction, rewrite, verify
 from acidflow.read import snapshot
 from acidflow.storage.fs import TableFS
 from bench.run import snapshot_dir
-from bench.tools import TABLE, _acid_catalog
+from bench.tools import TABLE, _acid_catalog, spark_session
 
 
 class _Planned(Exception):
@@ -125,13 +134,60 @@ def parts(task: rewrite.CompactTask, runs: int) -> dict[str, tuple[float, float]
     return {k: (min(c for c, _ in v), min(w for _, w in v)) for k, v in out.items()}
 
 
+def _tree_cpu(me: psutil.Process) -> float:
+    """CPU seconds of ``me`` and every process below it (reaped children included)."""
+    total = 0.0
+    for p in [me] + me.children(recursive=True):
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system + t.children_user + t.children_system
+        except psutil.Error:  # a worker that ended between the listing and the read
+            pass
+    return total
+
+
+def side_by_side(root: Path, rounds: int, batch: int) -> None:
+    """Print ``rounds`` rounds of (major compaction, plain rewrite): wall and tree CPU."""
+    spark, _ = spark_session()
+    me = psutil.Process()
+    src = str(root / "spark-orc" / f"expected_{batch:04d}")
+    dst = tempfile.mkdtemp(prefix="compaction_parts_rewrite_")
+
+    def measure(fn: Callable[[], Any]) -> tuple[float, float]:
+        c0, w0 = _tree_cpu(me), time.perf_counter()
+        fn()
+        return time.perf_counter() - w0, _tree_cpu(me) - c0
+
+    for i in range(rounds):
+        snapshot_dir(root / "acidflow.after", root / "acidflow")
+        catalog = _acid_catalog(root / "acidflow")
+
+        def compact() -> None:
+            entry = request_compaction(catalog, TABLE, None, "major", requester="bench")
+            out = run_worker(spark, catalog, cq_id=entry.id)
+            assert out.state == "ready for cleaning", out.report
+
+        cw, cc = measure(compact)
+        rw, rc = measure(lambda: spark.read.orc(src).write.mode("overwrite").orc(dst))
+        print(
+            f"round {i}: compaction wall {cw:5.2f} s cpu {cc:5.2f} s | plain rewrite wall "
+            f"{rw:5.2f} s cpu {rc:5.2f} s | ratio wall {cw / rw:4.2f} cpu {cc / rc:4.2f}",
+            flush=True,
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", type=Path, required=True, help="bench.run's WORK/n<N>_s<seed>")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--side-by-side", type=int, default=0, metavar="R", help="rounds (see doc)")
+    ap.add_argument("--batches", type=int, default=10, help="bench.run's --batches")
     a = ap.parse_args(argv)
-    for label, (cpu, wall) in parts(planned_task(a.root), a.runs).items():
-        print(f"{label:36s} cpu {cpu:6.3f} s  wall {wall:6.3f} s")
+    if a.runs:
+        for label, (cpu, wall) in parts(planned_task(a.root), a.runs).items():
+            print(f"{label:36s} cpu {cpu:6.3f} s  wall {wall:6.3f} s")
+    if a.side_by_side:
+        side_by_side(a.root, a.side_by_side, a.batches)
     return 0
 
 

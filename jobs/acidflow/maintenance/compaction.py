@@ -660,6 +660,7 @@ def compact_partition(
         )
         out_dirs[key] = join(out_root, name)
     bloom = acid_files.key_bloom_filter_columns(columns, table.primary_key)
+    writer_verify = kind == MAJOR and verify == VERIFY_WRITER  # workers digest what they write
 
     def task(b: int, rt: snapshot.ReadTask, minor_deletes: list[str], **more: Any) -> CompactTask:
         return CompactTask(
@@ -679,7 +680,6 @@ def compact_partition(
             **more,
         )
 
-    writer_verify = kind == MAJOR and verify == VERIFY_WRITER
     tasks: list[CompactTask] = []
     if kind == MAJOR and not bucketed and target_file_bytes:
         sizes = {b: sum(tfs.size(f.path) for f in rt.data_files) for b, rt in reads.items()}
