@@ -150,7 +150,10 @@ def run_step(
         "--batch",
         str(batch),
     ] + ([] if check else ["--no-check"])
-    env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONWARNINGS="ignore")
+    # the caller's PYTHONPATH stays after the repository (a worktree's jobs/ must win over
+    # the virtualenv's editable install of another checkout)
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, PYTHONPATH=path, PYTHONWARNINGS="ignore")
     mem: dict = {}
     t0 = time.perf_counter()
     proc = subprocess.Popen(

@@ -132,6 +132,21 @@ def test_env_config_and_request_properties():
         CompactorConfig.from_env({"ACIDFLOW_HIVE_COMPACTOR_DELTA_NUM_THRESHOLD": "x"})
 
 
+def test_verify_setting_from_env_table_and_request():
+    """``acidflow.compactor.verify``: ``writer`` by default, ``readback`` from the environment,
+    a table property (bare, like acidflow's other table keys) or a request; anything else is
+    refused naming the key."""
+    assert CompactorConfig().verify == "writer"
+    assert CompactorConfig.from_env({"ACIDFLOW_COMPACTOR_VERIFY": "readback"}).verify == "readback"
+    table = {"acidflow.compactor.verify": "ReadBack"}
+    assert CompactorConfig().with_properties(table, table=True).verify == "readback"
+    assert CompactorConfig().with_properties({"acidflow.compactor.verify": "readback"}).verify == (
+        "readback"
+    )
+    with pytest.raises(ValueError, match="acidflow.compactor.verify"):
+        CompactorConfig.from_env({"ACIDFLOW_COMPACTOR_VERIFY": "sometimes"})
+
+
 def test_no_auto_compaction_and_active_entries_skip():
     assert no_auto_compaction({"NO_AUTO_COMPACTION": "TRUE"})
     assert no_auto_compaction({"no_auto_compaction": "true"})

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 from acidflow.format.packing import DEFAULT_TARGET_FILE_BYTES
 from acidflow.maintenance.rewrite import DEFAULT_TARGET_STRIPE_BYTES
+from acidflow.maintenance.verify import VERIFY_MODES, VERIFY_WRITER
 
 #: Hive's per-table override prefix (Hive ``Initiator`` / ``COMPACTOR_THRESHOLD_PREFIX``)
 THRESHOLD_PREFIX = "compactorthreshold."
@@ -36,6 +37,7 @@ KEYS = {
     "small_file_count": "acidflow.compactor.small.file.count",
     "small_file_ratio": "acidflow.compactor.small.file.ratio",
     "target_file_bytes": "acidflow.target.file.bytes",
+    "verify": "acidflow.compactor.verify",
 }
 #: keys a table may override with the ``compactorthreshold.`` prefix
 TABLE_OVERRIDABLE = (
@@ -47,9 +49,10 @@ TABLE_OVERRIDABLE = (
     "small_file_count",
     "small_file_ratio",
     "target_file_bytes",
+    "verify",
 )
 #: acidflow's own table-overridable keys, also taken from a table property without the prefix
-TABLE_BARE = ("small_file_count", "small_file_ratio", "target_file_bytes")
+TABLE_BARE = ("small_file_count", "small_file_ratio", "target_file_bytes", "verify")
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,10 @@ class CompactorConfig:
         target_file_bytes: ``acidflow.target.file.bytes`` (128 MiB): the size a major
             compaction of an unbucketed table packs its files to; 0 turns packing and the
             small-file rule off (Hive 3.1's one base file per writer id).
+        verify: ``acidflow.compactor.verify`` (``writer``): the new side of a major
+            compaction's verification from the digests its workers take of the events they
+            hand to the ORC writer, each written file checked against its footer; ``readback``
+            reads the new base back and digests it (a second full read, for the paranoid).
     """
 
     delta_num_threshold: int = 10
@@ -102,6 +109,7 @@ class CompactorConfig:
     small_file_count: int = 32
     small_file_ratio: float = 0.5
     target_file_bytes: int = DEFAULT_TARGET_FILE_BYTES
+    verify: str = VERIFY_WRITER
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "CompactorConfig":
@@ -162,6 +170,11 @@ def env_var(key: str) -> str:
 
 def _parse(name: str, value: Any) -> Any:
     kind = {f.name: f.type for f in fields(CompactorConfig)}[name]
+    if name == "verify":
+        text = str(value).strip().lower()
+        if text not in VERIFY_MODES:
+            raise ValueError(f"{KEYS[name]}: {value!r} is not one of {', '.join(VERIFY_MODES)}")
+        return text
     try:
         if kind in ("int", int):
             return int(str(value).strip())

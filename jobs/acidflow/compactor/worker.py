@@ -168,6 +168,7 @@ def run_worker(
             heartbeat=hb.beat,
             tamper=tamper,
             target_file_bytes=cfg.target_file_bytes,
+            verify=cfg.verify,
             # a savepoint reads below a new base like a retained snapshot does
             record_history=policy.commits > 0
             or policy.hours > 0

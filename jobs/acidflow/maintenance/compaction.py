@@ -42,12 +42,14 @@ Publishing. Two schemes, chosen by the storage (``TableFS.renames_atomically``):
   would take a ``_v`` directory for committed while it is written; there the rename is as
   safe and keeps the names every reader parses.
 
-Verification: the visible rows at the compactor's snapshot are read from the old layout and from
-the new one; the count and two order-independent 64-bit sums of per-row hashes of
-``(ROW__ID, row)`` (:func:`checksum_batches`) must be equal, else :class:`VerificationError` and
-nothing is published. A major compaction's workers checksum the snapshot rows they read and
-rewrite (the old side) and the new base is read back for the other side; a minor compaction
-reads the old layout's snapshot separately, since its workers copy raw events.
+Verification: the visible rows at the compactor's snapshot, in the old layout and in the new
+one; the count and two order-independent 64-bit sums of per-row hashes of ``(ROW__ID, row)``
+(:func:`checksum_batches`) must be equal, else :class:`VerificationError` and nothing is
+published. A major compaction's workers checksum the snapshot rows they read (the old side) and
+the events they hand to the ORC writer (the new side), and every written file is checked
+against its footer (``verify.written_checksum``); ``acidflow.compactor.verify=readback`` reads
+the new base back instead. A minor compaction reads the old layout's snapshot separately,
+since its workers copy raw events, and reads the new layout back.
 
 Output files are written from Arrow tables (``columnar.write_event_table``: pyarrow's ORC writer
 plus Hive's footer metadata, pyorc for varchar/char/nested columns), with stripes sized by
@@ -90,7 +92,13 @@ from acidflow.maintenance.rewrite import (
     CompactTask,
     run_task,
 )
-from acidflow.maintenance.verify import Checksum, checksum_task
+from acidflow.maintenance.verify import (
+    VERIFY_MODES,
+    VERIFY_WRITER,
+    Checksum,
+    checksum_task,
+    written_checksum,
+)
 from acidflow.read import acidv1, keyindex, snapshot
 from acidflow.sparkmode import task_frame
 from acidflow.storage.fs import DirectoryClaimedError, TableFS, join
@@ -116,15 +124,18 @@ class InputRecordError(CompactionError):
 
 
 class VerificationError(CompactionError):
-    """Rows before and after the rewrite differ; nothing was published.
+    """Rows before and after the rewrite differ, or a written file is not what its writer
+    wrote; nothing was published.
 
     Attributes:
         before, after: :class:`Checksum` of the old and new layout.
+        problems: the written files that differ from their writers' report (file: reason).
     """
 
-    def __init__(self, before: "Checksum", after: "Checksum"):
-        self.before, self.after = before, after
-        super().__init__(f"verification failed: before {before}, after {after}")
+    def __init__(self, before: "Checksum", after: "Checksum", problems: Sequence[str] = ()):
+        self.before, self.after, self.problems = before, after, list(problems)
+        why = "; ".join(self.problems) if self.problems else f"before {before}, after {after}"
+        super().__init__(f"verification failed: {why}")
 
 
 # ============================================================================ planning (pure)
@@ -449,7 +460,7 @@ def _write_outputs(spark: "SparkSession | None", tasks: list[CompactTask]) -> li
         [t.to_json() for t in tasks],
         lambda text: run_task(CompactTask.from_json(text)),
         "kind string, bucket int, path string, rows bigint, bytes bigint, stripes int, "
-        "s1 string, s2 string",
+        "key_index string, s1 string, s2 string",
     )
 
 
@@ -525,6 +536,7 @@ def compact_partition(
     file_records: Sequence[FileRecord] | None = None,
     record_files: Callable[[list[FileRecord]], Any] | None = None,
     only_deltas: Collection[str] | None = None,
+    verify: str = VERIFY_WRITER,
 ) -> CompactionResult:
     """Compact one partition: plan, write into ``.compact_tmp_<cq_id>``, verify, publish by
     rename -- or, on an object store, write under the final ``_v<T>`` names and verify there;
@@ -562,6 +574,9 @@ def compact_partition(
             before publishing (the worker: ``Catalog.record_data_files`` under the
             compaction's transaction).
         only_deltas: minor only: the deltas of one slice (:func:`plan_compaction`).
+        verify: ``acidflow.compactor.verify``: ``writer`` (a major compaction's new side from
+            the writers' digests and the files' footers) or ``readback`` (the new base read
+            again); a minor compaction always reads its output back.
     Returns:
         :class:`CompactionResult` (``plan.skip_reason`` set when nothing was done).
     Raises:
@@ -569,10 +584,14 @@ def compact_partition(
             size than recorded (nothing written).
         InputRecordError: an input's event count differs from its record, or the output
             holds fewer rows than the inputs' records imply (nothing published).
-        VerificationError: rows differ (output removed, nothing published).
+        VerificationError: rows differ, or a written file is not what its writer reported
+            (output removed, nothing published).
         CompactionError: also an object store without ``visibility_txn_id``.
+        ValueError: an unknown ``verify``.
         acidflow.format.orc.files.AcidFileError.
     """
+    if verify not in VERIFY_MODES:
+        raise ValueError(f"acidflow.compactor.verify must be one of {VERIFY_MODES}: {verify!r}")
     beat = heartbeat or (lambda: None)
     tfs = TableFS(table.location)
     pdir = join(table.location, partition) if partition else table.location
@@ -640,68 +659,41 @@ def compact_partition(
             else ("delete" if name.startswith("delete_") else "insert")
         )
         out_dirs[key] = join(out_root, name)
-    tasks: list[CompactTask] = []
     bloom = acid_files.key_bloom_filter_columns(columns, table.primary_key)
+    writer_verify = kind == MAJOR and verify == VERIFY_WRITER  # workers digest what they write
+
+    def task(b: int, rt: snapshot.ReadTask, minor_deletes: list[str], **more: Any) -> CompactTask:
+        return CompactTask(
+            kind,
+            b,
+            asdict(rt),
+            minor_deletes,
+            out_dirs,
+            table.location,
+            [list(c) for c in columns],
+            cvalid.to_string(),
+            stripe_rows,
+            compression,
+            target_stripe_bytes,
+            bloom_columns=bloom,
+            digest_written=writer_verify,
+            **more,
+        )
+
+    tasks: list[CompactTask] = []
     if kind == MAJOR and not bucketed and target_file_bytes:
         sizes = {b: sum(tfs.size(f.path) for f in rt.data_files) for b, rt in reads.items()}
         for group, file_ids in packing.plan_bins(sizes, target_file_bytes):
+            more_reads = [asdict(reads[b]) for b in group[1:]]
             tasks.append(
-                CompactTask(
-                    MAJOR,
-                    group[0],
-                    asdict(reads[group[0]]),
-                    [],
-                    out_dirs,
-                    table.location,
-                    [list(c) for c in columns],
-                    cvalid.to_string(),
-                    stripe_rows,
-                    compression,
-                    target_stripe_bytes,
-                    more_reads=[asdict(reads[b]) for b in group[1:]],
-                    file_ids=file_ids,
-                    bloom_columns=bloom,
-                )
+                task(group[0], reads[group[0]], [], more_reads=more_reads, file_ids=file_ids)
             )
     elif kind == MAJOR:
-        for b in sorted(reads):
-            rt = reads[b]
-            tasks.append(
-                CompactTask(
-                    MAJOR,
-                    b,
-                    asdict(rt),
-                    [],
-                    out_dirs,
-                    table.location,
-                    [list(c) for c in columns],
-                    cvalid.to_string(),
-                    stripe_rows,
-                    compression,
-                    target_stripe_bytes,
-                    bloom_columns=bloom,
-                )
-            )
+        tasks = [task(b, reads[b], []) for b in sorted(reads)]
     else:
-        ids = sorted(set(reads) | {b for _, b in deletes})
-        for b in ids:
+        for b in sorted(set(reads) | {b for _, b in deletes}):
             rt = snapshot.ReadTask("", b, [f for f in data if f.bucket_id == b], [])
-            tasks.append(
-                CompactTask(
-                    MINOR,
-                    b,
-                    asdict(rt),
-                    [p for p, pb in deletes if pb == b],
-                    out_dirs,
-                    table.location,
-                    [list(c) for c in columns],
-                    cvalid.to_string(),
-                    stripe_rows,
-                    compression,
-                    target_stripe_bytes,
-                    bloom_columns=bloom,
-                )
-            )
+            tasks.append(task(b, rt, [p for p, pb in deletes if pb == b]))
     if direct and kind == MAJOR and record_history:
         mark_full_history(tfs, pdir)  # before the (still invisible) base_N_v<T> appears
     tfs.makedirs(out_root)
@@ -716,9 +708,9 @@ def compact_partition(
     if tamper is not None:
         tamper(out_root)
 
-    # verification: the same snapshot read from the old and from the new layout; a major
-    # compaction's workers checksummed the rows they read (the old layout), a minor one reads
-    # the old layout again here (its workers read the deltas' raw events, not the snapshot)
+    # verification: the same snapshot in the old and in the new layout; a major compaction's
+    # workers checksummed the rows they read (the old layout) and, by default, the events they
+    # wrote; a minor one reads the old layout again here (its workers copy raw events)
     if kind == MAJOR:
         before = Checksum()
         for f in written:
@@ -730,6 +722,7 @@ def compact_partition(
     after_entries = tfs.list_recursive(out_root)
     new_data: list[snapshot.DataFile] = []
     new_deletes: list[tuple[str, int]] = []
+    problems: list[str] = []
     if kind == MAJOR:
         for rel, b in bucket_files(after_entries, plan.outputs[0]):
             new_data.append(snapshot.DataFile(join(out_root, rel), "base", b))
@@ -741,18 +734,16 @@ def compact_partition(
                     new_deletes.append((join(out_root, rel), b))
                 else:
                     new_data.append(snapshot.DataFile(join(out_root, rel), "delta", b))
-    after = _checksum(
-        spark,
-        table.location,
-        list(_group(new_data, new_deletes, bucketed, "").values()),
-        columns,
-        cvalid,
-    )
+    if writer_verify:  # the writers' digests, each file checked against its footer
+        after, problems = written_checksum(tfs, files, [d.path for d in new_data])
+    else:  # the new layout read back
+        new_reads = list(_group(new_data, new_deletes, bucketed, "").values())
+        after = _checksum(spark, table.location, new_reads, columns, cvalid)
     result.before, result.after = before, after
-    if before != after:
+    if before != after or problems:
         for d in [tmp] if not direct else list(out_dirs.values()):
             tfs.delete(d)
-        raise VerificationError(before, after)
+        raise VerificationError(before, after, problems)
     if expected_rows is not None and after.rows < expected_rows:
         for d in [tmp] if not direct else list(out_dirs.values()):
             tfs.delete(d)

@@ -19,7 +19,7 @@ from acidflow.format import packing
 from acidflow.format.layout import ValidWriteIdList
 from acidflow.format.orc import columnar
 from acidflow.format.orc import files as acid_files
-from acidflow.maintenance.verify import checksum_batches
+from acidflow.maintenance.verify import checksum_batches, events_checksum
 from acidflow.read import snapshot
 from acidflow.states import CompactionType
 from acidflow.storage.fs import TableFS, join
@@ -44,6 +44,8 @@ class CompactTask:
         out_dirs: ``{"insert"|"delete"|"base": absolute temp dir}``.
         bloom_columns: table columns whose ORC bloom filters the base / delta files carry (the
             primary key's data columns, ``files.key_bloom_filter_columns``); none in delete deltas.
+        digest_written: major: digest the events handed to the ORC writer, per file (the
+            output side of the verification, ``acidflow.compactor.verify=writer``).
     """
 
     kind: str
@@ -62,6 +64,7 @@ class CompactTask:
     more_reads: list[dict] = field(default_factory=list)
     file_ids: list[int] = field(default_factory=list)
     bloom_columns: list[str] = field(default_factory=list)
+    digest_written: bool = True
 
     def to_json(self) -> str:
         """JSON text of the task."""
@@ -104,10 +107,12 @@ def run_task(task: CompactTask) -> list[dict]:
     (``columnar.write_event_table``).
 
     Returns:
-        ``[{"kind", "bucket", "path", "rows", "bytes", "stripes", "s1", "s2"}]``: one per file
-        written, and for a major compaction one ``kind="read"`` entry with the
-        :class:`Checksum` of the rows it read (``rows``, ``s1``, ``s2`` as decimal strings),
-        the "before" side of the verification.
+        ``[{"kind", "bucket", "path", "rows", "bytes", "stripes", "key_index", "s1", "s2"}]``:
+        one per file written (a major compaction's with ``digest_written``: ``s1``, ``s2`` the
+        :class:`Checksum` of the events handed to the ORC writer, the output side of the
+        verification, :func:`acidflow.maintenance.verify.written_checksum`), and for a major
+        compaction one ``kind="read"`` entry with the :class:`Checksum` of the rows it read
+        (``rows``, ``s1``, ``s2`` as decimal strings), the "before" side.
     Raises:
         acidflow.format.orc.files.AcidFileError: unreadable input, or events that are not unique.
     """
@@ -120,14 +125,25 @@ def run_task(task: CompactTask) -> list[dict]:
         compression=task.compression, stripe_rows=task.stripe_rows, stripe_bytes=task.stripe_bytes
     )
 
-    def write(kind: str, events: pa.Table, file_id: int | None = None) -> None:
+    def write(
+        kind: str, events: pa.Table, file_id: int | None = None, rows: pa.Schema | None = None
+    ) -> None:
+        """Write one file; with ``rows`` (the snapshot rows' schema) digest its events."""
         fid = task.bucket_id if file_id is None else file_id
         path = join(task.out_dirs[kind], f"bucket_{fid:05d}")
         bloom = task.bloom_columns if kind != "delete" else []
+        handed: list[pa.RecordBatch] = []
         done = columnar.write_event_table(
-            tfs, path, columns, events, bloom_filter_columns=bloom, **opts
+            tfs,
+            path,
+            columns,
+            events,
+            bloom_filter_columns=bloom,
+            on_batch=handed.append if rows is not None else None,
+            **opts,
         )
         if done is not None:
+            digest = events_checksum(handed, names, rows) if rows is not None else None
             out.append(
                 {
                     "kind": kind,
@@ -136,8 +152,9 @@ def run_task(task: CompactTask) -> list[dict]:
                     "rows": done.rows,
                     "bytes": done.bytes,
                     "stripes": done.stripes,
-                    "s1": None,
-                    "s2": None,
+                    "key_index": done.key_index,
+                    "s1": None if digest is None else str(digest.sum1),
+                    "s2": None if digest is None else str(digest.sum2),
                 }
             )
 
@@ -157,12 +174,14 @@ def run_task(task: CompactTask) -> list[dict]:
                 "rows": read.rows,
                 "bytes": 0,
                 "stripes": 0,
+                "key_index": None,
                 "s1": str(read.sum1),
                 "s2": str(read.sum2),
             }
         )
         if batches:
             t = pa.Table.from_batches(batches)
+            digest = t.schema if task.digest_written else None
             del batches
             rid = t.column(snapshot.ROW_ID).combine_chunks()
             owid = rid.field(0)
@@ -180,9 +199,9 @@ def run_task(task: CompactTask) -> list[dict]:
             t = _sorted_by_key(t)
             if task.file_ids:  # packed (unbucketed): sorted rows cut into the bin's files
                 for fid, part in zip(task.file_ids, packing.split_rows(t, len(task.file_ids))):
-                    write("base", part, fid)
+                    write("base", part, fid, digest)
             else:
-                write("base", t)
+                write("base", t, rows=digest)
         return out
 
     # minor: insert events

@@ -8,6 +8,7 @@ loads only the delete events in its key ranges (``acidflow.read.splits``).
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -95,7 +96,10 @@ def surviving(batch_keys: pa.Table, deletes: pa.Table | None) -> pa.Array | None
     rowId``) that no delete event of ``deletes`` matches; None = all survive."""
     if deletes is None or batch_keys.num_rows == 0:
         return None
-    idx = batch_keys.append_column("__pos", pa.array(range(batch_keys.num_rows), pa.int64()))
+    # row positions from numpy: pa.array(range(n)) walks n Python ints (40 ms per 250k rows)
+    idx = batch_keys.append_column(
+        "__pos", pa.array(np.arange(batch_keys.num_rows, dtype=np.int64))
+    )
     kept = idx.join(deletes, keys=_KEYS, join_type="left anti", use_threads=False)
     if kept.num_rows == batch_keys.num_rows:
         return None
