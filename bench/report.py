@@ -187,7 +187,7 @@ def spark_native_targets(native: list[dict], docs: list[dict]) -> list[str]:
     process (the ``read-ds`` steps of the size documents)."""
     rows = []
     labels = (
-        ("read_table", "`read_table`"),
+        ("read_table", "`read_table`, arrow executor (`ACIDFLOW_SPARK_READER=arrow`)"),
         ("datasource", '`format("acid")`'),
         ("engine", "`read_table`, engine executor (`ACIDFLOW_SPARK_READER=engine`)"),
         ("jvm", "`read_table`, JVM reader (`ACIDFLOW_SPARK_READER=jvm`)"),

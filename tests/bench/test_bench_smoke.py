@@ -109,11 +109,11 @@ def test_spark_native_phase_reads_agree_and_are_reported(tmp_path, spark):
     from bench import datasource as bench_ds
 
     doc = bench_ds.run(rows=3000, deltas=2, runs=1, work=str(tmp_path), spark=spark)
-    # every read (data source, read_table, its engine executor, plain ORC) gave the same rows
-    # (run() asserts count and hash sum); each was timed once
-    for name in ("datasource_s", "read_table_s", "engine_s", "plain_orc_s"):
+    # every read (data source, read_table's arrow, engine and JVM executors, plain ORC) gave
+    # the same rows (run() asserts count and hash sum); each was timed once
+    for name in ("datasource_s", "read_table_s", "engine_s", "jvm_s", "plain_orc_s"):
         assert len(doc[name]) == 1 and doc[name][0] > 0
-    assert set(doc["vs_plain_orc"]) == {"datasource", "read_table", "engine"}
+    assert set(doc["vs_plain_orc"]) == {"datasource", "read_table", "engine", "jvm"}
     doc.update(machine=run.machine(), versions=run.versions(), command="smoke")
     text = report.render([], "", [], [], [], [doc])
     assert "snapshot read in a warm session, 2 deltas of 1 % churn, N=3,000" in text
