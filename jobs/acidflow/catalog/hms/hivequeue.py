@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -155,23 +156,29 @@ class HiveQueueDatabase:
         )
         self._run(cq_id, "setting the highest write id", stmt)
 
+    def _working_under(self, cq_id: int, side_id: int) -> tuple[Any, ...]:
+        """The WHERE of a move of entry ``cq_id`` that only acidflow's own claim may make:
+        working ('w') under side entry ``side_id``'s ``CQ_HADOOP_JOB_ID`` (a claim revoked
+        and taken by Hive's worker no longer matches)."""
+        q = self.q
+        return (
+            q["cq_id"] == cq_id,
+            q["cq_state"] == "w",
+            q["cq_hadoop_job_id"] == hive_job_id(side_id),
+        )
+
     def mark_compacted(self, cq_id: int, highest_write_id: int, side_id: int) -> bool:
         """'w' -> 'r' (Hive ``markCompacted``), with the highest write id, for side entry
         ``side_id``'s claim only. Returns whether the entry was working under that claim."""
         q = self.q
         stmt = (
             sa.update(self.queue)
-            .where(
-                q["cq_id"] == cq_id,
-                q["cq_state"] == "w",
-                q["cq_hadoop_job_id"] == hive_job_id(side_id),
-            )
+            .where(*self._working_under(cq_id, side_id))
             .values(
                 {
                     q["cq_state"]: "r",
                     q["cq_worker_id"]: None,
                     q["cq_highest_write_id"]: highest_write_id,
-                    q["cq_hadoop_job_id"]: hive_job_id(side_id),
                 }
             )
         )
@@ -183,11 +190,7 @@ class HiveQueueDatabase:
         q = self.q
         stmt = (
             sa.update(self.queue)
-            .where(
-                q["cq_id"] == cq_id,
-                q["cq_state"] == "w",
-                q["cq_hadoop_job_id"] == hive_job_id(side_id),
-            )
+            .where(*self._working_under(cq_id, side_id))
             .values(
                 {
                     q["cq_state"]: "i",
