@@ -530,7 +530,8 @@ def render(
         "",
         f"- {m['cpus']} CPUs ({m['cpu_model']}), {m['memory_gb']} GB, {m['os']}",
         "- " + ", ".join(f"{k} {val}" for k, val in v.items()),
-        "- Spark: `local[2]`, driver memory 4g (`acidflow.spark.get_spark` defaults)",
+        f"- Spark: `local[2]`, driver memory {m.get('driver_memory', '4g')} "
+        "(`acidflow.spark.get_spark` defaults)",
         "",
         "## Commands",
         "",

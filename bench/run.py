@@ -51,6 +51,7 @@ from pathlib import Path
 
 import psutil
 
+from acidflow.spark import driver_memory
 from bench import tools as bench_tools
 from bench.generate import generate
 from bench.kafka import bench_kafka
@@ -222,6 +223,7 @@ def machine() -> dict:
         "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
         "cpu_model": model,
         "os": platform.platform(),
+        "driver_memory": driver_memory(),
     }
 
 

@@ -63,6 +63,18 @@ def hadoop_aws_jars() -> list[str]:
     return sorted(str(p) for p in folder.glob("*.jar")) if folder.is_dir() else []
 
 
+#: ``spark.driver.memory`` when ``$ACIDFLOW_DRIVER_MEMORY`` is unset. In ``local[*]`` the driver
+#: JVM is the executor too, and its heap grows to what it may use: 3g keeps a 10M-row initial
+#: load (the largest step) under 4 GB of process-tree RSS, 4g did not (bench/NOTES.md, "Memory").
+DEFAULT_DRIVER_MEMORY = "3g"
+
+
+def driver_memory() -> str:
+    """``spark.driver.memory`` of acidflow's sessions: ``$ACIDFLOW_DRIVER_MEMORY``, else
+    :data:`DEFAULT_DRIVER_MEMORY` (a JVM size string such as ``3g`` or ``2560m``)."""
+    return os.environ.get("ACIDFLOW_DRIVER_MEMORY") or DEFAULT_DRIVER_MEMORY
+
+
 #: where ``make kafka-jars`` leaves Spark's Kafka connector (repository root/.cache/kafka/spark)
 KAFKA_SPARK_DIR = Path(__file__).resolve().parents[2] / ".cache" / "kafka" / "spark"
 
@@ -136,8 +148,8 @@ def session_conf(**conf: str) -> dict[str, str]:
     builds, and the Spark Connect server ``devservers.sparkconnect`` starts (one list for both).
 
     Session time zone UTC, ORC codec zlib (Hive 3.1 cannot read zstd), 4 shuffle partitions,
-    Arrow on, Python data source filter pushdown on, no console progress bar, ``spark.driver.memory`` from ``$ACIDFLOW_DRIVER_MEMORY``
-    (default 4g), and the S3A and Kafka connector jars and acidflow's JVM reader
+    Arrow on, Python data source filter pushdown on, no console progress bar, ``spark.driver.memory`` from :func:`driver_memory`
+    (``$ACIDFLOW_DRIVER_MEMORY``, default 3g), and the S3A and Kafka connector jars and acidflow's JVM reader
     (:func:`acid_reader_jar`) on the driver's and executors' class path when fetched / built (module doc), with :func:`s3a_settings` as ``spark.hadoop.*``.
 
     Args:
@@ -153,7 +165,7 @@ def session_conf(**conf: str) -> dict[str, str]:
         # the acid data source's reader implements pushFilters (acidflow.datasource.register)
         "spark.sql.python.filterPushdown.enabled": "true",
         "spark.ui.showConsoleProgress": "false",
-        "spark.driver.memory": os.environ.get("ACIDFLOW_DRIVER_MEMORY", "4g"),
+        "spark.driver.memory": driver_memory(),
     }
     aws = hadoop_aws_jars()
     reader = acid_reader_jar()
