@@ -7,6 +7,7 @@ own offsets) into a fresh warehouse."""
 
 from __future__ import annotations
 
+import tempfile
 import threading
 import time
 import uuid
@@ -278,12 +279,16 @@ def test_stream_applies_once_across_restarts_and_quarantines_poison(
 
 
 @pytest.mark.slow
-def test_cdc_stream_command_applies_then_says_when_nothing_is_new(spark, catalog, kafka):
+def test_cdc_stream_command_applies_then_says_when_nothing_is_new(
+    spark, catalog, kafka, tmp_path, monkeypatch
+):
     """`acidflow cdc stream` as a user runs it, started before its topic exists (Debezium
     creates a table's topic with its first change): the records produced a few seconds later
     are applied; a second run from the catalog's offsets finds nothing and says so (not an
-    empty table)."""
+    empty table). Without --checkpoint each run's temporary checkpoint is deleted when it
+    stops."""
     require_kafka_spark_jars()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     topic = f"ggcli{uuid.uuid4().hex[:6]}.HR.EMP"
     later = threading.Timer(
         4, produce, (spark, kafka.bootstrap_servers, topic, [_gg(i) for i in range(1, 3)])
@@ -301,3 +306,4 @@ def test_cdc_stream_command_applies_then_says_when_nothing_is_new(spark, catalog
     assert again.exit_code == 0, again.output
     assert "nothing to apply" in again.output and f"on {topic} (source ggcli)" in again.output
     assert sorted(_table_rows_gg(spark, catalog)) == [1, 2]
+    assert not list(tmp_path.glob("acidflow-kafka-ckpt-*"))

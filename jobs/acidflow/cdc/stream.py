@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 import signal
 import tempfile
 import threading
@@ -117,8 +118,9 @@ def start_kafka_stream(
         catalog: the catalog the batches commit to.
         options, kopts: as :func:`acidflow.cdc.kafka.apply_kafka`.
         trigger_seconds: the processing-time trigger interval.
-        checkpoint: Spark's ``checkpointLocation`` (default a new temporary folder: the
-            catalog's offsets make the checkpoint optional for correctness).
+        checkpoint: Spark's ``checkpointLocation`` (default a new temporary folder the caller
+            owns, ``acidflow-kafka-ckpt-*``: the catalog's offsets make the checkpoint optional
+            for correctness; :func:`run_kafka_stream` deletes the one it made).
         run: a :class:`StreamRun` to collect the micro-batches' outcome into.
         batches_per_trigger: at most this many batches per micro-batch (None: until idle; a
             bound keeps micro-batches short under a steady load, so a bounded run stops on time).
@@ -219,13 +221,16 @@ def run_kafka_stream(
         the error a micro-batch raised (the query stopped with it).
     """
     run = StreamRun()
+    # no checkpoint given: a temporary one, deleted when the query stops (what Spark does with
+    # the temporary checkpoints of its own sinks, spark.sql.streaming.forceDeleteTempCheckpointLocation)
+    temporary = None if checkpoint else tempfile.mkdtemp(prefix="acidflow-kafka-ckpt-")
     query = start_kafka_stream(
         spark,
         catalog,
         options,
         kopts,
         trigger_seconds=trigger_seconds,
-        checkpoint=checkpoint,
+        checkpoint=checkpoint or temporary,
         run=run,
         batches_per_trigger=batches_per_trigger,
     )
@@ -245,6 +250,8 @@ def run_kafka_stream(
             time.sleep(0.2)
     finally:
         query.stop()
+        if temporary:
+            shutil.rmtree(temporary, ignore_errors=True)
     if run.error is not None:
         raise run.error
     exc = query.exception()
