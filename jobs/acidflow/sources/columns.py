@@ -287,6 +287,18 @@ def take(values: list[Any], idx: list[int]) -> list[Any]:
     return list(map(values.__getitem__, idx))
 
 
+def kept_index(kept: list[int] | None, n: int) -> tuple[list[bool], list[int]]:
+    """``(is_kept, seq_of)`` of a stream of ``n`` changes of which the indexes ``kept`` (None:
+    all) are the batch's: whether change i is kept, and its ``Change.seq`` (its index among
+    the kept ones; -1 when not kept)."""
+    if kept is None:
+        return [True] * n, list(range(n))
+    is_kept, seq_of = [False] * n, [-1] * n
+    for seq, i in enumerate(kept):
+        is_kept[i], seq_of[i] = True, seq
+    return is_kept, seq_of
+
+
 def position_range(positions: list[str]) -> tuple[str | None, str | None]:
     """Smallest and largest position (None, None when there is none)."""
     return (min(positions), max(positions)) if positions else (None, None)

@@ -185,12 +185,7 @@ def _stream(
     ops = [_DBZ_OPS[op] for op in map(attrgetter("op"), envs)]
     afters = list(map(attrgetter("after"), envs))
     befores = list(map(attrgetter("before"), envs))
-    is_kept = [True] * len(envs) if kept is None else [False] * len(envs)
-    for i in kept or ():
-        is_kept[i] = True
-    seq_of = list(range(len(envs))) if kept is None else [-1] * len(envs)
-    for seq, i in enumerate(kept or ()):
-        seq_of[i] = seq
+    is_kept, seq_of = cols.kept_index(kept, len(envs))
     frames: dict[str, cols.TableColumns] = {}
     names: dict[str, set[str]] = {}
     any_key: dict[str, bool] = {}
@@ -251,7 +246,8 @@ def _stream(
 
 
 class KafkaEvent:
-    """A Kafka record's Debezium value, decoded as far as ``decode_records`` needs before it
+    """A Kafka record's Debezium (or GoldenGate: ``acidflow.sources.fastparse.
+    kafka_goldengate_event``) value, decoded as far as ``decode_records`` needs before it
     knows which records the batch keeps (a slotted record, not a dict).
 
     Attributes:
