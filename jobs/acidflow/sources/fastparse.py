@@ -208,53 +208,23 @@ def _gg_stream(
     afters = list(map(attrgetter("after"), recs))
     befores = list(map(attrgetter("before"), recs))
     table_of = list(map(str.lower, tables))
-    is_kept, seq_of = cols.kept_index(kept, len(recs))
-    frames: dict[str, cols.TableColumns] = {}
+    out = cols.StreamColumns(ops, positions, file_name, lines, None, kept)
     names: dict[str, set[str]] = {}
     for t, idx in cols.by_table(table_of).items():
-        t_ops = cols.take(ops, idx)
-        after = cols.decode_images(cols.take(afters, idx))
-        before = cols.decode_images(cols.take(befores, idx))
-        if after is None or before is None:
+        images = cols.table_images(afters, befores, ops, idx)
+        if images is None:
             return None
-        if not cols.carried(after, t_ops, ("I", "U")) or not cols.carried(before, t_ops, ("D",)):
-            return None
+        after, before = images
         seen = set(after.values) | set(before.values)
         if any(k.endswith("_ismissing") for k in seen):
             return None  # _isMissing flags: the reference parser's rules
         names[t] = after.valued() | before.valued()  # what types can be inferred from
-        mine = [j for j, i in enumerate(idx) if is_kept[i]]
-        if not mine:
-            continue
-        if len(mine) < len(idx):
-            after, before = after.take(mine), before.take(mine)
-        rows = cols.take(idx, mine)
-        frames[t] = cols.TableColumns(
-            t,
-            cols.take(ops, rows),
-            cols.take(positions, rows),
-            cols.take(seq_of, rows),
-            file_name if isinstance(file_name, str) else cols.take(file_name, rows),
-            cols.take(lines, rows),
-            None,
-            after,
-            before,
-        )
+        out.add(t, idx, after, before)
 
     def settled(st: SourceTable, t: str) -> bool:
         return bool(st.primary_key) and st.columns.keys() >= names[t]
 
-    learnt = cols.learn_tables(table_of, settled, learn)
-    if learnt is None:
-        return None
-    first, last = cols.position_range(positions if kept is None else cols.take(positions, kept))
-    return cols.ColumnStream(
-        frames,
-        reference,
-        learnt,
-        first_position=first,
-        last_position=last,
-    )
+    return out.finish(table_of, settled, learn, reference)
 
 
 # ----------------------------------------------------------------------------- Kafka values
