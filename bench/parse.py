@@ -6,9 +6,9 @@ timestamp, ``payload``; 30 % inserts, 15 % deletes) written in every format the 
 GoldenGate, wal2json format-version 2 (transactions of 10 changes) and 1 (one document per 10
 changes), Debezium JSON (bare envelope with the Kafka key) -- and the Kafka phase's Debezium
 records (:mod:`bench.kafka`'s ``produce.tsv``, with its transaction topic, when that data is
-there; else the same batch's Debezium values) and the GoldenGate lines as one topic's Kafka
-values (GoldenGate's Kafka handler: one operation per record). Each is timed (CPU time of the process), best of
-R runs:
+there; else the same batch's Debezium values) and the GoldenGate lines as one topic's
+Kafka values (GoldenGate's Kafka handler: one operation per record). Each is timed (CPU time
+of the process), best of R runs:
 
 * ``old``: today's parser (``parse_lines`` / ``decode_records``) then ``event_frame`` per table;
 * ``new``: the columnar parser (``fastparse.parse_columns`` / ``decode_records(columns=True)``)

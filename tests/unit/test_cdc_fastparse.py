@@ -651,6 +651,11 @@ def test_kafka_goldengate_values_equal_the_record_decoder():
     check_kafka(odd, fmt="goldengate", end_offsets=_ends(odd))
     bad = [*records, KafkaRecord(GG_TOPIC, 0, 15, None, b'{"table": "QA.CUST"')]
     check_kafka(bad, taken=False, fmt="goldengate", end_offsets=_ends(bad))
+    # topics with an empty name part: the table the reference makes of them has no dot (a
+    # bad record), or drops the empty part
+    for topic in ("QA..CUST", ".CUST", "CUST.", "ogg..QA.CUST"):
+        named = _kafka_records([json.dumps(r, default=str) for r in bare], 1, topic)
+        check_kafka(named, taken=None, fmt="goldengate", end_offsets=_ends(named))
 
 
 def test_kafka_goldengate_column_decode_follows_the_fastparse_switch(monkeypatch):

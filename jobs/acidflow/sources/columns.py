@@ -423,8 +423,8 @@ def learn_tables(
         learn: runs the reference record function on record ``i`` into ``stream``.
         budget: most records learnt from before giving up.
     Returns:
-        the tables; None when more than ``budget`` records were needed (the caller falls back
-        to the reference parser).
+        the tables; None when more than ``budget`` records were needed or a record's table was
+        not learnt from it (the caller falls back to the reference parser).
     """
     scratch = ParsedStream()
     pending = set(table_of)
@@ -436,6 +436,8 @@ def learn_tables(
             continue
         learn(i, scratch)
         used += 1
+        if t not in scratch.tables:
+            return None  # the reference learnt no such table (it refused the record)
         if settled(scratch.tables[t], t):
             pending.discard(t)
         elif used > budget:

@@ -194,7 +194,12 @@ def _gg_stream(
 ) -> cols.ColumnStream | None:
     """The :class:`~acidflow.sources.columns.ColumnStream` of GoldenGate records (one change
     each, in stream order): ``kept`` (indexes; None: all) are the stream's changes, every
-    record teaches the tables (``learn(i, stream)``: the reference record decoder)."""
+    record teaches the tables (``learn(i, stream)``: the reference record decoder).
+
+    Raises:
+        RecordError: a record without ``pos`` or with an ``op_ts`` the reference refuses;
+        TypeError: a field of a type the reference quarantines (the callers then run it).
+    """
     ops = list(map(attrgetter("op_type"), recs))
     if not set(ops) <= {"I", "U", "D"}:
         return None
@@ -239,14 +244,15 @@ def kafka_goldengate_event(
     ``(schema, table)``); GoldenGate has no transaction id. A null value carries nothing.
 
     Raises:
-        msgspec.ValidationError, msgspec.DecodeError: not a JSON object of the envelope's
-            types (the caller decodes the range with the reference decoder).
+        msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError: not a UTF-8 JSON
+            object of the envelope's types (all ValueErrors: the caller decodes the range
+            with the reference decoder).
     """
     if value is None:
         return fastdebezium.KafkaEvent(None, None, None, None, False)
     r = _GG_DECODER.decode(value)
     if not isinstance(r.table, str) and topic_table[0] is not None:
-        r.table = f"{topic_table[0]}.{topic_table[1]}"
+        r.table = ".".join(p for p in topic_table if p)  # the reference's words: "a..b" -> "a.b"
     collection = r.table.lower() if isinstance(r.table, str) else None
     return fastdebezium.KafkaEvent(None, collection, r, None, False)
 
@@ -260,7 +266,12 @@ def kafka_goldengate_stream(
     reference: Callable[[], ParsedStream],
 ) -> cols.ColumnStream | None:
     """:func:`acidflow.sources.fastdebezium.kafka_stream` of GoldenGate values
-    (:func:`kafka_goldengate_event`): the same arguments and answer."""
+    (:func:`kafka_goldengate_event`): the same arguments and answer.
+
+    Raises:
+        RecordError, TypeError: as :func:`_gg_stream` (``decode_records`` then decodes the
+            range record by record).
+    """
     at = [i for i, e in enumerate(events) if e.env is not None]
     if not at:
         return None
