@@ -6,8 +6,9 @@ timestamp, ``payload``; 30 % inserts, 15 % deletes) written in every format the 
 GoldenGate, wal2json format-version 2 (transactions of 10 changes) and 1 (one document per 10
 changes), Debezium JSON (bare envelope with the Kafka key) -- and the Kafka phase's Debezium
 records (:mod:`bench.kafka`'s ``produce.tsv``, with its transaction topic, when that data is
-there; else the same batch's Debezium values). Each is timed (CPU time of the process), best of
-R runs:
+there; else the same batch's Debezium values) and the GoldenGate lines as one topic's
+Kafka values (GoldenGate's Kafka handler: one operation per record). Each is timed (CPU time
+of the process), best of R runs:
 
 * ``old``: today's parser (``parse_lines`` / ``decode_records``) then ``event_frame`` per table;
 * ``new``: the columnar parser (``fastparse.parse_columns`` / ``decode_records(columns=True)``)
@@ -224,14 +225,22 @@ def measure_format(fmt: str, lines: list[str], runs: int) -> dict[str, Any]:
     }
 
 
-def measure_kafka(records: list, end: dict, txn: str | None, runs: int) -> dict[str, Any]:
+def goldengate_kafka_records(gg_lines: list[str]) -> tuple[list, dict]:
+    """``(records, end offsets)``: the GoldenGate lines as the values of one topic (what
+    GoldenGate's Kafka handler writes: one operation per record, no transaction topic)."""
+    topic = "ogg.BENCH.ITEMS"
+    records = [KafkaRecord(topic, 0, i, None, line.encode()) for i, line in enumerate(gg_lines)]
+    return records, {topic: {"0": len(records)}}
+
+
+def measure_kafka(
+    records: list, end: dict, txn: str | None, runs: int, fmt: str = "debezium"
+) -> dict[str, Any]:
     def old() -> Any:
-        return decode_records("debezium", records, end_offsets=end, transaction_topic=txn)
+        return decode_records(fmt, records, end_offsets=end, transaction_topic=txn)
 
     def new() -> Any:
-        return decode_records(
-            "debezium", records, end_offsets=end, transaction_topic=txn, columns=True
-        )
+        return decode_records(fmt, records, end_offsets=end, transaction_topic=txn, columns=True)
 
     old_p, ref = best(old, runs)
     new_p, got = best(new, runs)
@@ -239,7 +248,7 @@ def measure_kafka(records: list, end: dict, txn: str | None, runs: int) -> dict[
     new_f, b = best(lambda: new_frames(got.stream), runs)
     events = len(ref.stream.changes)
     return {
-        "format": "debezium-kafka",
+        "format": f"{fmt}-kafka",
         "records": len(records),
         "events": events,
         "carried": ref.carried,
@@ -321,6 +330,8 @@ def main(argv: list[str] | None = None) -> None:
     rows = [measure_format(fmt, lines, a.runs) for fmt, lines in formats.items()]
     records, end, txn = kafka_records(a.kafka_data, formats["debezium"])
     rows.append(measure_kafka(records, end, txn, a.runs))
+    gg_records, gg_end = goldengate_kafka_records(gg)
+    rows.append(measure_kafka(gg_records, gg_end, None, a.runs, "goldengate"))
     doc = {
         "command": "python -m bench.parse "
         + " ".join(f"--{k} {v}" for k, v in (("events", a.events), ("runs", a.runs))),

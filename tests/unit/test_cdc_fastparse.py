@@ -562,12 +562,14 @@ TOPIC = "acf.public.orders"
 TXT = "acf.transaction"
 
 
-def check_kafka(records: list[KafkaRecord], *, taken: bool | None = True, **kw: Any) -> None:
+def check_kafka(
+    records: list[KafkaRecord], *, taken: bool | None = True, fmt: str = "debezium", **kw: Any
+) -> None:
     """``decode_records(columns=True)`` equals the record-by-record decoder: offsets, carried
     records, transactions, tables, positions, bad records, changes and frames. ``taken``:
     whether the column decoder must take the records (None: either; the outcome is checked)."""
-    ref = decode_records("debezium", records, **kw)
-    got = decode_records("debezium", records, columns=True, **kw)
+    ref = decode_records(fmt, records, **kw)
+    got = decode_records(fmt, records, columns=True, **kw)
     if taken is not None:
         assert isinstance(got.stream, ColumnStream) == taken
     assert (got.end_offsets, got.carried, got.transactions, got.waiting) == (
@@ -605,12 +607,62 @@ def _kafka_value(line: str) -> tuple[bytes | None, bytes | None]:
     return line.encode(), None
 
 
-def _kafka_records(lines: list[str], partitions: int = 2) -> list[KafkaRecord]:
+def _kafka_records(lines: list[str], partitions: int = 2, topic: str = TOPIC) -> list[KafkaRecord]:
     out = []
     for i, line in enumerate(lines):
         value, key = _kafka_value(line)
-        out.append(KafkaRecord(TOPIC, i % partitions, i // partitions, key, value))
+        out.append(KafkaRecord(topic, i % partitions, i // partitions, key, value))
     return out
+
+
+def _ends(records: list[KafkaRecord], cut: int = 0) -> dict[str, dict[str, int]]:
+    """Every record's partition read to its end; partition 0 ``cut`` records short."""
+    end: dict[str, dict[str, int]] = {}
+    for r in records:
+        part = end.setdefault(r.topic, {})
+        part[str(r.partition)] = max(part.get(str(r.partition), 0), r.offset + 1)
+    for part in end.values():
+        part["0"] = max(0, part.get("0", 0) - cut)
+    return end
+
+
+GG_TOPIC = "ogg.QA.CUST"
+
+
+def test_kafka_goldengate_values_equal_the_record_decoder():
+    """GoldenGate JSON values into columns as the record decoder reads them: in any order,
+    a range cut short (the rest carried), a record without a table (the topic's), ``txind``
+    (ignored on Kafka), a tombstone; a value that is not an envelope sends the range to the
+    record decoder with the same outcome."""
+    records = _kafka_records(GG, topic=GG_TOPIC)
+    check_kafka(records, fmt="goldengate", end_offsets=_ends(records))
+    check_kafka(list(reversed(records)), fmt="goldengate", end_offsets=_ends(records))
+    check_kafka(records, fmt="goldengate", end_offsets=_ends(records, cut=4))
+    bare = [json.loads(line) for line in GG[:6]]
+    for i, rec in enumerate(bare):
+        if i % 2:
+            del rec["table"]
+        rec["txind"] = "MIDDLE"
+    odd = _kafka_records([json.dumps(r, default=str) for r in bare], 1, GG_TOPIC)
+    odd.append(KafkaRecord(GG_TOPIC, 0, len(odd), None, None))
+    got = decode_records("goldengate", odd, end_offsets=_ends(odd), columns=True)
+    assert isinstance(got.stream, ColumnStream) and not got.stream.bad
+    assert [c.source for c in got.stream.changes] == [f"{GG_TOPIC}/0:{i}" for i in range(6)]
+    check_kafka(odd, fmt="goldengate", end_offsets=_ends(odd))
+    bad = [*records, KafkaRecord(GG_TOPIC, 0, 15, None, b'{"table": "QA.CUST"')]
+    check_kafka(bad, taken=False, fmt="goldengate", end_offsets=_ends(bad))
+    # topics with an empty name part: the table the reference makes of them has no dot (a
+    # bad record), or drops the empty part
+    for topic in ("QA..CUST", ".CUST", "CUST.", "ogg..QA.CUST"):
+        named = _kafka_records([json.dumps(r, default=str) for r in bare], 1, topic)
+        check_kafka(named, taken=None, fmt="goldengate", end_offsets=_ends(named))
+
+
+def test_kafka_goldengate_column_decode_follows_the_fastparse_switch(monkeypatch):
+    records = _kafka_records(GG, topic=GG_TOPIC)
+    monkeypatch.setattr(fastparse, "ENABLED", False)
+    got = decode_records("goldengate", records, end_offsets=_ends(records), columns=True)
+    assert not isinstance(got.stream, ColumnStream) and len(got.stream.changes) == len(GG)
 
 
 def test_kafka_debezium_values_equal_the_record_decoder():
@@ -647,20 +699,25 @@ def test_kafka_transactions_whole_or_carried_as_the_record_decoder():
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(events=EVENTS, partitions=st.integers(1, 3), cut=st.integers(0, 4))
-def test_hypothesis_kafka_values_of_every_hive_type(events, partitions, cut):
-    records = _kafka_records(_lines("debezium", events), partitions)
-    end: dict[str, dict[str, int]] = {TOPIC: {}}
-    for r in records:
-        end[TOPIC][str(r.partition)] = max(end[TOPIC].get(str(r.partition), 0), r.offset + 1)
-    end[TOPIC]["0"] = max(0, end[TOPIC]["0"] - cut)
+@given(
+    fmt=st.sampled_from(["debezium", "goldengate"]),
+    events=EVENTS,
+    partitions=st.integers(1, 3),
+    cut=st.integers(0, 4),
+)
+def test_hypothesis_kafka_values_of_every_hive_type(fmt, events, partitions, cut):
+    records = _kafka_records(_lines(fmt, events), partitions)
+    end = _ends(records, cut)
     nan = any(isinstance(v, float) and math.isnan(v) for _, _, row in events for v in row.values())
-    ref = decode_records("debezium", records, end_offsets=end)
+    ref = decode_records(fmt, records, end_offsets=end)
     # msgspec refuses NaN, so a NaN the column decoder meets makes it decline; whether it meets
     # one depends on the records the end offsets cut and on the images it decodes (a delete's
     # before image only for its key): with a NaN either answer is right, the outcome must match
     check_kafka(
-        records, end_offsets=end, taken=False if ref.stream.bad else (None if nan else True)
+        records,
+        fmt=fmt,
+        end_offsets=end,
+        taken=False if ref.stream.bad else (None if nan else True),
     )
 
 

@@ -21,7 +21,7 @@ import gc
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from itertools import repeat
 from operator import is_not, itemgetter
@@ -297,6 +297,22 @@ def carried(img: ImageColumns, ops: list[str], need: tuple[str, ...]) -> bool:
     return all(p for p, op in zip(img.present, ops) if op in need)
 
 
+def table_images(
+    afters: list[Any], befores: list[Any], ops: list[str], idx: list[int]
+) -> tuple[ImageColumns, ImageColumns] | None:
+    """``(after, before)`` of one table's changes ``idx`` (raw JSON images of every change,
+    :func:`decode_images`); None when one does not decode or an insert / update lacks its after
+    image or a delete its before image (the reference parser's cases)."""
+    t_ops = take(ops, idx)
+    after = decode_images(take(afters, idx))
+    before = decode_images(take(befores, idx))
+    if after is None or before is None:
+        return None
+    if not carried(after, t_ops, ("I", "U")) or not carried(before, t_ops, ("D",)):
+        return None
+    return after, before
+
+
 # ----------------------------------------------------------------------------- images
 
 
@@ -407,8 +423,8 @@ def learn_tables(
         learn: runs the reference record function on record ``i`` into ``stream``.
         budget: most records learnt from before giving up.
     Returns:
-        the tables; None when more than ``budget`` records were needed (the caller falls back
-        to the reference parser).
+        the tables; None when more than ``budget`` records were needed or a record's table was
+        not learnt from it (the caller falls back to the reference parser).
     """
     scratch = ParsedStream()
     pending = set(table_of)
@@ -420,8 +436,78 @@ def learn_tables(
             continue
         learn(i, scratch)
         used += 1
+        if t not in scratch.tables:
+            return None  # the reference learnt no such table (it refused the record)
         if settled(scratch.tables[t], t):
             pending.discard(t)
         elif used > budget:
             return None
     return scratch.tables
+
+
+@dataclass
+class StreamColumns:
+    """A change stream being turned into a :class:`ColumnStream` by a format's column parser:
+    the per-change lists (one change per record, in stream order) and which changes the
+    batch keeps; each table's images are added with :meth:`add`, then :meth:`finish`.
+
+    Attributes:
+        ops, positions, file_name, lines, suffixes: as :class:`TableColumns`, for every change.
+        kept: indexes of the changes the batch keeps (a Kafka range's end offsets cut the
+            others); None: all.
+    """
+
+    ops: list[str]
+    positions: list[str]
+    file_name: str | list[str]
+    lines: list[int]
+    suffixes: list[str] | None
+    kept: list[int] | None
+    frames: dict[str, TableColumns] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = len(self.ops)
+        # whether change i is kept, and its Change.seq (its index among the kept ones)
+        self._is_kept = [self.kept is None] * n
+        self._seq_of = list(range(n)) if self.kept is None else [-1] * n
+        for seq, i in enumerate(self.kept or ()):
+            self._is_kept[i], self._seq_of[i] = True, seq
+
+    def add(self, table: str, idx: list[int], after: ImageColumns, before: ImageColumns) -> None:
+        """The table's changes (``idx``, their images aligned with them): its frame holds the
+        kept ones (no frame when none is kept)."""
+        mine = [j for j, i in enumerate(idx) if self._is_kept[i]]
+        if not mine:
+            return
+        if len(mine) < len(idx):
+            after, before = after.take(mine), before.take(mine)
+        rows = take(idx, mine)
+        self.frames[table] = TableColumns(
+            table,
+            take(self.ops, rows),
+            take(self.positions, rows),
+            take(self._seq_of, rows),
+            self.file_name if isinstance(self.file_name, str) else take(self.file_name, rows),
+            take(self.lines, rows),
+            None if self.suffixes is None else take(self.suffixes, rows),
+            after,
+            before,
+        )
+
+    def finish(
+        self,
+        table_of: list[str],
+        settled: Callable[[SourceTable, str], bool],
+        learn: Callable[[int, ParsedStream], None],
+        reference: Callable[[], ParsedStream],
+    ) -> ColumnStream | None:
+        """The stream, its tables learnt from every change (:func:`learn_tables`), its
+        position range from the kept ones; None when the tables cannot be learnt."""
+        learnt = learn_tables(table_of, settled, learn)
+        if learnt is None:
+            return None
+        kept = self.positions if self.kept is None else take(self.positions, self.kept)
+        first, last = position_range(kept)
+        return ColumnStream(
+            self.frames, reference, learnt, first_position=first, last_position=last
+        )

@@ -185,27 +185,18 @@ def _stream(
     ops = [_DBZ_OPS[op] for op in map(attrgetter("op"), envs)]
     afters = list(map(attrgetter("after"), envs))
     befores = list(map(attrgetter("before"), envs))
-    is_kept = [True] * len(envs) if kept is None else [False] * len(envs)
-    for i in kept or ():
-        is_kept[i] = True
-    seq_of = list(range(len(envs))) if kept is None else [-1] * len(envs)
-    for seq, i in enumerate(kept or ()):
-        seq_of[i] = seq
-    frames: dict[str, cols.TableColumns] = {}
+    out = cols.StreamColumns(ops, positions, file_name, lines, suffixes, kept)
     names: dict[str, set[str]] = {}
     any_key: dict[str, bool] = {}
     for t, idx in cols.by_table(table_of).items():
-        t_ops = cols.take(ops, idx)
         t_schemas = cols.take(schemas, idx)
         if not all(map(t_schemas[0].__eq__, t_schemas)):
             return None  # the schema changes within the stream: the reference parser
         fields = schema_fields(loads(bytes(t_schemas[0]).decode())) if len(t_schemas[0]) else {}
-        after = cols.decode_images(cols.take(afters, idx))
-        before = cols.decode_images(cols.take(befores, idx))
-        if after is None or before is None:
+        images = cols.table_images(afters, befores, ops, idx)
+        if images is None:
             return None
-        if not cols.carried(after, t_ops, ("I", "U")) or not cols.carried(before, t_ops, ("D",)):
-            return None
+        after, before = images
         for img in (after, before):
             for n, col in img.values.items():
                 f = fields.get(n)
@@ -213,45 +204,20 @@ def _stream(
                     img.values[n] = [v if v is cols.ABSENT else debezium_value(f, v) for v in col]
         names[t] = set(fields) if fields else after.valued() | before.valued()
         any_key[t] = any(cols.take(keyed, idx))
-        mine = [j for j, i in enumerate(idx) if is_kept[i]]
-        if not mine:
-            continue
-        if len(mine) < len(idx):
-            after, before = after.take(mine), before.take(mine)
-        rows = cols.take(idx, mine)
-        frames[t] = cols.TableColumns(
-            t,
-            cols.take(ops, rows),
-            cols.take(positions, rows),
-            cols.take(seq_of, rows),
-            file_name if isinstance(file_name, str) else cols.take(file_name, rows),
-            cols.take(lines, rows),
-            cols.take(suffixes, rows),
-            after,
-            before,
-        )
+        out.add(t, idx, after, before)
 
     def settled(st: SourceTable, t: str) -> bool:
         return st.columns.keys() >= names[t] and (bool(st.primary_key) or not any_key[t])
 
-    learnt = cols.learn_tables(table_of, settled, learn)
-    if learnt is None:
-        return None
-    first, last = cols.position_range(positions if kept is None else cols.take(positions, kept))
-    return cols.ColumnStream(
-        frames,
-        reference,
-        learnt,
-        first_position=first,
-        last_position=last,
-    )
+    return out.finish(table_of, settled, learn, reference)
 
 
 # ----------------------------------------------------------------------------- Kafka values
 
 
 class KafkaEvent:
-    """A Kafka record's Debezium value, decoded as far as ``decode_records`` needs before it
+    """A Kafka record's Debezium (or GoldenGate: ``acidflow.sources.fastparse.
+    kafka_goldengate_event``) value, decoded as far as ``decode_records`` needs before it
     knows which records the batch keeps (a slotted record, not a dict).
 
     Attributes:

@@ -32,14 +32,17 @@ be learnt, :func:`acidflow.sources.columns.learn_tables`). What is taken, per fo
   lists of ``{name, type, value}``) and format-version 1 documents (``columnnames`` /
   ``columntypes`` / ``columnvalues``, ``oldkeys``), positions from the commit LSN.
 
-Kafka's Debezium JSON values take the same envelope Structs
-(:func:`acidflow.sources.fastdebezium.kafka_event`, ``decode_records(columns=True)``).
+Kafka's Debezium and GoldenGate JSON values take the same envelope Structs
+(:func:`acidflow.sources.fastdebezium.kafka_event`, :func:`kafka_goldengate_event`,
+``decode_records(columns=True)``). Avro values (a schema registry's) are decoded record by
+record: fastavro, the decoder, makes a ``dict`` per record and pyarrow has no Avro reader.
 
 The parse runs with Python's cyclic garbage collector paused
 (:func:`acidflow.sources.columns.collector_paused`): it makes no reference cycle, and the
 collector's passes over the many small containers cost as much as the parse (bench/NOTES.md).
 
-Environment: ``ACIDFLOW_CDC_FASTPARSE=0`` turns it off (every file goes the reference parser).
+Environment: ``ACIDFLOW_CDC_FASTPARSE=0`` turns it off (every file and Kafka range goes the
+reference parser).
 """
 
 from __future__ import annotations
@@ -138,8 +141,8 @@ if msgspec is not None:
     class _GGRecord(msgspec.Struct, gc=False):
         """A GoldenGate record's envelope (images as raw JSON)."""
 
-        table: str
-        op_type: str
+        table: Any = None  # a str with a dot is taken (a Kafka value may take the topic's)
+        op_type: Any = None
         pos: Any = None
         op_ts: Any = None
         primary_keys: Any = None
@@ -172,11 +175,36 @@ def _parse_goldengate(
     recs: list[_GGRecord] = list(map(_GG_DECODER.decode, map(itemgetter(1), numbered)))
     if any(r.txind is not cols.ABSENT or r.tx_ind is not cols.ABSENT for r in recs):
         return None  # transaction indicators: the reference parser tracks them
+
+    def learn(i: int, out: ParsedStream) -> None:
+        lineno, raw = numbered[i]
+        goldengate_record(loads(raw), file_name, lineno, out, TxnTracker(file_name))
+
+    lines = list(map(itemgetter(0), numbered))
+    return _gg_stream(recs, file_name, lines, None, learn, reference)
+
+
+def _gg_stream(
+    recs: list[Any],
+    file_name: str | list[str],
+    lines: list[int],
+    kept: list[int] | None,
+    learn: Callable[[int, ParsedStream], None],
+    reference: Callable[[], ParsedStream],
+) -> cols.ColumnStream | None:
+    """The :class:`~acidflow.sources.columns.ColumnStream` of GoldenGate records (one change
+    each, in stream order): ``kept`` (indexes; None: all) are the stream's changes, every
+    record teaches the tables (``learn(i, stream)``: the reference record decoder).
+
+    Raises:
+        RecordError: a record without ``pos`` or with an ``op_ts`` the reference refuses;
+        TypeError: a field of a type the reference quarantines (the callers then run it).
+    """
     ops = list(map(attrgetter("op_type"), recs))
     if not set(ops) <= {"I", "U", "D"}:
         return None
     tables = list(map(attrgetter("table"), recs))
-    if not all(map(str.__contains__, tables, repeat("."))):
+    if not all(isinstance(t, str) and "." in t for t in tables):
         return None
     positions = _gg_positions(recs)
     pks = list(map(attrgetter("primary_keys"), recs))
@@ -185,50 +213,75 @@ def _parse_goldengate(
     afters = list(map(attrgetter("after"), recs))
     befores = list(map(attrgetter("before"), recs))
     table_of = list(map(str.lower, tables))
-    lines = list(map(itemgetter(0), numbered))
-    frames: dict[str, cols.TableColumns] = {}
+    out = cols.StreamColumns(ops, positions, file_name, lines, None, kept)
     names: dict[str, set[str]] = {}
     for t, idx in cols.by_table(table_of).items():
-        t_ops = cols.take(ops, idx)
-        after = cols.decode_images(cols.take(afters, idx))
-        before = cols.decode_images(cols.take(befores, idx))
-        if after is None or before is None:
+        images = cols.table_images(afters, befores, ops, idx)
+        if images is None:
             return None
-        if not cols.carried(after, t_ops, ("I", "U")) or not cols.carried(before, t_ops, ("D",)):
-            return None
+        after, before = images
         seen = set(after.values) | set(before.values)
         if any(k.endswith("_ismissing") for k in seen):
             return None  # _isMissing flags: the reference parser's rules
         names[t] = after.valued() | before.valued()  # what types can be inferred from
-        frames[t] = cols.TableColumns(
-            t,
-            t_ops,
-            cols.take(positions, idx),
-            idx,
-            file_name,
-            cols.take(lines, idx),
-            None,
-            after,
-            before,
-        )
+        out.add(t, idx, after, before)
 
     def settled(st: SourceTable, t: str) -> bool:
         return bool(st.primary_key) and st.columns.keys() >= names[t]
 
-    def learn(i: int, out: ParsedStream) -> None:
-        lineno, raw = numbered[i]
-        goldengate_record(loads(raw), file_name, lineno, out, TxnTracker(file_name))
+    return out.finish(table_of, settled, learn, reference)
 
-    learnt = cols.learn_tables(table_of, settled, learn)
-    if learnt is None:
+
+# ----------------------------------------------------------------------------- Kafka values
+
+
+def kafka_goldengate_event(
+    value: bytes | None, topic_table: tuple[str | None, str]
+) -> fastdebezium.KafkaEvent:
+    """One Kafka record's GoldenGate JSON value, read as ``acidflow.sources.kafka._decode``
+    reads it: ``txind``/``tx_ind`` ignored (on Kafka a record stands alone), a ``table`` that
+    is not a string taken from the topic ``<prefix>.<schema>.<table>`` (``topic_table`` =
+    ``(schema, table)``); GoldenGate has no transaction id. A null value carries nothing.
+
+    Raises:
+        msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError: not a UTF-8 JSON
+            object of the envelope's types (all ValueErrors: the caller decodes the range
+            with the reference decoder).
+    """
+    if value is None:
+        return fastdebezium.KafkaEvent(None, None, None, None, False)
+    r = _GG_DECODER.decode(value)
+    if not isinstance(r.table, str) and topic_table[0] is not None:
+        r.table = ".".join(p for p in topic_table if p)  # the reference's words: "a..b" -> "a.b"
+    collection = r.table.lower() if isinstance(r.table, str) else None
+    return fastdebezium.KafkaEvent(None, collection, r, None, False)
+
+
+def kafka_goldengate_stream(
+    events: list[fastdebezium.KafkaEvent],
+    names: list[str],
+    offsets: list[int],
+    kept: list[bool],
+    learn: Callable[[int, ParsedStream], None],
+    reference: Callable[[], ParsedStream],
+) -> cols.ColumnStream | None:
+    """:func:`acidflow.sources.fastdebezium.kafka_stream` of GoldenGate values
+    (:func:`kafka_goldengate_event`): the same arguments and answer.
+
+    Raises:
+        RecordError, TypeError: as :func:`_gg_stream` (``decode_records`` then decodes the
+            range record by record).
+    """
+    at = [i for i, e in enumerate(events) if e.env is not None]
+    if not at:
         return None
-    first, last = cols.position_range(positions)
-    return cols.ColumnStream(
-        frames,
+    return _gg_stream(
+        [events[i].env for i in at],
+        [names[i] for i in at],
+        [offsets[i] for i in at],
+        [j for j, i in enumerate(at) if kept[i]],
+        lambda j, out: learn(at[j], out),
         reference,
-        learnt,
-        first_position=first,
-        last_position=last,
     )
 
 

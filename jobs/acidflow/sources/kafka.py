@@ -55,6 +55,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from acidflow.sources import fastparse
 from acidflow.sources.avro import AvroDecoder
 from acidflow.sources.columns import available, collector_paused
 from acidflow.sources.debezium import (
@@ -64,6 +65,7 @@ from acidflow.sources.debezium import (
     unwrap,
 )
 from acidflow.sources.fastdebezium import KafkaEvent, kafka_event, kafka_stream
+from acidflow.sources.fastparse import kafka_goldengate_event, kafka_goldengate_stream
 from acidflow.sources.goldengate import goldengate_record
 from acidflow.sources.lines import TxnTracker, loads
 from acidflow.sources.records import (
@@ -177,8 +179,9 @@ def decode_records(
         decoder: how keys and values are decoded: None for JSON (Kafka Connect's
             JsonConverter), an :class:`~acidflow.sources.avro.AvroDecoder` for Avro through a
             schema registry (Debezium only; the transaction topic too).
-        columns: decode Debezium JSON values straight into columns
-            (:func:`acidflow.sources.fastdebezium.kafka_stream`: the stream is then a
+        columns: decode JSON values straight into columns (Debezium:
+            :func:`acidflow.sources.fastdebezium.kafka_stream`, GoldenGate:
+            :func:`acidflow.sources.fastparse.kafka_goldengate_stream`: the stream is then a
             :class:`~acidflow.sources.columns.ColumnStream`, equal to the one this function
             gives without it); ranges it cannot take are decoded record by record as without.
         topics: the source's data topics, also those not created yet: a transaction's END
@@ -200,7 +203,7 @@ def decode_records(
     if decoder is not None and fmt != "debezium":
         raise ValueError("Avro values are read for format debezium only, not goldengate")
     ordered = sorted(records, key=lambda r: (r.topic, r.partition, r.offset))
-    if columns and fmt == "debezium" and decoder is None:
+    if columns and decoder is None:
         with collector_paused():
             return _decode_columns(
                 fmt,
@@ -208,7 +211,7 @@ def decode_records(
                 end_offsets,
                 transaction_topic,
                 markers_seen,
-                _events(ordered, transaction_topic),
+                _events(fmt, ordered, transaction_topic),
                 topics=topics,
             )
     return _decode_columns(
@@ -274,7 +277,7 @@ def _decode_columns(
         stream = None
         if not any(rec.offset < _end(cut, rec) for rec, _ in bad_markers):
             try:
-                stream = kafka_stream(
+                stream = (kafka_stream if fmt == "debezium" else kafka_goldengate_stream)(
                     events,
                     [f"{d.record.topic}/{d.record.partition}" for d in data],
                     [d.record.offset for d in data],
@@ -331,12 +334,17 @@ def _decode_columns(
     return KafkaBatch(out, cut, carried, applied, waiting)
 
 
-def _events(ordered: list[KafkaRecord], transaction_topic: str | None) -> list[KafkaEvent] | None:
-    """The data records' Debezium JSON values (:func:`acidflow.sources.fastdebezium.kafka_event`),
-    None when one is not taken (the range is then decoded record by record)."""
-    if not available():
+def _events(
+    fmt: str, ordered: list[KafkaRecord], transaction_topic: str | None
+) -> list[KafkaEvent] | None:
+    """The data records' JSON values (Debezium: :func:`acidflow.sources.fastdebezium.kafka_event`,
+    GoldenGate: :func:`acidflow.sources.fastparse.kafka_goldengate_event`), None when one is not
+    taken or the column decoder is off (the range is then decoded record by record)."""
+    if not available() or not fastparse.ENABLED:
         return None
     try:
+        if fmt == "goldengate":
+            return [kafka_goldengate_event(rec.value, _topic_table(rec.topic)) for rec in ordered]
         return [
             kafka_event(rec.value, rec.key is not None, _topic_table(rec.topic))
             for rec in ordered
