@@ -144,3 +144,30 @@ def test_insert_sees_the_transactions_earlier_statements(spark, catalog):
             txn.insert("db.t", pa.table({"k": [1], "v": ["a"], "ds": ["d1"]}))
             txn.insert("db.t", pa.table({"k": [1], "v": ["b"], "ds": ["d2"]}))
     assert reads.read_table(None, catalog, "db.t").num_rows == 0
+
+
+@pytest.mark.parametrize("kind", ["arrow", "spark"])
+def test_insert_overwrite_refuses_repeated_and_null_keys(spark, catalog, kind):
+    """An INSERT OVERWRITE of a keyed table used to write every row it was given: a key on two
+    rows became two live rows. Now a repeated or NULL key refuses it, naming the table and the
+    key, and the stored rows stay; stored keys are replaced, not refused."""
+    keyed(catalog)
+    make = arrow if kind == "arrow" else (lambda p: spark_df(spark, p))
+    with Transaction(catalog) as txn:
+        txn.insert("db.t", make([(1, "a"), (2, "b")]))
+    commits = len(catalog.commit_records("db.t"))
+    with pytest.raises(ExistingKeysError) as e:
+        with Transaction(catalog) as txn:
+            txn.insert_overwrite("db.t", make([(2, "b2"), (3, "c"), (3, "c2")]))
+    msg = str(e.value)
+    assert msg.startswith("insert overwrite db.t: 1 repeated within the batch (key k)")
+    assert "{'k': 3} (repeated)" in msg and "keep one row of each key" in msg
+    with pytest.raises(NullKeyError, match="insert overwrite db.t: 1 row"):
+        with Transaction(catalog) as txn:
+            txn.insert_overwrite("db.t", make([(None, "n"), (4, "d")]))
+    assert rows(catalog) == [(1, "a"), (2, "b")]
+    assert len(catalog.commit_records("db.t")) == commits
+    with Transaction(catalog) as txn:
+        txn.insert_overwrite("db.t", make([(2, "b2"), (3, "c")]))
+    assert rows(catalog) == [(2, "b2"), (3, "c")]
+    assert [f for f in fsck_table(catalog, "db.t") if f.kind == "duplicate_key"] == []

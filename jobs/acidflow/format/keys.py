@@ -35,6 +35,9 @@ did not need aborting, never let a duplicate through.
   the stored row (split-update), ``"ignore"`` inserts only the new keys (Hive's ``MERGE ...
   WHEN NOT MATCHED THEN INSERT``). Keys written concurrently are caught at commit by the
   key-level write set above. Tables without a primary key keep Hive's INSERT semantics.
+* *An INSERT OVERWRITE writes one row per key.* It replaces the stored rows, so stored keys
+  are not looked up, but a NULL key or a key on more than one of its rows refuses it
+  (``Transaction.insert_overwrite``, the ``acid`` data source's overwrite).
 """
 
 from __future__ import annotations

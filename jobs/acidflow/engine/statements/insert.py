@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ON_EXISTING",
+    "OVERWRITE_HINT",
     "ExistingKeysError",
     "NullKeyError",
     "check_batch_arrow",
@@ -54,6 +55,12 @@ __all__ = [
 
 #: what an insert into a keyed table does with a key that is already stored (module doc)
 ON_EXISTING = ("error", "upsert", "ignore")
+#: the advice an INSERT OVERWRITE's :class:`ExistingKeysError` ends with (repeated keys only:
+#: the stored rows are replaced)
+OVERWRITE_HINT = (
+    "An insert overwrite replaces the stored rows but writes one row per key: keep one row of "
+    "each key (e.g. the newest) and run it again."
+)
 #: keys named at most in an :class:`ExistingKeysError`
 MAX_NAMED_KEYS = 10
 #: the advice an :class:`ExistingKeysError` ends with, unless the caller words its own
@@ -259,9 +266,13 @@ def check_batch_spark(
     on_existing: str,
     *,
     statement: str = "insert into",
+    hint: str = INSERT_HINT,
+    stored: bool = True,
 ) -> "DataFrame":
     """:func:`check_batch_arrow` of a Spark DataFrame (``conform.aligned``; cache it: it is
     read by several jobs) at the transaction's snapshot, for ``"error"`` and ``"ignore"``.
+    ``statement``, ``hint``, ``stored``: as :func:`check_batch_arrow` (``stored=False``: NULL
+    and repeated keys only, two jobs reading the key columns).
 
     Returns:
         The rows to insert (``"ignore"``: without the rows of stored keys; a cached frame the
@@ -276,15 +287,16 @@ def check_batch_spark(
     refuse_null_keys_spark(table, rows, statement)
     batch_keys = rows.select(*key)
     repeated = batch_keys.groupBy(*key).count().where(F.col("count") > 1).select(*key).cache()
+    if stored:
+        matched = lookup.matching_rows(spark, txn.catalog, txn, table, batch_keys.distinct())
+    else:  # the statement replaces the stored rows: nothing to look up
+        matched = batch_keys.limit(0).withColumn("owid", F.lit(0).cast("long"))
     existing = (
-        lookup.matching_rows(spark, txn.catalog, txn, table, batch_keys.distinct())
-        .groupBy(*key)
-        .agg(F.sort_array(F.collect_set("owid")).alias("_acid_owids"))
-        .cache()
+        matched.groupBy(*key).agg(F.sort_array(F.collect_set("owid")).alias("_acid_owids")).cache()
     )
     try:
         n_rep = repeated.count()
-        n_exist = existing.count() if on_existing == "error" else 0
+        n_exist = existing.count() if on_existing == "error" and stored else 0
         if n_rep or n_exist:
             shown = existing.orderBy(*key).limit(MAX_NAMED_KEYS).collect() if n_exist else []
             examples = [{k: r[k] for k in key} for r in shown]
@@ -302,6 +314,7 @@ def check_batch_spark(
                 examples,
                 write_ids,
                 statement=statement,
+                hint=hint,
             )
         if on_existing != "ignore":
             return rows
