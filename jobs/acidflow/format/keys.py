@@ -35,9 +35,12 @@ did not need aborting, never let a duplicate through.
   the stored row (split-update), ``"ignore"`` inserts only the new keys (Hive's ``MERGE ...
   WHEN NOT MATCHED THEN INSERT``). Keys written concurrently are caught at commit by the
   key-level write set above. Tables without a primary key keep Hive's INSERT semantics.
-* *An INSERT OVERWRITE writes one row per key.* It replaces the stored rows, so stored keys
-  are not looked up, but a NULL key or a key on more than one of its rows refuses it
-  (``Transaction.insert_overwrite``, the ``acid`` data source's overwrite).
+* *An INSERT OVERWRITE writes one row per key.* A NULL key or a key on more than one of its
+  rows refuses it; the keys stored in what it replaces are not looked up (they go), but a key
+  stored in a partition it does not replace refuses it when the key does not name the
+  partition (:func:`scope_rule`): ``Transaction.insert_overwrite``
+  (``acidflow.engine.statements.insert.check_overwrite``). The ``acid`` data source's overwrite
+  checks NULL and repeated keys per write task only.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ semantics (every row appended; ``on_existing`` must be ``"error"``, the default)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Sequence
 
 import pyarrow as pa
 
@@ -33,6 +33,7 @@ from acidflow.engine.statements import external
 from acidflow.engine.writer import WriteResult, write_insert_events
 from acidflow.errors import AcidflowError
 from acidflow.format import keys
+from acidflow.format import partitions as parts
 from acidflow.format.table import TableDesc
 from acidflow.read import snapshot
 from acidflow.states import LockType
@@ -47,6 +48,7 @@ __all__ = [
     "NullKeyError",
     "check_batch_arrow",
     "check_batch_spark",
+    "check_overwrite",
     "check_on_existing",
     "insert",
     "refuse_null_keys_arrow",
@@ -60,6 +62,12 @@ ON_EXISTING = ("error", "upsert", "ignore")
 OVERWRITE_HINT = (
     "An insert overwrite replaces the stored rows but writes one row per key: keep one row of "
     "each key (e.g. the newest) and run it again."
+)
+#: the advice an INSERT OVERWRITE's :class:`ExistingKeysError` ends with when a key of its rows
+#: is stored in a partition it does not replace
+OVERWRITE_OUTSIDE_HINT = (
+    "A key names one row of the table: the key is stored in a partition this overwrite does "
+    "not replace; delete it there first, or overwrite that partition too."
 )
 #: keys named at most in an :class:`ExistingKeysError`
 MAX_NAMED_KEYS = 10
@@ -322,6 +330,94 @@ def check_batch_spark(
     finally:
         repeated.unpersist()
         existing.unpersist()
+
+
+def check_overwrite(
+    txn: StatementContext,
+    table: TableDesc,
+    rows: "DataFrame | pa.Table",
+    partitions: Collection[str] | None,
+    *,
+    statement: str = "insert overwrite",
+) -> None:
+    """The primary key rules of an INSERT OVERWRITE of a keyed table (``acidflow.format.keys``)
+    for ``rows`` (aligned to ``table``, ``conform.aligned`` / ``aligned_arrow``), before
+    anything is written: a NULL key or a key on more than one row refuses it; the keys stored
+    in the partitions it replaces are not looked up (they go), but when the key does not name
+    the partition (``keys.scope_rule``) a key stored in another partition refuses it too.
+
+    Args:
+        txn: the open transaction (its snapshot is read).
+        partitions: the partition paths replaced (``ds=2024-01-01``); None: those of ``rows``
+            (Hive's dynamic-partition overwrite; one Spark job for a DataFrame). Ignored for
+            an unpartitioned table (all of it is replaced).
+    Raises:
+        NullKeyError: a NULL in a key column.
+        ExistingKeysError: a key repeated in ``rows`` (hint :data:`OVERWRITE_HINT`), or stored
+            in a partition not replaced (hint :data:`OVERWRITE_OUTSIDE_HINT`), naming the
+            first keys and the write ids holding them.
+    """
+    kw: dict[str, Any] = {"statement": statement, "hint": OVERWRITE_HINT, "stored": False}
+    if isinstance(rows, pa.Table):
+        check_batch_arrow(txn.catalog, txn, table, rows, "error", **kw)
+        if not rows.num_rows:
+            return
+    else:
+        check_batch_spark(txn.session(rows), txn, table, rows, "error", **kw)
+    by_partition, _ = keys.scope_rule(table)
+    if not table.partition_columns or by_partition:
+        return
+    key = list(table.primary_key)
+    pnames = [c.name for c in table.partition_columns]
+    if partitions is None:
+        if isinstance(rows, pa.Table):
+            present = rows.select(pnames).group_by(pnames).aggregate([]).to_pylist()
+        else:
+            present = [r.asDict() for r in rows.select(*pnames).distinct().collect()]
+        partitions = {parts.make_partition_path([(p, r[p]) for p in pnames]) for r in present}
+    if isinstance(rows, pa.Table):
+        found = lookup.existing_rows_arrow(
+            txn.catalog, table, txn, rows.select(key), skip_partitions=partitions
+        )
+        held: dict[tuple[Any, ...], set[int]] = {}
+        rid = found.column(snapshot.ROW_ID).combine_chunks().field("writeid").to_pylist()
+        for k, w in zip(_key_tuples(found, key), rid):
+            held.setdefault(k, set()).add(w)
+        n = len(held)
+        named = sorted(held)[:MAX_NAMED_KEYS]
+        examples = [dict(zip(key, k)) for k in named]
+        write_ids = [sorted(held[k]) for k in named]
+    else:
+        # deferred: pyspark is imported only by the statements that run Spark SQL
+        from pyspark.sql import functions as F
+
+        spark = txn.session(rows)
+        stored = (
+            lookup.matching_rows(
+                spark, txn.catalog, txn, table, rows.select(*key), skip_partitions=partitions
+            )
+            .groupBy(*key)
+            .agg(F.sort_array(F.collect_set("owid")).alias("_acid_owids"))
+            .cache()
+        )
+        try:
+            n = stored.count()
+            shown = stored.orderBy(*key).limit(MAX_NAMED_KEYS).collect() if n else []
+        finally:
+            stored.unpersist()
+        examples = [{k: r[k] for k in key} for r in shown]
+        write_ids = [list(r["_acid_owids"]) for r in shown]
+    if n:
+        raise ExistingKeysError(
+            table.name,
+            key,
+            n,
+            0,
+            examples,
+            write_ids,
+            statement=statement,
+            hint=OVERWRITE_OUTSIDE_HINT,
+        )
 
 
 def insert(
