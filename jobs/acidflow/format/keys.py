@@ -40,7 +40,8 @@ did not need aborting, never let a duplicate through.
   stored in a partition it does not replace refuses it when the key does not name the
   partition (:func:`scope_rule`): ``Transaction.insert_overwrite``
   (``acidflow.engine.statements.insert.check_overwrite``). The ``acid`` data source's overwrite
-  checks NULL and repeated keys per write task only.
+  refuses NULL keys and keys repeated within or across its write tasks (at commit), but does
+  not look for keys stored in partitions it does not replace.
 """
 
 from __future__ import annotations
