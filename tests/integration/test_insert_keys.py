@@ -144,3 +144,72 @@ def test_insert_sees_the_transactions_earlier_statements(spark, catalog):
             txn.insert("db.t", pa.table({"k": [1], "v": ["a"], "ds": ["d1"]}))
             txn.insert("db.t", pa.table({"k": [1], "v": ["b"], "ds": ["d2"]}))
     assert reads.read_table(None, catalog, "db.t").num_rows == 0
+
+
+@pytest.mark.parametrize("kind", ["arrow", "spark"])
+def test_insert_overwrite_refuses_repeated_and_null_keys(spark, catalog, kind):
+    """An INSERT OVERWRITE of a keyed table used to write every row it was given: a key on two
+    rows became two live rows. Now a repeated or NULL key refuses it, naming the table and the
+    key, and the stored rows stay; stored keys are replaced, not refused."""
+    keyed(catalog)
+    make = arrow if kind == "arrow" else (lambda p: spark_df(spark, p))
+    with Transaction(catalog) as txn:
+        txn.insert("db.t", make([(1, "a"), (2, "b")]))
+    commits = len(catalog.commit_records("db.t"))
+    with pytest.raises(ExistingKeysError) as e:
+        with Transaction(catalog) as txn:
+            txn.insert_overwrite("db.t", make([(2, "b2"), (3, "c"), (3, "c2")]))
+    msg = str(e.value)
+    assert msg.startswith("insert overwrite db.t: 1 repeated within the batch (key k)")
+    assert "{'k': 3} (repeated)" in msg and "keep one row of each key" in msg
+    with pytest.raises(NullKeyError, match="insert overwrite db.t: 1 row"):
+        with Transaction(catalog) as txn:
+            txn.insert_overwrite("db.t", make([(None, "n"), (4, "d")]))
+    assert rows(catalog) == [(1, "a"), (2, "b")]
+    assert len(catalog.commit_records("db.t")) == commits
+    with Transaction(catalog) as txn:
+        txn.insert_overwrite("db.t", make([(2, "b2"), (3, "c")]))
+    assert rows(catalog) == [(2, "b2"), (3, "c")]
+    assert [f for f in fsck_table(catalog, "db.t") if f.kind == "duplicate_key"] == []
+
+
+@pytest.mark.parametrize("kind", ["arrow", "spark"])
+def test_partition_overwrite_refuses_a_key_stored_in_another_partition(spark, catalog, kind):
+    """A key names one row of the table: a partition overwrite (explicit or dynamic) of a
+    table whose key does not name the partition is refused when one of its keys is stored in
+    a partition it does not replace; keys in the replaced partition are not refused."""
+    catalog.create_table(
+        TableDef(
+            name="db.p",
+            columns=[Column("k", "int"), Column("v", "string")],
+            partition_columns=[Column("ds", "string")],
+            primary_key=["k"],
+        )
+    )
+
+    def make(triples):
+        if kind == "arrow":
+            return pa.table({c: [t[i] for t in triples] for i, c in enumerate(["k", "v", "ds"])})
+        return spark.createDataFrame(triples, "k int, v string, ds string")
+
+    def stored():
+        return sorted(
+            (r["k"], r["v"], r["ds"]) for r in reads.read_table(None, catalog, "db.p").to_pylist()
+        )
+
+    with Transaction(catalog) as txn:
+        w1 = txn.insert("db.p", make([(1, "a", "d1"), (2, "b", "d2")])).write_id
+    for partitions in ([{"ds": "d1"}], None):
+        with pytest.raises(ExistingKeysError) as e:
+            with Transaction(catalog) as txn:
+                txn.insert_overwrite("db.p", make([(1, "a2", "d1"), (2, "b2", "d1")]), partitions)
+        assert str(e.value).startswith(
+            "insert overwrite db.p: 1 primary key value(s) already in the table (key k)"
+        )
+        assert e.value.examples == [{"k": 2}] and e.value.write_ids == [[w1]]
+        assert "a partition this overwrite does not replace" in str(e.value)
+    assert stored() == [(1, "a", "d1"), (2, "b", "d2")]
+    with Transaction(catalog) as txn:  # key 1 lives in d1, which this replaces
+        txn.insert_overwrite("db.p", make([(1, "a2", "d1"), (3, "c", "d1")]))
+    assert stored() == [(1, "a2", "d1"), (2, "b", "d2"), (3, "c", "d1")]
+    assert [f for f in fsck_table(catalog, "db.p") if f.kind == "duplicate_key"] == []

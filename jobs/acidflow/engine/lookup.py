@@ -15,9 +15,10 @@ compaction, ``acidflow.read.keyindex``) answers without reading the base's key c
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Collection, Iterable
 
 import pyarrow as pa
 import pyorc
@@ -91,15 +92,18 @@ def plan_current(
     *,
     partitions: Iterable[str] | None = None,
     buckets: Iterable[int] | None = None,
+    skip_partitions: Collection[str] = (),
 ) -> CurrentPlan:
-    """Plan the read of the snapshot a writer sees (one catalog query, one listing).
+    """Plan the read of the snapshot a writer sees (one catalog query, one listing), of
+    ``partitions`` (None: all) but ``skip_partitions`` (partition paths), ``buckets`` (None:
+    all).
 
     Raises:
         acidflow.format.layout.NotEnoughHistoryError: as ``snapshot.plan_read``.
     """
     valid = catalog.valid_write_ids(table.name, txn_id=txn.txn_id if txn else None)
     tfs = TableFS(table.location)
-    return CurrentPlan(
+    current = CurrentPlan(
         tfs,
         table.location,
         snapshot.plan_read(
@@ -114,6 +118,11 @@ def plan_current(
             txn_state=catalog.visibility_lookup(),
         ),
     )
+    if skip_partitions:
+        skip = set(skip_partitions)
+        tasks = [t for t in current.plan.tasks if t.partition not in skip]
+        current.plan = dataclasses.replace(current.plan, tasks=tasks)
+    return current
 
 
 def stored_column_max(current: CurrentPlan, column: str) -> tuple[bool, str | None]:
@@ -196,16 +205,20 @@ def existing_rows_arrow(
     *,
     extra: Iterable[str] = (),
     spark: "SparkSession | None" = None,
+    skip_partitions: Collection[str] = (),
 ) -> pa.Table:
     """The visible rows whose primary key is among ``keys_tbl`` (an Arrow table of the key
     columns), as an Arrow table in the driver: the key columns, the partition columns, the
     ``extra`` data columns and ``ROW__ID``. Only the partitions and buckets the keys can touch
     are planned (:func:`key_scope_arrow`), at ``txn``'s snapshot (None: the latest committed
-    one), and read by :func:`lookup_rows` (in this process without ``spark``)."""
+    one), but ``skip_partitions``, and read by :func:`lookup_rows` (in this process without
+    ``spark``)."""
     key = list(table.primary_key)
     data_cols = {c.name for c in table.columns}
     partitions, buckets = key_scope_arrow(table, keys_tbl)
-    current = plan_current(catalog, table, txn, partitions=partitions, buckets=buckets)
+    current = plan_current(
+        catalog, table, txn, partitions=partitions, buckets=buckets, skip_partitions=skip_partitions
+    )
     project = [k for k in key if k in data_cols]
     project += [f for f in extra if f in data_cols and f not in project]
     found = lookup_rows(
@@ -242,12 +255,15 @@ def current_rows(
     row_id: bool = True,
     project: list[str] | None = None,
     keys: pa.Table | None = None,
+    skip_partitions: Collection[str] = (),
 ) -> "DataFrame":
     """The table's visible rows for a writer: snapshot at the transaction's own
-    ``ValidWriteIdList`` (its earlier statements included), restricted to partitions/buckets;
-    ``project`` (data columns to read) and ``keys`` (rows whose key is among these) are pushed
-    into the readers (``acidflow.read.snapshot.read_task``)."""
-    cur = plan_current(catalog, table, txn, partitions=partitions, buckets=buckets)
+    ``ValidWriteIdList`` (its earlier statements included), restricted to partitions/buckets
+    (:func:`plan_current`); ``project`` (data columns to read) and ``keys`` (rows whose key is
+    among these) are pushed into the readers (``acidflow.read.snapshot.read_task``)."""
+    cur = plan_current(
+        catalog, table, txn, partitions=partitions, buckets=buckets, skip_partitions=skip_partitions
+    )
     return snapshot.read_spark(
         spark, cur.table_dir, cur.plan, row_id=row_id, project=project, keys=keys
     )
@@ -260,9 +276,11 @@ def matching_rows(
     table: TableDesc,
     keys_df: "DataFrame",
     extra: Iterable[str] = (),
+    skip_partitions: Collection[str] = (),
 ) -> "DataFrame":
     """Existing rows (key columns, partition columns, the ``extra`` columns, ``owid``,
-    ``bprop``, ``rowid`` of the ROW__ID) whose key is in ``keys_df``.
+    ``bprop``, ``rowid`` of the ROW__ID) whose key is in ``keys_df``, in every partition the
+    keys can touch but ``skip_partitions``.
 
     Raises:
         ValueError: the table has no primary key.
@@ -274,7 +292,15 @@ def matching_rows(
     if not key:
         raise ValueError(f"table {table.name} has no primary key; delete/upsert need one")
     partitions, buckets = key_scope(table, keys_df)
-    existing = current_rows(spark, catalog, table, txn, partitions=partitions, buckets=buckets)
+    existing = current_rows(
+        spark,
+        catalog,
+        table,
+        txn,
+        partitions=partitions,
+        buckets=buckets,
+        skip_partitions=skip_partitions,
+    )
     pnames = [c.name for c in table.partition_columns]
     cols = list(dict.fromkeys(key + pnames + list(extra)))
     existing = existing.select(

@@ -622,6 +622,8 @@ class Transaction:
         table_name: str,
         df: "DataFrame | pa.Table",
         partitions: list[dict[str, Any]] | None = None,
+        *,
+        check_keys: bool = True,
         **options: Any,
     ) -> WriteResult:
         """Replace the contents of the table, or of partitions, with ``df`` (Hive INSERT
@@ -636,11 +638,17 @@ class Transaction:
                 ``[{"ds": "2024-01-01"}, ...]``; they are emptied even when ``df`` has no rows
                 for them. Default: the partitions present in ``df`` (Hive's dynamic-partition
                 overwrite).
+            check_keys: a keyed table's key rules (``statements.insert.check_overwrite``);
+                False writes ``df`` as it is (a restore writing back rows of an earlier
+                snapshot of the same table).
         Returns:
             :class:`WriteResult`.
         Raises:
             SchemaMismatchError: before anything is written; also when ``df`` holds rows
                 outside the given ``partitions``.
+            NullKeyError, ExistingKeysError: a table with a primary key: a NULL key, a key
+                on more than one row of ``df``, or a key stored in a partition not replaced
+                (``statements.insert.check_overwrite``); before anything is written.
             acidflow.catalog.errors.LockTimeoutError: another transaction holds a lock on the
                 table.
         """
@@ -665,6 +673,8 @@ class Transaction:
                     f"insert overwrite {table.name}: rows for partitions not being "
                     "overwritten: " + ", ".join(sorted(outside))
                 )
+        if table.primary_key and check_keys:
+            insert_stmt.check_overwrite(self, table, aligned, set(explicit) if explicit else None)
         self.lock_table(table, LockType.EXCLUSIVE)
         (spec,) = self.begin_statement(table, "base", **options)
         files = write_insert_events(aligned, table, spec)

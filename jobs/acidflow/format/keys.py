@@ -35,6 +35,13 @@ did not need aborting, never let a duplicate through.
   the stored row (split-update), ``"ignore"`` inserts only the new keys (Hive's ``MERGE ...
   WHEN NOT MATCHED THEN INSERT``). Keys written concurrently are caught at commit by the
   key-level write set above. Tables without a primary key keep Hive's INSERT semantics.
+* *An INSERT OVERWRITE writes one row per key.* A NULL key or a key on more than one of its
+  rows refuses it; the keys stored in what it replaces are not looked up (they go), but a key
+  stored in a partition it does not replace refuses it when the key does not name the
+  partition (:func:`scope_rule`): ``Transaction.insert_overwrite``
+  (``acidflow.engine.statements.insert.check_overwrite``). The ``acid`` data source's overwrite
+  refuses NULL keys and keys repeated within or across its write tasks (at commit), but does
+  not look for keys stored in partitions it does not replace.
 """
 
 from __future__ import annotations

@@ -27,8 +27,9 @@ expectation suite (``acidflow.quality.gx.gate_staged``) before they are written.
 Primary keys: ``append`` into a table with a primary key refuses rows whose key is already in
 the table's snapshot or repeats within the batch (``Transaction.insert``'s rule,
 :class:`acidflow.engine.statements.insert.ExistingKeysError`, nothing applied) -- an INSERT
-must not create a second live row of a key; NULL keys are quarantined (the NULL-key rule of
-:mod:`acidflow.format.keys`). ``upsert`` (CLI ``--upsert``) writes the
+must not create a second live row of a key; ``overwrite`` refuses a key repeated within the
+batch or stored in a partition it does not replace (``Transaction.insert_overwrite``'s rule);
+NULL keys are quarantined (the NULL-key rule of :mod:`acidflow.format.keys`). ``upsert`` (CLI ``--upsert``) writes the
 batch as a split-update instead (``Transaction.upsert``: keys in the table are updated, new keys
 inserted); it has the batch id of ``append``. Tables without a primary key keep Hive's INSERT
 semantics.
@@ -338,7 +339,8 @@ def ingest(
     Raises:
         FileNotFoundError: no files; ValueError: bad format/mode/partition, ``upsert`` into a
         table without a primary key;
-        ExistingKeysError: ``append`` of keys already in the table or repeated in the batch
+        ExistingKeysError: ``append`` of keys already in the table or repeated in the batch;
+            ``overwrite`` of keys repeated in the batch or stored in a partition not replaced
         (nothing applied); acidflow.engine.conform.DuplicateKeyError: ``upsert`` of a batch
         that repeats a key (nothing applied);
         LandingFileError: every landing file is unreadable (nothing applied);

@@ -376,8 +376,11 @@ def _restore_arrow(
     if base:
         mask_t = pa.array([p in base for p in then_p], pa.bool_())
         rows = then.filter(mask_t).select(data)
-        txn.insert_overwrite(
-            table.name, rows, partitions=[diff.specs[p] for p in base] if pnames else None
+        txn.insert_overwrite(  # rows of this table's own snapshot: taken as they were
+            table.name,
+            rows,
+            partitions=[diff.specs[p] for p in base] if pnames else None,
+            check_keys=False,
         )
     return diff, methods
 
@@ -474,10 +477,11 @@ def _restore_spark(
                 operation=operation,
             )
         if base:
-            txn.insert_overwrite(
+            txn.insert_overwrite(  # rows of this table's own snapshot: taken as they were
                 table.name,
                 only(then, base).select(*data),
                 partitions=[diff.specs[p] for p in base] if pnames else None,
+                check_keys=False,
             )
         return diff, methods
     finally:

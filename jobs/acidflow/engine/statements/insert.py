@@ -22,7 +22,7 @@ semantics (every row appended; ``on_existing`` must be ``"error"``, the default)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Sequence
 
 import pyarrow as pa
 
@@ -33,6 +33,7 @@ from acidflow.engine.statements import external
 from acidflow.engine.writer import WriteResult, write_insert_events
 from acidflow.errors import AcidflowError
 from acidflow.format import keys
+from acidflow.format import partitions as parts
 from acidflow.format.table import TableDesc
 from acidflow.read import snapshot
 from acidflow.states import LockType
@@ -42,10 +43,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ON_EXISTING",
+    "OVERWRITE_HINT",
     "ExistingKeysError",
     "NullKeyError",
     "check_batch_arrow",
     "check_batch_spark",
+    "check_overwrite",
     "check_on_existing",
     "insert",
     "refuse_null_keys_arrow",
@@ -54,6 +57,18 @@ __all__ = [
 
 #: what an insert into a keyed table does with a key that is already stored (module doc)
 ON_EXISTING = ("error", "upsert", "ignore")
+#: the advice an INSERT OVERWRITE's :class:`ExistingKeysError` ends with (repeated keys only:
+#: the stored rows are replaced)
+OVERWRITE_HINT = (
+    "An insert overwrite replaces the stored rows but writes one row per key: keep one row of "
+    "each key (e.g. the newest) and run it again."
+)
+#: the advice an INSERT OVERWRITE's :class:`ExistingKeysError` ends with when a key of its rows
+#: is stored in a partition it does not replace
+OVERWRITE_OUTSIDE_HINT = (
+    "A key names one row of the table: the key is stored in a partition this overwrite does "
+    "not replace; delete it there first, or overwrite that partition too."
+)
 #: keys named at most in an :class:`ExistingKeysError`
 MAX_NAMED_KEYS = 10
 #: the advice an :class:`ExistingKeysError` ends with, unless the caller words its own
@@ -259,9 +274,13 @@ def check_batch_spark(
     on_existing: str,
     *,
     statement: str = "insert into",
+    hint: str = INSERT_HINT,
+    stored: bool = True,
 ) -> "DataFrame":
     """:func:`check_batch_arrow` of a Spark DataFrame (``conform.aligned``; cache it: it is
     read by several jobs) at the transaction's snapshot, for ``"error"`` and ``"ignore"``.
+    ``statement``, ``hint``, ``stored``: as :func:`check_batch_arrow` (``stored=False``: NULL
+    and repeated keys only, two jobs reading the key columns).
 
     Returns:
         The rows to insert (``"ignore"``: without the rows of stored keys; a cached frame the
@@ -276,15 +295,16 @@ def check_batch_spark(
     refuse_null_keys_spark(table, rows, statement)
     batch_keys = rows.select(*key)
     repeated = batch_keys.groupBy(*key).count().where(F.col("count") > 1).select(*key).cache()
+    if stored:
+        matched = lookup.matching_rows(spark, txn.catalog, txn, table, batch_keys.distinct())
+    else:  # the statement replaces the stored rows: nothing to look up
+        matched = batch_keys.limit(0).withColumn("owid", F.lit(0).cast("long"))
     existing = (
-        lookup.matching_rows(spark, txn.catalog, txn, table, batch_keys.distinct())
-        .groupBy(*key)
-        .agg(F.sort_array(F.collect_set("owid")).alias("_acid_owids"))
-        .cache()
+        matched.groupBy(*key).agg(F.sort_array(F.collect_set("owid")).alias("_acid_owids")).cache()
     )
     try:
         n_rep = repeated.count()
-        n_exist = existing.count() if on_existing == "error" else 0
+        n_exist = existing.count() if on_existing == "error" and stored else 0
         if n_rep or n_exist:
             shown = existing.orderBy(*key).limit(MAX_NAMED_KEYS).collect() if n_exist else []
             examples = [{k: r[k] for k in key} for r in shown]
@@ -302,6 +322,7 @@ def check_batch_spark(
                 examples,
                 write_ids,
                 statement=statement,
+                hint=hint,
             )
         if on_existing != "ignore":
             return rows
@@ -309,6 +330,94 @@ def check_batch_spark(
     finally:
         repeated.unpersist()
         existing.unpersist()
+
+
+def check_overwrite(
+    txn: StatementContext,
+    table: TableDesc,
+    rows: "DataFrame | pa.Table",
+    partitions: Collection[str] | None,
+    *,
+    statement: str = "insert overwrite",
+) -> None:
+    """The primary key rules of an INSERT OVERWRITE of a keyed table (``acidflow.format.keys``)
+    for ``rows`` (aligned to ``table``, ``conform.aligned`` / ``aligned_arrow``), before
+    anything is written: a NULL key or a key on more than one row refuses it; the keys stored
+    in the partitions it replaces are not looked up (they go), but when the key does not name
+    the partition (``keys.scope_rule``) a key stored in another partition refuses it too.
+
+    Args:
+        txn: the open transaction (its snapshot is read).
+        partitions: the partition paths replaced (``ds=2024-01-01``); None: those of ``rows``
+            (Hive's dynamic-partition overwrite; one Spark job for a DataFrame). Ignored for
+            an unpartitioned table (all of it is replaced).
+    Raises:
+        NullKeyError: a NULL in a key column.
+        ExistingKeysError: a key repeated in ``rows`` (hint :data:`OVERWRITE_HINT`), or stored
+            in a partition not replaced (hint :data:`OVERWRITE_OUTSIDE_HINT`), naming the
+            first keys and the write ids holding them.
+    """
+    kw: dict[str, Any] = {"statement": statement, "hint": OVERWRITE_HINT, "stored": False}
+    if isinstance(rows, pa.Table):
+        check_batch_arrow(txn.catalog, txn, table, rows, "error", **kw)
+        if not rows.num_rows:
+            return
+    else:
+        check_batch_spark(txn.session(rows), txn, table, rows, "error", **kw)
+    by_partition, _ = keys.scope_rule(table)
+    if not table.partition_columns or by_partition:
+        return
+    key = list(table.primary_key)
+    pnames = [c.name for c in table.partition_columns]
+    if partitions is None:
+        if isinstance(rows, pa.Table):
+            present = rows.select(pnames).group_by(pnames).aggregate([]).to_pylist()
+        else:
+            present = [r.asDict() for r in rows.select(*pnames).distinct().collect()]
+        partitions = {parts.make_partition_path([(p, r[p]) for p in pnames]) for r in present}
+    if isinstance(rows, pa.Table):
+        found = lookup.existing_rows_arrow(
+            txn.catalog, table, txn, rows.select(key), skip_partitions=partitions
+        )
+        held: dict[tuple[Any, ...], set[int]] = {}
+        rid = found.column(snapshot.ROW_ID).combine_chunks().field("writeid").to_pylist()
+        for k, w in zip(_key_tuples(found, key), rid):
+            held.setdefault(k, set()).add(w)
+        n = len(held)
+        named = sorted(held)[:MAX_NAMED_KEYS]
+        examples = [dict(zip(key, k)) for k in named]
+        write_ids = [sorted(held[k]) for k in named]
+    else:
+        # deferred: pyspark is imported only by the statements that run Spark SQL
+        from pyspark.sql import functions as F
+
+        spark = txn.session(rows)
+        stored = (
+            lookup.matching_rows(
+                spark, txn.catalog, txn, table, rows.select(*key), skip_partitions=partitions
+            )
+            .groupBy(*key)
+            .agg(F.sort_array(F.collect_set("owid")).alias("_acid_owids"))
+            .cache()
+        )
+        try:
+            n = stored.count()
+            shown = stored.orderBy(*key).limit(MAX_NAMED_KEYS).collect() if n else []
+        finally:
+            stored.unpersist()
+        examples = [{k: r[k] for k in key} for r in shown]
+        write_ids = [list(r["_acid_owids"]) for r in shown]
+    if n:
+        raise ExistingKeysError(
+            table.name,
+            key,
+            n,
+            0,
+            examples,
+            write_ids,
+            statement=statement,
+            hint=OVERWRITE_OUTSIDE_HINT,
+        )
 
 
 def insert(
