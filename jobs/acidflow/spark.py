@@ -65,7 +65,7 @@ def hadoop_aws_jars() -> list[str]:
 
 #: ``spark.driver.memory`` when ``$ACIDFLOW_DRIVER_MEMORY`` is unset. In ``local[*]`` the driver
 #: JVM is the executor too, and its heap grows to what it may use: 3g keeps a 10M-row initial
-#: load (the largest step) under 4 GB of process-tree RSS, 4g did not (bench/NOTES.md, "Memory").
+#: load (the largest step) under 4 GB of process-tree RSS, 4g did not (bench/NOTES.md, "Targets not met").
 DEFAULT_DRIVER_MEMORY = "3g"
 
 

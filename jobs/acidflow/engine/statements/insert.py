@@ -241,7 +241,7 @@ def check_batch_arrow(
     )
     if repeated.num_rows or (found.num_rows and on_existing == "error"):
         held: dict[tuple[Any, ...], set[int]] = {}
-        if on_existing == "error":
+        if on_existing == "error" and found.num_rows:
             rid = found.column(snapshot.ROW_ID).combine_chunks().field("writeid").to_pylist()
             for k, w in zip(_key_tuples(found, key), rid):
                 held.setdefault(k, set()).add(w)
