@@ -24,6 +24,7 @@ from acidflow.cdc import changes as chg
 from acidflow.cdc import columnar
 from acidflow.cdc.apply import CdcOptions, parse_file
 from acidflow.read.snapshot import ROW_ID
+from acidflow.sources import columns as cols_mod
 from acidflow.sources import fastparse
 from acidflow.sources.columns import ColumnStream
 from acidflow.sources.formats import parse_lines
@@ -463,7 +464,7 @@ def test_parse_file_takes_the_columns_behind_the_columnar_switch(monkeypatch):
     assert isinstance(parse_file(CdcOptions(fmt="wal2json"), W2J_V2, "f"), ColumnStream)
     monkeypatch.setattr(fastparse, "FORMATS", ("goldengate",))
     assert not isinstance(parse_file(CdcOptions(fmt="wal2json"), W2J_V2, "f"), ColumnStream)
-    monkeypatch.setattr(fastparse, "ENABLED", False)
+    monkeypatch.setattr(cols_mod, "ENABLED", False)
     assert not isinstance(parse_file(CdcOptions(fmt="goldengate"), GG, "f"), ColumnStream)
 
 
@@ -660,7 +661,7 @@ def test_kafka_goldengate_values_equal_the_record_decoder():
 
 def test_kafka_goldengate_column_decode_follows_the_fastparse_switch(monkeypatch):
     records = _kafka_records(GG, topic=GG_TOPIC)
-    monkeypatch.setattr(fastparse, "ENABLED", False)
+    monkeypatch.setattr(cols_mod, "ENABLED", False)
     got = decode_records("goldengate", records, end_offsets=_ends(records), columns=True)
     assert not isinstance(got.stream, ColumnStream) and len(got.stream.changes) == len(GG)
 

@@ -18,6 +18,7 @@ the reference parser's table learning (:func:`learn_tables`).
 from __future__ import annotations
 
 import gc
+import os
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -56,6 +57,11 @@ def collector_paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
+
+
+#: ``ACIDFLOW_CDC_FASTPARSE=0`` sends every change file and Kafka range through the reference
+#: parser / record decoder (the column parsers are off)
+ENABLED = os.environ.get("ACIDFLOW_CDC_FASTPARSE", "1") not in ("0", "false", "no")
 
 
 def available() -> bool:

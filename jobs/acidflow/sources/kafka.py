@@ -55,7 +55,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from acidflow.sources import fastparse
+from acidflow.sources import columns as cols
 from acidflow.sources.avro import AvroDecoder
 from acidflow.sources.columns import available, collector_paused
 from acidflow.sources.debezium import (
@@ -65,7 +65,7 @@ from acidflow.sources.debezium import (
     unwrap,
 )
 from acidflow.sources.fastdebezium import KafkaEvent, kafka_event, kafka_stream
-from acidflow.sources.fastparse import kafka_goldengate_event, kafka_goldengate_stream
+from acidflow.sources.fastgoldengate import kafka_goldengate_event, kafka_goldengate_stream
 from acidflow.sources.goldengate import goldengate_record
 from acidflow.sources.lines import TxnTracker, loads
 from acidflow.sources.records import (
@@ -181,7 +181,7 @@ def decode_records(
             schema registry (Debezium only; the transaction topic too).
         columns: decode JSON values straight into columns (Debezium:
             :func:`acidflow.sources.fastdebezium.kafka_stream`, GoldenGate:
-            :func:`acidflow.sources.fastparse.kafka_goldengate_stream`: the stream is then a
+            :func:`acidflow.sources.fastgoldengate.kafka_goldengate_stream`: the stream is then a
             :class:`~acidflow.sources.columns.ColumnStream`, equal to the one this function
             gives without it); ranges it cannot take are decoded record by record as without.
         topics: the source's data topics, also those not created yet: a transaction's END
@@ -338,9 +338,9 @@ def _events(
     fmt: str, ordered: list[KafkaRecord], transaction_topic: str | None
 ) -> list[KafkaEvent] | None:
     """The data records' JSON values (Debezium: :func:`acidflow.sources.fastdebezium.kafka_event`,
-    GoldenGate: :func:`acidflow.sources.fastparse.kafka_goldengate_event`), None when one is not
+    GoldenGate: :func:`acidflow.sources.fastgoldengate.kafka_goldengate_event`), None when one is not
     taken or the column decoder is off (the range is then decoded record by record)."""
-    if not available() or not fastparse.ENABLED:
+    if not available() or not cols.ENABLED:
         return None
     try:
         if fmt == "goldengate":
