@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ON_EXISTING",
     "OVERWRITE_HINT",
+    "OVERWRITE_OUTSIDE_HINT",
     "ExistingKeysError",
     "NullKeyError",
     "check_batch_arrow",
