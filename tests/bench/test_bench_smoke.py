@@ -135,6 +135,7 @@ def test_parse_phase_runs_and_the_frames_are_equal(tmp_path):
         "wal2json-v1",
         "debezium",
         "debezium-kafka",
+        "goldengate-kafka",
     ]
     assert all(r["frames_equal"] and r["events"] == 300 for r in doc["formats"])
     text = "\n".join(report.parse_section(doc))
