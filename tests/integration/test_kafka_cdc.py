@@ -169,8 +169,11 @@ def test_batch_mode_applies_debezium_exactly_once(spark, catalog, kafka, debeziu
     for earlier, later in zip(batches, batches[1:]):  # each batch starts where the last ended
         assert later.details["offsets"]["start"] == earlier.details["offsets"]["end"]
     # whole source transactions: no batch ends inside one (the END of each applied
-    # transaction is in the range, and the waiting ones are not)
-    assert all(b.details["source_transactions"] >= 1 for b in batches)
+    # transaction is in the range, and the waiting ones are not). A range the cap ends
+    # between a delete and its tombstone leaves the tombstone (no transaction, nothing to
+    # apply) alone in a later range when the next transaction is not complete yet
+    events = {r.batch_id: sum(t.get("events", 0) for t in r.tables.values()) for r in reports}
+    assert all(b.details["source_transactions"] >= 1 or not events[b.batch_id] for b in batches)
 
     # a rerun (an Airflow retry): the same offsets, nothing applied
     again = apply_kafka(spark, catalog, options, kopts)
